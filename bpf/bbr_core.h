@@ -1,0 +1,971 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The BBRv1 core shared by every bbrkit algorithm.
+ *
+ * The model and the state machine of the kernel's net/ipv4/tcp_bbr.c (6.x), rewritten for the BPF
+ * struct_ops environment: STARTUP, DRAIN, PROBE_BW gain cycling, PROBE_RTT, the windowed
+ * max-bandwidth and min-RTT filters, pacing with a 1% margin, cwnd = gain x BDP + ACK-aggregation
+ * allowance + TSO budget, long-term bandwidth sampling (policer detection), idle restart, packet
+ * conservation and cwnd restore around loss recovery.
+ *
+ * Differences from the kernel, all forced by the environment or by the variants:
+ * - Time stamps that the kernel keeps in jiffies (min_rtt_stamp, probe_rtt_done_stamp) are kept in
+ *   milliseconds derived from tp->tcp_mstamp: no helper call per ACK, and finer than HZ=250 jiffies.
+ * - The two u64 microsecond stamps (cycle, ACK-aggregation epoch) are kept as their low 32 bits;
+ *   only differences below 35 minutes are ever taken, so the wrap is harmless. This frees 12 bytes of
+ *   the 104-byte icsk_ca_priv for the variants' own state (bbr_core.ext).
+ * - Variants plug in through the bbr_variant_*() hooks declared below; each algorithm file defines
+ *   all of them (bbr1 with BBRv1's own behaviour) and the compiler inlines them, so a hook costs
+ *   nothing at run time.
+ *
+ * The algorithm file includes this header, defines the hooks, then includes bbr_ops.h.
+ */
+#ifndef BBR_CORE_H
+#define BBR_CORE_H
+
+#include "bbr_env.h"
+#include "bbrkit.h"
+
+#define USEC_PER_MSEC 1000ULL
+#define USEC_PER_SEC 1000000ULL
+
+#define CYCLE_LEN 8 /* phases in a PROBE_BW pacing gain cycle */
+
+/* Window length of the bandwidth filter, in rounds: a whole gain cycle plus slack. */
+#define BBR_BW_RTTS (CYCLE_LEN + 2)
+/* Window length of the min_rtt filter, in ms: re-probe the path's delay every 10 s. */
+#define BBR_MIN_RTT_WIN_MS 10000U
+/* Minimum time spent at BBR_CWND_MIN_TARGET in PROBE_RTT, in ms: bounds its cost to ~2%. */
+#define BBR_PROBE_RTT_MODE_MS 200U
+/* Skip TSO below this rate, in bit/s: at low rates one-packet bursts are cheap enough. */
+#define BBR_MIN_TSO_RATE_BPS 1200000UL
+/* Pace about 1% below the estimate, in percent: drives the bottleneck queue towards empty. */
+#define BBR_PACING_MARGIN_PERCENT 1
+/* 2/ln(2) in BBR_UNIT: the smallest gain that doubles the sending rate every round. */
+#define BBR_HIGH_GAIN (BBR_UNIT * 2885 / 1000 + 1)
+/* 1/high_gain in BBR_UNIT: drains STARTUP's queue in about one round. */
+#define BBR_DRAIN_GAIN (BBR_UNIT * 1000 / 2885)
+/* Steady-state cwnd gain in BBR_UNIT: tolerates delayed and stretched ACKs. */
+#define BBR_CWND_GAIN (BBR_UNIT * 2)
+/* Random starting phase of the gain cycle, among this many phases (never the 3/4 phase). */
+#define BBR_CYCLE_RAND 7
+/* Packets: two ACK-every-other-packet pairs keep the pipe going. */
+#define BBR_CWND_MIN_TARGET 4U
+/* Bandwidth growth, in BBR_UNIT, that counts as "still growing" in STARTUP (25%). */
+#define BBR_FULL_BW_THRESH (BBR_UNIT * 5 / 4)
+/* Rounds without that growth after which the pipe is taken to be full. */
+#define BBR_FULL_BW_CNT 3
+/* Minimum rounds in a long-term sampling interval. */
+#define BBR_LT_INTVL_MIN_RTTS 4
+/* Lost/delivered, in BBR_UNIT, above which an interval is lossy (20%): maybe a policer. */
+#define BBR_LT_LOSS_THRESH 50
+/* Two intervals whose bandwidths differ by at most 1/8 (BBR_UNIT) are consistent... */
+#define BBR_LT_BW_RATIO (BBR_UNIT / 8)
+/* ...or by at most 4 kbit/s, in bytes/s. */
+#define BBR_LT_BW_DIFF_BYTES (4000 / 8)
+/* Rounds to pace at the policed rate before probing again. */
+#define BBR_LT_BW_MAX_RTTS 48
+/* Gain, in BBR_UNIT, applied to the measured ACK aggregation when sizing cwnd. */
+#define BBR_EXTRA_ACKED_GAIN BBR_UNIT
+/* Rounds per half of the ACK-aggregation max filter. */
+#define BBR_EXTRA_ACKED_WIN_RTTS 5
+/* Packets: past this many ACKed in one epoch, start a new epoch (the counter is 20 bits). */
+#define BBR_ACK_EPOCH_ACKED_RESET_THRESH (1U << 20)
+/* Microseconds: cap the aggregation allowance at what 100 ms of bandwidth would deliver. */
+#define BBR_EXTRA_ACKED_MAX_US (100 * 1000)
+
+/* Kernel constants this code mirrors (include/net/tcp.h, include/linux/netdevice.h). */
+#define TCP_INIT_CWND 10
+#define TCP_INFINITE_SSTHRESH 0x7fffffff
+#define GSO_LEGACY_MAX_SIZE 65536
+/* MAX_TCP_HEADER on x86_64 with the usual tunnel headroom, in bytes. */
+#define BBR_MAX_TCP_HEADER 320
+
+/* A windowed max filter keeping three samples: the best, the best of the later part of the
+ * window, and the best of the latest part, so an expiring maximum is replaced in O(1).
+ */
+struct bbr_minmax_sample {
+	u32 t; /* round count when measured */
+	u32 v; /* value */
+};
+
+struct bbr_minmax {
+	struct bbr_minmax_sample s[3];
+};
+
+/* Bytes of icsk_ca_priv left over for a variant's own state. */
+#define BBR_EXT_WORDS 3
+
+struct bbr_core {
+	u32 min_rtt_us;           /* min RTT in the BBR_MIN_RTT_WIN_MS window */
+	u32 min_rtt_stamp;        /* ms, when min_rtt_us was measured */
+	u32 probe_rtt_done_stamp; /* ms, end of PROBE_RTT; 0 while not yet armed */
+	struct bbr_minmax bw;     /* max recent delivery rate, packets/us << BW_SCALE */
+	u32 rtt_cnt;              /* packet-timed rounds so far */
+	u32 next_rtt_delivered;   /* tp->delivered at the end of this round */
+	u32 cycle_stamp;          /* us (low 32 bits), start of this gain cycle phase */
+	u32 mode : 3,             /* enum bbrkit_mode */
+	    prev_ca_state : 3,    /* CA state on the previous ACK */
+	    packet_conservation : 1, /* in the first round of recovery */
+	    round_start : 1,      /* this ACK starts a new round */
+	    idle_restart : 1,     /* restarting after idle */
+	    probe_rtt_round_done : 1, /* a PROBE_RTT round at minimum cwnd completed */
+	    lt_is_sampling : 1,   /* taking long-term samples now */
+	    lt_rtt_cnt : 7,       /* rounds in this long-term interval */
+	    lt_use_bw : 1,        /* pace at lt_bw: a policer was detected */
+	    full_bw_reached : 1,  /* STARTUP filled the pipe */
+	    full_bw_cnt : 2,      /* rounds without large bandwidth growth */
+	    cycle_idx : 3,        /* phase in the PROBE_BW gain cycle */
+	    has_seen_rtt : 1,     /* an RTT sample has been seen */
+	    unused_a : 6;
+	u32 lt_bw;                /* long-term delivery rate, packets/us << BW_SCALE */
+	u32 lt_last_delivered;    /* tp->delivered at the start of the LT interval */
+	u32 lt_last_stamp;        /* ms, tp->delivered_mstamp at the start of the LT interval */
+	u32 lt_last_lost;         /* tp->lost at the start of the LT interval */
+	u32 pacing_gain : 10,     /* BBR_UNIT, the state machine's gain */
+	    cwnd_gain : 10,       /* BBR_UNIT */
+	    unused_b : 12;
+	u32 prior_cwnd;           /* cwnd on entering recovery or PROBE_RTT */
+	u32 full_bw;              /* recent bandwidth, to tell if the pipe is full */
+	u32 ack_epoch_stamp;      /* us (low 32 bits), start of the ACK sampling epoch */
+	u16 extra_acked[2];       /* max excess data ACKed in each half of the window */
+	u32 ack_epoch_acked : 20, /* packets (S)ACKed in this epoch */
+	    extra_acked_win_rtts : 5, /* age of extra_acked, in rounds */
+	    extra_acked_win_idx : 1,  /* current half of the extra_acked window */
+	    unused_c : 6;
+	u32 ext[BBR_EXT_WORDS];   /* the variant's own state */
+};
+
+_Static_assert(sizeof(struct bbr_core) <= 104, "BBR state must fit in icsk_ca_priv");
+
+/* Hooks each algorithm file defines. */
+BBR_INLINE void bbr_variant_init(struct sock *sk, struct bbr_core *b);
+/* Every ACK, after the model update and before pacing and cwnd are set. */
+BBR_INLINE void bbr_variant_on_ack(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs);
+/* PROBE_BW probe phase: true ends the phase now. */
+BBR_INLINE bool bbr_variant_end_probe(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs);
+/* The pacing gain to use on this ACK, given the state machine's gain b->pacing_gain. */
+BBR_INLINE u32 bbr_variant_pacing_gain(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs);
+/* TCP just entered Recovery; may start packet conservation and set *cwnd. */
+BBR_INLINE void bbr_variant_recovery_start(struct sock *sk, struct bbr_core *b, u32 acked, u32 *cwnd);
+/* cwnd during packet conservation, from the current cwnd (already reduced by losses). */
+BBR_INLINE u32 bbr_variant_conservation_cwnd(struct sock *sk, struct bbr_core *b, u32 acked, u32 cwnd,
+					     u32 bw);
+/* Fill the variant's part of a state record. */
+BBR_INLINE void bbr_variant_fill(struct bbrkit_flow *f, const struct bbr_core *b);
+
+BBR_INLINE struct bbr_core *bbr_core_of(const struct sock *sk)
+{
+	return (struct bbr_core *)inet_csk(sk)->icsk_ca_priv;
+}
+
+BBR_INLINE u32 bbr_min_u32(u32 a, u32 b)
+{
+	return a < b ? a : b;
+}
+
+BBR_INLINE u32 bbr_max_u32(u32 a, u32 b)
+{
+	return a > b ? a : b;
+}
+
+BBR_INLINE u64 bbr_min_u64(u64 a, u64 b)
+{
+	return a < b ? a : b;
+}
+
+/* Wrap-safe "a is later than b" for 32-bit sequence numbers and stamps. */
+BBR_INLINE bool bbr_after(u32 a, u32 b)
+{
+	return (s32)(a - b) > 0;
+}
+
+/* Microseconds from stamp t0 to t1, both low 32 bits of tcp clock values; 0 if t1 is earlier. */
+BBR_INLINE u32 bbr_stamp_delta_us(u64 t1, u32 t0)
+{
+	s32 d = (s32)((u32)t1 - t0);
+
+	return d > 0 ? (u32)d : 0;
+}
+
+BBR_INLINE u32 bbr_now_ms(const struct tcp_sock *tp)
+{
+	return (u32)(tp->tcp_mstamp / USEC_PER_MSEC);
+}
+
+BBR_INLINE u32 bbr_packets_in_flight(const struct tcp_sock *tp)
+{
+	return tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
+}
+
+/* Clamp a raw parameter to its documented range: bpftool can write anything. */
+BBR_INLINE u32 bbr_clamp_param(u32 v, u32 lo, u32 hi)
+{
+	return v < lo ? lo : (v > hi ? hi : v);
+}
+
+/* The windowed max filter. A new maximum, or a window that saw no sample for its whole
+ * length, restarts the filter; otherwise the sample may become the 2nd or 3rd choice, and
+ * choices that have aged out are shifted forward.
+ */
+BBR_INLINE u32 bbr_minmax_running_max(struct bbr_minmax *m, u32 win, u32 t, u32 v)
+{
+	struct bbr_minmax_sample fresh = { .t = t, .v = v };
+	u32 age;
+
+	if (v >= m->s[0].v || t - m->s[2].t > win) {
+		m->s[0] = fresh;
+		m->s[1] = fresh;
+		m->s[2] = fresh;
+		return v;
+	}
+	if (v >= m->s[1].v) {
+		m->s[1] = fresh;
+		m->s[2] = fresh;
+	} else if (v >= m->s[2].v) {
+		m->s[2] = fresh;
+	}
+
+	age = t - m->s[0].t;
+	if (age > win) {
+		/* The best sample expired: promote the later ones. */
+		m->s[0] = m->s[1];
+		m->s[1] = m->s[2];
+		m->s[2] = fresh;
+		if (t - m->s[0].t > win) {
+			m->s[0] = m->s[1];
+			m->s[1] = m->s[2];
+		}
+	} else if (m->s[1].t == m->s[0].t && age > win / 4) {
+		/* A quarter of the window passed with one sample: take a 2nd choice. */
+		m->s[1] = fresh;
+		m->s[2] = fresh;
+	} else if (m->s[2].t == m->s[1].t && age > win / 2) {
+		/* Half the window passed: take a 3rd choice. */
+		m->s[2] = fresh;
+	}
+	return m->s[0].v;
+}
+
+BBR_INLINE void bbr_minmax_reset(struct bbr_minmax *m, u32 t, u32 v)
+{
+	struct bbr_minmax_sample s = { .t = t, .v = v };
+
+	m->s[0] = s;
+	m->s[1] = s;
+	m->s[2] = s;
+}
+
+/* PROBE_BW gain of each phase: probe at 5/4, drain at 3/4, cruise at 1 for six phases. */
+BBR_INLINE u32 bbr_cycle_gain(u32 idx)
+{
+	if (idx == 0)
+		return BBR_UNIT * 5 / 4;
+	if (idx == 1)
+		return BBR_UNIT * 3 / 4;
+	return BBR_UNIT;
+}
+
+BBR_INLINE u32 bbr_max_bw(const struct bbr_core *b)
+{
+	return b->bw.s[0].v;
+}
+
+/* The bandwidth to use: the policed rate while a policer is detected, else the max filter. */
+BBR_INLINE u32 bbr_bw(const struct bbr_core *b)
+{
+	return b->lt_use_bw ? b->lt_bw : bbr_max_bw(b);
+}
+
+BBR_INLINE u32 bbr_extra_acked(const struct bbr_core *b)
+{
+	return b->extra_acked[0] > b->extra_acked[1] ? b->extra_acked[0] : b->extra_acked[1];
+}
+
+/* rate (packets/us << BW_SCALE) x gain -> bytes per second, less the pacing margin. The order of
+ * operations avoids u64 overflow up to ~2.9 Tbit/s at gain 2.89.
+ */
+BBR_INLINE u64 bbr_rate_bytes_per_sec(const struct tcp_sock *tp, u64 rate, u32 gain)
+{
+	rate *= tp->mss_cache;
+	rate *= gain;
+	rate >>= BBR_SCALE;
+	rate *= USEC_PER_SEC / 100 * (100 - BBR_PACING_MARGIN_PERCENT);
+	return rate >> BW_SCALE;
+}
+
+BBR_INLINE u64 bbr_bw_to_pacing_rate(struct sock *sk, u32 bw, u32 gain)
+{
+	return bbr_min_u64(bbr_rate_bytes_per_sec(tcp_sk(sk), bw, gain), sk->sk_max_pacing_rate);
+}
+
+/* Before any bandwidth sample: high_gain x initial cwnd / RTT (1 ms when no RTT is known). */
+BBR_INLINE void bbr_init_pacing_rate_from_rtt(struct sock *sk, struct bbr_core *b)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u32 rtt_us = USEC_PER_MSEC;
+	u64 bw;
+
+	if (tp->srtt_us) {
+		rtt_us = bbr_max_u32(tp->srtt_us >> 3, 1);
+		b->has_seen_rtt = 1;
+	}
+	bw = (u64)tp->snd_cwnd * BW_UNIT / rtt_us;
+	sk->sk_pacing_rate = bbr_bw_to_pacing_rate(sk, bw, BBR_HIGH_GAIN);
+}
+
+BBR_INLINE void bbr_set_pacing_rate(struct sock *sk, struct bbr_core *b, u32 bw, u32 gain)
+{
+	u64 rate = bbr_bw_to_pacing_rate(sk, bw, gain);
+
+	if (!b->has_seen_rtt && tcp_sk(sk)->srtt_us)
+		bbr_init_pacing_rate_from_rtt(sk, b);
+	/* Never slow down in STARTUP: early samples underestimate the path. */
+	if (b->full_bw_reached || rate > sk->sk_pacing_rate)
+		sk->sk_pacing_rate = rate;
+}
+
+BBR_INLINE u32 bbr_min_tso_segs(const struct sock *sk)
+{
+	return sk->sk_pacing_rate < (BBR_MIN_TSO_RATE_BPS >> 3) ? 1 : 2;
+}
+
+/* Like tcp_tso_autosize(), ignoring the driver's GSO limit. */
+BBR_INLINE u32 bbr_tso_segs_goal(struct sock *sk)
+{
+	u64 bytes = sk->sk_pacing_rate >> sk->sk_pacing_shift;
+	u32 segs;
+
+	bytes = bbr_min_u64(bytes, GSO_LEGACY_MAX_SIZE - 1 - BBR_MAX_TCP_HEADER);
+	segs = bbr_max_u32((u32)bytes / tcp_sk(sk)->mss_cache, bbr_min_tso_segs(sk));
+	return bbr_min_u32(segs, 0x7F);
+}
+
+/* Remember the last known good cwnd, to restore after recovery or PROBE_RTT. */
+BBR_INLINE void bbr_save_cwnd(struct sock *sk, struct bbr_core *b)
+{
+	u32 cwnd = tcp_sk(sk)->snd_cwnd;
+
+	if (b->prev_ca_state < TCP_CA_Recovery && b->mode != BBRKIT_PROBE_RTT)
+		b->prior_cwnd = cwnd;
+	else /* recovery or PROBE_RTT cut cwnd for now */
+		b->prior_cwnd = bbr_max_u32(b->prior_cwnd, cwnd);
+}
+
+/* bdp = ceil(bw x min_rtt x gain), in packets. */
+BBR_INLINE u32 bbr_bdp(const struct bbr_core *b, u32 bw, u32 gain)
+{
+	u64 w;
+
+	/* No valid RTT sample yet (possible without timestamps after retransmitted SYNs). */
+	if (b->min_rtt_us == ~0U)
+		return TCP_INIT_CWND;
+	w = (u64)bw * b->min_rtt_us;
+	return (u32)((((w * gain) >> BBR_SCALE) + BW_UNIT - 1) / BW_UNIT);
+}
+
+/* Room for full-sized TSO skbs in the sender's qdisc and TSO engine and the receiver's GRO. */
+BBR_INLINE u32 bbr_quantization_budget(struct sock *sk, const struct bbr_core *b, u32 cwnd)
+{
+	cwnd += 3 * bbr_tso_segs_goal(sk);
+	/* An even cwnd avoids a lone segment waiting for a delayed ACK. */
+	cwnd = (cwnd + 1) & ~1U;
+	/* The probe phase must get inflight above BDP even for tiny BDPs. */
+	if (b->mode == BBRKIT_PROBE_BW && b->cycle_idx == 0)
+		cwnd += 2;
+	return cwnd;
+}
+
+BBR_INLINE u32 bbr_inflight(struct sock *sk, const struct bbr_core *b, u32 bw, u32 gain)
+{
+	return bbr_quantization_budget(sk, b, bbr_bdp(b, bw, gain));
+}
+
+/* Packets still in the network when the next skb departs, given the departure time (EDT)
+ * already baked into queued skbs: inflight_at_edt - (EDT - now) x bw.
+ */
+BBR_INLINE u32 bbr_packets_in_net_at_edt(struct sock *sk, const struct bbr_core *b, u32 inflight_now)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u64 now_ns = tp->tcp_clock_cache;
+	u64 edt_ns = tp->tcp_wstamp_ns > now_ns ? tp->tcp_wstamp_ns : now_ns;
+	u64 interval_us = (edt_ns - now_ns) / 1000;
+	u32 interval_delivered = (u32)(((u64)bbr_bw(b) * interval_us) >> BW_SCALE);
+	u32 inflight_at_edt = inflight_now;
+
+	if (b->pacing_gain > BBR_UNIT) /* increasing inflight: count the EDT skb too */
+		inflight_at_edt += bbr_tso_segs_goal(sk);
+	if (interval_delivered >= inflight_at_edt)
+		return 0;
+	return inflight_at_edt - interval_delivered;
+}
+
+/* Extra cwnd for ACK aggregation, once the pipe is full. */
+BBR_INLINE u32 bbr_ack_aggregation_cwnd(const struct bbr_core *b)
+{
+	u32 max_aggr_cwnd, aggr_cwnd;
+
+	if (!b->full_bw_reached)
+		return 0;
+	max_aggr_cwnd = (u32)(((u64)bbr_bw(b) * BBR_EXTRA_ACKED_MAX_US) / BW_UNIT);
+	aggr_cwnd = (BBR_EXTRA_ACKED_GAIN * bbr_extra_acked(b)) >> BBR_SCALE;
+	return bbr_min_u32(aggr_cwnd, max_aggr_cwnd);
+}
+
+BBR_INLINE void bbr_check_probe_rtt_done(struct sock *sk, struct bbr_core *b, u32 now_ms);
+
+BBR_INLINE void bbr_cwnd_event(struct sock *sk, enum tcp_ca_event event)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbr_core *b = bbr_core_of(sk);
+
+	if (event != CA_EVENT_TX_START || !tp->app_limited)
+		return;
+	b->idle_restart = 1;
+	b->ack_epoch_stamp = (u32)tp->tcp_mstamp;
+	b->ack_epoch_acked = 0;
+	/* Restarting from idle while app-limited: pace at the estimate, no need for more. */
+	if (b->mode == BBRKIT_PROBE_BW)
+		bbr_set_pacing_rate(sk, b, bbr_bw(b), BBR_UNIT);
+	else if (b->mode == BBRKIT_PROBE_RTT)
+		bbr_check_probe_rtt_done(sk, b, bbr_now_ms(tp));
+}
+
+/* Recovery: conservation in the first round (as the variant decides), restore on exit. */
+BBR_INLINE bool bbr_set_cwnd_to_recover_or_restore(struct sock *sk, struct bbr_core *b,
+						    const struct rate_sample *rs, u32 acked, u32 bw,
+						    u32 *new_cwnd)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u8 prev_state = b->prev_ca_state;
+	u8 state = inet_csk(sk)->icsk_ca_state;
+	u32 cwnd = tp->snd_cwnd;
+
+	/* An ACK for P packets releases at most 2P: first take out the lost ones here, then
+	 * bbr_set_cwnd() slow-starts towards the target.
+	 */
+	if (rs->losses > 0)
+		cwnd = (s32)(cwnd - rs->losses) > 1 ? cwnd - rs->losses : 1;
+
+	if (state == TCP_CA_Recovery && prev_state != TCP_CA_Recovery) {
+		bbr_variant_recovery_start(sk, b, acked, &cwnd);
+	} else if (prev_state >= TCP_CA_Recovery && state < TCP_CA_Recovery) {
+		cwnd = bbr_max_u32(cwnd, b->prior_cwnd);
+		b->packet_conservation = 0;
+	}
+	b->prev_ca_state = state;
+
+	if (b->packet_conservation) {
+		*new_cwnd = bbr_variant_conservation_cwnd(sk, b, acked, cwnd, bw);
+		return true;
+	}
+	*new_cwnd = cwnd;
+	return false;
+}
+
+/* BBRv1's recovery entry: start a round now and cut cwnd to what is actually in flight. */
+BBR_INLINE void bbr_v1_recovery_start(struct sock *sk, struct bbr_core *b, u32 acked, u32 *cwnd)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	b->packet_conservation = 1;
+	b->next_rtt_delivered = tp->delivered;
+	*cwnd = bbr_packets_in_flight(tp) + acked;
+}
+
+/* BBRv1's packet conservation: send one packet per packet ACKed. */
+BBR_INLINE u32 bbr_v1_conservation_cwnd(struct sock *sk, u32 acked, u32 cwnd)
+{
+	return bbr_max_u32(cwnd, bbr_packets_in_flight(tcp_sk(sk)) + acked);
+}
+
+/* Slow-start towards the target cwnd, or snap down to it once the pipe is full. */
+BBR_INLINE void bbr_set_cwnd(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs, u32 acked,
+			     u32 bw, u32 gain)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u32 cwnd = tp->snd_cwnd, target_cwnd;
+
+	if (!acked)
+		goto done; /* nothing fully ACKed: only apply the caps */
+
+	if (bbr_set_cwnd_to_recover_or_restore(sk, b, rs, acked, bw, &cwnd))
+		goto done;
+
+	target_cwnd = bbr_bdp(b, bw, gain);
+	target_cwnd += bbr_ack_aggregation_cwnd(b);
+	target_cwnd = bbr_quantization_budget(sk, b, target_cwnd);
+
+	if (b->full_bw_reached) /* only cut cwnd once the pipe was filled */
+		cwnd = bbr_min_u32(cwnd + acked, target_cwnd);
+	else if (cwnd < target_cwnd || tp->delivered < TCP_INIT_CWND)
+		cwnd = cwnd + acked;
+	cwnd = bbr_max_u32(cwnd, BBR_CWND_MIN_TARGET);
+
+done:
+	tp->snd_cwnd = bbr_min_u32(cwnd, tp->snd_cwnd_clamp);
+	if (b->mode == BBRKIT_PROBE_RTT) /* drain the queue, refresh min_rtt */
+		tp->snd_cwnd = bbr_min_u32(tp->snd_cwnd, BBR_CWND_MIN_TARGET);
+}
+
+/* End the gain cycle phase when its time is up and/or its inflight target is reached. */
+BBR_INLINE bool bbr_is_next_cycle_phase(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	bool is_full_length = bbr_stamp_delta_us(tp->delivered_mstamp, b->cycle_stamp) > b->min_rtt_us;
+	u32 inflight, bw;
+
+	/* Gain 1 paces at the estimate: only the clock matters. */
+	if (b->pacing_gain == BBR_UNIT)
+		return is_full_length;
+
+	if (b->pacing_gain > BBR_UNIT && bbr_variant_end_probe(sk, b, rs))
+		return true;
+
+	inflight = bbr_packets_in_net_at_edt(sk, b, rs->prior_in_flight);
+	bw = bbr_max_bw(b);
+
+	/* Probing raises inflight to gain x BDP, which may take more than min_rtt; but not
+	 * against losses, since a small buffer may not hold that much.
+	 */
+	if (b->pacing_gain > BBR_UNIT)
+		return is_full_length && (rs->losses || inflight >= bbr_inflight(sk, b, bw, b->pacing_gain));
+
+	/* Draining: stop as soon as inflight is down to BDP, not to underuse the pipe. */
+	return is_full_length || inflight <= bbr_inflight(sk, b, bw, BBR_UNIT);
+}
+
+BBR_INLINE void bbr_advance_cycle_phase(struct sock *sk, struct bbr_core *b)
+{
+	b->cycle_idx = (b->cycle_idx + 1) & (CYCLE_LEN - 1);
+	b->cycle_stamp = (u32)tcp_sk(sk)->delivered_mstamp;
+}
+
+BBR_INLINE void bbr_update_cycle_phase(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs)
+{
+	if (b->mode == BBRKIT_PROBE_BW && bbr_is_next_cycle_phase(sk, b, rs))
+		bbr_advance_cycle_phase(sk, b);
+}
+
+BBR_INLINE void bbr_reset_probe_bw_mode(struct sock *sk, struct bbr_core *b)
+{
+	b->mode = BBRKIT_PROBE_BW;
+	/* Random start, but never in the 3/4 phase: the advance below moves one step on. */
+	b->cycle_idx = CYCLE_LEN - 1 - bbr_random_u32() % BBR_CYCLE_RAND;
+	bbr_advance_cycle_phase(sk, b);
+}
+
+BBR_INLINE void bbr_reset_mode(struct sock *sk, struct bbr_core *b)
+{
+	if (!b->full_bw_reached)
+		b->mode = BBRKIT_STARTUP;
+	else
+		bbr_reset_probe_bw_mode(sk, b);
+}
+
+BBR_INLINE void bbr_reset_lt_bw_sampling_interval(struct sock *sk, struct bbr_core *b)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	b->lt_last_stamp = (u32)(tp->delivered_mstamp / USEC_PER_MSEC);
+	b->lt_last_delivered = tp->delivered;
+	b->lt_last_lost = tp->lost;
+	b->lt_rtt_cnt = 0;
+}
+
+BBR_INLINE void bbr_reset_lt_bw_sampling(struct sock *sk, struct bbr_core *b)
+{
+	b->lt_bw = 0;
+	b->lt_use_bw = 0;
+	b->lt_is_sampling = 0;
+	bbr_reset_lt_bw_sampling_interval(sk, b);
+}
+
+/* A long-term interval ended: two consistent lossy intervals mean a policer. */
+BBR_INLINE void bbr_lt_bw_interval_done(struct sock *sk, struct bbr_core *b, u32 bw)
+{
+	u32 diff;
+
+	if (b->lt_bw) {
+		diff = bw > b->lt_bw ? bw - b->lt_bw : b->lt_bw - bw;
+		if ((diff * BBR_UNIT <= BBR_LT_BW_RATIO * b->lt_bw) ||
+		    (bbr_rate_bytes_per_sec(tcp_sk(sk), diff, BBR_UNIT) <= BBR_LT_BW_DIFF_BYTES)) {
+			b->lt_bw = (bw + b->lt_bw) >> 1; /* average of the two intervals */
+			b->lt_use_bw = 1;
+			b->pacing_gain = BBR_UNIT; /* avoid drops at the policer */
+			b->lt_rtt_cnt = 0;
+			return;
+		}
+	}
+	b->lt_bw = bw;
+	bbr_reset_lt_bw_sampling_interval(sk, b);
+}
+
+/* Token-bucket policer detection: sample the delivery rate over intervals that start and end
+ * with a loss; two consistent, lossy intervals give the policed rate.
+ */
+BBR_INLINE void bbr_lt_bw_sampling(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u32 lost, delivered, t;
+	u64 bw;
+
+	if (b->lt_use_bw) {
+		if (b->mode == BBRKIT_PROBE_BW && b->round_start &&
+		    ++b->lt_rtt_cnt >= BBR_LT_BW_MAX_RTTS) {
+			bbr_reset_lt_bw_sampling(sk, b);
+			bbr_reset_probe_bw_mode(sk, b); /* probe again */
+		}
+		return;
+	}
+
+	/* Start at the first loss, once the policer's tokens are exhausted. */
+	if (!b->lt_is_sampling) {
+		if (!rs->losses)
+			return;
+		bbr_reset_lt_bw_sampling_interval(sk, b);
+		b->lt_is_sampling = 1;
+	}
+
+	/* Running out of data would underestimate the rate. */
+	if (rs->is_app_limited) {
+		bbr_reset_lt_bw_sampling(sk, b);
+		return;
+	}
+
+	if (b->round_start)
+		b->lt_rtt_cnt++;
+	if (b->lt_rtt_cnt < BBR_LT_INTVL_MIN_RTTS)
+		return;
+	if (b->lt_rtt_cnt > 4 * BBR_LT_INTVL_MIN_RTTS) {
+		bbr_reset_lt_bw_sampling(sk, b); /* interval too long */
+		return;
+	}
+
+	/* End the interval at a loss, when the tokens are surely exhausted. */
+	if (!rs->losses)
+		return;
+
+	lost = tp->lost - b->lt_last_lost;
+	delivered = tp->delivered - b->lt_last_delivered;
+	if (!delivered || (lost << BBR_SCALE) < BBR_LT_LOSS_THRESH * delivered)
+		return;
+
+	t = (u32)(tp->delivered_mstamp / USEC_PER_MSEC) - b->lt_last_stamp;
+	if ((s32)t < 1)
+		return; /* shorter than a millisecond: wait */
+	if (t >= ~0U / USEC_PER_MSEC) {
+		bbr_reset_lt_bw_sampling(sk, b); /* would overflow */
+		return;
+	}
+	t *= USEC_PER_MSEC;
+	bw = (u64)delivered * BW_UNIT / t;
+	bbr_lt_bw_interval_done(sk, b, (u32)bw);
+}
+
+/* Rounds and the max bandwidth filter. */
+BBR_INLINE void bbr_update_bw(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u64 bw;
+
+	b->round_start = 0;
+	if (rs->delivered < 0 || rs->interval_us <= 0)
+		return; /* not a valid observation */
+
+	if (!bbr_after(b->next_rtt_delivered, rs->prior_delivered)) {
+		b->next_rtt_delivered = tp->delivered;
+		b->rtt_cnt++;
+		b->round_start = 1;
+		b->packet_conservation = 0;
+	}
+
+	bbr_lt_bw_sampling(sk, b, rs);
+
+	/* clang 14 rejects signed 64-bit division in BPF; interval_us > 0 was checked above. */
+	bw = (u64)rs->delivered * BW_UNIT / (u64)rs->interval_us;
+
+	/* App-limited samples describe the application, not the path: use them only when they
+	 * show at least the current estimate.
+	 */
+	if (!rs->is_app_limited || bw >= bbr_max_bw(b))
+		bbr_minmax_running_max(&b->bw, BBR_BW_RTTS, b->rtt_cnt, (u32)bw);
+}
+
+/* The verifier refuses variable offsets into the socket, so the window half is chosen by branch. */
+BBR_INLINE u16 bbr_cur_extra_acked(const struct bbr_core *b)
+{
+	return b->extra_acked_win_idx ? b->extra_acked[1] : b->extra_acked[0];
+}
+
+BBR_INLINE void bbr_set_extra_acked(struct bbr_core *b, u16 v)
+{
+	if (b->extra_acked_win_idx)
+		b->extra_acked[1] = v;
+	else
+		b->extra_acked[0] = v;
+}
+
+/* Windowed max of the data ACKed beyond what the bandwidth estimate explains. */
+BBR_INLINE void bbr_update_ack_aggregation(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u32 epoch_us, expected_acked, extra_acked;
+
+	if (rs->acked_sacked <= 0 || rs->delivered < 0 || rs->interval_us <= 0)
+		return;
+
+	if (b->round_start) {
+		b->extra_acked_win_rtts = bbr_min_u32(0x1F, b->extra_acked_win_rtts + 1);
+		if (b->extra_acked_win_rtts >= BBR_EXTRA_ACKED_WIN_RTTS) {
+			b->extra_acked_win_rtts = 0;
+			b->extra_acked_win_idx = b->extra_acked_win_idx ? 0 : 1;
+			bbr_set_extra_acked(b, 0);
+		}
+	}
+
+	epoch_us = bbr_stamp_delta_us(tp->delivered_mstamp, b->ack_epoch_stamp);
+	expected_acked = (u32)(((u64)bbr_bw(b) * epoch_us) / BW_UNIT);
+
+	/* New epoch when ACKs arrive slower than expected, or the epoch is very old. */
+	if (b->ack_epoch_acked <= expected_acked ||
+	    b->ack_epoch_acked + rs->acked_sacked >= BBR_ACK_EPOCH_ACKED_RESET_THRESH) {
+		b->ack_epoch_acked = 0;
+		b->ack_epoch_stamp = (u32)tp->delivered_mstamp;
+		expected_acked = 0;
+	}
+
+	b->ack_epoch_acked = bbr_min_u32(0xFFFFF, b->ack_epoch_acked + rs->acked_sacked);
+	extra_acked = b->ack_epoch_acked - expected_acked;
+	extra_acked = bbr_min_u32(extra_acked, tp->snd_cwnd);
+	if (extra_acked > bbr_cur_extra_acked(b))
+		bbr_set_extra_acked(b, (u16)extra_acked);
+}
+
+/* STARTUP filled the pipe when bandwidth grew < 25% for three non-app-limited rounds. */
+BBR_INLINE void bbr_check_full_bw_reached(struct bbr_core *b, const struct rate_sample *rs)
+{
+	u32 bw_thresh;
+
+	if (b->full_bw_reached || !b->round_start || rs->is_app_limited)
+		return;
+
+	bw_thresh = (u32)(((u64)b->full_bw * BBR_FULL_BW_THRESH) >> BBR_SCALE);
+	if (bbr_max_bw(b) >= bw_thresh) {
+		b->full_bw = bbr_max_bw(b);
+		b->full_bw_cnt = 0;
+		return;
+	}
+	++b->full_bw_cnt;
+	b->full_bw_reached = b->full_bw_cnt >= BBR_FULL_BW_CNT;
+}
+
+BBR_INLINE void bbr_check_drain(struct sock *sk, struct bbr_core *b)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (b->mode == BBRKIT_STARTUP && b->full_bw_reached) {
+		b->mode = BBRKIT_DRAIN;
+		tp->snd_ssthresh = bbr_inflight(sk, b, bbr_max_bw(b), BBR_UNIT);
+	}
+	if (b->mode == BBRKIT_DRAIN &&
+	    bbr_packets_in_net_at_edt(sk, b, bbr_packets_in_flight(tp)) <=
+		    bbr_inflight(sk, b, bbr_max_bw(b), BBR_UNIT))
+		bbr_reset_probe_bw_mode(sk, b); /* queue drained */
+}
+
+BBR_INLINE void bbr_check_probe_rtt_done(struct sock *sk, struct bbr_core *b, u32 now_ms)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (!(b->probe_rtt_done_stamp && bbr_after(now_ms, b->probe_rtt_done_stamp)))
+		return;
+
+	b->min_rtt_stamp = now_ms; /* wait a whole window before the next PROBE_RTT */
+	tp->snd_cwnd = bbr_max_u32(tp->snd_cwnd, b->prior_cwnd);
+	bbr_reset_mode(sk, b);
+}
+
+/* The min_rtt filter, and PROBE_RTT when it expires: hold 4 packets in flight for
+ * max(200 ms, one round), so that competing flows drain the queue together.
+ */
+BBR_INLINE void bbr_update_min_rtt(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u32 now_ms = bbr_now_ms(tp);
+	bool filter_expired = bbr_after(now_ms, b->min_rtt_stamp + BBR_MIN_RTT_WIN_MS);
+
+	if (rs->rtt_us >= 0 &&
+	    ((u64)rs->rtt_us <= b->min_rtt_us || (filter_expired && !rs->is_ack_delayed))) {
+		b->min_rtt_us = (u32)rs->rtt_us;
+		b->min_rtt_stamp = now_ms;
+	}
+
+	if (filter_expired && !b->idle_restart && b->mode != BBRKIT_PROBE_RTT) {
+		b->mode = BBRKIT_PROBE_RTT;
+		bbr_save_cwnd(sk, b);
+		b->probe_rtt_done_stamp = 0;
+	}
+
+	if (b->mode == BBRKIT_PROBE_RTT) {
+		u32 inflight = bbr_packets_in_flight(tp);
+
+		/* Samples taken at 4 packets say nothing about the path's bandwidth. */
+		tp->app_limited = (tp->delivered + inflight) ?: 1;
+		if (!b->probe_rtt_done_stamp && inflight <= BBR_CWND_MIN_TARGET) {
+			/* 0 means "not armed", so never arm at 0. */
+			b->probe_rtt_done_stamp = (now_ms + BBR_PROBE_RTT_MODE_MS) ?: 1;
+			b->probe_rtt_round_done = 0;
+			b->next_rtt_delivered = tp->delivered;
+		} else if (b->probe_rtt_done_stamp) {
+			if (b->round_start)
+				b->probe_rtt_round_done = 1;
+			if (b->probe_rtt_round_done)
+				bbr_check_probe_rtt_done(sk, b, now_ms);
+		}
+	}
+	/* Idle restart ends with the first ACK of new data. */
+	if (rs->delivered > 0)
+		b->idle_restart = 0;
+}
+
+BBR_INLINE void bbr_update_gains(struct bbr_core *b)
+{
+	switch (b->mode) {
+	case BBRKIT_STARTUP:
+		b->pacing_gain = BBR_HIGH_GAIN;
+		b->cwnd_gain = BBR_HIGH_GAIN;
+		break;
+	case BBRKIT_DRAIN:
+		b->pacing_gain = BBR_DRAIN_GAIN;
+		b->cwnd_gain = BBR_HIGH_GAIN; /* keep cwnd while draining */
+		break;
+	case BBRKIT_PROBE_BW:
+		b->pacing_gain = b->lt_use_bw ? BBR_UNIT : bbr_cycle_gain(b->cycle_idx);
+		b->cwnd_gain = BBR_CWND_GAIN;
+		break;
+	default: /* BBRKIT_PROBE_RTT */
+		b->pacing_gain = BBR_UNIT;
+		b->cwnd_gain = BBR_UNIT;
+		break;
+	}
+}
+
+BBR_INLINE void bbr_update_model(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs)
+{
+	bbr_update_bw(sk, b, rs);
+	bbr_update_ack_aggregation(sk, b, rs);
+	bbr_update_cycle_phase(sk, b, rs);
+	bbr_check_full_bw_reached(b, rs);
+	bbr_check_drain(sk, b);
+	bbr_update_min_rtt(sk, b, rs);
+	bbr_update_gains(b);
+}
+
+/* cong_control: the per-ACK entry point. */
+BBR_INLINE void bbr_main(struct sock *sk, const struct rate_sample *rs)
+{
+	struct bbr_core *b = bbr_core_of(sk);
+	u32 bw;
+
+	bbr_update_model(sk, b, rs);
+	bbr_variant_on_ack(sk, b, rs);
+
+	bw = bbr_bw(b);
+	bbr_set_pacing_rate(sk, b, bw, bbr_variant_pacing_gain(sk, b, rs));
+	bbr_set_cwnd(sk, b, rs, rs->acked_sacked, bw, b->cwnd_gain);
+}
+
+BBR_INLINE void bbr_init(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbr_core *b = bbr_core_of(sk);
+
+	/* icsk_ca_priv is zeroed by TCP before init: only non-zero fields are set here. */
+	tp->snd_ssthresh = TCP_INFINITE_SSTHRESH;
+	b->prev_ca_state = TCP_CA_Open;
+	b->min_rtt_us = tp->rtt_min.s[0].v; /* tcp_min_rtt(): ~0U until the first sample */
+	b->min_rtt_stamp = bbr_now_ms(tp);
+	bbr_minmax_reset(&b->bw, 0, 0);
+	bbr_init_pacing_rate_from_rtt(sk, b);
+	bbr_reset_lt_bw_sampling(sk, b);
+	b->mode = BBRKIT_STARTUP;
+	b->pacing_gain = BBR_HIGH_GAIN;
+	b->cwnd_gain = BBR_HIGH_GAIN;
+	b->ack_epoch_stamp = (u32)tp->tcp_mstamp;
+	bbr_variant_init(sk, b);
+
+	/* No fq qdisc on this kernel: ask TCP to pace by itself. */
+	if (sk->sk_pacing_status == SK_PACING_NONE)
+		sk->sk_pacing_status = SK_PACING_NEEDED;
+}
+
+BBR_INLINE u32 bbr_sndbuf_expand(struct sock *sk)
+{
+	(void)sk;
+	return 3; /* BBR may slow-start even during recovery: provision 3 x cwnd */
+}
+
+/* Spurious recovery: restart full-pipe detection and policer sampling. */
+BBR_INLINE u32 bbr_undo_cwnd(struct sock *sk)
+{
+	struct bbr_core *b = bbr_core_of(sk);
+
+	b->full_bw = 0;
+	b->full_bw_cnt = 0;
+	bbr_reset_lt_bw_sampling(sk, b);
+	return tcp_sk(sk)->snd_cwnd;
+}
+
+/* Entering recovery: save cwnd for the restore; BBR keeps its own ssthresh. */
+BBR_INLINE u32 bbr_ssthresh(struct sock *sk)
+{
+	bbr_save_cwnd(sk, bbr_core_of(sk));
+	return tcp_sk(sk)->snd_ssthresh;
+}
+
+BBR_INLINE void bbr_set_state(struct sock *sk, u8 new_state)
+{
+	struct bbr_core *b = bbr_core_of(sk);
+
+	if (new_state == TCP_CA_Loss) {
+		struct rate_sample rs = { .losses = 1 };
+
+		b->prev_ca_state = TCP_CA_Loss;
+		b->full_bw = 0;
+		b->round_start = 1; /* an RTO ends the round */
+		bbr_lt_bw_sampling(sk, b, &rs);
+	}
+}
+
+/* The core's part of a state record; addresses and time are the caller's. */
+BBR_INLINE void bbr_fill_flow(struct bbrkit_flow *f, struct sock *sk, const struct bbr_core *b, u8 event)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	f->event = event;
+	f->mode = b->mode;
+	f->ca_state = inet_csk(sk)->icsk_ca_state;
+	f->cycle_idx = b->cycle_idx;
+	f->flags = (b->full_bw_reached ? BBRKIT_F_FULL_BW_REACHED : 0) |
+		   (b->lt_use_bw ? BBRKIT_F_LT_USE_BW : 0) |
+		   (b->packet_conservation ? BBRKIT_F_PACKET_CONSERVATION : 0) |
+		   (b->idle_restart ? BBRKIT_F_IDLE_RESTART : 0);
+	f->pacing_gain = b->pacing_gain;
+	f->cwnd_gain = b->cwnd_gain;
+	f->bw = bbr_bw(b);
+	f->pacing_rate = sk->sk_pacing_rate;
+	f->min_rtt_us = b->min_rtt_us;
+	f->rtt_us = tp->rack.rtt_us;
+	f->srtt_us = tp->srtt_us >> 3;
+	f->cwnd = tp->snd_cwnd;
+	f->inflight = bbr_packets_in_flight(tp);
+	f->round = b->rtt_cnt;
+	f->mss = tp->mss_cache;
+	f->lost = tp->lost;
+	f->retrans = tp->total_retrans;
+	f->delivered = tp->delivered;
+	f->prior_cwnd = b->prior_cwnd;
+	bbr_variant_fill(f, b);
+}
+
+#endif /* BBR_CORE_H */

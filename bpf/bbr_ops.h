@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The tcp_congestion_ops glue every bbrkit algorithm shares: per-ACK entry with tracing, the
+ * struct_ops callbacks, the trace ring buffer, and the iterator behind `bbrctl flows`.
+ *
+ * Include it last, after bbr_core.h and the variant hooks, with BBRKIT_ALGO defined to the
+ * congestion control's name (at most 15 characters, unique in the kernel).
+ *
+ * Telemetry costs nothing per ACK while nobody traces: records are produced only at the end of
+ * a round or on a mode change, and only while ctl.tracers > 0 (a plain load from a global).
+ * `bbrctl flows` reads state on demand through an sk_storage iterator instead, so it costs the
+ * data path nothing but one storage allocation per connection.
+ */
+#ifndef BBR_OPS_H
+#define BBR_OPS_H
+
+#ifndef BBRKIT_ALGO
+#error "define BBRKIT_ALGO, the congestion control's name, before including bbr_ops.h"
+#endif
+
+BBR_INLINE bool bbrkit_tracing(void);
+BBR_INLINE void bbrkit_emit(struct sock *sk, const struct bbr_core *b, u8 event);
+
+/* Per-ACK entry: the BBR core, then a trace record when a round ends or the mode changes. */
+BBR_INLINE void bbrkit_on_ack(struct sock *sk, const struct rate_sample *rs)
+{
+	struct bbr_core *b = bbr_core_of(sk);
+	u32 mode = b->mode;
+
+	bbr_main(sk, rs);
+	if ((b->round_start || b->mode != mode) && bbrkit_tracing())
+		bbrkit_emit(sk, b, b->mode != mode ? BBRKIT_EV_MODE : BBRKIT_EV_ROUND);
+}
+
+#ifdef __bpf__
+
+#define AF_INET 2
+#define AF_INET6 10
+#define TCP_CONG_NON_RESTRICTED 0x1 /* any user may select it, like the kernel's bbr */
+#define BBRKIT_EVENTS_BYTES (512 * 1024) /* ~3000 records: several rounds of 100 flows */
+
+char _license[] SEC("license") = "GPL";
+
+struct bbrkit_ctl ctl SEC(".data.ctl") = { .tracers = 0 };
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, BBRKIT_EVENTS_BYTES);
+} events SEC(".maps");
+
+/* One entry per connection using this algorithm: what the flows iterator walks. */
+struct bbrkit_sk {
+	u64 init_ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct bbrkit_sk);
+} flow_storage SEC(".maps");
+
+BBR_INLINE bool bbrkit_tracing(void)
+{
+	return ctl.tracers != 0;
+}
+
+BBR_INLINE void bbrkit_fill_addrs(struct bbrkit_flow *f, const struct sock *sk)
+{
+	const struct sock_common *c = &sk->__sk_common;
+
+	f->cookie = (u64)(unsigned long)sk;
+	f->sport = c->skc_num;
+	f->dport = bpf_ntohs(c->skc_dport);
+	f->netns = c->skc_net.net->ns.inum;
+	if (c->skc_family == AF_INET6) {
+		__builtin_memcpy(f->saddr, &c->skc_v6_rcv_saddr, 16);
+		__builtin_memcpy(f->daddr, &c->skc_v6_daddr, 16);
+		f->flags |= BBRKIT_F_IPV6;
+	} else {
+		__builtin_memcpy(f->saddr, &c->skc_rcv_saddr, 4);
+		__builtin_memcpy(f->daddr, &c->skc_daddr, 4);
+	}
+}
+
+BBR_INLINE void bbrkit_emit(struct sock *sk, const struct bbr_core *b, u8 event)
+{
+	struct bbrkit_flow *f = bpf_ringbuf_reserve(&events, sizeof(*f), 0);
+
+	if (!f)
+		return; /* the reader is behind: drop this record rather than stall the ACK */
+	__builtin_memset(f, 0, sizeof(*f));
+	f->t_ns = bpf_ktime_get_ns();
+	bbr_fill_flow(f, sk, b, event);
+	bbrkit_fill_addrs(f, sk);
+	bpf_ringbuf_submit(f, 0);
+}
+
+SEC("struct_ops")
+void BPF_PROG(bbrkit_init, struct sock *sk)
+{
+	struct bbrkit_sk *s;
+
+	bbr_init(sk);
+	s = bpf_sk_storage_get(&flow_storage, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (s)
+		s->init_ns = bpf_ktime_get_ns();
+	if (bbrkit_tracing())
+		bbrkit_emit(sk, bbr_core_of(sk), BBRKIT_EV_INIT);
+}
+
+SEC("struct_ops")
+void BPF_PROG(bbrkit_main, struct sock *sk, u32 ack, int flag, const struct rate_sample *rs)
+{
+	bbrkit_on_ack(sk, rs);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(bbrkit_ssthresh, struct sock *sk)
+{
+	return bbr_ssthresh(sk);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(bbrkit_undo_cwnd, struct sock *sk)
+{
+	return bbr_undo_cwnd(sk);
+}
+
+SEC("struct_ops")
+void BPF_PROG(bbrkit_cwnd_event, struct sock *sk, enum tcp_ca_event event)
+{
+	bbr_cwnd_event(sk, event);
+}
+
+SEC("struct_ops")
+void BPF_PROG(bbrkit_set_state, struct sock *sk, u8 new_state)
+{
+	bbr_set_state(sk, new_state);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(bbrkit_sndbuf, struct sock *sk)
+{
+	return bbr_sndbuf_expand(sk);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(bbrkit_tso_segs, struct sock *sk)
+{
+	return bbr_min_tso_segs(sk);
+}
+
+SEC(".struct_ops")
+struct tcp_congestion_ops ops = {
+	.init = (void *)bbrkit_init,
+	.cong_control = (void *)bbrkit_main,
+	.ssthresh = (void *)bbrkit_ssthresh,
+	.undo_cwnd = (void *)bbrkit_undo_cwnd,
+	.cwnd_event = (void *)bbrkit_cwnd_event,
+	.set_state = (void *)bbrkit_set_state,
+	.sndbuf_expand = (void *)bbrkit_sndbuf,
+	.min_tso_segs = (void *)bbrkit_tso_segs,
+	.flags = TCP_CONG_NON_RESTRICTED,
+	.name = BBRKIT_ALGO,
+};
+
+/* True when the socket still uses this algorithm (storage outlives a switch to another CC). */
+BBR_INLINE bool bbrkit_uses_us(const struct tcp_sock *tp)
+{
+	static const char want[16] = BBRKIT_ALGO;
+	char name[16];
+	int i;
+
+	if (bpf_probe_read_kernel(name, sizeof(name), tp->inet_conn.icsk_ca_ops->name))
+		return false;
+#pragma unroll
+	for (i = 0; i < 16; i++) {
+		if (name[i] != want[i])
+			return false;
+		if (!name[i])
+			break;
+	}
+	return true;
+}
+
+/* One raw struct bbrkit_flow per live connection: read the pinned link to run it. */
+SEC("iter/bpf_sk_storage_map")
+int dump_flows(struct bpf_iter__bpf_sk_storage_map *ctx)
+{
+	struct sock *sk = ctx->sk;
+	struct bbrkit_flow f = {};
+	struct bbr_core core;
+	struct tcp_sock *tp;
+
+	if (!sk || !ctx->value)
+		return 0;
+	tp = bpf_skc_to_tcp_sock(sk);
+	if (!tp || !bbrkit_uses_us(tp))
+		return 0;
+	if (bpf_probe_read_kernel(&core, sizeof(core), tp->inet_conn.icsk_ca_priv))
+		return 0;
+	f.t_ns = bpf_ktime_get_ns();
+	bbr_fill_flow(&f, (struct sock *)tp, &core, BBRKIT_EV_SNAPSHOT);
+	bbrkit_fill_addrs(&f, (struct sock *)tp);
+	bpf_seq_write(ctx->meta->seq, &f, sizeof(f));
+	return 0;
+}
+
+#else /* host unit tests: records go to an in-memory log the tests inspect */
+
+BBR_INLINE bool bbrkit_tracing(void)
+{
+	return host_trace_enabled;
+}
+
+BBR_INLINE void bbrkit_emit(struct sock *sk, const struct bbr_core *b, u8 event)
+{
+	struct bbrkit_flow f = { 0 };
+
+	f.t_ns = tcp_sk(sk)->tcp_mstamp * 1000;
+	bbr_fill_flow(&f, sk, b, event);
+	host_trace_record(&f);
+}
+
+#endif /* __bpf__ */
+
+#endif /* BBR_OPS_H */
