@@ -1,0 +1,473 @@
+// SPDX-License-Identifier: GPL-2.0
+/* attach and detach: register an algorithm through a pinned struct_ops link, and undo it.
+ *
+ * Layout: BBRKIT_PIN_ROOT/<algo>/{link, flows, events, ctl, params}. attach builds the directory
+ * under a temporary name and renames it into place, so a failed attach leaves nothing; the root
+ * directory is flock()ed so that concurrent attach/detach runs do not interleave.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/magic.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "bbrctl.h"
+
+/* Debian's uapi headers predate struct_ops links; these are the kernel's values. */
+#ifndef BPF_F_LINK
+#define BPF_F_LINK (1U << 13)
+#endif
+#define ATTACH_TYPE_STRUCT_OPS ((enum bpf_attach_type)44)
+
+#define BPFFS_DIR "/sys/fs/bpf"
+#define VMLINUX_BTF "/sys/kernel/btf/vmlinux"
+#define TCP_CA_STRUCT_OPS_BTF "bpf_struct_ops_tcp_congestion_ops"
+/* bpffs rejects names with dots; a dash cannot occur in an algorithm (C identifier) name. */
+#define TMP_SUFFIX "-attaching"
+/* Unregistration by unpinning alone is deferred work in the kernel; give it this long. */
+#define UNREGISTER_WAIT_MS 2000
+#define UNREGISTER_POLL_MS 10
+
+static const char attach_usage[] = "bbrctl attach [-v] ALGO";
+static const char detach_usage[] = "bbrctl detach [-v] ALGO";
+
+static bool bpffs_mounted(void)
+{
+	struct statfs st;
+
+	return !statfs(BPFFS_DIR, &st) && st.f_type == BPF_FS_MAGIC;
+}
+
+/* Everything attach needs from the kernel, each with what is missing. */
+static int check_features(void)
+{
+	struct btf *btf;
+	int id;
+
+	if (check_root())
+		return EXIT_FAILURE;
+	if (access(VMLINUX_BTF, R_OK))
+		return fail(errno, "kernel BTF missing (" VMLINUX_BTF
+			    "; the kernel needs CONFIG_DEBUG_INFO_BTF=y)");
+	btf = btf__load_vmlinux_btf();
+	if (!btf)
+		return fail(errno, "cannot read kernel BTF from " VMLINUX_BTF);
+	id = btf__find_by_name_kind(btf, TCP_CA_STRUCT_OPS_BTF, BTF_KIND_STRUCT);
+	btf__free(btf);
+	if (id < 0)
+		return fail(0, "the kernel has no BPF struct_ops for TCP congestion control (BTF type "
+			    TCP_CA_STRUCT_OPS_BTF " missing; needs CONFIG_BPF_JIT, CONFIG_BPF_SYSCALL)");
+	if (!bpffs_mounted() && mount("bpf", BPFFS_DIR, "bpf", 0, "mode=0700"))
+		return fail(errno, "bpffs is not mounted at " BPFFS_DIR " and mounting it failed");
+	return EXIT_SUCCESS;
+}
+
+/* Returns a locked fd of the pin root, or negative errno (-ENOENT when !create and it is absent). */
+static int lock_root(bool create)
+{
+	int fd, err;
+
+	if (create && mkdir(BBRKIT_PIN_ROOT, 0700) && errno != EEXIST)
+		return -errno;
+	fd = open(BBRKIT_PIN_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* Removes a pin directory; unpinning the link first unregisters before anything else goes. */
+static int remove_pin_dir(const char *dir)
+{
+	char path[BBRCTL_MAX_PATH * 2];
+	struct dirent *de;
+	DIR *d;
+	int err = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, BBRKIT_PIN_LINK);
+	if (unlink(path) && errno != ENOENT)
+		return -errno;
+	d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (unlink(path) && !err)
+			err = -errno;
+	}
+	closedir(d);
+	if (rmdir(dir) && !err)
+		err = -errno;
+	return err;
+}
+
+/* Leftovers of an interrupted attach (temporary directories) or detach (a directory without its
+ * link). Called with the root locked, so no temporary directory can belong to a live run.
+ */
+static int remove_stale(int rootfd)
+{
+	char path[BBRCTL_MAX_PATH * 2], link[BBRCTL_MAX_PATH * 2 + 8];
+	struct dirent *de;
+	int err = 0, dfd = dup(rootfd);
+	DIR *d;
+
+	if (dfd < 0)
+		return -errno;
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return -errno;
+	}
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		bool tmp = len > strlen(TMP_SUFFIX) &&
+			   !strcmp(de->d_name + len - strlen(TMP_SUFFIX), TMP_SUFFIX);
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", BBRKIT_PIN_ROOT, de->d_name);
+		snprintf(link, sizeof(link), "%s/%s", path, BBRKIT_PIN_LINK);
+		if (tmp || access(link, F_OK)) {
+			int e = remove_pin_dir(path);
+
+			if (e && !err)
+				err = e;
+		}
+	}
+	closedir(d);
+	return err;
+}
+
+static bool wait_unregistered(const char *name)
+{
+	struct timespec pause = { 0, UNREGISTER_POLL_MS * 1000000L };
+
+	for (int waited = 0; kernel_has_cc(name); waited += UNREGISTER_POLL_MS) {
+		if (waited >= UNREGISTER_WAIT_MS)
+			return false;
+		nanosleep(&pause, NULL);
+	}
+	return true;
+}
+
+static int load_error(int err)
+{
+	const char *prog = libbpf_failed_prog(), *why = libbpf_last_message();
+
+	if (prog && verbose)
+		return fail(err, "the verifier rejected program '%s' (log above)", prog);
+	if (prog)
+		return fail(err, "the verifier rejected program '%s'%s%s%s (-v shows the whole log)",
+			    prog, why ? " (" : "", why ? why : "", why ? ")" : "");
+	return fail(err, "loading the BPF object failed%s%s", why ? ": " : "", why ? why : "");
+}
+
+static int pin_fd(int fd, const char *dir, const char *name)
+{
+	char path[BBRCTL_MAX_PATH * 2];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return bpf_obj_pin(fd, path) ? -errno : 0;
+}
+
+struct loaded {
+	struct bpf_object *obj;
+	int link_fd;		   /* struct_ops link: the registration */
+	struct bpf_link *iter;	   /* flows iterator */
+};
+
+static int find_map_fd(struct bpf_object *obj, const char *name)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(obj, name);
+
+	if (!m)
+		return fail(0, "the BPF object has no map '%s'", name), -1;
+	return bpf_map__fd(m);
+}
+
+/* Load, register and attach the iterator; leaves what it made in *l for the caller to release. */
+static int load_and_register(const struct algo *a, struct loaded *l)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, open_opts, .object_name = a->name);
+	union bpf_iter_link_info linfo = {};
+	LIBBPF_OPTS(bpf_iter_attach_opts, iter_opts, .link_info = &linfo,
+		    .link_info_len = sizeof(linfo));
+	struct bpf_program *dump;
+	struct bpf_link *prefill;
+	struct bpf_map *ops;
+	const void *bytes;
+	size_t size;
+	int err, fd;
+
+	bytes = a->elf_bytes(&size);
+	l->obj = bpf_object__open_mem(bytes, size, &open_opts);
+	if (!l->obj)
+		return fail(errno, "cannot open the BPF object");
+	ops = bpf_object__find_map_by_name(l->obj, "ops");
+	if (!ops || bpf_map__type(ops) != BPF_MAP_TYPE_STRUCT_OPS)
+		return fail(0, "the BPF object has no struct_ops map 'ops'");
+	/* A link-based registration can be pinned, and goes away when the last link does. */
+	err = bpf_map__set_map_flags(ops, bpf_map__map_flags(ops) | BPF_F_LINK);
+	if (err)
+		return fail(err, "cannot set BPF_F_LINK on 'ops'");
+	err = bpf_object__load(l->obj);
+	if (err)
+		return load_error(err);
+
+	/* libbpf 1.1 has no struct_ops links: this only writes the program fds into the map value
+	 * (with BPF_F_LINK the kernel does not register on update). Its pseudo-link would delete the
+	 * map element when destroyed, hence disconnect.
+	 */
+	prefill = bpf_map__attach_struct_ops(ops);
+	if (!prefill)
+		return fail(errno, "cannot fill the struct_ops map");
+	bpf_link__disconnect(prefill);
+	bpf_link__destroy(prefill);
+	l->link_fd = bpf_link_create(bpf_map__fd(ops), 0, ATTACH_TYPE_STRUCT_OPS, NULL);
+	if (l->link_fd < 0) {
+		err = -errno;
+		if (err == -EEXIST)
+			return fail(0, "the kernel already has a congestion control named '%s'", a->name);
+		return fail(err, "cannot register the congestion control");
+	}
+
+	fd = find_map_fd(l->obj, "flow_storage");
+	if (fd < 0)
+		return EXIT_FAILURE;
+	dump = bpf_object__find_program_by_name(l->obj, "dump_flows");
+	if (!dump)
+		return fail(0, "the BPF object has no program 'dump_flows'");
+	linfo.map.map_fd = fd;
+	l->iter = bpf_program__attach_iter(dump, &iter_opts);
+	if (!l->iter)
+		return fail(errno, "cannot attach the flows iterator");
+	return EXIT_SUCCESS;
+}
+
+/* Pins into a fresh temporary directory, the link last so that an interruption before it leaves
+ * no registration behind, then renames the directory into place.
+ */
+static int pin_all(const struct algo *a, const struct loaded *l)
+{
+	char dir[BBRCTL_MAX_PATH], tmp[BBRCTL_MAX_PATH];
+	struct bpf_map *params;
+	int err, fd;
+
+	pin_path(dir, a->name, NULL);
+	snprintf(tmp, sizeof(tmp), "%s/%s" TMP_SUFFIX, BBRKIT_PIN_ROOT, a->name);
+	if (mkdir(tmp, 0700))
+		return fail(errno, "cannot create %s", tmp);
+
+	fd = find_map_fd(l->obj, ".data.ctl");
+	if (fd < 0)
+		goto out_err;
+	err = pin_fd(fd, tmp, BBRKIT_PIN_CTL);
+	if (err)
+		goto out_pin;
+	fd = find_map_fd(l->obj, "events");
+	if (fd < 0)
+		goto out_err;
+	err = pin_fd(fd, tmp, BBRKIT_PIN_EVENTS);
+	if (err)
+		goto out_pin;
+	params = bpf_object__find_map_by_name(l->obj, ".data.params");
+	if (a->params_size && (!params || bpf_map__value_size(params) != a->params_size)) {
+		fail(0, "the BPF object's '.data.params' does not match struct %s_params", a->name);
+		goto out_err;
+	}
+	if (params) {
+		err = pin_fd(bpf_map__fd(params), tmp, BBRKIT_PIN_PARAMS);
+		if (err)
+			goto out_pin;
+	}
+	err = pin_fd(bpf_link__fd(l->iter), tmp, BBRKIT_PIN_FLOWS);
+	if (err)
+		goto out_pin;
+	err = pin_fd(l->link_fd, tmp, BBRKIT_PIN_LINK);
+	if (err)
+		goto out_pin;
+	if (rename(tmp, dir)) {
+		err = -errno;
+		remove_pin_dir(tmp);
+		return fail(err, "cannot rename %s to %s", tmp, dir);
+	}
+	return EXIT_SUCCESS;
+
+out_pin:
+	fail(err, "cannot pin into %s", tmp);
+out_err:
+	remove_pin_dir(tmp);
+	return EXIT_FAILURE;
+}
+
+static int parse_one_algo(int argc, char **argv, const char *usage, const struct algo **a)
+{
+	static const struct option opts[] = { { "verbose", no_argument, NULL, 'v' }, {} };
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+v", opts, NULL)) != -1) {
+		if (c != 'v')
+			return usage_error(usage, "unknown option '%s'", argv[optind - 1]);
+		verbose = true;
+	}
+	if (optind + 1 != argc)
+		return usage_error(usage, argc == optind ? "missing ALGO" : "expected one ALGO");
+	*a = find_algo_or_fail(argv[optind]);
+	return *a ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+int cmd_attach(int argc, char **argv)
+{
+	struct loaded l = { .link_fd = -1 };
+	const struct algo *a;
+	int rootfd, ret, err;
+
+	if (want_help(argc, argv)) {
+		printf("usage: %s\n\n"
+		       "Load ALGO, register it as a TCP congestion control and pin it under\n"
+		       BBRKIT_PIN_ROOT "/ALGO so that it stays registered after bbrctl exits.\n"
+		       "Mounts bpffs at " BPFFS_DIR " when missing. Attaching an attached algorithm\n"
+		       "changes nothing. -v shows libbpf's log, including the verifier's.\n",
+		       attach_usage);
+		return EXIT_SUCCESS;
+	}
+	set_context("attach");
+	if (parse_one_algo(argc, argv, attach_usage, &a))
+		return EXIT_FAILURE;
+	set_context("attach %s", a->name);
+	if (check_features())
+		return EXIT_FAILURE;
+	rootfd = lock_root(true);
+	if (rootfd < 0)
+		return fail(rootfd, "cannot lock " BBRKIT_PIN_ROOT);
+	err = remove_stale(rootfd);
+	if (err) {
+		close(rootfd);
+		return fail(err, "cannot remove stale pins under " BBRKIT_PIN_ROOT);
+	}
+	if (algo_attached(a) && kernel_has_cc(a->name)) {
+		printf("%s is already attached\n", a->name);
+		close(rootfd);
+		return EXIT_SUCCESS;
+	}
+	if (algo_attached(a)) {
+		/* Pinned link whose registration is gone (e.g. bpftool link detach): start over. */
+		char dir[BBRCTL_MAX_PATH];
+
+		pin_path(dir, a->name, NULL);
+		err = remove_pin_dir(dir);
+		if (err) {
+			close(rootfd);
+			return fail(err, "cannot remove the dead registration's pins %s", dir);
+		}
+	}
+	if (kernel_has_cc(a->name)) {
+		close(rootfd);
+		return fail(0, "the kernel already has a congestion control named '%s' that bbrctl "
+			    "did not attach (see bpftool struct_ops list)", a->name);
+	}
+
+	ret = load_and_register(a, &l);
+	if (!ret)
+		ret = pin_all(a, &l);
+	if (!ret)
+		printf("%s attached (pinned at %s/%s)\n", a->name, BBRKIT_PIN_ROOT, a->name);
+	/* Pins now hold what must stay; closing our references unregisters on failure. */
+	bpf_link__destroy(l.iter);
+	if (l.link_fd >= 0)
+		close(l.link_fd);
+	bpf_object__close(l.obj);
+	close(rootfd);
+	return ret;
+}
+
+int cmd_detach(int argc, char **argv)
+{
+	char dir[BBRCTL_MAX_PATH], link[BBRCTL_MAX_PATH];
+	const struct algo *a;
+	int rootfd, fd, err, live;
+
+	if (want_help(argc, argv)) {
+		printf("usage: %s\n\n"
+		       "Unregister ALGO and remove its pins. Connections already using it keep it\n"
+		       "until they close (the kernel holds a reference per socket); new ones can no\n"
+		       "longer select it. Its flows no longer show in `bbrctl flows` or `trace`.\n",
+		       detach_usage);
+		return EXIT_SUCCESS;
+	}
+	set_context("detach");
+	if (parse_one_algo(argc, argv, detach_usage, &a))
+		return EXIT_FAILURE;
+	set_context("detach %s", a->name);
+	if (check_root())
+		return EXIT_FAILURE;
+	pin_path(dir, a->name, NULL);
+	pin_path(link, a->name, BBRKIT_PIN_LINK);
+	rootfd = bpffs_mounted() ? lock_root(false) : -ENOENT;
+	if (rootfd == -ENOENT || (rootfd >= 0 && access(dir, F_OK) && errno == ENOENT)) {
+		if (rootfd >= 0)
+			close(rootfd);
+		return fail(0, "not attached");
+	}
+	if (rootfd < 0)
+		return fail(rootfd, "cannot lock " BBRKIT_PIN_ROOT);
+	if (access(link, F_OK)) {
+		err = remove_pin_dir(dir);
+		close(rootfd);
+		if (err)
+			return fail(err, "cannot remove leftover pins in %s", dir);
+		printf("%s was not attached; removed leftover pins in %s\n", a->name, dir);
+		return EXIT_SUCCESS;
+	}
+
+	live = count_flows(a);
+	/* Detaching the link unregisters at once, even if some other process holds the link
+	 * open; kernels without struct_ops link detach unregister when the pin goes.
+	 */
+	fd = open_pinned(a, BBRKIT_PIN_LINK, 0);
+	if (fd >= 0) {
+		if (bpf_link_detach(fd) && errno != EOPNOTSUPP && errno != EINVAL) {
+			err = -errno;
+			close(fd);
+			close(rootfd);
+			return fail(err, "cannot detach the struct_ops link %s", link);
+		}
+		close(fd);
+	}
+	err = remove_pin_dir(dir);
+	if (err) {
+		close(rootfd);
+		return fail(err, "cannot remove %s", dir);
+	}
+	close(rootfd);
+	if (!wait_unregistered(a->name))
+		return fail(0, "pins removed but the kernel still lists %s after %d ms "
+			    "(is another process holding its link?)", a->name, UNREGISTER_WAIT_MS);
+	if (live > 0)
+		printf("%s detached; %d open connection%s keep%s using it until closed\n", a->name,
+		       live, live == 1 ? "" : "s", live == 1 ? "s" : "");
+	else
+		printf("%s detached\n", a->name);
+	return EXIT_SUCCESS;
+}

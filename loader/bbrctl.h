@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* bbrctl internals shared by the subcommand files. */
+#ifndef BBRCTL_H
+#define BBRCTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "bbrkit.h"
+
+#define BBRCTL_MAX_PATH 256
+#define BBRCTL_AVAILABLE_CC "/proc/sys/net/ipv4/tcp_available_congestion_control"
+
+/* How a parameter's human value maps to its stored integer. */
+enum param_kind {
+	PARAM_RATIO, /* decimal with up to three places, stored in thousandths */
+	PARAM_UINT,  /* plain unsigned integer */
+	PARAM_BOOL,  /* 0/1, also on/off */
+};
+
+struct param_desc {
+	const char *name;  /* key of `bbrctl set`, e.g. "alpha" */
+	const char *field; /* field of the params struct, e.g. "alpha_permille" */
+	size_t offset;
+	enum param_kind kind;
+	const char *unit;
+	__u32 def, min, max; /* stored values, include/bbrkit.h */
+	const char *help;
+};
+
+/* One slot of bbrkit_flow.variant as shown by flows and trace. */
+struct variant_desc {
+	const char *key; /* JSON/CSV key, e.g. "acd_steady" */
+	unsigned int slot;
+	bool gain; /* BBR_UNIT fixed point, printed as a float */
+};
+
+struct algo {
+	const char *name;
+	const void *(*elf_bytes)(size_t *sz);
+	const struct param_desc *params;
+	size_t nparams;
+	size_t params_size; /* size of the params struct; 0 when there are no parameters */
+	const struct variant_desc *variants;
+	size_t nvariants;
+};
+
+/* algos.c */
+extern const size_t nalgos;
+void algos_init(void);
+const struct algo *algo_at(size_t i);
+const struct algo *algo_find(const char *name);
+
+/* util.c: "bbrctl: <context>: message[: strerror]" on stderr. */
+extern bool verbose;
+void set_context(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool want_help(int argc, char **argv);
+void libbpf_log_setup(void);
+const char *libbpf_failed_prog(void);
+const char *libbpf_last_message(void);
+
+/* state.c: pins, registration and feature checks */
+int pin_path(char *buf, const char *algo, const char *name);
+bool algo_attached(const struct algo *a);
+bool kernel_has_cc(const char *name);
+int read_available_cc(char *buf, size_t size);
+int check_root(void);
+const struct algo *find_algo_or_fail(const char *name);
+int count_flows(const struct algo *a);
+int select_algos(int argc, char **argv, const struct algo **out, size_t *n);
+int open_pinned(const struct algo *a, const char *name, int flags);
+
+/* Subcommands: each returns EXIT_SUCCESS or EXIT_FAILURE. */
+int cmd_list(int argc, char **argv);
+int cmd_attach(int argc, char **argv);
+int cmd_detach(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_set(int argc, char **argv);
+int cmd_flows(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
+
+/* record.c: formatting of struct bbrkit_flow shared by flows and trace */
+enum record_format { FMT_JSONL, FMT_CSV };
+void record_json(FILE *out, const struct algo *a, const struct bbrkit_flow *f);
+void record_csv_header(FILE *out, const struct algo *const *sel, size_t n);
+void record_csv(FILE *out, const struct algo *a, const struct bbrkit_flow *f,
+		const struct algo *const *sel, size_t n);
+void record_table_header(FILE *out);
+void record_table_row(FILE *out, const struct algo *a, const struct bbrkit_flow *f);
+void json_string(FILE *out, const char *s);
+
+#endif /* BBRCTL_H */

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-2.0
+/* flows: the live flows of attached algorithms, read from their pinned flows iterators. Each read
+ * of the pinned iterator runs it once over the flow_storage map, one record per socket.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bbrctl.h"
+
+static const char flows_usage[] = "bbrctl flows [--json] [ALGO...]";
+
+/* All records of a's iterator in a malloc()ed array; negative errno on failure. */
+static int read_flows(const struct algo *a, struct bbrkit_flow **out, size_t *n)
+{
+	char path[BBRCTL_MAX_PATH];
+	size_t cap = 0, used = 0;
+	char *buf = NULL;
+	int fd, err = 0;
+
+	pin_path(path, a->name, BBRKIT_PIN_FLOWS);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t got;
+
+		if (cap - used < sizeof(struct bbrkit_flow) * 16) {
+			char *grown;
+
+			cap = cap ? cap * 2 : sizeof(struct bbrkit_flow) * 64;
+			grown = realloc(buf, cap);
+			if (!grown) {
+				err = -ENOMEM;
+				break;
+			}
+			buf = grown;
+		}
+		got = read(fd, buf + used, cap - used);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			err = got < 0 ? -errno : 0;
+			break;
+		}
+		used += (size_t)got;
+	}
+	close(fd);
+	if (!err && used % sizeof(struct bbrkit_flow))
+		err = -EPROTO; /* the BPF side writes whole records only */
+	if (err) {
+		free(buf);
+		return err;
+	}
+	*out = (struct bbrkit_flow *)buf;
+	*n = used / sizeof(struct bbrkit_flow);
+	return 0;
+}
+
+int count_flows(const struct algo *a)
+{
+	struct bbrkit_flow *f = NULL;
+	size_t n = 0;
+	int err = read_flows(a, &f, &n);
+
+	free(f);
+	return err ? err : (int)n;
+}
+
+int cmd_flows(int argc, char **argv)
+{
+	static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
+					      { "verbose", no_argument, NULL, 'v' }, {} };
+	const struct algo *sel[64];
+	bool json = false;
+	size_t nsel, shown = 0;
+	int c;
+
+	if (want_help(argc, argv)) {
+		printf("usage: %s\n\n"
+		       "Print the live flows (all network namespaces) of the named attached\n"
+		       "algorithms, or of all attached ones. Gains are multiples, rates Mbit/s, RTTs\n"
+		       "ms, cwnd and inflight packets; VARIANT is the variant's own state.\n"
+		       "  --json   {\"flows\": [...]}, each flow with the keys of `bbrctl trace`\n",
+		       flows_usage);
+		return EXIT_SUCCESS;
+	}
+	set_context("flows");
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+jv", opts, NULL)) != -1) {
+		if (c == 'j')
+			json = true;
+		else if (c == 'v')
+			verbose = true;
+		else
+			return usage_error(flows_usage, "unknown option '%s'", argv[optind - 1]);
+	}
+	if (argc - optind > (int)(sizeof(sel) / sizeof(sel[0])))
+		return usage_error(flows_usage, "too many algorithms");
+	if (check_root() || select_algos(argc - optind, argv + optind, sel, &nsel))
+		return EXIT_FAILURE;
+
+	if (json)
+		printf("{\"flows\": [");
+	else
+		record_table_header(stdout);
+	for (size_t i = 0; i < nsel; i++) {
+		struct bbrkit_flow *f = NULL;
+		size_t n = 0;
+		int err = read_flows(sel[i], &f, &n);
+
+		if (err) {
+			if (json)
+				printf("]}\n");
+			set_context("flows %s", sel[i]->name);
+			return fail(err, "cannot read the flows iterator");
+		}
+		for (size_t j = 0; j < n; j++, shown++) {
+			if (json) {
+				fputs(shown ? ", " : "", stdout);
+				record_json(stdout, sel[i], &f[j]);
+			} else {
+				record_table_row(stdout, sel[i], &f[j]);
+			}
+		}
+		free(f);
+	}
+	if (json)
+		printf("]}\n");
+	return EXIT_SUCCESS;
+}

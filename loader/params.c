@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: GPL-2.0
+/* show and set: an algorithm's live parameters, in human units, in its pinned params map. */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "bbrctl.h"
+
+#define RATIO_DECIMALS 3
+#define VALUE_TEXT 32
+#define MAX_PARAMS_SIZE 256
+
+static const char show_usage[] = "bbrctl show [--json] ALGO";
+static const char set_usage[] = "bbrctl set ALGO KEY=VALUE...";
+
+/* Human text of a stored value: ratios without trailing zeros (750 -> "0.75"). */
+static void format_value(char *buf, const struct param_desc *p, __u32 raw)
+{
+	int len;
+
+	if (p->kind != PARAM_RATIO) {
+		snprintf(buf, VALUE_TEXT, "%u", raw);
+		return;
+	}
+	len = snprintf(buf, VALUE_TEXT, "%u.%03u", raw / BBRKIT_PERMILLE, raw % BBRKIT_PERMILLE);
+	while (buf[len - 1] == '0')
+		buf[--len] = '\0';
+	if (buf[len - 1] == '.')
+		buf[len - 1] = '\0';
+}
+
+/* Strict parsing: digits only (and one decimal point for ratios), no signs or exponents, so
+ * that "1e3" or "-1" is rejected instead of silently becoming something else.
+ */
+static int parse_value(const struct param_desc *p, const char *s, __u64 *raw)
+{
+	static const char *const truths[] = { "1", "on", "true", "yes" };
+	static const char *const falsehoods[] = { "0", "off", "false", "no" };
+	__u64 whole = 0, frac = 0;
+	int places = 0;
+
+	if (p->kind == PARAM_BOOL) {
+		for (size_t i = 0; i < 4; i++) {
+			if (!strcasecmp(s, truths[i]) || !strcasecmp(s, falsehoods[i])) {
+				*raw = !strcasecmp(s, truths[i]);
+				return 0;
+			}
+		}
+		return -EINVAL;
+	}
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	for (; isdigit((unsigned char)*s); s++) {
+		whole = whole * 10 + (__u64)(*s - '0');
+		if (whole > UINT32_MAX)
+			return -ERANGE;
+	}
+	if (*s == '.' && p->kind == PARAM_RATIO) {
+		for (s++; isdigit((unsigned char)*s); s++, places++)
+			if (places < RATIO_DECIMALS)
+				frac = frac * 10 + (__u64)(*s - '0');
+			else if (*s != '0')
+				return -EDOM;
+		if (places == 0)
+			return -EINVAL;
+		for (; places < RATIO_DECIMALS; places++)
+			frac *= 10;
+	}
+	if (*s)
+		return -EINVAL;
+	*raw = p->kind == PARAM_RATIO ? whole * BBRKIT_PERMILLE + frac : whole;
+	return 0;
+}
+
+static const char *kind_text(const struct param_desc *p)
+{
+	switch (p->kind) {
+	case PARAM_RATIO:
+		return "a decimal number with at most 3 places";
+	case PARAM_BOOL:
+		return "0, 1, on or off";
+	default:
+		return "a non-negative integer";
+	}
+}
+
+/* Units that read well after a number ("1000 us", "2 x min_rtt"); "ratio" and "bool" do not. */
+static bool unit_suffix(const struct param_desc *p)
+{
+	return strcmp(p->unit, "ratio") && strcmp(p->unit, "bool");
+}
+
+static const struct param_desc *find_param(const struct algo *a, const char *name, size_t len)
+{
+	for (size_t i = 0; i < a->nparams; i++)
+		if (strlen(a->params[i].name) == len && !strncmp(a->params[i].name, name, len))
+			return &a->params[i];
+	return NULL;
+}
+
+static __u32 get_field(const void *value, const struct param_desc *p)
+{
+	__u32 v;
+
+	memcpy(&v, (const char *)value + p->offset, sizeof(v));
+	return v;
+}
+
+static void put_field(void *value, const struct param_desc *p, __u32 v)
+{
+	memcpy((char *)value + p->offset, &v, sizeof(v));
+}
+
+/* The pinned params map's fd, checked against the struct the descriptors describe. */
+static int open_params(const struct algo *a, int flags)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	int fd, err;
+
+	if (!algo_attached(a))
+		return fail(0, "not attached (bbrctl attach %s)", a->name), -1;
+	fd = open_pinned(a, BBRKIT_PIN_PARAMS, flags);
+	if (fd < 0)
+		return fail(fd, "cannot open the pinned params map"), -1;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
+		err = -errno;
+		close(fd);
+		return fail(err, "cannot inspect the params map"), -1;
+	}
+	if (info.value_size != a->params_size || info.max_entries != 1 ||
+	    a->params_size > MAX_PARAMS_SIZE) {
+		close(fd);
+		return fail(0, "the params map (value size %u) does not match struct %s_params (%zu)",
+			    info.value_size, a->name, a->params_size), -1;
+	}
+	return fd;
+}
+
+static void show_json(const struct algo *a, const void *value)
+{
+	char v[VALUE_TEXT], d[VALUE_TEXT], lo[VALUE_TEXT], hi[VALUE_TEXT];
+
+	printf("{\"algo\": ");
+	json_string(stdout, a->name);
+	printf(", \"attached\": %s, \"params\": [", algo_attached(a) ? "true" : "false");
+	for (size_t i = 0; i < a->nparams; i++) {
+		const struct param_desc *p = &a->params[i];
+
+		format_value(v, p, get_field(value, p));
+		format_value(d, p, p->def);
+		format_value(lo, p, p->min);
+		format_value(hi, p, p->max);
+		printf("%s{\"name\": \"%s\", \"field\": \"%s\", \"value\": %s, \"raw\": %u, "
+		       "\"unit\": \"%s\", \"default\": %s, \"min\": %s, \"max\": %s, \"help\": ",
+		       i ? ", " : "", p->name, p->field, v, get_field(value, p), p->unit, d, lo, hi);
+		json_string(stdout, p->help);
+		printf("}");
+	}
+	printf("]}\n");
+}
+
+static void show_table(const struct algo *a, const void *value)
+{
+	char v[VALUE_TEXT], d[VALUE_TEXT], lo[VALUE_TEXT], hi[VALUE_TEXT];
+
+	printf("%-13s %-9s %-10s %-9s %-16s %s\n", "PARAMETER", "VALUE", "UNIT", "DEFAULT", "RANGE",
+	       "MEANING");
+	for (size_t i = 0; i < a->nparams; i++) {
+		const struct param_desc *p = &a->params[i];
+		char range[2 * VALUE_TEXT + 4];
+
+		format_value(v, p, get_field(value, p));
+		format_value(d, p, p->def);
+		format_value(lo, p, p->min);
+		format_value(hi, p, p->max);
+		snprintf(range, sizeof(range), "%s..%s", lo, hi);
+		printf("%-13s %-9s %-10s %-9s %-16s %s\n", p->name, v, p->unit, d, range, p->help);
+	}
+}
+
+int cmd_show(int argc, char **argv)
+{
+	static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
+					      { "verbose", no_argument, NULL, 'v' }, {} };
+	unsigned char value[MAX_PARAMS_SIZE];
+	const struct algo *a;
+	bool json = false;
+	__u32 key = 0;
+	int c, fd, err;
+
+	if (want_help(argc, argv)) {
+		printf("usage: %s\n\n"
+		       "Print ALGO's parameters: live value, unit, default and allowed range.\n"
+		       "  --json   one JSON object: {\"algo\", \"attached\", \"params\": [{\"name\",\n"
+		       "           \"field\", \"value\", \"raw\", \"unit\", \"default\", \"min\", \"max\",\n"
+		       "           \"help\"}]}; ratios are plain numbers (0.75), raw is the stored integer\n",
+		       show_usage);
+		return EXIT_SUCCESS;
+	}
+	set_context("show");
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+jv", opts, NULL)) != -1) {
+		if (c == 'j')
+			json = true;
+		else if (c == 'v')
+			verbose = true;
+		else
+			return usage_error(show_usage, "unknown option '%s'", argv[optind - 1]);
+	}
+	if (optind + 1 != argc)
+		return usage_error(show_usage, argc == optind ? "missing ALGO" : "expected one ALGO");
+	a = find_algo_or_fail(argv[optind]);
+	if (!a)
+		return EXIT_FAILURE;
+	set_context("show %s", a->name);
+	if (check_root())
+		return EXIT_FAILURE;
+	if (!a->nparams) {
+		if (json)
+			printf("{\"algo\": \"%s\", \"attached\": %s, \"params\": []}\n", a->name,
+			       algo_attached(a) ? "true" : "false");
+		else
+			printf("%s has no parameters\n", a->name);
+		return EXIT_SUCCESS;
+	}
+	fd = open_params(a, BPF_F_RDONLY);
+	if (fd < 0)
+		return EXIT_FAILURE;
+	err = bpf_map_lookup_elem(fd, &key, value) ? -errno : 0;
+	close(fd);
+	if (err)
+		return fail(err, "cannot read the params map");
+	if (json)
+		show_json(a, value);
+	else
+		show_table(a, value);
+	return EXIT_SUCCESS;
+}
+
+/* Checks every KEY=VALUE against the descriptors and applies them to value; nothing is written
+ * here, so one bad key leaves the map untouched.
+ */
+static int apply_args(const struct algo *a, int argc, char **argv, void *value)
+{
+	bool seen[MAX_PARAMS_SIZE / sizeof(__u32)] = {};
+	char lo[VALUE_TEXT], hi[VALUE_TEXT], names[256];
+	size_t used = 0;
+
+	names[0] = '\0';
+	for (size_t i = 0; i < a->nparams; i++)
+		used += snprintf(names + used, sizeof(names) - used, "%s%s", i ? ", " : "",
+				 a->params[i].name);
+	for (int i = 0; i < argc; i++) {
+		const char *eq = strchr(argv[i], '=');
+		const struct param_desc *p;
+		__u64 raw;
+		int err;
+
+		if (!eq || eq == argv[i])
+			return usage_error(set_usage, "'%s' is not KEY=VALUE", argv[i]);
+		p = find_param(a, argv[i], (size_t)(eq - argv[i]));
+		if (!p)
+			return fail(0, "unknown parameter '%.*s' (known: %s)", (int)(eq - argv[i]),
+				    argv[i], names);
+		if (seen[p - a->params])
+			return fail(0, "%s given more than once", p->name);
+		seen[p - a->params] = true;
+		format_value(lo, p, p->min);
+		format_value(hi, p, p->max);
+		err = parse_value(p, eq + 1, &raw);
+		if (err == -EINVAL)
+			return fail(0, "%s: '%s' is not %s", p->name, eq + 1, kind_text(p));
+		if (err == -EDOM)
+			return fail(0, "%s: '%s' has more than 3 decimal places", p->name, eq + 1);
+		if (err || raw < p->min || raw > p->max)
+			return fail(0, "%s: %s is out of range (allowed %s to %s%s%s)", p->name, eq + 1,
+				    lo, hi, unit_suffix(p) ? " " : "", unit_suffix(p) ? p->unit : "");
+		put_field(value, p, (__u32)raw);
+	}
+	return EXIT_SUCCESS;
+}
+
+int cmd_set(int argc, char **argv)
+{
+	unsigned char value[MAX_PARAMS_SIZE];
+	const struct algo *a;
+	__u32 key = 0;
+	int fd, err;
+
+	if (want_help(argc, argv)) {
+		printf("usage: %s\n\n"
+		       "Set ALGO's parameters in its pinned params map, in human units\n"
+		       "(e.g. bbrctl set bbr_rttgain alpha=0.75 probe_exit=1.25). All keys are checked\n"
+		       "first and written together in one map update, or none is. Running flows use\n"
+		       "the new values from their next ACK. `bbrctl show ALGO` lists keys and ranges.\n",
+		       set_usage);
+		return EXIT_SUCCESS;
+	}
+	set_context("set");
+	if (argc < 2)
+		return usage_error(set_usage, "missing ALGO");
+	if (argv[1][0] == '-')
+		return usage_error(set_usage, "unknown option '%s'", argv[1]);
+	a = find_algo_or_fail(argv[1]);
+	if (!a)
+		return EXIT_FAILURE;
+	set_context("set %s", a->name);
+	if (argc < 3)
+		return usage_error(set_usage, "missing KEY=VALUE");
+	if (!a->nparams)
+		return fail(0, "%s has no parameters", a->name);
+	/* Validate against the defaults first: bad input is reported before any state is read. */
+	for (size_t i = 0; i < a->nparams; i++)
+		put_field(value, &a->params[i], a->params[i].def);
+	if (apply_args(a, argc - 2, argv + 2, value) || check_root())
+		return EXIT_FAILURE;
+	fd = open_params(a, 0);
+	if (fd < 0)
+		return EXIT_FAILURE;
+	err = bpf_map_lookup_elem(fd, &key, value) ? -errno : 0;
+	if (err) {
+		close(fd);
+		return fail(err, "cannot read the params map");
+	}
+	if (apply_args(a, argc - 2, argv + 2, value)) {
+		close(fd);
+		return EXIT_FAILURE;
+	}
+	err = bpf_map_update_elem(fd, &key, value, BPF_EXIST) ? -errno : 0;
+	close(fd);
+	if (err)
+		return fail(err, "cannot write the params map");
+	return EXIT_SUCCESS;
+}

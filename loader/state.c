@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: GPL-2.0
+/* What is attached: the pins under BBRKIT_PIN_ROOT and the kernel's list of congestion controls. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "bbrctl.h"
+
+int pin_path(char *buf, const char *algo, const char *name)
+{
+	int n = snprintf(buf, BBRCTL_MAX_PATH, "%s/%s%s%s", BBRKIT_PIN_ROOT, algo, name ? "/" : "",
+			 name ? name : "");
+
+	return n < BBRCTL_MAX_PATH ? 0 : -ENAMETOOLONG;
+}
+
+/* Attached means registered through our pinned link. */
+bool algo_attached(const struct algo *a)
+{
+	char path[BBRCTL_MAX_PATH];
+
+	return !pin_path(path, a->name, BBRKIT_PIN_LINK) && !access(path, F_OK);
+}
+
+int read_available_cc(char *buf, size_t size)
+{
+	FILE *f = fopen(BBRCTL_AVAILABLE_CC, "r");
+	int err = 0;
+
+	if (!f)
+		return -errno;
+	if (!fgets(buf, size, f))
+		err = ferror(f) ? -EIO : -ENODATA;
+	fclose(f);
+	if (!err)
+		buf[strcspn(buf, "\n")] = '\0';
+	return err;
+}
+
+bool kernel_has_cc(const char *name)
+{
+	char list[1024], *save = NULL;
+
+	if (read_available_cc(list, sizeof(list)))
+		return false;
+	for (char *tok = strtok_r(list, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+		if (!strcmp(tok, name))
+			return true;
+	return false;
+}
+
+int check_root(void)
+{
+	if (geteuid() != 0)
+		return fail(0, "must be run as root (needs CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN)");
+	return EXIT_SUCCESS;
+}
+
+static void list_known(char *buf, size_t size)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < nalgos && used < size; i++)
+		used += snprintf(buf + used, size - used, "%s%s", i ? ", " : "", algo_at(i)->name);
+}
+
+const struct algo *find_algo_or_fail(const char *name)
+{
+	const struct algo *a = algo_find(name);
+	char known[256];
+
+	if (!a) {
+		list_known(known, sizeof(known));
+		fail(0, "unknown algorithm '%s' (known: %s)", name, known);
+	}
+	return a;
+}
+
+/* The algorithms named in argv (all attached ones when none is named): unknown and unattached
+ * names are errors, so that `flows`/`trace` never silently show less than asked for.
+ */
+int select_algos(int argc, char **argv, const struct algo **out, size_t *n)
+{
+	*n = 0;
+	if (argc == 0) {
+		for (size_t i = 0; i < nalgos; i++)
+			if (algo_attached(algo_at(i)))
+				out[(*n)++] = algo_at(i);
+		if (*n == 0)
+			return fail(0, "no bbrkit algorithm is attached");
+		return EXIT_SUCCESS;
+	}
+	for (int i = 0; i < argc; i++) {
+		const struct algo *a = find_algo_or_fail(argv[i]);
+		bool dup = false;
+
+		if (!a)
+			return EXIT_FAILURE;
+		if (!algo_attached(a))
+			return fail(0, "%s is not attached", a->name);
+		for (size_t j = 0; j < *n; j++)
+			dup |= out[j] == a;
+		if (!dup)
+			out[(*n)++] = a;
+	}
+	return EXIT_SUCCESS;
+}
+
+/* A pinned map or link of an attached algorithm, as an fd (negative errno on failure). */
+int open_pinned(const struct algo *a, const char *name, int flags)
+{
+	char path[BBRCTL_MAX_PATH];
+	LIBBPF_OPTS(bpf_obj_get_opts, opts, .file_flags = flags);
+	int fd, err = pin_path(path, a->name, name);
+
+	if (err)
+		return err;
+	fd = bpf_obj_get_opts(path, &opts);
+	return fd < 0 ? -errno : fd;
+}

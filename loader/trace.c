@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0
+/* trace: stream the per-flow records of the pinned ring buffers until SIGINT/SIGTERM.
+ *
+ * The BPF side emits records only while its ctl.tracers is above zero, so tracing costs nothing
+ * when nobody traces. The counter is changed with atomic operations on the mmap()ed ctl map, so
+ * concurrent tracers (and the BPF side reading it) never see a lost update.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bbrctl.h"
+
+#define POLL_TIMEOUT_MS 100
+#define MAX_TRACED 64
+
+static const char trace_usage[] =
+	"bbrctl trace [--out FILE] [--format jsonl|csv] [ALGO...]";
+
+static volatile sig_atomic_t stop;
+
+struct output {
+	FILE *out;
+	enum record_format fmt;
+	const struct algo *const *sel;
+	size_t nsel;
+	bool wrote;
+};
+
+struct tracer {
+	const struct algo *a;
+	struct output *o;
+	int events_fd;
+	struct bbrkit_ctl *ctl; /* mmap()ed .data.ctl */
+};
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct tracer *t = ctx;
+
+	if (size < sizeof(struct bbrkit_flow))
+		return 0;
+	if (t->o->fmt == FMT_CSV)
+		record_csv(t->o->out, t->a, data, t->o->sel, t->o->nsel);
+	else
+		record_json(t->o->out, t->a, data);
+	t->o->wrote = true;
+	return 0;
+}
+
+static int open_tracer(struct tracer *t)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	void *mem;
+	int fd, err;
+
+	t->events_fd = open_pinned(t->a, BBRKIT_PIN_EVENTS, 0);
+	if (t->events_fd < 0)
+		return fail(t->events_fd, "cannot open %s's pinned ring buffer", t->a->name);
+	fd = open_pinned(t->a, BBRKIT_PIN_CTL, 0);
+	if (fd < 0)
+		return fail(fd, "cannot open %s's pinned ctl map", t->a->name);
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) || !(info.map_flags & BPF_F_MMAPABLE) ||
+	    info.value_size < sizeof(struct bbrkit_ctl)) {
+		close(fd);
+		return fail(0, "%s's ctl map is not an mmap()able struct bbrkit_ctl", t->a->name);
+	}
+	mem = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	err = -errno;
+	close(fd);
+	if (mem == MAP_FAILED)
+		return fail(err, "cannot map %s's ctl map", t->a->name);
+	t->ctl = mem;
+	return EXIT_SUCCESS;
+}
+
+static void uncount(struct tracer *t)
+{
+	__u32 cur = __atomic_load_n(&t->ctl->tracers, __ATOMIC_RELAXED);
+
+	/* Never below zero, even if someone reset the counter meanwhile. */
+	while (cur > 0 && !__atomic_compare_exchange_n(&t->ctl->tracers, &cur, cur - 1, false,
+						       __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		;
+}
+
+static int parse_args(int argc, char **argv, struct output *o, const char **out_path)
+{
+	static const struct option opts[] = { { "out", required_argument, NULL, 'o' },
+					      { "format", required_argument, NULL, 'f' },
+					      { "verbose", no_argument, NULL, 'v' }, {} };
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:o:f:v", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			*out_path = optarg;
+			break;
+		case 'f':
+			if (!strcmp(optarg, "jsonl"))
+				o->fmt = FMT_JSONL;
+			else if (!strcmp(optarg, "csv"))
+				o->fmt = FMT_CSV;
+			else
+				return usage_error(trace_usage, "unknown format '%s'", optarg);
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case ':':
+		case '?':
+			if (optopt == 'o' || optopt == 'f')
+				return usage_error(trace_usage, "option '%s' needs a value",
+						   argv[optind - 1]);
+			return usage_error(trace_usage, "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	return EXIT_SUCCESS;
+}
+
+static int run(struct tracer *tr, size_t n, struct output *o)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct ring_buffer *rb = NULL;
+	int err = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		err = rb ? ring_buffer__add(rb, tr[i].events_fd, on_record, &tr[i]) : 0;
+		if (!rb) {
+			rb = ring_buffer__new(tr[i].events_fd, on_record, &tr[i], NULL);
+			err = rb ? 0 : -errno;
+		}
+		if (err) {
+			ring_buffer__free(rb);
+			return fail(err, "cannot open %s's ring buffer", tr[i].a->name);
+		}
+	}
+	/* No SA_RESTART: the signal must interrupt the poll. */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (o->fmt == FMT_CSV)
+		record_csv_header(o->out, o->sel, o->nsel);
+	for (size_t i = 0; i < n; i++)
+		__atomic_fetch_add(&tr[i].ctl->tracers, 1, __ATOMIC_SEQ_CST);
+	if (isatty(STDERR_FILENO))
+		fprintf(stderr, "bbrctl: tracing; Ctrl-C stops\n");
+	while (!stop) {
+		err = ring_buffer__poll(rb, POLL_TIMEOUT_MS);
+		if (err < 0 && err != -EINTR)
+			break;
+		err = 0;
+		if (o->wrote) {
+			o->wrote = false;
+			if (fflush(o->out))
+				break;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		uncount(&tr[i]);
+	/* What was emitted before the counters dropped is still wanted. */
+	if (!err)
+		ring_buffer__consume(rb);
+	ring_buffer__free(rb);
+	if (err)
+		return fail(err, "reading the ring buffers failed");
+	return EXIT_SUCCESS;
+}
+
+int cmd_trace(int argc, char **argv)
+{
+	struct output o = { .out = stdout, .fmt = FMT_JSONL };
+	struct tracer tr[MAX_TRACED] = {};
+	const struct algo *sel[MAX_TRACED];
+	const char *out_path = NULL;
+	size_t n = 0;
+	int ret;
+
+	if (want_help(argc, argv)) {
+		printf("usage: %s\n\n"
+		       "Record the per-flow state of the named attached algorithms (all attached\n"
+		       "ones by default), one record per flow per round trip and on every mode change,\n"
+		       "until SIGINT or SIGTERM. Output: JSON lines (default) or CSV with a header,\n"
+		       "to FILE or stdout. Keys: t_ns (CLOCK_MONOTONIC), algo, event, cookie, netns,\n"
+		       "saddr, sport, daddr, dport, mode, pacing_gain, cwnd_gain, bw_bps,\n"
+		       "pacing_rate_bps, min_rtt_us, rtt_us, srtt_us, cwnd, inflight, round, ca_state,\n"
+		       "lost, retrans, delivered, mss; bbr_rttgain adds rtt_gain, bbr_acd adds\n"
+		       "acd_steady, acd_congested, acd_halvings.\n",
+		       trace_usage);
+		return EXIT_SUCCESS;
+	}
+	set_context("trace");
+	if (parse_args(argc, argv, &o, &out_path))
+		return EXIT_FAILURE;
+	if (argc - optind > MAX_TRACED)
+		return usage_error(trace_usage, "too many algorithms");
+	if (check_root() || select_algos(argc - optind, argv + optind, sel, &n))
+		return EXIT_FAILURE;
+	o.sel = sel;
+	o.nsel = n;
+	for (size_t i = 0; i < n; i++) {
+		tr[i].a = sel[i];
+		tr[i].o = &o;
+		tr[i].events_fd = -1;
+	}
+	ret = EXIT_SUCCESS;
+	for (size_t i = 0; i < n && !ret; i++)
+		ret = open_tracer(&tr[i]);
+	if (!ret && out_path) {
+		o.out = fopen(out_path, "w");
+		if (!o.out)
+			ret = fail(errno, "cannot open %s", out_path);
+	}
+	if (!ret)
+		ret = run(tr, n, &o);
+	if (o.out && (fflush(o.out) || ferror(o.out)) && !ret)
+		ret = fail(errno, "writing %s failed", out_path ? out_path : "the output");
+	if (o.out && o.out != stdout)
+		fclose(o.out);
+	for (size_t i = 0; i < n; i++) {
+		if (tr[i].ctl)
+			munmap(tr[i].ctl, (size_t)sysconf(_SC_PAGESIZE));
+		if (tr[i].events_fd >= 0)
+			close(tr[i].events_fd);
+	}
+	return ret;
+}

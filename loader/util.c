@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Error reporting and libbpf's log. */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/libbpf.h>
+
+#include "bbrctl.h"
+
+bool verbose;
+
+static char context[128];
+
+void set_context(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(context, sizeof(context), fmt, ap);
+	va_end(ap);
+}
+
+static void vreport(int err, const char *usage, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "bbrctl: %s: ", context);
+	vfprintf(stderr, fmt, ap);
+	if (err)
+		fprintf(stderr, ": %s", strerror(err < 0 ? -err : err));
+	if (usage)
+		fprintf(stderr, " (usage: %s)", usage);
+	fputc('\n', stderr);
+}
+
+int fail(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport(err, NULL, fmt, ap);
+	va_end(ap);
+	return EXIT_FAILURE;
+}
+
+int usage_error(const char *usage, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport(0, usage, fmt, ap);
+	va_end(ap);
+	return EXIT_FAILURE;
+}
+
+bool want_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return true;
+	}
+	return false;
+}
+
+/* Without -v, libbpf's messages are kept back and only the useful bits are reported: which program
+ * the verifier rejected and the log line that says why (the line before "processed N insns").
+ */
+static char failed_prog[64];
+static char last_message[256];
+
+static void remember_verifier_reason(const char *log)
+{
+	const char *end = strstr(log, "-- END PROG LOAD LOG --");
+	const char *stop = strstr(log, "\nprocessed ");
+	const char *line_end, *line;
+
+	if (stop && (!end || stop < end))
+		line_end = stop;
+	else if (end)
+		line_end = end - 1;
+	else
+		return;
+	while (line_end > log && line_end[-1] == '\n')
+		line_end--;
+	for (line = line_end; line > log && line[-1] != '\n'; line--)
+		;
+	snprintf(last_message, sizeof(last_message), "%.*s", (int)(line_end - line), line);
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char *msg = NULL;
+	const char *p;
+	int n;
+
+	if (verbose)
+		return vfprintf(stderr, fmt, ap);
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	n = vasprintf(&msg, fmt, ap);
+	if (n < 0)
+		return n;
+	p = strstr(msg, "prog '");
+	if (p && (strstr(p, "BPF program load failed") || strstr(p, "failed to load"))) {
+		p += strlen("prog '");
+		snprintf(failed_prog, sizeof(failed_prog), "%.*s", (int)strcspn(p, "'"), p);
+	}
+	if (strstr(msg, "-- BEGIN PROG LOAD LOG --")) {
+		remember_verifier_reason(msg);
+	} else if (!strstr(msg, "failed to load") && !failed_prog[0]) {
+		size_t len = strcspn(msg, "\n");
+
+		/* Drop libbpf's "libbpf: " prefix: the message gets our own. */
+		p = strncmp(msg, "libbpf: ", 8) ? msg : msg + 8;
+		snprintf(last_message, sizeof(last_message), "%.*s", (int)(len - (p - msg)), p);
+	}
+	free(msg);
+	return n;
+}
+
+void libbpf_log_setup(void)
+{
+	libbpf_set_print(libbpf_print);
+}
+
+const char *libbpf_failed_prog(void)
+{
+	return failed_prog[0] ? failed_prog : NULL;
+}
+
+const char *libbpf_last_message(void)
+{
+	return last_message[0] ? last_message : NULL;
+}
