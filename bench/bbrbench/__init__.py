@@ -1,0 +1,1 @@
+"""bbrbench: congestion-control benchmarks in network namespaces (see bench/README.md)."""

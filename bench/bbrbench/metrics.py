@@ -1,0 +1,288 @@
+"""Metrics of one run, computed from its raw samples. Definitions (also in bench/README.md):
+
+- throughput: bytes the sender put on the wire, retransmissions included (ss bytes_sent), over the
+  flow's sampled lifetime; goodput: bytes the receiving application got (iperf3 server) over the
+  receiver's measured duration.
+- retransmission rate: retransmitted bytes / bytes sent (ss bytes_retrans / bytes_sent).
+- RTT: the kernel's smoothed RTT (ss srtt) at every sample; queueing delay: that RTT minus the
+  sender's configured base RTT. Bottleneck queue delay: backlog bytes / link rate per queue sample.
+- utilisation: bytes that left the bottleneck qdisc (frames, headers included) between the first flow's
+  start and the last flow's end, over rate x that time.
+- Jain's index: (sum x)^2 / (n sum x^2) of the flows' mean delivery rates (ss bytes_acked) over the
+  period when all flows are active, or of their goodputs when they never all overlap.
+- convergence time: windows of `convergence_window_s` are laid from the last flow's start to the end of
+  the all-active period; the convergence time is the start of the first window from which every later
+  window has Jain's index >= `convergence_jain`, measured from the last flow's start. None if no such
+  window, or with fewer than two flows.
+- flow completion time (byte-count flows): the receiver's measured transfer time (iperf3 server).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+
+@dataclass
+class FlowInfo:
+    index: int
+    label: str
+    algo: str
+    base_rtt_ms: float
+    nbytes: int | None
+
+
+@dataclass
+class RunInfo:
+    rate_bps: float
+    limit_bytes: int
+    limit_packets: int | None
+    convergence_jain: float
+    convergence_window_s: float
+    flows: list[FlowInfo]
+
+    @classmethod
+    def from_scenario(cls, scenario: dict[str, Any]) -> "RunInfo":
+        b = scenario["bottleneck"]
+        frame = b["mtu"] + 14
+        limit_bytes = b["buffer_bytes"] if b["buffer_bytes"] is not None else b["buffer_packets"] * frame
+        rtt = {s["name"]: s["delay_fwd_ms"] + s["delay_rev_ms"] for s in scenario["senders"]}
+        flows = [FlowInfo(index=f["index"], label=f["label"], algo=f["algo"], base_rtt_ms=rtt[f["sender"]],
+                          nbytes=f["bytes"]) for f in scenario["flows"]]
+        return cls(rate_bps=b["rate_mbit"] * 1e6, limit_bytes=limit_bytes, limit_packets=b["buffer_packets"],
+                   convergence_jain=scenario["metrics"]["convergence_jain"],
+                   convergence_window_s=scenario["metrics"]["convergence_window_s"], flows=flows)
+
+
+@dataclass
+class FlowSeries:
+    """One flow's ss samples as arrays (NaN where a field was absent)."""
+
+    t: np.ndarray
+    columns: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def col(self, name: str) -> np.ndarray:
+        return self.columns.get(name, np.full(len(self.t), np.nan))
+
+
+@dataclass
+class RunData:
+    info: RunInfo
+    flows: dict[int, FlowSeries]
+    queue: dict[str, np.ndarray]
+    events: dict[int, dict[str, Any]]
+    iperf: dict[int, dict[str, Any]]
+
+
+# ---------------------------------------------------------------- elementary measures
+
+
+def jain(values: Sequence[float]) -> float | None:
+    """Jain's fairness index; None for no values or all zero."""
+    x = np.asarray(values, dtype=float)
+    if len(x) == 0 or not np.any(x):
+        return None
+    return float(x.sum() ** 2 / (len(x) * (x ** 2).sum()))
+
+
+def percentile(values: Sequence[float] | np.ndarray, q: float) -> float | None:
+    """Linear-interpolation percentile (numpy's default) of the finite values; None when there are none."""
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    return float(np.percentile(x, q)) if len(x) else None
+
+
+def mean(values: Sequence[float] | np.ndarray) -> float | None:
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    return float(x.mean()) if len(x) else None
+
+
+def distribution(values: Sequence[float] | np.ndarray, prefix: str) -> dict[str, float | None]:
+    return {f"{prefix}_mean": mean(values), f"{prefix}_median": percentile(values, 50),
+            f"{prefix}_p95": percentile(values, 95), f"{prefix}_p99": percentile(values, 99)}
+
+
+def counter_at(t: np.ndarray, counter: np.ndarray, at: np.ndarray | float) -> np.ndarray:
+    """A cumulative counter linearly interpolated at the given times (held flat outside the samples)."""
+    ok = np.isfinite(counter)
+    return np.interp(at, t[ok], counter[ok])
+
+
+def window_rates_bps(t: np.ndarray, counter_bytes: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Mean rate in bit/s over each window [edges[i], edges[i+1]) from a cumulative byte counter."""
+    at = counter_at(t, counter_bytes, edges)
+    return np.diff(at) * 8 / np.diff(edges)
+
+
+def convergence_time(rates: np.ndarray, edges: np.ndarray, threshold: float) -> float | None:
+    """rates: flows x windows. Seconds from edges[0] to the first window after which Jain stays >= threshold."""
+    if rates.shape[0] < 2 or rates.shape[1] == 0:
+        return None
+    good = [(j := jain(rates[:, k])) is not None and j >= threshold for k in range(rates.shape[1])]
+    first = None
+    for k in range(len(good) - 1, -1, -1):
+        if not good[k]:
+            break
+        first = k
+    return None if first is None else float(edges[first] - edges[0])
+
+
+def _num(value: float | None, digits: int = 4) -> float | None:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return None
+    return round(float(value), digits)
+
+
+# ---------------------------------------------------------------- the whole run
+
+
+def flow_interval(data: RunData, index: int) -> tuple[float, float] | None:
+    """When the flow's connection was seen: first and last ss sample."""
+    series = data.flows.get(index)
+    if series is None or len(series.t) < 2:
+        return None
+    return float(series.t[0]), float(series.t[-1])
+
+
+def per_flow(data: RunData, flow: FlowInfo) -> dict[str, Any]:
+    series = data.flows.get(flow.index)
+    result = data.iperf.get(flow.index, {})
+    event = data.events.get(flow.index, {})
+    out: dict[str, Any] = {"label": flow.label, "algo": flow.algo, "base_rtt_ms": flow.base_rtt_ms,
+                           "error": result.get("error"), "samples": 0 if series is None else len(series.t)}
+    received = result.get("received_bytes")
+    seconds = result.get("received_seconds")
+    out["received_bytes"] = received
+    out["goodput_mbps"] = _num(received * 8 / seconds / 1e6) if received and seconds else None
+    complete = not event.get("killed") and event.get("returncode") == 0 and not result.get("error")
+    out["complete"] = complete
+    out["fct_s"] = _num(seconds) if flow.nbytes is not None and complete else None
+    if series is None or len(series.t) < 2:
+        out.update({"throughput_mbps": None, "retrans_rate": None, "cwnd_mean": None,
+                    **distribution([], "rtt_ms"), **distribution([], "queueing_delay_ms")})
+        return out
+    span = series.t[-1] - series.t[0]
+    sent = series.col("bytes_sent")
+    retrans = np.nan_to_num(series.col("bytes_retrans"))
+    valid = np.isfinite(sent)
+    out["throughput_mbps"] = _num((sent[valid][-1] - sent[valid][0]) * 8 / span / 1e6) if valid.sum() >= 2 else None
+    out["bytes_sent"] = int(sent[valid][-1]) if valid.any() else None
+    out["bytes_retrans"] = int(retrans[-1])
+    out["retrans_rate"] = _num(retrans[-1] / sent[valid][-1], 6) if valid.any() and sent[valid][-1] > 0 else None
+    rtt = series.col("srtt_ms")
+    out.update({k: _num(v) for k, v in distribution(rtt, "rtt_ms").items()})
+    out.update({k: _num(v) for k, v in distribution(rtt - flow.base_rtt_ms, "queueing_delay_ms").items()})
+    out["cwnd_mean"] = _num(mean(series.col("cwnd")))
+    out["start_s"] = _num(series.t[0])
+    out["end_s"] = _num(series.t[-1])
+    return out
+
+
+def overlap(data: RunData) -> tuple[float, float] | None:
+    spans = [flow_interval(data, f.index) for f in data.info.flows]
+    if any(s is None for s in spans) or not spans:
+        return None
+    start = max(s[0] for s in spans if s)
+    end = min(s[1] for s in spans if s)
+    return (start, end) if end > start else None
+
+
+def queue_metrics(data: RunData, span: tuple[float, float] | None) -> dict[str, Any]:
+    q = data.queue
+    t = q.get("t_s", np.array([]))
+    out: dict[str, Any] = {"queue_samples": int(len(t))}
+    if len(t) < 2:
+        return out
+    if span is not None:
+        inside = (t >= span[0]) & (t <= span[1])
+    else:
+        inside = np.ones(len(t), dtype=bool)
+    backlog_b = q["backlog_bytes"][inside]
+    backlog_p = q["backlog_packets"][inside]
+    delay_ms = backlog_b * 8 / data.info.rate_bps * 1e3
+    out.update({
+        "queue_rate_hz": _num((len(t) - 1) / (t[-1] - t[0]), 1),
+        "queue_backlog_packets_mean": _num(mean(backlog_p)),
+        "queue_backlog_packets_p95": _num(percentile(backlog_p, 95)),
+        "queue_backlog_packets_max": int(backlog_p.max()) if len(backlog_p) else None,
+        "queue_backlog_bytes_mean": _num(mean(backlog_b)),
+        "queue_backlog_bytes_max": int(backlog_b.max()) if len(backlog_b) else None,
+        "queue_occupancy_mean": _num(mean(backlog_b) / data.info.limit_bytes if len(backlog_b) else None),
+        "queue_delay_mean_ms": _num(mean(delay_ms)),
+        "queue_delay_p95_ms": _num(percentile(delay_ms, 95)),
+        "queue_delay_p99_ms": _num(percentile(delay_ms, 99)),
+        "queue_drops": int(q["drops"][-1] - q["drops"][0]),
+    })
+    if span is not None:
+        sent = counter_at(t, q["sent_bytes"], np.array(span))
+        out["utilisation"] = _num((sent[1] - sent[0]) * 8 / (data.info.rate_bps * (span[1] - span[0])))
+    return out
+
+
+def total_goodput_bps(data: RunData) -> float | None:
+    """All bytes received over the time from the first flow's start to the last flow's end, where a flow
+    spans its launch plus the receiver's measured duration."""
+    spans: list[tuple[float, float]] = []
+    total_bytes = 0
+    for f in data.info.flows:
+        result = data.iperf.get(f.index, {})
+        launched = data.events.get(f.index, {}).get("launched_s")
+        if result.get("received_bytes") and result.get("received_seconds") and launched is not None:
+            spans.append((launched, launched + result["received_seconds"]))
+            total_bytes += result["received_bytes"]
+    if not spans:
+        return None
+    return total_bytes * 8 / (max(e for _, e in spans) - min(s for s, _ in spans))
+
+
+def compute(data: RunData) -> dict[str, Any]:
+    info = data.info
+    flows = [per_flow(data, f) for f in info.flows]
+    spans = [s for s in (flow_interval(data, f.index) for f in info.flows) if s]
+    lifetime = (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
+    both = overlap(data)
+    total: dict[str, Any] = {"flows": len(flows)}
+    total["goodput_mbps"] = _num(total_goodput_bps(data) / 1e6) if total_goodput_bps(data) else None
+    sent = sum(f.get("bytes_sent") or 0 for f in flows)
+    retrans = sum(f.get("bytes_retrans") or 0 for f in flows)
+    total["retrans_rate"] = _num(retrans / sent, 6) if sent else None
+    rtts = [data.flows[f.index].col("srtt_ms") for f in info.flows if f.index in data.flows]
+    queueing = [data.flows[f.index].col("srtt_ms") - f.base_rtt_ms for f in info.flows if f.index in data.flows]
+    pooled_rtt = np.concatenate(rtts) if rtts else np.array([])
+    total.update({k: _num(v) for k, v in distribution(pooled_rtt, "rtt_ms").items()})
+    total.update({k: _num(v) for k, v in
+                  distribution(np.concatenate(queueing) if queueing else np.array([]), "queueing_delay_ms").items()})
+    total.update(queue_metrics(data, lifetime))
+    total["active_period_s"] = _num(lifetime[1] - lifetime[0]) if lifetime else None
+    total["overlap_period_s"] = _num(both[1] - both[0]) if both else None
+
+    if both is not None and len(info.flows) >= 1:
+        edges = np.array(both)
+        means = [float(window_rates_bps(data.flows[f.index].t, data.flows[f.index].col("bytes_acked"), edges)[0])
+                 for f in info.flows]
+        for f, m in zip(flows, means):
+            f["overlap_rate_mbps"] = _num(m / 1e6)
+        total["jain"] = _num(jain(means))
+        total["jain_basis"] = "mean delivery rate over the all-active period"
+    else:
+        total["jain"] = _num(jain([f["goodput_mbps"] or 0.0 for f in flows]))
+        total["jain_basis"] = "goodput (flows never all active together)"
+    total["convergence_time_s"] = None
+    total["convergence_definition"] = (
+        f"first {info.convergence_window_s:g} s window after the last flow's start from which Jain's index "
+        f"stays >= {info.convergence_jain:g} until the all-active period ends; seconds from that start")
+    if both is not None and len(info.flows) >= 2:
+        window = info.convergence_window_s
+        count = int((both[1] - both[0]) // window)
+        if count >= 1:
+            edges = both[0] + window * np.arange(count + 1)
+            rates = np.vstack([window_rates_bps(data.flows[f.index].t, data.flows[f.index].col("bytes_acked"), edges)
+                               for f in info.flows])
+            total["convergence_time_s"] = _num(convergence_time(rates, edges, info.convergence_jain))
+    fcts = [f["fct_s"] for f in flows if f["fct_s"] is not None]
+    total["fct_mean_s"] = _num(mean(fcts)) if fcts else None
+    return {"flows": flows, "total": total}

@@ -1,0 +1,245 @@
+"""One run of a scenario, from a clean slate back to a clean slate.
+
+Order: remove leftovers of crashed runs -> probe the kernel (scratch namespace) -> build the topology ->
+emulation -> bbrkit algorithms -> samplers -> iperf3 -> tear everything down (also on Ctrl-C, SIGTERM or
+any error) -> summary, plots, table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from . import procs
+from .emulation import Emulation, check_runnable
+from .procs import HarnessError, ProcessGroup, RunState, command, remove_netns
+from .report import write_report
+from .sampling import FlowSampler, QueueSampler, TraceRecorder
+from .scenario import Scenario
+from .system import bbrctl, bbrkit_attached, bbrkit_params, delayline_module, format_param
+from .topology import Topology
+from .traffic import Traffic
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM/SIGHUP, handled like Ctrl-C."""
+
+
+def _raise_interrupted(signum: int, _frame: Any) -> None:
+    raise Interrupted(f"signal {signal.Signals(signum).name}")
+
+
+@contextlib.contextmanager
+def signals_interrupt() -> Iterator[None]:
+    old = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Clean-up must run to its end: further Ctrl-C/SIGTERM are ignored while it does."""
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in sigs}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------- leftovers
+
+
+def cleanup_prefix(prefix: str) -> list[str]:
+    """Remove everything a run with this prefix may have left: processes, namespaces, delay lines,
+    bbrkit attachments and parameter changes. Returns what was removed."""
+    removed: list[str] = []
+    pids = procs.tagged_pids(prefix)
+    if pids:
+        procs.kill_pids(pids)
+        removed.append(f"{len(pids)} process(es)")
+    for ns in procs.list_netns():
+        if ns.startswith(prefix + "-"):
+            remove_netns(ns)
+            removed.append(f"netns {ns}")
+    module = delayline_module()
+    if module is not None:
+        count = module.cleanup_stale(prefix)
+        if count:
+            removed.append(f"{count} delay line(s)")
+    state = RunState.load(procs.STATE_DIR / f"{prefix}.json")
+    if state is not None:
+        undo_bbrkit(state)
+        removed += [f"bbrkit {a} attachment" for a in state.attached]
+        state.remove()
+    return removed
+
+
+def cleanup_stale(include_live: bool = False, quiet: bool = False) -> list[str]:
+    removed: list[str] = []
+    for prefix in sorted(procs.stale_prefixes(include_live)):
+        items = cleanup_prefix(prefix)
+        if items and not quiet:
+            print(f"cleanup: run {prefix}: removed {', '.join(items)}", file=sys.stderr)
+        removed += items
+    return removed
+
+
+# ---------------------------------------------------------------- bbrkit algorithms
+
+
+def prepare_bbrkit(scenario: Scenario, bbrkit: frozenset[str], state: RunState) -> None:
+    """Attach the bbrkit algorithms the flows use and set their parameters, recording how to undo it."""
+    wanted: dict[str, dict[str, float]] = {}
+    for flow in scenario.flows:
+        if flow.algo in bbrkit:
+            wanted.setdefault(flow.algo, flow.params)
+    if not wanted:
+        return
+    attached = bbrkit_attached()
+    for algo, params in wanted.items():
+        if algo not in attached:
+            state.attached.append(algo)
+            state.save()
+            bbrctl("attach", algo)
+        if params:
+            state.restore_params[algo] = bbrkit_params(algo)
+            state.save()
+            bbrctl("set", algo, *(f"{k}={format_param(v)}" for k, v in params.items()))
+
+
+def undo_bbrkit(state: RunState) -> None:
+    for algo, params in state.restore_params.items():
+        if params:
+            try:
+                bbrctl("set", algo, *(f"{k}={format_param(v)}" for k, v in params.items()))
+            except HarnessError as exc:
+                _warn(f"restoring {algo} parameters: {exc}")
+    for algo in state.attached:
+        try:
+            bbrctl("detach", algo)
+        except HarnessError as exc:
+            _warn(f"detaching {algo}: {exc}")
+
+
+# ---------------------------------------------------------------- the run
+
+
+def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit: frozenset[str],
+        quiet: bool = False) -> str:
+    """Run the scenario, write its results directory, return the console table.
+
+    bbrkit: the names of bbrkit algorithms (from the catalog the scenario was validated against)."""
+    cleanup_stale()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    raw_dir = out_dir / "raw"
+    raw_dir.mkdir(exist_ok=True)
+    prefix = procs.new_prefix()
+    os.environ[procs.RUN_ENV] = prefix
+    state = RunState(prefix)
+    state.save()
+    group = ProcessGroup(prefix)
+    topo = Topology(prefix, scenario)
+    emulation: Emulation | None = None
+    events: dict[str, Any] = {"prefix": prefix}
+    samplers: list[Any] = []
+    trace: TraceRecorder | None = None
+    traffic: Traffic | None = None
+    for note in scenario.skipped:
+        print(f"note: {note}", file=sys.stderr)
+    try:
+        with signals_interrupt():
+            (out_dir / "scenario.json").write_text(json.dumps(
+                {"resolved": scenario.to_dict(), "raw": raw_scenario, "prefix": prefix,
+                 "kernel": os.uname().release}, indent=2) + "\n")
+            probe = f"{prefix}-probe"
+            topo.namespaces.append(probe)
+            command(["ip", "netns", "add", probe])
+            delay = check_runnable(scenario, probe)
+            topo.namespaces.remove(probe)
+            remove_netns(probe)
+            events["delay_mechanism"] = delay
+
+            topo.build()
+            emulation = Emulation(topo, delay)
+            emulation.start()
+            prepare_bbrkit(scenario, bbrkit, state)
+            traffic = Traffic(topo, group, raw_dir)
+            traffic.start_servers()
+
+            traced = sorted({f.algo for f in scenario.flows if f.algo in bbrkit})
+            if scenario.trace and traced:
+                trace = TraceRecorder(group, traced, raw_dir / "trace.jsonl")
+                trace.start()
+            t0 = time.monotonic()
+            events["t0_ns"] = int(t0 * 1e9)
+            flow_file = (raw_dir / "flows.csv").open("w", newline="")
+            queue_file = (raw_dir / "queue.csv").open("w", newline="")
+            samplers = [FlowSampler(topo, t0, flow_file), QueueSampler(topo, group, t0, queue_file)]
+            for s in samplers:
+                s.start()
+            progress = _Progress(scenario, t0, quiet)
+            traffic.run(t0, on_tick=progress.tick)
+            progress.done()
+    finally:
+        with signals_deferred():
+            for s in samplers:
+                s.stop()
+                if s.error:
+                    events.setdefault("sampler_errors", []).append(s.error)
+                s.out.close()
+            if trace:
+                trace.stop()
+            if traffic:
+                events["flows"] = traffic.events()
+            if emulation:
+                try:
+                    events["emulation"] = emulation.stats()
+                except HarnessError as exc:
+                    _warn(f"emulation statistics: {exc}")
+                emulation.stop()
+            group.stop_all()
+            topo.destroy()
+            undo_bbrkit(state)
+            module = delayline_module()
+            if module is not None:
+                module.cleanup_stale(prefix)
+            state.remove()
+            os.environ.pop(procs.RUN_ENV, None)
+            (raw_dir / "events.json").write_text(json.dumps(events, indent=2) + "\n")
+    return write_report(out_dir)
+
+
+class _Progress:
+    """One status line on stderr while the flows run (only on a terminal)."""
+
+    def __init__(self, scenario: Scenario, t0: float, quiet: bool) -> None:
+        self.t0 = t0
+        self.total = scenario.duration_s
+        self.enabled = not quiet and sys.stderr.isatty()
+        self.last = 0.0
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        if self.enabled and now - self.last >= 1.0:
+            self.last = now
+            elapsed = now - self.t0
+            print(f"\r  {elapsed:5.0f} / {self.total:.0f} s", end="", file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        if self.enabled:
+            print("\r" + " " * 20 + "\r", end="", file=sys.stderr, flush=True)

@@ -1,0 +1,617 @@
+"""Scenario files: load, apply overrides and profiles, validate, resolve.
+
+A scenario is a TOML file (see bench/README.md for every key). Validation is complete before anything
+is created on the system: every problem is reported as one line naming the key.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+import tomllib
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+ETH_HEADER_BYTES = 14
+MAX_SENDERS = 250
+SERVER_PORT_BASE = 5201
+CLIENT_PORT_BASE = 40001
+MAX_FLOWS = 2000
+# Payload size the socket-buffer floor guarantees even on tiny paths (bytes).
+SOCKET_BUFFER_FLOOR_BYTES = 256 * 1024
+AQM_KINDS = ("fifo", "fq_codel", "codel", "pie", "cake")
+SHAPERS = ("tbf", "htb")
+NAME_RE = re.compile(r"^[A-Za-z0-9_]{1,32}$")
+
+
+class ScenarioError(ValueError):
+    """A scenario that must not run; the message is one line and starts with the offending key."""
+
+
+@dataclass(frozen=True)
+class Sender:
+    name: str
+    index: int
+    delay_fwd_ms: float
+    delay_rev_ms: float
+
+    @property
+    def rtt_ms(self) -> float:
+        return self.delay_fwd_ms + self.delay_rev_ms
+
+
+@dataclass(frozen=True)
+class Flow:
+    index: int
+    label: str
+    algo: str
+    sender: str
+    start_s: float
+    duration_s: int | None
+    bytes: int | None
+    params: dict[str, float]
+    server_port: int
+    client_port: int
+
+
+@dataclass(frozen=True)
+class Bottleneck:
+    rate_mbit: float
+    shaper: str
+    burst_bytes: int
+    buffer_packets: int | None
+    buffer_bytes: int | None
+    buffer_bdp: float | None
+    bdp_rtt_ms: float
+    loss_pct: float
+    aqm: str
+    aqm_params: dict[str, str]
+    mtu: int
+    offloads: bool
+
+    @property
+    def rate_bps(self) -> float:
+        return self.rate_mbit * 1e6
+
+    @property
+    def frame_bytes(self) -> int:
+        return self.mtu + ETH_HEADER_BYTES
+
+    @property
+    def bdp_bytes(self) -> float:
+        return self.rate_bps / 8 * self.bdp_rtt_ms / 1e3
+
+    @property
+    def limit_bytes(self) -> int:
+        """Buffer size in bytes (packet limits counted as full frames)."""
+        if self.buffer_bytes is not None:
+            return self.buffer_bytes
+        assert self.buffer_packets is not None
+        return self.buffer_packets * self.frame_bytes
+
+
+@dataclass(frozen=True)
+class MetricsSpec:
+    convergence_jain: float
+    convergence_window_s: float
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    repetitions: int
+    grid: dict[str, list[Any]]
+    cases: list[dict[str, Any]]
+    metrics: list[str]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    duration_s: float
+    sample_interval_ms: float
+    queue_sample_hz: float
+    trace: bool
+    bottleneck: Bottleneck
+    senders: list[Sender]
+    flows: list[Flow]
+    socket_buffer_bytes: int
+    metrics: MetricsSpec
+    sweep: SweepSpec | None
+    skipped: list[str] = field(default_factory=list)
+
+    def sender(self, name: str) -> Sender:
+        return next(s for s in self.senders if s.name == name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class AlgoCatalog:
+    """Congestion controls usable in a run: the kernel's own and bbrkit's (from `bbrctl list --json`)."""
+
+    kernel: frozenset[str]
+    bbrkit: frozenset[str]
+
+    def known(self, name: str) -> bool:
+        return name in self.kernel or name in self.bbrkit
+
+    def describe(self) -> str:
+        return ", ".join(sorted(self.kernel | self.bbrkit))
+
+
+DEFAULT_SWEEP_METRICS = [
+    "total.goodput_mbps",
+    "total.utilisation",
+    "total.jain",
+    "total.retrans_rate",
+    "total.rtt_mean_ms",
+    "total.rtt_p95_ms",
+    "total.queue_delay_mean_ms",
+]
+
+
+# ---------------------------------------------------------------- raw-data helpers
+
+
+def _type_name(value: Any) -> str:
+    return type(value).__name__
+
+
+class _Table:
+    """Typed access to one table of the raw scenario; every getter names the key on error."""
+
+    def __init__(self, data: Any, where: str, allowed: set[str]) -> None:
+        if not isinstance(data, dict):
+            raise ScenarioError(f"{where or 'scenario'}: expected a table, got {_type_name(data)}")
+        for key in data:
+            if key not in allowed:
+                raise ScenarioError(f"{self._key(where, key)}: unknown key")
+        self.data = data
+        self.where = where
+
+    @staticmethod
+    def _key(where: str, key: str) -> str:
+        return f"{where}.{key}" if where else key
+
+    def key(self, key: str) -> str:
+        return self._key(self.where, key)
+
+    def has(self, key: str) -> bool:
+        return key in self.data
+
+    def number(self, key: str, default: float | None, check: Callable[[float], str | None]) -> float:
+        value = self.data.get(key, default)
+        if value is None:
+            raise ScenarioError(f"{self.key(key)}: required")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ScenarioError(f"{self.key(key)}: expected a number, got {_type_name(value)}")
+        if not math.isfinite(value):
+            raise ScenarioError(f"{self.key(key)}: must be finite")
+        problem = check(float(value))
+        if problem:
+            raise ScenarioError(f"{self.key(key)}: {problem} (got {value})")
+        return float(value)
+
+    def integer(self, key: str, default: int | None, check: Callable[[float], str | None]) -> int:
+        value = self.data.get(key, default)
+        if value is None:
+            raise ScenarioError(f"{self.key(key)}: required")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ScenarioError(f"{self.key(key)}: expected an integer, got {_type_name(value)}")
+        problem = check(float(value))
+        if problem:
+            raise ScenarioError(f"{self.key(key)}: {problem} (got {value})")
+        return value
+
+    def string(self, key: str, default: str | None, choices: tuple[str, ...] | None = None) -> str:
+        value = self.data.get(key, default)
+        if value is None:
+            raise ScenarioError(f"{self.key(key)}: required")
+        if not isinstance(value, str):
+            raise ScenarioError(f"{self.key(key)}: expected a string, got {_type_name(value)}")
+        if choices is not None and value not in choices:
+            raise ScenarioError(f"{self.key(key)}: must be one of {', '.join(choices)} (got {value!r})")
+        return value
+
+    def boolean(self, key: str, default: bool) -> bool:
+        value = self.data.get(key, default)
+        if not isinstance(value, bool):
+            raise ScenarioError(f"{self.key(key)}: expected true or false, got {_type_name(value)}")
+        return value
+
+    def table(self, key: str) -> dict[str, Any]:
+        value = self.data.get(key, {})
+        if not isinstance(value, dict):
+            raise ScenarioError(f"{self.key(key)}: expected a table, got {_type_name(value)}")
+        return value
+
+    def array(self, key: str) -> list[Any] | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            raise ScenarioError(f"{self.key(key)}: expected an array, got {_type_name(value)}")
+        return value
+
+
+def positive(v: float) -> str | None:
+    return None if v > 0 else "must be > 0"
+
+
+def non_negative(v: float) -> str | None:
+    return None if v >= 0 else "must be >= 0"
+
+
+def at_least(low: float) -> Callable[[float], str | None]:
+    return lambda v: None if v >= low else f"must be >= {low:g}"
+
+
+def between(low: float, high: float) -> Callable[[float], str | None]:
+    return lambda v: None if low <= v <= high else f"must be between {low:g} and {high:g}"
+
+
+def _exclusive(table: _Table, keys: tuple[str, ...]) -> str | None:
+    given = [k for k in keys if table.has(k)]
+    if len(given) > 1:
+        raise ScenarioError(f"{table.key(given[1])}: conflicts with {table.key(given[0])} (give only one)")
+    return given[0] if given else None
+
+
+# ---------------------------------------------------------------- loading and overrides
+
+
+def find_scenario(spec: str) -> Path:
+    """A path, or the name of a file in bench/scenarios/ (with or without .toml)."""
+    path = Path(spec)
+    if path.is_file():
+        return path
+    for candidate in (SCENARIO_DIR / spec, SCENARIO_DIR / f"{spec}.toml"):
+        if candidate.is_file():
+            return candidate
+    raise ScenarioError(f"scenario {spec!r}: no such file (looked in . and {SCENARIO_DIR})")
+
+
+def load_raw(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            raw = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"{path.name}: not valid TOML: {exc}") from None
+    raw.setdefault("name", path.stem)
+    return raw
+
+
+def parse_value(text: str) -> Any:
+    """A command-line value: TOML syntax when it parses (numbers, booleans, arrays), else a bare string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def parse_assignment(text: str) -> tuple[str, Any]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ScenarioError(f"{text}: overrides are KEY=VALUE")
+    return key.strip(), parse_value(value.strip())
+
+
+def apply_override(raw: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set a dotted key (`bottleneck.rate_mbit`, `flows.0.algo`, `flows.*.algo`) in the raw tree."""
+    parts = dotted.split(".")
+    _assign(raw, parts, value, dotted)
+
+
+def _assign(node: Any, parts: list[str], value: Any, dotted: str) -> None:
+    head, rest = parts[0], parts[1:]
+    if isinstance(node, list):
+        if head == "*":
+            targets = list(range(len(node)))
+        elif head.isdigit() and int(head) < len(node):
+            targets = [int(head)]
+        else:
+            raise ScenarioError(f"{dotted}: no element {head!r} (the array has {len(node)})")
+        for index in targets:
+            if rest:
+                _assign(node[index], rest, value, dotted)
+            else:
+                node[index] = copy.deepcopy(value)
+        return
+    if not isinstance(node, dict):
+        raise ScenarioError(f"{dotted}: cannot set a key inside a {_type_name(node)}")
+    if not rest:
+        node[head] = copy.deepcopy(value)
+        return
+    if head not in node:
+        node[head] = {}
+    _assign(node[head], rest, value, dotted)
+
+
+def apply_profile(raw: dict[str, Any], profile: str) -> None:
+    profiles = raw.get("profiles", {})
+    if not isinstance(profiles, dict) or profile not in profiles:
+        names = ", ".join(sorted(profiles)) if isinstance(profiles, dict) else ""
+        raise ScenarioError(f"profiles.{profile}: no such profile (defined: {names or 'none'})")
+    settings = profiles[profile]
+    if not isinstance(settings, dict):
+        raise ScenarioError(f"profiles.{profile}: expected a table of KEY = VALUE overrides")
+    for key, value in _flatten(settings):
+        apply_override(raw, key, value)
+
+
+def _flatten(table: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """Quoted dotted keys ("bottleneck.rate_mbit" = 5) and nested tables both give dotted assignments."""
+    out: list[tuple[str, Any]] = []
+    for key, value in table.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.extend(_flatten(value, dotted + "."))
+        else:
+            out.append((dotted, value))
+    return out
+
+
+def prepare_raw(path: Path, profile: str | None, overrides: list[tuple[str, Any]]) -> dict[str, Any]:
+    raw = load_raw(path)
+    if profile:
+        apply_profile(raw, profile)
+    for key, value in overrides:
+        apply_override(raw, key, value)
+    return raw
+
+
+# ---------------------------------------------------------------- validation
+
+TOP_KEYS = {
+    "name", "description", "duration_s", "sample_interval_ms", "queue_sample_hz", "trace",
+    "bottleneck", "senders", "flows", "socket", "metrics", "sweep", "profiles",
+}
+BOTTLENECK_KEYS = {
+    "rate_mbit", "shaper", "burst_bytes", "buffer_packets", "buffer_bytes", "buffer_bdp", "bdp_rtt_ms",
+    "loss_pct", "aqm", "aqm_params", "mtu", "offloads",
+}
+SENDER_KEYS = {"name", "rtt_ms", "delay_fwd_ms", "delay_rev_ms"}
+FLOW_KEYS = {"algo", "sender", "count", "start_s", "start_step_s", "duration_s", "bytes", "params", "label",
+             "optional"}
+SOCKET_KEYS = {"buffer_bdp", "buffer_bytes"}
+METRICS_KEYS = {"convergence_jain", "convergence_window_s"}
+SWEEP_KEYS = {"repetitions", "grid", "cases", "metrics"}
+# Shaping at 1 ms of line rate absorbs timer slack (hrtimer wake-ups are well under 1 ms here) without
+# letting more than a millisecond's burst through after an idle period.
+AUTO_BURST_S = 0.001
+
+
+def validate(raw: dict[str, Any], catalog: AlgoCatalog) -> Scenario:
+    top = _Table(raw, "", TOP_KEYS)
+    name = top.string("name", "scenario")
+    description = top.string("description", "")
+    duration_s = top.number("duration_s", 30.0, positive)
+    sample_interval_ms = top.number("sample_interval_ms", 100.0, between(10, 10_000))
+    queue_sample_hz = top.number("queue_sample_hz", 100.0, between(50, 1000))
+    trace = top.boolean("trace", True)
+
+    senders = _senders(top)
+    bottleneck = _bottleneck(_Table(top.table("bottleneck"), "bottleneck", BOTTLENECK_KEYS), senders)
+    flows, skipped = _flows(top, senders, duration_s, catalog)
+    socket_bytes = _socket(_Table(top.table("socket"), "socket", SOCKET_KEYS), bottleneck)
+    metrics_table = _Table(top.table("metrics"), "metrics", METRICS_KEYS)
+    metrics = MetricsSpec(
+        convergence_jain=metrics_table.number("convergence_jain", 0.95, between(0.5, 1.0)),
+        convergence_window_s=metrics_table.number("convergence_window_s", 1.0, positive),
+    )
+    sweep = _sweep(top) if top.has("sweep") else None
+    if top.has("profiles"):
+        for pname, ptable in top.table("profiles").items():
+            if not isinstance(ptable, dict):
+                raise ScenarioError(f"profiles.{pname}: expected a table of KEY = VALUE overrides")
+    return Scenario(
+        name=name, description=description, duration_s=duration_s, sample_interval_ms=sample_interval_ms,
+        queue_sample_hz=queue_sample_hz, trace=trace, bottleneck=bottleneck, senders=senders, flows=flows,
+        socket_buffer_bytes=socket_bytes, metrics=metrics, sweep=sweep, skipped=skipped,
+    )
+
+
+def _senders(top: _Table) -> list[Sender]:
+    items = top.array("senders")
+    if items is None:
+        items = [{"name": "s0"}]
+    if not items:
+        raise ScenarioError("senders: needs at least one sender")
+    if len(items) > MAX_SENDERS:
+        raise ScenarioError(f"senders: at most {MAX_SENDERS} senders (got {len(items)})")
+    senders: list[Sender] = []
+    for i, item in enumerate(items):
+        t = _Table(item, f"senders[{i}]", SENDER_KEYS)
+        sname = t.string("name", f"s{i}")
+        if not NAME_RE.match(sname):
+            raise ScenarioError(f"{t.key('name')}: use 1-32 letters, digits or _ (got {sname!r})")
+        if any(s.name == sname for s in senders):
+            raise ScenarioError(f"{t.key('name')}: duplicate sender name {sname!r}")
+        if t.has("rtt_ms") and (t.has("delay_fwd_ms") or t.has("delay_rev_ms")):
+            other = "delay_fwd_ms" if t.has("delay_fwd_ms") else "delay_rev_ms"
+            raise ScenarioError(f"{t.key(other)}: conflicts with {t.key('rtt_ms')} (give rtt_ms or the two delays)")
+        if t.has("rtt_ms"):
+            rtt = t.number("rtt_ms", 0.0, non_negative)
+            fwd, rev = rtt / 2, rtt / 2
+        else:
+            fwd = t.number("delay_fwd_ms", 0.0, non_negative)
+            rev = t.number("delay_rev_ms", 0.0, non_negative)
+        senders.append(Sender(name=sname, index=i, delay_fwd_ms=fwd, delay_rev_ms=rev))
+    return senders
+
+
+def _bottleneck(t: _Table, senders: list[Sender]) -> Bottleneck:
+    rate_mbit = t.number("rate_mbit", None, positive)
+    shaper = t.string("shaper", "tbf", SHAPERS)
+    mtu = t.integer("mtu", 1500, between(576, 9000))
+    frame = mtu + ETH_HEADER_BYTES
+    bdp_rtt_ms = t.number("bdp_rtt_ms", max(s.rtt_ms for s in senders), non_negative)
+    rate_bytes_s = rate_mbit * 1e6 / 8
+    auto_burst = max(2 * frame, int(rate_bytes_s * AUTO_BURST_S))
+    burst = t.integer("burst_bytes", auto_burst, at_least(frame))
+    buffer_packets: int | None = None
+    buffer_bytes: int | None = None
+    buffer_bdp: float | None = None
+    which = _exclusive(t, ("buffer_packets", "buffer_bytes", "buffer_bdp")) or "buffer_bdp"
+    if which == "buffer_packets":
+        buffer_packets = t.integer("buffer_packets", None, at_least(1))
+    elif which == "buffer_bytes":
+        buffer_bytes = t.integer("buffer_bytes", None, lambda v: None if v >= frame else
+                                 f"buffer under one packet ({frame} bytes)")
+    else:
+        buffer_bdp = t.number("buffer_bdp", 1.0, positive)
+        bdp_bytes = rate_bytes_s * bdp_rtt_ms / 1e3
+        packets = round(buffer_bdp * bdp_bytes / frame)
+        if packets < 1:
+            raise ScenarioError(
+                f"{t.key('buffer_bdp')}: buffer under one packet ({buffer_bdp:g} x BDP of "
+                f"{bdp_bytes:.0f} bytes at bdp_rtt_ms={bdp_rtt_ms:g})")
+        buffer_packets = packets
+    loss_pct = t.number("loss_pct", 0.0, lambda v: None if 0 <= v < 100 else "must be in [0, 100)")
+    aqm = t.string("aqm", "fifo", AQM_KINDS)
+    aqm_params_raw = t.table("aqm_params")
+    aqm_params: dict[str, str] = {}
+    for key, value in aqm_params_raw.items():
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ScenarioError(f"{t.key('aqm_params')}.{key}: expected a string or number")
+        aqm_params[key] = str(value)
+    if aqm_params and aqm == "fifo":
+        raise ScenarioError(f"{t.key('aqm_params')}: only meaningful with an aqm other than fifo")
+    return Bottleneck(
+        rate_mbit=rate_mbit, shaper=shaper, burst_bytes=burst, buffer_packets=buffer_packets,
+        buffer_bytes=buffer_bytes, buffer_bdp=buffer_bdp, bdp_rtt_ms=bdp_rtt_ms, loss_pct=loss_pct, aqm=aqm,
+        aqm_params=aqm_params, mtu=mtu, offloads=t.boolean("offloads", False),
+    )
+
+
+def _flows(top: _Table, senders: list[Sender], run_s: float,
+           catalog: AlgoCatalog) -> tuple[list[Flow], list[str]]:
+    items = top.array("flows")
+    if not items:
+        raise ScenarioError("flows: needs at least one flow")
+    flows: list[Flow] = []
+    skipped: list[str] = []
+    algo_params: dict[str, tuple[str, dict[str, float]]] = {}
+    sender_names = [s.name for s in senders]
+    for i, item in enumerate(items):
+        t = _Table(item, f"flows[{i}]", FLOW_KEYS)
+        algo = t.string("algo", None)
+        optional = t.boolean("optional", False)
+        sender = t.string("sender", sender_names[0])
+        if sender not in sender_names:
+            raise ScenarioError(f"{t.key('sender')}: no sender named {sender!r} (have {', '.join(sender_names)})")
+        count = t.integer("count", 1, at_least(1))
+        start_s = t.number("start_s", 0.0, non_negative)
+        step_s = t.number("start_step_s", 0.0, non_negative)
+        label = t.string("label", algo)
+        which = _exclusive(t, ("duration_s", "bytes"))
+        nbytes = t.integer("bytes", None, at_least(1)) if which == "bytes" else None
+        explicit_duration = t.number("duration_s", None, positive) if which == "duration_s" else None
+        params = _params(t)
+        if not catalog.known(algo):
+            if optional:
+                skipped.append(f"{label} ({algo}): not available on this system, skipped")
+                continue
+            raise ScenarioError(f"{t.key('algo')}: unknown congestion control {algo!r} "
+                                f"(available: {catalog.describe()})")
+        if params and algo not in catalog.bbrkit:
+            raise ScenarioError(f"{t.key('params')}: only bbrkit algorithms take parameters ({algo!r} is the kernel's)")
+        if algo in algo_params and algo_params[algo][1] != params:
+            raise ScenarioError(f"{t.key('params')}: differ from {algo_params[algo][0]}.params; "
+                                f"parameters are per algorithm, so all {algo} flows of a run share them")
+        algo_params.setdefault(algo, (t.where, params))
+        for k in range(count):
+            start = start_s + k * step_s
+            if start >= run_s:
+                raise ScenarioError(f"{t.key('start_s')}: flow starts at {start:g} s, after the run ends "
+                                    f"(duration_s = {run_s:g})")
+            duration: int | None = None
+            if nbytes is None:
+                wanted = explicit_duration if explicit_duration is not None else math.floor(run_s - start)
+                if wanted != int(wanted) or wanted < 1:
+                    key = t.key("duration_s") if explicit_duration is not None else "duration_s"
+                    raise ScenarioError(f"{key}: iperf3 runs whole seconds; flow {label} would run {wanted:g} s")
+                if start + wanted > run_s + 1e-9:
+                    raise ScenarioError(f"{t.key('duration_s')}: flow {label} would end at {start + wanted:g} s, "
+                                        f"after the run (duration_s = {run_s:g})")
+                duration = int(wanted)
+            index = len(flows)
+            if index >= MAX_FLOWS:
+                raise ScenarioError(f"{t.key('count')}: at most {MAX_FLOWS} flows in all")
+            flows.append(Flow(
+                index=index, label=label if count == 1 else f"{label}#{k}", algo=algo, sender=sender,
+                start_s=start, duration_s=duration, bytes=nbytes, params=params,
+                server_port=SERVER_PORT_BASE + index, client_port=CLIENT_PORT_BASE + index,
+            ))
+    if not flows:
+        raise ScenarioError("flows: no flow left to run (every flow's algorithm is unavailable)")
+    return _unique_labels(flows), skipped
+
+
+def _unique_labels(flows: list[Flow]) -> list[Flow]:
+    """Labels name flows in tables and plots, so repeated ones get the flow index appended."""
+    seen: dict[str, int] = {}
+    for f in flows:
+        seen[f.label] = seen.get(f.label, 0) + 1
+    return [replace(f, label=f"{f.label}#{f.index}") if seen[f.label] > 1 else f for f in flows]
+
+
+def _params(t: _Table) -> dict[str, float]:
+    params: dict[str, float] = {}
+    for key, value in t.table("params").items():
+        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
+            raise ScenarioError(f"{t.key('params')}.{key}: not a parameter name")
+        if isinstance(value, bool):
+            params[key] = float(value)
+        elif isinstance(value, (int, float)) and math.isfinite(value):
+            params[key] = float(value)
+        else:
+            raise ScenarioError(f"{t.key('params')}.{key}: expected a number or boolean, got {_type_name(value)}")
+    return params
+
+
+def _socket(t: _Table, bottleneck: Bottleneck) -> int:
+    which = _exclusive(t, ("buffer_bdp", "buffer_bytes"))
+    if which == "buffer_bytes":
+        return t.integer("buffer_bytes", None, at_least(bottleneck.frame_bytes))
+    if which == "buffer_bdp":
+        factor = t.number("buffer_bdp", None, positive)
+        return max(SOCKET_BUFFER_FLOOR_BYTES, int(factor * bottleneck.bdp_bytes))
+    # Enough for a window that fills the path and the whole bottleneck buffer, twice over.
+    return max(SOCKET_BUFFER_FLOOR_BYTES, int(2 * (bottleneck.bdp_bytes + bottleneck.limit_bytes)))
+
+
+def _sweep(top: _Table) -> SweepSpec:
+    t = _Table(top.table("sweep"), "sweep", SWEEP_KEYS)
+    reps = t.integer("repetitions", 1, between(1, 1000))
+    grid: dict[str, list[Any]] = {}
+    for key, values in _flatten(t.table("grid")):
+        if not isinstance(values, list) or not values:
+            raise ScenarioError(f"sweep.grid.{key}: expected a non-empty array of values")
+        grid[key] = values
+    cases_raw = t.array("cases") or []
+    cases: list[dict[str, Any]] = []
+    for i, case in enumerate(cases_raw):
+        if not isinstance(case, dict) or not case:
+            raise ScenarioError(f"sweep.cases[{i}]: expected a non-empty table of KEY = VALUE overrides")
+        cases.append(dict(_flatten(case)))
+    metrics = t.array("metrics")
+    if metrics is None:
+        metrics = list(DEFAULT_SWEEP_METRICS)
+    for i, m in enumerate(metrics):
+        if not isinstance(m, str) or "." not in m:
+            raise ScenarioError(f"sweep.metrics[{i}]: expected 'total.NAME' or 'flow.LABEL.NAME'")
+    return SweepSpec(repetitions=reps, grid=grid, cases=cases, metrics=list(metrics))
+
+
+def strip_sweep(raw: dict[str, Any]) -> dict[str, Any]:
+    """The raw scenario of one sweep point: no sweep or profiles tables left to confuse a re-run."""
+    out = copy.deepcopy(raw)
+    out.pop("sweep", None)
+    out.pop("profiles", None)
+    return out

@@ -1,0 +1,94 @@
+"""What this machine offers: congestion controls, qdiscs, nftables, bbrctl. Probed at run time, never assumed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .procs import HarnessError, command
+from .scenario import AlgoCatalog
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+KERNEL_CC_PATH = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+BBRCTL_TIMEOUT_S = 20.0
+
+
+def bbrctl_path() -> Path | None:
+    env = os.environ.get("BBRCTL")
+    path = Path(env) if env else REPO_ROOT / "build" / "bbrctl"
+    return path if path.is_file() and os.access(path, os.X_OK) else None
+
+
+def bbrctl(*args: str, timeout: float = BBRCTL_TIMEOUT_S, check: bool = True) -> str:
+    path = bbrctl_path()
+    if path is None:
+        raise HarnessError("bbrctl: not built (make, or set BBRCTL)")
+    return command([str(path), *args], timeout=timeout, check=check).stdout
+
+
+def bbrctl_list() -> dict[str, Any] | None:
+    """`bbrctl list --json`, or None when bbrctl is not built."""
+    if bbrctl_path() is None:
+        return None
+    try:
+        data = json.loads(bbrctl("list", "--json"))
+    except (HarnessError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def kernel_ccs() -> set[str]:
+    return set(KERNEL_CC_PATH.read_text().split())
+
+
+def catalog() -> AlgoCatalog:
+    listing = bbrctl_list() or {}
+    bbrkit = {a["name"] for a in listing.get("algorithms", []) if isinstance(a, dict) and "name" in a}
+    return AlgoCatalog(kernel=frozenset(kernel_ccs() - bbrkit), bbrkit=frozenset(bbrkit))
+
+
+def bbrkit_attached() -> set[str]:
+    listing = bbrctl_list() or {}
+    return {a["name"] for a in listing.get("algorithms", []) if isinstance(a, dict) and a.get("attached")}
+
+
+def bbrkit_params(algo: str) -> dict[str, Any]:
+    """Current live parameters of a bbrkit algorithm (`bbrctl show ALGO --json`), to restore after a run."""
+    try:
+        data = json.loads(bbrctl("show", algo, "--json"))
+    except (HarnessError, ValueError):
+        return {}
+    params = data.get("params", {}) if isinstance(data, dict) else {}
+    return {k: v for k, v in params.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def format_param(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+@lru_cache(maxsize=None)
+def have_tool(name: str) -> bool:
+    return shutil.which(name) is not None
+
+
+def qdisc_available(kind: str, probe_netns: str) -> bool:
+    """Whether the kernel can create a qdisc of this kind: tried on lo of a scratch namespace."""
+    args = {"netem": ["delay", "1ms"], "cake": ["bandwidth", "10mbit"]}.get(kind, [])
+    result = command(["tc", "qdisc", "add", "dev", "lo", "root", kind, *args], netns=probe_netns, check=False)
+    if result.returncode == 0:
+        command(["tc", "qdisc", "del", "dev", "lo", "root"], netns=probe_netns, check=False)
+        return True
+    return False
+
+
+def delayline_module() -> Any | None:
+    """The delay-line module (bench/bbrbench/delayline.py) when it exists in this tree."""
+    try:
+        from . import delayline
+    except ImportError:
+        return None
+    return delayline

@@ -1,0 +1,152 @@
+"""iperf3 flows: one server per flow on the receiver, one client per flow on its sender, each with its own
+congestion control (`-C`), fixed client port (`--cport`, so samples can be matched to flows), start
+offset, and a duration or byte count."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from .procs import HarnessError, ProcessGroup, command
+from .scenario import Flow, Scenario
+from .topology import RECEIVER_ADDR, Topology
+
+SERVER_READY_TIMEOUT_S = 10.0
+CONNECT_TIMEOUT_MS = 5000
+# After its nominal end a flow gets this long to report before it is killed (results exchange, slow start).
+FINISH_GRACE_S = 10.0
+POLL_S = 0.05
+
+
+@dataclass
+class FlowRun:
+    flow: Flow
+    client: subprocess.Popen[Any] | None = None
+    launched_s: float | None = None
+    exited_s: float | None = None
+    returncode: int | None = None
+    killed: bool = False
+
+
+class Traffic:
+    def __init__(self, topo: Topology, procs: ProcessGroup, raw_dir: Path) -> None:
+        self.topo = topo
+        self.scenario: Scenario = topo.scenario
+        self.procs = procs
+        self.dir = raw_dir / "iperf3"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.runs = [FlowRun(flow=f) for f in self.scenario.flows]
+        self.servers: list[subprocess.Popen[Any]] = []
+        self.t0 = 0.0
+
+    def server_path(self, flow: Flow) -> Path:
+        return self.dir / f"server-{flow.index}.json"
+
+    def client_path(self, flow: Flow) -> Path:
+        return self.dir / f"client-{flow.index}.json"
+
+    def start_servers(self) -> None:
+        for flow in self.scenario.flows:
+            with self.server_path(flow).open("w") as out:
+                self.servers.append(self.procs.spawn(
+                    ["iperf3", "-s", "-1", "-J", "-p", str(flow.server_port)], netns=self.topo.receiver,
+                    stdout=out, stderr=subprocess.STDOUT))
+        self._wait_listening({f.server_port for f in self.scenario.flows})
+
+    def _wait_listening(self, ports: set[int]) -> None:
+        deadline = time.monotonic() + SERVER_READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            listing = command(["ss", "-N", self.topo.receiver, "-ltnH"]).stdout
+            listening = {int(line.split()[3].rsplit(":", 1)[1]) for line in listing.splitlines() if line.strip()}
+            if ports <= listening:
+                return
+            for server in self.servers:
+                if server.poll() is not None:
+                    raise HarnessError(f"iperf3 server exited early (code {server.returncode}); see {self.dir}")
+            time.sleep(POLL_S)
+        raise HarnessError(f"iperf3 servers not listening after {SERVER_READY_TIMEOUT_S:g} s")
+
+    def client_argv(self, flow: Flow) -> list[str]:
+        argv = ["iperf3", "-c", RECEIVER_ADDR, "-p", str(flow.server_port), "--cport", str(flow.client_port),
+                "-C", flow.algo, "-J", "-i", "1", "--connect-timeout", str(CONNECT_TIMEOUT_MS)]
+        if flow.bytes is not None:
+            argv += ["-n", str(flow.bytes)]
+        else:
+            argv += ["-t", str(flow.duration_s)]
+        return argv
+
+    def run(self, t0: float, on_tick: Callable[[], None] | None = None) -> None:
+        """Launch every client at its offset from t0 (time.monotonic()), wait for all to finish.
+
+        Byte-count flows still running at the end of the run are killed and reported incomplete."""
+        self.t0 = t0
+        pending = sorted(self.runs, key=lambda r: r.flow.start_s)
+        run_end = t0 + self.scenario.duration_s
+        while True:
+            now = time.monotonic()
+            while pending and now >= t0 + pending[0].flow.start_s:
+                self._launch(pending.pop(0))
+            self._reap(now, run_end)
+            if on_tick:
+                on_tick()
+            if not pending and all(r.exited_s is not None for r in self.runs):
+                return
+            time.sleep(POLL_S)
+
+    def _launch(self, fr: FlowRun) -> None:
+        host = self.topo.hosts[fr.flow.sender]
+        with self.client_path(fr.flow).open("w") as out:
+            fr.client = self.procs.spawn(self.client_argv(fr.flow), netns=host.netns, stdout=out,
+                                         stderr=subprocess.STDOUT)
+        fr.launched_s = time.monotonic() - self.t0
+
+    def _reap(self, now: float, run_end: float) -> None:
+        for fr in self.runs:
+            if fr.client is None or fr.exited_s is not None:
+                continue
+            code = fr.client.poll()
+            if code is None:
+                deadline = run_end if fr.flow.bytes is not None else run_end + FINISH_GRACE_S
+                if now >= deadline:
+                    self.procs.stop(fr.client)
+                    fr.killed = True
+                    code = fr.client.returncode
+                else:
+                    continue
+            fr.exited_s = now - self.t0
+            fr.returncode = code
+
+    def events(self) -> list[dict[str, Any]]:
+        return [{"flow": fr.flow.index, "launched_s": fr.launched_s, "exited_s": fr.exited_s,
+                 "returncode": fr.returncode, "killed": fr.killed} for fr in self.runs]
+
+
+def read_iperf_json(path: Path) -> dict[str, Any] | None:
+    """iperf3 -J output, or None when the file is missing or cut short (a killed process)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def flow_result(client: dict[str, Any] | None, server: dict[str, Any] | None) -> dict[str, Any]:
+    """The figures the metrics need from one flow's iperf3 client and server reports."""
+    out: dict[str, Any] = {"error": None, "sent_bytes": None, "received_bytes": None, "received_seconds": None,
+                           "retransmits": None}
+    for report in (client, server):
+        if report and report.get("error"):
+            out["error"] = str(report["error"])
+    if client:
+        sent = client.get("end", {}).get("sum_sent", {})
+        out["sent_bytes"] = sent.get("bytes")
+        out["retransmits"] = sent.get("retransmits")
+    if server:
+        received = server.get("end", {}).get("sum_received", {})
+        out["received_bytes"] = received.get("bytes")
+        out["received_seconds"] = received.get("seconds")
+    return out
