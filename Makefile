@@ -37,7 +37,8 @@ LIBBPF_CFLAGS := $(shell $(PKG_CONFIG) --cflags libbpf 2>/dev/null)
 LIBBPF_LIBS := $(or $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null),-lbpf -lelf -lz)
 LOADER_CFLAGS := -O2 -g $(WARN_CFLAGS) -I$(BUILD) -Iinclude -Iloader $(LIBBPF_CFLAGS)
 DELAY_CFLAGS := -O2 -g $(WARN_CFLAGS) -pthread
-UNIT_CFLAGS := -O1 -g $(WARN_CFLAGS) -Iinclude -Ibpf -Itests/unit
+# The algorithm hooks share one signature and not every algorithm uses every argument.
+UNIT_CFLAGS := -O1 -g $(WARN_CFLAGS) -Wno-unused-parameter -Iinclude -Ibpf -Itests/unit
 
 ifeq ($(V),1)
 Q :=

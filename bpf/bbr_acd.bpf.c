@@ -68,8 +68,9 @@ BBR_INLINE void bbr_variant_on_ack(struct sock *sk, struct bbr_core *b, const st
 	steady_needed = bbr_clamp_param(params.steady_acks, BBR_ACD_STEADY_ACKS_MIN,
 					BBR_ACD_STEADY_ACKS_MAX) - 1;
 
+	/* The first sample has nothing to be steady with (last_rtt_us is 0 until then). */
 	diff = rtt > st->last_rtt_us ? rtt - st->last_rtt_us : st->last_rtt_us - rtt;
-	if (rtt > b->min_rtt_us && diff <= tolerance)
+	if (rtt > b->min_rtt_us && st->last_rtt_us && diff <= tolerance)
 		st->steady = st->steady < 0xFF ? st->steady + 1 : 0xFF;
 	else
 		st->steady = 0;

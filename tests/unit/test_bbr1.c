@@ -1,0 +1,502 @@
+// SPDX-License-Identifier: GPL-2.0
+/* BBRv1 semantics of the shared core, driven through bbr1's host build. */
+#include "bbr1.bpf.c"
+#include "sim.h"
+
+TEST(minmax_tracks_windowed_max)
+{
+	struct bbr_minmax m;
+
+	bbr_minmax_reset(&m, 0, 0);
+	CHECK_EQ(bbr_minmax_running_max(&m, 10, 1, 100), 100);
+	CHECK_EQ(bbr_minmax_running_max(&m, 10, 2, 50), 100);
+	CHECK_EQ(bbr_minmax_running_max(&m, 10, 5, 70), 100);
+	CHECK_EQ(bbr_minmax_running_max(&m, 10, 11, 60), 100); /* 10 rounds old: still in */
+	/* Round 12: the 100 sample expired; the best later sample (70 at round 5) takes over. */
+	CHECK_EQ(bbr_minmax_running_max(&m, 10, 12, 40), 70);
+	CHECK_EQ(bbr_minmax_running_max(&m, 10, 13, 200), 200);
+}
+
+TEST(minmax_forgets_everything_after_a_silent_window)
+{
+	struct bbr_minmax m;
+
+	bbr_minmax_reset(&m, 0, 0);
+	bbr_minmax_running_max(&m, 10, 1, 100);
+	CHECK_EQ(bbr_minmax_running_max(&m, 10, 30, 5), 5);
+}
+
+TEST(init_without_rtt_sample_paces_for_a_nominal_1ms)
+{
+	/* No timestamps and a retransmitted SYN: high_gain x 10 packets per 1 ms. */
+	double want = 10.0 / 1000 * SIM_MSS * 1e6 * (BBR_HIGH_GAIN / 256.0) * 0.99;
+
+	sim_tp.srtt_us = 0;
+	sim_tp.rtt_min.s[0].v = ~0U;
+	memset(sim_tp.inet_conn.icsk_ca_priv, 0, sizeof(sim_tp.inet_conn.icsk_ca_priv));
+	bbr_init(sk);
+	CHECK_EQ(core()->min_rtt_us, ~0U);
+	CHECK(!core()->has_seen_rtt);
+	CHECK_NEAR(sk->sk_pacing_rate, want, want * 1e-3);
+	CHECK_EQ(bbr_bdp(core(), sim_bw(10, 1000), BBR_UNIT), TCP_INIT_CWND); /* capped: no RTT */
+}
+
+TEST(init_starts_in_startup_with_pacing)
+{
+	struct bbr_core *b = core();
+	/* high_gain x initial cwnd / handshake RTT, less the 1% margin. */
+	double want = 10.0 / SIM_RTT_US * SIM_MSS * 1e6 * (BBR_HIGH_GAIN / 256.0) * 0.99;
+
+	CHECK_EQ(b->mode, BBRKIT_STARTUP);
+	CHECK_EQ(b->pacing_gain, BBR_HIGH_GAIN);
+	CHECK_EQ(b->cwnd_gain, BBR_HIGH_GAIN);
+	CHECK_EQ(sim_tp.snd_ssthresh, TCP_INFINITE_SSTHRESH);
+	CHECK_EQ(sk->sk_pacing_status, SK_PACING_NEEDED);
+	CHECK_EQ(b->min_rtt_us, SIM_RTT_US);
+	CHECK(b->has_seen_rtt);
+	CHECK_NEAR(sk->sk_pacing_rate, want, want * 1e-3);
+	CHECK(sizeof(struct bbr_core) <= sizeof(sim_tp.inet_conn.icsk_ca_priv));
+}
+
+TEST(startup_grows_cwnd_by_acked)
+{
+	sim_tp.packets_out = 10;
+	sim_round(10, SIM_RTT_US);
+	CHECK_EQ(sim_tp.snd_cwnd, TCP_INIT_CWND + 10);
+	CHECK_EQ(core()->min_rtt_us, SIM_RTT_US);
+	CHECK_EQ(core()->rtt_cnt, 1);
+}
+
+TEST(startup_exits_after_three_rounds_without_25_percent_growth)
+{
+	struct bbr_core *b = core();
+	u32 growth[] = { 10, 20, 40, 80 };
+
+	sim_tp.packets_out = 1000; /* a big queue: DRAIN must not end at once */
+	for (unsigned i = 0; i < sizeof(growth) / sizeof(growth[0]); i++)
+		sim_round(growth[i], SIM_RTT_US);
+	CHECK_EQ(b->full_bw_cnt, 0);
+	/* 90 is under 80 x 1.25: each such round counts. */
+	sim_round(90, SIM_RTT_US);
+	sim_round(90, SIM_RTT_US);
+	CHECK_EQ(b->full_bw_cnt, 2);
+	CHECK_EQ(b->mode, BBRKIT_STARTUP);
+	sim_round(90, SIM_RTT_US);
+	CHECK(b->full_bw_reached);
+	CHECK_EQ(b->mode, BBRKIT_DRAIN);
+	CHECK_EQ(b->pacing_gain, BBR_DRAIN_GAIN);
+	CHECK_EQ(b->cwnd_gain, BBR_HIGH_GAIN);
+	/* ssthresh is set to the 1 x BDP inflight target on entering DRAIN: BDP 90 packets plus
+	 * 3 TSO bursts of 12 segments (STARTUP's pacing rate, 18.6 MB/s >> 10 = 18.1 kB).
+	 */
+	CHECK_EQ(sim_tp.snd_ssthresh, 90 + 3 * 12);
+}
+
+TEST(startup_growth_resets_the_count)
+{
+	struct bbr_core *b = core();
+
+	sim_tp.packets_out = 1000;
+	sim_round(10, SIM_RTT_US);
+	sim_round(11, SIM_RTT_US);
+	sim_round(12, SIM_RTT_US);
+	CHECK_EQ(b->full_bw_cnt, 2);
+	sim_round(16, SIM_RTT_US); /* >= 1.25 x 10: growth again */
+	CHECK_EQ(b->full_bw_cnt, 0);
+	CHECK_EQ(b->mode, BBRKIT_STARTUP);
+}
+
+TEST(app_limited_rounds_do_not_end_startup)
+{
+	sim_tp.packets_out = 1000;
+	sim_round(10, SIM_RTT_US);
+	for (int i = 0; i < 5; i++) {
+		sim_advance_us(SIM_RTT_US);
+		sim_ack((struct sim_ack){ .acked = 10, .rtt_us = SIM_RTT_US, .interval_us = SIM_RTT_US,
+					  .round_end = true, .app_limited = true });
+	}
+	CHECK(!core()->full_bw_reached);
+	CHECK_EQ(core()->mode, BBRKIT_STARTUP);
+}
+
+TEST(drain_ends_when_inflight_falls_to_bdp)
+{
+	struct bbr_core *b = core();
+
+	sim_fill_pipe(90, 1000);
+	CHECK_EQ(b->mode, BBRKIT_DRAIN);
+	sim_tp.packets_out = 200; /* still above 1 x BDP (90 + TSO budget) */
+	sim_advance_us(1000);
+	sim_ack((struct sim_ack){ .acked = 4, .rtt_us = SIM_RTT_US, .interval_us = 1000 });
+	CHECK_EQ(b->mode, BBRKIT_DRAIN);
+	sim_tp.packets_out = 90;
+	sim_advance_us(1000);
+	sim_ack((struct sim_ack){ .acked = 4, .rtt_us = SIM_RTT_US, .interval_us = 1000 });
+	CHECK_EQ(b->mode, BBRKIT_PROBE_BW);
+}
+
+TEST(probe_bw_random_start_is_never_the_drain_phase)
+{
+	unsigned seen = 0;
+
+	sim_to_probe_bw();
+	for (u32 r = 0; r < 50; r++) {
+		host_random_value = r;
+		bbr_reset_probe_bw_mode(sk, core());
+		seen |= 1U << core()->cycle_idx;
+	}
+	CHECK_EQ(seen, 0xFFU & ~(1U << 1));
+}
+
+TEST(probe_bw_gain_cycle)
+{
+	struct bbr_core *b = core();
+	struct sim_ack small = { .acked = 1, .rtt_us = SIM_RTT_US, .interval_us = 1000, .prior_in_flight = 10 };
+	struct sim_ack big = small;
+
+	big.prior_in_flight = 10000;
+	sim_to_probe_bw();
+	host_random_value = 0;
+	bbr_reset_probe_bw_mode(sk, b);
+	CHECK_EQ(b->cycle_idx, 0);
+
+	/* Probe (5/4): needs a full min_rtt AND inflight at 5/4 x BDP. */
+	sim_advance_us(SIM_RTT_US / 2);
+	sim_ack(big);
+	CHECK_EQ(b->cycle_idx, 0);
+	CHECK_EQ(b->pacing_gain, BBR_UNIT * 5 / 4);
+	sim_advance_us(SIM_RTT_US);
+	sim_ack(small);
+	CHECK_EQ(b->cycle_idx, 0);
+	sim_ack(big);
+	CHECK_EQ(b->cycle_idx, 1);
+	CHECK_EQ(b->pacing_gain, BBR_UNIT * 3 / 4);
+
+	/* Drain (3/4): ends early once inflight is down to BDP. */
+	sim_ack(big);
+	CHECK_EQ(b->cycle_idx, 1);
+	sim_ack(small);
+	CHECK_EQ(b->cycle_idx, 2);
+	CHECK_EQ(b->pacing_gain, BBR_UNIT);
+
+	/* Cruise (1): one min_rtt each, whatever the inflight. */
+	for (u32 idx = 2; idx < 8; idx++) {
+		sim_advance_us(SIM_RTT_US / 2);
+		sim_ack(small);
+		CHECK_EQ(b->cycle_idx, idx);
+		sim_advance_us(SIM_RTT_US / 2 + 1);
+		sim_ack(small);
+		CHECK_EQ(b->cycle_idx, (idx + 1) % CYCLE_LEN);
+	}
+	CHECK_EQ(b->pacing_gain, BBR_UNIT * 5 / 4);
+}
+
+TEST(probe_phase_ends_on_loss_after_full_length)
+{
+	struct bbr_core *b = core();
+
+	sim_to_probe_bw();
+	host_random_value = 0;
+	bbr_reset_probe_bw_mode(sk, b);
+	sim_advance_us(SIM_RTT_US + 1);
+	sim_ack((struct sim_ack){ .acked = 1, .rtt_us = SIM_RTT_US, .interval_us = 1000, .losses = 1,
+				  .prior_in_flight = 10 });
+	CHECK_EQ(b->cycle_idx, 1);
+}
+
+TEST(pacing_rate_is_gain_times_bw_less_one_percent)
+{
+	u32 bw = sim_bw(10, 1000); /* 10 packets/ms */
+	double want = 0.01 * SIM_MSS * 1e6 * 0.99;
+
+	sim_set_probe_bw(bw, SIM_RTT_US, 2);
+	bbr_set_pacing_rate(sk, core(), bw, BBR_UNIT);
+	CHECK_NEAR(sk->sk_pacing_rate, want, want * 1e-4);
+	bbr_set_pacing_rate(sk, core(), bw, BBR_UNIT * 5 / 4);
+	CHECK_NEAR(sk->sk_pacing_rate, want * 1.25, want * 1e-4);
+	/* Once the pipe is full the rate may also fall. */
+	bbr_set_pacing_rate(sk, core(), bw, BBR_UNIT * 3 / 4);
+	CHECK_NEAR(sk->sk_pacing_rate, want * 0.75, want * 1e-4);
+}
+
+TEST(pacing_rate_never_falls_in_startup)
+{
+	unsigned long before = sk->sk_pacing_rate;
+
+	bbr_set_pacing_rate(sk, core(), sim_bw(1, 1000000), BBR_HIGH_GAIN);
+	CHECK_EQ(sk->sk_pacing_rate, before);
+}
+
+TEST(cwnd_target_is_two_bdp_plus_tso_budget)
+{
+	struct rate_sample rs = { .acked_sacked = 10 };
+	u32 bw = sim_bw(10, 1000);
+
+	/* BDP = 10 packets/ms x 20 ms = 200; gain 2 -> 400. The pacing rate (~14.3 MB/s) >> 10 is
+	 * 13999 bytes = 9 segments: budget 3 x 9 = 27, then rounded up to even: 428.
+	 */
+	sim_set_probe_bw(bw, SIM_RTT_US, 2);
+	sim_tp.snd_cwnd = 1000;
+	bbr_set_cwnd(sk, core(), &rs, 10, bw, BBR_CWND_GAIN);
+	CHECK_EQ(sim_tp.snd_cwnd, 428);
+	/* The probe phase adds two packets so that inflight can exceed BDP. */
+	sim_set_probe_bw(bw, SIM_RTT_US, 0);
+	sim_tp.snd_cwnd = 1000;
+	bbr_set_cwnd(sk, core(), &rs, 10, bw, BBR_CWND_GAIN);
+	CHECK_EQ(sim_tp.snd_cwnd, 430);
+	/* Below target: grow by what was ACKed. */
+	sim_tp.snd_cwnd = 100;
+	bbr_set_cwnd(sk, core(), &rs, 10, bw, BBR_CWND_GAIN);
+	CHECK_EQ(sim_tp.snd_cwnd, 110);
+}
+
+TEST(cwnd_includes_ack_aggregation_allowance)
+{
+	struct rate_sample rs = { .acked_sacked = 10 };
+	u32 bw = sim_bw(10, 1000);
+
+	sim_set_probe_bw(bw, SIM_RTT_US, 2);
+	core()->extra_acked[0] = 30;
+	sim_tp.snd_cwnd = 1000;
+	bbr_set_cwnd(sk, core(), &rs, 10, bw, BBR_CWND_GAIN);
+	CHECK_EQ(sim_tp.snd_cwnd, 428 + 30);
+}
+
+TEST(ack_aggregation_measures_excess_acked)
+{
+	u32 bw = sim_bw(10, 1000);
+
+	sim_set_probe_bw(bw, SIM_RTT_US, 2);
+	sim_tp.snd_cwnd = 1000;
+	sim_ack((struct sim_ack){ .acked = 10, .rtt_us = SIM_RTT_US, .interval_us = 1000 });
+	/* 1 ms later 10 packets are expected; a burst of 50 is 40 beyond that (+10 from the
+	 * epoch's first ACK, which expected nothing).
+	 */
+	sim_advance_us(1000);
+	sim_ack((struct sim_ack){ .acked = 50, .rtt_us = SIM_RTT_US, .interval_us = 1000 });
+	CHECK_EQ(bbr_extra_acked(core()), 50);
+}
+
+TEST(probe_rtt_after_ten_seconds_without_new_min)
+{
+	struct bbr_core *b = core();
+	u32 cwnd_before;
+	int acks = 0;
+
+	sim_to_probe_bw();
+	/* RTT samples above min_rtt for almost 10 s: no PROBE_RTT yet. */
+	while (bbr_now_ms(&sim_tp) - b->min_rtt_stamp < BBR_MIN_RTT_WIN_MS - SIM_RTT_US / 1000) {
+		sim_round(90, SIM_RTT_US + 1000);
+		acks++;
+		CHECK(b->mode != BBRKIT_PROBE_RTT);
+	}
+	CHECK(acks > 400);
+	cwnd_before = sim_tp.snd_cwnd;
+	sim_round(90, SIM_RTT_US + 1000);
+	sim_round(90, SIM_RTT_US + 1000);
+	CHECK_EQ(b->mode, BBRKIT_PROBE_RTT);
+	CHECK_EQ(sim_tp.snd_cwnd, BBR_CWND_MIN_TARGET);
+	CHECK(b->prior_cwnd >= cwnd_before);
+	CHECK_EQ(b->pacing_gain, BBR_UNIT);
+	CHECK_EQ(b->cwnd_gain, BBR_UNIT);
+	/* The expired filter took the current sample as the new minimum. */
+	CHECK_EQ(b->min_rtt_us, SIM_RTT_US + 1000);
+}
+
+TEST(probe_rtt_lasts_200ms_and_a_round)
+{
+	struct bbr_core *b = core();
+	u32 prior;
+
+	sim_to_probe_bw();
+	b->min_rtt_stamp -= BBR_MIN_RTT_WIN_MS + 1;
+	sim_round(90, SIM_RTT_US);
+	CHECK_EQ(b->mode, BBRKIT_PROBE_RTT);
+	prior = b->prior_cwnd;
+
+	/* Inflight reaches 4 packets: the 200 ms clock starts. */
+	sim_tp.packets_out = 4;
+	sim_advance_us(1000);
+	sim_ack((struct sim_ack){ .acked = 2, .rtt_us = SIM_RTT_US, .interval_us = 1000 });
+	CHECK(b->probe_rtt_done_stamp != 0);
+	/* 300 ms without a completed round: still probing. */
+	for (int i = 0; i < 30; i++) {
+		sim_advance_us(10000);
+		sim_ack((struct sim_ack){ .acked = 2, .rtt_us = SIM_RTT_US, .interval_us = 10000 });
+	}
+	CHECK_EQ(b->mode, BBRKIT_PROBE_RTT);
+	/* A round completes after 200 ms: back to PROBE_BW with the saved cwnd. */
+	sim_round(4, SIM_RTT_US);
+	CHECK_EQ(b->mode, BBRKIT_PROBE_BW);
+	CHECK(sim_tp.snd_cwnd >= prior);
+}
+
+TEST(probe_rtt_not_left_before_200ms)
+{
+	struct bbr_core *b = core();
+
+	sim_to_probe_bw();
+	b->min_rtt_stamp -= BBR_MIN_RTT_WIN_MS + 1;
+	sim_round(90, SIM_RTT_US);
+	sim_tp.packets_out = 4;
+	sim_advance_us(1000);
+	sim_ack((struct sim_ack){ .acked = 2, .rtt_us = SIM_RTT_US, .interval_us = 1000 });
+	for (int i = 0; i < 9; i++) /* rounds end, but only 180 ms pass */
+		sim_round(4, SIM_RTT_US);
+	CHECK_EQ(b->mode, BBRKIT_PROBE_RTT);
+	sim_round(4, SIM_RTT_US);
+	sim_round(4, SIM_RTT_US);
+	CHECK_EQ(b->mode, BBRKIT_PROBE_BW);
+}
+
+TEST(recovery_conserves_packets_for_a_round_then_restores)
+{
+	struct bbr_core *b = core();
+
+	sim_set_probe_bw(sim_bw(10, 1000), SIM_RTT_US, 2);
+	sim_tp.snd_cwnd = 300;
+	sim_tp.packets_out = 250;
+	bbr_ssthresh(sk); /* TCP calls it on entering recovery */
+	CHECK_EQ(b->prior_cwnd, 300);
+
+	sim_tp.inet_conn.icsk_ca_state = TCP_CA_Recovery;
+	sim_ack((struct sim_ack){ .acked = 5, .losses = 2, .rtt_us = SIM_RTT_US, .interval_us = 1000 });
+	CHECK(b->packet_conservation);
+	CHECK_EQ(sim_tp.snd_cwnd, 250 + 5); /* cut to what is in flight, plus what was ACKed */
+
+	sim_tp.packets_out = 253;
+	sim_ack((struct sim_ack){ .acked = 4, .rtt_us = SIM_RTT_US, .interval_us = 1000 });
+	CHECK_EQ(sim_tp.snd_cwnd, 253 + 4); /* one out per one ACKed */
+
+	sim_round(4, SIM_RTT_US); /* the round ends: slow start towards the target again */
+	CHECK(!b->packet_conservation);
+	CHECK_EQ(sim_tp.snd_cwnd, 257 + 4);
+
+	sim_tp.inet_conn.icsk_ca_state = TCP_CA_Open;
+	sim_ack((struct sim_ack){ .acked = 1, .rtt_us = SIM_RTT_US, .interval_us = 1000 });
+	CHECK(sim_tp.snd_cwnd >= 300);
+}
+
+TEST(losses_come_off_cwnd)
+{
+	sim_set_probe_bw(sim_bw(10, 1000), SIM_RTT_US, 2);
+	sim_tp.snd_cwnd = 300;
+	sim_ack((struct sim_ack){ .acked = 1, .losses = 20, .rtt_us = SIM_RTT_US, .interval_us = 1000 });
+	CHECK_EQ(sim_tp.snd_cwnd, 300 - 20 + 1);
+}
+
+TEST(long_term_sampling_detects_a_policer)
+{
+	struct bbr_core *b = core();
+	u32 policed = sim_bw(100, SIM_RTT_US); /* 5 packets/ms */
+
+	sim_to_probe_bw();
+	/* Every round loses 30 of 100 packets (>20%) at a steady rate: a token bucket. */
+	for (int i = 0; i < 7; i++) {
+		sim_advance_us(SIM_RTT_US);
+		sim_ack((struct sim_ack){ .acked = 100, .losses = 30, .rtt_us = SIM_RTT_US,
+					  .interval_us = SIM_RTT_US, .round_end = true });
+		CHECK(!b->lt_use_bw);
+	}
+	CHECK_NEAR(b->lt_bw, policed, policed / 100);
+	sim_advance_us(SIM_RTT_US);
+	sim_ack((struct sim_ack){ .acked = 100, .losses = 30, .rtt_us = SIM_RTT_US,
+				  .interval_us = SIM_RTT_US, .round_end = true });
+	CHECK(b->lt_use_bw);
+	CHECK_NEAR(bbr_bw(b), policed, policed / 100);
+	CHECK_EQ(b->pacing_gain, BBR_UNIT);
+
+	/* After 48 rounds at the policed rate, probe again. */
+	for (int i = 0; i < 47; i++)
+		sim_round(100, SIM_RTT_US);
+	CHECK(b->lt_use_bw);
+	sim_round(100, SIM_RTT_US);
+	CHECK(!b->lt_use_bw);
+}
+
+TEST(low_loss_is_not_a_policer)
+{
+	struct bbr_core *b = core();
+
+	sim_to_probe_bw();
+	for (int i = 0; i < 20; i++) {
+		sim_advance_us(SIM_RTT_US);
+		sim_ack((struct sim_ack){ .acked = 100, .losses = 5, .rtt_us = SIM_RTT_US,
+					  .interval_us = SIM_RTT_US, .round_end = true });
+	}
+	CHECK(!b->lt_use_bw);
+}
+
+TEST(idle_restart_paces_at_estimate_and_skips_probe_rtt)
+{
+	struct bbr_core *b = core();
+	u32 bw = sim_bw(10, 1000);
+	double want = 0.01 * SIM_MSS * 1e6 * 0.99;
+
+	sim_set_probe_bw(bw, SIM_RTT_US, 0); /* probe phase: gain 5/4 */
+	sim_tp.app_limited = 1;
+	b->min_rtt_stamp -= BBR_MIN_RTT_WIN_MS + 1;
+	bbr_cwnd_event(sk, CA_EVENT_TX_START);
+	CHECK(b->idle_restart);
+	CHECK_NEAR(sk->sk_pacing_rate, want, want * 1e-4);
+	sim_advance_us(1000);
+	sim_ack((struct sim_ack){ .acked = 2, .rtt_us = SIM_RTT_US + 500, .interval_us = 1000 });
+	CHECK(!b->idle_restart);
+	CHECK_EQ(b->mode, BBRKIT_PROBE_BW);
+	CHECK_EQ(b->min_rtt_us, SIM_RTT_US + 500);
+}
+
+TEST(rto_ends_the_round_and_resets_full_bw)
+{
+	struct bbr_core *b = core();
+
+	sim_to_probe_bw();
+	bbr_set_state(sk, TCP_CA_Loss);
+	CHECK_EQ(b->prev_ca_state, TCP_CA_Loss);
+	CHECK_EQ(b->full_bw, 0);
+	CHECK(b->round_start);
+}
+
+TEST(undo_restarts_full_pipe_detection)
+{
+	struct bbr_core *b = core();
+
+	sim_to_probe_bw();
+	b->lt_use_bw = 1;
+	sim_tp.snd_cwnd = 77;
+	CHECK_EQ(bbr_undo_cwnd(sk), 77);
+	CHECK_EQ(b->full_bw, 0);
+	CHECK_EQ(b->full_bw_cnt, 0);
+	CHECK(!b->lt_use_bw);
+}
+
+TEST(trace_records_rounds_and_mode_changes_only_when_enabled)
+{
+	int rounds = 0, modes = 0;
+
+	sim_to_probe_bw();
+	CHECK_EQ(host_trace_n, 0);
+
+	check_setup();
+	host_trace_enabled = true;
+	sim_to_probe_bw();
+	for (int i = 0; i < host_trace_n; i++) {
+		rounds += host_trace_log[i].event == BBRKIT_EV_ROUND;
+		modes += host_trace_log[i].event == BBRKIT_EV_MODE;
+	}
+	/* One record per round; the round that filled the pipe reports the mode change. */
+	CHECK_EQ(rounds + modes, core()->rtt_cnt);
+	CHECK_EQ(modes, 1);
+	CHECK_EQ(host_trace_log[host_trace_n - 1].mode, BBRKIT_PROBE_BW);
+	CHECK_EQ(host_trace_log[0].cwnd, TCP_INIT_CWND + 10);
+	CHECK_EQ(host_trace_log[0].min_rtt_us, SIM_RTT_US);
+}
+
+TEST(sndbuf_and_tso_segs)
+{
+	CHECK_EQ(bbr_sndbuf_expand(sk), 3);
+	sk->sk_pacing_rate = BBR_MIN_TSO_RATE_BPS / 8 - 1;
+	CHECK_EQ(bbr_min_tso_segs(sk), 1);
+	sk->sk_pacing_rate = BBR_MIN_TSO_RATE_BPS / 8;
+	CHECK_EQ(bbr_min_tso_segs(sk), 2);
+}

@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: GPL-2.0
+/* bbr_acd: the congestion detector and cwnd halving of seed 002, section 4. */
+#include "bbr_acd.bpf.c"
+#include "sim.h"
+
+#define MIN_RTT_US 10000
+#define BW sim_bw(8, 1000) /* 8 packets/ms: 1 x BDP = 80 packets at 10 ms */
+
+static void converged(void)
+{
+	params = (struct bbr_acd_params){ BBR_ACD_TOLERANCE_DEF, BBR_ACD_RTT_FACTOR_DEF,
+					  BBR_ACD_STEADY_ACKS_DEF, BBR_ACD_HALVE_ONCE_DEF };
+	sim_set_probe_bw(BW, MIN_RTT_US, 3);
+}
+
+/* One ACK with an RTT sample; its delivery rate (5 packets/ms) stays under the estimate. */
+static void ack(long rtt_us)
+{
+	sim_advance_us(200);
+	sim_ack((struct sim_ack){ .acked = 1, .rtt_us = rtt_us, .interval_us = 200 });
+}
+
+static bool congested(void)
+{
+	return acd_state(core())->congested;
+}
+
+TEST(three_steady_elevated_samples_declare_congestion)
+{
+	converged();
+	ack(15000);
+	ack(15500);
+	CHECK(!congested());
+	CHECK_EQ(acd_state(core())->steady, 1);
+	ack(15200);
+	CHECK(congested());
+	CHECK_EQ(acd_state(core())->steady, 2);
+}
+
+TEST(a_jump_beyond_tolerance_resets_the_count)
+{
+	converged();
+	ack(15000);
+	ack(15500);
+	ack(16600); /* 1100 us > 1000 us tolerance */
+	CHECK(!congested());
+	CHECK_EQ(acd_state(core())->steady, 0);
+	ack(16000);
+	ack(16900);
+	CHECK(congested());
+}
+
+TEST(steady_rtt_at_min_rtt_is_not_congestion)
+{
+	converged();
+	for (int i = 0; i < 10; i++)
+		ack(MIN_RTT_US);
+	CHECK(!congested());
+	CHECK_EQ(acd_state(core())->steady, 0);
+}
+
+TEST(rtt_above_factor_times_min_rtt_declares_congestion)
+{
+	converged();
+	ack(MIN_RTT_US * 2);
+	CHECK(!congested()); /* strictly greater than 2 x min_rtt */
+	ack(MIN_RTT_US * 2 + 5000);
+	CHECK(congested());
+	params.rtt_factor_permille = 3000;
+	ack(MIN_RTT_US * 3 - 1000);
+	CHECK(!congested());
+}
+
+TEST(steady_acks_is_a_live_parameter)
+{
+	converged();
+	params.steady_acks = 4;
+	ack(15000);
+	ack(15100);
+	ack(15200);
+	CHECK(!congested());
+	ack(15300);
+	CHECK(congested());
+}
+
+TEST(rtts_under_one_ms_do_not_wrap)
+{
+	/* The listing's unsigned "rtt >= last - 1000" is false for last < 1000: no steady count
+	 * could ever build on a LAN. A true absolute difference counts these as steady.
+	 */
+	converged();
+	core()->min_rtt_us = 100;
+	ack(500);
+	ack(600);
+	ack(700);
+	CHECK(congested());
+	CHECK_EQ(acd_state(core())->steady, 2);
+}
+
+TEST(ack_without_rtt_sample_leaves_the_detector_alone)
+{
+	converged();
+	ack(15000);
+	ack(15500);
+	ack(-1);
+	CHECK_EQ(acd_state(core())->steady, 1);
+	ack(15200);
+	CHECK(congested());
+}
+
+/* Enter recovery on an ACK with the given RTT and losses. */
+static void enter_recovery(long rtt_us, int losses)
+{
+	bbr_ssthresh(sk);
+	sim_tp.inet_conn.icsk_ca_state = TCP_CA_Recovery;
+	sim_advance_us(200);
+	sim_ack((struct sim_ack){ .acked = 1, .losses = losses, .rtt_us = rtt_us, .interval_us = 200 });
+}
+
+TEST(recovery_with_congestion_halves_every_ack_of_the_round)
+{
+	struct bbr_core *b = core();
+	u32 prior;
+
+	converged();
+	sim_tp.snd_cwnd = 200;
+	sim_tp.packets_out = 190;
+	ack(15000);
+	ack(15100);
+	enter_recovery(15200, 0);
+	prior = b->prior_cwnd; /* saved by ssthresh on entering recovery */
+	CHECK(prior > 160);
+	CHECK(b->packet_conservation);
+	CHECK_EQ(sim_tp.snd_cwnd, 80); /* min(cwnd / 2, 1 x BDP = 80) */
+	CHECK_EQ(acd_state(b)->halvings, 1);
+	ack(15200);
+	CHECK_EQ(sim_tp.snd_cwnd, 40);
+	ack(15200);
+	ack(15200);
+	ack(15200);
+	CHECK_EQ(sim_tp.snd_cwnd, 5); /* 20, 10, 5 */
+	ack(15200);
+	CHECK_EQ(sim_tp.snd_cwnd, BBR_CWND_MIN_TARGET); /* never under 4 packets */
+	CHECK_EQ(acd_state(b)->halvings, 1);
+
+	sim_round(1, 15200); /* the round ends */
+	CHECK(!b->packet_conservation);
+	sim_tp.inet_conn.icsk_ca_state = TCP_CA_Open;
+	ack(15200);
+	CHECK(sim_tp.snd_cwnd >= prior); /* restored */
+}
+
+TEST(halve_once_halves_one_time_per_episode)
+{
+	converged();
+	params.halve_once = 1;
+	sim_tp.snd_cwnd = 120;
+	sim_tp.packets_out = 100;
+	ack(MIN_RTT_US * 3);
+	enter_recovery(MIN_RTT_US * 3, 0);
+	CHECK_EQ(sim_tp.snd_cwnd, 60);
+	ack(MIN_RTT_US * 3);
+	ack(MIN_RTT_US * 3);
+	CHECK_EQ(sim_tp.snd_cwnd, 60);
+	sim_advance_us(200);
+	sim_ack((struct sim_ack){ .acked = 1, .losses = 3, .rtt_us = MIN_RTT_US * 3, .interval_us = 200 });
+	CHECK_EQ(sim_tp.snd_cwnd, 57); /* losses still come off */
+}
+
+TEST(recovery_without_congestion_neither_halves_nor_conserves)
+{
+	struct bbr_core *b = core();
+	u32 before;
+
+	converged();
+	sim_tp.snd_cwnd = 150;
+	sim_tp.packets_out = 50; /* BBRv1 would cut cwnd to inflight + acked = 51 */
+	ack(MIN_RTT_US);
+	before = sim_tp.snd_cwnd;
+	enter_recovery(MIN_RTT_US, 2);
+	CHECK(!b->packet_conservation);
+	CHECK_EQ(acd_state(b)->halvings, 0);
+	/* Only the lost packets come off, then the usual cwnd logic: min(cwnd + acked, target). */
+	CHECK_EQ(sim_tp.snd_cwnd, before - 2 + 1);
+}
+
+TEST(second_episode_counts_again)
+{
+	converged();
+	sim_tp.snd_cwnd = 200;
+	ack(MIN_RTT_US * 3);
+	enter_recovery(MIN_RTT_US * 3, 0);
+	sim_tp.inet_conn.icsk_ca_state = TCP_CA_Open;
+	sim_round(1, MIN_RTT_US * 3);
+	enter_recovery(MIN_RTT_US * 3, 0);
+	CHECK_EQ(acd_state(core())->halvings, 2);
+}
+
+TEST(out_of_range_parameters_are_clamped)
+{
+	converged();
+	params.steady_acks = 0; /* clamps to 2: one steady pair declares congestion */
+	ack(15000);
+	ack(15100);
+	CHECK(congested());
+	params.steady_acks = BBR_ACD_STEADY_ACKS_DEF;
+	params.rtt_factor_permille = 0; /* clamps to 1.0 */
+	ack(MIN_RTT_US + 5000);
+	CHECK(congested());
+}
+
+TEST(trace_reports_detector_state)
+{
+	struct bbrkit_flow f = { 0 };
+
+	converged();
+	ack(15000);
+	ack(15100);
+	ack(15200);
+	bbr_fill_flow(&f, sk, core(), BBRKIT_EV_SNAPSHOT);
+	CHECK_EQ(f.variant[BBRKIT_VAR_ACD_STEADY], 2);
+	CHECK_EQ(f.variant[BBRKIT_VAR_ACD_CONGESTED], 1);
+	CHECK_EQ(f.variant[BBRKIT_VAR_ACD_HALVINGS], 0);
+}
