@@ -326,7 +326,7 @@ static int parse_one_algo(int argc, char **argv, const char *usage, const struct
 	int c;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+v", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "v", opts, NULL)) != -1) {
 		if (c != 'v')
 			return usage_error(usage, "unknown option '%s'", argv[optind - 1]);
 		verbose = true;
@@ -404,7 +404,7 @@ int cmd_attach(int argc, char **argv)
 
 int cmd_detach(int argc, char **argv)
 {
-	char dir[BBRCTL_MAX_PATH], link[BBRCTL_MAX_PATH];
+	char dir[BBRCTL_MAX_PATH], link[BBRCTL_MAX_PATH], who[512];
 	const struct algo *a;
 	int rootfd, fd, err, live;
 
@@ -412,7 +412,10 @@ int cmd_detach(int argc, char **argv)
 		printf("usage: %s\n\n"
 		       "Unregister ALGO and remove its pins. Connections already using it keep it\n"
 		       "until they close (the kernel holds a reference per socket); new ones can no\n"
-		       "longer select it. Its flows no longer show in `bbrctl flows` or `trace`.\n",
+		       "longer select it. Its flows no longer show in `bbrctl flows` or `trace`.\n"
+		       "Refused while a network namespace has ALGO as its default congestion\n"
+		       "control: that default would keep handing the unregistered ALGO to new\n"
+		       "connections.\n",
 		       detach_usage);
 		return EXIT_SUCCESS;
 	}
@@ -441,6 +444,12 @@ int cmd_detach(int argc, char **argv)
 		return EXIT_SUCCESS;
 	}
 
+	if (netns_defaults_using(a->name, who, sizeof(who)) > 0) {
+		close(rootfd);
+		return fail(0, "%s is the default congestion control in %s; new connections there "
+			    "would keep using it after detach: set another net.ipv4.tcp_congestion_control "
+			    "there first", a->name, who);
+	}
 	live = count_flows(a);
 	/* Detaching the link unregisters at once, even if some other process holds the link
 	 * open; kernels without struct_ops link detach unregister when the pin goes.

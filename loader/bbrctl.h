@@ -70,6 +70,9 @@ int read_available_cc(char *buf, size_t size);
 int check_root(void);
 const struct algo *find_algo_or_fail(const char *name);
 int count_flows(const struct algo *a);
+
+/* netns.c */
+int netns_defaults_using(const char *algo, char *who, size_t size);
 int select_algos(int argc, char **argv, const struct algo **out, size_t *n);
 int open_pinned(const struct algo *a, const char *name, int flags);
 

@@ -91,7 +91,7 @@ int cmd_flows(int argc, char **argv)
 	}
 	set_context("flows");
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+jv", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jv", opts, NULL)) != -1) {
 		if (c == 'j')
 			json = true;
 		else if (c == 'v')

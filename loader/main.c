@@ -86,7 +86,7 @@ int cmd_list(int argc, char **argv)
 	}
 	set_context("list");
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+jv", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jv", opts, NULL)) != -1) {
 		if (c == 'j')
 			json = true;
 		else if (c == 'v')

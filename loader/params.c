@@ -206,7 +206,7 @@ int cmd_show(int argc, char **argv)
 	}
 	set_context("show");
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+jv", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jv", opts, NULL)) != -1) {
 		if (c == 'j')
 			json = true;
 		else if (c == 'v')

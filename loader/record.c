@@ -38,14 +38,25 @@ static unsigned long long pacing_bps(const struct bbrkit_flow *f)
 	return f->pacing_rate * BITS_PER_BYTE;
 }
 
+static const __u8 v4_mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+/* IPv4 connections on dual-stack sockets carry v4-mapped addresses; show them as the IPv4 they
+ * are on the wire, so that one flow looks the same from both ends.
+ */
+static void addr_text(char *buf, const struct bbrkit_flow *f, const __u8 *addr)
+{
+	bool v6 = f->flags & BBRKIT_F_IPV6;
+
+	if (v6 && !memcmp(addr, v4_mapped_prefix, sizeof(v4_mapped_prefix)))
+		v6 = false, addr += sizeof(v4_mapped_prefix);
+	if (!inet_ntop(v6 ? AF_INET6 : AF_INET, addr, buf, INET6_ADDRSTRLEN))
+		buf[0] = '\0';
+}
+
 static void addrs(const struct bbrkit_flow *f, char *s, char *d)
 {
-	int family = f->flags & BBRKIT_F_IPV6 ? AF_INET6 : AF_INET;
-
-	if (!inet_ntop(family, f->saddr, s, INET6_ADDRSTRLEN))
-		s[0] = '\0';
-	if (!inet_ntop(family, f->daddr, d, INET6_ADDRSTRLEN))
-		d[0] = '\0';
+	addr_text(s, f, f->saddr);
+	addr_text(d, f, f->daddr);
 }
 
 static double gain(__u32 v)
@@ -167,9 +178,10 @@ void record_table_header(FILE *out)
 void record_table_row(FILE *out, const struct algo *a, const struct bbrkit_flow *f)
 {
 	char s[INET6_ADDRSTRLEN], d[INET6_ADDRSTRLEN], src[ADDR_TEXT], dst[ADDR_TEXT];
-	bool v6 = f->flags & BBRKIT_F_IPV6;
+	bool v6;
 
 	addrs(f, s, d);
+	v6 = strchr(s, ':') != NULL;
 	snprintf(src, sizeof(src), v6 ? "[%s]:%u" : "%s:%u", s, f->sport);
 	snprintf(dst, sizeof(dst), v6 ? "[%s]:%u" : "%s:%u", d, f->dport);
 	fprintf(out, "%-12s %-21s %-21s %-9s %5.2f %5.2f %9.2f %8.3f %8.3f %6u %6u %9.2f %6u %-8s "

@@ -6,11 +6,13 @@
  * concurrent tracers (and the BPF side reading it) never see a lost update.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -38,6 +40,7 @@ struct output {
 struct tracer {
 	const struct algo *a;
 	struct output *o;
+	int lock_fd;
 	int events_fd;
 	struct bbrkit_ctl *ctl; /* mmap()ed .data.ctl */
 };
@@ -65,10 +68,21 @@ static int on_record(void *ctx, void *data, size_t size)
 static int open_tracer(struct tracer *t)
 {
 	struct bpf_map_info info = {};
+	char dir[BBRCTL_MAX_PATH];
 	__u32 len = sizeof(info);
 	void *mem;
 	int fd, err;
 
+	/* A ring buffer has one consumer position, shared by everyone who maps it: two readers
+	 * would each get an arbitrary part of the records. The lock on the algorithm's pin
+	 * directory lets one trace at a time read it (released when the process ends).
+	 */
+	pin_path(dir, t->a->name, NULL);
+	t->lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (t->lock_fd < 0)
+		return fail(errno, "cannot open %s", dir);
+	if (flock(t->lock_fd, LOCK_EX | LOCK_NB))
+		return fail(0, "another bbrctl trace is reading %s (one reader at a time)", t->a->name);
 	t->events_fd = open_pinned(t->a, BBRKIT_PIN_EVENTS, 0);
 	if (t->events_fd < 0)
 		return fail(t->events_fd, "cannot open %s's pinned ring buffer", t->a->name);
@@ -107,7 +121,7 @@ static int parse_args(int argc, char **argv, struct output *o, const char **out_
 	int c;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:o:f:v", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:f:v", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			*out_path = optarg;
@@ -218,6 +232,7 @@ int cmd_trace(int argc, char **argv)
 		tr[i].a = sel[i];
 		tr[i].o = &o;
 		tr[i].events_fd = -1;
+		tr[i].lock_fd = -1;
 	}
 	ret = EXIT_SUCCESS;
 	for (size_t i = 0; i < n && !ret; i++)
@@ -238,6 +253,8 @@ int cmd_trace(int argc, char **argv)
 			munmap(tr[i].ctl, (size_t)sysconf(_SC_PAGESIZE));
 		if (tr[i].events_fd >= 0)
 			close(tr[i].events_fd);
+		if (tr[i].lock_fd >= 0)
+			close(tr[i].lock_fd);
 	}
 	return ret;
 }
