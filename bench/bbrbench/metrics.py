@@ -15,6 +15,7 @@
   window has Jain's index >= `convergence_jain`, measured from the last flow's start. None if no such
   window, or with fewer than two flows.
 - flow completion time (byte-count flows): the receiver's measured transfer time (iperf3 server).
+- share of an algorithm: its flows' summed goodput over all flows' summed goodput.
 """
 
 from __future__ import annotations
@@ -285,4 +286,18 @@ def compute(data: RunData) -> dict[str, Any]:
             total["convergence_time_s"] = _num(convergence_time(rates, edges, info.convergence_jain))
     fcts = [f["fct_s"] for f in flows if f["fct_s"] is not None]
     total["fct_mean_s"] = _num(mean(fcts)) if fcts else None
-    return {"flows": flows, "total": total}
+    return {"flows": flows, "total": total, "by_algo": by_algo(flows)}
+
+
+def by_algo(flows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per congestion control: flow count, summed goodput and its share of all flows' goodput."""
+    all_goodput = sum(f["goodput_mbps"] or 0.0 for f in flows)
+    out: dict[str, dict[str, Any]] = {}
+    for algo in sorted({f["algo"] for f in flows}):
+        mine = [f for f in flows if f["algo"] == algo]
+        goodput = sum(f["goodput_mbps"] or 0.0 for f in mine)
+        out[algo] = {"flows": len(mine), "goodput_mbps": _num(goodput),
+                     "share": _num(goodput / all_goodput) if all_goodput else None,
+                     "rtt_ms_mean": _num(mean([f["rtt_ms_mean"] for f in mine if f["rtt_ms_mean"] is not None]))
+                     if any(f["rtt_ms_mean"] is not None for f in mine) else None}
+    return out

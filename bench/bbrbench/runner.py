@@ -103,7 +103,8 @@ def cleanup_stale(include_live: bool = False, quiet: bool = False) -> list[str]:
 
 
 def prepare_bbrkit(scenario: Scenario, bbrkit: frozenset[str], state: RunState) -> None:
-    """Attach the bbrkit algorithms the flows use and set their parameters, recording how to undo it."""
+    """Attach the bbrkit algorithms the flows use and set every parameter (the scenario's value, else the
+    default, so results do not depend on what an earlier session left set), recording how to undo it."""
     wanted: dict[str, dict[str, float]] = {}
     for flow in scenario.flows:
         if flow.algo in bbrkit:
@@ -116,10 +117,11 @@ def prepare_bbrkit(scenario: Scenario, bbrkit: frozenset[str], state: RunState) 
             state.attached.append(algo)
             state.save()
             bbrctl("attach", algo)
-        if params:
+        settings = {**bbrkit_params(algo, "default"), **params}
+        if settings:
             state.restore_params[algo] = bbrkit_params(algo)
             state.save()
-            bbrctl("set", algo, *(f"{k}={format_param(v)}" for k, v in params.items()))
+            bbrctl("set", algo, *(f"{k}={format_param(v)}" for k, v in settings.items()))
 
 
 def undo_bbrkit(state: RunState) -> None:

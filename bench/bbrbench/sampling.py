@@ -219,8 +219,8 @@ class TraceRecorder:
             print("note: bbrctl not built, no bbrkit state trace", file=sys.stderr)
             return
         with self.log.open("w") as log:
-            self.proc = self.procs.spawn([str(binary), "trace", *self.algos, "--out", str(self.path),
-                                          "--format", "jsonl"], stdout=log, stderr=subprocess.STDOUT)
+            self.proc = self.procs.spawn([str(binary), "trace", "--out", str(self.path), "--format", "jsonl",
+                                          *self.algos], stdout=log, stderr=subprocess.STDOUT)
 
     def stop(self) -> None:
         if self.proc is not None:

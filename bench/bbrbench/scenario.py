@@ -136,6 +136,8 @@ class AlgoCatalog:
 
     kernel: frozenset[str]
     bbrkit: frozenset[str]
+    # bbrkit algorithm -> parameter name -> (min, max), or None where bbrctl did not tell the range.
+    params: dict[str, dict[str, tuple[float, float] | None]] = field(default_factory=dict)
 
     def known(self, name: str) -> bool:
         return name in self.kernel or name in self.bbrkit
@@ -149,8 +151,8 @@ DEFAULT_SWEEP_METRICS = [
     "total.utilisation",
     "total.jain",
     "total.retrans_rate",
-    "total.rtt_mean_ms",
-    "total.rtt_p95_ms",
+    "total.rtt_ms_mean",
+    "total.rtt_ms_p95",
     "total.queue_delay_mean_ms",
 ]
 
@@ -521,6 +523,7 @@ def _flows(top: _Table, senders: list[Sender], run_s: float,
                                 f"(available: {catalog.describe()})")
         if params and algo not in catalog.bbrkit:
             raise ScenarioError(f"{t.key('params')}: only bbrkit algorithms take parameters ({algo!r} is the kernel's)")
+        _check_params(t, algo, params, catalog)
         if algo in algo_params and algo_params[algo][1] != params:
             raise ScenarioError(f"{t.key('params')}: differ from {algo_params[algo][0]}.params; "
                                 f"parameters are per algorithm, so all {algo} flows of a run share them")
@@ -573,6 +576,20 @@ def _params(t: _Table) -> dict[str, float]:
         else:
             raise ScenarioError(f"{t.key('params')}.{key}: expected a number or boolean, got {_type_name(value)}")
     return params
+
+
+def _check_params(t: _Table, algo: str, params: dict[str, float], catalog: AlgoCatalog) -> None:
+    known = catalog.params.get(algo)
+    if known is None:
+        return
+    for key, value in params.items():
+        if key not in known:
+            names = ", ".join(sorted(known)) or "none"
+            raise ScenarioError(f"{t.key('params')}.{key}: {algo} has no such parameter (it has: {names})")
+        bounds = known[key]
+        if bounds is not None and not bounds[0] <= value <= bounds[1]:
+            raise ScenarioError(f"{t.key('params')}.{key}: must be between {bounds[0]:g} and {bounds[1]:g} "
+                                f"(got {value:g})")
 
 
 def _socket(t: _Table, bottleneck: Bottleneck) -> int:

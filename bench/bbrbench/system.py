@@ -47,8 +47,14 @@ def kernel_ccs() -> set[str]:
 
 def catalog() -> AlgoCatalog:
     listing = bbrctl_list() or {}
-    bbrkit = {a["name"] for a in listing.get("algorithms", []) if isinstance(a, dict) and "name" in a}
-    return AlgoCatalog(kernel=frozenset(kernel_ccs() - bbrkit), bbrkit=frozenset(bbrkit))
+    algos = [a for a in listing.get("algorithms", []) if isinstance(a, dict) and "name" in a]
+    bbrkit = {a["name"] for a in algos}
+    params: dict[str, dict[str, tuple[float, float] | None]] = {}
+    for a in algos:
+        ranges = {p["name"]: (float(p["min"]), float(p["max"])) for p in bbrkit_show(a["name"])
+                  if isinstance(p.get("min"), (int, float)) and isinstance(p.get("max"), (int, float))}
+        params[a["name"]] = {name: ranges.get(name) for name in a.get("params", []) if isinstance(name, str)}
+    return AlgoCatalog(kernel=frozenset(kernel_ccs() - bbrkit), bbrkit=frozenset(bbrkit), params=params)
 
 
 def bbrkit_attached() -> set[str]:
@@ -56,14 +62,20 @@ def bbrkit_attached() -> set[str]:
     return {a["name"] for a in listing.get("algorithms", []) if isinstance(a, dict) and a.get("attached")}
 
 
-def bbrkit_params(algo: str) -> dict[str, Any]:
-    """Current live parameters of a bbrkit algorithm (`bbrctl show ALGO --json`), to restore after a run."""
+def bbrkit_show(algo: str) -> list[dict[str, Any]]:
+    """The parameter records of `bbrctl show --json ALGO` (name, value, default, min, max, ...)."""
     try:
-        data = json.loads(bbrctl("show", algo, "--json"))
+        data = json.loads(bbrctl("show", "--json", algo))
     except (HarnessError, ValueError):
-        return {}
-    params = data.get("params", {}) if isinstance(data, dict) else {}
-    return {k: v for k, v in params.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        return []
+    params = data.get("params", []) if isinstance(data, dict) else []
+    return [p for p in params if isinstance(p, dict) and isinstance(p.get("name"), str)]
+
+
+def bbrkit_params(algo: str, key: str = "value") -> dict[str, float]:
+    """An algorithm's live parameter values (key="value") or its defaults (key="default")."""
+    return {p["name"]: float(p[key]) for p in bbrkit_show(algo)
+            if isinstance(p.get(key), (int, float)) and not isinstance(p.get(key), bool)}
 
 
 def format_param(value: float) -> str:

@@ -1,0 +1,238 @@
+"""Sweeps: a scenario run over a grid of overrides with repetitions, aggregated to means and 95% CIs.
+
+Directory layout:
+    plan.json                     the base scenario, the points (overrides) and repetitions
+    points/<id>/rep<k>/           one run directory per point and repetition; `done` marks it complete
+    points/<id>/not_runnable.txt  why the point cannot run on this kernel
+    sweep.json, sweep.csv         aggregated metrics; table.txt the console table
+
+Rerunning with the same --out resumes: complete repetitions are kept, incomplete ones are redone.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import itertools
+import json
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .procs import HarnessError, NotRunnable
+from .scenario import DEFAULT_SWEEP_METRICS, AlgoCatalog, ScenarioError, apply_override, strip_sweep, validate
+from .stats import mean_ci95
+
+DONE_MARK = "done"
+NOT_RUNNABLE = "not_runnable.txt"
+FAILED = "failed.txt"
+# Set-up and tear-down time per run beyond the scenario's duration, for the first time-left estimate.
+RUN_OVERHEAD_S = 4.0
+
+
+@dataclass
+class Point:
+    id: str
+    overrides: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.overrides.items()) or "(base)"
+
+
+@dataclass
+class Plan:
+    name: str
+    raw: dict[str, Any]
+    points: list[Point]
+    repetitions: int
+    metrics: list[str]
+    duration_s: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "raw": self.raw, "points": [asdict(p) for p in self.points],
+                "repetitions": self.repetitions, "metrics": self.metrics, "duration_s": self.duration_s}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Plan":
+        return cls(name=data["name"], raw=data["raw"], points=[Point(**p) for p in data["points"]],
+                   repetitions=data["repetitions"], metrics=data["metrics"], duration_s=data["duration_s"])
+
+
+def point_id(overrides: dict[str, Any]) -> str:
+    return hashlib.sha1(json.dumps(overrides, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def point_raw(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    raw = strip_sweep(base)
+    for key, value in overrides.items():
+        apply_override(raw, key, value)
+    return raw
+
+
+def plan(raw: dict[str, Any], catalog: AlgoCatalog, cli_grid: list[tuple[str, Any]], reps: int | None) -> Plan:
+    """Every point is validated here, before anything runs."""
+    base = validate(raw, catalog)
+    spec = base.sweep
+    grid: dict[str, list[Any]] = dict(spec.grid) if spec else {}
+    for key, values in cli_grid:
+        grid[key] = values if isinstance(values, list) else [values]
+        if not grid[key]:
+            raise ScenarioError(f"--grid {key}: needs at least one value")
+    cases = (spec.cases if spec and spec.cases else [{}])
+    repetitions = reps if reps is not None else (spec.repetitions if spec else 1)
+    if repetitions < 1:
+        raise ScenarioError(f"--reps: must be >= 1 (got {repetitions})")
+    points: list[Point] = []
+    longest = base.duration_s
+    for case in cases:
+        for combo in itertools.product(*grid.values()):
+            overrides = {**case, **dict(zip(grid.keys(), combo))}
+            point = Point(id=point_id(overrides), overrides=overrides)
+            if any(p.id == point.id for p in points):
+                continue
+            try:
+                scenario = validate(point_raw(raw, overrides), catalog)
+            except ScenarioError as exc:
+                raise ScenarioError(f"sweep point ({point.label}): {exc}") from None
+            longest = max(longest, scenario.duration_s)
+            points.append(point)
+    metrics = spec.metrics if spec else list(DEFAULT_SWEEP_METRICS)
+    return Plan(name=base.name, raw=strip_sweep(raw), points=points, repetitions=repetitions, metrics=metrics,
+                duration_s=longest)
+
+
+def _fmt_time(seconds: float) -> str:
+    seconds = int(max(0, seconds))
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def _open_plan(plan_: Plan, out: Path) -> None:
+    path = out / "plan.json"
+    if path.is_file():
+        old = Plan.from_json(json.loads(path.read_text()))
+        if old.raw != plan_.raw or [p.id for p in old.points] != [p.id for p in plan_.points]:
+            raise HarnessError(f"{out} holds a different sweep (scenario or grid changed); use another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(plan_.to_json(), indent=2) + "\n")
+
+
+def run_sweep(plan_: Plan, out: Path, catalog: AlgoCatalog, quiet: bool = False) -> str:
+    from .runner import run
+    _open_plan(plan_, out)
+    jobs = [(rep, point) for rep in range(plan_.repetitions) for point in plan_.points]
+    started = time.monotonic()
+    durations: list[float] = []
+    for n, (rep, point) in enumerate(jobs, 1):
+        point_dir = out / "points" / point.id
+        run_dir = point_dir / f"rep{rep}"
+        if (run_dir / DONE_MARK).is_file() or (point_dir / NOT_RUNNABLE).is_file():
+            continue
+        remaining = sum(1 for r, p in jobs[n - 1:] if not (out / "points" / p.id / f"rep{r}" / DONE_MARK).is_file())
+        per_run = sum(durations) / len(durations) if durations else plan_.duration_s + RUN_OVERHEAD_S
+        print(f"[{n}/{len(jobs)}] {point.label} rep {rep + 1}/{plan_.repetitions}  elapsed "
+              f"{_fmt_time(time.monotonic() - started)}, about {_fmt_time(remaining * per_run)} left",
+              file=sys.stderr, flush=True)
+        if run_dir.exists():
+            shutil.rmtree(run_dir)
+        t = time.monotonic()
+        scenario = validate(point_raw(plan_.raw, point.overrides), catalog)
+        try:
+            run(scenario, point_raw(plan_.raw, point.overrides), run_dir, catalog.bbrkit, quiet=True)
+        except NotRunnable as exc:
+            point_dir.mkdir(parents=True, exist_ok=True)
+            (point_dir / NOT_RUNNABLE).write_text(f"{exc}\n")
+            print(f"  not runnable on this kernel: {exc}", file=sys.stderr)
+            continue
+        except HarnessError as exc:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            (run_dir / FAILED).write_text(f"{exc}\n")
+            print(f"  failed: {exc}", file=sys.stderr)
+            continue
+        (run_dir / DONE_MARK).write_text("")
+        durations.append(time.monotonic() - t)
+    return aggregate(out)
+
+
+# ---------------------------------------------------------------- aggregation
+
+
+def metric_value(summary: dict[str, Any], path: str) -> float | None:
+    """'total.NAME', 'algo.ALGO.NAME' or 'flow.LABEL.NAME' from a run's summary.json."""
+    kind, _, rest = path.partition(".")
+    value: Any = None
+    if kind == "total":
+        value = summary.get("total", {}).get(rest)
+    elif kind == "algo":
+        algo, _, name = rest.rpartition(".")
+        value = summary.get("by_algo", {}).get(algo, {}).get(name)
+    elif kind == "flow":
+        label, _, name = rest.rpartition(".")
+        value = next((f.get(name) for f in summary.get("flows", []) if f.get("label") == label), None)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def aggregate(out: Path) -> str:
+    plan_ = Plan.from_json(json.loads((out / "plan.json").read_text()))
+    rows: list[dict[str, Any]] = []
+    for point in plan_.points:
+        point_dir = out / "points" / point.id
+        row: dict[str, Any] = {"id": point.id, "overrides": point.overrides, "label": point.label, "metrics": {}}
+        if (point_dir / NOT_RUNNABLE).is_file():
+            row["status"] = "not runnable: " + (point_dir / NOT_RUNNABLE).read_text().strip()
+            rows.append(row)
+            continue
+        summaries = []
+        for rep in range(plan_.repetitions):
+            run_dir = point_dir / f"rep{rep}"
+            if (run_dir / DONE_MARK).is_file():
+                summaries.append(json.loads((run_dir / "summary.json").read_text()))
+        row["status"] = f"{len(summaries)}/{plan_.repetitions} repetitions"
+        row["repetitions"] = len(summaries)
+        for metric in plan_.metrics:
+            values = [v for v in (metric_value(s, metric) for s in summaries) if v is not None]
+            if values:
+                m, ci = mean_ci95(values)
+                row["metrics"][metric] = {"mean": m, "ci95": ci, "n": len(values), "values": values}
+        rows.append(row)
+    (out / "sweep.json").write_text(json.dumps({"name": plan_.name, "metrics": plan_.metrics, "points": rows},
+                                               indent=2) + "\n")
+    keys = sorted({k for p in plan_.points for k in p.overrides})
+    with (out / "sweep.csv").open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(keys + ["status"] + [f"{m}{s}" for m in plan_.metrics for s in ("_mean", "_ci95", "_n")])
+        for row in rows:
+            cells = [row["overrides"].get(k, "") for k in keys] + [row["status"]]
+            for m in plan_.metrics:
+                stat = row["metrics"].get(m)
+                cells += [stat["mean"], stat["ci95"] if stat["ci95"] is not None else "", stat["n"]] if stat else ["", "", 0]
+            writer.writerow(cells)
+    text = sweep_table(plan_, rows)
+    (out / "table.txt").write_text(text + "\n")
+    return text
+
+
+def sweep_table(plan_: Plan, rows: list[dict[str, Any]]) -> str:
+    header = ["point"] + [m.split(".", 1)[1] for m in plan_.metrics] + ["status"]
+    body: list[list[str]] = []
+    for row in rows:
+        cells = [row["label"]]
+        for m in plan_.metrics:
+            stat = row["metrics"].get(m)
+            if stat is None:
+                cells.append("-")
+            elif stat["ci95"] is None:
+                cells.append(f"{stat['mean']:.3g}")
+            else:
+                cells.append(f"{stat['mean']:.3g} ± {stat['ci95']:.2g}")
+        cells.append(row["status"])
+        body.append(cells)
+    widths = [max(len(header[i]), *(len(b[i]) for b in body)) if body else len(header[i]) for i in range(len(header))]
+    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths)))]
+    lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+              for cells in body]
+    lines.append("(mean ± 95% confidence half-width over repetitions)")
+    return "\n".join(lines)
