@@ -1,0 +1,60 @@
+"""Fixtures shared by every test suite: the built tools, two-host networks and algorithm
+attachment, each removed after the test, and a check that the session left nothing behind."""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from netutil import BBRCTL, NetPair, available_ccs, bbrctl, leftovers, make_netpair, remove_netpair
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _require_root_and_build() -> None:
+    if os.geteuid() != 0:
+        pytest.exit("bbrkit's tests load BPF programs and create network namespaces: run them as root", 2)
+    if not BBRCTL.exists():
+        pytest.exit(f"{BBRCTL} is missing: run `make` first", 2)
+
+
+@pytest.fixture
+def netpair() -> Iterator[Callable[..., NetPair]]:
+    """Factory: netpair(rate_mbit=100, queue_bytes=...) -> NetPair, removed after the test."""
+    made: list[NetPair] = []
+
+    def factory(rate_mbit: int = 100, queue_bytes: int = 400_000) -> NetPair:
+        pair = make_netpair(rate_mbit, queue_bytes)
+        made.append(pair)
+        return pair
+
+    try:
+        yield factory
+    finally:
+        for pair in made:
+            remove_netpair(pair)
+
+
+@pytest.fixture
+def attach() -> Iterator[Callable[[str], None]]:
+    """Factory: attach(ALGO); whatever this test attached is detached afterwards."""
+    attached: list[str] = []
+
+    def factory(algo: str) -> None:
+        was_attached = algo in available_ccs()
+        bbrctl("attach", algo)
+        if not was_attached:
+            attached.append(algo)
+
+    try:
+        yield factory
+    finally:
+        for algo in attached:
+            bbrctl("detach", algo, check=False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_leftovers() -> Iterator[None]:
+    yield
+    left = leftovers()
+    assert not left, f"tests left state behind: {left}"

@@ -1,0 +1,121 @@
+"""Real TCP through the bbrkit algorithms: iperf3 between two network namespaces over a tbf
+bottleneck, with the per-flow state read back through bbrctl while the flow runs."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from netutil import BBRCTL, available_ccs, bbrctl, iperf_pair, iperf_result
+
+pytestmark = pytest.mark.net
+
+ALGOS = ["bbr1", "bbr_rttgain", "bbr_acd"]
+RATE_MBIT = 100
+
+
+def flows_json(algo: str) -> list[dict]:
+    return json.loads(bbrctl("flows", "--json", algo).stdout)["flows"]
+
+
+def wait_for_flow(algo: str, dport: int, timeout: float = 5.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for flow in flows_json(algo):
+            if flow["dport"] == dport:
+                return flow
+        time.sleep(0.2)
+    raise AssertionError(f"no {algo} flow to port {dport} in `bbrctl flows`")
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_algorithm_fills_the_bottleneck_and_shows_in_flows(algo: str, attach, netpair) -> None:
+    attach(algo)
+    assert algo in available_ccs()
+    pair = netpair(rate_mbit=RATE_MBIT)
+    client = iperf_pair(pair, algo, seconds=5)
+    time.sleep(2.5)
+    flow = wait_for_flow(algo, 5201)
+    assert flow["daddr"] == pair.receiver_addr and flow["saddr"] == pair.sender_addr
+    assert flow["mode"] in ("PROBE_BW", "PROBE_RTT", "DRAIN")  # out of STARTUP after 2.5 s
+    assert flow["cwnd"] >= 4 and flow["min_rtt_us"] > 0
+    assert 0.5 * RATE_MBIT * 1e6 < flow["bw_bps"] < 1.5 * RATE_MBIT * 1e6
+    result = iperf_result(client)
+    received = result["end"]["sum_received"]["bits_per_second"]
+    assert received >= 0.9 * RATE_MBIT * 1e6, f"{algo}: {received / 1e6:.1f} Mbit/s"
+    # The entry goes away with the socket.
+    deadline = time.monotonic() + 3
+    while any(f["dport"] == 5201 for f in flows_json(algo)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(f["dport"] == 5201 for f in flows_json(algo))
+
+
+def _trace(algo: str, out: Path) -> subprocess.Popen[str]:
+    tracer = subprocess.Popen([str(BBRCTL), "trace", algo, "--out", str(out)], text=True,
+                              stderr=subprocess.PIPE, start_new_session=True)
+    time.sleep(0.3)
+    assert tracer.poll() is None, tracer.stderr.read() if tracer.stderr else ""
+    return tracer
+
+
+def _stop(tracer: subprocess.Popen[str]) -> None:
+    tracer.send_signal(signal.SIGINT)
+    tracer.wait(timeout=5)
+    assert tracer.returncode == 0
+
+
+def test_alpha_change_reaches_a_running_flow(attach, netpair, tmp_path: Path) -> None:
+    attach("bbr_rttgain")
+    bbrctl("set", "bbr_rttgain", "alpha=1")
+    pair = netpair(rate_mbit=50)
+    trace_file = tmp_path / "trace.jsonl"
+    tracer = _trace("bbr_rttgain", trace_file)
+    try:
+        client = iperf_pair(pair, "bbr_rttgain", seconds=6)
+        time.sleep(3)
+        changed_ns = time.monotonic_ns()
+        bbrctl("set", "bbr_rttgain", "alpha=0.5")
+        iperf_result(client)
+    finally:
+        _stop(tracer)
+        bbrctl("set", "bbr_rttgain", "alpha=1")
+    records = [json.loads(line) for line in trace_file.read_text().splitlines()]
+    ours = [r for r in records if r["dport"] == 5201 and r["mode"] == "PROBE_BW"]
+    before = [r["rtt_gain"] for r in ours if r["t_ns"] < changed_ns]
+    after = [r["rtt_gain"] for r in ours if r["t_ns"] > changed_ns + 50_000_000]
+    assert len(before) > 20 and len(after) > 20, (len(before), len(after))
+    # gain = alpha x min_rtt / rtt <= alpha: with alpha 1 it reaches near 1 when the queue is
+    # empty; from the change on it can never exceed 0.5.
+    assert max(before) > 0.8
+    assert max(after) <= 0.5
+
+
+def test_acd_state_is_visible_in_flows(attach, netpair) -> None:
+    attach("bbr_acd")
+    pair = netpair(rate_mbit=RATE_MBIT)
+    client = iperf_pair(pair, "bbr_acd", seconds=3)
+    time.sleep(1.5)
+    flow = wait_for_flow("bbr_acd", 5201)
+    assert {"acd_steady", "acd_congested", "acd_halvings"} <= flow.keys()
+    assert flow["acd_congested"] in (0, 1)
+    iperf_result(client)
+
+
+def test_detach_during_a_transfer_keeps_the_flow_running(attach, netpair) -> None:
+    attach("bbr1")
+    pair = netpair(rate_mbit=RATE_MBIT)
+    client = iperf_pair(pair, "bbr1", seconds=5)
+    time.sleep(1.5)
+    bbrctl("detach", "bbr1")
+    assert "bbr1" not in available_ccs()
+    # New connections can no longer choose it...
+    refused = pair.exec(pair.sender, ["iperf3", "-c", pair.receiver_addr, "-p", "5999", "-C", "bbr1",
+                                      "-t", "1"], check=False)
+    assert refused.returncode != 0
+    # ...but the running one finishes at full rate on the unregistered algorithm.
+    result = iperf_result(client)
+    assert result["end"]["sum_received"]["bits_per_second"] >= 0.9 * RATE_MBIT * 1e6

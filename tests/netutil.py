@@ -1,0 +1,110 @@
+"""Helpers shared by the test suites: running bbrctl, a two-host network with a tbf bottleneck,
+iperf3 transfers, and the leftover check."""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BBRCTL = ROOT / "build" / "bbrctl"
+NS_PREFIX = f"bbk{os.getpid() % 100000}-"  # unique per test session
+_ns_counter = itertools.count()
+
+
+def run(cmd: list[str], check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, check=check, timeout=timeout)
+
+
+def bbrctl(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return run([str(BBRCTL), *args], check=check)
+
+
+def available_ccs() -> list[str]:
+    return Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+
+
+@dataclass
+class NetPair:
+    """Two network namespaces joined by a veth pair; the sender's egress is a tbf bottleneck."""
+
+    sender: str
+    receiver: str
+    sender_addr: str
+    receiver_addr: str
+    rate_mbit: int
+
+    def exec(self, ns: str, cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        return run(["ip", "netns", "exec", ns, *cmd], **kwargs)  # type: ignore[arg-type]
+
+    def popen(self, ns: str, cmd: list[str]) -> subprocess.Popen[str]:
+        return subprocess.Popen(["ip", "netns", "exec", ns, *cmd], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _kill_netns_processes(ns: str) -> None:
+    pids = run(["ip", "netns", "pids", ns], check=False).stdout.split()
+    for pid in pids:
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def make_netpair(rate_mbit: int, queue_bytes: int) -> NetPair:
+    n = next(_ns_counter)
+    pair = NetPair(f"{NS_PREFIX}{n}s", f"{NS_PREFIX}{n}r", f"198.18.{200 + n % 50}.1",
+                   f"198.18.{200 + n % 50}.2", rate_mbit)
+    for ns in (pair.sender, pair.receiver):
+        run(["ip", "netns", "add", ns])
+        run(["ip", "-n", ns, "link", "set", "lo", "up"])
+    run(["ip", "link", "add", "v0", "netns", pair.sender, "type", "veth", "peer", "name", "v1",
+         "netns", pair.receiver])
+    run(["ip", "-n", pair.sender, "addr", "add", f"{pair.sender_addr}/24", "dev", "v0"])
+    run(["ip", "-n", pair.receiver, "addr", "add", f"{pair.receiver_addr}/24", "dev", "v1"])
+    run(["ip", "-n", pair.sender, "link", "set", "v0", "up"])
+    run(["ip", "-n", pair.receiver, "link", "set", "v1", "up"])
+    # Burst: a few ms at the rate, so that tbf shapes accurately without starving TSO bursts.
+    burst = max(32 * 1024, rate_mbit * 1_000_000 // 8 // 250)
+    run(["tc", "-n", pair.sender, "qdisc", "add", "dev", "v0", "root", "tbf", "rate",
+         f"{rate_mbit}mbit", "burst", str(burst), "limit", str(queue_bytes)])
+    return pair
+
+
+def remove_netpair(pair: NetPair) -> None:
+    for ns in (pair.sender, pair.receiver):
+        _kill_netns_processes(ns)
+        run(["ip", "netns", "del", ns], check=False)
+
+
+def iperf_pair(pair: NetPair, algo: str, seconds: float, port: int = 5201,
+               extra: tuple[str, ...] = ()) -> subprocess.Popen[str]:
+    """Starts an iperf3 server in the receiver and a JSON-reporting client in the sender."""
+    server = pair.popen(pair.receiver, ["iperf3", "-s", "-1", "-p", str(port)])
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        listening = pair.exec(pair.receiver, ["ss", "-Htln", f"sport = :{port}"], check=False).stdout
+        if listening.strip():
+            break
+        time.sleep(0.05)
+    else:
+        server.kill()
+        raise RuntimeError("iperf3 server did not start")
+    return pair.popen(pair.sender, ["iperf3", "-c", pair.receiver_addr, "-p", str(port), "-C", algo,
+                                    "-t", str(seconds), "-J", *extra])
+
+
+def iperf_result(client: subprocess.Popen[str], timeout: float = 60) -> dict:
+    out, err = client.communicate(timeout=timeout)
+    assert client.returncode == 0, f"iperf3 failed: {err or out[-2000:]}"
+    return json.loads(out)
+
+
+def leftovers() -> list[str]:
+    found = [f"netns {ns}" for ns in run(["ip", "netns", "list"]).stdout.split() if ns.startswith(NS_PREFIX)]
+    return found
