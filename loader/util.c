@@ -65,8 +65,9 @@ bool want_help(int argc, char **argv)
 	return false;
 }
 
-/* Without -v, libbpf's messages are kept back and only the useful bits are reported: which program
- * the verifier rejected and the log line that says why (the line before "processed N insns").
+/* libbpf's messages reach stderr only with -v; either way the useful bits are kept for our own
+ * error: which program the verifier rejected and the log line that says why (the line before
+ * "processed N insns").
  */
 static char failed_prog[64];
 static char last_message[256];
@@ -96,13 +97,13 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	const char *p;
 	int n;
 
-	if (verbose)
-		return vfprintf(stderr, fmt, ap);
-	if (level == LIBBPF_DEBUG)
+	if (level == LIBBPF_DEBUG && !verbose)
 		return 0;
 	n = vasprintf(&msg, fmt, ap);
 	if (n < 0)
 		return n;
+	if (verbose)
+		fputs(msg, stderr);
 	p = strstr(msg, "prog '");
 	if (p && (strstr(p, "BPF program load failed") || strstr(p, "failed to load"))) {
 		p += strlen("prog '");
