@@ -80,7 +80,9 @@ class Chain:
         for ns in (self.sender, self.delay, self.receiver):
             run(["ip", "netns", "add", ns])
             run(["ip", "-n", ns, "link", "set", "lo", "up"])
-            # No IPv6 chatter (DAD, router solicitations) in the measured path.
+        for ns in (self.sender, self.receiver):
+            # No IPv6 chatter (DAD, router solicitations) in the measured path; the delay line itself
+            # silences its own namespace's interfaces.
             run(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"],
                 netns=ns)
         run(["ip", "-n", self.delay, "link", "add", "l0", "type", "veth", "peer", "name", "eth0",
