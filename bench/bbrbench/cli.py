@@ -152,7 +152,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # Overrides may come after options (run smoke --out D KEY=VALUE): argparse leaves those over as extras.
+    args, extras = parser.parse_known_args(argv)
+    stray = [e for e in extras if e.startswith("-") or "=" not in e or not hasattr(args, "overrides")]
+    if stray:
+        parser.error(f"unrecognized arguments: {' '.join(stray)}")
+    if extras:
+        args.overrides = list(args.overrides) + extras
     try:
         return int(args.func(args))
     except ScenarioError as exc:

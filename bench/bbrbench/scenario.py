@@ -25,6 +25,8 @@ SOCKET_BUFFER_FLOOR_BYTES = 256 * 1024
 AQM_KINDS = ("fifo", "fq_codel", "codel", "pie", "cake")
 SHAPERS = ("tbf", "htb")
 NAME_RE = re.compile(r"^[A-Za-z0-9_]{1,32}$")
+EXCLUSIVE_KEYS = [frozenset({"buffer_packets", "buffer_bytes", "buffer_bdp"}), frozenset({"duration_s", "bytes"}),
+                  frozenset({"rtt_ms", "delay_fwd_ms"}), frozenset({"rtt_ms", "delay_rev_ms"})]
 
 
 class ScenarioError(ValueError):
@@ -327,6 +329,11 @@ def _assign(node: Any, parts: list[str], value: Any, dotted: str) -> None:
     if not isinstance(node, dict):
         raise ScenarioError(f"{dotted}: cannot set a key inside a {_type_name(node)}")
     if not rest:
+        # An override picks one of a set of alternative keys: the alternatives the file gave are dropped.
+        for group in EXCLUSIVE_KEYS:
+            if head in group:
+                for other in group - {head}:
+                    node.pop(other, None)
         node[head] = copy.deepcopy(value)
         return
     if head not in node:

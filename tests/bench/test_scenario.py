@@ -50,7 +50,6 @@ def error_of(data: dict[str, Any]) -> str:
     (raw(flows__0__count=0), "flows[0].count: must be >= 1"),
     (raw(flows__0__start_s=10), "flows[0].start_s: flow starts at 10 s, after the run ends"),
     (raw(flows__0__duration_s=2.5), "flows[0].duration_s: iperf3 runs whole seconds"),
-    (raw(flows__0__bytes=1000, flows__0__duration_s=3), "flows[0].bytes: conflicts with flows[0].duration_s"),
     (raw(flows__0__params={"alpha": 0.5}), "flows[0].params: only bbrkit algorithms take parameters"),
     (raw(flows__0__algo="bbr_rttgain", flows__0__params={"beta": 1}),
      "flows[0].params.beta: bbr_rttgain has no such parameter"),
@@ -77,9 +76,13 @@ def test_buffer_under_one_packet_in_bdp_and_bytes() -> None:
     assert error_of(data).startswith("bottleneck.buffer_bytes: buffer under one packet")
 
 
-def test_two_buffer_kinds_conflict() -> None:
-    assert error_of(raw(bottleneck__buffer_bytes=30000)).startswith(
-        "bottleneck.buffer_bytes: conflicts with bottleneck.buffer_packets")
+def test_two_buffer_kinds_conflict_in_a_file_but_an_override_replaces() -> None:
+    data = raw()
+    data["bottleneck"]["buffer_bytes"] = 30000
+    assert error_of(data).startswith("bottleneck.buffer_bytes: conflicts with bottleneck.buffer_packets")
+    s = validate(raw(bottleneck__buffer_bytes=30000, flows__0__bytes=5000), CATALOG)
+    assert s.bottleneck.buffer_bytes == 30000 and s.bottleneck.buffer_packets is None
+    assert s.flows[0].bytes == 5000
 
 
 def test_params_must_agree_between_flows_of_one_algorithm() -> None:
