@@ -1,0 +1,69 @@
+"""Sweeps: points x repetitions, aggregated with CIs; an interrupted sweep resumes where it stopped."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from bbrbench.scenario import AlgoCatalog, ScenarioError, find_scenario, load_raw
+from bbrbench.sweep import plan
+from benchutil import needs_net, popen_cli, run_cli
+
+CATALOG = AlgoCatalog(kernel=frozenset({"cubic", "bbr", "reno"}), bbrkit=frozenset())
+SWEEP = ("sweep", "smoke", "--quiet", "duration_s=2", "--grid", "bottleneck.rate_mbit=[10, 20]",
+         "--grid", "flows.0.algo=['cubic', 'bbr']")
+
+
+def test_plan_validates_every_point() -> None:
+    raw = load_raw(find_scenario("smoke"))
+    p = plan(raw, CATALOG, [("bottleneck.rate_mbit", [10, 20]), ("flows.0.algo", ["cubic", "bbr"])], 3)
+    assert len(p.points) == 4 and p.repetitions == 3
+    assert len({pt.id for pt in p.points}) == 4
+    with pytest.raises(ScenarioError, match=r"^sweep point \(bottleneck.rate_mbit=0\): bottleneck.rate_mbit"):
+        plan(raw, CATALOG, [("bottleneck.rate_mbit", [10, 0])], 1)
+
+
+def test_cases_combine_with_the_grid() -> None:
+    raw = load_raw(find_scenario("smoke"))
+    raw["sweep"] = {"repetitions": 2, "grid": {"bottleneck.buffer_packets": [10, 20]},
+                    "cases": [{"duration_s": 3}, {"duration_s": 5, "bottleneck.rate_mbit": 5}]}
+    p = plan(raw, CATALOG, [], None)
+    assert p.repetitions == 2 and len(p.points) == 4
+    assert p.points[3].overrides == {"duration_s": 5, "bottleneck.rate_mbit": 5, "bottleneck.buffer_packets": 20}
+
+
+@pytest.mark.net
+@needs_net
+def test_interrupted_sweep_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "sweep"
+    proc = popen_cli(*SWEEP, "--out", str(out))
+    deadline = time.monotonic() + 60
+    while not list(out.glob("points/*/rep0/done")):
+        assert time.monotonic() < deadline and proc.poll() is None, "first point never finished"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    done_before = {p.parent for p in out.glob("points/*/rep0/done")}
+    assert 1 <= len(done_before) < 4
+    stamps = {d: (d / "summary.json").stat().st_mtime_ns for d in done_before}
+
+    result = run_cli(*SWEEP, "--out", str(out), timeout=180)
+    assert result.returncode == 0, result.stderr
+    # Only the missing runs were run: their progress lines, and untouched earlier results.
+    assert result.stderr.count("rep 1/1") == 4 - len(done_before)
+    assert {d: (d / "summary.json").stat().st_mtime_ns for d in done_before} == stamps
+    sweep = json.loads((out / "sweep.json").read_text())
+    assert [p["repetitions"] for p in sweep["points"]] == [1, 1, 1, 1]
+    for point in sweep["points"]:
+        rate = point["overrides"]["bottleneck.rate_mbit"]
+        goodput = point["metrics"]["total.goodput_mbps"]["mean"]
+        assert goodput == pytest.approx(rate * 1448 / 1514, rel=0.1), point["label"]
+    assert all(m["ci95"] is None for p in sweep["points"] for m in p["metrics"].values())   # one repetition
+
+    other = run_cli("sweep", "smoke", "--quiet", "duration_s=3", "--out", str(out))
+    assert other.returncode == 1 and "different sweep" in other.stderr
