@@ -1,0 +1,46 @@
+"""Helpers of the bbrctl tests: running bbrctl (also as an unprivileged user), its pins, and the
+state an error must leave unchanged."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from netutil import BBRCTL, available_ccs, bbrctl, run
+
+PIN_ROOT = Path("/sys/fs/bpf/bbrkit")
+ALGOS = ("bbr1", "bbr_rttgain", "bbr_acd")
+PARAM_ALGOS = ("bbr_rttgain", "bbr_acd")
+NOBODY = "65534"
+
+
+def ctl(*args: str, unprivileged: bool = False) -> subprocess.CompletedProcess[str]:
+    """bbrctl without raising on failure; unprivileged runs it as nobody."""
+    prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"] if unprivileged else []
+    return subprocess.run([*prefix, str(BBRCTL), *args], capture_output=True, text=True, timeout=30)
+
+
+def pins() -> dict[str, list[str]]:
+    if not PIN_ROOT.is_dir():
+        return {}
+    return {d.name: sorted(p.name for p in d.iterdir()) for d in sorted(PIN_ROOT.iterdir())}
+
+
+def attached(algo: str) -> bool:
+    return (PIN_ROOT / algo / "link").exists()
+
+
+def params_raw(algo: str) -> dict[str, int]:
+    """The params map as bpftool decodes it from BTF: field name -> stored value."""
+    out = run(["bpftool", "-j", "map", "dump", "pinned", str(PIN_ROOT / algo / "params")]).stdout
+    return json.loads(out)[0]["formatted"]["value"][".data.params"][0]["params"]
+
+
+def snapshot() -> dict[str, object]:
+    """Everything bbrctl could change: pins, the kernel's registrations, parameter values."""
+    return {"pins": pins(), "available": available_ccs(),
+            "params": {a: params_raw(a) for a in PARAM_ALGOS if attached(a)}}
+
+
+def struct_ops_ids() -> set[int]:
+    return {m["id"] for m in json.loads(run(["bpftool", "-j", "struct_ops", "list"]).stdout)}

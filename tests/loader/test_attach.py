@@ -1,0 +1,206 @@
+"""bbrctl attach/detach, parameters and trace against the kernel: registrations, pins, the params
+map as bpftool sees it, and what detach does to a connection that is using the algorithm."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from loaderutil import ALGOS, BBRCTL, PIN_ROOT, attached, ctl, params_raw, pins, snapshot, struct_ops_ids
+from netutil import available_ccs, bbrctl, iperf_pair, iperf_result, run
+
+RATE_MBIT = 100
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def link_id(algo: str) -> int:
+    return json.loads(run(["bpftool", "-j", "link", "show", "pinned", str(PIN_ROOT / algo / "link")]).stdout)["id"]
+
+
+def listed(algo: str) -> dict:
+    return next(a for a in json.loads(bbrctl("list", "--json").stdout)["algorithms"] if a["name"] == algo)
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_attach_reattach_detach(algo: str, detached) -> None:
+    detached(algo)
+    ids_before = struct_ops_ids()
+    try:
+        out = bbrctl("attach", algo).stdout
+        assert f"{algo} attached" in out
+        assert algo in available_ccs()
+        expected = {"link", "flows", "events", "ctl"} | ({"params"} if algo != "bbr1" else set())
+        assert set(pins()[algo]) == expected
+        assert listed(algo)["attached"] and listed(algo)["registered"]
+        first = link_id(algo)
+
+        again = bbrctl("attach", algo)
+        assert "already attached" in again.stdout
+        assert link_id(algo) == first and available_ccs().count(algo) == 1
+    finally:
+        ctl("detach", algo)
+    assert algo not in available_ccs()
+    assert algo not in pins()
+    assert not listed(algo)["attached"]
+    assert ctl("detach", algo).returncode != 0
+    # Nothing uses it, so the struct_ops map is freed with the link.
+    deadline = time.monotonic() + 3
+    while struct_ops_ids() - ids_before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not struct_ops_ids() - ids_before
+
+
+def test_leftovers_of_interrupted_runs_are_removed(detached) -> None:
+    detached("bbr1")
+    PIN_ROOT.mkdir(exist_ok=True)
+    # An attach interrupted before its rename, and a detach interrupted after unpinning the link.
+    (PIN_ROOT / "bbr1-attaching").mkdir()
+    (PIN_ROOT / "bbr1").mkdir()
+    try:
+        bbrctl("attach", "bbr1")
+        assert "bbr1-attaching" not in pins() and "link" in pins()["bbr1"]
+    finally:
+        bbrctl("detach", "bbr1", check=False)
+    (PIN_ROOT / "bbr1").mkdir()
+    result = bbrctl("detach", "bbr1")
+    assert "leftover" in result.stdout and "bbr1" not in pins()
+
+
+def test_name_clash_with_a_foreign_registration(detached) -> None:
+    detached("bbr1")
+    ids_before = struct_ops_ids()
+    run(["bpftool", "struct_ops", "register", str(ROOT / "build" / "bbr1.bpf.o")])
+    (foreign,) = struct_ops_ids() - ids_before
+    try:
+        before = snapshot()
+        result = ctl("attach", "bbr1")
+        assert result.returncode != 0 and len(result.stderr.splitlines()) == 1
+        assert "already has a congestion control named 'bbr1'" in result.stderr
+        assert snapshot() == before
+    finally:
+        run(["bpftool", "struct_ops", "unregister", "id", str(foreign)], check=False)
+    assert "bbr1" not in available_ccs()
+
+
+def test_set_show_round_trip_and_bpftool_names(attach, keep_params) -> None:
+    attach("bbr_rttgain")
+    attach("bbr_acd")
+    keep_params("bbr_rttgain")
+    keep_params("bbr_acd")
+    bbrctl("set", "bbr_rttgain", "alpha=0.75", "probe_exit=1.5", "gain_floor=0.25")
+    bbrctl("set", "bbr_acd", "tolerance_us=500", "rtt_factor=2.5", "steady_acks=4", "halve_once=on")
+    shown = {p["name"]: p for p in json.loads(bbrctl("show", "bbr_rttgain", "--json").stdout)["params"]}
+    assert {k: p["value"] for k, p in shown.items()} == {"alpha": 0.75, "probe_exit": 1.5, "gain_floor": 0.25}
+    assert shown["alpha"]["default"] == 1 and shown["alpha"]["min"] == 0.001 and shown["alpha"]["max"] == 1
+    acd = {p["name"]: p["value"] for p in json.loads(bbrctl("show", "bbr_acd", "--json").stdout)["params"]}
+    assert acd == {"tolerance_us": 500, "rtt_factor": 2.5, "steady_acks": 4, "halve_once": 1}
+    # The map's BTF names the fields with their units.
+    assert params_raw("bbr_rttgain") == {"alpha_permille": 750, "probe_exit_permille": 1500,
+                                         "gain_floor_permille": 250}
+    assert params_raw("bbr_acd") == {"tolerance_us": 500, "rtt_factor_permille": 2500, "steady_acks": 4,
+                                     "halve_once": 1}
+    assert bbrctl("show", "bbr1").stdout.strip() == "bbr1 has no parameters"
+
+
+def test_raw_out_of_range_write_is_accepted_by_the_map(attach, keep_params) -> None:
+    attach("bbr_rttgain")
+    keep_params("bbr_rttgain")
+    # alpha 5.0, probe_exit 0, gain_floor 2.0: all outside the documented ranges; the BPF side clamps.
+    value = [f"0x{b:02x}" for v in (5000, 0, 2000) for b in v.to_bytes(4, "little")]
+    run(["bpftool", "map", "update", "pinned", str(PIN_ROOT / "bbr_rttgain" / "params"),
+         "key", "0", "0", "0", "0", "value", *value])
+    assert params_raw("bbr_rttgain") == {"alpha_permille": 5000, "probe_exit_permille": 0, "gain_floor_permille": 2000}
+    raw = {p["name"]: p["raw"] for p in json.loads(bbrctl("show", "bbr_rttgain", "--json").stdout)["params"]}
+    assert raw == {"alpha": 5000, "probe_exit": 0, "gain_floor": 2000}
+
+
+def wait_until(predicate, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def sender_ccs(pair) -> str:
+    return pair.exec(pair.sender, ["ss", "-Htin", "dst", pair.receiver_addr]).stdout
+
+
+def test_detach_while_a_flow_runs_keeps_it_running(attach, netpair) -> None:
+    """Measured: the socket keeps its reference to the struct_ops map, so the unregistered
+    algorithm keeps driving it at full rate; the map is freed when the connection closes."""
+    ids_before = struct_ops_ids()
+    attach("bbr1")
+    pair = netpair(rate_mbit=RATE_MBIT)
+    client = iperf_pair(pair, "bbr1", seconds=6, extra=("-i", "1"))
+    assert wait_until(lambda: "bbr1" in sender_ccs(pair))
+    time.sleep(1.5)
+    out = bbrctl("detach", "bbr1").stdout
+    assert "bbr1 detached" in out and "open connection" in out
+    assert "bbr1" not in available_ccs() and "bbr1" not in pins()
+    assert "bbr1" in sender_ccs(pair)  # still the algorithm of the running connection
+    assert struct_ops_ids() - ids_before  # kept alive by the socket
+    result = iperf_result(client)
+    rates = [i["sum"]["bits_per_second"] for i in result["intervals"]]
+    assert len(rates) >= 6 and min(rates[3:]) > 0.8 * RATE_MBIT * 1e6, rates
+    assert result["end"]["sum_received"]["bits_per_second"] > 0.85 * RATE_MBIT * 1e6
+    assert wait_until(lambda: not struct_ops_ids() - ids_before), "struct_ops map outlived its last socket"
+
+
+def test_detach_refused_while_a_netns_default_uses_it(attach, netpair) -> None:
+    attach("bbr1")
+    pair = netpair()
+    key = "net.ipv4.tcp_congestion_control"
+    previous = pair.exec(pair.sender, ["sysctl", "-n", key]).stdout.strip()
+    pair.exec(pair.sender, ["sysctl", "-qw", f"{key}=bbr1"])
+    try:
+        before = snapshot()
+        result = ctl("detach", "bbr1")
+        assert result.returncode != 0 and len(result.stderr.splitlines()) == 1
+        assert f"netns {pair.sender}" in result.stderr
+        assert snapshot() == before
+    finally:
+        pair.exec(pair.sender, ["sysctl", "-qw", f"{key}={previous}"])
+    assert ctl("detach", "bbr1").returncode == 0
+
+
+CONTRACT_KEYS = {"t_ns", "algo", "event", "saddr", "sport", "daddr", "dport", "mode", "pacing_gain", "cwnd_gain",
+                 "bw_bps", "pacing_rate_bps", "min_rtt_us", "rtt_us", "srtt_us", "cwnd", "inflight", "round",
+                 "ca_state", "lost", "retrans"}
+
+
+def tracers(algo: str) -> int:
+    out = run(["bpftool", "-j", "map", "dump", "pinned", str(PIN_ROOT / algo / "ctl")]).stdout
+    return json.loads(out)[0]["formatted"]["value"][".data.ctl"][0]["ctl"]["tracers"]
+
+
+def test_trace_records_counts_itself_and_allows_one_reader(attach, netpair, tmp_path: Path) -> None:
+    attach("bbr_acd")
+    pair = netpair(rate_mbit=RATE_MBIT)
+    out = tmp_path / "trace.csv"
+    tracer = subprocess.Popen([str(BBRCTL), "trace", "bbr_acd", "--format", "csv", "--out", str(out)],
+                              stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert wait_until(lambda: tracers("bbr_acd") == 1)
+        second = ctl("trace", "bbr_acd")
+        assert second.returncode != 0 and "another bbrctl trace" in second.stderr
+        iperf_result(iperf_pair(pair, "bbr_acd", seconds=2))
+    finally:
+        tracer.send_signal(signal.SIGINT)
+        _, err = tracer.communicate(timeout=10)
+    assert tracer.returncode == 0, err
+    assert tracers("bbr_acd") == 0
+    lines = out.read_text().splitlines()
+    header = lines[0].split(",")
+    assert CONTRACT_KEYS | {"acd_steady", "acd_congested", "acd_halvings"} <= set(header)
+    rows = [dict(zip(header, line.split(","))) for line in lines[1:]]
+    senders = [r for r in rows if r["saddr"] == pair.sender_addr]
+    assert {r["event"] for r in senders} >= {"init", "round", "mode"}
+    assert {r["mode"] for r in senders} >= {"STARTUP", "PROBE_BW"}
+    t = [int(r["t_ns"]) for r in senders]
+    assert t == sorted(t) and abs(t[-1] - time.monotonic_ns()) < 30e9

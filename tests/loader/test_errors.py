@@ -1,0 +1,97 @@
+"""bbrctl's error paths: each bad input gets one line on stderr that names the problem, a non-zero
+exit, nothing on stdout, and no change to pins, registrations or parameters."""
+from __future__ import annotations
+
+import pytest
+
+from loaderutil import ctl, snapshot
+
+# (arguments, text the error must contain)
+BAD_INPUT = [
+    (["attach", "nope"], "unknown algorithm 'nope'"),
+    (["detach", "nope"], "unknown algorithm 'nope'"),
+    (["show", "nope"], "unknown algorithm 'nope'"),
+    (["set", "nope", "alpha=1"], "unknown algorithm 'nope'"),
+    (["flows", "nope"], "unknown algorithm 'nope'"),
+    (["trace", "nope"], "unknown algorithm 'nope'"),
+    (["set", "bbr_rttgain", "alpha"], "'alpha' is not KEY=VALUE"),
+    (["set", "bbr_rttgain", "=1"], "'=1' is not KEY=VALUE"),
+    (["set", "bbr_rttgain", "alpha:1"], "'alpha:1' is not KEY=VALUE"),
+    (["set", "bbr_rttgain"], "missing KEY=VALUE"),
+    (["set", "bbr_rttgain", "beta=1"], "unknown parameter 'beta'"),
+    (["set", "bbr_rttgain", "alpha=1.5"], "alpha: 1.5 is out of range (allowed 0.001 to 1)"),
+    (["set", "bbr_rttgain", "alpha=0"], "alpha: 0 is out of range"),
+    (["set", "bbr_rttgain", "alpha=abc"], "alpha: 'abc' is not a decimal number"),
+    (["set", "bbr_rttgain", "alpha=1e3"], "alpha: '1e3' is not a decimal number"),
+    (["set", "bbr_rttgain", "alpha=-0.5"], "alpha: '-0.5' is not a decimal number"),
+    (["set", "bbr_rttgain", "alpha=0.7505"], "more than 3 decimal places"),
+    (["set", "bbr_rttgain", "alpha=0.5", "alpha=0.6"], "alpha given more than once"),
+    # A valid key before the bad one must not be written either.
+    (["set", "bbr_rttgain", "alpha=0.5", "probe_exit=9"], "probe_exit: 9 is out of range (allowed 1 to 8"),
+    (["set", "bbr_rttgain", "gain_floor=1.001"], "gain_floor: 1.001 is out of range"),
+    (["set", "bbr_acd", "steady_acks=1"], "steady_acks: 1 is out of range (allowed 2 to 255"),
+    (["set", "bbr_acd", "steady_acks=2.5"], "steady_acks: '2.5' is not a non-negative integer"),
+    (["set", "bbr_acd", "halve_once=2"], "halve_once: '2' is not 0, 1, on or off"),
+    (["set", "bbr_acd", "tolerance_us=1000001"], "tolerance_us: 1000001 is out of range"),
+    (["set", "bbr_acd", "tolerance_us=99999999999"], "tolerance_us: 99999999999 is out of range"),
+    (["set", "bbr_acd", "rtt_factor=0.999"], "rtt_factor: 0.999 is out of range"),
+    (["set", "bbr1", "x=1"], "bbr1 has no parameters"),
+    (["detach", "bbr1"], "not attached"),
+    (["flows", "bbr1"], "bbr1 is not attached"),
+    (["trace", "bbr1"], "bbr1 is not attached"),
+    (["list", "--bogus"], "unknown option '--bogus'"),
+    (["list", "extra"], "unexpected argument 'extra'"),
+    (["attach", "--bogus", "bbr1"], "unknown option '--bogus'"),
+    (["attach"], "missing ALGO"),
+    (["attach", "bbr1", "bbr_acd"], "expected one ALGO"),
+    (["show", "bbr_rttgain", "--yaml"], "unknown option '--yaml'"),
+    (["trace", "--format", "xml", "bbr_rttgain"], "unknown format 'xml'"),
+    (["trace", "bbr_rttgain", "--out"], "needs a value"),
+    (["-x", "list"], "unknown option '-x'"),
+    (["frob"], "unknown command 'frob'"),
+    ([], "missing command"),
+]
+
+
+def assert_rejected(result, expected: str) -> None:
+    lines = result.stderr.splitlines()
+    assert result.returncode != 0
+    assert result.stdout == ""
+    assert len(lines) == 1 and lines[0].startswith("bbrctl: "), result.stderr
+    assert expected in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("args,expected", BAD_INPUT, ids=[" ".join(a) or "none" for a, _ in BAD_INPUT])
+def test_bad_input_is_rejected_and_changes_nothing(args: list[str], expected: str, attach, detached) -> None:
+    attach("bbr_rttgain")
+    attach("bbr_acd")
+    detached("bbr1")
+    before = snapshot()
+    assert_rejected(ctl(*args), expected)
+    assert snapshot() == before
+
+
+def test_set_on_a_detached_algorithm_says_so(detached) -> None:
+    detached("bbr_rttgain")
+    before = snapshot()
+    assert_rejected(ctl("set", "bbr_rttgain", "alpha=0.5"), "not attached")
+    assert_rejected(ctl("show", "bbr_rttgain"), "not attached")
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize("args", [["attach", "bbr1"], ["detach", "bbr_rttgain"], ["set", "bbr_rttgain", "alpha=0.5"],
+                                  ["show", "bbr_rttgain"], ["list"], ["flows"], ["trace"]],
+                         ids=lambda a: " ".join(a))
+def test_non_root_is_told_to_be_root(args: list[str], attach, detached) -> None:
+    attach("bbr_rttgain")
+    detached("bbr1")
+    before = snapshot()
+    assert_rejected(ctl(*args, unprivileged=True), "must be run as root")
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize("command", ["list", "attach", "detach", "show", "set", "flows", "trace"])
+def test_every_subcommand_has_help(command: str) -> None:
+    result = ctl(command, "--help")
+    assert result.returncode == 0 and result.stderr == ""
+    assert result.stdout.startswith(f"usage: bbrctl {command}")
