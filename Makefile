@@ -100,6 +100,11 @@ $(BUILD)/test_%: tests/unit/test_%.c $(BPF_HDRS) $(UNIT_HDRS) | $(BUILD)
 test: all
 	$(Q)scripts/test.sh
 
+# The quick profile of every seed experiment (about an hour); rerunning resumes an interrupted run.
+.PHONY: reproduce
+reproduce: all
+	$(Q)bench/bbrbench.sh reproduce --profile quick
+
 install: $(BUILD)/bbrctl $(DELAY_BIN)
 	$(call msg,INSTALL,$(DESTDIR)$(BINDIR))
 	$(Q)$(INSTALL) -d $(DESTDIR)$(BINDIR)

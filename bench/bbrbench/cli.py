@@ -1,4 +1,4 @@
-"""Command line: bbrbench run | sweep | report | cleanup | check | model."""
+"""Command line: bbrbench run | sweep | report | cleanup | check | model | reproduce."""
 
 from __future__ import annotations
 
@@ -102,6 +102,18 @@ def cmd_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from . import reproduce
+    out = Path(args.out) if args.out else REPO_ROOT / "results" / f"reproduce-{args.profile}"
+    if args.report_only:
+        report = reproduce.report_only(out)
+    else:
+        _need_root()
+        report = reproduce.run_all(args.profile, args.only, out, REPO_ROOT, reproduce.command_line(sys.argv[1:]))
+    print(f"report: {report}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bbrbench", description="Congestion-control testbed in network namespaces.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -148,6 +160,14 @@ def build_parser() -> argparse.ArgumentParser:
     mo.add_argument("--duration-s", type=float, default=60.0)
     mo.add_argument("--packet-bytes", type=int, default=1514)
     mo.set_defaults(func=cmd_model)
+
+    rp = sub.add_parser("reproduce", help="run the seed papers' experiments (bench/scenarios/repro) and report")
+    rp.add_argument("--profile", choices=("quick", "paper"), default="quick")
+    rp.add_argument("--only", action="append", default=[], metavar="SEED[/EXPERIMENT]",
+                    help="run only these, e.g. --only seed000 --only seed002/testbed (repeatable)")
+    rp.add_argument("--out", help="results directory (default results/reproduce-PROFILE); rerun to resume")
+    rp.add_argument("--report-only", action="store_true", help="rebuild the report from --out without running")
+    rp.set_defaults(func=cmd_reproduce)
     return parser
 
 

@@ -1,0 +1,135 @@
+"""Reproduce the seed papers' experiments: run every scenario under bench/scenarios/repro/ as a sweep
+(one profile, resumable) and write a report that puts our numbers beside the papers'.
+
+Layout of the output directory:
+    meta.json                    profile, command, git revision, start and end of each invocation
+    <seed>/<experiment>/         one sweep directory per scenario file (see sweep.py)
+    report.md, figures/*.png     the report (reproreport.py); summary.json its numbers
+
+An experiment is named `<seed>/<file stem>` (e.g. seed000/table4.1); `--only` takes such names or a
+whole seed. A second invocation with the same --out and profile resumes: finished repetitions are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from .procs import HarnessError
+from .scenario import SCENARIO_DIR, ScenarioError, prepare_raw
+
+REPRO_DIR = SCENARIO_DIR / "repro"
+PROFILES = ("quick", "paper")
+META = "meta.json"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    seed: str
+    name: str
+    path: Path
+
+    @property
+    def key(self) -> str:
+        return f"{self.seed}/{self.name}"
+
+
+def experiments(root: Path = REPRO_DIR) -> list[Experiment]:
+    """Every scenario file, ordered by seed then file name."""
+    return [Experiment(seed=p.parent.name, name=p.stem, path=p)
+            for p in sorted(root.glob("*/*.toml"), key=lambda p: (p.parent.name, p.stem))]
+
+
+def select(all_: list[Experiment], only: Sequence[str]) -> list[Experiment]:
+    """The experiments named by --only (seeds or seed/experiment), in catalogue order; all without --only."""
+    if not only:
+        return list(all_)
+    wanted: set[str] = set()
+    for spec in only:
+        name = spec.strip().strip("/")
+        hits = {e.key for e in all_ if e.key == name or e.seed == name}
+        if not hits:
+            known = ", ".join(sorted({e.seed for e in all_}))
+            raise ScenarioError(f"--only {spec}: no such seed or experiment (seeds: {known}; "
+                                f"experiments are SEED/FILE, e.g. {all_[0].key if all_ else 'seed000/table4.1'})")
+        wanted |= hits
+    return [e for e in all_ if e.key in wanted]
+
+
+def git_revision(repo: Path) -> str:
+    """HEAD's commit, marked '-dirty' when tracked files differ from it (untracked files do not count)."""
+    try:
+        rev = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(repo), "diff", "--quiet", "HEAD", "--"],
+                               capture_output=True).returncode != 0
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return rev + ("-dirty" if dirty else "")
+
+
+def _record(out: Path, profile: str, only: Sequence[str], command: str, repo: Path) -> dict[str, Any]:
+    path = out / META
+    meta: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {"profile": profile, "runs": []}
+    if meta["profile"] != profile:
+        raise HarnessError(f"{out} holds a {meta['profile']} reproduction; use another --out for {profile}")
+    entry = {"command": command, "only": list(only), "revision": git_revision(repo),
+             "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "started_epoch": time.time()}
+    meta["runs"].append(entry)
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(meta, indent=2) + "\n")
+    return meta
+
+
+def _finish(out: Path, meta: dict[str, Any]) -> None:
+    entry = meta["runs"][-1]
+    entry["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    entry["elapsed_s"] = round(time.time() - entry["started_epoch"], 1)
+    (out / META).write_text(json.dumps(meta, indent=2) + "\n")
+
+
+def plans(selected: list[Experiment], profile: str) -> list[tuple[Experiment, Any]]:
+    """Every selected scenario planned (validated point by point) before the first run starts."""
+    from . import sweep, system
+    catalog = system.catalog()
+    out = []
+    for e in selected:
+        raw = prepare_raw(e.path, profile, [])
+        try:
+            out.append((e, sweep.plan(raw, catalog, [], None)))
+        except ScenarioError as exc:
+            raise ScenarioError(f"{e.key}: {exc}") from None
+    return out
+
+
+def run_all(profile: str, only: Sequence[str], out: Path, repo: Path, command: str) -> Path:
+    from . import sweep, system
+    selected = select(experiments(), only)
+    planned = plans(selected, profile)
+    catalog = system.catalog()
+    meta = _record(out, profile, only, command, repo)
+    total = sum(len(p.points) * p.repetitions for _, p in planned)
+    print(f"reproduce: {len(planned)} experiment(s), {total} run(s), profile {profile}, results in {out}",
+          file=sys.stderr, flush=True)
+    for e, plan_ in planned:
+        print(f"== {e.key}", file=sys.stderr, flush=True)
+        sweep.run_sweep(plan_, out / e.seed / e.name, catalog, quiet=True)
+    _finish(out, meta)
+    return report_only(out)
+
+
+def report_only(out: Path) -> Path:
+    from .reproreport import write_report
+    if not (out / META).is_file():
+        raise HarnessError(f"{out}: not a reproduction directory (no {META})")
+    return write_report(out)
+
+
+def command_line(argv: Sequence[str]) -> str:
+    return "bbrbench " + " ".join(shlex.quote(a) for a in argv)
