@@ -1,8 +1,10 @@
 """Metrics of one run, computed from its raw samples. Definitions (also in bench/README.md):
 
 - throughput: bytes the sender put on the wire, retransmissions included (ss bytes_sent), over the
-  flow's sampled lifetime; goodput: bytes the receiving application got (iperf3 server) over the
-  receiver's measured duration.
+  flow's sampled lifetime (first to last ss sample); goodput: bytes the receiver acknowledged (ss
+  bytes_acked: unique data, no retransmissions) over the same time. iperf3's own receiver figures are
+  kept in the summary but not used: its receiver clock stops when the sender has *written* its last
+  byte, while a full socket buffer may still hold seconds of data.
 - retransmission rate: retransmitted bytes / bytes sent (ss bytes_retrans / bytes_sent).
 - RTT: the kernel's smoothed RTT (ss srtt) at every sample; queueing delay: that RTT minus the
   sender's configured base RTT. Bottleneck queue delay: backlog bytes / link rate per queue sample.
@@ -14,8 +16,11 @@
   the all-active period; the convergence time is the start of the first window from which every later
   window has Jain's index >= `convergence_jain`, measured from the last flow's start. None if no such
   window, or with fewer than two flows.
-- flow completion time (byte-count flows): the receiver's measured transfer time (iperf3 server).
-- share of an algorithm: its flows' summed goodput over all flows' summed goodput.
+- flow completion time (byte-count flows): from the client's launch to the first ss sample showing all
+  bytes acknowledged (or one interval after the last sample when the connection closed in between), so
+  it is precise to one sample interval; set sample_interval_ms lower for short flows.
+- share of an algorithm: its flows' summed delivery rate over the all-active period divided by all
+  flows' (summed goodputs when the flows never all overlap).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ class FlowInfo:
 @dataclass
 class RunInfo:
     rate_bps: float
+    sample_interval_s: float
     limit_bytes: int
     limit_packets: int | None
     convergence_jain: float
@@ -53,7 +59,8 @@ class RunInfo:
         rtt = {s["name"]: s["delay_fwd_ms"] + s["delay_rev_ms"] for s in scenario["senders"]}
         flows = [FlowInfo(index=f["index"], label=f["label"], algo=f["algo"], base_rtt_ms=rtt[f["sender"]],
                           nbytes=f["bytes"]) for f in scenario["flows"]]
-        return cls(rate_bps=b["rate_mbit"] * 1e6, limit_bytes=limit_bytes, limit_packets=b["buffer_packets"],
+        return cls(rate_bps=b["rate_mbit"] * 1e6, sample_interval_s=scenario["sample_interval_ms"] / 1e3,
+                   limit_bytes=limit_bytes, limit_packets=b["buffer_packets"],
                    convergence_jain=scenario["metrics"]["convergence_jain"],
                    convergence_window_s=scenario["metrics"]["convergence_window_s"], flows=flows)
 
@@ -155,18 +162,24 @@ def per_flow(data: RunData, flow: FlowInfo) -> dict[str, Any]:
     event = data.events.get(flow.index, {})
     out: dict[str, Any] = {"label": flow.label, "algo": flow.algo, "base_rtt_ms": flow.base_rtt_ms,
                            "error": result.get("error"), "samples": 0 if series is None else len(series.t)}
-    received = result.get("received_bytes")
-    seconds = result.get("received_seconds")
-    out["received_bytes"] = received
-    out["goodput_mbps"] = _num(received * 8 / seconds / 1e6) if received and seconds else None
+    out["received_bytes"] = result.get("received_bytes")
     complete = not event.get("killed") and event.get("returncode") == 0 and not result.get("error")
     out["complete"] = complete
-    out["fct_s"] = _num(seconds) if flow.nbytes is not None and complete else None
+    out["fct_s"] = None
     if series is None or len(series.t) < 2:
-        out.update({"throughput_mbps": None, "retrans_rate": None, "cwnd_mean": None,
+        out.update({"goodput_mbps": None, "throughput_mbps": None, "retrans_rate": None, "cwnd_mean": None,
                     **distribution([], "rtt_ms"), **distribution([], "queueing_delay_ms")})
         return out
     span = series.t[-1] - series.t[0]
+    acked = series.col("bytes_acked")
+    ok = np.isfinite(acked)
+    out["bytes_acked"] = int(acked[ok][-1]) if ok.any() else None
+    out["goodput_mbps"] = _num((acked[ok][-1] - acked[ok][0]) * 8 / span / 1e6) if ok.sum() >= 2 else None
+    if flow.nbytes is not None and complete and event.get("launched_s") is not None and ok.any():
+        done = np.nonzero(acked[ok] >= flow.nbytes)[0]
+        # Seen fully acknowledged at a sample, or (closed between samples) one interval after the last one.
+        finished = series.t[ok][done[0]] if len(done) else series.t[-1] + data.info.sample_interval_s
+        out["fct_s"] = _num(finished - event["launched_s"])
     sent = series.col("bytes_sent")
     retrans = np.nan_to_num(series.col("bytes_retrans"))
     valid = np.isfinite(sent)
@@ -225,16 +238,19 @@ def queue_metrics(data: RunData, span: tuple[float, float] | None) -> dict[str, 
 
 
 def total_goodput_bps(data: RunData) -> float | None:
-    """All bytes received over the time from the first flow's start to the last flow's end, where a flow
-    spans its launch plus the receiver's measured duration."""
+    """All flows' acknowledged bytes over the time from the first flow's first sample to the last flow's
+    last sample."""
     spans: list[tuple[float, float]] = []
-    total_bytes = 0
+    total_bytes = 0.0
     for f in data.info.flows:
-        result = data.iperf.get(f.index, {})
-        launched = data.events.get(f.index, {}).get("launched_s")
-        if result.get("received_bytes") and result.get("received_seconds") and launched is not None:
-            spans.append((launched, launched + result["received_seconds"]))
-            total_bytes += result["received_bytes"]
+        series = data.flows.get(f.index)
+        if series is None or len(series.t) < 2:
+            continue
+        acked = series.col("bytes_acked")
+        ok = np.isfinite(acked)
+        if ok.sum() >= 2:
+            spans.append((float(series.t[0]), float(series.t[-1])))
+            total_bytes += float(acked[ok][-1] - acked[ok][0])
     if not spans:
         return None
     return total_bytes * 8 / (max(e for _, e in spans) - min(s for s, _ in spans))
@@ -247,7 +263,8 @@ def compute(data: RunData) -> dict[str, Any]:
     lifetime = (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
     both = overlap(data)
     total: dict[str, Any] = {"flows": len(flows)}
-    total["goodput_mbps"] = _num(total_goodput_bps(data) / 1e6) if total_goodput_bps(data) else None
+    goodput_bps = total_goodput_bps(data)
+    total["goodput_mbps"] = _num(goodput_bps / 1e6) if goodput_bps else None
     sent = sum(f.get("bytes_sent") or 0 for f in flows)
     retrans = sum(f.get("bytes_retrans") or 0 for f in flows)
     total["retrans_rate"] = _num(retrans / sent, 6) if sent else None
@@ -290,14 +307,16 @@ def compute(data: RunData) -> dict[str, Any]:
 
 
 def by_algo(flows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per congestion control: flow count, summed goodput and its share of all flows' goodput."""
-    all_goodput = sum(f["goodput_mbps"] or 0.0 for f in flows)
+    """Per congestion control: flow count, summed goodput, and its share: of the delivery rate over the
+    all-active period when there is one, else of the summed goodput."""
+    key = "overlap_rate_mbps" if all(f.get("overlap_rate_mbps") is not None for f in flows) else "goodput_mbps"
+    everyone = sum(f.get(key) or 0.0 for f in flows)
     out: dict[str, dict[str, Any]] = {}
     for algo in sorted({f["algo"] for f in flows}):
         mine = [f for f in flows if f["algo"] == algo]
         goodput = sum(f["goodput_mbps"] or 0.0 for f in mine)
         out[algo] = {"flows": len(mine), "goodput_mbps": _num(goodput),
-                     "share": _num(goodput / all_goodput) if all_goodput else None,
+                     "share": _num(sum(f.get(key) or 0.0 for f in mine) / everyone) if everyone else None,
                      "rtt_ms_mean": _num(mean([f["rtt_ms_mean"] for f in mine if f["rtt_ms_mean"] is not None]))
                      if any(f["rtt_ms_mean"] is not None for f in mine) else None}
     return out

@@ -43,7 +43,7 @@ def test_convergence_time() -> None:
 
 
 def make_run() -> RunData:
-    info = RunInfo(rate_bps=10e6, limit_bytes=10 * FRAME, limit_packets=10, convergence_jain=0.95,
+    info = RunInfo(rate_bps=10e6, sample_interval_s=0.1, limit_bytes=10 * FRAME, limit_packets=10, convergence_jain=0.95,
                    convergence_window_s=1.0,
                    flows=[FlowInfo(0, "c", "cubic", 10.0, None), FlowInfo(1, "b", "bbr", 10.0, 750_000)])
     f0 = FlowSeries(t=np.arange(5.0), columns={
@@ -74,8 +74,9 @@ def test_run_metrics_by_hand() -> None:
     assert c["rtt_ms_mean"] == pytest.approx(30.0) and c["rtt_ms_median"] == pytest.approx(30.0)
     assert c["rtt_ms_p95"] == pytest.approx(48.0) and c["rtt_ms_p99"] == pytest.approx(49.6)
     assert c["queueing_delay_ms_mean"] == pytest.approx(20.0)         # RTT - 10 ms base
+    # Flow b (750,000 bytes) is first seen fully acknowledged at t = 4 s; launched at 1 s.
     assert c["fct_s"] is None and b["fct_s"] == pytest.approx(3.0)
-    # All bytes received (4.75e6) over [0 s, max(0+4, 1+3) s]: 9.5 Mbit/s.
+    # All bytes acknowledged (4e6 + 0.75e6) over [0 s, 4 s]: 9.5 Mbit/s.
     assert t["goodput_mbps"] == pytest.approx(9.5)
     assert t["retrans_rate"] == pytest.approx(40_000 / 4_750_000, abs=1e-6)
     assert t["rtt_ms_mean"] == pytest.approx(230 / 9, abs=1e-3)        # (150 + 4 x 20) / 9 samples
@@ -88,6 +89,7 @@ def test_run_metrics_by_hand() -> None:
     assert t["queue_delay_mean_ms"] == pytest.approx(48 / 9 * FRAME * 8 / 10e6 * 1e3, abs=1e-3)
     assert t["queue_drops"] == 3
     assert t["utilisation"] == pytest.approx(0.8)                     # 1e6 B/s of 1.25e6 B/s
+    # Shares over the all-active period [1, 4]: 8 and 2 Mbit/s.
     assert s["by_algo"]["cubic"]["share"] == pytest.approx(0.8)
     assert s["by_algo"]["bbr"]["share"] == pytest.approx(0.2)
 

@@ -1,0 +1,1 @@
+"""The reproduction report (placeholder replaced below)."""
