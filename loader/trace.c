@@ -3,7 +3,7 @@
  *
  * The BPF side emits records only while its ctl.tracers is above zero, so tracing costs nothing
  * when nobody traces. The counter is changed with atomic operations on the mmap()ed ctl map, so
- * concurrent tracers (and the BPF side reading it) never see a lost update.
+ * that the BPF side, reading it on other CPUs, sees each change at once and whole.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -103,16 +103,6 @@ static int open_tracer(struct tracer *t)
 	return EXIT_SUCCESS;
 }
 
-static void uncount(struct tracer *t)
-{
-	__u32 cur = __atomic_load_n(&t->ctl->tracers, __ATOMIC_RELAXED);
-
-	/* Never below zero, even if someone reset the counter meanwhile. */
-	while (cur > 0 && !__atomic_compare_exchange_n(&t->ctl->tracers, &cur, cur - 1, false,
-						       __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-		;
-}
-
 static int parse_args(int argc, char **argv, struct output *o, const char **out_path)
 {
 	static const struct option opts[] = { { "out", required_argument, NULL, 'o' },
@@ -171,8 +161,11 @@ static int run(struct tracer *tr, size_t n, struct output *o)
 	signal(SIGPIPE, SIG_IGN);
 	if (o->fmt == FMT_CSV)
 		record_csv_header(o->out, o->sel, o->nsel);
+	/* Holding the reader lock, we are the only tracer: a count left above zero was left by a
+	 * tracer killed before it could lower it, so it is reset rather than added to.
+	 */
 	for (size_t i = 0; i < n; i++)
-		__atomic_fetch_add(&tr[i].ctl->tracers, 1, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&tr[i].ctl->tracers, 1, __ATOMIC_SEQ_CST);
 	if (isatty(STDERR_FILENO))
 		fprintf(stderr, "bbrctl: tracing; Ctrl-C stops\n");
 	while (!stop) {
@@ -187,7 +180,7 @@ static int run(struct tracer *tr, size_t n, struct output *o)
 		}
 	}
 	for (size_t i = 0; i < n; i++)
-		uncount(&tr[i]);
+		__atomic_store_n(&tr[i].ctl->tracers, 0, __ATOMIC_SEQ_CST);
 	/* What was emitted before the counters dropped is still wanted. */
 	if (!err)
 		ring_buffer__consume(rb);

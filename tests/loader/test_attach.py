@@ -183,6 +183,9 @@ def test_trace_records_counts_itself_and_allows_one_reader(attach, netpair, tmp_
     attach("bbr_acd")
     pair = netpair(rate_mbit=RATE_MBIT)
     out = tmp_path / "trace.csv"
+    # As if a tracer had been killed with SIGKILL: the next one resets the count.
+    run(["bpftool", "map", "update", "pinned", str(PIN_ROOT / "bbr_acd" / "ctl"), "key", "0", "0", "0", "0",
+         "value", "5", "0", "0", "0"])
     tracer = subprocess.Popen([str(BBRCTL), "trace", "bbr_acd", "--format", "csv", "--out", str(out)],
                               stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
