@@ -143,17 +143,23 @@ class Emulation:
             rules = command(["nft", "-j", "list", "table", "inet", NFT_TABLE], netns=self.topo.router,
                             check=False).stdout
             out["loss_dropped_packets"] = _nft_counter(rules)
-        out["delay_lines"] = [line.stats() for line in self.delay_lines]
+        try:
+            out["delay_lines"] = [line.stats() for line in self.delay_lines]
+        except Exception as exc:
+            out["delay_lines_error"] = str(exc)
         return out
 
     def stop(self) -> None:
         """Delay lines run as processes of their own; everything else goes with the namespaces."""
-        for line in self.delay_lines:
+        lines, self.delay_lines = self.delay_lines, []
+        failures = []
+        for line in lines:
             try:
                 line.stop()
-            except Exception:
-                pass
-        self.delay_lines.clear()
+            except Exception as exc:
+                failures.append(str(exc))
+        if failures:
+            raise HarnessError("; ".join(failures))
 
 
 def _nft_counter(text: str) -> int | None:

@@ -14,7 +14,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from . import procs
 from .emulation import Emulation, check_runnable
@@ -199,31 +199,42 @@ def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit:
             progress.done()
     finally:
         with signals_deferred():
-            for s in samplers:
-                s.stop()
-                if s.error:
-                    events.setdefault("sampler_errors", []).append(s.error)
-                s.out.close()
-            if trace:
-                trace.stop()
-            if traffic:
-                events["flows"] = traffic.events()
-            if emulation:
+            steps: list[tuple[str, Callable[[], None]]] = [
+                ("samplers", lambda: _stop_samplers(samplers, events)),
+                ("bbrctl trace", lambda: trace.stop() if trace else None),
+                ("flow events", lambda: events.__setitem__("flows", traffic.events()) if traffic else None),
+                ("emulation statistics", lambda: events.__setitem__("emulation", emulation.stats())
+                 if emulation else None),
+                ("delay lines", lambda: emulation.stop() if emulation else None),
+                ("processes", group.stop_all),
+                ("namespaces", topo.destroy),
+                ("bbrkit", lambda: undo_bbrkit(state)),
+                ("stale delay lines", lambda: _cleanup_delay_lines(prefix)),
+                ("state file", state.remove),
+            ]
+            # Each step runs whatever the previous ones did: one failure must not leave the rest behind.
+            for what, step in steps:
                 try:
-                    events["emulation"] = emulation.stats()
-                except HarnessError as exc:
-                    _warn(f"emulation statistics: {exc}")
-                emulation.stop()
-            group.stop_all()
-            topo.destroy()
-            undo_bbrkit(state)
-            module = delayline_module()
-            if module is not None:
-                module.cleanup_stale(prefix)
-            state.remove()
+                    step()
+                except Exception as exc:
+                    _warn(f"clean-up of {what}: {exc}")
             os.environ.pop(procs.RUN_ENV, None)
             (raw_dir / "events.json").write_text(json.dumps(events, indent=2) + "\n")
     return write_report(out_dir)
+
+
+def _stop_samplers(samplers: list[Any], events: dict[str, Any]) -> None:
+    for s in samplers:
+        s.stop()
+        if s.error:
+            events.setdefault("sampler_errors", []).append(s.error)
+        s.out.close()
+
+
+def _cleanup_delay_lines(prefix: str) -> None:
+    module = delayline_module()
+    if module is not None:
+        module.cleanup_stale(prefix)
 
 
 class _Progress:
