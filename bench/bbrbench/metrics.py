@@ -88,7 +88,7 @@ class RunData:
 # ---------------------------------------------------------------- elementary measures
 
 
-def jain(values: Sequence[float]) -> float | None:
+def jain(values: Sequence[float] | np.ndarray) -> float | None:
     """Jain's fairness index; None for no values or all zero."""
     x = np.asarray(values, dtype=float)
     if len(x) == 0 or not np.any(x):
@@ -225,7 +225,7 @@ def queue_metrics(data: RunData, span: tuple[float, float] | None) -> dict[str, 
         "queue_backlog_packets_max": int(backlog_p.max()) if len(backlog_p) else None,
         "queue_backlog_bytes_mean": _num(mean(backlog_b)),
         "queue_backlog_bytes_max": int(backlog_b.max()) if len(backlog_b) else None,
-        "queue_occupancy_mean": _num(mean(backlog_b) / data.info.limit_bytes if len(backlog_b) else None),
+        "queue_occupancy_mean": _num(float(backlog_b.mean()) / data.info.limit_bytes if len(backlog_b) else None),
         "queue_delay_mean_ms": _num(mean(delay_ms)),
         "queue_delay_p95_ms": _num(percentile(delay_ms, 95)),
         "queue_delay_p99_ms": _num(percentile(delay_ms, 99)),

@@ -23,7 +23,6 @@ from typing import IO, Any
 
 from .emulation import LEAF_HANDLE
 from .procs import HarnessError, ProcessGroup, command
-from .scenario import Scenario
 from .system import bbrctl_path
 from .topology import BOTTLENECK_IF, Topology
 

@@ -205,7 +205,7 @@ def aggregate(out: Path) -> str:
         writer = csv.writer(fh)
         writer.writerow(keys + ["status"] + [f"{m}{s}" for m in plan_.metrics for s in ("_mean", "_ci95", "_n")])
         for row in rows:
-            cells = [row["overrides"].get(k, "") for k in keys] + [row["status"]]
+            cells: list[Any] = [row["overrides"].get(k, "") for k in keys] + [row["status"]]
             for m in plan_.metrics:
                 stat = row["metrics"].get(m)
                 cells += [stat["mean"], stat["ci95"] if stat["ci95"] is not None else "", stat["n"]] if stat else ["", "", 0]
