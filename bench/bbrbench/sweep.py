@@ -208,7 +208,10 @@ def aggregate(out: Path) -> str:
             cells: list[Any] = [row["overrides"].get(k, "") for k in keys] + [row["status"]]
             for m in plan_.metrics:
                 stat = row["metrics"].get(m)
-                cells += [stat["mean"], stat["ci95"] if stat["ci95"] is not None else "", stat["n"]] if stat else ["", "", 0]
+                extra: list[Any] = ["", "", 0]
+                if stat:
+                    extra = [stat["mean"], "" if stat["ci95"] is None else stat["ci95"], stat["n"]]
+                cells += extra
             writer.writerow(cells)
     text = sweep_table(plan_, rows)
     (out / "table.txt").write_text(text + "\n")
