@@ -206,8 +206,8 @@ def aggregate(out: Path) -> str:
         writer.writerow(keys + ["status"] + [f"{m}{s}" for m in plan_.metrics for s in ("_mean", "_ci95", "_n")])
         for row in rows:
             cells: list[Any] = [row["overrides"].get(k, "") for k in keys] + [row["status"]]
-            for m in plan_.metrics:
-                stat = row["metrics"].get(m)
+            for metric in plan_.metrics:
+                stat = row["metrics"].get(metric)
                 extra: list[Any] = ["", "", 0]
                 if stat:
                     extra = [stat["mean"], "" if stat["ci95"] is None else stat["ci95"], stat["n"]]
