@@ -1,1 +1,467 @@
-"""The reproduction report (placeholder replaced below)."""
+"""The reproduction report: our sweep results beside the papers' numbers (papers.py), as Markdown with
+PNG figures, plus summary.json with every number the report shows.
+
+Inputs are the sweep directories `reproduce` wrote (plan.json and each repetition's summary.json); only
+finished repetitions count. Means carry 95% confidence half-widths (Student's t) over repetitions.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+import numpy as np  # noqa: E402
+
+from .papers import (SEED004_L1_LOSS, SEED004_L2, SEED004_P_CUBIC, SEED004_PEARSON_CUBIC, Spec,  # noqa: E402
+                     spec_for)
+from .sharemodel import l2_error, pearson, share_for_link  # noqa: E402
+from .stats import mean_ci95  # noqa: E402
+from .sweep import DONE_MARK, NOT_RUNNABLE, metric_value  # noqa: E402
+
+# Payload bytes per full-sized segment (1500 MTU minus IPv4, TCP and timestamp option headers).
+MSS_BYTES = 1448
+DPI = 90
+FIG_SIZE = (11, 3.4)
+MAX_PLOTTED_MEASURES = 3
+# Seed 004's path: 10 Mbit/s, 40 ms.
+SEED004_RATE_MBIT = 10.0
+SEED004_RTT_MS = 40.0
+
+
+# ---------------------------------------------------------------- reading results
+
+
+def value(summary: dict[str, Any], metric: str) -> float | None:
+    """A sweep metric path, or one derived from the run's per-flow results:
+    derived.retrans_packets / derived.sent_packets (full-sized segments), derived.throughput_mbps (bytes
+    put on the wire over the active period), derived.share.LABEL (goodput share of flows whose label
+    starts with LABEL)."""
+    if not metric.startswith("derived."):
+        return metric_value(summary, metric)
+    name = metric.removeprefix("derived.")
+    flows = summary.get("flows", [])
+    if name in ("retrans_packets", "sent_packets"):
+        field_ = "bytes_retrans" if name == "retrans_packets" else "bytes_sent"
+        return sum(f.get(field_) or 0 for f in flows) / MSS_BYTES
+    if name == "throughput_mbps":
+        period = summary.get("total", {}).get("active_period_s")
+        sent = sum(f.get("bytes_sent") or 0 for f in flows)
+        return sent * 8 / period / 1e6 if period else None
+    if name.startswith("share."):
+        label = name.removeprefix("share.")
+        total = sum(f.get("goodput_mbps") or 0.0 for f in flows)
+        mine = sum(f.get("goodput_mbps") or 0.0 for f in flows if str(f.get("label", "")).startswith(label))
+        return mine / total if total else None
+    raise ValueError(f"unknown derived metric {metric!r}")
+
+
+@dataclass
+class Stat:
+    mean: float
+    ci95: float | None
+    n: int
+
+    def text(self, scale: float = 1.0) -> str:
+        m = self.mean * scale
+        if self.ci95 is None:
+            return f"{m:.3g} (n={self.n})"
+        return f"{m:.3g} ± {self.ci95 * scale:.2g} (n={self.n})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mean": self.mean, "ci95": self.ci95, "n": self.n}
+
+
+@dataclass
+class PointResult:
+    overrides: dict[str, Any]
+    label: str
+    status: str
+    summaries: list[dict[str, Any]] = field(default_factory=list)
+
+    def stat(self, metric: str) -> Stat | None:
+        values = [v for v in (value(s, metric) for s in self.summaries) if v is not None]
+        if not values:
+            return None
+        m, ci = mean_ci95(values)
+        return Stat(m, ci, len(values))
+
+
+def load_experiment(directory: Path) -> list[PointResult]:
+    plan = json.loads((directory / "plan.json").read_text())
+    points: list[PointResult] = []
+    for p in plan["points"]:
+        pdir = directory / "points" / p["id"]
+        label = ", ".join(f"{k}={v}" for k, v in p["overrides"].items()) or "(base)"
+        if (pdir / NOT_RUNNABLE).is_file():
+            points.append(PointResult(p["overrides"], label, "not runnable: " + (pdir / NOT_RUNNABLE).read_text().strip()))
+            continue
+        summaries = [json.loads((pdir / f"rep{r}" / "summary.json").read_text())
+                     for r in range(plan["repetitions"]) if (pdir / f"rep{r}" / DONE_MARK).is_file()]
+        points.append(PointResult(p["overrides"], label, f"{len(summaries)}/{plan['repetitions']} repetitions",
+                                  summaries))
+    return points
+
+
+def _key(v: Any) -> Any:
+    """Override values as dictionary keys: 1.0 and 1 are the same x."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v
+
+
+class Results:
+    """One experiment's points arranged by the spec's series and x."""
+
+    def __init__(self, spec: Spec, points: list[PointResult]) -> None:
+        self.spec = spec
+        self.points = points
+
+    def series_of(self, p: PointResult) -> str:
+        if self.spec.series_key and self.spec.series_key in p.overrides:
+            return str(p.overrides[self.spec.series_key])
+        return self.spec.default_series
+
+    def x_of(self, p: PointResult) -> Any:
+        xs = tuple(_key(p.overrides.get(k)) for k in self.spec.x_keys)
+        if not xs:
+            return None
+        return xs[0] if len(xs) == 1 else xs
+
+    def find(self, series: str, x: Any) -> PointResult | None:
+        return next((p for p in self.points if self.series_of(p) == series and self.x_of(p) == _key(x)), None)
+
+    def mean(self, series: str, x: Any, metric: str) -> float | None:
+        p = self.find(series, x)
+        s = p.stat(metric) if p else None
+        return s.mean if s else None
+
+    def xs(self, series: str) -> list[Any]:
+        return [self.x_of(p) for p in self.points if self.series_of(p) == series and p.summaries]
+
+    def x_name(self, x: Any) -> str:
+        if x in self.spec.x_names:
+            return self.spec.x_names[x]
+        if isinstance(x, tuple):
+            return ", ".join(str(v) for v in x if v is not None)
+        return "" if x is None else str(x)
+
+
+# ---------------------------------------------------------------- one experiment
+
+
+def _paper(spec: Spec, series: str, x: Any, metric: str) -> str:
+    for key in ((series, x, metric), (series, None, metric)):
+        if key in spec.paper:
+            v = spec.paper[key]
+            return f"{v:g}" if isinstance(v, (int, float)) else v
+    return "-"
+
+
+def experiment_section(spec: Spec, points: list[PointResult], fig_dir: Path, rel: str) -> tuple[list[str], dict[str, Any]]:
+    res = Results(spec, points)
+    lines = [f"### {spec.title}", ""]
+    js: dict[str, Any] = {"title": spec.title, "points": [], "claims": []}
+    header = ["series", spec.x_title or "x"]
+    for m in spec.measures:
+        header += [f"{m.title} paper", f"{m.title} ours"]
+    header.append("status")
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for p in points:
+        series, x = res.series_of(p), res.x_of(p)
+        row = [series or "-", res.x_name(x) or "-"]
+        point_js: dict[str, Any] = {"series": series, "x": x, "overrides": p.overrides, "status": p.status, "metrics": {}}
+        for m in spec.measures:
+            s = p.stat(m.metric)
+            row += [_paper(spec, series, x, m.metric), s.text(m.scale) if s else "-"]
+            point_js["metrics"][m.metric] = s.to_json() if s else None
+        row.append(p.status)
+        lines.append("| " + " | ".join(row) + " |")
+        js["points"].append(point_js)
+    for series in spec.pending:
+        xs = sorted({k[1] for k in spec.paper if k[0] == series}, key=lambda v: (v is None, str(v)))
+        for x in xs:
+            row = [series, res.x_name(x) or "all"]
+            for m in spec.measures:
+                row += [_paper(spec, series, x, m.metric), "pending"]
+            row.append("pending: no BBRv2 algorithm in bbrkit yet")
+            lines.append("| " + " | ".join(row) + " |")
+    lines += ["", "(ours: mean ± 95% confidence half-width over n repetitions)", ""]
+    if spec.claims:
+        lines += ["Claims:", ""]
+        for c in spec.claims:
+            holds, measured = c.check(res)
+            verdict = {True: "**holds**", False: "**does not hold**", None: "**undecided** (not measured)"}[holds]
+            lines.append(f"- {c.text}: {verdict} on Linux here. Ours: {measured}.")
+            js["claims"].append({"claim": c.text, "holds": holds, "measured": measured})
+        lines.append("")
+    figure = plot_experiment(res, fig_dir)
+    if figure is not None:
+        lines += [f"![{spec.title}]({rel}/{figure.name})", ""]
+    if spec.notes:
+        lines += [f"Differences: {spec.notes}", ""]
+    return lines, js
+
+
+def plot_experiment(res: Results, fig_dir: Path) -> Path | None:
+    measured = [p for p in res.points if p.summaries]
+    if not measured:
+        return None
+    measures = res.spec.measures[:MAX_PLOTTED_MEASURES]
+    fig, axes = plt.subplots(1, len(measures), figsize=FIG_SIZE, squeeze=False)
+    xs_all = list(dict.fromkeys(res.x_of(p) for p in measured))
+    numeric = all(isinstance(x, (int, float)) for x in xs_all)
+    series_names = list(dict.fromkeys(res.series_of(p) for p in measured))
+    for ax, m in zip(axes[0], measures):
+        for i, series in enumerate(series_names):
+            pts = [p for p in measured if res.series_of(p) == series]
+            xs, ys, es = [], [], []
+            for p in pts:
+                s = p.stat(m.metric)
+                if s is None:
+                    continue
+                x = res.x_of(p)
+                xs.append(x if numeric else xs_all.index(x))
+                ys.append(s.mean * m.scale)
+                es.append((s.ci95 or 0.0) * m.scale)
+            if not xs:
+                continue
+            order = np.argsort(xs)
+            color = f"C{i}"
+            ax.errorbar(np.array(xs)[order], np.array(ys)[order], yerr=np.array(es)[order], marker="o",
+                        capsize=3, color=color, label=f"{series or 'ours'} (ours)")
+            paper_x, paper_y = [], []
+            for x in dict.fromkeys(res.x_of(p) for p in pts):
+                v = res.spec.paper.get((series, x, m.metric))
+                if isinstance(v, (int, float)):
+                    paper_x.append(x if numeric else xs_all.index(x))
+                    paper_y.append(v)
+            if paper_x:
+                ax.scatter(paper_x, paper_y, marker="s", facecolors="none", edgecolors=color, s=60,
+                           label=f"{series or 'paper'} (paper)")
+        if numeric and len(xs_all) > 2 and min(xs_all) > 0 and max(xs_all) / min(xs_all) >= 20:
+            ax.set_xscale("log")
+        if not numeric:
+            ax.set_xticks(range(len(xs_all)))
+            ax.set_xticklabels([res.x_name(x) for x in xs_all], rotation=15, fontsize=7)
+        ax.set_xlabel(res.spec.x_title)
+        ax.set_ylabel(m.title)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(res.spec.title, fontsize=9)
+    fig.tight_layout()
+    path = fig_dir / (res.spec.key.replace("/", "_") + ".png")
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+# ---------------------------------------------------------------- seed 004
+
+
+def t_two_sided_p(t: float, df: int) -> float:
+    """Two-sided p-value of Student's t by integrating its density from 0 to |t| (numpy only)."""
+    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+    grid = np.linspace(0.0, abs(t), 20001)
+    density = c * (1 + grid ** 2 / df) ** (-(df + 1) / 2)
+    return float(max(0.0, 1 - 2 * np.trapezoid(density, grid)))
+
+
+def regression(x: list[float], y: list[float]) -> dict[str, float | None]:
+    """Least-squares y = a + b x with R² and the slope's two-sided p-value."""
+    n = len(x)
+    xa, ya = np.asarray(x, float), np.asarray(y, float)
+    sxx = float(((xa - xa.mean()) ** 2).sum())
+    if n < 3 or sxx == 0:
+        return {"slope": None, "intercept": None, "r2": None, "p": None, "n": n}
+    b = float(((xa - xa.mean()) * (ya - ya.mean())).sum() / sxx)
+    a = float(ya.mean() - b * xa.mean())
+    resid = ya - (a + b * xa)
+    sst = float(((ya - ya.mean()) ** 2).sum())
+    r2 = 1 - float((resid ** 2).sum()) / sst if sst else None
+    se = math.sqrt(float((resid ** 2).sum()) / (n - 2) / sxx)
+    p = t_two_sided_p(b / se, n - 2) if se > 0 else 0.0
+    return {"slope": b, "intercept": a, "r2": r2, "p": p, "n": n}
+
+
+def _share_points(out: Path, name: str) -> list[PointResult]:
+    d = out / "seed004" / name
+    return load_experiment(d) if (d / "plan.json").is_file() else []
+
+
+def _duration(out: Path, name: str, p: PointResult) -> float:
+    plan = json.loads((out / "seed004" / name / "plan.json").read_text())
+    return float(p.overrides.get("duration_s", plan["raw"].get("duration_s", 60)))
+
+
+def seed004_section(out: Path, fig_dir: Path, rel: str) -> tuple[list[str], dict[str, Any]]:
+    lines = ["### Seed 004: BBR's share against CUBIC, model vs measured", ""]
+    js: dict[str, Any] = {}
+    # (N, q in BDP) -> measured mean share, model share, CI
+    rows: list[dict[str, Any]] = []
+    for name in ("share", "share-long"):
+        for p in _share_points(out, name):
+            s = p.stat("algo.bbr.share")
+            n = int(p.overrides.get("flows.0.count", 1))
+            q = float(p.overrides.get("bottleneck.buffer_bdp", 1))
+            model = share_for_link(n, q, SEED004_RATE_MBIT, SEED004_RTT_MS, _duration(out, name, p))
+            rows.append({"n_bbr": n, "queue_bdp": q, "model": model, "measured": s.to_json() if s else None,
+                         "status": p.status})
+    rows.sort(key=lambda r: (r["n_bbr"], r["queue_bdp"]))
+    js["share"] = rows
+    lines += ["| BBR flows | queue (BDP) | model share | measured BBR share | status |", "|---|---|---|---|---|"]
+    for r in rows:
+        m = r["measured"]
+        ours = Stat(m["mean"], m["ci95"], m["n"]).text() if m else "-"
+        lines.append(f"| {r['n_bbr']} | {r['queue_bdp']:g} | {r['model']:.3f} | {ours} | {r['status']} |")
+    lines += ["", "Per-N L2 error over the queue sizes (the seed's Table 2; ours over our queue sizes only):", "",
+              "| BBR flows | paper L2 | ours L2 | queue sizes |", "|---|---|---|---|"]
+    l2: dict[int, float] = {}
+    for n in sorted({r["n_bbr"] for r in rows}):
+        mine = [r for r in rows if r["n_bbr"] == n and r["measured"]]
+        if mine:
+            l2[n] = l2_error([r["model"] for r in mine], [r["measured"]["mean"] for r in mine])
+        paper = SEED004_L2.get(n)
+        queues = ", ".join(f"{r['queue_bdp']:g}" for r in mine)
+        ours = f"{l2[n]:.3f}" if n in l2 else "-"
+        lines.append(f"| {n} | {paper if paper is not None else '-'} | {ours} | {queues} |")
+    js["l2"] = l2
+    for n in sorted(SEED004_L2):
+        if n not in l2:
+            lines.append(f"| {n} | {SEED004_L2[n]} | not run in this profile | |")
+    lines.append("")
+    if rows:
+        fig = _plot_share(rows, fig_dir)
+        lines += [f"![seed 004 model vs measured]({rel}/{fig.name})", ""]
+
+    lines += ["CUBIC count (the model says it does not matter):", ""]
+    cubic = _share_points(out, "cubic-count")
+    cx, cy = [], []
+    for p in cubic:
+        for s in p.summaries:
+            v = value(s, "algo.bbr.share")
+            if v is not None:
+                cx.append(float(p.overrides.get("flows.1.count", 1)))
+                cy.append(v)
+    reg = regression(cx, cy)
+    corr: float | None
+    try:
+        corr = pearson(cx, cy)
+    except ValueError:
+        corr = None
+    js["cubic_count"] = {"pearson": corr, "regression": reg, "points": list(zip(cx, cy))}
+    lines += ["| statistic | paper | ours |", "|---|---|---|",
+              f"| Pearson r (share vs CUBIC count) | {SEED004_PEARSON_CUBIC} | {_f(corr)} |",
+              f"| single-factor regression slope per CUBIC flow | - | {_f(reg['slope'])} |",
+              f"| R² | 0.007 | {_f(reg['r2'])} |",
+              f"| slope p-value | {SEED004_P_CUBIC} | {_f(reg['p'])} |",
+              f"| runs | 567 (all of dataset I) | {reg['n']} |", ""]
+    for p in cubic:
+        s = p.stat("algo.bbr.share")
+        lines.append(f"- {p.label}: BBR share {s.text() if s else '-'} ({p.status})")
+    holds = None if corr is None or reg["p"] is None else (abs(corr) < 0.5 or reg["p"] > 0.05)
+    lines += ["", f"Claim \"the CUBIC count does not affect BBR's share\": "
+              f"{ {True: '**holds**', False: '**does not hold**', None: '**undecided**'}[holds] } on Linux here.", ""]
+    js["cubic_count"]["holds"] = holds
+
+    lines += ["Random loss (the seed's Table 4: sum of lossy minus loss-free share; one flow mix here, 9 + 9):", "",
+              "| loss % | paper L1 | ours (share(loss) - share(0)) | measured share |", "|---|---|---|---|"]
+    loss = _share_points(out, "loss")
+    base = next((p.stat("algo.bbr.share") for p in loss if _key(p.overrides.get("bottleneck.loss_pct")) == 0), None)
+    loss_js = []
+    for p in loss:
+        pct = _key(p.overrides.get("bottleneck.loss_pct"))
+        if pct == 0:
+            continue
+        s = p.stat("algo.bbr.share")
+        diff = s.mean - base.mean if s and base else None
+        loss_js.append({"loss_pct": pct, "share": s.to_json() if s else None, "l1": diff})
+        lines.append(f"| {pct} | {SEED004_L1_LOSS.get(pct, '-')} | {_f(diff)} | {s.text() if s else '-'} |")
+    lines += ["", f"Loss-free share: {base.text() if base else '-'}.", ""]
+    js["loss"] = loss_js
+    lines += ["Differences: the seed ran a GENI testbed with Linux BBR of 2020 and tc netem; we run kernel 6.18's "
+              "`bbr` (the paper's algorithm) through a userspace delay line on the ACK path and a tbf-shaped "
+              "FIFO, with shorter runs (quick: 18-30 s instead of 60-200 s) and a subset of BBR counts and "
+              "queue sizes, so per-N errors sum over fewer queue sizes than the seed's seven. The model's d "
+              "is taken as the run's duration.", ""]
+    return lines, js
+
+
+def _f(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3g}"
+
+
+def _plot_share(rows: list[dict[str, Any]], fig_dir: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(7, 4))
+    grid = np.geomspace(0.25, 32, 60)
+    for i, n in enumerate(sorted({r["n_bbr"] for r in rows})):
+        color = f"C{i}"
+        model = [share_for_link(n, q, SEED004_RATE_MBIT, SEED004_RTT_MS, 60.0) for q in grid]
+        ax.plot(grid, model, color=color, linestyle="--", label=f"model, N={n}")
+        mine = [r for r in rows if r["n_bbr"] == n and r["measured"]]
+        ax.errorbar([r["queue_bdp"] for r in mine], [r["measured"]["mean"] for r in mine],
+                    yerr=[r["measured"]["ci95"] or 0 for r in mine], color=color, marker="o", linestyle="none",
+                    capsize=3, label=f"measured, N={n}")
+    ax.set_xscale("log")
+    ax.set_xlabel("queue (BDP)")
+    ax.set_ylabel("BBR share of goodput")
+    ax.set_ylim(0, 1.05)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    ax.set_title("Seed 004: Ware et al. model vs measured (10 Mbit/s, 40 ms, 1 CUBIC flow)", fontsize=9)
+    fig.tight_layout()
+    path = fig_dir / "seed004_share.png"
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+# ---------------------------------------------------------------- the whole report
+
+
+def write_report(out: Path) -> Path:
+    meta = json.loads((out / "meta.json").read_text())
+    fig_dir = out / "figures"
+    fig_dir.mkdir(exist_ok=True)
+    rel = "figures"
+    runs = meta.get("runs", [])
+    lines = ["# Reproduction of the seed papers' experiments", "",
+             f"Profile: **{meta['profile']}**. Produced by:", ""]
+    for r in runs:
+        lines.append(f"- `{r['command']}` at revision `{r['revision']}`, {r['started']} - "
+                     f"{r.get('finished', 'interrupted')}" + (f" ({r['elapsed_s'] / 60:.1f} min)" if 'elapsed_s' in r else ""))
+    lines += ["", "Each table puts the paper's number (or its words, where it gives only a figure) beside ours "
+              "(mean ± 95% confidence half-width over n repetitions; no interval with n = 1). A claim "
+              "\"holds\" when our Linux numbers show the paper's effect in the direction and rough size it "
+              "states. BBRv2 is pending (no bbrkit algorithm for it yet). Scaled quick-profile runs say so in "
+              "their notes.", ""]
+    summary: dict[str, Any] = {"meta": meta, "experiments": {}}
+    seeds = sorted(d.name for d in out.iterdir() if d.is_dir() and d.name.startswith("seed"))
+    for seed in seeds:
+        lines += [f"## {seed}", ""]
+        for exp_dir in sorted(d for d in (out / seed).iterdir() if (d / "plan.json").is_file()):
+            key = f"{seed}/{exp_dir.name}"
+            if seed == "seed004":
+                continue
+            spec = spec_for(key)
+            points = load_experiment(exp_dir)
+            if spec is None:
+                lines += [f"### {key}", "", "(no paper numbers catalogued)", ""]
+                continue
+            section, js = experiment_section(spec, points, fig_dir, rel)
+            lines += section
+            summary["experiments"][key] = js
+        if seed == "seed004":
+            section, js = seed004_section(out, fig_dir, rel)
+            lines += section
+            summary["experiments"]["seed004"] = js
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    path = out / "report.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
