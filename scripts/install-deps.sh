@@ -3,7 +3,7 @@
 # only when a package is missing.
 set -eu
 
-PACKAGES="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config iperf3 iproute2 nftables make gcc iputils-ping"
+PACKAGES="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config iperf3 iproute2 nftables make gcc iputils-ping ethtool"
 
 missing=""
 for pkg in $PACKAGES; do

@@ -20,11 +20,11 @@ def _require_root_and_build() -> None:
 
 @pytest.fixture
 def netpair() -> Iterator[Callable[..., NetPair]]:
-    """Factory: netpair(rate_mbit=100, queue_bytes=...) -> NetPair, removed after the test."""
+    """Factory: netpair(rate_mbit=100, queue_bytes=..., rtt_ms=0) -> NetPair, removed after the test."""
     made: list[NetPair] = []
 
-    def factory(rate_mbit: int = 100, queue_bytes: int = 400_000) -> NetPair:
-        pair = make_netpair(rate_mbit, queue_bytes)
+    def factory(rate_mbit: int = 100, queue_bytes: int = 400_000, rtt_ms: float = 0) -> NetPair:
+        pair = make_netpair(rate_mbit, queue_bytes, rtt_ms)
         made.append(pair)
         return pair
 

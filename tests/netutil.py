@@ -7,11 +7,15 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from bbrbench.delayline import DelayLine  # noqa: E402  (the harness's delay line, not installed)
+
 BBRCTL = ROOT / "build" / "bbrctl"
 NS_PREFIX = f"bbk{os.getpid() % 100000}-"  # unique per test session
 _ns_counter = itertools.count()
@@ -31,16 +35,23 @@ def available_ccs() -> list[str]:
 
 @dataclass
 class NetPair:
-    """Two network namespaces joined by a veth pair; the sender's egress is a tbf bottleneck."""
+    """Two network namespaces joined by veth; the sender's egress is a tbf bottleneck. With an
+    RTT, a third namespace in the middle runs bbrkit's delay line (this kernel has no netem)."""
 
     sender: str
     receiver: str
     sender_addr: str
     receiver_addr: str
     rate_mbit: int
+    middle: str | None = None
+    delay: DelayLine | None = None
 
     def exec(self, ns: str, cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
         return run(["ip", "netns", "exec", ns, *cmd], **kwargs)  # type: ignore[arg-type]
+
+    def netns_inode(self, ns: str) -> int:
+        """The inode bbrctl reports as a flow's `netns`."""
+        return os.stat(f"/run/netns/{ns}").st_ino
 
     def popen(self, ns: str, cmd: list[str]) -> subprocess.Popen[str]:
         return subprocess.Popen(["ip", "netns", "exec", ns, *cmd], stdout=subprocess.PIPE,
@@ -56,15 +67,27 @@ def _kill_netns_processes(ns: str) -> None:
             pass
 
 
-def make_netpair(rate_mbit: int, queue_bytes: int) -> NetPair:
+def make_netpair(rate_mbit: int, queue_bytes: int, rtt_ms: float = 0) -> NetPair:
     n = next(_ns_counter)
-    pair = NetPair(f"{NS_PREFIX}{n}s", f"{NS_PREFIX}{n}r", f"198.18.{200 + n % 50}.1",
-                   f"198.18.{200 + n % 50}.2", rate_mbit)
-    for ns in (pair.sender, pair.receiver):
-        run(["ip", "netns", "add", ns])
-        run(["ip", "-n", ns, "link", "set", "lo", "up"])
-    run(["ip", "link", "add", "v0", "netns", pair.sender, "type", "veth", "peer", "name", "v1",
-         "netns", pair.receiver])
+    subnet = f"198.18.{200 + n % 50}"
+    pair = NetPair(f"{NS_PREFIX}{n}s", f"{NS_PREFIX}{n}r", f"{subnet}.1", f"{subnet}.2", rate_mbit)
+    if rtt_ms:
+        pair.middle = f"{NS_PREFIX}{n}m"
+    for ns in (pair.sender, pair.receiver, pair.middle):
+        if ns:
+            run(["ip", "netns", "add", ns])
+            run(["ip", "-n", ns, "link", "set", "lo", "up"])
+    if pair.middle:
+        run(["ip", "link", "add", "v0", "netns", pair.sender, "type", "veth", "peer", "name", "ml",
+             "netns", pair.middle])
+        run(["ip", "link", "add", "mr", "netns", pair.middle, "type", "veth", "peer", "name", "v1",
+             "netns", pair.receiver])
+        half_us = int(rtt_ms * 500)
+        pair.delay = DelayLine(pair.middle, "ml", "mr", half_us, half_us, tag=f"{NS_PREFIX}{n}")
+        pair.delay.start()
+    else:
+        run(["ip", "link", "add", "v0", "netns", pair.sender, "type", "veth", "peer", "name", "v1",
+             "netns", pair.receiver])
     run(["ip", "-n", pair.sender, "addr", "add", f"{pair.sender_addr}/24", "dev", "v0"])
     run(["ip", "-n", pair.receiver, "addr", "add", f"{pair.receiver_addr}/24", "dev", "v1"])
     run(["ip", "-n", pair.sender, "link", "set", "v0", "up"])
@@ -77,7 +100,11 @@ def make_netpair(rate_mbit: int, queue_bytes: int) -> NetPair:
 
 
 def remove_netpair(pair: NetPair) -> None:
-    for ns in (pair.sender, pair.receiver):
+    if pair.delay:
+        pair.delay.stop()
+    for ns in (pair.sender, pair.receiver, pair.middle):
+        if not ns:
+            continue
         _kill_netns_processes(ns)
         run(["ip", "netns", "del", ns], check=False)
 
