@@ -68,7 +68,6 @@ BBR_INLINE void bbrkit_fill_addrs(struct bbrkit_flow *f, const struct sock *sk)
 {
 	const struct sock_common *c = &sk->__sk_common;
 
-	f->cookie = (u64)(unsigned long)sk;
 	f->sport = c->skc_num;
 	f->dport = bpf_ntohs(c->skc_dport);
 	f->netns = c->skc_net.net->ns.inum;
@@ -85,6 +84,7 @@ BBR_INLINE void bbrkit_fill_addrs(struct bbrkit_flow *f, const struct sock *sk)
 BBR_INLINE void bbrkit_emit(struct sock *sk, const struct bbr_core *b, u8 event)
 {
 	struct bbrkit_flow *f = bpf_ringbuf_reserve(&events, sizeof(*f), 0);
+	struct bbrkit_sk *s;
 
 	if (!f)
 		return; /* the reader is behind: drop this record rather than stall the ACK */
@@ -92,6 +92,9 @@ BBR_INLINE void bbrkit_emit(struct sock *sk, const struct bbr_core *b, u8 event)
 	f->t_ns = bpf_ktime_get_ns();
 	bbr_fill_flow(f, sk, b, event);
 	bbrkit_fill_addrs(f, sk);
+	s = bpf_sk_storage_get(&flow_storage, sk, 0, 0);
+	if (s)
+		f->cookie = s->init_ns;
 	bpf_ringbuf_submit(f, 0);
 }
 
@@ -187,12 +190,13 @@ BBR_INLINE bool bbrkit_uses_us(const struct tcp_sock *tp)
 SEC("iter/bpf_sk_storage_map")
 int dump_flows(struct bpf_iter__bpf_sk_storage_map *ctx)
 {
+	struct bbrkit_sk *storage = ctx->value;
 	struct sock *sk = ctx->sk;
 	struct bbrkit_flow f = {};
 	struct bbr_core core;
 	struct tcp_sock *tp;
 
-	if (!sk || !ctx->value)
+	if (!sk || !storage)
 		return 0;
 	tp = bpf_skc_to_tcp_sock(sk);
 	if (!tp || !bbrkit_uses_us(tp))
@@ -202,6 +206,7 @@ int dump_flows(struct bpf_iter__bpf_sk_storage_map *ctx)
 	f.t_ns = bpf_ktime_get_ns();
 	bbr_fill_flow(&f, (struct sock *)tp, &core, BBRKIT_EV_SNAPSHOT);
 	bbrkit_fill_addrs(&f, (struct sock *)tp);
+	f.cookie = storage->init_ns;
 	bpf_seq_write(ctx->meta->seq, &f, sizeof(f));
 	return 0;
 }

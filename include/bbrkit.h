@@ -54,7 +54,7 @@ enum bbrkit_event {
 /* One flow's state: the ring buffer's trace record and the flows iterator's output. */
 struct bbrkit_flow {
 	__u64 t_ns;          /* CLOCK_MONOTONIC, bpf_ktime_get_ns() */
-	__u64 cookie;        /* socket cookie: identifies the flow across records */
+	__u64 cookie;        /* identifies the flow across records: its start, CLOCK_MONOTONIC ns */
 	__u64 pacing_rate;   /* bytes per second */
 	__u64 bw;            /* bandwidth estimate, packets/us << BW_SCALE */
 	__u8 saddr[16];      /* IPv4 in the first four bytes unless BBRKIT_F_IPV6 */
