@@ -58,6 +58,8 @@ void set_context(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool want_help(int argc, char **argv);
+/* Parses the --json and -v options shared by list, show and flows: 0, or usage_error()'s status. */
+int parse_json_option(int argc, char **argv, const char *usage, bool *json);
 void libbpf_log_setup(void);
 const char *libbpf_failed_prog(void);
 const char *libbpf_last_message(void);

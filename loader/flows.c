@@ -73,8 +73,6 @@ int count_flows(const struct algo *a)
 
 int cmd_flows(int argc, char **argv)
 {
-	static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
-					      { "verbose", no_argument, NULL, 'v' }, {} };
 	const struct algo *sel[64];
 	bool json = false;
 	size_t nsel, shown = 0;
@@ -90,15 +88,9 @@ int cmd_flows(int argc, char **argv)
 		return EXIT_SUCCESS;
 	}
 	set_context("flows");
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "jv", opts, NULL)) != -1) {
-		if (c == 'j')
-			json = true;
-		else if (c == 'v')
-			verbose = true;
-		else
-			return usage_error(flows_usage, "unknown option '%s'", argv[optind - 1]);
-	}
+	c = parse_json_option(argc, argv, flows_usage, &json);
+	if (c)
+		return c;
 	if (argc - optind > (int)(sizeof(sel) / sizeof(sel[0])))
 		return usage_error(flows_usage, "too many algorithms");
 	if (check_root() || select_algos(argc - optind, argv + optind, sel, &nsel))

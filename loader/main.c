@@ -68,8 +68,6 @@ static void list_json(const char *available)
 
 int cmd_list(int argc, char **argv)
 {
-	static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
-					      { "verbose", no_argument, NULL, 'v' }, {} };
 	char available[1024];
 	bool json = false;
 	int c, err;
@@ -85,15 +83,9 @@ int cmd_list(int argc, char **argv)
 		return EXIT_SUCCESS;
 	}
 	set_context("list");
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "jv", opts, NULL)) != -1) {
-		if (c == 'j')
-			json = true;
-		else if (c == 'v')
-			verbose = true;
-		else
-			return usage_error(list_usage, "unknown option '%s'", argv[optind - 1]);
-	}
+	c = parse_json_option(argc, argv, list_usage, &json);
+	if (c)
+		return c;
 	if (optind != argc)
 		return usage_error(list_usage, "unexpected argument '%s'", argv[optind]);
 	if (check_root())

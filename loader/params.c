@@ -187,8 +187,6 @@ static void show_table(const struct algo *a, const void *value)
 
 int cmd_show(int argc, char **argv)
 {
-	static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
-					      { "verbose", no_argument, NULL, 'v' }, {} };
 	unsigned char value[MAX_PARAMS_SIZE];
 	const struct algo *a;
 	bool json = false;
@@ -205,15 +203,9 @@ int cmd_show(int argc, char **argv)
 		return EXIT_SUCCESS;
 	}
 	set_context("show");
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "jv", opts, NULL)) != -1) {
-		if (c == 'j')
-			json = true;
-		else if (c == 'v')
-			verbose = true;
-		else
-			return usage_error(show_usage, "unknown option '%s'", argv[optind - 1]);
-	}
+	c = parse_json_option(argc, argv, show_usage, &json);
+	if (c)
+		return c;
 	if (optind + 1 != argc)
 		return usage_error(show_usage, argc == optind ? "missing ALGO" : "expected one ALGO");
 	a = find_algo_or_fail(argv[optind]);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Error reporting and libbpf's log. */
 #define _GNU_SOURCE
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,4 +136,22 @@ const char *libbpf_failed_prog(void)
 const char *libbpf_last_message(void)
 {
 	return last_message[0] ? last_message : NULL;
+}
+
+int parse_json_option(int argc, char **argv, const char *usage, bool *json)
+{
+	static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
+					      { "verbose", no_argument, NULL, 'v' }, {} };
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "jv", opts, NULL)) != -1) {
+		if (c == 'j')
+			*json = true;
+		else if (c == 'v')
+			verbose = true;
+		else
+			return usage_error(usage, "unknown option '%s'", argv[optind - 1]);
+	}
+	return 0;
 }
