@@ -1,4 +1,4 @@
-"""Command line: bbrbench run | sweep | report | cleanup | check | model | reproduce."""
+"""Command line: bbrbench run | sweep | report | cleanup | check | model | reproduce | fidelity | overhead."""
 
 from __future__ import annotations
 
@@ -114,6 +114,26 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fidelity(args: argparse.Namespace) -> int:
+    from . import fidelity
+    args.scenario = args.scenario or str(fidelity.DEFAULT_SCENARIO)
+    _, raw, _ = _load(args)
+    _need_root()
+    out = Path(args.out) if args.out else _default_out("fidelity", str(raw.get("name", "fidelity")))
+    print(fidelity.run(raw, out, args.reps, quiet=args.quiet))
+    print(f"results: {out}")
+    return 0
+
+
+def cmd_overhead(args: argparse.Namespace) -> int:
+    from . import overhead
+    _need_root()
+    out = Path(args.out) if args.out else _default_out("overhead", "veth")
+    print(overhead.run(out, args.reps, args.seconds))
+    print(f"results: {out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bbrbench", description="Congestion-control testbed in network namespaces.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -168,6 +188,22 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", help="results directory (default results/reproduce-PROFILE); rerun to resume")
     rp.add_argument("--report-only", action="store_true", help="rebuild the report from --out without running")
     rp.set_defaults(func=cmd_reproduce)
+
+    fi = sub.add_parser("fidelity", help="bbr1 against the kernel's bbr: ratios with 95%% CIs (sweep, resumable)")
+    fi.add_argument("scenario", nargs="?", help="sweep scenario varying flows.0.algo over [bbr, bbr1] "
+                    "(default bench/scenarios/bench/fidelity.toml)")
+    fi.add_argument("overrides", nargs="*", metavar="KEY=VALUE")
+    fi.add_argument("--profile")
+    fi.add_argument("--reps", type=int, help="repetitions per point (default the scenario's)")
+    fi.add_argument("--out", help="sweep directory; rerun with the same --out to resume")
+    fi.add_argument("--quiet", action="store_true")
+    fi.set_defaults(func=cmd_fidelity)
+
+    ov = sub.add_parser("overhead", help="CPU per byte of bbr1 against the kernel's bbr over an unshaped veth")
+    ov.add_argument("--reps", type=int, default=5, help="runs per algorithm, alternating (default 5)")
+    ov.add_argument("--seconds", type=int, default=8, help="length of each iperf3 run (default 8)")
+    ov.add_argument("--out", help="results directory (default results/overhead-veth-TIME)")
+    ov.set_defaults(func=cmd_overhead)
     return parser
 
 

@@ -1,0 +1,189 @@
+"""Fidelity benchmark: bbrkit's bbr1 against the kernel's bbr, the reference it ports.
+
+Runs a sweep whose grid has `flows.0.algo = ["bbr", "bbr1"]` as one dimension (by default
+bench/scenarios/bench/fidelity.toml) through the ordinary sweep machinery, then pairs every bbr1 point
+with its bbr twin (same overrides otherwise) and reports, per metric, the ratio of the means bbr1/bbr with
+a 95% confidence interval. Runs whose flows failed to start (see failed_flow_runs) are redone first.
+Writes fidelity.json into the sweep directory.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from .procs import HarnessError
+from .scenario import SCENARIO_DIR
+from .stats import t975
+from .sweep import DONE_MARK
+
+DEFAULT_SCENARIO = SCENARIO_DIR / "bench" / "fidelity.toml"
+ALGO_KEY = "flows.0.algo"
+REFERENCE = "bbr"
+CANDIDATE = "bbr1"
+RESULT_FILE = "fidelity.json"
+# Rounds of redoing runs whose flows could not use their algorithm before giving up on them.
+REDO_ROUNDS = 3
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """mean(x) / mean(y) with the half-width of its 95% CI; None where the reference mean is zero."""
+
+    ratio: float | None
+    ci95: float | None
+    df: float | None
+
+    @property
+    def excludes_one(self) -> bool:
+        return self.ratio is not None and self.ci95 is not None and abs(self.ratio - 1.0) > self.ci95
+
+
+def _mean_var(values: Sequence[float]) -> tuple[float, float]:
+    n = len(values)
+    m = sum(values) / n
+    return m, (sum((v - m) ** 2 for v in values) / (n - 1) if n > 1 else 0.0)
+
+
+def ratio_ci95(x: Sequence[float], y: Sequence[float]) -> Ratio:
+    """Ratio of means of two independent samples, CI by the delta method with Welch's degrees of freedom.
+
+    Var(R) ~ (s_x^2/n_x + R^2 s_y^2/n_y) / m_y^2: written this way (rather than with relative variances)
+    it stays finite when the candidate's mean is zero, e.g. a retransmission rate of 0."""
+    if len(x) < 2 or len(y) < 2:
+        raise ValueError("need at least two values on each side for a confidence interval")
+    mx, vx = _mean_var(x)
+    my, vy = _mean_var(y)
+    if my == 0:
+        return Ratio(None, None, None)
+    r = mx / my
+    a1 = vx / len(x)
+    a2 = r * r * vy / len(y)
+    if a1 + a2 == 0:
+        return Ratio(r, 0.0, None)
+    df = (a1 + a2) ** 2 / (a1 * a1 / (len(x) - 1) + a2 * a2 / (len(y) - 1))
+    # t975 takes whole degrees of freedom; rounding down widens the interval, never narrows it.
+    return Ratio(r, t975(max(1, math.floor(df))) * math.sqrt(a1 + a2) / abs(my), df)
+
+
+def compare(sweep: dict[str, Any]) -> list[dict[str, Any]]:
+    """Pair each candidate point of an aggregated sweep (sweep.json) with its reference twin."""
+    points = sweep["points"]
+
+    def others(p: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in p["overrides"].items() if k != ALGO_KEY}
+
+    rows: list[dict[str, Any]] = []
+    for cand in (p for p in points if p["overrides"].get(ALGO_KEY) == CANDIDATE):
+        ref = next((p for p in points if p["overrides"].get(ALGO_KEY) == REFERENCE and others(p) == others(cand)),
+                   None)
+        if ref is None:
+            raise HarnessError(f"sweep point {cand['label']}: no {REFERENCE} twin with the same settings")
+        metrics: dict[str, Any] = {}
+        for metric in sweep["metrics"]:
+            c = cand["metrics"].get(metric)
+            r = ref["metrics"].get(metric)
+            if not c or not r or c["n"] < 2 or r["n"] < 2:
+                continue
+            metrics[metric] = {CANDIDATE: {"mean": c["mean"], "ci95": c["ci95"], "n": c["n"]},
+                               REFERENCE: {"mean": r["mean"], "ci95": r["ci95"], "n": r["n"]},
+                               **asdict(ratio_ci95(c["values"], r["values"]))}
+        rows.append({"settings": others(cand), "metrics": metrics})
+    return rows
+
+
+def wrong_cc_samples(out: Path, sweep: dict[str, Any]) -> dict[str, int]:
+    """Per point, the ss samples whose congestion control is not the point's algorithm. Concurrent harness
+    runs share bbrkit attachments, so one may detach bbr1 under another: such samples would be the
+    kernel default, not bbr1, and must not be counted as bbr1."""
+    found: dict[str, int] = {}
+    for point in sweep["points"]:
+        algo = point["overrides"].get(ALGO_KEY)
+        wrong = 0
+        for run_dir in sorted((out / "points" / point["id"]).glob("rep*")):
+            flows_csv = run_dir / "raw" / "flows.csv"
+            if (run_dir / DONE_MARK).is_file() and flows_csv.is_file():
+                with flows_csv.open(newline="") as fh:
+                    wrong += sum(1 for row in csv.DictReader(fh) if row["cc"] != algo)
+        found[point["label"]] = wrong
+    return found
+
+
+def failed_flow_runs(out: Path) -> list[Path]:
+    """Completed runs in which a flow reported an error, e.g. `unable to set TCP_CONGESTION` when another
+    harness run detached bbr1 between this run's attach and its flow's start. Their metrics are missing,
+    not wrong, so the run is simply redone."""
+    bad: list[Path] = []
+    for done in sorted(out.glob(f"points/*/rep*/{DONE_MARK}")):
+        summary = json.loads((done.parent / "summary.json").read_text())
+        if any(f.get("error") for f in summary.get("flows", [])):
+            bad.append(done.parent)
+    return bad
+
+
+def format_ratio(stat: dict[str, Any]) -> str:
+    if stat["ratio"] is None:
+        return f"n/a ({REFERENCE} 0)"
+    ci = "" if stat["ci95"] is None else f" ± {stat['ci95']:.3f}"
+    # '*': the interval excludes 1, i.e. bbr1 differs from bbr at the 5% level.
+    star = " *" if Ratio(stat["ratio"], stat["ci95"], stat["df"]).excludes_one else ""
+    return f"{stat['ratio']:.3f}{ci}{star}"
+
+
+def table(rows: list[dict[str, Any]], metrics: Sequence[str]) -> str:
+    header = ["settings"] + [m.split(".", 1)[1] for m in metrics]
+    body = [[", ".join(f"{k}={v}" for k, v in row["settings"].items())]
+            + [format_ratio(row["metrics"][m]) if m in row["metrics"] else "-" for m in metrics] for row in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+             for r in [header] + body]
+    lines.append(f"({CANDIDATE}/{REFERENCE} ratio of means ± 95% CI half-width; * = CI excludes 1)")
+    return "\n".join(lines)
+
+
+def loadavg() -> list[float]:
+    return [float(v) for v in Path("/proc/loadavg").read_text().split()[:3]]
+
+
+def run(raw: dict[str, Any], out: Path, reps: int | None, quiet: bool = False) -> str:
+    """Run (or resume) the sweep into `out`, then write fidelity.json and return the ratio table."""
+    from . import sweep, system
+    catalog = system.catalog()
+    for algo in (REFERENCE, CANDIDATE):
+        if algo not in catalog.kernel | catalog.bbrkit:
+            raise HarnessError(f"{algo}: not available here (kernel module or `make` for bbrctl)")
+    plan_ = sweep.plan(raw, catalog, [], reps)
+    if not any(ALGO_KEY in p.overrides for p in plan_.points):
+        raise HarnessError(f"the scenario's sweep grid must vary {ALGO_KEY} over [{REFERENCE}, {CANDIDATE}]")
+    load_before = loadavg()
+    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    sweep.run_sweep(plan_, out, catalog, quiet=quiet)
+    redone: list[str] = []
+    for _ in range(REDO_ROUNDS):
+        bad = failed_flow_runs(out)
+        if not bad:
+            break
+        for run_dir in bad:
+            redone.append(str(run_dir.relative_to(out)))
+            (run_dir / DONE_MARK).unlink()
+        sweep.run_sweep(plan_, out, catalog, quiet=quiet)
+    aggregated = json.loads((out / "sweep.json").read_text())
+    rows = compare(aggregated)
+    wrong = wrong_cc_samples(out, aggregated)
+    text = table(rows, plan_.metrics)
+    if any(wrong.values()):
+        text += "\nWARNING: samples with another congestion control: " + "; ".join(
+            f"{label}: {n}" for label, n in wrong.items() if n)
+    (out / RESULT_FILE).write_text(json.dumps({
+        "reference": REFERENCE, "candidate": CANDIDATE, "repetitions": plan_.repetitions,
+        "started": started, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "kernel": os.uname().release,
+        "loadavg_before": load_before, "loadavg_after": loadavg(), "wrong_cc_samples": wrong,
+        "redone_runs": redone, "runs_with_flow_errors": [str(p.relative_to(out)) for p in failed_flow_runs(out)],
+        "rows": rows}, indent=2) + "\n")
+    return text
