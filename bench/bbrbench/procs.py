@@ -8,12 +8,15 @@ a crashed run and is cleaned up by the next run or by `bbrbench cleanup`.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import secrets
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Sequence
@@ -80,11 +83,15 @@ def command(argv: Sequence[str], netns: str | None = None, timeout: float = COMM
 
 @dataclass
 class RunState:
-    """What a run changed outside its own namespaces, kept on disk so a crashed run can be undone."""
+    """What a run changed outside its own namespaces, kept on disk so a crashed run can be undone.
+
+    `uses` maps each bbrkit algorithm the run's flows use to the parameters it set, so that concurrent
+    runs can share an attachment: the last live user detaches it and restores its parameters."""
 
     prefix: str
     attached: list[str] = field(default_factory=list)
     restore_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    uses: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def path(self) -> Path:
@@ -94,7 +101,7 @@ class RunState:
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"prefix": self.prefix, "attached": self.attached,
-                                   "restore_params": self.restore_params}))
+                                   "restore_params": self.restore_params, "uses": self.uses}))
         tmp.replace(self.path)
 
     def remove(self) -> None:
@@ -105,9 +112,32 @@ class RunState:
         try:
             data = json.loads(path.read_text())
             return cls(prefix=data["prefix"], attached=list(data["attached"]),
-                       restore_params=dict(data["restore_params"]))
+                       restore_params=dict(data["restore_params"]), uses=dict(data.get("uses", {})))
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+
+def live_states(excluding: str) -> list[RunState]:
+    """State files of other runs whose owner process is alive."""
+    states: list[RunState] = []
+    for path in sorted(STATE_DIR.glob(f"{RUN_BASE}*.json")):
+        state = RunState.load(path)
+        pid = prefix_pid(state.prefix) if state else None
+        if state and state.prefix != excluding and pid is not None and pid_alive(pid):
+            states.append(state)
+    return states
+
+
+@contextmanager
+def state_lock() -> Iterator[None]:
+    """Serialises changes to shared kernel state (attachments, parameters) between concurrent runs."""
+    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    with open(STATE_DIR / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 class ProcessGroup:

@@ -104,38 +104,64 @@ def cleanup_stale(include_live: bool = False, quiet: bool = False) -> list[str]:
 
 def prepare_bbrkit(scenario: Scenario, bbrkit: frozenset[str], state: RunState) -> None:
     """Attach the bbrkit algorithms the flows use and set every parameter (the scenario's value, else the
-    default, so results do not depend on what an earlier session left set), recording how to undo it."""
+    default, so results do not depend on what an earlier session left set), recording how to undo it.
+
+    Attachments and parameters are global to the machine: a concurrent run may already use an algorithm.
+    It is shared when both want the same parameters and refused otherwise, since each would corrupt the
+    other's results."""
     wanted: dict[str, dict[str, float]] = {}
     for flow in scenario.flows:
         if flow.algo in bbrkit:
             wanted.setdefault(flow.algo, flow.params)
     if not wanted:
         return
-    attached = bbrkit_attached()
-    for algo, params in wanted.items():
-        if algo not in attached:
-            state.attached.append(algo)
+    with procs.state_lock():
+        others = procs.live_states(excluding=state.prefix)
+        attached = bbrkit_attached()
+        for algo, params in wanted.items():
+            settings = {**bbrkit_params(algo, "default"), **params}
+            sharing = [o for o in others if algo in o.uses]
+            for other in sharing:
+                if other.uses[algo] != settings:
+                    raise HarnessError(f"{algo} is in use by run {other.prefix} with other parameters "
+                                       f"({other.uses[algo]}); run these one at a time")
+            state.uses[algo] = settings
+            if algo not in attached:
+                state.attached.append(algo)
+                state.save()
+                bbrctl("attach", algo)
+            if settings and not sharing:
+                state.restore_params[algo] = bbrkit_params(algo)
+                state.save()
+                bbrctl("set", algo, *(f"{k}={format_param(v)}" for k, v in settings.items()))
             state.save()
-            bbrctl("attach", algo)
-        settings = {**bbrkit_params(algo, "default"), **params}
-        if settings:
-            state.restore_params[algo] = bbrkit_params(algo)
-            state.save()
-            bbrctl("set", algo, *(f"{k}={format_param(v)}" for k, v in settings.items()))
 
 
 def undo_bbrkit(state: RunState) -> None:
-    for algo, params in state.restore_params.items():
-        if params:
-            try:
-                bbrctl("set", algo, *(f"{k}={format_param(v)}" for k, v in params.items()))
-            except HarnessError as exc:
-                _warn(f"restoring {algo} parameters: {exc}")
-    for algo in state.attached:
-        try:
-            bbrctl("detach", algo)
-        except HarnessError as exc:
-            _warn(f"detaching {algo}: {exc}")
+    """Restore parameters and detach what this run attached, unless a live run still uses the algorithm:
+    then that run inherits the duty."""
+    with procs.state_lock():
+        others = procs.live_states(excluding=state.prefix)
+        for algo in set(state.restore_params) | set(state.attached):
+            heir = next((o for o in others if algo in o.uses), None)
+            if heir is not None:
+                if algo in state.restore_params:
+                    heir.restore_params.setdefault(algo, state.restore_params[algo])
+                if algo in state.attached and algo not in heir.attached:
+                    heir.attached.append(algo)
+                heir.save()
+                continue
+            params = state.restore_params.get(algo)
+            if params:
+                try:
+                    bbrctl("set", algo, *(f"{k}={format_param(v)}" for k, v in params.items()))
+                except HarnessError as exc:
+                    _warn(f"restoring {algo} parameters: {exc}")
+            if algo in state.attached:
+                try:
+                    bbrctl("detach", algo)
+                except HarnessError as exc:
+                    _warn(f"detaching {algo}: {exc}")
 
 
 # ---------------------------------------------------------------- the run
