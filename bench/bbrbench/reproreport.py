@@ -19,8 +19,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import numpy as np  # noqa: E402
 
-from .papers import (SEED004_L1_LOSS, SEED004_L2, SEED004_P_CUBIC, SEED004_PEARSON_CUBIC, Spec,  # noqa: E402
-                     spec_for)
+from .papers import (SEED004_L1_LOSS, SEED004_L2, SEED004_P_CUBIC, SEED004_PEARSON_CUBIC, SPECS,  # noqa: E402
+                     Spec, spec_for)
 from .sharemodel import l2_error, pearson, share_for_link  # noqa: E402
 from .stats import mean_ci95  # noqa: E402
 from .sweep import DONE_MARK, NOT_RUNNABLE, metric_value  # noqa: E402
@@ -197,7 +197,7 @@ def experiment_section(spec: Spec, points: list[PointResult], fig_dir: Path, rel
         lines += ["Claims:", ""]
         for c in spec.claims:
             holds, measured = c.check(res)
-            verdict = {True: "**holds**", False: "**does not hold**", None: "**undecided** (not measured)"}[holds]
+            verdict = {True: "**holds**", False: "**does not hold**", None: "**undecided** (too little data)"}[holds]
             lines.append(f"- {c.text}: {verdict} on Linux here. Ours: {measured}.")
             js["claims"].append({"claim": c.text, "holds": holds, "measured": measured})
         lines.append("")
@@ -445,7 +445,10 @@ def write_report(out: Path) -> Path:
     seeds = sorted(d.name for d in out.iterdir() if d.is_dir() and d.name.startswith("seed"))
     for seed in seeds:
         lines += [f"## {seed}", ""]
-        for exp_dir in sorted(d for d in (out / seed).iterdir() if (d / "plan.json").is_file()):
+        # In the papers' order (the catalogue's), not the file names'.
+        order = {s.key: i for i, s in enumerate(SPECS)}
+        exp_dirs = [d for d in (out / seed).iterdir() if (d / "plan.json").is_file()]
+        for exp_dir in sorted(exp_dirs, key=lambda d: (order.get(f"{seed}/{d.name}", len(order)), d.name)):
             key = f"{seed}/{exp_dir.name}"
             if seed == "seed004":
                 continue
