@@ -35,8 +35,8 @@ def available_ccs() -> list[str]:
 
 @dataclass
 class NetPair:
-    """Two network namespaces joined by veth; the sender's egress is a tbf bottleneck. With an
-    RTT, a third namespace in the middle runs bbrkit's delay line (this kernel has no netem)."""
+    """Two network namespaces joined by veth through a tbf bottleneck. With an RTT, a third namespace
+    in the middle runs bbrkit's delay line (this kernel has no netem) and holds the bottleneck."""
 
     sender: str
     receiver: str
@@ -92,9 +92,13 @@ def make_netpair(rate_mbit: int, queue_bytes: int, rtt_ms: float = 0) -> NetPair
     run(["ip", "-n", pair.receiver, "addr", "add", f"{pair.receiver_addr}/24", "dev", "v1"])
     run(["ip", "-n", pair.sender, "link", "set", "v0", "up"])
     run(["ip", "-n", pair.receiver, "link", "set", "v1", "up"])
+    # The bottleneck belongs in a router: on the sender's own interface, TCP Small Queues would let
+    # only ~1 ms of data wait in it, so no queue could build (BBR's probe would never reach its target).
+    # Without a middle namespace it stays on the sender, which is fine for plain throughput checks.
+    shaper_ns, shaper_if = (pair.middle, "mr") if pair.middle else (pair.sender, "v0")
     # Burst: a few ms at the rate, so that tbf shapes accurately without starving TSO bursts.
     burst = max(32 * 1024, rate_mbit * 1_000_000 // 8 // 250)
-    run(["tc", "-n", pair.sender, "qdisc", "add", "dev", "v0", "root", "tbf", "rate",
+    run(["tc", "-n", shaper_ns, "qdisc", "add", "dev", shaper_if, "root", "tbf", "rate",
          f"{rate_mbit}mbit", "burst", str(burst), "limit", str(queue_bytes)])
     return pair
 
