@@ -76,22 +76,32 @@ static int check_features(void)
 	return EXIT_SUCCESS;
 }
 
-/* Returns a locked fd of the pin root, or negative errno (-ENOENT when !create and it is absent). */
+/* Returns a locked fd of the pin root, or negative errno (-ENOENT when !create and it is absent).
+ * The last detach removes the root while holding the lock, so a waiter may wake up holding a removed
+ * directory: it then starts over.
+ */
 static int lock_root(bool create)
 {
+	struct stat locked, current;
 	int fd, err;
 
-	if (create && mkdir(BBRKIT_PIN_ROOT, 0700) && errno != EEXIST)
-		return -errno;
-	fd = open(BBRKIT_PIN_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (flock(fd, LOCK_EX)) {
-		err = -errno;
+	for (;;) {
+		if (create && mkdir(BBRKIT_PIN_ROOT, 0700) && errno != EEXIST)
+			return -errno;
+		fd = open(BBRKIT_PIN_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		if (flock(fd, LOCK_EX)) {
+			err = -errno;
+			close(fd);
+			return err;
+		}
+		if (!fstat(fd, &locked) && !stat(BBRKIT_PIN_ROOT, &current) && locked.st_ino == current.st_ino)
+			return fd;
 		close(fd);
-		return err;
+		if (!create)
+			return -ENOENT;
 	}
-	return fd;
 }
 
 /* Removes a pin directory; unpinning the link first unregisters before anything else goes. */
@@ -437,6 +447,7 @@ int cmd_detach(int argc, char **argv)
 		return fail(rootfd, "cannot lock " BBRKIT_PIN_ROOT);
 	if (access(link, F_OK)) {
 		err = remove_pin_dir(dir);
+		rmdir(BBRKIT_PIN_ROOT);
 		close(rootfd);
 		if (err)
 			return fail(err, "cannot remove leftover pins in %s", dir);
@@ -469,6 +480,8 @@ int cmd_detach(int argc, char **argv)
 		close(rootfd);
 		return fail(err, "cannot remove %s", dir);
 	}
+	/* The last detach leaves nothing in bpffs; with other algorithms attached this fails, as it should. */
+	rmdir(BBRKIT_PIN_ROOT);
 	close(rootfd);
 	if (!wait_unregistered(a->name))
 		return fail(0, "pins removed but the kernel still lists %s after %d ms "

@@ -65,9 +65,23 @@ def test_leftovers_of_interrupted_runs_are_removed(detached) -> None:
         assert "bbr1-attaching" not in pins() and "link" in pins()["bbr1"]
     finally:
         bbrctl("detach", "bbr1", check=False)
-    (PIN_ROOT / "bbr1").mkdir()
+    (PIN_ROOT / "bbr1").mkdir(parents=True)
     result = bbrctl("detach", "bbr1")
     assert "leftover" in result.stdout and "bbr1" not in pins()
+
+
+def test_the_last_detach_leaves_nothing_in_bpffs(detached) -> None:
+    for algo in ALGOS:
+        detached(algo)
+    bbrctl("attach", "bbr1")
+    bbrctl("attach", "bbr_acd")
+    try:
+        bbrctl("detach", "bbr1")
+        assert list(pins()) == ["bbr_acd"]  # the root stays while an algorithm is attached
+    finally:
+        bbrctl("detach", "bbr_acd", check=False)
+        bbrctl("detach", "bbr1", check=False)
+    assert not PIN_ROOT.exists()
 
 
 def test_name_clash_with_a_foreign_registration(detached) -> None:
