@@ -8,8 +8,9 @@
  * conservation and cwnd restore around loss recovery.
  *
  * Differences from the kernel, all forced by the environment or by the variants:
- * - Time stamps that the kernel keeps in jiffies (min_rtt_stamp, probe_rtt_done_stamp) are kept in
- *   milliseconds derived from tp->tcp_mstamp: no helper call per ACK, and finer than HZ=250 jiffies.
+ * - Time stamps that the kernel keeps in jiffies or milliseconds (min_rtt_stamp, probe_rtt_done_stamp,
+ *   lt_last_stamp) are kept in ticks of 1024 us, tp->tcp_mstamp shifted right: no helper call and no
+ *   division per ACK, and finer than HZ=250 jiffies. Durations are rounded up to whole ticks.
  * - The two u64 microsecond stamps (cycle, ACK-aggregation epoch) are kept as their low 32 bits;
  *   only differences below 35 minutes are ever taken, so the wrap is harmless. This frees 12 bytes of
  *   the 104-byte icsk_ca_priv for the variants' own state (bbr_core.ext).
@@ -32,10 +33,13 @@
 
 /* Window length of the bandwidth filter, in rounds: a whole gain cycle plus slack. */
 #define BBR_BW_RTTS (CYCLE_LEN + 2)
-/* Window length of the min_rtt filter, in ms: re-probe the path's delay every 10 s. */
-#define BBR_MIN_RTT_WIN_MS 10000U
-/* Minimum time spent at BBR_CWND_MIN_TARGET in PROBE_RTT, in ms: bounds its cost to ~2%. */
-#define BBR_PROBE_RTT_MODE_MS 200U
+/* The core's clock: tcp_mstamp >> 10, ticks of 1024 us. */
+#define BBR_TICK_SHIFT 10
+#define BBR_US_TO_TICKS(us) ((u32)(((us) + (1U << BBR_TICK_SHIFT) - 1) >> BBR_TICK_SHIFT))
+/* Window length of the min_rtt filter, in ticks: re-probe the path's delay every 10 s. */
+#define BBR_MIN_RTT_WIN_TICKS BBR_US_TO_TICKS(10 * USEC_PER_SEC)
+/* Minimum time spent at BBR_CWND_MIN_TARGET in PROBE_RTT, in ticks (200 ms): bounds its cost to ~2%. */
+#define BBR_PROBE_RTT_MODE_TICKS BBR_US_TO_TICKS(200 * USEC_PER_MSEC)
 /* Skip TSO below this rate, in bit/s: at low rates one-packet bursts are cheap enough. */
 #define BBR_MIN_TSO_RATE_BPS 1200000UL
 /* Pace about 1% below the estimate, in percent: drives the bottleneck queue towards empty. */
@@ -96,9 +100,9 @@ struct bbr_minmax {
 #define BBR_EXT_WORDS 3
 
 struct bbr_core {
-	u32 min_rtt_us;           /* min RTT in the BBR_MIN_RTT_WIN_MS window */
-	u32 min_rtt_stamp;        /* ms, when min_rtt_us was measured */
-	u32 probe_rtt_done_stamp; /* ms, end of PROBE_RTT; 0 while not yet armed */
+	u32 min_rtt_us;           /* min RTT in the BBR_MIN_RTT_WIN_TICKS window */
+	u32 min_rtt_stamp;        /* ticks, when min_rtt_us was measured */
+	u32 probe_rtt_done_stamp; /* ticks, end of PROBE_RTT; 0 while not yet armed */
 	struct bbr_minmax bw;     /* max recent delivery rate, packets/us << BW_SCALE */
 	u32 rtt_cnt;              /* packet-timed rounds so far */
 	u32 next_rtt_delivered;   /* tp->delivered at the end of this round */
@@ -119,7 +123,7 @@ struct bbr_core {
 	    unused_a : 6;
 	u32 lt_bw;                /* long-term delivery rate, packets/us << BW_SCALE */
 	u32 lt_last_delivered;    /* tp->delivered at the start of the LT interval */
-	u32 lt_last_stamp;        /* ms, tp->delivered_mstamp at the start of the LT interval */
+	u32 lt_last_stamp;        /* ticks, tp->delivered_mstamp at the start of the LT interval */
 	u32 lt_last_lost;         /* tp->lost at the start of the LT interval */
 	u32 pacing_gain : 10,     /* BBR_UNIT, the state machine's gain */
 	    cwnd_gain : 10,       /* BBR_UNIT */
@@ -187,9 +191,14 @@ BBR_INLINE u32 bbr_stamp_delta_us(u64 t1, u32 t0)
 	return d > 0 ? (u32)d : 0;
 }
 
-BBR_INLINE u32 bbr_now_ms(const struct tcp_sock *tp)
+BBR_INLINE u32 bbr_ticks(u64 stamp_us)
 {
-	return (u32)(tp->tcp_mstamp / USEC_PER_MSEC);
+	return (u32)(stamp_us >> BBR_TICK_SHIFT);
+}
+
+BBR_INLINE u32 bbr_now_ticks(const struct tcp_sock *tp)
+{
+	return bbr_ticks(tp->tcp_mstamp);
 }
 
 BBR_INLINE u32 bbr_packets_in_flight(const struct tcp_sock *tp)
@@ -411,7 +420,7 @@ BBR_INLINE u32 bbr_ack_aggregation_cwnd(const struct bbr_core *b)
 	return bbr_min_u32(aggr_cwnd, max_aggr_cwnd);
 }
 
-BBR_INLINE void bbr_check_probe_rtt_done(struct sock *sk, struct bbr_core *b, u32 now_ms);
+BBR_INLINE void bbr_check_probe_rtt_done(struct sock *sk, struct bbr_core *b, u32 now);
 
 BBR_INLINE void bbr_cwnd_event(struct sock *sk, enum tcp_ca_event event)
 {
@@ -427,7 +436,7 @@ BBR_INLINE void bbr_cwnd_event(struct sock *sk, enum tcp_ca_event event)
 	if (b->mode == BBRKIT_PROBE_BW)
 		bbr_set_pacing_rate(sk, b, bbr_bw(b), BBR_UNIT);
 	else if (b->mode == BBRKIT_PROBE_RTT)
-		bbr_check_probe_rtt_done(sk, b, bbr_now_ms(tp));
+		bbr_check_probe_rtt_done(sk, b, bbr_now_ticks(tp));
 }
 
 /* Recovery: conservation in the first round (as the variant decides), restore on exit. */
@@ -566,7 +575,7 @@ BBR_INLINE void bbr_reset_lt_bw_sampling_interval(struct sock *sk, struct bbr_co
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
-	b->lt_last_stamp = (u32)(tp->delivered_mstamp / USEC_PER_MSEC);
+	b->lt_last_stamp = bbr_ticks(tp->delivered_mstamp);
 	b->lt_last_delivered = tp->delivered;
 	b->lt_last_lost = tp->lost;
 	b->lt_rtt_cnt = 0;
@@ -650,14 +659,14 @@ BBR_INLINE void bbr_lt_bw_sampling(struct sock *sk, struct bbr_core *b, const st
 	if (!delivered || (lost << BBR_SCALE) < BBR_LT_LOSS_THRESH * delivered)
 		return;
 
-	t = (u32)(tp->delivered_mstamp / USEC_PER_MSEC) - b->lt_last_stamp;
+	t = bbr_ticks(tp->delivered_mstamp) - b->lt_last_stamp;
 	if ((s32)t < 1)
-		return; /* shorter than a millisecond: wait */
-	if (t >= ~0U / USEC_PER_MSEC) {
+		return; /* shorter than a tick: wait */
+	if (t >= ~0U >> BBR_TICK_SHIFT) {
 		bbr_reset_lt_bw_sampling(sk, b); /* would overflow */
 		return;
 	}
-	t *= USEC_PER_MSEC;
+	t <<= BBR_TICK_SHIFT; /* microseconds */
 	bw = (u64)delivered * BW_UNIT / t;
 	bbr_lt_bw_interval_done(sk, b, (u32)bw);
 }
@@ -773,14 +782,14 @@ BBR_INLINE void bbr_check_drain(struct sock *sk, struct bbr_core *b)
 		bbr_reset_probe_bw_mode(sk, b); /* queue drained */
 }
 
-BBR_INLINE void bbr_check_probe_rtt_done(struct sock *sk, struct bbr_core *b, u32 now_ms)
+BBR_INLINE void bbr_check_probe_rtt_done(struct sock *sk, struct bbr_core *b, u32 now)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
-	if (!(b->probe_rtt_done_stamp && bbr_after(now_ms, b->probe_rtt_done_stamp)))
+	if (!(b->probe_rtt_done_stamp && bbr_after(now, b->probe_rtt_done_stamp)))
 		return;
 
-	b->min_rtt_stamp = now_ms; /* wait a whole window before the next PROBE_RTT */
+	b->min_rtt_stamp = now; /* wait a whole window before the next PROBE_RTT */
 	tp->snd_cwnd = bbr_max_u32(tp->snd_cwnd, b->prior_cwnd);
 	bbr_reset_mode(sk, b);
 }
@@ -791,13 +800,13 @@ BBR_INLINE void bbr_check_probe_rtt_done(struct sock *sk, struct bbr_core *b, u3
 BBR_INLINE void bbr_update_min_rtt(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	u32 now_ms = bbr_now_ms(tp);
-	bool filter_expired = bbr_after(now_ms, b->min_rtt_stamp + BBR_MIN_RTT_WIN_MS);
+	u32 now = bbr_now_ticks(tp);
+	bool filter_expired = bbr_after(now, b->min_rtt_stamp + BBR_MIN_RTT_WIN_TICKS);
 
 	if (rs->rtt_us >= 0 &&
 	    ((u64)rs->rtt_us <= b->min_rtt_us || (filter_expired && !rs->is_ack_delayed))) {
 		b->min_rtt_us = (u32)rs->rtt_us;
-		b->min_rtt_stamp = now_ms;
+		b->min_rtt_stamp = now;
 	}
 
 	if (filter_expired && !b->idle_restart && b->mode != BBRKIT_PROBE_RTT) {
@@ -813,14 +822,14 @@ BBR_INLINE void bbr_update_min_rtt(struct sock *sk, struct bbr_core *b, const st
 		tp->app_limited = (tp->delivered + inflight) ?: 1;
 		if (!b->probe_rtt_done_stamp && inflight <= BBR_CWND_MIN_TARGET) {
 			/* 0 means "not armed", so never arm at 0. */
-			b->probe_rtt_done_stamp = (now_ms + BBR_PROBE_RTT_MODE_MS) ?: 1;
+			b->probe_rtt_done_stamp = (now + BBR_PROBE_RTT_MODE_TICKS) ?: 1;
 			b->probe_rtt_round_done = 0;
 			b->next_rtt_delivered = tp->delivered;
 		} else if (b->probe_rtt_done_stamp) {
 			if (b->round_start)
 				b->probe_rtt_round_done = 1;
 			if (b->probe_rtt_round_done)
-				bbr_check_probe_rtt_done(sk, b, now_ms);
+				bbr_check_probe_rtt_done(sk, b, now);
 		}
 	}
 	/* Idle restart ends with the first ACK of new data. */
@@ -884,7 +893,7 @@ BBR_INLINE void bbr_init(struct sock *sk)
 	tp->snd_ssthresh = TCP_INFINITE_SSTHRESH;
 	b->prev_ca_state = TCP_CA_Open;
 	b->min_rtt_us = tp->rtt_min.s[0].v; /* tcp_min_rtt(): ~0U until the first sample */
-	b->min_rtt_stamp = bbr_now_ms(tp);
+	b->min_rtt_stamp = bbr_now_ticks(tp);
 	bbr_minmax_reset(&b->bw, 0, 0);
 	bbr_init_pacing_rate_from_rtt(sk, b);
 	bbr_reset_lt_bw_sampling(sk, b);

@@ -131,7 +131,7 @@ static __attribute__((unused)) void sim_set_probe_bw(u32 bw, u32 min_rtt_us, u32
 	b->pacing_gain = bbr_cycle_gain(cycle_idx);
 	b->cwnd_gain = BBR_CWND_GAIN;
 	b->min_rtt_us = min_rtt_us;
-	b->min_rtt_stamp = bbr_now_ms(&sim_tp);
+	b->min_rtt_stamp = bbr_now_ticks(&sim_tp);
 	bbr_minmax_reset(&b->bw, b->rtt_cnt, bw);
 	sk->sk_pacing_rate = bbr_bw_to_pacing_rate(sk, bw, BBR_UNIT);
 }

@@ -285,7 +285,7 @@ TEST(probe_rtt_after_ten_seconds_without_new_min)
 
 	sim_to_probe_bw();
 	/* RTT samples above min_rtt for almost 10 s: no PROBE_RTT yet. */
-	while (bbr_now_ms(&sim_tp) - b->min_rtt_stamp < BBR_MIN_RTT_WIN_MS - SIM_RTT_US / 1000) {
+	while (bbr_now_ticks(&sim_tp) - b->min_rtt_stamp < BBR_MIN_RTT_WIN_TICKS - BBR_US_TO_TICKS(SIM_RTT_US)) {
 		sim_round(90, SIM_RTT_US + 1000);
 		acks++;
 		CHECK(b->mode != BBRKIT_PROBE_RTT);
@@ -309,7 +309,7 @@ TEST(probe_rtt_lasts_200ms_and_a_round)
 	u32 prior;
 
 	sim_to_probe_bw();
-	b->min_rtt_stamp -= BBR_MIN_RTT_WIN_MS + 1;
+	b->min_rtt_stamp -= BBR_MIN_RTT_WIN_TICKS + 1;
 	sim_round(90, SIM_RTT_US);
 	CHECK_EQ(b->mode, BBRKIT_PROBE_RTT);
 	prior = b->prior_cwnd;
@@ -336,7 +336,7 @@ TEST(probe_rtt_not_left_before_200ms)
 	struct bbr_core *b = core();
 
 	sim_to_probe_bw();
-	b->min_rtt_stamp -= BBR_MIN_RTT_WIN_MS + 1;
+	b->min_rtt_stamp -= BBR_MIN_RTT_WIN_TICKS + 1;
 	sim_round(90, SIM_RTT_US);
 	sim_tp.packets_out = 4;
 	sim_advance_us(1000);
@@ -435,7 +435,7 @@ TEST(idle_restart_paces_at_estimate_and_skips_probe_rtt)
 
 	sim_set_probe_bw(bw, SIM_RTT_US, 0); /* probe phase: gain 5/4 */
 	sim_tp.app_limited = 1;
-	b->min_rtt_stamp -= BBR_MIN_RTT_WIN_MS + 1;
+	b->min_rtt_stamp -= BBR_MIN_RTT_WIN_TICKS + 1;
 	bbr_cwnd_event(sk, CA_EVENT_TX_START);
 	CHECK(b->idle_restart);
 	CHECK_NEAR(sk->sk_pacing_rate, want, want * 1e-4);
