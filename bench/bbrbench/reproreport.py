@@ -344,8 +344,8 @@ def seed004_section(out: Path, fig_dir: Path, rel: str) -> tuple[list[str], dict
     cubic = _share_points(out, "cubic-count")
     cx, cy = [], []
     for p in cubic:
-        for s in p.summaries:
-            v = value(s, "algo.bbr.share")
+        for summary in p.summaries:
+            v = value(summary, "algo.bbr.share")
             if v is not None:
                 cx.append(float(p.overrides.get("flows.1.count", 1)))
                 cy.append(v)

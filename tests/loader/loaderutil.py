@@ -6,7 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from netutil import BBRCTL, available_ccs, bbrctl, run
+from netutil import BBRCTL, available_ccs, run
 
 PIN_ROOT = Path("/sys/fs/bpf/bbrkit")
 ALGOS = ("bbr1", "bbr_rttgain", "bbr_acd")
