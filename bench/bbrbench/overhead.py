@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from . import procs
 from .fidelity import CANDIDATE, REFERENCE, loadavg, ratio_ci95
 from .procs import HarnessError, ProcessGroup, RunState, command, remove_netns
 from .stats import mean_ci95
-from .system import bbrctl, bbrkit_attached, catalog
+from .system import catalog
 
 SENDER_ADDR = "198.18.0.1"
 RECEIVER_ADDR = "198.18.0.2"
@@ -37,8 +36,6 @@ SERVER_PORT = 5201
 SERVER_READY_TIMEOUT_S = 5.0
 CLIENT_GRACE_S = 15.0
 RESULT_FILE = "overhead.json"
-# Tries per run: another harness run on the machine may detach bbr1 just before our flow starts.
-RUN_TRIES = 3
 CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 PROC_STAT_BUSY_FIELDS = (0, 1, 2, 5, 6, 7)  # user nice system irq softirq steal (not idle, iowait)
 
@@ -138,15 +135,6 @@ def one_run(pair: Pair, group: ProcessGroup, algo: str, seconds: int, raw_dir: P
     return {"algo": algo, **per_run(client_json, json.loads(server_path.read_text()), busy, soft)}
 
 
-def ensure_attached(algo: str, bbrkit: frozenset[str], state: RunState) -> None:
-    """Attach a bbrkit algorithm that is not attached (any more), recording it so it is detached at the end."""
-    if algo in bbrkit and algo not in bbrkit_attached():
-        if algo not in state.attached:
-            state.attached.append(algo)
-            state.save()
-        bbrctl("attach", algo, check=False)
-
-
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
     by = {a: [r for r in runs if r["algo"] == a] for a in (REFERENCE, CANDIDATE)}
     out: dict[str, Any] = {}
@@ -172,7 +160,7 @@ def table(summary: dict[str, Any]) -> str:
 
 def run(out: Path, reps: int, seconds: int) -> str:
     """Alternate the two algorithms `reps` times each; write overhead.json and raw/ into `out`."""
-    from .runner import cleanup_stale, signals_deferred, signals_interrupt
+    from .runner import cleanup_stale, signals_deferred, signals_interrupt, undo_bbrkit, use_bbrkit
     if reps < 2:
         raise HarnessError(f"--reps: need at least 2 for a confidence interval (got {reps})")
     if seconds < 1:
@@ -194,27 +182,18 @@ def run(out: Path, reps: int, seconds: int) -> str:
     try:
         with signals_interrupt():
             state.save()
+            use_bbrkit({a: {} for a in (REFERENCE, CANDIDATE) if a in available.bbrkit}, state)
             pair.build()
             for rep in range(reps):
                 order = (REFERENCE, CANDIDATE) if rep % 2 == 0 else (CANDIDATE, REFERENCE)
                 for algo in order:
                     load.append(loadavg())
-                    for attempt in range(1, RUN_TRIES + 1):
-                        ensure_attached(algo, available.bbrkit, state)
-                        try:
-                            runs.append(one_run(pair, group, algo, seconds, raw_dir, f"rep{rep}-{algo}"))
-                            break
-                        except HarnessError as exc:
-                            if attempt == RUN_TRIES:
-                                raise
-                            print(f"overhead: {algo} rep {rep + 1}: {exc}; trying again", file=sys.stderr)
+                    runs.append(one_run(pair, group, algo, seconds, raw_dir, f"rep{rep}-{algo}"))
     finally:
         with signals_deferred():
             group.stop_all()
             pair.destroy()
-            for algo in state.attached:
-                # Another harness run may have detached it meanwhile; that is not our failure.
-                bbrctl("detach", algo, check=False)
+            undo_bbrkit(state)
             state.remove()
     summary = summarise(runs)
     (out / RESULT_FILE).write_text(json.dumps({

@@ -103,16 +103,21 @@ def cleanup_stale(include_live: bool = False, quiet: bool = False) -> list[str]:
 
 
 def prepare_bbrkit(scenario: Scenario, bbrkit: frozenset[str], state: RunState) -> None:
-    """Attach the bbrkit algorithms the flows use and set every parameter (the scenario's value, else the
-    default, so results do not depend on what an earlier session left set), recording how to undo it.
-
-    Attachments and parameters are global to the machine: a concurrent run may already use an algorithm.
-    It is shared when both want the same parameters and refused otherwise, since each would corrupt the
-    other's results."""
+    """Attach the bbrkit algorithms the flows use, with the scenario's parameters (see use_bbrkit)."""
     wanted: dict[str, dict[str, float]] = {}
     for flow in scenario.flows:
         if flow.algo in bbrkit:
             wanted.setdefault(flow.algo, flow.params)
+    use_bbrkit(wanted, state)
+
+
+def use_bbrkit(wanted: dict[str, dict[str, float]], state: RunState) -> None:
+    """Attach each wanted bbrkit algorithm and set every parameter (the given value, else the default, so
+    results do not depend on what an earlier session left set), recording in `state` how to undo it.
+
+    Attachments and parameters are global to the machine: a concurrent run may already use an algorithm.
+    It is shared when both want the same parameters and refused otherwise, since each would corrupt the
+    other's results. undo_bbrkit() is the counterpart."""
     if not wanted:
         return
     with procs.state_lock():
