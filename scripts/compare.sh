@@ -1,10 +1,13 @@
 #!/bin/sh
-# The main job, as root on a Debian 12 machine: installs what is missing, builds, then runs the
-# default comparison (cubic, bbr and bbrkit's algorithms sharing one emulated bottleneck), which
-# prints a table and writes samples, summary.json and plots under results/. Safe to re-run.
-# Arguments go to `bbrbench run` (e.g. --out DIR, duration_s=60, bottleneck.rate_mbit=100).
+# The main job, as root on a Debian 12 machine: installs what is missing (Debian packages; bbrbench into
+# .venv), builds, then runs `bbrbench compare --profile quick`: cubic, bbr and every bbrkit algorithm,
+# each alone on one emulated 50 Mbit/s, 20 ms, 2 BDP path, one flow and then two, 3 repetitions. Prints
+# the table; writes compare.html, plots and the raw runs under results/. Safe to re-run.
+# Arguments go to `bbrbench compare` (e.g. bbr bbr1, --reps 5, --profile '' for 20 s runs, --out DIR).
 set -eu
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 make -s all
-exec bench/bbrbench.sh run default "$@"
+PATH="$PWD/build:$PATH"
+export PATH
+exec .venv/bin/bbrbench compare --profile quick "$@"

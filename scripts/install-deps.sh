@@ -1,9 +1,19 @@
 #!/bin/sh
-# Install what bbrkit needs to build, test and benchmark on Debian. Safe to re-run: apt-get runs
-# only when a package is missing.
+# Install what bbrkit needs to build, test and benchmark on Debian, then the harness (bbrbench) with its
+# Python dependencies into the checkout's virtual environment .venv (never the system Python).
+# Safe to re-run: apt-get runs only when a package is missing, pip only when pyproject.toml changed.
+# Usage: install-deps.sh [--test]   (--test: also the test and lint tools)
 set -eu
 
-PACKAGES="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config iperf3 iproute2 nftables make gcc iputils-ping ethtool"
+repo=$(cd "$(dirname "$0")/.." && pwd)
+extras=""
+PACKAGES="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config iperf3 iproute2 nftables make gcc
+iputils-ping ethtool util-linux python3 python3-venv"
+if [ "${1:-}" = "--test" ]; then
+	extras="[test,lint]"
+	# A headless browser for the HTML report test; shellcheck and clang-format for the lint gate.
+	PACKAGES="$PACKAGES chromium chromium-driver shellcheck clang-format"
+fi
 
 missing=""
 for pkg in $PACKAGES; do
@@ -28,16 +38,18 @@ else
 	echo "install-deps: all Debian packages present"
 fi
 
-repo=$(cd "$(dirname "$0")/.." && pwd)
-req="$repo/bench/requirements.txt"
-if [ -f "$req" ]; then
-	if ! python3 -m pip --version >/dev/null 2>&1; then
-		apt-get install -y -q --no-install-recommends python3-pip
-	fi
-	# Debian's own python3 refuses pip installs (PEP 668) unless told; this is a test machine.
-	if python3 -c 'import os, sys, sysconfig
-sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'; then
-		export PIP_BREAK_SYSTEM_PACKAGES=1
-	fi
-	python3 -m pip install -q -r "$req"
+venv="$repo/.venv"
+if [ ! -x "$venv/bin/python" ]; then
+	echo "install-deps: creating $venv"
+	python3 -m venv "$venv"
+fi
+# pip runs again only when pyproject.toml changed since the last install of these extras.
+stamp="$venv/.bbrbench-installed${extras:+-test}"
+want=$(sha256sum "$repo/pyproject.toml" | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+	echo "install-deps: installing bbrbench$extras into $venv"
+	"$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$repo$extras"
+	echo "$want" >"$stamp"
+else
+	echo "install-deps: bbrbench$extras already installed in $venv"
 fi

@@ -1,10 +1,16 @@
 #!/bin/sh
-# The project's test command, as root on a Debian 12 machine: installs what is missing, builds
-# everything, then runs every suite (host unit tests of the BBR core, bbrctl, real transfers in
-# network namespaces, the benchmark harness). Safe to re-run. Extra arguments go to pytest.
+# The project's test command, as root on a Debian 12 machine: installs what is missing (Debian packages;
+# bbrbench and the test tools into .venv), builds everything, then runs the lint gate and every suite:
+# first the tests that need no root (scenarios, metrics, statistics, model, parsing, reports), then the
+# root ones (host unit tests of the BBR core, bbrctl, real transfers, the harness in namespaces).
+# Safe to re-run. Extra arguments go to both pytest runs (-k bbr_acd, -x, ...).
 set -eu
 cd "$(dirname "$0")/.."
-./scripts/install-deps.sh
-python3 -c 'import pytest' 2>/dev/null || python3 -m pip install -q pytest
+./scripts/install-deps.sh --test
 make -s all
-exec python3 -m pytest tests "$@"
+# The binaries just built, ahead of any installed copy (the harness looks on PATH first).
+PATH="$PWD/build:$PWD/.venv/bin:$PATH"
+export PATH
+./scripts/lint.sh
+python -m pytest -m "not root" "$@"
+exec python -m pytest -m root "$@"

@@ -1,5 +1,9 @@
 """Fixtures shared by every test suite: the built tools, two-host networks and algorithm
-attachment, each removed after the test, and a check that the session left nothing behind."""
+attachment, each removed after the test, and a check that the session left nothing behind.
+
+Tests split by privilege: `root` marks those that create namespaces, load BPF programs or run traffic
+(everything under loader/ and integration/, and every `net` test); the rest run as any user and run
+first (scripts/test.sh: `pytest -m "not root"`, then `pytest -m root`)."""
 from __future__ import annotations
 
 import os
@@ -9,11 +13,24 @@ import pytest
 
 from netutil import BBRCTL, NetPair, available_ccs, bbrctl, leftovers, make_netpair, remove_netpair
 
+ROOT_DIRS = ("loader", "integration")
 
-@pytest.fixture(scope="session", autouse=True)
-def _require_root_and_build() -> None:
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # tryfirst: the marks must be on the items before `-m` deselects by them.
+    tests_dir = config.rootpath / "tests"
+    for item in items:
+        top = item.path.relative_to(tests_dir).parts[0] if item.path.is_relative_to(tests_dir) else ""
+        if top in ROOT_DIRS or item.get_closest_marker("net"):
+            item.add_marker(pytest.mark.root)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("root") is None:
+        return
     if os.geteuid() != 0:
-        pytest.exit("bbrkit's tests load BPF programs and create network namespaces: run them as root", 2)
+        pytest.skip("needs root: namespaces, BPF programs, real traffic")
     if not BBRCTL.exists():
         pytest.exit(f"{BBRCTL} is missing: run `make` first", 2)
 

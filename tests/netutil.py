@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-from bbrbench.delayline import DelayLine  # noqa: E402  (the harness's delay line, not installed)
+from bbrbench.testbed.delayline import DelayLine  # noqa: E402  (the harness's delay line, not installed)
 
 BBRCTL = ROOT / "build" / "bbrctl"
 NS_PREFIX = f"bbk{os.getpid() % 100000}-"  # unique per test session

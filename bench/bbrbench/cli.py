@@ -1,27 +1,35 @@
-"""Command line: bbrbench run | sweep | report | cleanup | check | model | reproduce | fidelity | overhead."""
+"""Command line: bbrbench compare | run | sweep | report | cleanup | check | model | reproduce | fidelity |
+overhead | delaybench. Results go to stdout; diagnostics through logging to stderr (-v, -q)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from .procs import HarnessError, NotRunnable
+from .errors import HarnessError, NotRunnable, UsageError
 from .scenario import ScenarioError, find_scenario, parse_assignment, prepare_raw, validate
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 EXIT_FAILED = 1
 EXIT_INVALID = 2
 EXIT_NOT_RUNNABLE = 3
 EXIT_INTERRUPTED = 130
+log = logging.getLogger("bbrbench")
+
+
+def _emit(text: str) -> None:
+    sys.stdout.write(text.rstrip("\n") + "\n")
+    sys.stdout.flush()
 
 
 def _default_out(kind: str, name: str) -> Path:
-    return REPO_ROOT / "results" / f"{kind}-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return Path.cwd() / "results" / f"{kind}-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 def _need_root() -> None:
@@ -29,150 +37,207 @@ def _need_root() -> None:
         raise HarnessError("must run as root (network namespaces, qdiscs)")
 
 
-def _load(args: argparse.Namespace) -> tuple[Path, dict[str, Any], list[tuple[str, Any]]]:
+def _load(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     path = find_scenario(args.scenario)
     overrides = [parse_assignment(a) for a in args.overrides]
-    return path, prepare_raw(path, args.profile, overrides), overrides
+    return path, prepare_raw(path, args.profile, overrides)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .experiments import compare
+    from .testbed import system
+    args.scenario = str(compare.SCENARIO)
+    _, raw = _load(args)
+    catalog = system.catalog()
+    if args.report_only:
+        if not args.out:
+            raise UsageError("--report-only needs --out DIR")
+        _emit(compare.report(Path(args.out)))
+        return 0
+    _need_root()
+    out = Path(args.out) if args.out else _default_out("compare", args.profile or "default")
+    _emit(compare.run(raw, catalog, args.algos, args.reps, out))
+    _emit(f"results: {out} (page: {out / compare.PAGE})")
+    return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from . import runner, system
-    path, raw, _ = _load(args)
+    from .analysis.report import write_report
+    from .testbed import runner, system
+    _, raw = _load(args)
     catalog = system.catalog()
     scenario = validate(raw, catalog)
     _need_root()
     out = Path(args.out) if args.out else _default_out("run", scenario.name)
-    table = runner.run(scenario, raw, out, catalog.bbrkit, quiet=args.quiet)
-    print(table)
-    print(f"results: {out}")
+    runner.run(scenario, raw, out, catalog.bbrkit)
+    _emit(write_report(out))
+    _emit(f"results: {out}")
     return 0
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from . import sweep, system
-    path, raw, _ = _load(args)
+    from .experiments import sweep
+    from .testbed import system
+    path, raw = _load(args)
     grid = [parse_assignment(g) for g in args.grid]
     catalog = system.catalog()
     plan = sweep.plan(raw, catalog, grid, args.reps)
     _need_root()
     out = Path(args.out) if args.out else _default_out("sweep", str(raw.get("name", path.stem)))
-    text = sweep.run_sweep(plan, out, catalog, quiet=args.quiet)
-    print(text)
-    print(f"results: {out}")
+    _emit(sweep.run_sweep(plan, out, catalog))
+    _emit(f"results: {out}")
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     directory = Path(args.dir)
-    if (directory / "sweep.json").is_file() or (directory / "plan.json").is_file():
-        from .sweep import aggregate
-        print(aggregate(directory))
+    if (directory / "compare.json").is_file():
+        from .experiments import compare
+        _emit(compare.report(directory))
+    elif (directory / "plan.json").is_file():
+        from .experiments.sweep import aggregate
+        _emit(aggregate(directory))
     elif (directory / "scenario.json").is_file():
-        from .report import write_report
-        print(write_report(directory, plots=not args.no_plots))
+        from .analysis.report import write_report
+        _emit(write_report(directory, plots=not args.no_plots))
     else:
-        raise HarnessError(f"{directory}: not a run or sweep results directory")
+        raise HarnessError(f"{directory}: not a run, sweep or compare results directory")
     return 0
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from .runner import cleanup_stale
+    from .testbed.runner import cleanup_stale
     _need_root()
     removed = cleanup_stale(include_live=args.all)
-    print(f"cleanup: removed {len(removed)} item(s)" if removed else "cleanup: nothing left behind")
+    _emit(f"cleanup: removed {len(removed)} item(s)" if removed else "cleanup: nothing left behind")
     return 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from . import system
-    _, raw, _ = _load(args)
+    from .testbed import system
+    _, raw = _load(args)
     scenario = validate(raw, system.catalog())
-    print(json.dumps(scenario.to_dict(), indent=2))
+    _emit(json.dumps(scenario.to_dict(), indent=2))
     return 0
 
 
 def cmd_model(args: argparse.Namespace) -> int:
-    from .sharemodel import ShareInputs, bbr_share
+    from .analysis.sharemodel import ShareInputs, bbr_share
     rate_pps = args.rate_mbit * 1e6 / 8 / args.packet_bytes
     bdp_packets = rate_pps * args.rtt_ms / 1e3
-    inputs = ShareInputs(n_bbr=args.bbr, queue_packets=args.queue_bdp * bdp_packets, capacity_pps=rate_pps,
-                         base_rtt_s=args.rtt_ms / 1e3, duration_s=args.duration_s)
-    result = bbr_share(inputs)
-    print(json.dumps(result.__dict__, indent=2))
+    try:
+        result = bbr_share(ShareInputs(n_bbr=args.bbr, queue_packets=args.queue_bdp * bdp_packets,
+                                       capacity_pps=rate_pps, base_rtt_s=args.rtt_ms / 1e3,
+                                       duration_s=args.duration_s))
+    except ValueError as exc:
+        raise UsageError(f"model: {exc}") from None
+    _emit(json.dumps(result.__dict__, indent=2))
     return 0
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from . import reproduce
-    out = Path(args.out) if args.out else REPO_ROOT / "results" / f"reproduce-{args.profile}"
+    from .repro import reproduce
+    from .testbed.netns import CHECKOUT_BUILD
+    out = Path(args.out) if args.out else Path.cwd() / "results" / f"reproduce-{args.profile}"
     if args.report_only:
         report = reproduce.report_only(out)
     else:
         _need_root()
-        report = reproduce.run_all(args.profile, args.only, out, REPO_ROOT, reproduce.command_line(sys.argv[1:]))
-    print(f"report: {report}")
+        report = reproduce.run_all(args.profile, args.only, out, CHECKOUT_BUILD.parent,
+                                   reproduce.command_line(sys.argv[1:]))
+    _emit(f"report: {report}")
     return 0
 
 
 def cmd_fidelity(args: argparse.Namespace) -> int:
-    from . import fidelity
+    from .experiments import fidelity
     args.scenario = args.scenario or str(fidelity.DEFAULT_SCENARIO)
-    _, raw, _ = _load(args)
+    _, raw = _load(args)
     _need_root()
     out = Path(args.out) if args.out else _default_out("fidelity", str(raw.get("name", "fidelity")))
-    print(fidelity.run(raw, out, args.reps, quiet=args.quiet))
-    print(f"results: {out}")
+    _emit(fidelity.run(raw, out, args.reps))
+    _emit(f"results: {out}")
     return 0
 
 
 def cmd_overhead(args: argparse.Namespace) -> int:
-    from . import overhead
+    from .experiments import overhead
     _need_root()
     out = Path(args.out) if args.out else _default_out("overhead", "veth")
-    print(overhead.run(out, args.reps, args.seconds))
-    print(f"results: {out}")
+    _emit(overhead.run(out, args.reps, args.seconds))
+    _emit(f"results: {out}")
+    return 0
+
+
+def cmd_delaybench(args: argparse.Namespace) -> int:
+    from .experiments import delaybench
+    delaybench.check_args(args)
+    _need_root()
+    _emit(delaybench.run_benchmark(args))
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bbrbench", description="Congestion-control testbed in network namespaces.")
+    common = argparse.ArgumentParser(add_help=False)
+    verbosity = common.add_mutually_exclusive_group()
+    # SUPPRESS: a subcommand's parser would otherwise reset what was given before the subcommand.
+    verbosity.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                           help="debug messages too")
+    verbosity.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                           help="warnings and errors only, no progress bars")
+
+    parser = argparse.ArgumentParser(prog="bbrbench", parents=[common],
+                                     description="Congestion-control testbed in network namespaces.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def scenario_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("scenario", help="scenario name in bench/scenarios/ or a path to a TOML file")
+    def add(name: str, help_: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help_, description=help_, parents=[common])
+
+    def scenario_args(p: argparse.ArgumentParser, optional: bool = False) -> None:
+        p.add_argument("scenario", nargs="?" if optional else None,
+                       help="scenario name in bbrbench/scenarios/ (e.g. mix, smoke) or a path to a TOML file")
         p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
                        help="override scenario keys, e.g. bottleneck.rate_mbit=20 flows.0.algo=bbr flows.*.count=2")
         p.add_argument("--profile", help="apply the scenario's [profiles.NAME] overrides first")
 
-    run = sub.add_parser("run", help="run one scenario")
+    co = add("compare", "each algorithm alone on one emulated path, with repetitions: table, figures, HTML page")
+    co.add_argument("algos", nargs="*", metavar="ALGO",
+                    help="congestion controls (default: cubic, bbr and every bbrkit algorithm); bbr is always added")
+    co.add_argument("--reps", type=int, help="repetitions (default: the scenario's, 5; 3 with --profile quick)")
+    co.add_argument("--profile", help="quick: 6 s runs, 3 repetitions")
+    co.add_argument("--out", help="results directory (default results/compare-PROFILE-TIME); rerun to resume")
+    co.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a key of the compare path, e.g. --set bottleneck.rate_mbit=100")
+    co.add_argument("--report-only", action="store_true", help="rebuild table, figures and page of --out")
+    co.set_defaults(func=cmd_compare)
+
+    run = add("run", "run one scenario")
     scenario_args(run)
     run.add_argument("--out", help="results directory (default results/run-NAME-TIME)")
-    run.add_argument("--quiet", action="store_true", help="no progress line")
     run.set_defaults(func=cmd_run)
 
-    sw = sub.add_parser("sweep", help="run a parameter grid with repetitions (resumable)")
+    sw = add("sweep", "run a parameter grid with repetitions (resumable)")
     scenario_args(sw)
     sw.add_argument("--grid", action="append", default=[], metavar="KEY=[V1,V2]",
                     help="add a grid dimension (TOML array), e.g. --grid 'bottleneck.buffer_bdp=[0.5,2]'")
     sw.add_argument("--reps", type=int, help="repetitions per grid point (default sweep.repetitions or 1)")
     sw.add_argument("--out", help="sweep directory; rerun with the same --out to resume")
-    sw.add_argument("--quiet", action="store_true")
     sw.set_defaults(func=cmd_sweep)
 
-    rep = sub.add_parser("report", help="recompute summary, table and plots of a run or sweep directory")
+    rep = add("report", "recompute summary, table and plots of a run, sweep or compare directory")
     rep.add_argument("dir")
     rep.add_argument("--no-plots", action="store_true")
     rep.set_defaults(func=cmd_report)
 
-    cl = sub.add_parser("cleanup", help="remove leftovers of crashed runs (namespaces, processes, attachments)")
+    cl = add("cleanup", "remove leftovers of crashed runs (namespaces, processes, attachments)")
     cl.add_argument("--all", action="store_true", help="also remove those of runs that look alive")
     cl.set_defaults(func=cmd_cleanup)
 
-    ck = sub.add_parser("check", help="validate a scenario and print it resolved")
+    ck = add("check", "validate a scenario and print it resolved")
     scenario_args(ck)
     ck.set_defaults(func=cmd_check)
 
-    mo = sub.add_parser("model", help="BBR's share against CUBIC by the Ware et al. model (seed 004)")
+    mo = add("model", "BBR's share against CUBIC by the Ware et al. model (seed 004)")
     mo.add_argument("--bbr", type=int, required=True, help="number of BBR flows")
     mo.add_argument("--queue-bdp", type=float, required=True, help="bottleneck buffer in BDPs")
     mo.add_argument("--rate-mbit", type=float, default=10.0)
@@ -181,7 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
     mo.add_argument("--packet-bytes", type=int, default=1514)
     mo.set_defaults(func=cmd_model)
 
-    rp = sub.add_parser("reproduce", help="run the seed papers' experiments (bench/scenarios/repro) and report")
+    rp = add("reproduce", "run the seed papers' experiments (bbrbench/scenarios/repro) and report")
     rp.add_argument("--profile", choices=("quick", "paper"), default="quick")
     rp.add_argument("--only", action="append", default=[], metavar="SEED[/EXPERIMENT]",
                     help="run only these, e.g. --only seed000 --only seed002/testbed (repeatable)")
@@ -189,22 +254,36 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--report-only", action="store_true", help="rebuild the report from --out without running")
     rp.set_defaults(func=cmd_reproduce)
 
-    fi = sub.add_parser("fidelity", help="bbr1 against the kernel's bbr: ratios with 95%% CIs (sweep, resumable)")
-    fi.add_argument("scenario", nargs="?", help="sweep scenario varying flows.0.algo over [bbr, bbr1] "
-                    "(default bench/scenarios/bench/fidelity.toml)")
-    fi.add_argument("overrides", nargs="*", metavar="KEY=VALUE")
-    fi.add_argument("--profile")
+    fi = add("fidelity", "bbr1 against the kernel's bbr: ratios with 95%% CIs (sweep, resumable)")
+    scenario_args(fi, optional=True)
     fi.add_argument("--reps", type=int, help="repetitions per point (default the scenario's)")
     fi.add_argument("--out", help="sweep directory; rerun with the same --out to resume")
-    fi.add_argument("--quiet", action="store_true")
     fi.set_defaults(func=cmd_fidelity)
 
-    ov = sub.add_parser("overhead", help="CPU per byte of bbr1 against the kernel's bbr over an unshaped veth")
+    ov = add("overhead", "CPU per byte of bbr1 against the kernel's bbr over an unshaped veth")
     ov.add_argument("--reps", type=int, default=5, help="runs per algorithm, alternating (default 5)")
     ov.add_argument("--seconds", type=int, default=8, help="length of each iperf3 run (default 8)")
     ov.add_argument("--out", help="results directory (default results/overhead-veth-TIME)")
     ov.set_defaults(func=cmd_overhead)
+
+    db = add("delaybench", "accuracy and capacity of the delay line (bbrkit-delay)")
+    from .experiments.delaybench import add_arguments
+    add_arguments(db)
+    db.set_defaults(func=cmd_delaybench)
     return parser
+
+
+def _setup_logging(args: argparse.Namespace) -> None:
+    verbose, quiet = getattr(args, "verbose", False), getattr(args, "quiet", False)
+    if verbose and quiet:
+        raise UsageError("-v and -q exclude each other")
+    level = logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s" if level > logging.DEBUG
+                                           else "%(asctime)s %(name)s: %(message)s"))
+    log.handlers[:] = [handler]
+    log.setLevel(level)
+    log.propagate = False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -217,16 +296,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extras:
         args.overrides = list(args.overrides) + extras
     try:
+        _setup_logging(args)
         return int(args.func(args))
+    except UsageError as exc:
+        log.error("bbrbench: %s", exc)
+        return EXIT_INVALID
     except ScenarioError as exc:
-        print(f"bbrbench: invalid scenario: {exc}", file=sys.stderr)
+        log.error("bbrbench: invalid scenario: %s", exc)
         return EXIT_INVALID
     except NotRunnable as exc:
-        print(f"bbrbench: not runnable on this kernel: {exc}", file=sys.stderr)
+        log.error("bbrbench: not runnable on this kernel: %s", exc)
         return EXIT_NOT_RUNNABLE
     except HarnessError as exc:
-        print(f"bbrbench: error: {exc}", file=sys.stderr)
+        log.error("bbrbench: error: %s", exc)
         return EXIT_FAILED
     except KeyboardInterrupt:
-        print("bbrbench: interrupted; everything removed", file=sys.stderr)
+        log.error("bbrbench: interrupted; everything removed")
         return EXIT_INTERRUPTED

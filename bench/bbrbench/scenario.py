@@ -10,11 +10,12 @@ import copy
 import math
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 ETH_HEADER_BYTES = 14
 MAX_SENDERS = 250
 SERVER_PORT_BASE = 5201
@@ -270,7 +271,7 @@ def _exclusive(table: _Table, keys: tuple[str, ...]) -> str | None:
 
 
 def find_scenario(spec: str) -> Path:
-    """A path, or the name of a file in bench/scenarios/ (with or without .toml)."""
+    """A path, or the name of a file in bbrbench/scenarios/ (with or without .toml)."""
     path = Path(spec)
     if path.is_file():
         return path

@@ -12,19 +12,21 @@ from typing import Any
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+# The console script pip installed beside the interpreter running the tests (the venv): the entry point
+# users run, not a module path.
+BBRBENCH = Path(sys.executable).parent / "bbrbench"
 
 
 def bbrbench_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "bbrbench", *args]
+    return [str(BBRBENCH), *args]
 
 
 def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(bbrbench_cmd(*args), cwd=BENCH, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(bbrbench_cmd(*args), capture_output=True, text=True, timeout=timeout)
 
 
 def popen_cli(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(bbrbench_cmd(*args), cwd=BENCH, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    return subprocess.Popen(bbrbench_cmd(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
 
 

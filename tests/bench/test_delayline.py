@@ -8,16 +8,16 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
 
-from bbrbench.delaybench import RECEIVER_ADDR, Chain  # noqa: E402
-from bbrbench.delayline import DelayLine, DelayLineError, cleanup_stale  # noqa: E402
+from bbrbench.experiments.delaybench import RECEIVER_ADDR, Chain  # noqa: E402
+from bbrbench.testbed.delayline import DelayLine, DelayLineError, cleanup_stale  # noqa: E402
 
 pytestmark = [pytest.mark.net, pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces")]
 

@@ -10,8 +10,12 @@ from typing import Any
 import pytest
 from benchutil import run_cli
 
-from bbrbench import reproduce, reproreport, sharemodel, sweep, system
+from bbrbench.analysis import sharemodel, stats
+from bbrbench.experiments import sweep
+from bbrbench.repro import reproduce
+from bbrbench.results import write_json
 from bbrbench.scenario import ScenarioError, prepare_raw
+from bbrbench.testbed import system
 
 BBRKIT = {"bbr1", "bbr_rttgain", "bbr_acd"}
 # `make reproduce` must finish in about an hour; per-run set-up and tear-down measured at 2-4 s here.
@@ -112,11 +116,11 @@ def _experiment(root: Path, key: str, duration_s: float, points: list[tuple[dict
         for r, s in enumerate(summaries):
             rd = d / "points" / pid / f"rep{r}"
             rd.mkdir(parents=True)
-            (rd / "summary.json").write_text(json.dumps(s))
+            write_json(rd / "summary.json", "summary", s)
             (rd / sweep.DONE_MARK).write_text("")
     d.mkdir(parents=True, exist_ok=True)
-    (d / "plan.json").write_text(json.dumps({"name": key, "raw": {"duration_s": duration_s}, "points": plan_points,
-                                             "repetitions": reps, "metrics": [], "duration_s": duration_s}))
+    write_json(d / "plan.json", "plan", {"name": key, "raw": {"duration_s": duration_s}, "points": plan_points,
+                                         "repetitions": reps, "metrics": [], "duration_s": duration_s})
 
 
 def _fake_tree(root: Path) -> dict[str, Any]:
@@ -134,9 +138,9 @@ def _fake_tree(root: Path) -> dict[str, Any]:
     fig21 = root / "seed001/fig21"
     (fig21 / "points" / "p0").mkdir(parents=True)
     (fig21 / "points" / "p0" / sweep.NOT_RUNNABLE).write_text("bottleneck.aqm = 'fq_codel': no fq_codel qdisc\n")
-    (fig21 / "plan.json").write_text(json.dumps({"name": "fig21", "raw": {"duration_s": 10}, "repetitions": 1,
-                                                 "metrics": [], "duration_s": 10,
-                                                 "points": [{"id": "p0", "overrides": {"bottleneck.aqm": "fq_codel"}}]}))
+    write_json(fig21 / "plan.json", "plan", {"name": "fig21", "raw": {"duration_s": 10}, "repetitions": 1,
+                                             "metrics": [], "duration_s": 10,
+                                             "points": [{"id": "p0", "overrides": {"bottleneck.aqm": "fq_codel"}}]})
     # Seed 004: measured BBR shares for N = 1 at three queue sizes, one repetition each.
     measured = {0.5: 0.9, 1: 0.6, 4: 0.3}
     share = [({"flows.0.count": 1, "bottleneck.buffer_bdp": q},
@@ -173,14 +177,17 @@ def test_report_from_fixed_results(tmp_path: Path) -> None:
     assert summary["experiments"]["seed004"]["l2"]["1"] == pytest.approx(expected, rel=1e-9)
     xs, ys = list(truth["cubic"]), list(truth["cubic"].values())
     cubic = summary["experiments"]["seed004"]["cubic_count"]
-    assert cubic["pearson"] == pytest.approx(sharemodel.pearson(xs, ys))
+    assert cubic["pearson"] == pytest.approx(stats.pearson(xs, ys))
     assert cubic["regression"]["slope"] == pytest.approx(-0.00375)
     assert summary["experiments"]["seed004"]["loss"][0]["l1"] == pytest.approx(0.3)
     assert (tmp_path / "figures" / "seed004_share.png").stat().st_size > 1000
     assert (tmp_path / "figures" / "seed000_table4.1.png").is_file()
 
 
-def test_t_p_value_matches_known_quantiles() -> None:
-    # t(0.975, df) is the two-sided 5% point.
-    assert reproreport.t_two_sided_p(2.776, 4) == pytest.approx(0.05, abs=5e-4)
-    assert reproreport.t_two_sided_p(12.706, 1) == pytest.approx(0.05, abs=5e-4)
+def test_regression_p_value_matches_known_quantiles() -> None:
+    # By hand: b = 9/10, SSE = 1.9, se = sqrt(1.9 / 3 / 10), t = 3.576 with 3 df, which t tables put
+    # between the two-sided 5% (3.182) and 2% (4.541) points: p = 0.0374.
+    reg = stats.regression([0, 1, 2, 3, 4], [0.0, 2.0, 1.0, 3.0, 4.0])
+    assert reg["slope"] == pytest.approx(0.9) and reg["n"] == 5
+    assert reg["p"] == pytest.approx(0.0374, abs=1e-3)
+    assert stats.regression([1, 1, 1], [1.0, 2.0, 3.0])["p"] is None

@@ -9,9 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from bbrbench import procs, runner
-from bbrbench.procs import RunState
-from bbrbench.procs import HarnessError
+from bbrbench.errors import HarnessError
+from bbrbench.testbed import netns as procs
+from bbrbench.testbed import runner
+from bbrbench.testbed.netns import RunState
 
 
 @pytest.fixture

@@ -10,7 +10,8 @@ import math
 
 import pytest
 
-from bbrbench.sharemodel import ShareInputs, bbr_share, l2_error, pearson, share_for_link, signed_l1_error
+from bbrbench.analysis.sharemodel import ShareInputs, bbr_share, l2_error, share_for_link, signed_l1_error
+from bbrbench.analysis.stats import pearson
 
 
 def share(n: int, q: float) -> float:

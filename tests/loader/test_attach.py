@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from loaderutil import ALGOS, BBRCTL, PIN_ROOT, ctl, params_raw, pins, snapshot, struct_ops_ids
+
 from netutil import available_ccs, bbrctl, iperf_pair, iperf_result, run
 
 RATE_MBIT = 100

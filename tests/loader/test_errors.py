@@ -3,7 +3,6 @@ exit, nothing on stdout, and no change to pins, registrations or parameters."""
 from __future__ import annotations
 
 import pytest
-
 from loaderutil import ctl, snapshot
 
 # (arguments, text the error must contain)

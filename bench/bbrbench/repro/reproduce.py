@@ -13,17 +13,19 @@ whole seed. A second invocation with the same --out and profile resumes: finishe
 from __future__ import annotations
 
 import json
+import logging
 import shlex
 import subprocess
-import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from .procs import HarnessError
-from .scenario import SCENARIO_DIR, ScenarioError, prepare_raw
+from ..errors import HarnessError
+from ..scenario import SCENARIO_DIR, ScenarioError, prepare_raw
 
+log = logging.getLogger(__name__)
 REPRO_DIR = SCENARIO_DIR / "repro"
 PROFILES = ("quick", "paper")
 META = "meta.json"
@@ -96,7 +98,8 @@ def _finish(out: Path, meta: dict[str, Any]) -> None:
 
 def plans(selected: list[Experiment], profile: str) -> list[tuple[Experiment, Any]]:
     """Every selected scenario planned (validated point by point) before the first run starts."""
-    from . import sweep, system
+    from ..experiments import sweep
+    from ..testbed import system
     catalog = system.catalog()
     out = []
     for e in selected:
@@ -109,23 +112,23 @@ def plans(selected: list[Experiment], profile: str) -> list[tuple[Experiment, An
 
 
 def run_all(profile: str, only: Sequence[str], out: Path, repo: Path, command: str) -> Path:
-    from . import sweep, system
+    from ..experiments import sweep
+    from ..testbed import system
     selected = select(experiments(), only)
     planned = plans(selected, profile)
     catalog = system.catalog()
     meta = _record(out, profile, only, command, repo)
     total = sum(len(p.points) * p.repetitions for _, p in planned)
-    print(f"reproduce: {len(planned)} experiment(s), {total} run(s), profile {profile}, results in {out}",
-          file=sys.stderr, flush=True)
+    log.info("reproduce: %d experiment(s), %d run(s), profile %s, results in %s", len(planned), total, profile, out)
     for e, plan_ in planned:
-        print(f"== {e.key}", file=sys.stderr, flush=True)
-        sweep.run_sweep(plan_, out / e.seed / e.name, catalog, quiet=True)
+        log.info("== %s", e.key)
+        sweep.run_sweep(plan_, out / e.seed / e.name, catalog)
     _finish(out, meta)
     return report_only(out)
 
 
 def report_only(out: Path) -> Path:
-    from .reproreport import write_report
+    from .report import write_report
     if not (out / META).is_file():
         raise HarnessError(f"{out}: not a reproduction directory (no {META})")
     return write_report(out)

@@ -17,8 +17,8 @@ the seed's formula.) Note Probe_time / d does not depend on d.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 # Seed 004 / Ware et al.: BBR keeps at least 4 packets in flight per flow while probing RTT.
 PROBE_INFLIGHT_PACKETS = 4.0
@@ -75,20 +75,6 @@ def signed_l1_error(lossy: Sequence[float], lossless: Sequence[float]) -> float:
     values are signed (-0.058 at 1% loss), so the differences are summed without absolute values."""
     _same_length(lossy, lossless)
     return sum(a - b for a, b in zip(lossy, lossless))
-
-
-def pearson(x: Sequence[float], y: Sequence[float]) -> float:
-    _same_length(x, y)
-    n = len(x)
-    if n < 2:
-        raise ValueError("correlation needs at least two points")
-    mx, my = sum(x) / n, sum(y) / n
-    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
-    sxx = sum((a - mx) ** 2 for a in x)
-    syy = sum((b - my) ** 2 for b in y)
-    if sxx == 0 or syy == 0:
-        raise ValueError("correlation undefined for a constant series")
-    return sxy / math.sqrt(sxx * syy)
 
 
 def _same_length(a: Sequence[float], b: Sequence[float]) -> None:

@@ -17,9 +17,10 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from .netns import find_binary
+
 BINARY_ENV = "BBRKIT_DELAY"
 BINARY_NAME = "bbrkit-delay"
-DEFAULT_BINARY = Path(__file__).resolve().parents[2] / "build" / BINARY_NAME
 MAX_DELAY_US = 10_000_000
 MAX_IFNAME_LEN = 15
 TAG_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
@@ -40,8 +41,10 @@ class DelayLineError(RuntimeError):
 def _binary(explicit: Path | None) -> Path:
     if explicit is not None:
         return explicit
-    env = os.environ.get(BINARY_ENV)
-    return Path(env) if env else DEFAULT_BINARY
+    found = find_binary(BINARY_NAME, BINARY_ENV)
+    if found is None:
+        raise DelayLineError(f"{BINARY_NAME}: not found on PATH or in build/ (make, make install, or set {BINARY_ENV})")
+    return found
 
 
 def _run(args: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -226,7 +229,7 @@ class DelayLine:
         self._sysctls = {}
         self._links_up = []
 
-    def __enter__(self) -> "DelayLine":
+    def __enter__(self) -> DelayLine:
         self.start()
         return self
 

@@ -10,9 +10,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import numpy as np  # noqa: E402
+from matplotlib.patches import Ellipse as MplEllipse  # noqa: E402
 
 from .metrics import window_rates_bps  # noqa: E402
-from .report import load_run, trace_by_flow  # noqa: E402
+from .rundata import load_run, trace_by_flow  # noqa: E402
+from .stats import mean_ellipse95  # noqa: E402
 
 FIG_SIZE = (10, 4.5)
 DPI = 110
@@ -103,3 +105,70 @@ def _pacing_gains(run_dir: Path, scenario: dict[str, Any], events_doc: dict[str,
         if np.isfinite(g).any():
             gains[f"{scenario['flows'][idx]['label']} (kernel)"] = (series.t, g)
     return gains
+
+
+def throughput_delay(points: dict[str, list[tuple[float, float]]], path: Path, title: str) -> Path:
+    """Pantheon's picture: each repetition a point (x: mean queueing delay, y: goodput), each algorithm's
+    mean with the 95% confidence ellipse of that mean. The delay axis runs right to left so that better
+    (more throughput, less delay) is up and to the right."""
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    for i, (algo, xy) in enumerate(points.items()):
+        if not xy:
+            continue
+        color = f"C{i % 10}"
+        xs, ys = [p[0] for p in xy], [p[1] for p in xy]
+        ax.scatter(xs, ys, color=color, s=14, alpha=0.5)
+        ax.scatter([float(np.mean(xs))], [float(np.mean(ys))], color=color, s=50, marker="o", edgecolors="black",
+                   linewidths=0.6, label=algo, zorder=3)
+        region = mean_ellipse95(xs, ys)
+        if region is not None:
+            ax.add_patch(MplEllipse((region.x, region.y), region.width, region.height, angle=region.angle_deg,
+                                    facecolor=color, alpha=0.15, edgecolor=color))
+        ax.annotate(algo, (float(np.mean(xs)), float(np.mean(ys))), textcoords="offset points", xytext=(6, 4),
+                    fontsize=8)
+    ax.invert_xaxis()
+    ax.set_xlabel("mean queueing delay (ms), RTT minus base RTT; better to the right")
+    ax.set_ylabel("goodput (Mbit/s)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def time_series(run_dir: Path, path: Path, title: str) -> Path:
+    """One run's per-flow throughput, RTT, cwnd and pacing gain, stacked on one time axis."""
+    meta, data, events_doc = load_run(run_dir)
+    scenario = meta["resolved"]
+    labels = {f["index"]: f["label"] for f in scenario["flows"]}
+    fig, axes = plt.subplots(4, 1, figsize=(8, 9), sharex=True)
+    for idx, series in sorted(data.flows.items()):
+        label = labels.get(idx, str(idx))
+        if len(series.t) >= 2:
+            edges = np.arange(series.t[0], series.t[-1] + 1e-9, THROUGHPUT_BIN_S)
+            if len(edges) >= 2:
+                rates = window_rates_bps(series.t, series.col("bytes_acked"), edges) / 1e6
+                axes[0].step(edges[:-1], rates, where="post", label=label, linewidth=1)
+        axes[1].plot(series.t, series.col("srtt_ms"), label=label, linewidth=1)
+        axes[2].plot(series.t, series.col("cwnd"), label=label, linewidth=1)
+    axes[0].axhline(scenario["bottleneck"]["rate_mbit"], color="grey", linestyle="--", linewidth=0.8)
+    gains = _pacing_gains(run_dir, scenario, events_doc, data)
+    for label, (t, g) in gains.items():
+        axes[3].step(t, g, where="post", label=label, linewidth=1)
+    if not gains:
+        axes[3].text(0.5, 0.5, "no pacing gain: not a BBR algorithm, or no bbrctl trace", ha="center",
+                     va="center", transform=axes[3].transAxes, fontsize=9)
+    for ax, unit in zip(axes, (f"Mbit/s ({THROUGHPUT_BIN_S:g} s bins)", "smoothed RTT (ms)", "cwnd (packets)",
+                               "pacing gain")):
+        ax.set_ylabel(unit, fontsize=8)
+        ax.grid(True, alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=7, loc="upper right")
+    axes[-1].set_xlabel("time (s)")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path

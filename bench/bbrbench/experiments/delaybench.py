@@ -7,7 +7,7 @@ Builds sender | delay | receiver network namespaces (one L2 segment through the 
   CPU the machine has, so the delay line is the bottleneck);
 - capacity: the unpaced flow's throughput.
 
-Run as `cd bench && python3 -m bbrbench.delaybench [--out FILE]`. Everything it creates is named
+Run as `bbrbench delaybench [--out FILE]`. Everything it creates is named
 `bbd-<pid>-...` and removed on exit, Ctrl-C or SIGTERM.
 """
 
@@ -20,14 +20,15 @@ import platform
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any, Iterator, Sequence
+from typing import Any
 
-from .delayline import DelayLine, cleanup_stale
+from ..errors import HarnessError, UsageError
+from ..testbed.delayline import DelayLine, cleanup_stale
 
 SENDER_ADDR = "198.18.0.1"
 RECEIVER_ADDR = "198.18.0.2"
@@ -65,7 +66,7 @@ class Chain:
         self.delay = f"{prefix}d"
         self.receiver = f"{prefix}r"
 
-    def __enter__(self) -> "Chain":
+    def __enter__(self) -> Chain:
         try:
             self.create()
         except BaseException:
@@ -133,7 +134,7 @@ class RttStats:
     p99_error_us: float
 
     @staticmethod
-    def of(samples: Sequence[float], target_us: float) -> "RttStats | None":
+    def of(samples: Sequence[float], target_us: float) -> RttStats | None:
         if not samples:
             return None
         p99 = percentile(samples, 99)
@@ -217,21 +218,21 @@ def machine() -> dict[str, Any]:
     return {"kernel": platform.release(), "cpus": os.cpu_count(), "python": platform.python_version()}
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python3 -m bbrbench.delaybench", description=__doc__.splitlines()[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--delay-us", type=int, default=10_000, help="one-way delay each direction (default 10000)")
     ap.add_argument("--duration", type=float, default=10.0, help="seconds per loaded run (default 10)")
     ap.add_argument("--rate", default="1G", help="pacing rate of the paced run, iperf3 syntax (default 1G)")
     ap.add_argument("--idle-pings", type=int, default=500, help="ping samples idle (default 500)")
     ap.add_argument("--out", help="write the results as JSON to this file")
-    args = ap.parse_args(argv)
+
+
+def check_args(args: argparse.Namespace) -> None:
     if not 0 < args.delay_us <= 1_000_000:
-        ap.error("--delay-us: must be 1..1000000")
+        raise UsageError("--delay-us: must be 1..1000000")
     if args.duration < WARMUP_S + 2:
-        ap.error(f"--duration: must be at least {WARMUP_S + 2:.0f} s")
+        raise UsageError(f"--duration: must be at least {WARMUP_S + 2:.0f} s")
     if args.idle_pings < 10:
-        ap.error("--idle-pings: must be at least 10")
-    return args
+        raise UsageError("--idle-pings: must be at least 10")
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -282,26 +283,16 @@ def report(result: dict[str, Any]) -> Iterator[str]:
         yield f"  {'PASS' if ok else 'FAIL'} {name}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def run_benchmark(args: argparse.Namespace) -> str:
+    """Run it (SIGTERM acts as Ctrl-C, so the chain is removed either way) and return the report."""
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         result = benchmark(args)
-    except KeyboardInterrupt:
-        print("delaybench: interrupted; cleaned up", file=sys.stderr)
-        return 130
     except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
-        print(f"delaybench: {exc}", file=sys.stderr)
-        return 1
+        raise HarnessError(f"delaybench: {exc}") from None
     finally:
         signal.signal(signal.SIGTERM, previous)
-    for text in report(result):
-        print(text)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             json.dump(result, f, indent=2)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return "\n".join(report(result))

@@ -2,29 +2,34 @@
 
 Order: remove leftovers of crashed runs -> probe the kernel (scratch namespace) -> build the topology ->
 emulation -> bbrkit algorithms -> samplers -> iperf3 -> tear everything down (also on Ctrl-C, SIGTERM or
-any error) -> summary, plots, table.
+any error). The caller turns the results directory into a summary (analysis.report).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
-import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
-from . import procs
+from .. import progress
+from ..errors import HarnessError
+from ..results import write_json
+from ..scenario import Scenario
+from . import netns as procs
 from .emulation import Emulation, check_runnable
-from .procs import HarnessError, ProcessGroup, RunState, command, remove_netns
-from .report import write_report
+from .netns import ProcessGroup, RunState, command, remove_netns
 from .sampling import FlowSampler, QueueSampler, TraceRecorder
-from .scenario import Scenario
 from .system import bbrctl, bbrkit_attached, bbrkit_params, delayline_module, format_param
 from .topology import Topology
 from .traffic import Traffic
+
+log = logging.getLogger(__name__)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -57,10 +62,6 @@ def signals_deferred() -> Iterator[None]:
             signal.signal(s, handler)
 
 
-def _warn(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr)
-
-
 # ---------------------------------------------------------------- leftovers
 
 
@@ -89,12 +90,12 @@ def cleanup_prefix(prefix: str) -> list[str]:
     return removed
 
 
-def cleanup_stale(include_live: bool = False, quiet: bool = False) -> list[str]:
+def cleanup_stale(include_live: bool = False) -> list[str]:
     removed: list[str] = []
     for prefix in sorted(procs.stale_prefixes(include_live)):
         items = cleanup_prefix(prefix)
-        if items and not quiet:
-            print(f"cleanup: run {prefix}: removed {', '.join(items)}", file=sys.stderr)
+        if items:
+            log.info("cleanup: run %s: removed %s", prefix, ", ".join(items))
         removed += items
     return removed
 
@@ -161,20 +162,21 @@ def undo_bbrkit(state: RunState) -> None:
                 try:
                     bbrctl("set", algo, *(f"{k}={format_param(v)}" for k, v in params.items()))
                 except HarnessError as exc:
-                    _warn(f"restoring {algo} parameters: {exc}")
+                    log.warning("restoring %s parameters: %s", algo, exc)
             if algo in state.attached:
                 try:
                     bbrctl("detach", algo)
                 except HarnessError as exc:
-                    _warn(f"detaching {algo}: {exc}")
+                    log.warning("detaching %s: %s", algo, exc)
 
 
 # ---------------------------------------------------------------- the run
 
 
 def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit: frozenset[str],
-        quiet: bool = False) -> str:
-    """Run the scenario, write its results directory, return the console table.
+        show_progress: bool = True) -> None:
+    """Run the scenario and write its raw results into out_dir (a progress bar over the run's seconds
+    unless show_progress is False, as in sweeps that show their own).
 
     bbrkit: the names of bbrkit algorithms (from the catalog the scenario was validated against)."""
     cleanup_stale()
@@ -193,12 +195,11 @@ def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit:
     trace: TraceRecorder | None = None
     traffic: Traffic | None = None
     for note in scenario.skipped:
-        print(f"note: {note}", file=sys.stderr)
+        log.info("note: %s", note)
     try:
         with signals_interrupt():
-            (out_dir / "scenario.json").write_text(json.dumps(
-                {"resolved": scenario.to_dict(), "raw": raw_scenario, "prefix": prefix,
-                 "kernel": os.uname().release}, indent=2) + "\n")
+            write_json(out_dir / "scenario.json", "run", {"resolved": scenario.to_dict(), "raw": raw_scenario,
+                                                          "prefix": prefix, "kernel": os.uname().release})
             probe = f"{prefix}-probe"
             topo.namespaces.append(probe)
             command(["ip", "netns", "add", probe])
@@ -225,9 +226,9 @@ def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit:
             samplers = [FlowSampler(topo, t0, flow_file), QueueSampler(topo, group, t0, queue_file)]
             for s in samplers:
                 s.start()
-            progress = _Progress(scenario, t0, quiet)
-            traffic.run(t0, on_tick=progress.tick)
-            progress.done()
+            with progress.bar(total=round(scenario.duration_s), unit="s", desc=scenario.name,
+                              disable_bar=not show_progress) as bar:
+                traffic.run(t0, on_tick=lambda: bar.update(min(bar.total, int(time.monotonic() - t0)) - bar.n))
     finally:
         with signals_deferred():
             steps: list[tuple[str, Callable[[], None]]] = [
@@ -248,10 +249,9 @@ def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit:
                 try:
                     step()
                 except Exception as exc:
-                    _warn(f"clean-up of {what}: {exc}")
+                    log.warning("clean-up of %s: %s", what, exc)
             os.environ.pop(procs.RUN_ENV, None)
             (raw_dir / "events.json").write_text(json.dumps(events, indent=2) + "\n")
-    return write_report(out_dir)
 
 
 def _stop_samplers(samplers: list[Any], events: dict[str, Any]) -> None:
@@ -266,24 +266,3 @@ def _cleanup_delay_lines(prefix: str) -> None:
     module = delayline_module()
     if module is not None:
         module.cleanup_stale(prefix)
-
-
-class _Progress:
-    """One status line on stderr while the flows run (only on a terminal)."""
-
-    def __init__(self, scenario: Scenario, t0: float, quiet: bool) -> None:
-        self.t0 = t0
-        self.total = scenario.duration_s
-        self.enabled = not quiet and sys.stderr.isatty()
-        self.last = 0.0
-
-    def tick(self) -> None:
-        now = time.monotonic()
-        if self.enabled and now - self.last >= 1.0:
-            self.last = now
-            elapsed = now - self.t0
-            print(f"\r  {elapsed:5.0f} / {self.total:.0f} s", end="", file=sys.stderr, flush=True)
-
-    def done(self) -> None:
-        if self.enabled:
-            print("\r" + " " * 20 + "\r", end="", file=sys.stderr, flush=True)

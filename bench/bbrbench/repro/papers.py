@@ -8,8 +8,9 @@ our set-up differs. Numbers are from /work/shared/design/experiments.md and the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 
 class Lookup(Protocol):

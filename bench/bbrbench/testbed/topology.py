@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .procs import command, remove_netns
-from .scenario import Scenario
+from ..scenario import Scenario
+from .netns import command, remove_netns
 
 RECEIVER_ADDR = "198.19.0.1"
 ROUTER_RX_ADDR = "198.19.0.254"

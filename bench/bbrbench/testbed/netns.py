@@ -12,14 +12,17 @@ import fcntl
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Sequence
+from typing import IO, Any
+
+from ..errors import HarnessError
 
 RUN_BASE = "bbrb-"
 RUN_ENV = "BBRBENCH_RUN"
@@ -28,12 +31,19 @@ TERM_GRACE_S = 2.0
 COMMAND_TIMEOUT_S = 30.0
 
 
-class HarnessError(RuntimeError):
-    """A run that cannot go on; the message is one line."""
+# A source checkout's build directory: where `make` leaves the binaries before `make install`.
+CHECKOUT_BUILD = Path(__file__).resolve().parents[3] / "build"
 
 
-class NotRunnable(HarnessError):
-    """The scenario needs something this kernel or machine lacks (an AQM qdisc, a delay mechanism)."""
+def find_binary(name: str, env_var: str) -> Path | None:
+    """The binary to run: $env_var when set, else the one on PATH (`make install`), else the checkout's
+    build/ (a developer who ran only `make`)."""
+    env = os.environ.get(env_var)
+    found = Path(env) if env else None
+    if found is None:
+        on_path = shutil.which(name)
+        found = Path(on_path) if on_path else CHECKOUT_BUILD / name
+    return found if found.is_file() and os.access(found, os.X_OK) else None
 
 
 def new_prefix() -> str:
@@ -108,7 +118,7 @@ class RunState:
         self.path.unlink(missing_ok=True)
 
     @classmethod
-    def load(cls, path: Path) -> "RunState | None":
+    def load(cls, path: Path) -> RunState | None:
         try:
             data = json.loads(path.read_text())
             return cls(prefix=data["prefix"], attached=list(data["attached"]),

@@ -15,22 +15,27 @@ import csv
 import hashlib
 import itertools
 import json
+import logging
 import shutil
-import sys
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .procs import HarnessError, NotRunnable
-from .scenario import DEFAULT_SWEEP_METRICS, AlgoCatalog, ScenarioError, apply_override, strip_sweep, validate
-from .stats import mean_ci95
+from tqdm.contrib.logging import logging_redirect_tqdm
 
+from .. import progress
+from ..analysis import tables
+from ..analysis.report import summarize
+from ..analysis.stats import mean_ci95
+from ..errors import HarnessError, NotRunnable
+from ..results import read_json, write_json
+from ..scenario import DEFAULT_SWEEP_METRICS, AlgoCatalog, ScenarioError, apply_override, strip_sweep, validate
+from ..testbed.runner import run
+
+log = logging.getLogger(__name__)
 DONE_MARK = "done"
 NOT_RUNNABLE = "not_runnable.txt"
 FAILED = "failed.txt"
-# Set-up and tear-down time per run beyond the scenario's duration, for the first time-left estimate.
-RUN_OVERHEAD_S = 4.0
 
 
 @dataclass
@@ -57,9 +62,13 @@ class Plan:
                 "repetitions": self.repetitions, "metrics": self.metrics, "duration_s": self.duration_s}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Plan":
+    def from_json(cls, data: dict[str, Any]) -> Plan:
         return cls(name=data["name"], raw=data["raw"], points=[Point(**p) for p in data["points"]],
                    repetitions=data["repetitions"], metrics=data["metrics"], duration_s=data["duration_s"])
+
+
+def load_plan(out: Path) -> Plan:
+    return Plan.from_json(read_json(out / "plan.json", "plan"))
 
 
 def point_id(overrides: dict[str, Any]) -> str:
@@ -105,55 +114,51 @@ def plan(raw: dict[str, Any], catalog: AlgoCatalog, cli_grid: list[tuple[str, An
                 duration_s=longest)
 
 
-def _fmt_time(seconds: float) -> str:
-    seconds = int(max(0, seconds))
-    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
-
-
 def _open_plan(plan_: Plan, out: Path) -> None:
     path = out / "plan.json"
     if path.is_file():
-        old = Plan.from_json(json.loads(path.read_text()))
+        old = Plan.from_json(read_json(path, "plan"))
         if old.raw != plan_.raw or [p.id for p in old.points] != [p.id for p in plan_.points]:
             raise HarnessError(f"{out} holds a different sweep (scenario or grid changed); use another --out")
     out.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(plan_.to_json(), indent=2) + "\n")
+    write_json(path, "plan", plan_.to_json())
 
 
-def run_sweep(plan_: Plan, out: Path, catalog: AlgoCatalog, quiet: bool = False) -> str:
-    from .runner import run
+def run_sweep(plan_: Plan, out: Path, catalog: AlgoCatalog) -> str:
+    """Run every repetition of every point not done yet (a resumed sweep skips finished ones), then
+    aggregate. Repetitions run in rounds (every point once, then again) so that a drifting machine load
+    spreads over all points alike."""
     _open_plan(plan_, out)
     jobs = [(rep, point) for rep in range(plan_.repetitions) for point in plan_.points]
-    started = time.monotonic()
-    durations: list[float] = []
-    for n, (rep, point) in enumerate(jobs, 1):
-        point_dir = out / "points" / point.id
-        run_dir = point_dir / f"rep{rep}"
-        if (run_dir / DONE_MARK).is_file() or (point_dir / NOT_RUNNABLE).is_file():
-            continue
-        remaining = sum(1 for r, p in jobs[n - 1:] if not (out / "points" / p.id / f"rep{r}" / DONE_MARK).is_file())
-        per_run = sum(durations) / len(durations) if durations else plan_.duration_s + RUN_OVERHEAD_S
-        print(f"[{n}/{len(jobs)}] {point.label} rep {rep + 1}/{plan_.repetitions}  elapsed "
-              f"{_fmt_time(time.monotonic() - started)}, about {_fmt_time(remaining * per_run)} left",
-              file=sys.stderr, flush=True)
-        if run_dir.exists():
-            shutil.rmtree(run_dir)
-        t = time.monotonic()
-        scenario = validate(point_raw(plan_.raw, point.overrides), catalog)
-        try:
-            run(scenario, point_raw(plan_.raw, point.overrides), run_dir, catalog.bbrkit, quiet=True)
-        except NotRunnable as exc:
-            point_dir.mkdir(parents=True, exist_ok=True)
-            (point_dir / NOT_RUNNABLE).write_text(f"{exc}\n")
-            print(f"  not runnable on this kernel: {exc}", file=sys.stderr)
-            continue
-        except HarnessError as exc:
-            run_dir.mkdir(parents=True, exist_ok=True)
-            (run_dir / FAILED).write_text(f"{exc}\n")
-            print(f"  failed: {exc}", file=sys.stderr)
-            continue
-        (run_dir / DONE_MARK).write_text("")
-        durations.append(time.monotonic() - t)
+    todo = [(rep, point) for rep, point in jobs
+            if not (out / "points" / point.id / f"rep{rep}" / DONE_MARK).is_file()
+            and not (out / "points" / point.id / NOT_RUNNABLE).is_file()]
+    log.info("sweep %s: %d run(s), %d to do", plan_.name, len(jobs), len(todo))
+    with progress.bar(total=len(todo), unit="run", desc=plan_.name) as bar, logging_redirect_tqdm():
+        for rep, point in todo:
+            bar.set_postfix_str(f"{point.label} rep {rep + 1}/{plan_.repetitions}")
+            point_dir = out / "points" / point.id
+            run_dir = point_dir / f"rep{rep}"
+            if (point_dir / NOT_RUNNABLE).is_file():
+                bar.update()
+                continue
+            if run_dir.exists():
+                shutil.rmtree(run_dir)
+            raw = point_raw(plan_.raw, point.overrides)
+            try:
+                run(validate(raw, catalog), raw, run_dir, catalog.bbrkit, show_progress=False)
+                summarize(run_dir)
+            except NotRunnable as exc:
+                point_dir.mkdir(parents=True, exist_ok=True)
+                (point_dir / NOT_RUNNABLE).write_text(f"{exc}\n")
+                log.warning("%s: not runnable on this kernel: %s", point.label, exc)
+            except HarnessError as exc:
+                run_dir.mkdir(parents=True, exist_ok=True)
+                (run_dir / FAILED).write_text(f"{exc}\n")
+                log.warning("%s rep %d: failed: %s", point.label, rep + 1, exc)
+            else:
+                (run_dir / DONE_MARK).write_text("")
+            bar.update()
     return aggregate(out)
 
 
@@ -176,7 +181,7 @@ def metric_value(summary: dict[str, Any], path: str) -> float | None:
 
 
 def aggregate(out: Path) -> str:
-    plan_ = Plan.from_json(json.loads((out / "plan.json").read_text()))
+    plan_ = load_plan(out)
     rows: list[dict[str, Any]] = []
     for point in plan_.points:
         point_dir = out / "points" / point.id
@@ -189,7 +194,7 @@ def aggregate(out: Path) -> str:
         for rep in range(plan_.repetitions):
             run_dir = point_dir / f"rep{rep}"
             if (run_dir / DONE_MARK).is_file():
-                summaries.append(json.loads((run_dir / "summary.json").read_text()))
+                summaries.append(read_json(run_dir / "summary.json", "summary"))
         row["status"] = f"{len(summaries)}/{plan_.repetitions} repetitions"
         row["repetitions"] = len(summaries)
         for metric in plan_.metrics:
@@ -198,8 +203,7 @@ def aggregate(out: Path) -> str:
                 m, ci = mean_ci95(values)
                 row["metrics"][metric] = {"mean": m, "ci95": ci, "n": len(values), "values": values}
         rows.append(row)
-    (out / "sweep.json").write_text(json.dumps({"name": plan_.name, "metrics": plan_.metrics, "points": rows},
-                                               indent=2) + "\n")
+    write_json(out / "sweep.json", "sweep", {"name": plan_.name, "metrics": plan_.metrics, "points": rows})
     keys = sorted({k for p in plan_.points for k in p.overrides})
     with (out / "sweep.csv").open("w", newline="") as fh:
         writer = csv.writer(fh)
@@ -220,22 +224,16 @@ def aggregate(out: Path) -> str:
 
 def sweep_table(plan_: Plan, rows: list[dict[str, Any]]) -> str:
     header = ["point"] + [m.split(".", 1)[1] for m in plan_.metrics] + ["status"]
-    body: list[list[str]] = []
+    body: list[list[str | None]] = []
     for row in rows:
-        cells = [row["label"]]
+        cells: list[str | None] = [row["label"]]
         for m in plan_.metrics:
             stat = row["metrics"].get(m)
-            if stat is None:
-                cells.append("-")
-            elif stat["ci95"] is None:
-                cells.append(f"{stat['mean']:.3g}")
-            else:
-                cells.append(f"{stat['mean']:.3g} ± {stat['ci95']:.2g}")
+            cells.append(None if stat is None else format_mean(stat["mean"], stat["ci95"]))
         cells.append(row["status"])
         body.append(cells)
-    widths = [max(len(header[i]), *(len(b[i]) for b in body)) if body else len(header[i]) for i in range(len(header))]
-    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths)))]
-    lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
-              for cells in body]
-    lines.append("(mean ± 95% confidence half-width over repetitions)")
-    return "\n".join(lines)
+    return tables.text(header, body) + "\n(mean ± 95% confidence half-width over repetitions)"
+
+
+def format_mean(mean: float, ci95: float | None) -> str:
+    return f"{mean:.3g}" if ci95 is None else f"{mean:.3g} ± {ci95:.2g}"

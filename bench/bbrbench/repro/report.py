@@ -8,7 +8,6 @@ finished repetitions count. Means carry 95% confidence half-widths (Student's t)
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,11 +18,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import numpy as np  # noqa: E402
 
-from .papers import (SEED004_L1_LOSS, SEED004_L2, SEED004_P_CUBIC, SEED004_PEARSON_CUBIC, SPECS,  # noqa: E402
-                     Spec, spec_for)
-from .sharemodel import l2_error, pearson, share_for_link  # noqa: E402
-from .stats import mean_ci95  # noqa: E402
-from .sweep import DONE_MARK, NOT_RUNNABLE, metric_value  # noqa: E402
+from ..analysis.sharemodel import l2_error, share_for_link  # noqa: E402
+from ..analysis.stats import mean_ci95, pearson, regression  # noqa: E402
+from ..experiments.sweep import DONE_MARK, NOT_RUNNABLE, metric_value  # noqa: E402
+from ..results import read_json
+from .papers import SEED004_L1_LOSS, SEED004_L2, SEED004_P_CUBIC, SEED004_PEARSON_CUBIC, SPECS, Spec, spec_for  # noqa: E402
 
 # Payload bytes per full-sized segment (1500 MTU minus IPv4, TCP and timestamp option headers).
 MSS_BYTES = 1448
@@ -94,7 +93,7 @@ class PointResult:
 
 
 def load_experiment(directory: Path) -> list[PointResult]:
-    plan = json.loads((directory / "plan.json").read_text())
+    plan = read_json(directory / "plan.json", "plan")
     points: list[PointResult] = []
     for p in plan["points"]:
         pdir = directory / "points" / p["id"]
@@ -102,7 +101,7 @@ def load_experiment(directory: Path) -> list[PointResult]:
         if (pdir / NOT_RUNNABLE).is_file():
             points.append(PointResult(p["overrides"], label, "not runnable: " + (pdir / NOT_RUNNABLE).read_text().strip()))
             continue
-        summaries = [json.loads((pdir / f"rep{r}" / "summary.json").read_text())
+        summaries = [read_json(pdir / f"rep{r}" / "summary.json", "summary")
                      for r in range(plan["repetitions"]) if (pdir / f"rep{r}" / DONE_MARK).is_file()]
         points.append(PointResult(p["overrides"], label, f"{len(summaries)}/{plan['repetitions']} repetitions",
                                   summaries))
@@ -265,38 +264,13 @@ def plot_experiment(res: Results, fig_dir: Path) -> Path | None:
 # ---------------------------------------------------------------- seed 004
 
 
-def t_two_sided_p(t: float, df: int) -> float:
-    """Two-sided p-value of Student's t by integrating its density from 0 to |t| (numpy only)."""
-    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
-    grid = np.linspace(0.0, abs(t), 20001)
-    density = c * (1 + grid ** 2 / df) ** (-(df + 1) / 2)
-    return float(max(0.0, 1 - 2 * np.trapezoid(density, grid)))
-
-
-def regression(x: list[float], y: list[float]) -> dict[str, float | None]:
-    """Least-squares y = a + b x with R² and the slope's two-sided p-value."""
-    n = len(x)
-    xa, ya = np.asarray(x, float), np.asarray(y, float)
-    sxx = float(((xa - xa.mean()) ** 2).sum())
-    if n < 3 or sxx == 0:
-        return {"slope": None, "intercept": None, "r2": None, "p": None, "n": n}
-    b = float(((xa - xa.mean()) * (ya - ya.mean())).sum() / sxx)
-    a = float(ya.mean() - b * xa.mean())
-    resid = ya - (a + b * xa)
-    sst = float(((ya - ya.mean()) ** 2).sum())
-    r2 = 1 - float((resid ** 2).sum()) / sst if sst else None
-    se = math.sqrt(float((resid ** 2).sum()) / (n - 2) / sxx)
-    p = t_two_sided_p(b / se, n - 2) if se > 0 else 0.0
-    return {"slope": b, "intercept": a, "r2": r2, "p": p, "n": n}
-
-
 def _share_points(out: Path, name: str) -> list[PointResult]:
     d = out / "seed004" / name
     return load_experiment(d) if (d / "plan.json").is_file() else []
 
 
 def _duration(out: Path, name: str, p: PointResult) -> float:
-    plan = json.loads((out / "seed004" / name / "plan.json").read_text())
+    plan = read_json(out / "seed004" / name / "plan.json", "plan")
     return float(p.overrides.get("duration_s", plan["raw"].get("duration_s", 60)))
 
 

@@ -11,17 +11,18 @@ Writes fidelity.json into the sweep directory.
 from __future__ import annotations
 
 import csv
-import json
-import math
 import os
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from .procs import HarnessError
-from .scenario import SCENARIO_DIR
-from .stats import t975
+from ..analysis import tables
+from ..analysis.stats import Ratio, ratio_ci95
+from ..errors import HarnessError
+from ..results import read_json, write_json
+from ..scenario import SCENARIO_DIR
 from .sweep import DONE_MARK
 
 DEFAULT_SCENARIO = SCENARIO_DIR / "bench" / "fidelity.toml"
@@ -29,46 +30,6 @@ ALGO_KEY = "flows.0.algo"
 REFERENCE = "bbr"
 CANDIDATE = "bbr1"
 RESULT_FILE = "fidelity.json"
-
-
-@dataclass(frozen=True)
-class Ratio:
-    """mean(x) / mean(y) with the half-width of its 95% CI; None where the reference mean is zero."""
-
-    ratio: float | None
-    ci95: float | None
-    df: float | None
-
-    @property
-    def excludes_one(self) -> bool:
-        return self.ratio is not None and self.ci95 is not None and abs(self.ratio - 1.0) > self.ci95
-
-
-def _mean_var(values: Sequence[float]) -> tuple[float, float]:
-    n = len(values)
-    m = sum(values) / n
-    return m, (sum((v - m) ** 2 for v in values) / (n - 1) if n > 1 else 0.0)
-
-
-def ratio_ci95(x: Sequence[float], y: Sequence[float]) -> Ratio:
-    """Ratio of means of two independent samples, CI by the delta method with Welch's degrees of freedom.
-
-    Var(R) ~ (s_x^2/n_x + R^2 s_y^2/n_y) / m_y^2: written this way (rather than with relative variances)
-    it stays finite when the candidate's mean is zero, e.g. a retransmission rate of 0."""
-    if len(x) < 2 or len(y) < 2:
-        raise ValueError("need at least two values on each side for a confidence interval")
-    mx, vx = _mean_var(x)
-    my, vy = _mean_var(y)
-    if my == 0:
-        return Ratio(None, None, None)
-    r = mx / my
-    a1 = vx / len(x)
-    a2 = r * r * vy / len(y)
-    if a1 + a2 == 0:
-        return Ratio(r, 0.0, None)
-    df = (a1 + a2) ** 2 / (a1 * a1 / (len(x) - 1) + a2 * a2 / (len(y) - 1))
-    # t975 takes whole degrees of freedom; rounding down widens the interval, never narrows it.
-    return Ratio(r, t975(max(1, math.floor(df))) * math.sqrt(a1 + a2) / abs(my), df)
 
 
 def compare(sweep: dict[str, Any]) -> list[dict[str, Any]]:
@@ -118,7 +79,7 @@ def failed_flow_runs(out: Path) -> list[Path]:
     metrics are missing, so the report names them."""
     bad: list[Path] = []
     for done in sorted(out.glob(f"points/*/rep*/{DONE_MARK}")):
-        summary = json.loads((done.parent / "summary.json").read_text())
+        summary = read_json(done.parent / "summary.json", "summary")
         if any(f.get("error") for f in summary.get("flows", [])):
             bad.append(done.parent)
     return bad
@@ -136,21 +97,19 @@ def format_ratio(stat: dict[str, Any]) -> str:
 def table(rows: list[dict[str, Any]], metrics: Sequence[str]) -> str:
     header = ["settings"] + [m.split(".", 1)[1] for m in metrics]
     body = [[", ".join(f"{k}={v}" for k, v in row["settings"].items())]
-            + [format_ratio(row["metrics"][m]) if m in row["metrics"] else "-" for m in metrics] for row in rows]
-    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
-    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
-             for r in [header] + body]
-    lines.append(f"({CANDIDATE}/{REFERENCE} ratio of means ± 95% CI half-width; * = CI excludes 1)")
-    return "\n".join(lines)
+            + [format_ratio(row["metrics"][m]) if m in row["metrics"] else None for m in metrics] for row in rows]
+    return (tables.text(header, body)
+            + f"\n({CANDIDATE}/{REFERENCE} ratio of means ± 95% CI half-width; * = CI excludes 1)")
 
 
 def loadavg() -> list[float]:
     return [float(v) for v in Path("/proc/loadavg").read_text().split()[:3]]
 
 
-def run(raw: dict[str, Any], out: Path, reps: int | None, quiet: bool = False) -> str:
+def run(raw: dict[str, Any], out: Path, reps: int | None) -> str:
     """Run (or resume) the sweep into `out`, then write fidelity.json and return the ratio table."""
-    from . import sweep, system
+    from ..testbed import system
+    from . import sweep
     catalog = system.catalog()
     for algo in (REFERENCE, CANDIDATE):
         if algo not in catalog.kernel | catalog.bbrkit:
@@ -160,9 +119,9 @@ def run(raw: dict[str, Any], out: Path, reps: int | None, quiet: bool = False) -
         raise HarnessError(f"the scenario's sweep grid must vary {ALGO_KEY} over [{REFERENCE}, {CANDIDATE}]")
     load_before = loadavg()
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
-    sweep.run_sweep(plan_, out, catalog, quiet=quiet)
+    sweep.run_sweep(plan_, out, catalog)
     failed = [str(p.relative_to(out)) for p in failed_flow_runs(out)]
-    aggregated = json.loads((out / "sweep.json").read_text())
+    aggregated = read_json(out / "sweep.json", "sweep")
     rows = compare(aggregated)
     wrong = wrong_cc_samples(out, aggregated)
     text = table(rows, plan_.metrics)
@@ -171,10 +130,10 @@ def run(raw: dict[str, Any], out: Path, reps: int | None, quiet: bool = False) -
     if any(wrong.values()):
         text += "\nWARNING: samples with another congestion control: " + "; ".join(
             f"{label}: {n}" for label, n in wrong.items() if n)
-    (out / RESULT_FILE).write_text(json.dumps({
+    write_json(out / RESULT_FILE, "fidelity", {
         "reference": REFERENCE, "candidate": CANDIDATE, "repetitions": plan_.repetitions,
         "started": started, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "kernel": os.uname().release,
         "loadavg_before": load_before, "loadavg_after": loadavg(), "wrong_cc_samples": wrong,
         "runs_with_flow_errors": failed,
-        "rows": rows}, indent=2) + "\n")
+        "rows": rows})
     return text

@@ -23,11 +23,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import procs
-from .fidelity import CANDIDATE, REFERENCE, loadavg, ratio_ci95
-from .procs import HarnessError, ProcessGroup, RunState, command, remove_netns
-from .stats import mean_ci95
-from .system import catalog
+from ..analysis import tables
+from ..analysis.stats import mean_ci95, ratio_ci95
+from ..errors import HarnessError
+from ..results import write_json
+from ..testbed import netns as procs
+from ..testbed.netns import ProcessGroup, RunState, command, remove_netns
+from ..testbed.system import catalog
+from .fidelity import CANDIDATE, REFERENCE, loadavg
 
 SENDER_ADDR = "198.18.0.1"
 RECEIVER_ADDR = "198.18.0.2"
@@ -150,17 +153,15 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def table(summary: dict[str, Any]) -> str:
-    lines = [f"{'metric':<20} {REFERENCE:>18} {CANDIDATE:>18} {CANDIDATE + '/' + REFERENCE:>18}"]
-    for key, e in summary.items():
-        cells = [f"{e[a]['mean']:.4g} ± {e[a]['ci95']:.2g}" for a in (REFERENCE, CANDIDATE)]
-        lines.append(f"{key:<20} {cells[0]:>18} {cells[1]:>18} {e['ratio']:>10.3f} ± {e['ci95']:.3f}")
-    lines.append("(mean ± 95% CI half-width over repetitions; ratio of means with a delta-method CI)")
-    return "\n".join(lines)
+    body = [[key, *(f"{e[a]['mean']:.4g} ± {e[a]['ci95']:.2g}" for a in (REFERENCE, CANDIDATE)),
+             f"{e['ratio']:.3f} ± {e['ci95']:.3f}"] for key, e in summary.items()]
+    return (tables.text(["metric", REFERENCE, CANDIDATE, f"{CANDIDATE}/{REFERENCE}"], body)
+            + "\n(mean ± 95% CI half-width over repetitions; ratio of means with a delta-method CI)")
 
 
 def run(out: Path, reps: int, seconds: int) -> str:
     """Alternate the two algorithms `reps` times each; write overhead.json and raw/ into `out`."""
-    from .runner import cleanup_stale, signals_deferred, signals_interrupt, undo_bbrkit, use_bbrkit
+    from ..testbed.runner import cleanup_stale, signals_deferred, signals_interrupt, undo_bbrkit, use_bbrkit
     if reps < 2:
         raise HarnessError(f"--reps: need at least 2 for a confidence interval (got {reps})")
     if seconds < 1:
@@ -196,8 +197,8 @@ def run(out: Path, reps: int, seconds: int) -> str:
             undo_bbrkit(state)
             state.remove()
     summary = summarise(runs)
-    (out / RESULT_FILE).write_text(json.dumps({
+    write_json(out / RESULT_FILE, "overhead", {
         "started": started, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "kernel": os.uname().release,
         "cpus": os.cpu_count(), "seconds": seconds, "repetitions": reps, "loadavg_before_each_run": load,
-        "summary": summary, "runs": runs}, indent=2) + "\n")
+        "summary": summary, "runs": runs})
     return table(summary)

@@ -3,30 +3,27 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .procs import HarnessError, command
-from .scenario import AlgoCatalog
+from ..errors import HarnessError
+from ..scenario import AlgoCatalog
+from .netns import command, find_binary
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 KERNEL_CC_PATH = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 BBRCTL_TIMEOUT_S = 20.0
 
 
 def bbrctl_path() -> Path | None:
-    env = os.environ.get("BBRCTL")
-    path = Path(env) if env else REPO_ROOT / "build" / "bbrctl"
-    return path if path.is_file() and os.access(path, os.X_OK) else None
+    return find_binary("bbrctl", "BBRCTL")
 
 
 def bbrctl(*args: str, timeout: float = BBRCTL_TIMEOUT_S, check: bool = True) -> str:
     path = bbrctl_path()
     if path is None:
-        raise HarnessError("bbrctl: not built (make, or set BBRCTL)")
+        raise HarnessError("bbrctl: not found on PATH or in build/ (make, make install, or set BBRCTL)")
     return command([str(path), *args], timeout=timeout, check=check).stdout
 
 
@@ -82,7 +79,7 @@ def format_param(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-@lru_cache(maxsize=None)
+@cache
 def have_tool(name: str) -> bool:
     return shutil.which(name) is not None
 

@@ -26,8 +26,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -52,7 +53,7 @@ class RunInfo:
     flows: list[FlowInfo]
 
     @classmethod
-    def from_scenario(cls, scenario: dict[str, Any]) -> "RunInfo":
+    def from_scenario(cls, scenario: dict[str, Any]) -> RunInfo:
         b = scenario["bottleneck"]
         frame = b["mtu"] + 14
         limit_bytes = b["buffer_bytes"] if b["buffer_bytes"] is not None else b["buffer_packets"] * frame

@@ -4,15 +4,16 @@ offset, and a duration or byte count."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from .procs import HarnessError, ProcessGroup, command
-from .scenario import Flow, Scenario
+from ..errors import HarnessError
+from ..scenario import Flow, Scenario
+from .netns import ProcessGroup, command
 from .topology import RECEIVER_ADDR, Topology
 
 SERVER_READY_TIMEOUT_S = 10.0
@@ -123,30 +124,3 @@ class Traffic:
     def events(self) -> list[dict[str, Any]]:
         return [{"flow": fr.flow.index, "launched_s": fr.launched_s, "exited_s": fr.exited_s,
                  "returncode": fr.returncode, "killed": fr.killed} for fr in self.runs]
-
-
-def read_iperf_json(path: Path) -> dict[str, Any] | None:
-    """iperf3 -J output, or None when the file is missing or cut short (a killed process)."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def flow_result(client: dict[str, Any] | None, server: dict[str, Any] | None) -> dict[str, Any]:
-    """The figures the metrics need from one flow's iperf3 client and server reports."""
-    out: dict[str, Any] = {"error": None, "sent_bytes": None, "received_bytes": None, "received_seconds": None,
-                           "retransmits": None}
-    for report in (client, server):
-        if report and report.get("error"):
-            out["error"] = str(report["error"])
-    if client:
-        sent = client.get("end", {}).get("sum_sent", {})
-        out["sent_bytes"] = sent.get("bytes")
-        out["retransmits"] = sent.get("retransmits")
-    if server:
-        received = server.get("end", {}).get("sum_received", {})
-        out["received_bytes"] = received.get("bytes")
-        out["received_seconds"] = received.get("seconds")
-    return out

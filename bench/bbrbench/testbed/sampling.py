@@ -12,26 +12,24 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import IO, Any
 
+from ..errors import HarnessError
+from ..results import FLOW_FIELDS, QUEUE_FIELDS
 from .emulation import LEAF_HANDLE
-from .procs import HarnessError, ProcessGroup, command
+from .netns import ProcessGroup, command
 from .system import bbrctl_path
 from .topology import BOTTLENECK_IF, Topology
 
-FLOW_FIELDS = [
-    "t_s", "flow", "cc", "srtt_ms", "rttvar_ms", "minrtt_ms", "cwnd", "ssthresh", "bytes_sent", "bytes_retrans",
-    "bytes_acked", "data_segs_out", "retrans_total", "lost", "unacked", "notsent_bytes", "pacing_rate_bps",
-    "delivery_rate_bps", "bbr_bw_bps", "bbr_pacing_gain", "bbr_cwnd_gain",
-]
-QUEUE_FIELDS = ["t_s", "backlog_bytes", "backlog_packets", "drops", "sent_bytes", "sent_packets"]
+log = logging.getLogger(__name__)
+
 TRACE_STOP_GRACE_S = 3.0
 RATE_UNITS = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 RATE_RE = re.compile(r"^([0-9.]+)([KMGT]?)bps$")
@@ -215,7 +213,7 @@ class TraceRecorder:
     def start(self) -> None:
         binary = bbrctl_path()
         if binary is None:
-            print("note: bbrctl not built, no bbrkit state trace", file=sys.stderr)
+            logging.getLogger(__name__).info("note: bbrctl not found, no bbrkit state trace")
             return
         with self.log.open("w") as log:
             self.proc = self.procs.spawn([str(binary), "trace", "--out", str(self.path), "--format", "jsonl",

@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .procs import HarnessError, NotRunnable, command
-from .scenario import Scenario
+from ..errors import HarnessError, NotRunnable
+from ..scenario import Scenario
+from .netns import command
 from .system import delayline_module, have_tool, qdisc_available
 from .topology import BOTTLENECK_IF, DELAY_LEFT_IF, DELAY_RIGHT_IF, Topology
 

@@ -1,0 +1,102 @@
+"""Statistics over repetitions, all from scipy.stats: Student's t intervals of means, a ratio of two means
+with its interval, least-squares regression and correlation."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+CONFIDENCE = 0.95
+
+
+def mean_ci95(values: Sequence[float]) -> tuple[float, float | None]:
+    """(mean, half-width of the 95% CI from Student's t); the half-width is None with a single value."""
+    x = np.asarray(values, dtype=float)
+    if len(x) == 0:
+        raise ValueError("no values")
+    if len(x) == 1:
+        return float(x[0]), None
+    sem = float(stats.sem(x))
+    return float(x.mean()), float(stats.t.ppf((1 + CONFIDENCE) / 2, len(x) - 1)) * sem
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """mean(x) / mean(y) with the half-width of its 95% CI; None where the reference mean is zero."""
+
+    ratio: float | None
+    ci95: float | None
+    df: float | None
+
+    @property
+    def excludes_one(self) -> bool:
+        return self.ratio is not None and self.ci95 is not None and abs(self.ratio - 1.0) > self.ci95
+
+
+def ratio_ci95(x: Sequence[float], y: Sequence[float]) -> Ratio:
+    """Ratio of means of two independent samples, CI by the delta method with Welch's degrees of freedom.
+
+    Var(R) ~ (s_x^2/n_x + R^2 s_y^2/n_y) / m_y^2: written this way (rather than with relative variances)
+    it stays finite when the candidate's mean is zero, e.g. a retransmission rate of 0."""
+    if len(x) < 2 or len(y) < 2:
+        raise ValueError("need at least two values on each side for a confidence interval")
+    xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    mx, my = float(xa.mean()), float(ya.mean())
+    if my == 0:
+        return Ratio(None, None, None)
+    r = mx / my
+    a1 = float(xa.var(ddof=1)) / len(xa)
+    a2 = r * r * float(ya.var(ddof=1)) / len(ya)
+    if a1 + a2 == 0:
+        return Ratio(r, 0.0, None)
+    df = (a1 + a2) ** 2 / (a1 * a1 / (len(xa) - 1) + a2 * a2 / (len(ya) - 1))
+    return Ratio(r, float(stats.t.ppf((1 + CONFIDENCE) / 2, df)) * math.sqrt(a1 + a2) / abs(my), df)
+
+
+def regression(x: Sequence[float], y: Sequence[float]) -> dict[str, float | None]:
+    """Least-squares y = a + b x with R² and the slope's two-sided p-value (None below three points or
+    with x constant)."""
+    n = len(x)
+    if n < 3 or len(set(x)) < 2:
+        return {"slope": None, "intercept": None, "r2": None, "p": None, "n": n}
+    fit = stats.linregress(x, y)
+    return {"slope": float(fit.slope), "intercept": float(fit.intercept), "r2": float(fit.rvalue) ** 2,
+            "p": float(fit.pvalue), "n": n}
+
+
+def pearson(x: Sequence[float], y: Sequence[float]) -> float:
+    if len(x) != len(y) or len(x) < 2:
+        raise ValueError("correlation needs two series of equal length, at least two points")
+    if len(set(x)) < 2 or len(set(y)) < 2:
+        raise ValueError("correlation undefined for a constant series")
+    return float(stats.pearsonr(x, y)[0])
+
+
+@dataclass(frozen=True)
+class Ellipse:
+    """A 2-D region: centre, full width and height along its axes, rotation in degrees."""
+
+    x: float
+    y: float
+    width: float
+    height: float
+    angle_deg: float
+
+
+def mean_ellipse95(x: Sequence[float], y: Sequence[float]) -> Ellipse | None:
+    """95% confidence region of the mean of (x, y) pairs (Hotelling's T², which needs n >= 3)."""
+    pts = np.column_stack([np.asarray(x, dtype=float), np.asarray(y, dtype=float)])
+    n = len(pts)
+    if n < 3:
+        return None
+    centre = pts.mean(axis=0)
+    cov = np.cov(pts, rowvar=False)
+    t2 = 2 * (n - 1) / (n - 2) * float(stats.f.ppf(CONFIDENCE, 2, n - 2))
+    eigval, eigvec = np.linalg.eigh(cov * t2 / n)
+    eigval = np.clip(eigval, 0.0, None)
+    angle = float(np.degrees(np.arctan2(eigvec[1, 1], eigvec[0, 1])))
+    return Ellipse(float(centre[0]), float(centre[1]), 2 * math.sqrt(eigval[1]), 2 * math.sqrt(eigval[0]), angle)

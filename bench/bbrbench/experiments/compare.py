@@ -1,0 +1,213 @@
+"""bbrbench compare: each algorithm alone on the same emulated path, with repetitions, set against the
+kernel's bbr.
+
+The path and the cases (one flow; two flows 2 s apart) are scenarios/compare.toml; the algorithm is a
+sweep grid dimension over flows.0.algo, so runs interleave (every algorithm and case once, then the next
+repetition) and a drifting machine load spreads over all algorithms alike, and an interrupted compare
+resumes like any sweep. Per case and algorithm the table gives each metric's mean with its 95% interval
+and the ratio of means to bbr (delta-method interval, '*' where it excludes 1). Writes compare.json,
+table.txt, compare.html and plots/ into the sweep directory.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..analysis import html, plots, tables
+from ..analysis.stats import Ratio, ratio_ci95
+from ..errors import HarnessError, UsageError
+from ..results import read_json, write_json
+from ..scenario import SCENARIO_DIR, AlgoCatalog
+from . import sweep
+
+log = logging.getLogger(__name__)
+SCENARIO = SCENARIO_DIR / "compare.toml"
+REFERENCE = "bbr"
+ALGO_KEY = "flows.0.algo"
+CASE_KEY = "flows.0.count"
+RESULT_FILE = "compare.json"
+PAGE = "compare.html"
+KERNEL_ALGOS = ("cubic", "bbr")
+
+
+@dataclass(frozen=True)
+class Column:
+    metric: str
+    title: str
+    scale: float
+    digits: int
+    # Jain's index of a single flow is 1 by definition: shown only where flows share the path.
+    needs_two_flows: bool = False
+
+
+COLUMNS = [
+    Column("total.goodput_mbps", "goodput Mbit/s", 1.0, 1),
+    Column("total.utilisation", "utilisation %", 100.0, 1),
+    Column("total.rtt_ms_mean", "RTT mean ms", 1.0, 1),
+    Column("total.rtt_ms_p95", "RTT p95 ms", 1.0, 1),
+    Column("total.queueing_delay_ms_mean", "queueing delay ms", 1.0, 1),
+    Column("total.retrans_rate", "retrans %", 100.0, 2),
+    Column("total.jain", "Jain", 1.0, 3, needs_two_flows=True),
+]
+
+
+def default_algos(catalog: AlgoCatalog) -> list[str]:
+    """cubic and bbr from the kernel, then every bbrkit algorithm bbrctl offers."""
+    return [a for a in KERNEL_ALGOS if a in catalog.kernel] + sorted(catalog.bbrkit)
+
+
+def choose_algos(requested: list[str], catalog: AlgoCatalog) -> list[str]:
+    """The algorithms to run, each once, bbr always among them (every ratio is to it)."""
+    algos = list(dict.fromkeys(requested or default_algos(catalog)))
+    unknown = [a for a in algos if not catalog.known(a)]
+    if unknown:
+        raise UsageError(f"compare: unknown congestion control {', '.join(unknown)} (available: {catalog.describe()})")
+    if not catalog.known(REFERENCE):
+        raise HarnessError(f"compare: the kernel has no {REFERENCE}, the reference of every ratio")
+    if REFERENCE not in algos:
+        algos.insert(0, REFERENCE)
+    return algos
+
+
+def case_name(count: int) -> str:
+    return "1 flow" if count == 1 else f"{count} flows"
+
+
+def _format(stat: dict[str, Any] | None, col: Column) -> str | None:
+    if stat is None:
+        return None
+    mean = stat["mean"] * col.scale
+    return f"{mean:.{col.digits}f}" if stat["ci95"] is None else \
+        f"{mean:.{col.digits}f} ± {stat['ci95'] * col.scale:.{col.digits}f}"
+
+
+def _ratio_text(ratio: dict[str, Any] | None) -> str:
+    if ratio is None or ratio["ratio"] is None:
+        return ""
+    star = "*" if Ratio(ratio["ratio"], ratio["ci95"], ratio["df"]).excludes_one else ""
+    return f" ({ratio['ratio']:.2f}{star})"
+
+
+def summarise(aggregated: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per case and algorithm from sweep.json: each metric's statistics and its ratio to bbr."""
+    points = aggregated["points"]
+    rows: list[dict[str, Any]] = []
+    for point in points:
+        algo = point["overrides"][ALGO_KEY]
+        count = int(point["overrides"].get(CASE_KEY, 1))
+        ref = next((p for p in points if p["overrides"][ALGO_KEY] == REFERENCE
+                    and int(p["overrides"].get(CASE_KEY, 1)) == count), None)
+        metrics: dict[str, Any] = {}
+        for col in COLUMNS:
+            stat = point["metrics"].get(col.metric)
+            if stat is None or (col.needs_two_flows and count < 2):
+                continue
+            ref_stat = ref["metrics"].get(col.metric) if ref else None
+            ratio = None
+            if algo != REFERENCE and ref_stat and stat["n"] >= 2 and ref_stat["n"] >= 2:
+                ratio = asdict(ratio_ci95(stat["values"], ref_stat["values"]))
+            metrics[col.metric] = {**stat, "ratio_to_reference": ratio}
+        rows.append({"case": case_name(count), "flows": count, "algo": algo, "status": point["status"],
+                     "point": point["id"], "metrics": metrics})
+    rows.sort(key=lambda r: (r["flows"], r["algo"] != REFERENCE))
+    return rows
+
+
+def table(rows: list[dict[str, Any]], form: str = "text") -> str:
+    header = ["case", "algorithm", "runs"] + [c.title for c in COLUMNS]
+    body = []
+    for row in rows:
+        cells: list[str | None] = [row["case"], row["algo"], row["status"].split(" ", 1)[0]]
+        for col in COLUMNS:
+            stat = row["metrics"].get(col.metric)
+            text = _format(stat, col)
+            cells.append(None if text is None else text + _ratio_text(stat and stat["ratio_to_reference"]))
+        body.append(cells)
+    render = tables.html if form == "html" else tables.text
+    return render(header, body)
+
+
+LEGEND = (f"mean ± 95% confidence half-width over repetitions; (x) ratio of means to {REFERENCE} with '*' where its "
+          f"95% interval excludes 1. Queueing delay: RTT minus the path's base RTT.")
+
+
+def _done_runs(out: Path, point: str) -> list[Path]:
+    return [d for d in sorted((out / "points" / point).glob("rep*")) if (d / sweep.DONE_MARK).is_file()]
+
+
+def figures(out: Path, rows: list[dict[str, Any]]) -> list[tuple[str, Path]]:
+    """Per case the throughput/delay picture; per algorithm the time series of its first finished run of
+    the largest case."""
+    fig_dir = out / "plots"
+    fig_dir.mkdir(exist_ok=True)
+    made: list[tuple[str, Path]] = []
+    for case in dict.fromkeys(r["case"] for r in rows):
+        points: dict[str, list[tuple[float, float]]] = {}
+        for row in (r for r in rows if r["case"] == case):
+            pairs = []
+            for run_dir in _done_runs(out, row["point"]):
+                total = read_json(run_dir / "summary.json", "summary")["total"]
+                if total.get("queueing_delay_ms_mean") is not None and total.get("goodput_mbps") is not None:
+                    pairs.append((total["queueing_delay_ms_mean"], total["goodput_mbps"]))
+            points[row["algo"]] = pairs
+        title = f"Throughput and queueing delay, {case} (each run a dot; mean with its 95% region)"
+        made.append((title, plots.throughput_delay(points, fig_dir / f"throughput-delay-{case.split()[0]}flow.png",
+                                                   title)))
+    largest = max((r["flows"] for r in rows), default=1)
+    for row in (r for r in rows if r["flows"] == largest):
+        runs = _done_runs(out, row["point"])
+        if runs:
+            title = f"{row['algo']}, {row['case']}: {runs[0].name} over time"
+            made.append((title, plots.time_series(runs[0], fig_dir / f"timeseries-{row['algo']}.png", title)))
+    return made
+
+
+def report(out: Path) -> str:
+    """Recompute the summary, table, figures and page of a finished or partial compare directory."""
+    aggregated = read_json(out / "sweep.json", "sweep")
+    plan_ = sweep.load_plan(out)
+    rows = summarise(aggregated)
+    previous = read_json(out / RESULT_FILE, "compare") if (out / RESULT_FILE).is_file() else {}
+    doc = {**{k: v for k, v in previous.items() if k != "format"}, "reference": REFERENCE,
+           "repetitions": plan_.repetitions, "scenario": plan_.raw, "rows": rows}
+    write_json(out / RESULT_FILE, "compare", doc)
+    text = table(rows) + "\n" + LEGEND
+    (out / "table.txt").write_text(text + "\n")
+    html.write_page(out / PAGE, "bbrbench compare", describe(plan_.raw, doc),
+                    table(rows, "html"), LEGEND, figures(out, rows))
+    return text
+
+
+def describe(raw: dict[str, Any], doc: dict[str, Any]) -> list[str]:
+    """The page's facts: the path, the runs, the machine."""
+    b = raw.get("bottleneck", {})
+    facts = [f"Path: {b.get('rate_mbit')} Mbit/s bottleneck, base RTT {raw.get('senders', [{}])[0].get('rtt_ms', 0)} "
+             f"ms, FIFO of {b.get('buffer_bdp', 1)} BDP; each run {raw.get('duration_s')} s; the second flow of "
+             f"the two-flow case starts 2 s after the first. {doc['repetitions']} repetition(s), interleaved.",
+             "Measured on a shared 2-core machine with other work running: not quiet-machine numbers."]
+    if doc.get("kernel"):
+        facts.append(f"Kernel {doc['kernel']}, {doc.get('cpus')} CPUs, load average before "
+                     f"{' '.join(doc.get('loadavg_before', []))}, after {' '.join(doc.get('loadavg_after', []))}; "
+                     f"{doc.get('started')} to {doc.get('finished')}.")
+    return facts
+
+
+def run(raw: dict[str, Any], catalog: AlgoCatalog, requested: list[str], reps: int | None, out: Path) -> str:
+    algos = choose_algos(requested, catalog)
+    plan_ = sweep.plan(raw, catalog, [(ALGO_KEY, algos)], reps)
+    if plan_.repetitions < 2:
+        raise UsageError("--reps: compare needs at least 2 repetitions for its intervals")
+    log.info("compare: %s, %d repetition(s), results in %s", ", ".join(algos), plan_.repetitions, out)
+    load_before = Path("/proc/loadavg").read_text().split()[:3]
+    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    sweep.run_sweep(plan_, out, catalog)
+    write_json(out / RESULT_FILE, "compare", {
+        "algorithms": algos, "started": started, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "kernel": os.uname().release, "cpus": os.cpu_count(), "loadavg_before": load_before,
+        "loadavg_after": Path("/proc/loadavg").read_text().split()[:3]})
+    return report(out)

@@ -1,0 +1,45 @@
+"""What a results directory holds that is read back later: the sample columns, and JSON files that
+carry a format version, checked on reading so that a file from another bbrbench version fails with one
+clear line instead of a KeyError deep in a report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .errors import HarnessError
+
+FLOW_FIELDS = [
+    "t_s", "flow", "cc", "srtt_ms", "rttvar_ms", "minrtt_ms", "cwnd", "ssthresh", "bytes_sent", "bytes_retrans",
+    "bytes_acked", "data_segs_out", "retrans_total", "lost", "unacked", "notsent_bytes", "pacing_rate_bps",
+    "delivery_rate_bps", "bbr_bw_bps", "bbr_pacing_gain", "bbr_cwnd_gain",
+]
+QUEUE_FIELDS = ["t_s", "backlog_bytes", "backlog_packets", "drops", "sent_bytes", "sent_packets"]
+
+FORMAT_KEY = "format"
+# Raise a kind's version whenever a reader of the old layout would misread the new one.
+VERSIONS = {"run": 1, "summary": 1, "plan": 1, "sweep": 1, "compare": 1, "fidelity": 1, "overhead": 1}
+
+
+def format_tag(kind: str) -> str:
+    return f"bbrbench-{kind}/{VERSIONS[kind]}"
+
+
+def write_json(path: Path, kind: str, data: dict[str, Any]) -> None:
+    path.write_text(json.dumps({FORMAT_KEY: format_tag(kind), **data}, indent=2, default=str) + "\n")
+
+
+def read_json(path: Path, kind: str) -> dict[str, Any]:
+    """The file's content; HarnessError when it is missing, not JSON, or of another kind or version."""
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise HarnessError(f"{path}: cannot read: {exc.strerror}") from None
+    except ValueError as exc:
+        raise HarnessError(f"{path}: not JSON ({exc})") from None
+    found = data.get(FORMAT_KEY) if isinstance(data, dict) else None
+    if found != format_tag(kind):
+        raise HarnessError(f"{path}: format {found or 'unversioned'}, this bbrbench reads {format_tag(kind)}; "
+                           f"rerun the experiment or use the bbrbench version that wrote it")
+    return data
