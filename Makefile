@@ -7,6 +7,7 @@ BPFTOOL ?= bpftool
 CC ?= cc
 PKG_CONFIG ?= pkg-config
 INSTALL ?= install
+PYTHON ?= python3
 PREFIX ?= /usr/local
 DESTDIR ?=
 BINDIR := $(PREFIX)/bin
@@ -103,16 +104,26 @@ test: all
 # The quick profile of every seed experiment (about an hour); rerunning resumes an interrupted run.
 .PHONY: reproduce
 reproduce: all
-	$(Q)bench/bbrbench.sh reproduce --profile quick
+	$(Q)scripts/install-deps.sh
+	$(Q)PATH="$(CURDIR)/$(BUILD):$$PATH" .venv/bin/bbrbench reproduce --profile quick
 
+# bbrbench goes to $(PYTHON)'s prefix scheme without its dependencies: on Debian they are the packages
+# python3-numpy, python3-scipy, python3-matplotlib, python3-tabulate and python3-tqdm (their Debian 12
+# versions are the tested minimums). The harness then finds bbrctl and bbrkit-delay on PATH.
 install: $(BUILD)/bbrctl $(DELAY_BIN)
 	$(call msg,INSTALL,$(DESTDIR)$(BINDIR))
 	$(Q)$(INSTALL) -d $(DESTDIR)$(BINDIR)
 	$(Q)$(INSTALL) -m 0755 $^ $(DESTDIR)$(BINDIR)/
+	$(call msg,INSTALL,bbrbench)
+	$(Q)$(PYTHON) -m pip install --quiet --disable-pip-version-check --no-deps --no-warn-script-location --root-user-action=ignore \
+		--root "$(or $(DESTDIR),/)" --prefix "$(PREFIX)" .
+	$(Q)$(PYTHON) -c 'import numpy, scipy, matplotlib, tabulate, tqdm' 2>/dev/null || \
+		echo "note: bbrbench needs numpy, scipy, matplotlib, tabulate, tqdm for $(PYTHON):" \
+		"apt-get install python3-numpy python3-scipy python3-matplotlib python3-tabulate python3-tqdm"
 
 clean:
 	$(call msg,CLEAN,$(BUILD))
-	$(Q)rm -rf $(BUILD)
+	$(Q)rm -rf $(BUILD) bench/bbrbench.egg-info
 
 deps:
 	$(Q)scripts/install-deps.sh

@@ -70,8 +70,8 @@
 /* Ring record header; records are 8-byte aligned and contiguous in the ring. */
 struct rec {
 	uint64_t due_ns;
-	uint32_t len;   /* vnet header + frame bytes */
-	uint32_t size;  /* whole record incl. header and padding; 0 = wrap marker */
+	uint32_t len;  /* vnet header + frame bytes */
+	uint32_t size; /* whole record incl. header and padding; 0 = wrap marker */
 };
 #define REC_HDR ((uint64_t)sizeof(struct rec))
 #define MAX_REC (((REC_HDR + VNET_HDR_BYTES + MAX_FRAME_BYTES) + 7) & ~7ULL)
@@ -79,28 +79,28 @@ struct rec {
 struct counters {
 	atomic_uint_fast64_t pkts;
 	atomic_uint_fast64_t bytes;
-	atomic_uint_fast64_t drop_queue;    /* ring full */
-	atomic_uint_fast64_t drop_tx;       /* output device refused the frame */
-	atomic_uint_fast64_t drop_bad;      /* oversize or unparsable offload */
+	atomic_uint_fast64_t drop_queue; /* ring full */
+	atomic_uint_fast64_t drop_tx;	 /* output device refused the frame */
+	atomic_uint_fast64_t drop_bad;	 /* oversize or unparsable offload */
 	atomic_uint_fast64_t queued_pkts;
 	atomic_uint_fast64_t queued_bytes;
 	atomic_uint_fast64_t max_queued_bytes;
-	atomic_uint_fast64_t late_pkts;     /* sent more than LATE_NS after due */
+	atomic_uint_fast64_t late_pkts; /* sent more than LATE_NS after due */
 	atomic_uint_fast64_t max_late_ns;
 	atomic_uint_fast64_t max_rx_age_ns; /* kernel receive to our read */
 	atomic_uint_fast64_t bad_tstamp;
 };
 
 struct dir {
-	const char *name;        /* "lr" or "rl" */
+	const char *name; /* "lr" or "rl" */
 	const char *in_if;
-	int rx_fd;               /* bound to the input interface */
-	int tx_fd;               /* bound to the output interface */
+	int rx_fd; /* bound to the input interface */
+	int tx_fd; /* bound to the output interface */
 	uint64_t delay_ns;
 	uint8_t *ring;
 	uint64_t cap, head, tail, count, queued_bytes;
-	uint8_t *scratch;        /* used only when the ring has no room for MAX_REC */
-	uint64_t kernel_drops;   /* socket receive queue overflows; main thread only */
+	uint8_t *scratch;      /* used only when the ring has no room for MAX_REC */
+	uint64_t kernel_drops; /* socket receive queue overflows; main thread only */
 	struct counters c;
 	pthread_t thread;
 };
@@ -206,8 +206,7 @@ static void send_due(struct dir *d)
 
 		if (n >= 0) {
 			atomic_fetch_add_explicit(&d->c.pkts, 1, memory_order_relaxed);
-			atomic_fetch_add_explicit(&d->c.bytes, r->len - VNET_HDR_BYTES,
-						  memory_order_relaxed);
+			atomic_fetch_add_explicit(&d->c.bytes, r->len - VNET_HDR_BYTES, memory_order_relaxed);
 		} else if (errno == ENXIO || errno == ENODEV) {
 			fail_runtime("output interface disappeared", errno);
 			return;
@@ -241,10 +240,12 @@ static uint64_t arrival_age_ns(struct dir *d, struct msghdr *msg)
 			memcpy(&ts, CMSG_DATA(c), sizeof(ts));
 			clock_gettime(CLOCK_REALTIME, &now);
 			age = ((int64_t)now.tv_sec - ts.tv_sec) * (int64_t)NSEC_PER_SEC +
-			      (now.tv_nsec - ts.tv_nsec);
+				(now.tv_nsec - ts.tv_nsec);
 			if (age >= 0 && (uint64_t)age <= MAX_ARRIVAL_AGE_NS) {
-				if ((uint64_t)age > atomic_load_explicit(&d->c.max_rx_age_ns, memory_order_relaxed))
-					atomic_store_explicit(&d->c.max_rx_age_ns, (uint64_t)age, memory_order_relaxed);
+				if ((uint64_t)age >
+					atomic_load_explicit(&d->c.max_rx_age_ns, memory_order_relaxed))
+					atomic_store_explicit(
+						&d->c.max_rx_age_ns, (uint64_t)age, memory_order_relaxed);
 				return (uint64_t)age;
 			}
 			atomic_fetch_add_explicit(&d->c.bad_tstamp, 1, memory_order_relaxed);
@@ -267,8 +268,10 @@ static int recv_batch(struct dir *d)
 		} ctl;
 		struct iovec iov = { .iov_base = buf, .iov_len = VNET_HDR_BYTES + MAX_FRAME_BYTES };
 		struct msghdr msg = {
-			.msg_iov = &iov, .msg_iovlen = 1,
-			.msg_control = &ctl, .msg_controllen = sizeof(ctl),
+			.msg_iov = &iov,
+			.msg_iovlen = 1,
+			.msg_control = &ctl,
+			.msg_controllen = sizeof(ctl),
 		};
 		ssize_t n = recvmsg(d->rx_fd, &msg, MSG_DONTWAIT | MSG_TRUNC);
 		uint64_t due;
@@ -364,8 +367,9 @@ static void print_stats(const char *event)
 		/* PACKET_STATISTICS resets on read, so accumulate. */
 		if (d->rx_fd >= 0 && getsockopt(d->rx_fd, SOL_PACKET, PACKET_STATISTICS, &st, &sl) == 0)
 			d->kernel_drops += st.tp_drops;
-#define F(key, val) off += snprintf(line + off, sizeof(line) - (size_t)off, \
-				    ",\"%s_" key "\":%" PRIu64, d->name, (uint64_t)(val))
+#define F(key, val) \
+	off += snprintf(line + off, sizeof(line) - (size_t)off, ",\"%s_" key "\":%" PRIu64, d->name, \
+		(uint64_t)(val))
 		F("pkts", atomic_load(&d->c.pkts));
 		F("bytes", atomic_load(&d->c.bytes));
 		F("drop_queue", atomic_load(&d->c.drop_queue));
@@ -433,8 +437,8 @@ static uint64_t parse_u64(const char *opt, const char *s, uint64_t min, uint64_t
 		die_usage("%s: not a non-negative integer", opt);
 	v = strtoull(s, &end, 10);
 	if (errno || *end || v < min || v > max) {
-		fprintf(stderr, PROG ": %s: '%s' out of range %" PRIu64 "..%" PRIu64 " (see --help)\n",
-			opt, s, min, max);
+		fprintf(stderr, PROG ": %s: '%s' out of range %" PRIu64 "..%" PRIu64 " (see --help)\n", opt,
+			s, min, max);
 		exit(2);
 	}
 	return v;
@@ -451,10 +455,10 @@ static int open_socket(const char *ifname, unsigned int ifindex, bool rx, int bu
 		exit(1);
 	}
 	if (setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) < 0 ||
-	    (rx && setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) < 0) ||
-	    setsockopt(fd, SOL_SOCKET, rx ? SO_RCVBUFFORCE : SO_SNDBUFFORCE,
-		       &bufbytes, sizeof(bufbytes)) < 0 ||
-	    (rx && setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) < 0)) {
+		(rx && setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) < 0) ||
+		setsockopt(fd, SOL_SOCKET, rx ? SO_RCVBUFFORCE : SO_SNDBUFFORCE, &bufbytes,
+			sizeof(bufbytes)) < 0 ||
+		(rx && setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) < 0)) {
 		fprintf(stderr, PROG ": socket options on %s: %s\n", ifname, strerror(errno));
 		exit(1);
 	}
@@ -469,7 +473,7 @@ static int open_socket(const char *ifname, unsigned int ifindex, bool rx, int bu
 }
 
 static void setup_dir(struct dir *d, const char *name, const char *in_if, int rx_fd, int tx_fd,
-		      uint64_t delay_us, uint64_t limit)
+	uint64_t delay_us, uint64_t limit)
 {
 	d->name = name;
 	d->in_if = in_if;
@@ -478,7 +482,8 @@ static void setup_dir(struct dir *d, const char *name, const char *in_if, int rx
 	d->delay_ns = delay_us * NSEC_PER_USEC;
 	d->cap = limit & ~7ULL;
 	/* Pages are touched only as the queue grows, so RSS tracks the backlog. */
-	d->ring = mmap(NULL, d->cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	d->ring = mmap(
+		NULL, d->cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	d->scratch = malloc(VNET_HDR_BYTES + MAX_FRAME_BYTES);
 	if (d->ring == MAP_FAILED || !d->scratch) {
 		fprintf(stderr, PROG ": cannot allocate a %" PRIu64 "-byte queue\n", d->cap);
@@ -514,20 +519,37 @@ int main(int argc, char **argv)
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (opt) {
-		case O_LEFT: left = optarg; break;
-		case O_RIGHT: right = optarg; break;
-		case O_DLR: dlr = parse_u64("--delay-lr-us", optarg, 0, MAX_DELAY_US); break;
-		case O_DRL: drl = parse_u64("--delay-rl-us", optarg, 0, MAX_DELAY_US); break;
-		case O_TAG: tag = optarg; have_tag = true; break;
-		case O_LIMIT: limit = parse_u64("--limit-bytes", optarg, MIN_LIMIT_BYTES, MAX_LIMIT_BYTES); break;
+		case O_LEFT:
+			left = optarg;
+			break;
+		case O_RIGHT:
+			right = optarg;
+			break;
+		case O_DLR:
+			dlr = parse_u64("--delay-lr-us", optarg, 0, MAX_DELAY_US);
+			break;
+		case O_DRL:
+			drl = parse_u64("--delay-rl-us", optarg, 0, MAX_DELAY_US);
+			break;
+		case O_TAG:
+			tag = optarg;
+			have_tag = true;
+			break;
+		case O_LIMIT:
+			limit = parse_u64("--limit-bytes", optarg, MIN_LIMIT_BYTES, MAX_LIMIT_BYTES);
+			break;
 		case O_SOCKBUF:
 			sockbuf = (int)parse_u64("--sockbuf-bytes", optarg, 65536, INT_MAX / 2);
 			break;
-		case O_PRIO: prio = parse_u64("--rt-prio", optarg, 1, 99); break;
+		case O_PRIO:
+			prio = parse_u64("--rt-prio", optarg, 1, 99);
+			break;
 		case O_GUARD:
 			guard_ns = parse_u64("--guard-us", optarg, 0, MAX_GUARD_US) * NSEC_PER_USEC;
 			break;
-		case O_HELP: usage(stdout); return 0;
+		case O_HELP:
+			usage(stdout);
+			return 0;
 		default:
 			if (optopt)
 				die_usage("option '%s' needs a value", argv[optind - 1]);
@@ -546,7 +568,9 @@ int main(int argc, char **argv)
 		die_usage("%s is required", "--delay-rl-us");
 	if (!have_tag)
 		die_usage("%s is required", "--tag");
-	if (!*tag || strlen(tag) > MAX_TAG_LEN || strspn(tag, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != strlen(tag))
+	if (!*tag || strlen(tag) > MAX_TAG_LEN ||
+		strspn(tag, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
+			strlen(tag))
 		die_usage("--tag '%s': use 1-64 characters from [A-Za-z0-9._-]", tag);
 	if (strcmp(left, right) == 0)
 		die_usage("--left and --right are both '%s'", left);
@@ -573,9 +597,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	setup_dir(&dirs[0], "lr", left, open_socket(left, lidx, true, sockbuf),
-		  open_socket(right, ridx, false, sockbuf), dlr, limit);
+		open_socket(right, ridx, false, sockbuf), dlr, limit);
 	setup_dir(&dirs[1], "rl", right, open_socket(right, ridx, true, sockbuf),
-		  open_socket(left, lidx, false, sockbuf), drl, limit);
+		open_socket(left, lidx, false, sockbuf), drl, limit);
 
 	pthread_attr_init(&attr);
 	if (prio) {

@@ -52,8 +52,8 @@ def test_convergence_time() -> None:
 
 
 def make_run() -> RunData:
-    info = RunInfo(rate_bps=10e6, sample_interval_s=0.1, limit_bytes=10 * FRAME, limit_packets=10, convergence_jain=0.95,
-                   convergence_window_s=1.0,
+    info = RunInfo(rate_bps=10e6, sample_interval_s=0.1, limit_bytes=10 * FRAME, limit_packets=10,
+                   convergence_jain=0.95, convergence_window_s=1.0,
                    flows=[FlowInfo(0, "c", "cubic", 10.0, None), FlowInfo(1, "b", "bbr", 10.0, 750_000)])
     f0 = FlowSeries(t=np.arange(5.0), columns={
         "bytes_acked": np.arange(5.0) * 1e6, "bytes_sent": np.arange(5.0) * 1e6,

@@ -130,8 +130,8 @@ def _fake_tree(root: Path) -> dict[str, Any]:
     # Table 4.1: original BBR at 20 Mbit/s retransmits 30% and 32% in two repetitions; alpha 0.5 0.2%.
     t41 = []
     for label, algo, rates in (("bbr", "bbr", (0.30, 0.32)), ("rttgain_a0.5", "bbr_rttgain", (0.002, 0.002))):
-        reps = [_summary([_flow(f"{label}#0", algo, 9.0)], {"retrans_rate": r, "goodput_mbps": 18.0, "rtt_ms_mean": 30.0})
-                for r in rates]
+        reps = [_summary([_flow(f"{label}#0", algo, 9.0)],
+                         {"retrans_rate": r, "goodput_mbps": 18.0, "rtt_ms_mean": 30.0}) for r in rates]
         t41.append(({"flows.0.algo": algo, "flows.0.label": label, "bottleneck.rate_mbit": 20}, reps))
     _experiment(root, "seed000/table4.1", 12, t41, 2)
     # AQM point the kernel could not run.
@@ -152,7 +152,8 @@ def _fake_tree(root: Path) -> dict[str, Any]:
                                               [_flow(f"cubic#{k}", "cubic", (1 - s) * 10 / m) for k in range(m)], {})])
              for m, s in cubic_shares.items()]
     _experiment(root, "seed004/cubic-count", 18, cubic, 1)
-    loss = [({"bottleneck.loss_pct": p}, [_summary([_flow("bbr", "bbr", s * 10), _flow("cubic", "cubic", (1 - s) * 10)], {})])
+    loss = [({"bottleneck.loss_pct": p},
+             [_summary([_flow("bbr", "bbr", s * 10), _flow("cubic", "cubic", (1 - s) * 10)], {})])
             for p, s in ((0, 0.4), (10, 0.7))]
     _experiment(root, "seed004/loss", 18, loss, 1)
     return {"measured": measured, "cubic": cubic_shares}

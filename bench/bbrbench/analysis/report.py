@@ -39,7 +39,7 @@ def table(summary: dict[str, Any]) -> str:
                  "rtt_ms_p95": t.get("rtt_ms_p95"), "rtt_ms_p99": t.get("rtt_ms_p99"),
                  "queueing_delay_ms_mean": t.get("queueing_delay_ms_mean"), "fct_s": t.get("fct_mean_s")}
     rows = [[tables.num(f.get(key), d, scale) for _, key, d, scale in cols] for f in [*summary["flows"], total_row]]
-    lines = [tables.text([c[0] for c in cols], rows), ""]
+    lines = [tables.text([c[0] for c in cols], rows, labels=2), ""]
     lines.append(f"link {summary['bottleneck_rate_mbit']:g} Mbit/s  "
                  f"utilisation {tables.num(t.get('utilisation'), 1, 100) or '-'} %  "
                  f"Jain {tables.num(t.get('jain'), 3) or '-'}  "

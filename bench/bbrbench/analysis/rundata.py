@@ -90,7 +90,8 @@ def load_run(run_dir: Path) -> tuple[dict[str, Any], RunData, dict[str, Any]]:
     return meta, data, events_doc
 
 
-def trace_by_flow(run_dir: Path, scenario: dict[str, Any], events_doc: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:
+def trace_by_flow(run_dir: Path, scenario: dict[str, Any],
+                  events_doc: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:
     """bbrctl trace records matched to flows by the client port (sport on the sender side)."""
     records = load_trace(run_dir / "raw" / "trace.jsonl", int(events_doc.get("t0_ns", 0)))
     port_to_flow = {f["client_port"]: f["index"] for f in scenario["flows"]}

@@ -11,20 +11,23 @@ from tabulate import tabulate
 MISSING = "-"
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str) -> str:
-    return str(tabulate(rows, headers=list(headers), tablefmt=fmt, missingval=MISSING, disable_numparse=True))
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str, labels: int) -> str:
+    # The first `labels` columns are names (left); the rest are numbers (right), already formatted.
+    align = ["left"] * labels + ["right"] * (len(headers) - labels)
+    return str(tabulate(rows, headers=list(headers), tablefmt=fmt, missingval=MISSING, disable_numparse=True,
+                        colalign=align))
 
 
-def text(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    return _table(headers, rows, "simple")
+def text(headers: Sequence[str], rows: Sequence[Sequence[Any]], labels: int = 1) -> str:
+    return _table(headers, rows, "simple", labels)
 
 
-def markdown(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    return _table(headers, rows, "github")
+def markdown(headers: Sequence[str], rows: Sequence[Sequence[Any]], labels: int = 1) -> str:
+    return _table(headers, rows, "github", labels)
 
 
-def html(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    return _table(headers, rows, "html")
+def html(headers: Sequence[str], rows: Sequence[Sequence[Any]], labels: int = 1) -> str:
+    return _table(headers, rows, "html", labels)
 
 
 def num(value: Any, digits: int = 2, scale: float = 1.0) -> str | None:

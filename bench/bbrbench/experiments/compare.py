@@ -129,7 +129,7 @@ def table(rows: list[dict[str, Any]], form: str = "text") -> str:
             cells.append(None if text is None else text + _ratio_text(stat and stat["ratio_to_reference"]))
         body.append(cells)
     render = tables.html if form == "html" else tables.text
-    return render(header, body)
+    return render(header, body, labels=3)
 
 
 LEGEND = (f"mean ± 95% confidence half-width over repetitions; (x) ratio of means to {REFERENCE} with '*' where its "

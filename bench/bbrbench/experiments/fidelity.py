@@ -96,8 +96,10 @@ def format_ratio(stat: dict[str, Any]) -> str:
 
 def table(rows: list[dict[str, Any]], metrics: Sequence[str]) -> str:
     header = ["settings"] + [m.split(".", 1)[1] for m in metrics]
-    body = [[", ".join(f"{k}={v}" for k, v in row["settings"].items())]
-            + [format_ratio(row["metrics"][m]) if m in row["metrics"] else None for m in metrics] for row in rows]
+    body: list[list[str | None]] = []
+    for row in rows:
+        cells: list[str | None] = [", ".join(f"{k}={v}" for k, v in row["settings"].items())]
+        body.append(cells + [format_ratio(row["metrics"][m]) if m in row["metrics"] else None for m in metrics])
     return (tables.text(header, body)
             + f"\n({CANDIDATE}/{REFERENCE} ratio of means ± 95% CI half-width; * = CI excludes 1)")
 

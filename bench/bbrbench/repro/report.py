@@ -99,7 +99,8 @@ def load_experiment(directory: Path) -> list[PointResult]:
         pdir = directory / "points" / p["id"]
         label = ", ".join(f"{k}={v}" for k, v in p["overrides"].items()) or "(base)"
         if (pdir / NOT_RUNNABLE).is_file():
-            points.append(PointResult(p["overrides"], label, "not runnable: " + (pdir / NOT_RUNNABLE).read_text().strip()))
+            why = (pdir / NOT_RUNNABLE).read_text().strip()
+            points.append(PointResult(p["overrides"], label, f"not runnable: {why}"))
             continue
         summaries = [read_json(pdir / f"rep{r}" / "summary.json", "summary")
                      for r in range(plan["repetitions"]) if (pdir / f"rep{r}" / DONE_MARK).is_file()]
@@ -163,7 +164,8 @@ def _paper(spec: Spec, series: str, x: Any, metric: str) -> str:
     return "-"
 
 
-def experiment_section(spec: Spec, points: list[PointResult], fig_dir: Path, rel: str) -> tuple[list[str], dict[str, Any]]:
+def experiment_section(spec: Spec, points: list[PointResult], fig_dir: Path,
+                       rel: str) -> tuple[list[str], dict[str, Any]]:
     res = Results(spec, points)
     lines = [f"### {spec.title}", ""]
     js: dict[str, Any] = {"title": spec.title, "points": [], "claims": []}
@@ -175,7 +177,8 @@ def experiment_section(spec: Spec, points: list[PointResult], fig_dir: Path, rel
     for p in points:
         series, x = res.series_of(p), res.x_of(p)
         row = [series or "-", res.x_name(x) or "-"]
-        point_js: dict[str, Any] = {"series": series, "x": x, "overrides": p.overrides, "status": p.status, "metrics": {}}
+        point_js: dict[str, Any] = {"series": series, "x": x, "overrides": p.overrides, "status": p.status,
+                                    "metrics": {}}
         for m in spec.measures:
             s = p.stat(m.metric)
             row += [_paper(spec, series, x, m.metric), s.text(m.scale) if s else "-"]
@@ -417,7 +420,8 @@ def write_report(out: Path) -> Path:
              f"Profile: **{meta['profile']}**. Produced by:", ""]
     for r in runs:
         lines.append(f"- `{r['command']}` at revision `{r['revision']}`, {r['started']} - "
-                     f"{r.get('finished', 'interrupted')}" + (f" ({r['elapsed_s'] / 60:.1f} min)" if 'elapsed_s' in r else ""))
+                     f"{r.get('finished', 'interrupted')}"
+                     + (f" ({r['elapsed_s'] / 60:.1f} min)" if 'elapsed_s' in r else ""))
     lines += ["", "Each table puts the paper's number (or its words, where it gives only a figure) beside ours "
               "(mean ± 95% confidence half-width over n repetitions; no interval with n = 1). A claim "
               "\"holds\" when our Linux numbers show the paper's effect in the direction and rough size it "

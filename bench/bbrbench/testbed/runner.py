@@ -226,9 +226,13 @@ def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit:
             samplers = [FlowSampler(topo, t0, flow_file), QueueSampler(topo, group, t0, queue_file)]
             for s in samplers:
                 s.start()
-            with progress.bar(total=round(scenario.duration_s), unit="s", desc=scenario.name,
-                              disable_bar=not show_progress) as bar:
-                traffic.run(t0, on_tick=lambda: bar.update(min(bar.total, int(time.monotonic() - t0)) - bar.n))
+            seconds = round(scenario.duration_s)
+            with progress.bar(total=seconds, unit="s", desc=scenario.name, disable_bar=not show_progress) as bar:
+
+                def tick() -> None:
+                    bar.update(min(seconds, int(time.monotonic() - t0)) - bar.n)
+
+                traffic.run(t0, on_tick=tick)
     finally:
         with signals_deferred():
             steps: list[tuple[str, Callable[[], None]]] = [
