@@ -1,0 +1,120 @@
+"""bbrbench compare: the table's statistics from a sweep, the choice of algorithms, the 95% region of the
+throughput/delay picture, and (root) a real compare whose HTML page a headless browser opens."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from benchutil import namespaces, needs_net, run_cli
+
+from bbrbench.analysis.stats import mean_ellipse95
+from bbrbench.errors import UsageError
+from bbrbench.experiments import compare
+from bbrbench.results import read_json
+from bbrbench.scenario import AlgoCatalog
+
+CATALOG = AlgoCatalog(kernel=frozenset({"cubic", "bbr", "reno"}), bbrkit=frozenset({"bbr1"}))
+
+
+def _stat(values: list[float]) -> dict[str, Any]:
+    return {"mean": sum(values) / len(values), "ci95": 0.1, "n": len(values), "values": values}
+
+
+def _point(algo: str, count: int, goodput: list[float], jain: list[float]) -> dict[str, Any]:
+    return {"id": f"{algo}{count}", "status": f"{len(goodput)}/3 repetitions",
+            "overrides": {"flows.0.count": count, "flows.0.algo": algo},
+            "metrics": {"total.goodput_mbps": _stat(goodput), "total.jain": _stat(jain)}}
+
+
+def test_rows_carry_ratios_to_bbr_and_jain_only_where_flows_share() -> None:
+    sweep = {"points": [_point("cubic", 1, [44.0, 45.0, 46.0], [1.0, 1.0, 1.0]),
+                        _point("bbr", 1, [40.0, 40.5, 39.5], [1.0, 1.0, 1.0]),
+                        _point("cubic", 2, [47.0, 47.0, 47.5], [0.7, 0.8, 0.9]),
+                        _point("bbr", 2, [47.0, 47.5, 47.0], [0.99, 0.98, 0.99])]}
+    rows = compare.summarise(sweep)
+    assert [(r["case"], r["algo"]) for r in rows] == [("1 flow", "bbr"), ("1 flow", "cubic"),
+                                                      ("2 flows", "bbr"), ("2 flows", "cubic")]
+    cubic1 = rows[1]["metrics"]["total.goodput_mbps"]["ratio_to_reference"]
+    assert cubic1["ratio"] == pytest.approx(45 / 40)
+    assert rows[0]["metrics"]["total.goodput_mbps"]["ratio_to_reference"] is None
+    assert "total.jain" not in rows[0]["metrics"] and "total.jain" in rows[3]["metrics"]
+    text = compare.table(rows)
+    # 45 vs 40 with these spreads: an interval that excludes 1, so starred.
+    assert "45.0 ± 0.1 (1.12*)" in text
+    assert "0.800 ± 0.100 (0.81" in text
+
+
+def test_algorithms_bbr_always_and_unknown_refused() -> None:
+    assert compare.choose_algos([], CATALOG) == ["cubic", "bbr", "bbr1"]
+    assert compare.choose_algos(["bbr1", "cubic", "bbr1"], CATALOG) == ["bbr", "bbr1", "cubic"]
+    with pytest.raises(UsageError, match="unknown congestion control nosuchcc"):
+        compare.choose_algos(["nosuchcc"], CATALOG)
+
+
+def test_confidence_region_of_the_mean() -> None:
+    # y constant: the region is a segment along x. Hotelling with n = 4: T² = 2 x 3 / 2 x F(0.95; 2, 2),
+    # F from tables = 19.00, so the full width is 2 sqrt(57 x s²/n) with s² = 5/3.
+    region = mean_ellipse95([1.0, 2.0, 3.0, 4.0], [5.0, 5.0, 5.0, 5.0])
+    assert region is not None
+    assert (region.x, region.y) == (2.5, 5.0)
+    assert max(region.width, region.height) == pytest.approx(2 * math.sqrt(57 * (5 / 3) / 4), rel=1e-3)
+    assert min(region.width, region.height) == pytest.approx(0.0, abs=1e-9)
+    assert mean_ellipse95([1.0, 2.0], [3.0, 4.0]) is None
+
+
+def test_cli_refuses_an_unknown_algorithm_before_anything(tmp_path: Path) -> None:
+    res = run_cli("compare", "nosuchcc", "--out", str(tmp_path / "out"))
+    assert res.returncode == 2
+    assert res.stderr.strip().count("\n") == 0 and "nosuchcc" in res.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_refuses_a_single_repetition(tmp_path: Path) -> None:
+    res = run_cli("-q", "compare", "cubic", "--reps", "1", "--out", str(tmp_path / "out"))
+    assert res.returncode == 2 and "at least 2 repetitions" in res.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.net
+@needs_net
+@pytest.mark.skipif(shutil.which("chromedriver") is None, reason="needs chromium-driver (install-deps.sh --test)")
+def test_real_compare_table_figures_and_page_in_a_browser(tmp_path: Path) -> None:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    out = tmp_path / "cmp"
+    res = run_cli("compare", "cubic", "--reps", "2", "--set", "duration_s=4", "--out", str(out), timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert not namespaces("bbrb-")
+    lines = res.stdout.splitlines()
+    assert sum(1 for line in lines if line.startswith(("1 flow", "2 flows"))) == 4
+    rows = compare.summarise(read_json(out / "sweep.json", "sweep"))
+    by = {(r["case"], r["algo"]): r["metrics"] for r in rows}
+    for metrics in by.values():
+        # One or two flows fill the 50 Mbit/s link: goodput near 50 x 1448/1514 = 47.8 Mbit/s.
+        assert 40 < metrics["total.goodput_mbps"]["mean"] <= 48.5
+    # cubic fills the 2 BDP FIFO; bbr aims at an empty queue.
+    assert (by[("1 flow", "cubic")]["total.queueing_delay_ms_mean"]["mean"]
+            > by[("1 flow", "bbr")]["total.queueing_delay_ms_mean"]["mean"])
+
+    options = webdriver.ChromeOptions()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--allow-file-access-from-files"):
+        options.add_argument(arg)
+    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+    try:
+        driver.get((out / compare.PAGE).as_uri())
+        body_rows = driver.find_elements(By.CSS_SELECTOR, "table tbody tr")
+        assert [r.find_elements(By.TAG_NAME, "td")[1].text for r in body_rows] == ["bbr", "cubic", "bbr", "cubic"]
+        images = driver.find_elements(By.TAG_NAME, "img")
+        # Two throughput/delay pictures (one per case) and one time series per algorithm, all decoded.
+        assert len(images) == 4
+        assert all(driver.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", img)
+                   for img in images)
+    finally:
+        driver.quit()
