@@ -5,16 +5,15 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bbrbench.testbed.delayline import DelayLine
+from bbrbench.testbed.netns import Namespaces, command
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-from bbrbench.testbed.delayline import DelayLine  # noqa: E402  (the harness's delay line, not installed)
 
 BBRCTL = ROOT / "build" / "bbrctl"
 NS_PREFIX = f"bbk{os.getpid() % 100000}-"  # unique per test session
@@ -22,7 +21,8 @@ _ns_counter = itertools.count()
 
 
 def run(cmd: list[str], check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, capture_output=True, text=True, check=check, timeout=timeout)
+    """The harness's command runner: a failure is one line naming the command and its last error line."""
+    return command(cmd, timeout=timeout, check=check)
 
 
 def bbrctl(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -43,6 +43,7 @@ class NetPair:
     sender_addr: str
     receiver_addr: str
     rate_mbit: int
+    namespaces: Namespaces
     middle: str | None = None
     delay: DelayLine | None = None
 
@@ -58,36 +59,24 @@ class NetPair:
                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
-def _kill_netns_processes(ns: str) -> None:
-    pids = run(["ip", "netns", "pids", ns], check=False).stdout.split()
-    for pid in pids:
-        try:
-            os.kill(int(pid), signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
 def make_netpair(rate_mbit: int, queue_bytes: int, rtt_ms: float = 0) -> NetPair:
     n = next(_ns_counter)
     subnet = f"198.18.{200 + n % 50}"
-    pair = NetPair(f"{NS_PREFIX}{n}s", f"{NS_PREFIX}{n}r", f"{subnet}.1", f"{subnet}.2", rate_mbit)
+    pair = NetPair(f"{NS_PREFIX}{n}s", f"{NS_PREFIX}{n}r", f"{subnet}.1", f"{subnet}.2", rate_mbit,
+                   Namespaces())
     if rtt_ms:
         pair.middle = f"{NS_PREFIX}{n}m"
     for ns in (pair.sender, pair.receiver, pair.middle):
         if ns:
-            run(["ip", "netns", "add", ns])
-            run(["ip", "-n", ns, "link", "set", "lo", "up"])
+            pair.namespaces.add(ns)
     if pair.middle:
-        run(["ip", "link", "add", "v0", "netns", pair.sender, "type", "veth", "peer", "name", "ml",
-             "netns", pair.middle])
-        run(["ip", "link", "add", "mr", "netns", pair.middle, "type", "veth", "peer", "name", "v1",
-             "netns", pair.receiver])
+        pair.namespaces.veth(pair.sender, "v0", pair.middle, "ml")
+        pair.namespaces.veth(pair.middle, "mr", pair.receiver, "v1")
         half_us = int(rtt_ms * 500)
         pair.delay = DelayLine(pair.middle, "ml", "mr", half_us, half_us, tag=f"{NS_PREFIX}{n}")
         pair.delay.start()
     else:
-        run(["ip", "link", "add", "v0", "netns", pair.sender, "type", "veth", "peer", "name", "v1",
-             "netns", pair.receiver])
+        pair.namespaces.veth(pair.sender, "v0", pair.receiver, "v1")
     run(["ip", "-n", pair.sender, "addr", "add", f"{pair.sender_addr}/24", "dev", "v0"])
     run(["ip", "-n", pair.receiver, "addr", "add", f"{pair.receiver_addr}/24", "dev", "v1"])
     run(["ip", "-n", pair.sender, "link", "set", "v0", "up"])
@@ -106,11 +95,7 @@ def make_netpair(rate_mbit: int, queue_bytes: int, rtt_ms: float = 0) -> NetPair
 def remove_netpair(pair: NetPair) -> None:
     if pair.delay:
         pair.delay.stop()
-    for ns in (pair.sender, pair.receiver, pair.middle):
-        if not ns:
-            continue
-        _kill_netns_processes(ns)
-        run(["ip", "netns", "del", ns], check=False)
+    pair.namespaces.destroy()
 
 
 def iperf_pair(pair: NetPair, algo: str, seconds: float, port: int = 5201,

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..errors import HarnessError, UsageError
 from ..testbed.delayline import DelayLine, cleanup_stale
+from ..testbed.netns import Namespaces, command
 
 SENDER_ADDR = "198.18.0.1"
 RECEIVER_ADDR = "198.18.0.2"
@@ -47,15 +48,6 @@ SS_RTT_RE = re.compile(r"\brtt:([\d.]+)/")
 SS_ACKED_RE = re.compile(r"\bbytes_acked:(\d+)")
 
 
-def run(args: Sequence[str], netns: str | None = None, check: bool = True,
-        timeout: float = COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
-    full = ["ip", "netns", "exec", netns, *args] if netns else list(args)
-    proc = subprocess.run(full, capture_output=True, text=True, timeout=timeout)
-    if check and proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(full)}: {proc.stderr.strip() or proc.returncode}")
-    return proc
-
-
 class Chain:
     """sender | delay | receiver namespaces named <prefix>s, <prefix>d, <prefix>r; the delay namespace
     holds the inner ends `l0` (sender side) and `r0` (receiver side) of two veth pairs."""
@@ -65,6 +57,7 @@ class Chain:
         self.sender = f"{prefix}s"
         self.delay = f"{prefix}d"
         self.receiver = f"{prefix}r"
+        self.namespaces = Namespaces()
 
     def __enter__(self) -> Chain:
         try:
@@ -79,41 +72,31 @@ class Chain:
 
     def create(self) -> None:
         for ns in (self.sender, self.delay, self.receiver):
-            run(["ip", "netns", "add", ns])
-            run(["ip", "-n", ns, "link", "set", "lo", "up"])
+            self.namespaces.add(ns)
         for ns in (self.sender, self.receiver):
             # No IPv6 chatter (DAD, router solicitations) in the measured path; the delay line itself
             # silences its own namespace's interfaces.
-            run(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"],
-                netns=ns)
-        run(["ip", "-n", self.delay, "link", "add", "l0", "type", "veth", "peer", "name", "eth0",
-             "netns", self.sender])
-        run(["ip", "-n", self.delay, "link", "add", "r0", "type", "veth", "peer", "name", "eth0",
-             "netns", self.receiver])
+            command(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"],
+                    netns=ns)
+        self.namespaces.veth(self.delay, "l0", self.sender, "eth0")
+        self.namespaces.veth(self.delay, "r0", self.receiver, "eth0")
         for ns, addr in ((self.sender, SENDER_ADDR), (self.receiver, RECEIVER_ADDR)):
-            run(["ip", "-n", ns, "addr", "add", f"{addr}/{PREFIX_LEN}", "dev", "eth0"])
-            run(["ip", "-n", ns, "link", "set", "eth0", "up"])
-            run(["sysctl", "-qw", f"net.ipv4.tcp_rmem={TCP_MEM_SYSCTL}", f"net.ipv4.tcp_wmem={TCP_MEM_SYSCTL}"],
-                netns=ns)
+            command(["ip", "-n", ns, "addr", "add", f"{addr}/{PREFIX_LEN}", "dev", "eth0"])
+            command(["ip", "-n", ns, "link", "set", "eth0", "up"])
+            command(["sysctl", "-qw", f"net.ipv4.tcp_rmem={TCP_MEM_SYSCTL}", f"net.ipv4.tcp_wmem={TCP_MEM_SYSCTL}"],
+                    netns=ns)
 
     def destroy(self) -> None:
         cleanup_stale(self.prefix)
-        for ns in (self.sender, self.delay, self.receiver):
-            pids = run(["ip", "netns", "pids", ns], check=False).stdout.split()
-            for pid in pids:
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except (ProcessLookupError, ValueError):
-                    pass
-            run(["ip", "netns", "del", ns], check=False)
+        self.namespaces.destroy()
 
     def delay_line(self, delay_lr_us: int, delay_rl_us: int) -> DelayLine:
         return DelayLine(self.delay, "l0", "r0", delay_lr_us, delay_rl_us, tag=f"{self.prefix}dl")
 
     def ping(self, count: int, interval_s: float = PING_INTERVAL_S) -> list[float]:
         """RTT samples in microseconds."""
-        out = run(["ping", "-n", "-W", "1", "-c", str(count), "-i", str(interval_s), RECEIVER_ADDR],
-                  netns=self.sender, check=False, timeout=count * interval_s + COMMAND_TIMEOUT_S).stdout
+        out = command(["ping", "-n", "-W", "1", "-c", str(count), "-i", str(interval_s), RECEIVER_ADDR],
+                      netns=self.sender, check=False, timeout=count * interval_s + COMMAND_TIMEOUT_S).stdout
         return [float(m) * 1000 for m in PING_RE.findall(out)]
 
 
@@ -156,8 +139,8 @@ def _sample_ss(chain: Chain, stop: threading.Event, out: list[float]) -> None:
     """srtt of the iperf3 data connection (the one with the most bytes acked), every SS_INTERVAL_S."""
     while not stop.wait(SS_INTERVAL_S):
         # ss -N only switches the network namespace: much cheaper than `ip netns exec` at 20 Hz.
-        text = run(["ss", "-N", chain.sender, "-tin", "dst", RECEIVER_ADDR, "dport", "=", str(IPERF_PORT)],
-                   check=False).stdout
+        text = command(["ss", "-N", chain.sender, "-tin", "dst", RECEIVER_ADDR, "dport", "=", str(IPERF_PORT)],
+                       check=False).stdout
         best: tuple[int, float] | None = None
         for line in text.splitlines():
             rtt, acked = SS_RTT_RE.search(line), SS_ACKED_RE.search(line)

@@ -28,7 +28,7 @@ from ..analysis.stats import mean_ci95, ratio_ci95
 from ..errors import HarnessError
 from ..results import write_json
 from ..testbed import netns as procs
-from ..testbed.netns import ProcessGroup, RunState, command, remove_netns
+from ..testbed.netns import Namespaces, ProcessGroup, RunState, command
 from ..testbed.system import catalog
 from .fidelity import CANDIDATE, REFERENCE, loadavg
 
@@ -86,25 +86,20 @@ class Pair:
     def __init__(self, prefix: str) -> None:
         self.sender = f"{prefix}-s0"
         self.receiver = f"{prefix}-d"
-        self.created: list[str] = []
+        self.namespaces = Namespaces()
 
     def build(self) -> None:
         for ns in (self.sender, self.receiver):
-            self.created.append(ns)
-            command(["ip", "netns", "add", ns])
-        command(["ip", "link", "add", "eth0", "netns", self.sender, "type", "veth", "peer", "name", "eth0",
-                 "netns", self.receiver])
+            self.namespaces.add(ns)
+        self.namespaces.veth(self.sender, "eth0", self.receiver, "eth0")
         for ns, addr in ((self.sender, SENDER_ADDR), (self.receiver, RECEIVER_ADDR)):
             command(["ip", "addr", "add", f"{addr}/{PREFIX_LEN}", "dev", "eth0"], netns=ns)
             command(["ip", "link", "set", "eth0", "up"], netns=ns)
-            command(["ip", "link", "set", "lo", "up"], netns=ns)
             command(["sysctl", "-q", "-w", "net.ipv4.tcp_no_metrics_save=1"], netns=ns)
             command(["ethtool", "-K", "eth0", "tso", "off", "gso", "off", "gro", "off"], netns=ns)
 
     def destroy(self) -> None:
-        for ns in reversed(self.created):
-            remove_netns(ns)
-        self.created.clear()
+        self.namespaces.destroy()
 
 
 def one_run(pair: Pair, group: ProcessGroup, algo: str, seconds: int, raw_dir: Path, tag: str) -> dict[str, Any]:

@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from .netns import find_binary
+from ..errors import HarnessError
+from .netns import CHECKOUT_BUILD, command, find_binary
 
 BINARY_ENV = "BBRKIT_DELAY"
 BINARY_NAME = "bbrkit-delay"
@@ -34,25 +35,19 @@ STDERR_KEEP_LINES = 20
 RT_PRIO = 10
 
 
-class DelayLineError(RuntimeError):
+class DelayLineError(HarnessError):
     """The delay line cannot be set up or has failed; the message is one line."""
 
 
 def _binary(explicit: Path | None) -> Path:
     if explicit is not None:
         return explicit
-    found = find_binary(BINARY_NAME, BINARY_ENV)
-    if found is None:
-        raise DelayLineError(f"{BINARY_NAME}: not found on PATH or in build/ (make, make install, or set {BINARY_ENV})")
-    return found
+    # A missing binary is reported by start(), naming where it was looked for.
+    return find_binary(BINARY_NAME, BINARY_ENV) or CHECKOUT_BUILD / BINARY_NAME
 
 
 def _run(args: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(args, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
-    if check and proc.returncode != 0:
-        detail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
-        raise DelayLineError(f"{' '.join(args)}: {detail[-1] if detail else f'exit {proc.returncode}'}")
-    return proc
+    return command(args, timeout=COMMAND_TIMEOUT_S, check=check)
 
 
 def _check_ifname(what: str, name: str) -> None:
@@ -105,7 +100,8 @@ class DelayLine:
         if self._proc is not None:
             raise DelayLineError(f"delay line {self.tag} is already running")
         if not os.access(self.binary, os.X_OK):
-            raise DelayLineError(f"delay-line binary {self.binary} not found or not executable (run make)")
+            raise DelayLineError(f"{self.binary}: not found or not executable (make, make install, or set "
+                                 f"{BINARY_ENV})")
         if _run(["ip", "netns", "exec", self.netns, "true"], check=False).returncode != 0:
             raise DelayLineError(f"network namespace {self.netns!r} does not exist")
         try:

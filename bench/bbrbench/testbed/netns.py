@@ -1,4 +1,7 @@
-"""Processes and run ownership: everything a run creates carries its prefix, so a later run can find it.
+"""Network namespaces, processes and run ownership: the one place that creates and removes them, for the
+harness, its benchmarks and the tests.
+
+: everything a run creates carries its prefix, so a later run can find it.
 
 A run's prefix is `bbrb-<pid>-<random>`. Namespaces are named `<prefix>-<role>`, every child process gets
 the environment variable BBRBENCH_RUN=<prefix>, and a state file in STATE_DIR records what the run changed
@@ -237,6 +240,38 @@ def remove_netns(name: str) -> None:
     pids = command(["ip", "netns", "pids", name], check=False).stdout.split()
     kill_pids([int(p) for p in pids if p.isdigit()])
     command(["ip", "netns", "del", name], check=False)
+
+
+class Namespaces:
+    """Network namespaces made together and removed together, with every process inside them. A name is
+    recorded before it is created, so destroy() after a failure half-way removes what exists."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def add(self, name: str) -> str:
+        self.names.append(name)
+        command(["ip", "netns", "add", name])
+        command(["ip", "-n", name, "link", "set", "lo", "up"])
+        return name
+
+    def veth(self, netns_a: str, if_a: str, netns_b: str, if_b: str) -> None:
+        """A veth pair with one end in each namespace (down, unaddressed)."""
+        command(["ip", "link", "add", if_a, "netns", netns_a, "type", "veth", "peer", "name", if_b, "netns", netns_b])
+
+    def destroy(self) -> None:
+        for name in reversed(self.names):
+            remove_netns(name)
+        self.names.clear()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self.names))
+
+    def __enter__(self) -> Namespaces:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.destroy()
 
 
 def stale_prefixes(include_live: bool = False) -> set[str]:

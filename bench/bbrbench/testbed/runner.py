@@ -23,7 +23,7 @@ from ..results import write_json
 from ..scenario import Scenario
 from . import netns as procs
 from .emulation import Emulation, check_runnable
-from .netns import ProcessGroup, RunState, command, remove_netns
+from .netns import Namespaces, ProcessGroup, RunState, remove_netns
 from .sampling import FlowSampler, QueueSampler, TraceRecorder
 from .system import bbrctl, bbrkit_attached, bbrkit_params, delayline_module, format_param
 from .topology import Topology
@@ -200,12 +200,8 @@ def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit:
         with signals_interrupt():
             write_json(out_dir / "scenario.json", "run", {"resolved": scenario.to_dict(), "raw": raw_scenario,
                                                           "prefix": prefix, "kernel": os.uname().release})
-            probe = f"{prefix}-probe"
-            topo.namespaces.append(probe)
-            command(["ip", "netns", "add", probe])
-            delay = check_runnable(scenario, probe)
-            topo.namespaces.remove(probe)
-            remove_netns(probe)
+            with Namespaces() as scratch:
+                delay = check_runnable(scenario, scratch.add(f"{prefix}-probe"))
             events["delay_mechanism"] = delay
 
             topo.build()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..scenario import Scenario
-from .netns import command, remove_netns
+from .netns import Namespaces, command
 
 RECEIVER_ADDR = "198.19.0.1"
 ROUTER_RX_ADDR = "198.19.0.254"
@@ -47,7 +47,7 @@ class Topology:
     router: str = ""
     receiver: str = ""
     hosts: dict[str, SenderHost] = field(default_factory=dict)
-    namespaces: list[str] = field(default_factory=list)
+    namespaces: Namespaces = field(default_factory=Namespaces)
 
     def __post_init__(self) -> None:
         self.router = f"{self.prefix}-r"
@@ -69,9 +69,7 @@ class Topology:
             if h.delay_netns:
                 wanted.append(h.delay_netns)
         for ns in wanted:
-            # Recorded before creation so a failure half-way still gets it removed.
-            self.namespaces.append(ns)
-            command(["ip", "netns", "add", ns])
+            self.namespaces.add(ns)
         links = [f"link add {BOTTLENECK_IF} netns {self.router} type veth peer name {HOST_IF} netns {self.receiver}"]
         for h in self.hosts.values():
             if h.delay_netns:
@@ -99,8 +97,7 @@ class Topology:
         mtu = self.scenario.bottleneck.mtu
         sock_max = self.scenario.socket_buffer_bytes * SOCKET_MEM_OVERHEAD
         for ns in self.namespaces:
-            lines = ["link set lo up"]
-            lines += [f"link set {dev} mtu {mtu} up" for dev in self._interfaces(ns)]
+            lines = [f"link set {dev} mtu {mtu} up" for dev in self._interfaces(ns)]
             if ns == self.router:
                 lines.append(f"addr add {ROUTER_RX_ADDR}/24 dev {BOTTLENECK_IF}")
                 lines += [f"addr add {sender_gateway(h.index)}/24 dev {h.router_if}" for h in self.hosts.values()]
@@ -129,6 +126,4 @@ class Topology:
                     command(["ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"], netns=ns, check=False)
 
     def destroy(self) -> None:
-        for ns in reversed(self.namespaces):
-            remove_netns(ns)
-        self.namespaces.clear()
+        self.namespaces.destroy()
