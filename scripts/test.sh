@@ -1,8 +1,8 @@
 #!/bin/sh
 # The project's test command, as root on a Debian 12 machine: installs what is missing (Debian packages;
-# bbrbench and the test tools into .venv), builds everything, then runs the lint gate and every suite:
-# first the tests that need no root (scenarios, metrics, statistics, model, parsing, reports), then the
-# root ones (host unit tests of the BBR core, bbrctl, real transfers, the harness in namespaces).
+# bbrbench and the test tools into .venv), builds everything, then runs every suite: first the tests that
+# need no root (lint gate, host unit tests of the BBR core, scenarios, metrics, statistics, model,
+# parsing, reports), then the root ones (bbrctl, real transfers, the harness in namespaces).
 # Safe to re-run. Extra arguments go to both pytest runs (-k bbr_acd, -x, ...).
 set -eu
 cd "$(dirname "$0")/.."
@@ -11,6 +11,5 @@ make -s all
 # The binaries just built, ahead of any installed copy (the harness looks on PATH first).
 PATH="$PWD/build:$PWD/.venv/bin:$PATH"
 export PATH
-./scripts/lint.sh
 python -m pytest -m "not root" "$@"
 exec python -m pytest -m root "$@"

@@ -12,7 +12,8 @@ from benchutil import run_cli
 
 from bbrbench.analysis import sharemodel, stats
 from bbrbench.experiments import sweep
-from bbrbench.repro import reproduce
+from bbrbench.errors import HarnessError
+from bbrbench.repro import papers, reproduce
 from bbrbench.results import write_json
 from bbrbench.scenario import ScenarioError, prepare_raw
 from bbrbench.testbed import system
@@ -192,3 +193,16 @@ def test_regression_p_value_matches_known_quantiles() -> None:
     assert reg["slope"] == pytest.approx(0.9) and reg["n"] == 5
     assert reg["p"] == pytest.approx(0.0374, abs=1e-3)
     assert stats.regression([1, 1, 1], [1.0, 2.0, 3.0])["p"] is None
+
+
+def test_paper_data_files_load_beside_their_scenarios(tmp_path: Path) -> None:
+    keys = {e.key for e in reproduce.experiments()}
+    specs = papers.specs()
+    assert len(specs) == 15 and {s.key for s in specs} <= keys
+    table41 = papers.spec_for("seed000/table4.1")
+    assert table41 is not None and table41.paper[("bbr", 20, "total.retrans_rate")] == 36.3
+    assert papers.seed004("share")["l2"][1] == 1.070
+    broken = tmp_path / "x.paper.toml"
+    broken.write_text('title = "t"\nmeasures = []\n[[claims]]\ntext = "c"\ncheck = "nosuch"\n')
+    with pytest.raises(HarnessError, match="no check named 'nosuch'"):
+        papers._load(broken)

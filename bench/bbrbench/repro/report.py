@@ -1,4 +1,4 @@
-"""The reproduction report: our sweep results beside the papers' numbers (papers.py), as Markdown with
+"""The reproduction report: our sweep results beside the papers' numbers (the *.paper.toml data files), as Markdown with
 PNG figures, plus summary.json with every number the report shows.
 
 Inputs are the sweep directories `reproduce` wrote (plan.json and each repetition's summary.json); only
@@ -22,7 +22,7 @@ from ..analysis.sharemodel import l2_error, share_for_link  # noqa: E402
 from ..analysis.stats import mean_ci95, pearson, regression  # noqa: E402
 from ..experiments.sweep import DONE_MARK, NOT_RUNNABLE, metric_value  # noqa: E402
 from ..results import read_json
-from .papers import SEED004_L1_LOSS, SEED004_L2, SEED004_P_CUBIC, SEED004_PEARSON_CUBIC, SPECS, Spec, spec_for  # noqa: E402
+from .papers import Spec, scalar, seed004, spec_for, specs  # noqa: E402
 
 # Payload bytes per full-sized segment (1500 MTU minus IPv4, TCP and timestamp option headers).
 MSS_BYTES = 1448
@@ -109,13 +109,6 @@ def load_experiment(directory: Path) -> list[PointResult]:
     return points
 
 
-def _key(v: Any) -> Any:
-    """Override values as dictionary keys: 1.0 and 1 are the same x."""
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    return v
-
-
 class Results:
     """One experiment's points arranged by the spec's series and x."""
 
@@ -129,13 +122,13 @@ class Results:
         return self.spec.default_series
 
     def x_of(self, p: PointResult) -> Any:
-        xs = tuple(_key(p.overrides.get(k)) for k in self.spec.x_keys)
+        xs = tuple(scalar(p.overrides.get(k)) for k in self.spec.x_keys)
         if not xs:
             return None
         return xs[0] if len(xs) == 1 else xs
 
     def find(self, series: str, x: Any) -> PointResult | None:
-        return next((p for p in self.points if self.series_of(p) == series and self.x_of(p) == _key(x)), None)
+        return next((p for p in self.points if self.series_of(p) == series and self.x_of(p) == scalar(x)), None)
 
     def mean(self, series: str, x: Any, metric: str) -> float | None:
         p = self.find(series, x)
@@ -299,19 +292,20 @@ def seed004_section(out: Path, fig_dir: Path, rel: str) -> tuple[list[str], dict
         lines.append(f"| {r['n_bbr']} | {r['queue_bdp']:g} | {r['model']:.3f} | {ours} | {r['status']} |")
     lines += ["", "Per-N L2 error over the queue sizes (the seed's Table 2; ours over our queue sizes only):", "",
               "| BBR flows | paper L2 | ours L2 | queue sizes |", "|---|---|---|---|"]
+    paper_l2 = seed004("share")["l2"]
     l2: dict[int, float] = {}
     for n in sorted({r["n_bbr"] for r in rows}):
         mine = [r for r in rows if r["n_bbr"] == n and r["measured"]]
         if mine:
             l2[n] = l2_error([r["model"] for r in mine], [r["measured"]["mean"] for r in mine])
-        paper = SEED004_L2.get(n)
+        paper = paper_l2.get(n)
         queues = ", ".join(f"{r['queue_bdp']:g}" for r in mine)
         ours = f"{l2[n]:.3f}" if n in l2 else "-"
         lines.append(f"| {n} | {paper if paper is not None else '-'} | {ours} | {queues} |")
     js["l2"] = l2
-    for n in sorted(SEED004_L2):
+    for n in sorted(paper_l2):
         if n not in l2:
-            lines.append(f"| {n} | {SEED004_L2[n]} | not run in this profile | |")
+            lines.append(f"| {n} | {paper_l2[n]} | not run in this profile | |")
     lines.append("")
     if rows:
         fig = _plot_share(rows, fig_dir)
@@ -333,12 +327,13 @@ def seed004_section(out: Path, fig_dir: Path, rel: str) -> tuple[list[str], dict
     except ValueError:
         corr = None
     js["cubic_count"] = {"pearson": corr, "regression": reg, "points": list(zip(cx, cy))}
+    paper = seed004("cubic-count")
     lines += ["| statistic | paper | ours |", "|---|---|---|",
-              f"| Pearson r (share vs CUBIC count) | {SEED004_PEARSON_CUBIC} | {_f(corr)} |",
+              f"| Pearson r (share vs CUBIC count) | {paper['pearson']} | {_f(corr)} |",
               f"| single-factor regression slope per CUBIC flow | - | {_f(reg['slope'])} |",
-              f"| R² | 0.007 | {_f(reg['r2'])} |",
-              f"| slope p-value | {SEED004_P_CUBIC} | {_f(reg['p'])} |",
-              f"| runs | 567 (all of dataset I) | {reg['n']} |", ""]
+              f"| R² | {paper['r2']} | {_f(reg['r2'])} |",
+              f"| slope p-value | {paper['slope_p']} | {_f(reg['p'])} |",
+              f"| runs | {paper['runs']} (all of dataset I) | {reg['n']} |", ""]
     for p in cubic:
         s = p.stat("algo.bbr.share")
         lines.append(f"- {p.label}: BBR share {s.text() if s else '-'} ({p.status})")
@@ -358,16 +353,17 @@ def seed004_section(out: Path, fig_dir: Path, rel: str) -> tuple[list[str], dict
     lines += ["Random loss (the seed's Table 4: sum of lossy minus loss-free share; one flow mix here, 9 + 9):", "",
               "| loss % | paper L1 | ours (share(loss) - share(0)) | measured share |", "|---|---|---|---|"]
     loss = _share_points(out, "loss")
-    base = next((p.stat("algo.bbr.share") for p in loss if _key(p.overrides.get("bottleneck.loss_pct")) == 0), None)
+    paper_l1 = seed004("loss")["l1"]
+    base = next((p.stat("algo.bbr.share") for p in loss if scalar(p.overrides.get("bottleneck.loss_pct")) == 0), None)
     loss_js = []
     for p in loss:
-        pct = _key(p.overrides.get("bottleneck.loss_pct"))
+        pct = scalar(p.overrides.get("bottleneck.loss_pct"))
         if pct == 0:
             continue
         s = p.stat("algo.bbr.share")
         diff = s.mean - base.mean if s and base else None
         loss_js.append({"loss_pct": pct, "share": s.to_json() if s else None, "l1": diff})
-        lines.append(f"| {pct} | {SEED004_L1_LOSS.get(pct, '-')} | {_f(diff)} | {s.text() if s else '-'} |")
+        lines.append(f"| {pct} | {paper_l1.get(pct, '-')} | {_f(diff)} | {s.text() if s else '-'} |")
     lines += ["", f"Loss-free share: {base.text() if base else '-'}.", ""]
     js["loss"] = loss_js
     lines += ["Differences: the seed ran a GENI testbed with Linux BBR of 2020 and tc netem; we run kernel 6.18's "
@@ -432,7 +428,7 @@ def write_report(out: Path) -> Path:
     for seed in seeds:
         lines += [f"## {seed}", ""]
         # In the papers' order (the catalogue's), not the file names'.
-        order = {s.key: i for i, s in enumerate(SPECS)}
+        order = {s.key: s.order for s in specs()}
         exp_dirs = [d for d in (out / seed).iterdir() if (d / "plan.json").is_file()]
         for exp_dir in sorted(exp_dirs, key=lambda d: (order.get(f"{seed}/{d.name}", len(order)), d.name)):
             key = f"{seed}/{exp_dir.name}"

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..errors import HarnessError
 from ..scenario import SCENARIO_DIR, ScenarioError, prepare_raw
+from .papers import SUFFIX as PAPER_SUFFIX
 
 log = logging.getLogger(__name__)
 REPRO_DIR = SCENARIO_DIR / "repro"
@@ -43,9 +44,10 @@ class Experiment:
 
 
 def experiments(root: Path = REPRO_DIR) -> list[Experiment]:
-    """Every scenario file, ordered by seed then file name."""
+    """Every scenario file (not the papers' data files beside them), ordered by seed then file name."""
     return [Experiment(seed=p.parent.name, name=p.stem, path=p)
-            for p in sorted(root.glob("*/*.toml"), key=lambda p: (p.parent.name, p.stem))]
+            for p in sorted(root.glob("*/*.toml"), key=lambda p: (p.parent.name, p.stem))
+            if not p.name.endswith(PAPER_SUFFIX)]
 
 
 def select(all_: list[Experiment], only: Sequence[str]) -> list[Experiment]:
