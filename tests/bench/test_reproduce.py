@@ -11,8 +11,8 @@ import pytest
 from benchutil import run_cli
 
 from bbrbench.analysis import sharemodel, stats
-from bbrbench.experiments import sweep
 from bbrbench.errors import HarnessError
+from bbrbench.experiments import sweep
 from bbrbench.repro import papers, reproduce
 from bbrbench.results import write_json
 from bbrbench.scenario import ScenarioError, prepare_raw
