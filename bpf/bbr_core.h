@@ -1,19 +1,23 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* The BBRv1 core shared by every bbrkit algorithm.
  *
- * The model and the state machine of the kernel's net/ipv4/tcp_bbr.c (6.x), rewritten for the BPF
+ * The model and the state machine of the kernel's net/ipv4/tcp_bbr.c (6.10+), rewritten for the BPF
  * struct_ops environment: STARTUP, DRAIN, PROBE_BW gain cycling, PROBE_RTT, the windowed
  * max-bandwidth and min-RTT filters, pacing with a 1% margin, cwnd = gain x BDP + ACK-aggregation
  * allowance + TSO budget, long-term bandwidth sampling (policer detection), idle restart, packet
  * conservation and cwnd restore around loss recovery.
  *
  * Differences from the kernel, all forced by the environment or by the variants:
- * - Time stamps that the kernel keeps in jiffies or milliseconds (min_rtt_stamp, probe_rtt_done_stamp,
- *   lt_last_stamp) are kept in ticks of 1024 us, tp->tcp_mstamp shifted right: no helper call and no
- *   division per ACK, and finer than HZ=250 jiffies. Durations are rounded up to whole ticks.
- * - The two u64 microsecond stamps (cycle, ACK-aggregation epoch) are kept as their low 32 bits;
- *   only differences below 35 minutes are ever taken, so the wrap is harmless. This frees 12 bytes of
- *   the 104-byte icsk_ca_priv for the variants' own state (bbr_core.ext).
+ * - The two stamps the kernel keeps in jiffies (min_rtt_stamp, probe_rtt_done_stamp) are kept in
+ *   ticks of 1024 us, tp->tcp_mstamp shifted right: no helper call per ACK, and finer than HZ=250
+ *   jiffies. Durations are rounded up to whole ticks. Where it shows: PROBE_RTT starts and ends up
+ *   to one jiffy (4 ms at HZ=250) earlier or later than the kernel's, so the ACK that enters or
+ *   leaves it can differ (the lockstep check counts these separately).
+ * - The two u64 microsecond stamps (cycle, ACK-aggregation epoch) are kept as their low 32 bits.
+ *   The kernel only ever takes their difference to a later stamp through tcp_stamp_us_delta(),
+ *   which truncates to u32, so the unsigned 32-bit difference taken here is the same number,
+ *   also after idle periods of any length. This frees 12 bytes of the 104-byte icsk_ca_priv for
+ *   the variants' own state (bbr_core.ext).
  * - Variants plug in through the bbr_variant_*() hooks declared below; each algorithm file defines
  *   all of them (bbr1 with BBRv1's own behaviour) and the compiler inlines them, so a hook costs
  *   nothing at run time.
@@ -41,7 +45,7 @@
 /* Minimum time spent at BBR_CWND_MIN_TARGET in PROBE_RTT, in ticks (200 ms): bounds its cost to ~2%. */
 #define BBR_PROBE_RTT_MODE_TICKS BBR_US_TO_TICKS(200 * USEC_PER_MSEC)
 /* Skip TSO below this rate, in bit/s: at low rates one-packet bursts are cheap enough. */
-#define BBR_MIN_TSO_RATE_BPS 1200000UL
+#define BBR_MIN_TSO_RATE_BIT_PER_SEC 1200000UL
 /* Pace about 1% below the estimate, in percent: drives the bottleneck queue towards empty. */
 #define BBR_PACING_MARGIN_PERCENT 1
 /* 2/ln(2) in BBR_UNIT: the smallest gain that doubles the sending rate every round. */
@@ -65,7 +69,7 @@
 /* Two intervals whose bandwidths differ by at most 1/8 (BBR_UNIT) are consistent... */
 #define BBR_LT_BW_RATIO (BBR_UNIT / 8)
 /* ...or by at most 4 kbit/s, in bytes/s. */
-#define BBR_LT_BW_DIFF_BYTES (4000 / 8)
+#define BBR_LT_BW_DIFF_BYTES_PER_SEC (4000 / 8)
 /* Rounds to pace at the policed rate before probing again. */
 #define BBR_LT_BW_MAX_RTTS 48
 /* Gain, in BBR_UNIT, applied to the measured ACK aggregation when sizing cwnd. */
@@ -123,7 +127,7 @@ struct bbr_core {
 	    unused_a : 6;
 	u32 lt_bw;                /* long-term delivery rate, packets/us << BW_SCALE */
 	u32 lt_last_delivered;    /* tp->delivered at the start of the LT interval */
-	u32 lt_last_stamp;        /* ticks, tp->delivered_mstamp at the start of the LT interval */
+	u32 lt_last_stamp;        /* ms, tp->delivered_mstamp at the start of the LT interval */
 	u32 lt_last_lost;         /* tp->lost at the start of the LT interval */
 	u32 pacing_gain : 10,     /* BBR_UNIT, the state machine's gain */
 	    cwnd_gain : 10,       /* BBR_UNIT */
@@ -183,12 +187,10 @@ BBR_INLINE bool bbr_after(u32 a, u32 b)
 	return (s32)(a - b) > 0;
 }
 
-/* Microseconds from stamp t0 to t1, both low 32 bits of tcp clock values; 0 if t1 is earlier. */
+/* Microseconds from stamp t0 to the later t1, modulo 2^32: tcp_stamp_us_delta()'s u32 result. */
 BBR_INLINE u32 bbr_stamp_delta_us(u64 t1, u32 t0)
 {
-	s32 d = (s32)((u32)t1 - t0);
-
-	return d > 0 ? (u32)d : 0;
+	return (u32)t1 - t0;
 }
 
 BBR_INLINE u32 bbr_ticks(u64 stamp_us)
@@ -199,6 +201,14 @@ BBR_INLINE u32 bbr_ticks(u64 stamp_us)
 BBR_INLINE u32 bbr_now_ticks(const struct tcp_sock *tp)
 {
 	return bbr_ticks(tp->tcp_mstamp);
+}
+
+/* Milliseconds, as the kernel's long-term sampling keeps them; a division, but only at the
+ * boundaries of a sampling interval, never on an ordinary ACK.
+ */
+BBR_INLINE u32 bbr_ms(u64 stamp_us)
+{
+	return (u32)(stamp_us / USEC_PER_MSEC);
 }
 
 BBR_INLINE u32 bbr_packets_in_flight(const struct tcp_sock *tp)
@@ -335,7 +345,7 @@ BBR_INLINE void bbr_set_pacing_rate(struct sock *sk, struct bbr_core *b, u32 bw,
 
 BBR_INLINE u32 bbr_min_tso_segs(const struct sock *sk)
 {
-	return sk->sk_pacing_rate < (BBR_MIN_TSO_RATE_BPS >> 3) ? 1 : 2;
+	return sk->sk_pacing_rate < (BBR_MIN_TSO_RATE_BIT_PER_SEC >> 3) ? 1 : 2;
 }
 
 /* Like tcp_tso_autosize(), ignoring the driver's GSO limit. */
@@ -575,7 +585,7 @@ BBR_INLINE void bbr_reset_lt_bw_sampling_interval(struct sock *sk, struct bbr_co
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
-	b->lt_last_stamp = bbr_ticks(tp->delivered_mstamp);
+	b->lt_last_stamp = bbr_ms(tp->delivered_mstamp);
 	b->lt_last_delivered = tp->delivered;
 	b->lt_last_lost = tp->lost;
 	b->lt_rtt_cnt = 0;
@@ -597,7 +607,7 @@ BBR_INLINE void bbr_lt_bw_interval_done(struct sock *sk, struct bbr_core *b, u32
 	if (b->lt_bw) {
 		diff = bw > b->lt_bw ? bw - b->lt_bw : b->lt_bw - bw;
 		if ((diff * BBR_UNIT <= BBR_LT_BW_RATIO * b->lt_bw) ||
-		    (bbr_rate_bytes_per_sec(tcp_sk(sk), diff, BBR_UNIT) <= BBR_LT_BW_DIFF_BYTES)) {
+		    (bbr_rate_bytes_per_sec(tcp_sk(sk), diff, BBR_UNIT) <= BBR_LT_BW_DIFF_BYTES_PER_SEC)) {
 			b->lt_bw = (bw + b->lt_bw) >> 1; /* average of the two intervals */
 			b->lt_use_bw = 1;
 			b->pacing_gain = BBR_UNIT; /* avoid drops at the policer */
@@ -659,14 +669,14 @@ BBR_INLINE void bbr_lt_bw_sampling(struct sock *sk, struct bbr_core *b, const st
 	if (!delivered || (lost << BBR_SCALE) < BBR_LT_LOSS_THRESH * delivered)
 		return;
 
-	t = bbr_ticks(tp->delivered_mstamp) - b->lt_last_stamp;
+	t = bbr_ms(tp->delivered_mstamp) - b->lt_last_stamp;
 	if ((s32)t < 1)
-		return; /* shorter than a tick: wait */
-	if (t >= ~0U >> BBR_TICK_SHIFT) {
+		return; /* shorter than a millisecond: wait */
+	if (t >= ~0U / USEC_PER_MSEC) {
 		bbr_reset_lt_bw_sampling(sk, b); /* would overflow */
 		return;
 	}
-	t <<= BBR_TICK_SHIFT; /* microseconds */
+	t *= USEC_PER_MSEC;
 	bw = (u64)delivered * BW_UNIT / t;
 	bbr_lt_bw_interval_done(sk, b, (u32)bw);
 }
@@ -804,7 +814,7 @@ BBR_INLINE void bbr_update_min_rtt(struct sock *sk, struct bbr_core *b, const st
 	bool filter_expired = bbr_after(now, b->min_rtt_stamp + BBR_MIN_RTT_WIN_TICKS);
 
 	if (rs->rtt_us >= 0 &&
-	    ((u64)rs->rtt_us <= b->min_rtt_us || (filter_expired && !rs->is_ack_delayed))) {
+	    ((u64)rs->rtt_us < b->min_rtt_us || (filter_expired && !rs->is_ack_delayed))) {
 		b->min_rtt_us = (u32)rs->rtt_us;
 		b->min_rtt_stamp = now;
 	}
@@ -891,9 +901,11 @@ BBR_INLINE void bbr_init(struct sock *sk)
 
 	/* icsk_ca_priv is zeroed by TCP before init: only non-zero fields are set here. */
 	tp->snd_ssthresh = TCP_INFINITE_SSTHRESH;
+	b->next_rtt_delivered = tp->delivered; /* the first round ends with data sent from now on */
 	b->prev_ca_state = TCP_CA_Open;
 	b->min_rtt_us = tp->rtt_min.s[0].v; /* tcp_min_rtt(): ~0U until the first sample */
-	b->min_rtt_stamp = bbr_now_ticks(tp);
+	/* tcp_mstamp is stale on a socket that switches algorithm after an idle period. */
+	b->min_rtt_stamp = bbr_ticks(bbr_clock_us());
 	bbr_minmax_reset(&b->bw, 0, 0);
 	bbr_init_pacing_rate_from_rtt(sk, b);
 	bbr_reset_lt_bw_sampling(sk, b);
@@ -903,7 +915,7 @@ BBR_INLINE void bbr_init(struct sock *sk)
 	b->ack_epoch_stamp = (u32)tp->tcp_mstamp;
 	bbr_variant_init(sk, b);
 
-	/* No fq qdisc on this kernel: ask TCP to pace by itself. */
+	/* Ask for pacing: TCP paces by itself unless an fq qdisc has taken it over (SK_PACING_FQ). */
 	if (sk->sk_pacing_status == SK_PACING_NONE)
 		sk->sk_pacing_status = SK_PACING_NEEDED;
 }
