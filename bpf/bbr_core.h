@@ -166,6 +166,72 @@ BBR_INLINE struct bbr_core *bbr_core_of(const struct sock *sk)
 	return (struct bbr_core *)inet_csk(sk)->icsk_ca_priv;
 }
 
+/* The core's decisions (cwnd, pacing rate, ssthresh, PROBE_RTT's app-limited mark, the pacing
+ * request) and its one random draw go through these accessors, never straight to the socket.
+ * The shipped programs and the host tests map them to the socket here: inlined, they are the
+ * same loads and stores as before. A build that defines BBR_CUSTOM_OUTPUT defines them itself
+ * after including this header: the lockstep check (tests/lockstep) keeps them in a shadow result
+ * beside a shadow state, and takes the random phase from the kernel's own BBR.
+ */
+#ifndef BBR_CUSTOM_OUTPUT
+BBR_INLINE u32 bbr_out_cwnd(const struct sock *sk, const struct bbr_core *b)
+{
+	return tcp_sk(sk)->snd_cwnd;
+}
+
+BBR_INLINE void bbr_out_set_cwnd(struct sock *sk, struct bbr_core *b, u32 cwnd)
+{
+	tcp_sk(sk)->snd_cwnd = cwnd;
+}
+
+BBR_INLINE u64 bbr_out_pacing_rate(const struct sock *sk, const struct bbr_core *b)
+{
+	return sk->sk_pacing_rate;
+}
+
+BBR_INLINE void bbr_out_set_pacing_rate(struct sock *sk, struct bbr_core *b, u64 rate)
+{
+	sk->sk_pacing_rate = rate;
+}
+
+BBR_INLINE u32 bbr_out_ssthresh(const struct sock *sk, const struct bbr_core *b)
+{
+	return tcp_sk(sk)->snd_ssthresh;
+}
+
+BBR_INLINE void bbr_out_set_ssthresh(struct sock *sk, struct bbr_core *b, u32 ssthresh)
+{
+	tcp_sk(sk)->snd_ssthresh = ssthresh;
+}
+
+BBR_INLINE void bbr_out_set_app_limited(struct sock *sk, struct bbr_core *b, u32 app_limited)
+{
+	tcp_sk(sk)->app_limited = app_limited;
+}
+
+/* TCP paces by itself unless an fq qdisc has taken pacing over (SK_PACING_FQ). */
+BBR_INLINE void bbr_out_request_pacing(struct sock *sk, struct bbr_core *b)
+{
+	if (sk->sk_pacing_status == SK_PACING_NONE)
+		sk->sk_pacing_status = SK_PACING_NEEDED;
+}
+
+BBR_INLINE u32 bbr_out_random(struct sock *sk, struct bbr_core *b)
+{
+	return bbr_random_u32();
+}
+#else
+BBR_INLINE u32 bbr_out_cwnd(const struct sock *sk, const struct bbr_core *b);
+BBR_INLINE void bbr_out_set_cwnd(struct sock *sk, struct bbr_core *b, u32 cwnd);
+BBR_INLINE u64 bbr_out_pacing_rate(const struct sock *sk, const struct bbr_core *b);
+BBR_INLINE void bbr_out_set_pacing_rate(struct sock *sk, struct bbr_core *b, u64 rate);
+BBR_INLINE u32 bbr_out_ssthresh(const struct sock *sk, const struct bbr_core *b);
+BBR_INLINE void bbr_out_set_ssthresh(struct sock *sk, struct bbr_core *b, u32 ssthresh);
+BBR_INLINE void bbr_out_set_app_limited(struct sock *sk, struct bbr_core *b, u32 app_limited);
+BBR_INLINE void bbr_out_request_pacing(struct sock *sk, struct bbr_core *b);
+BBR_INLINE u32 bbr_out_random(struct sock *sk, struct bbr_core *b);
+#endif
+
 BBR_INLINE u32 bbr_min_u32(u32 a, u32 b)
 {
 	return a < b ? a : b;
@@ -328,8 +394,8 @@ BBR_INLINE void bbr_init_pacing_rate_from_rtt(struct sock *sk, struct bbr_core *
 		rtt_us = bbr_max_u32(tp->srtt_us >> 3, 1);
 		b->has_seen_rtt = 1;
 	}
-	bw = (u64)tp->snd_cwnd * BW_UNIT / rtt_us;
-	sk->sk_pacing_rate = bbr_bw_to_pacing_rate(sk, bw, BBR_HIGH_GAIN);
+	bw = (u64)bbr_out_cwnd(sk, b) * BW_UNIT / rtt_us;
+	bbr_out_set_pacing_rate(sk, b, bbr_bw_to_pacing_rate(sk, bw, BBR_HIGH_GAIN));
 }
 
 BBR_INLINE void bbr_set_pacing_rate(struct sock *sk, struct bbr_core *b, u32 bw, u32 gain)
@@ -339,30 +405,36 @@ BBR_INLINE void bbr_set_pacing_rate(struct sock *sk, struct bbr_core *b, u32 bw,
 	if (!b->has_seen_rtt && tcp_sk(sk)->srtt_us)
 		bbr_init_pacing_rate_from_rtt(sk, b);
 	/* Never slow down in STARTUP: early samples underestimate the path. */
-	if (b->full_bw_reached || rate > sk->sk_pacing_rate)
-		sk->sk_pacing_rate = rate;
+	if (b->full_bw_reached || rate > bbr_out_pacing_rate(sk, b))
+		bbr_out_set_pacing_rate(sk, b, rate);
+}
+
+BBR_INLINE u32 bbr_min_tso_segs_at(u64 pacing_rate)
+{
+	return pacing_rate < (BBR_MIN_TSO_RATE_BIT_PER_SEC >> 3) ? 1 : 2;
 }
 
 BBR_INLINE u32 bbr_min_tso_segs(const struct sock *sk)
 {
-	return sk->sk_pacing_rate < (BBR_MIN_TSO_RATE_BIT_PER_SEC >> 3) ? 1 : 2;
+	return bbr_min_tso_segs_at(sk->sk_pacing_rate);
 }
 
 /* Like tcp_tso_autosize(), ignoring the driver's GSO limit. */
-BBR_INLINE u32 bbr_tso_segs_goal(struct sock *sk)
+BBR_INLINE u32 bbr_tso_segs_goal(struct sock *sk, const struct bbr_core *b)
 {
-	u64 bytes = sk->sk_pacing_rate >> sk->sk_pacing_shift;
+	u64 rate = bbr_out_pacing_rate(sk, b);
+	u64 bytes = rate >> sk->sk_pacing_shift;
 	u32 segs;
 
 	bytes = bbr_min_u64(bytes, GSO_LEGACY_MAX_SIZE - 1 - BBR_MAX_TCP_HEADER);
-	segs = bbr_max_u32((u32)bytes / tcp_sk(sk)->mss_cache, bbr_min_tso_segs(sk));
+	segs = bbr_max_u32((u32)bytes / tcp_sk(sk)->mss_cache, bbr_min_tso_segs_at(rate));
 	return bbr_min_u32(segs, 0x7F);
 }
 
 /* Remember the last known good cwnd, to restore after recovery or PROBE_RTT. */
 BBR_INLINE void bbr_save_cwnd(struct sock *sk, struct bbr_core *b)
 {
-	u32 cwnd = tcp_sk(sk)->snd_cwnd;
+	u32 cwnd = bbr_out_cwnd(sk, b);
 
 	if (b->prev_ca_state < TCP_CA_Recovery && b->mode != BBRKIT_PROBE_RTT)
 		b->prior_cwnd = cwnd;
@@ -385,7 +457,7 @@ BBR_INLINE u32 bbr_bdp(const struct bbr_core *b, u32 bw, u32 gain)
 /* Room for full-sized TSO skbs in the sender's qdisc and TSO engine and the receiver's GRO. */
 BBR_INLINE u32 bbr_quantization_budget(struct sock *sk, const struct bbr_core *b, u32 cwnd)
 {
-	cwnd += 3 * bbr_tso_segs_goal(sk);
+	cwnd += 3 * bbr_tso_segs_goal(sk, b);
 	/* An even cwnd avoids a lone segment waiting for a delayed ACK. */
 	cwnd = (cwnd + 1) & ~1U;
 	/* The probe phase must get inflight above BDP even for tiny BDPs. */
@@ -412,7 +484,7 @@ BBR_INLINE u32 bbr_packets_in_net_at_edt(struct sock *sk, const struct bbr_core 
 	u32 inflight_at_edt = inflight_now;
 
 	if (b->pacing_gain > BBR_UNIT) /* increasing inflight: count the EDT skb too */
-		inflight_at_edt += bbr_tso_segs_goal(sk);
+		inflight_at_edt += bbr_tso_segs_goal(sk, b);
 	if (interval_delivered >= inflight_at_edt)
 		return 0;
 	return inflight_at_edt - interval_delivered;
@@ -432,10 +504,9 @@ BBR_INLINE u32 bbr_ack_aggregation_cwnd(const struct bbr_core *b)
 
 BBR_INLINE void bbr_check_probe_rtt_done(struct sock *sk, struct bbr_core *b, u32 now);
 
-BBR_INLINE void bbr_cwnd_event(struct sock *sk, enum tcp_ca_event event)
+BBR_INLINE void bbr_core_cwnd_event(struct sock *sk, struct bbr_core *b, enum tcp_ca_event event)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	struct bbr_core *b = bbr_core_of(sk);
 
 	if (event != CA_EVENT_TX_START || !tp->app_limited)
 		return;
@@ -449,15 +520,19 @@ BBR_INLINE void bbr_cwnd_event(struct sock *sk, enum tcp_ca_event event)
 		bbr_check_probe_rtt_done(sk, b, bbr_now_ticks(tp));
 }
 
+BBR_INLINE void bbr_cwnd_event(struct sock *sk, enum tcp_ca_event event)
+{
+	bbr_core_cwnd_event(sk, bbr_core_of(sk), event);
+}
+
 /* Recovery: conservation in the first round (as the variant decides), restore on exit. */
 BBR_INLINE bool bbr_set_cwnd_to_recover_or_restore(struct sock *sk, struct bbr_core *b,
 						    const struct rate_sample *rs, u32 acked, u32 bw,
 						    u32 *new_cwnd)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
 	u8 prev_state = b->prev_ca_state;
 	u8 state = inet_csk(sk)->icsk_ca_state;
-	u32 cwnd = tp->snd_cwnd;
+	u32 cwnd = bbr_out_cwnd(sk, b);
 
 	/* An ACK for P packets releases at most 2P: first take out the lost ones here, then
 	 * bbr_set_cwnd() slow-starts towards the target.
@@ -502,7 +577,7 @@ BBR_INLINE void bbr_set_cwnd(struct sock *sk, struct bbr_core *b, const struct r
 			     u32 bw, u32 gain)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	u32 cwnd = tp->snd_cwnd, target_cwnd;
+	u32 cwnd = bbr_out_cwnd(sk, b), target_cwnd;
 
 	if (!acked)
 		goto done; /* nothing fully ACKed: only apply the caps */
@@ -521,9 +596,10 @@ BBR_INLINE void bbr_set_cwnd(struct sock *sk, struct bbr_core *b, const struct r
 	cwnd = bbr_max_u32(cwnd, BBR_CWND_MIN_TARGET);
 
 done:
-	tp->snd_cwnd = bbr_min_u32(cwnd, tp->snd_cwnd_clamp);
+	cwnd = bbr_min_u32(cwnd, tp->snd_cwnd_clamp);
 	if (b->mode == BBRKIT_PROBE_RTT) /* drain the queue, refresh min_rtt */
-		tp->snd_cwnd = bbr_min_u32(tp->snd_cwnd, BBR_CWND_MIN_TARGET);
+		cwnd = bbr_min_u32(cwnd, BBR_CWND_MIN_TARGET);
+	bbr_out_set_cwnd(sk, b, cwnd);
 }
 
 /* End the gain cycle phase when its time is up and/or its inflight target is reached. */
@@ -569,7 +645,7 @@ BBR_INLINE void bbr_reset_probe_bw_mode(struct sock *sk, struct bbr_core *b)
 {
 	b->mode = BBRKIT_PROBE_BW;
 	/* Random start, but never in the 3/4 phase: the advance below moves one step on. */
-	b->cycle_idx = CYCLE_LEN - 1 - bbr_random_u32() % BBR_CYCLE_RAND;
+	b->cycle_idx = CYCLE_LEN - 1 - bbr_out_random(sk, b) % BBR_CYCLE_RAND;
 	bbr_advance_cycle_phase(sk, b);
 }
 
@@ -755,7 +831,7 @@ BBR_INLINE void bbr_update_ack_aggregation(struct sock *sk, struct bbr_core *b, 
 
 	b->ack_epoch_acked = bbr_min_u32(0xFFFFF, b->ack_epoch_acked + rs->acked_sacked);
 	extra_acked = b->ack_epoch_acked - expected_acked;
-	extra_acked = bbr_min_u32(extra_acked, tp->snd_cwnd);
+	extra_acked = bbr_min_u32(extra_acked, bbr_out_cwnd(sk, b));
 	if (extra_acked > bbr_cur_extra_acked(b))
 		bbr_set_extra_acked(b, (u16)extra_acked);
 }
@@ -784,7 +860,7 @@ BBR_INLINE void bbr_check_drain(struct sock *sk, struct bbr_core *b)
 
 	if (b->mode == BBRKIT_STARTUP && b->full_bw_reached) {
 		b->mode = BBRKIT_DRAIN;
-		tp->snd_ssthresh = bbr_inflight(sk, b, bbr_max_bw(b), BBR_UNIT);
+		bbr_out_set_ssthresh(sk, b, bbr_inflight(sk, b, bbr_max_bw(b), BBR_UNIT));
 	}
 	if (b->mode == BBRKIT_DRAIN &&
 	    bbr_packets_in_net_at_edt(sk, b, bbr_packets_in_flight(tp)) <=
@@ -794,13 +870,11 @@ BBR_INLINE void bbr_check_drain(struct sock *sk, struct bbr_core *b)
 
 BBR_INLINE void bbr_check_probe_rtt_done(struct sock *sk, struct bbr_core *b, u32 now)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-
 	if (!(b->probe_rtt_done_stamp && bbr_after(now, b->probe_rtt_done_stamp)))
 		return;
 
 	b->min_rtt_stamp = now; /* wait a whole window before the next PROBE_RTT */
-	tp->snd_cwnd = bbr_max_u32(tp->snd_cwnd, b->prior_cwnd);
+	bbr_out_set_cwnd(sk, b, bbr_max_u32(bbr_out_cwnd(sk, b), b->prior_cwnd));
 	bbr_reset_mode(sk, b);
 }
 
@@ -829,7 +903,7 @@ BBR_INLINE void bbr_update_min_rtt(struct sock *sk, struct bbr_core *b, const st
 		u32 inflight = bbr_packets_in_flight(tp);
 
 		/* Samples taken at 4 packets say nothing about the path's bandwidth. */
-		tp->app_limited = (tp->delivered + inflight) ?: 1;
+		bbr_out_set_app_limited(sk, b, (tp->delivered + inflight) ?: 1);
 		if (!b->probe_rtt_done_stamp && inflight <= BBR_CWND_MIN_TARGET) {
 			/* 0 means "not armed", so never arm at 0. */
 			b->probe_rtt_done_stamp = (now + BBR_PROBE_RTT_MODE_TICKS) ?: 1;
@@ -880,10 +954,11 @@ BBR_INLINE void bbr_update_model(struct sock *sk, struct bbr_core *b, const stru
 	bbr_update_gains(b);
 }
 
+/* The callbacks, on the state b: the socket's own (bbr_core_of()) in the shipped programs. */
+
 /* cong_control: the per-ACK entry point. */
-BBR_INLINE void bbr_main(struct sock *sk, const struct rate_sample *rs)
+BBR_INLINE void bbr_core_main(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs)
 {
-	struct bbr_core *b = bbr_core_of(sk);
 	u32 bw;
 
 	bbr_update_model(sk, b, rs);
@@ -894,13 +969,12 @@ BBR_INLINE void bbr_main(struct sock *sk, const struct rate_sample *rs)
 	bbr_set_cwnd(sk, b, rs, rs->acked_sacked, bw, b->cwnd_gain);
 }
 
-BBR_INLINE void bbr_init(struct sock *sk)
+/* b is zeroed before (TCP zeroes icsk_ca_priv): only non-zero fields are set here. */
+BBR_INLINE void bbr_core_init(struct sock *sk, struct bbr_core *b)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	struct bbr_core *b = bbr_core_of(sk);
 
-	/* icsk_ca_priv is zeroed by TCP before init: only non-zero fields are set here. */
-	tp->snd_ssthresh = TCP_INFINITE_SSTHRESH;
+	bbr_out_set_ssthresh(sk, b, TCP_INFINITE_SSTHRESH);
 	b->next_rtt_delivered = tp->delivered; /* the first round ends with data sent from now on */
 	b->prev_ca_state = TCP_CA_Open;
 	b->min_rtt_us = tp->rtt_min.s[0].v; /* tcp_min_rtt(): ~0U until the first sample */
@@ -914,40 +988,27 @@ BBR_INLINE void bbr_init(struct sock *sk)
 	b->cwnd_gain = BBR_HIGH_GAIN;
 	b->ack_epoch_stamp = (u32)tp->tcp_mstamp;
 	bbr_variant_init(sk, b);
-
-	/* Ask for pacing: TCP paces by itself unless an fq qdisc has taken it over (SK_PACING_FQ). */
-	if (sk->sk_pacing_status == SK_PACING_NONE)
-		sk->sk_pacing_status = SK_PACING_NEEDED;
-}
-
-BBR_INLINE u32 bbr_sndbuf_expand(struct sock *sk)
-{
-	(void)sk;
-	return 3; /* BBR may slow-start even during recovery: provision 3 x cwnd */
+	bbr_out_request_pacing(sk, b);
 }
 
 /* Spurious recovery: restart full-pipe detection and policer sampling. */
-BBR_INLINE u32 bbr_undo_cwnd(struct sock *sk)
+BBR_INLINE u32 bbr_core_undo_cwnd(struct sock *sk, struct bbr_core *b)
 {
-	struct bbr_core *b = bbr_core_of(sk);
-
 	b->full_bw = 0;
 	b->full_bw_cnt = 0;
 	bbr_reset_lt_bw_sampling(sk, b);
-	return tcp_sk(sk)->snd_cwnd;
+	return bbr_out_cwnd(sk, b);
 }
 
 /* Entering recovery: save cwnd for the restore; BBR keeps its own ssthresh. */
-BBR_INLINE u32 bbr_ssthresh(struct sock *sk)
+BBR_INLINE u32 bbr_core_ssthresh(struct sock *sk, struct bbr_core *b)
 {
-	bbr_save_cwnd(sk, bbr_core_of(sk));
-	return tcp_sk(sk)->snd_ssthresh;
+	bbr_save_cwnd(sk, b);
+	return bbr_out_ssthresh(sk, b);
 }
 
-BBR_INLINE void bbr_set_state(struct sock *sk, u8 new_state)
+BBR_INLINE void bbr_core_set_state(struct sock *sk, struct bbr_core *b, u8 new_state)
 {
-	struct bbr_core *b = bbr_core_of(sk);
-
 	if (new_state == TCP_CA_Loss) {
 		struct rate_sample rs = { .losses = 1 };
 
@@ -956,6 +1017,37 @@ BBR_INLINE void bbr_set_state(struct sock *sk, u8 new_state)
 		b->round_start = 1; /* an RTO ends the round */
 		bbr_lt_bw_sampling(sk, b, &rs);
 	}
+}
+
+BBR_INLINE void bbr_main(struct sock *sk, const struct rate_sample *rs)
+{
+	bbr_core_main(sk, bbr_core_of(sk), rs);
+}
+
+BBR_INLINE void bbr_init(struct sock *sk)
+{
+	bbr_core_init(sk, bbr_core_of(sk));
+}
+
+BBR_INLINE u32 bbr_sndbuf_expand(struct sock *sk)
+{
+	(void)sk;
+	return 3; /* BBR may slow-start even during recovery: provision 3 x cwnd */
+}
+
+BBR_INLINE u32 bbr_undo_cwnd(struct sock *sk)
+{
+	return bbr_core_undo_cwnd(sk, bbr_core_of(sk));
+}
+
+BBR_INLINE u32 bbr_ssthresh(struct sock *sk)
+{
+	return bbr_core_ssthresh(sk, bbr_core_of(sk));
+}
+
+BBR_INLINE void bbr_set_state(struct sock *sk, u8 new_state)
+{
+	bbr_core_set_state(sk, bbr_core_of(sk), new_state);
 }
 
 /* The core's part of a state record; addresses and time are the caller's. */
@@ -974,11 +1066,11 @@ BBR_INLINE void bbr_fill_flow(struct bbrkit_flow *f, struct sock *sk, const stru
 	f->pacing_gain = b->pacing_gain;
 	f->cwnd_gain = b->cwnd_gain;
 	f->bw = bbr_bw(b);
-	f->pacing_rate = sk->sk_pacing_rate;
+	f->pacing_rate = bbr_out_pacing_rate(sk, b);
 	f->min_rtt_us = b->min_rtt_us;
 	f->rtt_us = tp->rack.rtt_us;
 	f->srtt_us = tp->srtt_us >> 3;
-	f->cwnd = tp->snd_cwnd;
+	f->cwnd = bbr_out_cwnd(sk, b);
 	f->inflight = bbr_packets_in_flight(tp);
 	f->round = b->rtt_cnt;
 	f->mss = tp->mss_cache;
