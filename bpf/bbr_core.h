@@ -983,9 +983,7 @@ BBR_INLINE void bbr_core_init(struct sock *sk, struct bbr_core *b)
 	bbr_minmax_reset(&b->bw, 0, 0);
 	bbr_init_pacing_rate_from_rtt(sk, b);
 	bbr_reset_lt_bw_sampling(sk, b);
-	b->mode = BBRKIT_STARTUP;
-	b->pacing_gain = BBR_HIGH_GAIN;
-	b->cwnd_gain = BBR_HIGH_GAIN;
+	b->mode = BBRKIT_STARTUP; /* the gains follow from the mode at the first ACK, as in the kernel */
 	b->ack_epoch_stamp = (u32)tp->tcp_mstamp;
 	bbr_variant_init(sk, b);
 	bbr_out_request_pacing(sk, b);

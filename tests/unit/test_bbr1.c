@@ -48,8 +48,9 @@ TEST(init_starts_in_startup_with_pacing)
 	double want = 10.0 / SIM_RTT_US * SIM_MSS * 1e6 * (BBR_HIGH_GAIN / 256.0) * 0.99;
 
 	CHECK_EQ(b->mode, BBRKIT_STARTUP);
-	CHECK_EQ(b->pacing_gain, BBR_HIGH_GAIN);
-	CHECK_EQ(b->cwnd_gain, BBR_HIGH_GAIN);
+	/* Like the kernel's bbr_init(): the gains are set from the mode by the first ACK. */
+	CHECK_EQ(b->pacing_gain, 0);
+	CHECK_EQ(b->cwnd_gain, 0);
 	CHECK_EQ(sim_tp.snd_ssthresh, TCP_INFINITE_SSTHRESH);
 	CHECK_EQ(sk->sk_pacing_status, SK_PACING_NEEDED);
 	CHECK_EQ(b->min_rtt_us, SIM_RTT_US);
@@ -62,6 +63,8 @@ TEST(startup_grows_cwnd_by_acked)
 {
 	sim_tp.packets_out = 10;
 	sim_round(10, SIM_RTT_US);
+	CHECK_EQ(core()->pacing_gain, BBR_HIGH_GAIN);
+	CHECK_EQ(core()->cwnd_gain, BBR_HIGH_GAIN);
 	CHECK_EQ(sim_tp.snd_cwnd, TCP_INIT_CWND + 10);
 	CHECK_EQ(core()->min_rtt_us, SIM_RTT_US);
 	CHECK_EQ(core()->rtt_cnt, 1);
