@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from benchutil import namespaces, needs_net, popen_cli, root_qdiscs, run_cli, tagged_processes
 
 pytestmark = [pytest.mark.net, needs_net]

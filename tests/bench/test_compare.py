@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchutil import namespaces, needs_net, run_cli
 
 from bbrbench.analysis.stats import mean_ellipse95
 from bbrbench.errors import UsageError
 from bbrbench.experiments import compare
 from bbrbench.results import read_json
 from bbrbench.scenario import AlgoCatalog
+from benchutil import namespaces, needs_net, run_cli
 
 CATALOG = AlgoCatalog(kernel=frozenset({"cubic", "bbr", "reno"}), bbrkit=frozenset({"bbr1"}))
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchutil import run_cli
 
 from bbrbench.analysis import sharemodel, stats
 from bbrbench.errors import HarnessError
@@ -17,6 +16,7 @@ from bbrbench.repro import papers, reproduce
 from bbrbench.results import write_json
 from bbrbench.scenario import ScenarioError, prepare_raw
 from bbrbench.testbed import system
+from benchutil import run_cli
 
 BBRKIT = {"bbr1", "bbr_rttgain", "bbr_acd"}
 # `make reproduce` must finish in about an hour; per-run set-up and tear-down measured at 2-4 s here.

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchutil import namespaces, popen_cli, run_cli
 
 from bbrbench.scenario import (
     SCENARIO_DIR,
@@ -19,6 +18,7 @@ from bbrbench.scenario import (
     parse_value,
     validate,
 )
+from benchutil import namespaces, popen_cli, run_cli
 
 CATALOG = AlgoCatalog(kernel=frozenset({"cubic", "bbr", "reno"}), bbrkit=frozenset({"bbr_rttgain"}),
                       params={"bbr_rttgain": {"alpha": (0.001, 1.0), "probe_exit": None}})

@@ -8,10 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
-from benchutil import needs_net, popen_cli, run_cli
 
 from bbrbench.experiments.sweep import plan
 from bbrbench.scenario import AlgoCatalog, ScenarioError, find_scenario, load_raw
+from benchutil import needs_net, popen_cli, run_cli
 
 CATALOG = AlgoCatalog(kernel=frozenset({"cubic", "bbr", "reno"}), bbrkit=frozenset())
 SWEEP = ("sweep", "smoke", "--quiet", "duration_s=2", "--grid", "bottleneck.rate_mbit=[10, 20]",

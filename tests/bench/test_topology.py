@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from benchutil import needs_net, run_cli, summary
 
 pytestmark = [pytest.mark.net, needs_net]

@@ -6,8 +6,8 @@ import json
 from collections.abc import Callable, Iterator
 
 import pytest
-from loaderutil import attached
 
+from loaderutil import attached
 from netutil import bbrctl
 
 

@@ -25,7 +25,7 @@ from . import netns as procs
 from .emulation import Emulation, check_runnable
 from .netns import Namespaces, ProcessGroup, RunState, remove_netns
 from .sampling import FlowSampler, QueueSampler, TraceRecorder
-from .system import bbrctl, bbrkit_attached, bbrkit_params, delayline_module, format_param
+from .system import bbrctl, bbrkit_attached, bbrkit_params, bbrkit_without_trace, delayline_module, format_param
 from .topology import Topology
 from .traffic import Traffic
 
@@ -157,6 +157,8 @@ def undo_bbrkit(state: RunState) -> None:
                     heir.attached.append(algo)
                 heir.save()
                 continue
+            if algo not in bbrkit_attached():
+                continue  # never attached (attach failed) or detached by hand: nothing to undo
             params = state.restore_params.get(algo)
             if params:
                 try:
@@ -212,6 +214,10 @@ def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit:
             traffic.start_servers()
 
             traced = sorted({f.algo for f in scenario.flows if f.algo in bbrkit})
+            untraceable = bbrkit_without_trace(traced) if scenario.trace else []
+            for algo in untraceable:
+                log.info("note: no state trace of %s: this kernel gave it no ring buffer (bbrctl features)", algo)
+            traced = [a for a in traced if a not in untraceable]
             if scenario.trace and traced:
                 trace = TraceRecorder(group, traced, raw_dir / "trace.jsonl")
                 trace.start()
