@@ -1,16 +1,15 @@
-"""bbrbench compare: the table's statistics from a sweep, the choice of algorithms, the 95% region of the
-throughput/delay picture, and (root) a real compare whose HTML page a headless browser opens."""
+"""bbrbench compare: the table's statistics from a sweep, the choice of algorithms, the interval ellipse of
+the throughput/delay picture, and (root) a real compare whose HTML page a headless browser opens."""
 
 from __future__ import annotations
 
-import math
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bbrbench.analysis.stats import mean_ellipse95
+from bbrbench.analysis.stats import interval_ellipse95
 from bbrbench.errors import UsageError
 from bbrbench.experiments import compare
 from bbrbench.results import read_json
@@ -55,15 +54,13 @@ def test_algorithms_bbr_always_and_unknown_refused() -> None:
         compare.choose_algos(["nosuchcc"], CATALOG)
 
 
-def test_confidence_region_of_the_mean() -> None:
-    # y constant: the region is a segment along x. Hotelling with n = 4: T² = 2 x 3 / 2 x F(0.95; 2, 2),
-    # F from tables = 19.00, so the full width is 2 sqrt(57 x s²/n) with s² = 5/3.
-    region = mean_ellipse95([1.0, 2.0, 3.0, 4.0], [5.0, 5.0, 5.0, 5.0])
+def test_interval_ellipse_spans_both_means_intervals() -> None:
+    # x = 1..4: mean 2.5, s = 1.291, t(0.975, 3) = 3.182 from tables: half-width 2.054; y constant: 0.
+    region = interval_ellipse95([1.0, 2.0, 3.0, 4.0], [5.0, 5.0, 5.0, 5.0])
     assert region is not None
-    assert (region.x, region.y) == (2.5, 5.0)
-    assert max(region.width, region.height) == pytest.approx(2 * math.sqrt(57 * (5 / 3) / 4), rel=1e-3)
-    assert min(region.width, region.height) == pytest.approx(0.0, abs=1e-9)
-    assert mean_ellipse95([1.0, 2.0], [3.0, 4.0]) is None
+    assert (region.x, region.y, region.angle_deg) == (2.5, 5.0, 0.0)
+    assert region.width == pytest.approx(2 * 2.054, rel=1e-3) and region.height == 0.0
+    assert interval_ellipse95([1.0], [3.0]) is None
 
 
 def test_cli_refuses_an_unknown_algorithm_before_anything(tmp_path: Path) -> None:

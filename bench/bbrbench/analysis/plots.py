@@ -14,7 +14,7 @@ from matplotlib.patches import Ellipse as MplEllipse  # noqa: E402
 
 from .metrics import window_rates_bps  # noqa: E402
 from .rundata import load_run, trace_by_flow  # noqa: E402
-from .stats import mean_ellipse95  # noqa: E402
+from .stats import interval_ellipse95  # noqa: E402
 
 FIG_SIZE = (10, 4.5)
 DPI = 110
@@ -109,7 +109,7 @@ def _pacing_gains(run_dir: Path, scenario: dict[str, Any], events_doc: dict[str,
 
 def throughput_delay(points: dict[str, list[tuple[float, float]]], path: Path, title: str) -> Path:
     """Pantheon's picture: each repetition a point (x: mean queueing delay, y: goodput), each algorithm's
-    mean with the 95% confidence ellipse of that mean. The delay axis runs right to left so that better
+    mean with an ellipse spanning the 95% intervals of both means (the table's). The delay axis runs right to left so that better
     (more throughput, less delay) is up and to the right."""
     fig, ax = plt.subplots(figsize=(7.5, 5))
     for i, (algo, xy) in enumerate(points.items()):
@@ -120,7 +120,7 @@ def throughput_delay(points: dict[str, list[tuple[float, float]]], path: Path, t
         ax.scatter(xs, ys, color=color, s=14, alpha=0.5)
         ax.scatter([float(np.mean(xs))], [float(np.mean(ys))], color=color, s=50, marker="o", edgecolors="black",
                    linewidths=0.6, label=algo, zorder=3)
-        region = mean_ellipse95(xs, ys)
+        region = interval_ellipse95(xs, ys)
         if region is not None:
             ax.add_patch(MplEllipse((region.x, region.y), region.width, region.height, angle=region.angle_deg,
                                     facecolor=color, alpha=0.15, edgecolor=color))

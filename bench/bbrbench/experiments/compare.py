@@ -155,7 +155,7 @@ def figures(out: Path, rows: list[dict[str, Any]]) -> list[tuple[str, Path]]:
                 if total.get("queueing_delay_ms_mean") is not None and total.get("goodput_mbps") is not None:
                     pairs.append((total["queueing_delay_ms_mean"], total["goodput_mbps"]))
             points[row["algo"]] = pairs
-        title = f"Throughput and queueing delay, {case} (each run a dot; mean with its 95% region)"
+        title = f"Throughput and queueing delay, {case} (each run a dot; mean with its 95% intervals)"
         made.append((title, plots.throughput_delay(points, fig_dir / f"throughput-delay-{case.split()[0]}flow.png",
                                                    title)))
     largest = max((r["flows"] for r in rows), default=1)
