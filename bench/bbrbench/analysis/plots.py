@@ -1,4 +1,4 @@
-"""PNG figures of one run (matplotlib, Agg backend: no display needed)."""
+"""PNG figures (matplotlib, Agg backend: no display needed): one run's series, and compare's pictures."""
 
 from __future__ import annotations
 
@@ -109,8 +109,8 @@ def _pacing_gains(run_dir: Path, scenario: dict[str, Any], events_doc: dict[str,
 
 def throughput_delay(points: dict[str, list[tuple[float, float]]], path: Path, title: str) -> Path:
     """Pantheon's picture: each repetition a point (x: mean queueing delay, y: goodput), each algorithm's
-    mean with an ellipse spanning the 95% intervals of both means (the table's). The delay axis runs right to left so that better
-    (more throughput, less delay) is up and to the right."""
+    mean with an ellipse spanning the 95% intervals of both means (the table's). The delay axis runs right
+    to left so that better (more throughput, less delay) is up and to the right."""
     fig, ax = plt.subplots(figsize=(7.5, 5))
     for i, (algo, xy) in enumerate(points.items()):
         if not xy:
