@@ -1,4 +1,4 @@
-"""The delay line (build/bbrkit-delay and bench/bbrbench/delayline.py) on real namespaces, as root."""
+"""The delay line (bbrkit-delay and bbrbench/testbed/delayline.py) on real namespaces, as root."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Fidelity benchmark: bbrkit's bbr1 against the kernel's bbr, the reference it ports.
 
 Runs a sweep whose grid has `flows.0.algo = ["bbr", "bbr1"]` as one dimension (by default
-bench/scenarios/bench/fidelity.toml) through the ordinary sweep machinery, then pairs every bbr1 point
+bbrbench/scenarios/bench/fidelity.toml) through the ordinary sweep machinery, then pairs every bbr1 point
 with its bbr twin (same overrides otherwise) and reports, per metric, the ratio of the means bbr1/bbr with
 a 95% confidence interval. Runs with a failed flow and samples taken with another congestion control are
 reported, never silently redone or counted.

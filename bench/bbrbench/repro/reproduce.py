@@ -1,10 +1,10 @@
-"""Reproduce the seed papers' experiments: run every scenario under bench/scenarios/repro/ as a sweep
+"""Reproduce the seed papers' experiments: run every scenario under bbrbench/scenarios/repro/ as a sweep
 (one profile, resumable) and write a report that puts our numbers beside the papers'.
 
 Layout of the output directory:
     meta.json                    profile, command, git revision, start and end of each invocation
     <seed>/<experiment>/         one sweep directory per scenario file (see sweep.py)
-    report.md, figures/*.png     the report (reproreport.py); summary.json its numbers
+    report.md, figures/*.png     the report (repro/report.py); summary.json its numbers
 
 An experiment is named `<seed>/<file stem>` (e.g. seed000/table4.1); `--only` takes such names or a
 whole seed. A second invocation with the same --out and profile resumes: finished repetitions are kept.

@@ -4,7 +4,7 @@
   pfifo/bfifo child that holds the buffer, or an AQM child when the kernel has it.
 - Random loss on the data path (senders -> receiver) by an nftables `numgen random` rule in the router.
 - Delay in a namespace of its own between each sender and the router: netem where the kernel has it,
-  otherwise the project's delay line (bench/bbrbench/delayline.py).
+  otherwise the project's delay line (bbrkit-delay, driven by testbed/delayline.py).
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from typing import Any
 
 from ..errors import HarnessError, NotRunnable
 from ..scenario import Scenario
-from .netns import command
-from .system import delayline_module, have_tool, qdisc_available
+from . import delayline
+from .netns import command, find_binary
+from .system import have_tool, qdisc_available
 from .topology import BOTTLENECK_IF, DELAY_LEFT_IF, DELAY_RIGHT_IF, Topology
 
 ROOT_HANDLE = "1:"
@@ -34,9 +35,9 @@ def delay_mechanism(scenario: Scenario, probe_netns: str) -> str | None:
         return None
     if qdisc_available("netem", probe_netns):
         return "netem"
-    if delayline_module() is None:
-        raise NotRunnable("senders need delay, the kernel has no netem and the delay line "
-                          "(bench/bbrbench/delayline.py) is not in this tree")
+    if find_binary(delayline.BINARY_NAME, delayline.BINARY_ENV) is None:
+        raise NotRunnable(f"senders need delay: the kernel has no netem and {delayline.BINARY_NAME} is neither "
+                          f"on PATH nor built (make)")
     return "delayline"
 
 
@@ -126,10 +127,8 @@ class Emulation:
                          "limit", str(NETEM_LIMIT_PACKETS)], netns=netns)
 
     def _delay_line(self, netns: str, index: int, fwd_ms: float, rev_ms: float) -> None:
-        module = delayline_module()
-        assert module is not None
-        line = module.DelayLine(netns, DELAY_LEFT_IF, DELAY_RIGHT_IF, round(fwd_ms * 1000), round(rev_ms * 1000),
-                                tag=f"{self.topo.prefix}-dl{index}")
+        line = delayline.DelayLine(netns, DELAY_LEFT_IF, DELAY_RIGHT_IF, round(fwd_ms * 1000),
+                                   round(rev_ms * 1000), tag=f"{self.topo.prefix}-dl{index}")
         self.delay_lines.append(line)
         try:
             line.start()

@@ -21,11 +21,12 @@ from .. import progress
 from ..errors import HarnessError
 from ..results import write_json
 from ..scenario import Scenario
+from . import delayline
 from . import netns as procs
 from .emulation import Emulation, check_runnable
 from .netns import Namespaces, ProcessGroup, RunState, remove_netns
 from .sampling import FlowSampler, QueueSampler, TraceRecorder
-from .system import bbrctl, bbrkit_attached, bbrkit_params, bbrkit_without_trace, delayline_module, format_param
+from .system import bbrctl, bbrkit_attached, bbrkit_params, bbrkit_without_trace, format_param
 from .topology import Topology
 from .traffic import Traffic
 
@@ -77,11 +78,9 @@ def cleanup_prefix(prefix: str) -> list[str]:
         if ns.startswith(prefix + "-"):
             remove_netns(ns)
             removed.append(f"netns {ns}")
-    module = delayline_module()
-    if module is not None:
-        count = module.cleanup_stale(prefix)
-        if count:
-            removed.append(f"{count} delay line(s)")
+    count = delayline.cleanup_stale(prefix)
+    if count:
+        removed.append(f"{count} delay line(s)")
     state = RunState.load(procs.STATE_DIR / f"{prefix}.json")
     if state is not None:
         undo_bbrkit(state)
@@ -269,6 +268,4 @@ def _stop_samplers(samplers: list[Any], events: dict[str, Any]) -> None:
 
 
 def _cleanup_delay_lines(prefix: str) -> None:
-    module = delayline_module()
-    if module is not None:
-        module.cleanup_stale(prefix)
+    delayline.cleanup_stale(prefix)

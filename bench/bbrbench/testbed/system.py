@@ -99,12 +99,3 @@ def qdisc_available(kind: str, probe_netns: str) -> bool:
         command(["tc", "qdisc", "del", "dev", "lo", "root"], netns=probe_netns, check=False)
         return True
     return False
-
-
-def delayline_module() -> Any | None:
-    """The delay-line module (bench/bbrbench/delayline.py) when it exists in this tree."""
-    try:
-        from . import delayline
-    except ImportError:
-        return None
-    return delayline
