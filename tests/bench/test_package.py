@@ -9,11 +9,11 @@ import stat
 from pathlib import Path
 
 import pytest
-from benchutil import run_cli
 
 from bbrbench.errors import HarnessError
 from bbrbench.results import read_json, write_json
 from bbrbench.testbed.netns import CHECKOUT_BUILD, find_binary
+from benchutil import run_cli
 
 
 def test_results_files_carry_and_check_their_format(tmp_path: Path) -> None:

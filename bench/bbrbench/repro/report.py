@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import numpy as np  # noqa: E402
 
+from ..analysis import tables
 from ..analysis.sharemodel import l2_error, share_for_link  # noqa: E402
 from ..analysis.stats import mean_ci95, pearson, regression  # noqa: E402
 from ..experiments.sweep import DONE_MARK, NOT_RUNNABLE, metric_value  # noqa: E402
@@ -166,7 +167,7 @@ def experiment_section(spec: Spec, points: list[PointResult], fig_dir: Path,
     for m in spec.measures:
         header += [f"{m.title} paper", f"{m.title} ours"]
     header.append("status")
-    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    body: list[list[str]] = []
     for p in points:
         series, x = res.series_of(p), res.x_of(p)
         row = [series or "-", res.x_name(x) or "-"]
@@ -177,7 +178,7 @@ def experiment_section(spec: Spec, points: list[PointResult], fig_dir: Path,
             row += [_paper(spec, series, x, m.metric), s.text(m.scale) if s else "-"]
             point_js["metrics"][m.metric] = s.to_json() if s else None
         row.append(p.status)
-        lines.append("| " + " | ".join(row) + " |")
+        body.append(row)
         js["points"].append(point_js)
     for series in spec.pending:
         xs = sorted({k[1] for k in spec.paper if k[0] == series}, key=lambda v: (v is None, str(v)))
@@ -186,8 +187,9 @@ def experiment_section(spec: Spec, points: list[PointResult], fig_dir: Path,
             for m in spec.measures:
                 row += [_paper(spec, series, x, m.metric), "pending"]
             row.append("pending: no BBRv2 algorithm in bbrkit yet")
-            lines.append("| " + " | ".join(row) + " |")
-    lines += ["", "(ours: mean ± 95% confidence half-width over n repetitions)", ""]
+            body.append(row)
+    lines += [tables.markdown(header, body, labels=2), "",
+              "(ours: mean ± 95% confidence half-width over n repetitions)", ""]
     if spec.claims:
         lines += ["Claims:", ""]
         for c in spec.claims:
@@ -285,13 +287,15 @@ def seed004_section(out: Path, fig_dir: Path, rel: str) -> tuple[list[str], dict
                          "status": p.status})
     rows.sort(key=lambda r: (r["n_bbr"], r["queue_bdp"]))
     js["share"] = rows
-    lines += ["| BBR flows | queue (BDP) | model share | measured BBR share | status |", "|---|---|---|---|---|"]
+    share_rows = []
     for r in rows:
         m = r["measured"]
         ours = Stat(m["mean"], m["ci95"], m["n"]).text() if m else "-"
-        lines.append(f"| {r['n_bbr']} | {r['queue_bdp']:g} | {r['model']:.3f} | {ours} | {r['status']} |")
-    lines += ["", "Per-N L2 error over the queue sizes (the seed's Table 2; ours over our queue sizes only):", "",
-              "| BBR flows | paper L2 | ours L2 | queue sizes |", "|---|---|---|---|"]
+        share_rows.append([str(r["n_bbr"]), f"{r['queue_bdp']:g}", f"{r['model']:.3f}", ours, r["status"]])
+    lines += [tables.markdown(["BBR flows", "queue (BDP)", "model share", "measured BBR share", "status"],
+                              share_rows, labels=0),
+              "", "Per-N L2 error over the queue sizes (the seed's Table 2; ours over our queue sizes only):", ""]
+    l2_rows: list[list[Any]] = []
     paper_l2 = seed004("share")["l2"]
     l2: dict[int, float] = {}
     for n in sorted({r["n_bbr"] for r in rows}):
@@ -301,12 +305,10 @@ def seed004_section(out: Path, fig_dir: Path, rel: str) -> tuple[list[str], dict
         paper = paper_l2.get(n)
         queues = ", ".join(f"{r['queue_bdp']:g}" for r in mine)
         ours = f"{l2[n]:.3f}" if n in l2 else "-"
-        lines.append(f"| {n} | {paper if paper is not None else '-'} | {ours} | {queues} |")
+        l2_rows.append([str(n), paper, ours, queues])
     js["l2"] = l2
-    for n in sorted(paper_l2):
-        if n not in l2:
-            lines.append(f"| {n} | {paper_l2[n]} | not run in this profile | |")
-    lines.append("")
+    l2_rows += [[str(n), paper_l2[n], "not run in this profile", ""] for n in sorted(paper_l2) if n not in l2]
+    lines += [tables.markdown(["BBR flows", "paper L2", "ours L2", "queue sizes"], l2_rows, labels=0), ""]
     if rows:
         fig = _plot_share(rows, fig_dir)
         lines += [f"![seed 004 model vs measured]({rel}/{fig.name})", ""]
@@ -328,12 +330,12 @@ def seed004_section(out: Path, fig_dir: Path, rel: str) -> tuple[list[str], dict
         corr = None
     js["cubic_count"] = {"pearson": corr, "regression": reg, "points": list(zip(cx, cy))}
     paper = seed004("cubic-count")
-    lines += ["| statistic | paper | ours |", "|---|---|---|",
-              f"| Pearson r (share vs CUBIC count) | {paper['pearson']} | {_f(corr)} |",
-              f"| single-factor regression slope per CUBIC flow | - | {_f(reg['slope'])} |",
-              f"| R² | {paper['r2']} | {_f(reg['r2'])} |",
-              f"| slope p-value | {paper['slope_p']} | {_f(reg['p'])} |",
-              f"| runs | {paper['runs']} (all of dataset I) | {reg['n']} |", ""]
+    lines += [tables.markdown(["statistic", "paper", "ours"], [
+        ["Pearson r (share vs CUBIC count)", paper["pearson"], _f(corr)],
+        ["single-factor regression slope per CUBIC flow", None, _f(reg["slope"])],
+        ["R²", paper["r2"], _f(reg["r2"])],
+        ["slope p-value", paper["slope_p"], _f(reg["p"])],
+        ["runs", f"{paper['runs']} (all of dataset I)", str(reg["n"])]]), ""]
     for p in cubic:
         s = p.stat("algo.bbr.share")
         lines.append(f"- {p.label}: BBR share {s.text() if s else '-'} ({p.status})")
@@ -350,8 +352,8 @@ def seed004_section(out: Path, fig_dir: Path, rel: str) -> tuple[list[str], dict
               f"{ {True: '**holds**', False: '**does not hold**', None: undecided}[holds] } on Linux here.", ""]
     js["cubic_count"]["holds"] = holds
 
-    lines += ["Random loss (the seed's Table 4: sum of lossy minus loss-free share; one flow mix here, 9 + 9):", "",
-              "| loss % | paper L1 | ours (share(loss) - share(0)) | measured share |", "|---|---|---|---|"]
+    lines += ["Random loss (the seed's Table 4: sum of lossy minus loss-free share; one flow mix here, 9 + 9):", ""]
+    loss_rows: list[list[Any]] = []
     loss = _share_points(out, "loss")
     paper_l1 = seed004("loss")["l1"]
     base = next((p.stat("algo.bbr.share") for p in loss if scalar(p.overrides.get("bottleneck.loss_pct")) == 0), None)
@@ -363,7 +365,9 @@ def seed004_section(out: Path, fig_dir: Path, rel: str) -> tuple[list[str], dict
         s = p.stat("algo.bbr.share")
         diff = s.mean - base.mean if s and base else None
         loss_js.append({"loss_pct": pct, "share": s.to_json() if s else None, "l1": diff})
-        lines.append(f"| {pct} | {paper_l1.get(pct, '-')} | {_f(diff)} | {s.text() if s else '-'} |")
+        loss_rows.append([str(pct), paper_l1.get(pct), _f(diff), s.text() if s else None])
+    lines += [tables.markdown(["loss %", "paper L1", "ours (share(loss) - share(0))", "measured share"], loss_rows,
+                              labels=0)]
     lines += ["", f"Loss-free share: {base.text() if base else '-'}.", ""]
     js["loss"] = loss_js
     lines += ["Differences: the seed ran a GENI testbed with Linux BBR of 2020 and tc netem; we run kernel 6.18's "
