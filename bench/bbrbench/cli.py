@@ -151,6 +151,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 def cmd_fidelity(args: argparse.Namespace) -> int:
     from .experiments import fidelity
+    # The scenario is optional, so a first KEY=VALUE lands in its place: it is an override.
+    if args.scenario and "=" in args.scenario:
+        args.overrides, args.scenario = [args.scenario, *args.overrides], None
     args.scenario = args.scenario or str(fidelity.DEFAULT_SCENARIO)
     _, raw = _load(args)
     _need_root()
