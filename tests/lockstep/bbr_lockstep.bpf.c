@@ -381,6 +381,21 @@ BBR_INLINE void ls_compare(struct sock *sk, struct ls_shadow *s, u8 callback, u8
 	ls_resync(s, k);
 }
 
+/* Branch-free like the comparison, for the same reason. */
+BBR_INLINE void ls_cover(struct sock *sk, const struct rate_sample *rs)
+{
+	struct bbr *k = ls_kernel_bbr(sk);
+	u8 ca_state = inet_csk(sk)->icsk_ca_state;
+
+	__sync_fetch_and_add(&counters.covered[LS_COV_RECOVERY], 1 - ls_nz(ca_state ^ TCP_CA_Recovery));
+	__sync_fetch_and_add(&counters.covered[LS_COV_LOSS], 1 - ls_nz(ca_state ^ TCP_CA_Loss));
+	__sync_fetch_and_add(&counters.covered[LS_COV_CONSERVATION], k->packet_conservation);
+	__sync_fetch_and_add(&counters.covered[LS_COV_LT_SAMPLING], k->lt_is_sampling);
+	__sync_fetch_and_add(&counters.covered[LS_COV_LT_USE_BW], k->lt_use_bw);
+	__sync_fetch_and_add(&counters.covered[LS_COV_APP_LIMITED], ls_nz(rs->is_app_limited));
+	__sync_fetch_and_add(&counters.covered[LS_COV_IDLE_RESTART], k->idle_restart);
+}
+
 BBR_INLINE struct ls_shadow *ls_get(struct sock *sk)
 {
 	struct ls_shadow *s = bpf_sk_storage_get(&shadows, sk, 0, 0);
@@ -423,6 +438,7 @@ void BPF_PROG(ls_main, struct sock *sk, u32 ack, int flag, const struct rate_sam
 	ls_prepare(s, ls_kernel_bbr(sk));
 	bbr_core_main(sk, &s->core, rs);
 	ls_compare(sk, s, LS_CB_ACK, 0, mode, 0, 0);
+	ls_cover(sk, rs);
 }
 
 SEC("struct_ops")

@@ -40,6 +40,10 @@ static const char *const field_names[LS_F_COUNT] = {
 	"app_limited", "pacing_status",
 };
 
+static const char *const coverage_names[LS_COV_COUNT] = {
+	"recovery", "loss", "conservation", "lt_sampling", "lt_use_bw", "app_limited", "idle_restart",
+};
+
 static const char *const mode_names[LS_MODES] = { "STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT" };
 
 static volatile sig_atomic_t stop;
@@ -161,6 +165,7 @@ static void print_summary(const struct ls_counters *c)
 	print_counts("fields", c->field, field_names, LS_F_COUNT, false);
 	print_counts("acks_by_mode", c->acks_by_mode, mode_names, LS_MODES, false);
 	print_counts("mismatched_acks_by_mode", c->mismatched_acks_by_mode, mode_names, LS_MODES, false);
+	print_counts("covered_acks", c->covered, coverage_names, LS_COV_COUNT, false);
 	printf("\"no_shadow\":%llu,\"lost_records\":%llu,\"records_written\":%llu}\n",
 	       (unsigned long long)c->no_shadow, (unsigned long long)c->lost_records, records_written);
 	fflush(stdout);
