@@ -1,4 +1,5 @@
-"""Command line: bbrbench run | sweep | report | cleanup | check | model | reproduce | fidelity | overhead."""
+"""Command line: bbrbench run | sweep | report | cleanup | check | model | reproduce | fidelity | overhead |
+lockstep."""
 
 from __future__ import annotations
 
@@ -134,6 +135,16 @@ def cmd_overhead(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lockstep(args: argparse.Namespace) -> int:
+    from . import lockstep
+    _need_root()
+    out = Path(args.out) if args.out else _default_out("lockstep", "bbr1")
+    text, unexplained = lockstep.run(args.scenarios, args.seconds, out)
+    print(text)
+    print(f"results: {out}")
+    return EXIT_FAILED if unexplained else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bbrbench", description="Congestion-control testbed in network namespaces.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -204,6 +215,13 @@ def build_parser() -> argparse.ArgumentParser:
     ov.add_argument("--seconds", type=int, default=8, help="length of each iperf3 run (default 8)")
     ov.add_argument("--out", help="results directory (default results/overhead-veth-TIME)")
     ov.set_defaults(func=cmd_overhead)
+
+    ls = sub.add_parser("lockstep", help="bbr1's core against the kernel's bbr, ACK by ACK, on live traffic")
+    ls.add_argument("scenarios", nargs="*", metavar="SCENARIO",
+                    help="deep, shallow, flows, loss, policer, app_limited, idle (default: all)")
+    ls.add_argument("--seconds", type=float, default=12.0, help="length of each scenario (default 12)")
+    ls.add_argument("--out", help="results directory (default results/lockstep-bbr1-TIME)")
+    ls.set_defaults(func=cmd_lockstep)
     return parser
 
 
