@@ -218,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ls = sub.add_parser("lockstep", help="bbr1's core against the kernel's bbr, ACK by ACK, on live traffic")
     ls.add_argument("scenarios", nargs="*", metavar="SCENARIO",
-                    help="deep, shallow, flows, loss, policer, app_limited, idle (default: all)")
+                    help="deep, shallow, flows, loss, policer, app_limited, idle, heavy_loss (default: all)")
     ls.add_argument("--seconds", type=float, default=12.0, help="length of each scenario (default 12)")
     ls.add_argument("--out", help="results directory (default results/lockstep-bbr1-TIME)")
     ls.set_defaults(func=cmd_lockstep)

@@ -70,9 +70,12 @@ SCENARIOS: dict[str, LockstepScenario] = {
     "app_limited": LockstepScenario("a sender limited to 10 of 50 Mbit/s: app-limited samples",
                                     {**_path(50, 20, buffer_bdp=2), "flows": [{"algo": ALGO}]},
                                     {0: ("-b", "10M")}),
-    "idle": LockstepScenario("2 Mbit/s sent in bursts every 50 ms over a 20 ms path: idle restarts",
+    "idle": LockstepScenario("250 kB bursts every 100 ms over a 50 Mbit/s, 20 ms path: the pipe fills, then "
+                             "idle restarts in PROBE_BW",
                              {**_path(50, 20, buffer_bdp=2), "flows": [{"algo": ALGO}]},
-                             {0: ("-b", "2M", "--pacing-timer", "50000")}),
+                             {0: ("-b", "20M", "--pacing-timer", "100000")}),
+    "heavy_loss": LockstepScenario("one flow, 15% random loss: long-term sampling settles on the lossy rate",
+                            {**_path(10, 20, buffer_bdp=2, loss_pct=15), "flows": [{"algo": ALGO}]}),
 }
 
 

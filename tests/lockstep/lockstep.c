@@ -75,15 +75,22 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
-/* The kernel's BBR is callable when vmlinux BTF has its kfunc; the load would fail otherwise. */
+/* The kernel's BBR is callable when its kfunc is in the kernel's BTF, or in tcp_bbr's when BBR is a
+ * loaded module; the load would fail otherwise.
+ */
 static bool kernel_bbr_callable(void)
 {
-	struct btf *vmlinux = btf__load_vmlinux_btf();
+	struct btf *vmlinux = btf__load_vmlinux_btf(), *module;
 	bool found;
 
 	if (!vmlinux)
 		return false;
 	found = btf__find_by_name_kind(vmlinux, "bbr_main", BTF_KIND_FUNC) >= 0;
+	if (!found) {
+		module = btf__load_module_btf("tcp_bbr", vmlinux);
+		found = module && btf__find_by_name_kind(module, "bbr_main", BTF_KIND_FUNC) >= 0;
+		btf__free(module);
+	}
 	btf__free(vmlinux);
 	return found;
 }
@@ -201,7 +208,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (!kernel_bbr_callable()) {
-		fail("this kernel's BBR is not callable from BPF (no bbr_main kfunc in its BTF): check skipped");
+		fail("this kernel's BBR is not callable from BPF (no bbr_main kfunc in the BTF of the kernel or "
+		     "a loaded tcp_bbr module): check skipped");
 		return EXIT_UNSUPPORTED;
 	}
 	if (already_registered()) {
