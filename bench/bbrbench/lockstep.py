@@ -67,13 +67,14 @@ SCENARIOS: dict[str, LockstepScenario] = {
     "policer": LockstepScenario("10 Mbit/s with a 4-packet buffer, dropping like a token-bucket policer: "
                                 "long-term sampling and the policed rate",
                                 {**_path(10, 40, buffer_packets=4), "flows": [{"algo": ALGO}]}),
-    "app_limited": LockstepScenario("a sender limited to 10 of 50 Mbit/s: app-limited samples",
+    "app_limited": LockstepScenario("a sender limited to 10 of 50 Mbit/s: app-limited samples (they keep it "
+                                    "in STARTUP, as they should)",
                                     {**_path(50, 20, buffer_bdp=2), "flows": [{"algo": ALGO}]},
                                     {0: ("-b", "10M")}),
-    "idle": LockstepScenario("250 kB bursts every 100 ms over a 50 Mbit/s, 20 ms path: the pipe fills, then "
-                             "idle restarts in PROBE_BW",
+    "idle": LockstepScenario("1 MB bursts every 200 ms over a 50 Mbit/s, 20 ms path: the pipe fills, then idle "
+                             "restarts in PROBE_BW",
                              {**_path(50, 20, buffer_bdp=2), "flows": [{"algo": ALGO}]},
-                             {0: ("-b", "20M", "--pacing-timer", "100000")}),
+                             {0: ("-b", "40M", "--pacing-timer", "200000")}),
     "heavy_loss": LockstepScenario("one flow, 15% random loss: long-term sampling settles on the lossy rate",
                             {**_path(10, 20, buffer_bdp=2, loss_pct=15), "flows": [{"algo": ALGO}]}),
 }
