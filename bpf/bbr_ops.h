@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* The tcp_congestion_ops glue every bbrkit algorithm shares: per-ACK entry with tracing, the
- * struct_ops callbacks, the trace ring buffer, and the iterator behind `bbrctl flows`.
+ * struct_ops callbacks, the trace ring buffer, and the iterators behind `bbrctl flows`.
  *
  * Include it last, after bbr_core.h and the variant hooks, with BBRKIT_ALGO defined to the
  * congestion control's name (at most 15 characters, unique in the kernel).
  *
  * Telemetry costs nothing per ACK while nobody traces: records are produced only at the end of
  * a round or on a mode change, and only while ctl.tracers > 0 (a plain load from a global).
- * `bbrctl flows` reads state on demand through an sk_storage iterator instead, so it costs the
- * data path nothing but one storage allocation per connection.
+ * `bbrctl flows` reads state on demand through an iterator instead, so it costs the data path
+ * nothing but one storage allocation per connection.
+ *
+ * Only the struct_ops programs are needed to register. Kernels differ in what else they allow, so
+ * the loader loads each iterator on its own and clears `features` for what the kernel lacks
+ * (include/bbrkit.h): the congestion control never depends on its telemetry.
  */
 #ifndef BBR_OPS_H
 #define BBR_OPS_H
@@ -49,6 +53,8 @@ char _license[] SEC("license") = "GPL";
 
 struct bbrkit_ctl ctl SEC(".data.ctl") = { .tracers = 0 };
 
+const volatile struct bbrkit_features features SEC(".rodata.features") = { .trace = 1, .storage = 1 };
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, BBRKIT_EVENTS_BYTES);
@@ -68,7 +74,18 @@ struct {
 
 BBR_INLINE bool bbrkit_tracing(void)
 {
-	return ctl.tracers != 0;
+	return features.trace && ctl.tracers != 0;
+}
+
+/* The flow id kept in the socket's storage, 0 where the kernel has no sk_storage. */
+BBR_INLINE u64 bbrkit_cookie(struct sock *sk)
+{
+	struct bbrkit_sk *s;
+
+	if (!features.storage)
+		return 0;
+	s = bpf_sk_storage_get(&flow_storage, sk, 0, 0);
+	return s ? s->init_ns : 0;
 }
 
 BBR_INLINE void bbrkit_fill_addrs(struct bbrkit_flow *f, const struct sock *sk)
@@ -91,7 +108,6 @@ BBR_INLINE void bbrkit_fill_addrs(struct bbrkit_flow *f, const struct sock *sk)
 BBR_INLINE void bbrkit_emit(struct sock *sk, const struct bbr_core *b, u8 event)
 {
 	struct bbrkit_flow *f = bpf_ringbuf_reserve(&events, sizeof(*f), 0);
-	struct bbrkit_sk *s;
 
 	if (!f)
 		return; /* the reader is behind: drop this record rather than stall the ACK */
@@ -99,9 +115,7 @@ BBR_INLINE void bbrkit_emit(struct sock *sk, const struct bbr_core *b, u8 event)
 	f->t_ns = bpf_ktime_get_ns();
 	BBRKIT_CC(fill_flow)(f, sk, b, event);
 	bbrkit_fill_addrs(f, sk);
-	s = bpf_sk_storage_get(&flow_storage, sk, 0, 0);
-	if (s)
-		f->cookie = s->init_ns;
+	f->cookie = bbrkit_cookie(sk);
 	bpf_ringbuf_submit(f, 0);
 }
 
@@ -111,9 +125,11 @@ void BPF_PROG(bbrkit_init, struct sock *sk)
 	struct bbrkit_sk *s;
 
 	BBRKIT_CC(init)(sk);
-	s = bpf_sk_storage_get(&flow_storage, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	if (s)
-		s->init_ns = bpf_ktime_get_ns();
+	if (features.storage) {
+		s = bpf_sk_storage_get(&flow_storage, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+		if (s)
+			s->init_ns = bpf_ktime_get_ns();
+	}
 	if (bbrkit_tracing())
 		bbrkit_emit(sk, bbr_core_of(sk), BBRKIT_EV_INIT);
 }
@@ -193,28 +209,66 @@ BBR_INLINE bool bbrkit_uses_us(const struct tcp_sock *tp)
 	return true;
 }
 
-/* One raw struct bbrkit_flow per live connection: read the pinned link to run it. */
+/* Writes one raw struct bbrkit_flow: the state of a connection using this algorithm. */
+BBR_INLINE void bbrkit_snapshot(struct seq_file *seq, struct tcp_sock *tp, u64 cookie)
+{
+	struct bbrkit_flow f = {};
+	struct bbr_core core;
+
+	if (bpf_probe_read_kernel(&core, sizeof(core), tp->inet_conn.icsk_ca_priv))
+		return;
+	f.t_ns = bpf_ktime_get_ns();
+	BBRKIT_CC(fill_flow)(&f, (struct sock *)tp, &core, BBRKIT_EV_SNAPSHOT);
+	bbrkit_fill_addrs(&f, (struct sock *)tp);
+	f.cookie = cookie;
+	bpf_seq_write(seq, &f, sizeof(f));
+}
+
+/* `bbrctl flows`, first choice: one pass over every connection that ran init, in every network
+ * namespace. Some kernels refuse map-element iterators (EPERM before verification).
+ */
 SEC("iter/bpf_sk_storage_map")
 int dump_flows(struct bpf_iter__bpf_sk_storage_map *ctx)
 {
 	struct bbrkit_sk *storage = ctx->value;
 	struct sock *sk = ctx->sk;
-	struct bbrkit_flow f = {};
-	struct bbr_core core;
 	struct tcp_sock *tp;
 
 	if (!sk || !storage)
 		return 0;
 	tp = bpf_skc_to_tcp_sock(sk);
+	if (tp && bbrkit_uses_us(tp))
+		bbrkit_snapshot(ctx->meta->seq, tp, storage->init_ns);
+	return 0;
+}
+
+/* `bbrctl flows`, fallback: the TCP sockets of the reader's network namespace (the reader enters
+ * each namespace in turn). With sk_storage, exactly the connections that ran init, as above.
+ */
+SEC("iter/tcp")
+int dump_tcp_flows(struct bpf_iter__tcp *ctx)
+{
+	struct sock_common *skc = ctx->sk_common;
+	struct bbrkit_sk *storage;
+	struct tcp_sock *tp;
+	u8 state;
+
+	if (!skc)
+		return 0;
+	tp = bpf_skc_to_tcp_sock(skc);
 	if (!tp || !bbrkit_uses_us(tp))
 		return 0;
-	if (bpf_probe_read_kernel(&core, sizeof(core), tp->inet_conn.icsk_ca_priv))
+	if (features.storage) {
+		storage = bpf_sk_storage_get(&flow_storage, tp, 0, 0);
+		if (storage)
+			bbrkit_snapshot(ctx->meta->seq, tp, storage->init_ns);
 		return 0;
-	f.t_ns = bpf_ktime_get_ns();
-	BBRKIT_CC(fill_flow)(&f, (struct sock *)tp, &core, BBRKIT_EV_SNAPSHOT);
-	bbrkit_fill_addrs(&f, (struct sock *)tp);
-	f.cookie = storage->init_ns;
-	bpf_seq_write(ctx->meta->seq, &f, sizeof(f));
+	}
+	/* Without storage, the states that have not run the CC's init yet are left out by name. */
+	state = skc->skc_state;
+	if (state == TCP_SYN_SENT || state == TCP_SYN_RECV || state == TCP_LISTEN)
+		return 0;
+	bbrkit_snapshot(ctx->meta->seq, tp, 0);
 	return 0;
 }
 

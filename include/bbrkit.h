@@ -107,6 +107,16 @@ struct bbrkit_ctl {
 	__u32 tracers;
 };
 
+/* Optional kernel features the congestion control can run without. The loader clears a flag where
+ * the kernel lacks the feature; the object keeps them in frozen read-only data, so the verifier
+ * treats each flag as a constant and drops the code behind a cleared one.
+ */
+struct bbrkit_features {
+	__u8 trace;   /* BPF ring buffers: `bbrctl trace` */
+	__u8 storage; /* sk_storage from struct_ops: flow ids, and the map iterator of `bbrctl flows` */
+	__u8 pad[2];
+};
+
 /* Parameters. Each algorithm with parameters keeps one instance of its struct in a pinned,
  * BTF-described map named "params"; field names carry their unit. The BPF side clamps every
  * value to [MIN, MAX] when it reads it, so raw writes with bpftool cannot break flows.
@@ -210,6 +220,8 @@ struct bbr3_params {
 #define BBRKIT_PIN_PARAMS "params" /* parameter map, when the algorithm has parameters */
 #define BBRKIT_PIN_CTL "ctl"       /* struct bbrkit_ctl */
 #define BBRKIT_PIN_EVENTS "events" /* trace ring buffer */
-#define BBRKIT_PIN_FLOWS "flows"   /* iterator link: read it to get one record per live flow */
+#define BBRKIT_PIN_FLOWS "flows"   /* sk_storage map iterator link: one record per live flow */
+/* iter/tcp link, where the kernel refuses map iterators: read it inside each network namespace. */
+#define BBRKIT_PIN_FLOWS_TCP "flows-tcp"
 
 #endif /* BBRKIT_H */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* attach and detach: register an algorithm through a pinned struct_ops link, and undo it.
  *
- * Layout: BBRKIT_PIN_ROOT/<algo>/{link, flows, events, ctl, params}. attach builds the directory
+ * Layout: BBRKIT_PIN_ROOT/<algo>/{link, flows or flows-tcp, events, ctl, params}; the link alone
+ * is the registration, the rest is there where the kernel allows it. attach builds the directory
  * under a temporary name and renames it into place, so a failed attach leaves nothing; the root
  * directory is flock()ed so that concurrent attach/detach runs do not interleave.
  */
@@ -180,16 +181,14 @@ static bool wait_unregistered(const char *name)
 	return true;
 }
 
-static int load_error(int err)
+static int load_error(int err, struct bpf_object *obj)
 {
-	const char *prog = libbpf_failed_prog(), *why = libbpf_last_message();
+	const char *prog = libbpf_failed_prog();
+	struct bpf_program *p = prog ? bpf_object__find_program_by_name(obj, prog) : NULL;
+	char why[512];
 
-	if (prog && verbose)
-		return fail(err, "the verifier rejected program '%s' (log above)", prog);
-	if (prog)
-		return fail(err, "the verifier rejected program '%s'%s%s%s (-v shows the whole log)",
-			    prog, why ? " (" : "", why ? why : "", why ? ")" : "");
-	return fail(err, "loading the BPF object failed%s%s", why ? ": " : "", why ? why : "");
+	describe_load_failure(err, prog, p ? bpf_program__section_name(p) : "?", why, sizeof(why));
+	return fail(err, "%s%s", why, prog && !verbose ? " (-v shows libbpf's log)" : "");
 }
 
 static int pin_fd(int fd, const char *dir, const char *name)
@@ -200,12 +199,6 @@ static int pin_fd(int fd, const char *dir, const char *name)
 	return bpf_obj_pin(fd, path) ? -errno : 0;
 }
 
-struct loaded {
-	struct bpf_object *obj;
-	int link_fd;		   /* struct_ops link: the registration */
-	struct bpf_link *iter;	   /* flows iterator */
-};
-
 static int find_map_fd(struct bpf_object *obj, const char *name)
 {
 	struct bpf_map *m = bpf_object__find_map_by_name(obj, name);
@@ -215,22 +208,23 @@ static int find_map_fd(struct bpf_object *obj, const char *name)
 	return bpf_map__fd(m);
 }
 
-/* Load, register and attach the iterator; leaves what it made in *l for the caller to release. */
+struct loaded {
+	struct bpf_object *obj;
+	int link_fd;		   /* struct_ops link: the registration */
+	struct bbrkit_features have;
+	struct flows_iter flows;
+};
+
+/* Load the struct_ops programs and register; then the optional pieces, whose failure is a warning.
+ * Leaves what it made in *l for the caller to release.
+ */
 static int load_and_register(const struct algo *a, struct loaded *l)
 {
-	LIBBPF_OPTS(bpf_object_open_opts, open_opts, .object_name = a->name);
-	union bpf_iter_link_info linfo = {};
-	LIBBPF_OPTS(bpf_iter_attach_opts, iter_opts, .link_info = &linfo,
-		    .link_info_len = sizeof(linfo));
-	struct bpf_program *dump;
 	struct bpf_link *prefill;
 	struct bpf_map *ops;
-	const void *bytes;
-	size_t size;
-	int err, fd;
+	int err;
 
-	bytes = a->elf_bytes(&size);
-	l->obj = bpf_object__open_mem(bytes, size, &open_opts);
+	l->obj = open_algo(a);
 	if (!l->obj)
 		return fail(errno, "cannot open the BPF object");
 	ops = bpf_object__find_map_by_name(l->obj, "ops");
@@ -240,9 +234,13 @@ static int load_and_register(const struct algo *a, struct loaded *l)
 	err = bpf_map__set_map_flags(ops, bpf_map__map_flags(ops) | BPF_F_LINK);
 	if (err)
 		return fail(err, "cannot set BPF_F_LINK on 'ops'");
+	skip_optional_programs(l->obj);
+	if (prepare_optional_maps(l->obj, &l->have))
+		return EXIT_FAILURE;
+	libbpf_log_reset();
 	err = bpf_object__load(l->obj);
 	if (err)
-		return load_error(err);
+		return load_error(err, l->obj);
 
 	/* libbpf 1.1 has no struct_ops links: this only writes the program fds into the map value
 	 * (with BPF_F_LINK the kernel does not register on update). Its pseudo-link would delete the
@@ -260,22 +258,11 @@ static int load_and_register(const struct algo *a, struct loaded *l)
 			return fail(0, "the kernel already has a congestion control named '%s'", a->name);
 		return fail(err, "cannot register the congestion control");
 	}
-
-	fd = find_map_fd(l->obj, "flow_storage");
-	if (fd < 0)
-		return EXIT_FAILURE;
-	dump = bpf_object__find_program_by_name(l->obj, "dump_flows");
-	if (!dump)
-		return fail(0, "the BPF object has no program 'dump_flows'");
-	linfo.map.map_fd = fd;
-	l->iter = bpf_program__attach_iter(dump, &iter_opts);
-	if (!l->iter)
-		return fail(errno, "cannot attach the flows iterator");
-	return EXIT_SUCCESS;
+	return load_flows_iterator(a, l->obj, &l->have, &l->flows);
 }
 
 /* Pins into a fresh temporary directory, the link last so that an interruption before it leaves
- * no registration behind, then renames the directory into place.
+ * no registration behind, then renames the directory into place. Only what loaded is pinned.
  */
 static int pin_all(const struct algo *a, const struct loaded *l)
 {
@@ -288,18 +275,20 @@ static int pin_all(const struct algo *a, const struct loaded *l)
 	if (mkdir(tmp, 0700))
 		return fail(errno, "cannot create %s", tmp);
 
-	fd = find_map_fd(l->obj, ".data.ctl");
-	if (fd < 0)
-		goto out_err;
-	err = pin_fd(fd, tmp, BBRKIT_PIN_CTL);
-	if (err)
-		goto out_pin;
-	fd = find_map_fd(l->obj, "events");
-	if (fd < 0)
-		goto out_err;
-	err = pin_fd(fd, tmp, BBRKIT_PIN_EVENTS);
-	if (err)
-		goto out_pin;
+	if (l->have.trace) {
+		fd = find_map_fd(l->obj, ".data.ctl");
+		if (fd < 0)
+			goto out_err;
+		err = pin_fd(fd, tmp, BBRKIT_PIN_CTL);
+		if (err)
+			goto out_pin;
+		fd = find_map_fd(l->obj, "events");
+		if (fd < 0)
+			goto out_err;
+		err = pin_fd(fd, tmp, BBRKIT_PIN_EVENTS);
+		if (err)
+			goto out_pin;
+	}
 	params = bpf_object__find_map_by_name(l->obj, ".data.params");
 	if (a->params_size && (!params || bpf_map__value_size(params) != a->params_size)) {
 		fail(0, "the BPF object's '.data.params' does not match struct %s_params", a->name);
@@ -310,9 +299,11 @@ static int pin_all(const struct algo *a, const struct loaded *l)
 		if (err)
 			goto out_pin;
 	}
-	err = pin_fd(bpf_link__fd(l->iter), tmp, BBRKIT_PIN_FLOWS);
-	if (err)
-		goto out_pin;
+	if (l->flows.pin) {
+		err = pin_fd(bpf_link__fd(l->flows.link), tmp, l->flows.pin);
+		if (err)
+			goto out_pin;
+	}
 	err = pin_fd(l->link_fd, tmp, BBRKIT_PIN_LINK);
 	if (err)
 		goto out_pin;
@@ -401,10 +392,14 @@ int cmd_attach(int argc, char **argv)
 	ret = load_and_register(a, &l);
 	if (!ret)
 		ret = pin_all(a, &l);
-	if (!ret)
-		printf("%s attached (pinned at %s/%s)\n", a->name, BBRKIT_PIN_ROOT, a->name);
+	if (!ret) {
+		char features[128];
+
+		attachment_features(a, features, sizeof(features));
+		printf("%s attached (pinned at %s/%s; %s)\n", a->name, BBRKIT_PIN_ROOT, a->name, features);
+	}
 	/* Pins now hold what must stay; closing our references unregisters on failure. */
-	bpf_link__destroy(l.iter);
+	flows_iter_release(&l.flows);
 	if (l.link_fd >= 0)
 		close(l.link_fd);
 	bpf_object__close(l.obj);

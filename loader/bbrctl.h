@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include <linux/bpf.h>
+
 #include "bbrkit.h"
 
 #define BBRCTL_MAX_PATH 256
@@ -57,10 +59,14 @@ extern bool verbose;
 void set_context(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "bbrctl: <context>: warning: message[: strerror]"; changes nothing, returns nothing. */
+void warn(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool want_help(int argc, char **argv);
 /* Parses the --json and -v options shared by list, show and flows: 0, or usage_error()'s status. */
 int parse_json_option(int argc, char **argv, const char *usage, bool *json);
 void libbpf_log_setup(void);
+/* Forgets the failed program and message of an earlier load. */
+void libbpf_log_reset(void);
 const char *libbpf_failed_prog(void);
 const char *libbpf_last_message(void);
 
@@ -73,10 +79,45 @@ int check_root(void);
 const struct algo *find_algo_or_fail(const char *name);
 int count_flows(const struct algo *a);
 
-/* netns.c */
+/* netns.c: fn runs once inside each network namespace (by name or through a process); a
+ * non-zero return stops the walk and is returned. The caller is back in its own namespace after.
+ */
+int for_each_netns(int (*fn)(void *ctx, const char *label), void *ctx);
 int netns_defaults_using(const char *algo, char *who, size_t size);
 int select_algos(int argc, char **argv, const struct algo **out, size_t *n);
 int open_pinned(const struct algo *a, const char *name, int flags);
+
+/* telemetry.c: the optional pieces of an attachment (see the file's header). */
+struct bpf_object;
+struct bpf_link;
+struct flows_iter {
+	struct bpf_object *obj; /* the iterator program's own load */
+	struct bpf_link *link;
+	const char *pin;	/* BBRKIT_PIN_FLOWS or BBRKIT_PIN_FLOWS_TCP; NULL when unavailable */
+};
+/* BBRCTL_DISABLE=trace,storage,map-iter,tcp-iter makes attach act as if the kernel lacked them. */
+bool feature_disabled(const char *key);
+/* a's BPF object, opened (not loaded) under a's name; NULL with errno set. */
+struct bpf_object *open_algo(const struct algo *a);
+int probe_map_type(enum bpf_map_type type);
+int prepare_optional_maps(struct bpf_object *obj, struct bbrkit_features *have);
+void skip_optional_programs(struct bpf_object *obj);
+/* Loads a's struct_ops programs without registering (trace off; sk_storage as asked): 0 or -errno. */
+int probe_cc_load(const struct algo *a, bool storage);
+void describe_load_failure(int err, const char *prog, const char *sec, char *buf, size_t size);
+int load_flows_iterator(const struct algo *a, struct bpf_object *main, const struct bbrkit_features *have,
+			struct flows_iter *out);
+void flows_iter_release(struct flows_iter *it);
+/* What an attachment has, from its pins. flows: "map-iterator", "iter-tcp" or NULL. */
+struct attachment {
+	bool params, trace;
+	const char *flows;
+};
+struct attachment attachment_of(const struct algo *a);
+/* The same as one line of text: "params yes, trace yes, flows map-iterator". */
+void attachment_features(const struct algo *a, char *buf, size_t size);
+/* The same as `, "features": {...}` for JSON output; nothing when a is not attached. */
+void attachment_json(FILE *out, const struct algo *a);
 
 /* Subcommands: each returns EXIT_SUCCESS or EXIT_FAILURE. */
 int cmd_list(int argc, char **argv);
@@ -86,6 +127,7 @@ int cmd_show(int argc, char **argv);
 int cmd_set(int argc, char **argv);
 int cmd_flows(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
+int cmd_features(int argc, char **argv);
 
 /* record.c: formatting of struct bbrkit_flow shared by flows and trace */
 enum record_format { FMT_JSONL, FMT_CSV };

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* flows: the live flows of attached algorithms, read from their pinned flows iterators. Each read
- * of the pinned iterator runs it once over the flow_storage map, one record per socket.
+ * of a pinned iterator runs it once, one record per socket.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,50 +14,79 @@
 
 static const char flows_usage[] = "bbrctl flows [--json] [ALGO...]";
 
-/* All records of a's iterator in a malloc()ed array; negative errno on failure. */
-static int read_flows(const struct algo *a, struct bbrkit_flow **out, size_t *n)
-{
-	char path[BBRCTL_MAX_PATH];
-	size_t cap = 0, used = 0;
-	char *buf = NULL;
-	int fd, err = 0;
+struct records {
+	char *buf;
+	size_t cap, used;
+	const char *path;
+};
 
-	pin_path(path, a->name, BBRKIT_PIN_FLOWS);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+/* Appends everything one read of the pinned iterator at r->path yields. */
+static int read_records(struct records *r)
+{
+	int fd = open(r->path, O_RDONLY | O_CLOEXEC), err = 0;
+
 	if (fd < 0)
 		return -errno;
 	for (;;) {
 		ssize_t got;
 
-		if (cap - used < sizeof(struct bbrkit_flow) * 16) {
-			char *grown;
+		if (r->cap - r->used < sizeof(struct bbrkit_flow) * 16) {
+			size_t cap = r->cap ? r->cap * 2 : sizeof(struct bbrkit_flow) * 64;
+			char *grown = realloc(r->buf, cap);
 
-			cap = cap ? cap * 2 : sizeof(struct bbrkit_flow) * 64;
-			grown = realloc(buf, cap);
 			if (!grown) {
 				err = -ENOMEM;
 				break;
 			}
-			buf = grown;
+			r->buf = grown;
+			r->cap = cap;
 		}
-		got = read(fd, buf + used, cap - used);
+		got = read(fd, r->buf + r->used, r->cap - r->used);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0) {
 			err = got < 0 ? -errno : 0;
 			break;
 		}
-		used += (size_t)got;
+		r->used += (size_t)got;
 	}
 	close(fd);
-	if (!err && used % sizeof(struct bbrkit_flow))
+	return err;
+}
+
+static int read_records_here(void *ctx, const char *label)
+{
+	(void)label;
+	return read_records(ctx);
+}
+
+/* All records of a's flows iterator in a malloc()ed array; negative errno on failure. The map
+ * iterator sees every namespace at once; iter/tcp sees the reader's, so it is read in each.
+ */
+static int read_flows(const struct algo *a, struct bbrkit_flow **out, size_t *n)
+{
+	char map_iter[BBRCTL_MAX_PATH], tcp_iter[BBRCTL_MAX_PATH];
+	struct records r = { .path = map_iter };
+	int err;
+
+	pin_path(map_iter, a->name, BBRKIT_PIN_FLOWS);
+	pin_path(tcp_iter, a->name, BBRKIT_PIN_FLOWS_TCP);
+	if (!access(map_iter, F_OK)) {
+		err = read_records(&r);
+	} else if (!access(tcp_iter, F_OK)) {
+		r.path = tcp_iter;
+		err = for_each_netns(read_records_here, &r);
+	} else {
+		return -EOPNOTSUPP;
+	}
+	if (!err && r.used % sizeof(struct bbrkit_flow))
 		err = -EPROTO; /* the BPF side writes whole records only */
 	if (err) {
-		free(buf);
+		free(r.buf);
 		return err;
 	}
-	*out = (struct bbrkit_flow *)buf;
-	*n = used / sizeof(struct bbrkit_flow);
+	*out = (struct bbrkit_flow *)r.buf;
+	*n = r.used / sizeof(struct bbrkit_flow);
 	return 0;
 }
 
@@ -109,6 +138,9 @@ int cmd_flows(int argc, char **argv)
 			if (json)
 				printf("]}\n");
 			set_context("flows %s", sel[i]->name);
+			if (err == -EOPNOTSUPP)
+				return fail(0, "not available: the kernel refused both flows iterators when "
+					    "%s was attached (bbrctl features)", sel[i]->name);
 			return fail(err, "cannot read the flows iterator");
 		}
 		for (size_t j = 0; j < n; j++, shown++) {

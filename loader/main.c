@@ -23,6 +23,7 @@ static const struct command {
 	{ "set", cmd_set, "change an algorithm's parameters (KEY=VALUE...)" },
 	{ "flows", cmd_flows, "print the live flows of attached algorithms" },
 	{ "trace", cmd_trace, "record per-flow state over time (JSON lines or CSV)" },
+	{ "features", cmd_features, "what this kernel allows bbrkit to do" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -52,9 +53,12 @@ static void list_json(const char *available)
 		printf("%s{\"name\": \"%s\", \"attached\": %s, \"registered\": %s, \"params\": [",
 		       i ? ", " : "", a->name, algo_attached(a) ? "true" : "false",
 		       kernel_has_cc(a->name) ? "true" : "false");
+
 		for (size_t j = 0; j < a->nparams; j++)
 			printf("%s\"%s\"", j ? ", " : "", a->params[j].name);
-		printf("], \"pin_dir\": \"%s/%s\"}", BBRKIT_PIN_ROOT, a->name);
+		printf("], \"pin_dir\": \"%s/%s\"", BBRKIT_PIN_ROOT, a->name);
+		attachment_json(stdout, a);
+		printf("}");
 	}
 	printf("], \"kernel_available\": [");
 	snprintf(buf, sizeof(buf), "%s", available);
@@ -77,8 +81,12 @@ int cmd_list(int argc, char **argv)
 		       "Print bbrkit's algorithms, whether each is attached (registered through\n"
 		       "its pinned link) and its parameters, then the kernel's available congestion\n"
 		       "controls (" BBRCTL_AVAILABLE_CC ").\n"
+		       "FEATURES says what an attachment has besides the registration: the params\n"
+		       "map, trace's ring buffer, and how `flows` reads state (map-iterator: one pass\n"
+		       "over all namespaces; iter-tcp: one pass per network namespace).\n"
 		       "  --json   {\"algorithms\": [{\"name\", \"attached\", \"registered\", \"params\",\n"
-		       "           \"pin_dir\"}], \"kernel_available\": [...]}\n",
+		       "           \"pin_dir\", \"features\" (attached only: {\"params\", \"trace\",\n"
+		       "           \"flows\"})}], \"kernel_available\": [...]}\n",
 		       list_usage);
 		return EXIT_SUCCESS;
 	}
@@ -97,14 +105,18 @@ int cmd_list(int argc, char **argv)
 		list_json(available);
 		return EXIT_SUCCESS;
 	}
-	printf("%-14s %-9s %s\n", "ALGORITHM", "ATTACHED", "PARAMETERS");
+	printf("%-14s %-9s %-46s %s\n", "ALGORITHM", "ATTACHED", "PARAMETERS", "FEATURES");
 	for (size_t i = 0; i < nalgos; i++) {
 		const struct algo *a = algo_at(i);
+		char names[128] = "-", features[128] = "-";
+		size_t used = 0;
 
-		printf("%-14s %-9s ", a->name, algo_attached(a) ? "yes" : "no");
-		for (size_t j = 0; j < a->nparams; j++)
-			printf("%s%s", j ? ", " : "", a->params[j].name);
-		printf("%s\n", a->nparams ? "" : "-");
+		for (size_t j = 0; j < a->nparams && used < sizeof(names); j++)
+			used += snprintf(names + used, sizeof(names) - used, "%s%s", j ? "," : "",
+					 a->params[j].name);
+		if (algo_attached(a))
+			attachment_features(a, features, sizeof(features));
+		printf("%-14s %-9s %-46s %s\n", a->name, algo_attached(a) ? "yes" : "no", names, features);
 	}
 	printf("\nkernel available: %s\n", available);
 	return EXIT_SUCCESS;

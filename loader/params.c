@@ -143,13 +143,25 @@ static int open_params(const struct algo *a, int flags)
 	return fd;
 }
 
+static void show_features(const struct algo *a)
+{
+	char features[128];
+
+	if (!algo_attached(a))
+		return;
+	attachment_features(a, features, sizeof(features));
+	printf("\nattached with: %s\n", features);
+}
+
 static void show_json(const struct algo *a, const void *value)
 {
 	char v[VALUE_TEXT], d[VALUE_TEXT], lo[VALUE_TEXT], hi[VALUE_TEXT];
 
 	printf("{\"algo\": ");
 	json_string(stdout, a->name);
-	printf(", \"attached\": %s, \"params\": [", algo_attached(a) ? "true" : "false");
+	printf(", \"attached\": %s", algo_attached(a) ? "true" : "false");
+	attachment_json(stdout, a);
+	printf(", \"params\": [");
 	for (size_t i = 0; i < a->nparams; i++) {
 		const struct param_desc *p = &a->params[i];
 
@@ -215,11 +227,15 @@ int cmd_show(int argc, char **argv)
 	if (check_root())
 		return EXIT_FAILURE;
 	if (!a->nparams) {
-		if (json)
-			printf("{\"algo\": \"%s\", \"attached\": %s, \"params\": []}\n", a->name,
+		if (json) {
+			printf("{\"algo\": \"%s\", \"attached\": %s", a->name,
 			       algo_attached(a) ? "true" : "false");
-		else
+			attachment_json(stdout, a);
+			printf(", \"params\": []}\n");
+		} else {
 			printf("%s has no parameters\n", a->name);
+			show_features(a);
+		}
 		return EXIT_SUCCESS;
 	}
 	fd = open_params(a, BPF_F_RDONLY);
@@ -229,10 +245,12 @@ int cmd_show(int argc, char **argv)
 	close(fd);
 	if (err)
 		return fail(err, "cannot read the params map");
-	if (json)
+	if (json) {
 		show_json(a, value);
-	else
+	} else {
 		show_table(a, value);
+		show_features(a);
+	}
 	return EXIT_SUCCESS;
 }
 

@@ -124,3 +124,45 @@ int open_pinned(const struct algo *a, const char *name, int flags)
 	fd = bpf_obj_get_opts(path, &opts);
 	return fd < 0 ? -errno : fd;
 }
+
+static bool pinned(const struct algo *a, const char *name)
+{
+	char path[BBRCTL_MAX_PATH];
+
+	return !pin_path(path, a->name, name) && !access(path, F_OK);
+}
+
+struct attachment attachment_of(const struct algo *a)
+{
+	return (struct attachment){
+		.params = pinned(a, BBRKIT_PIN_PARAMS),
+		.trace = pinned(a, BBRKIT_PIN_EVENTS) && pinned(a, BBRKIT_PIN_CTL),
+		.flows = pinned(a, BBRKIT_PIN_FLOWS)	   ? "map-iterator"
+			 : pinned(a, BBRKIT_PIN_FLOWS_TCP) ? "iter-tcp"
+							   : NULL,
+	};
+}
+
+void attachment_features(const struct algo *a, char *buf, size_t size)
+{
+	struct attachment at = attachment_of(a);
+
+	snprintf(buf, size, "params %s, trace %s, flows %s",
+		 !a->params_size ? "none" : at.params ? "yes" : "no", at.trace ? "yes" : "no",
+		 at.flows ? at.flows : "no");
+}
+
+void attachment_json(FILE *out, const struct algo *a)
+{
+	struct attachment at = attachment_of(a);
+
+	if (!algo_attached(a))
+		return;
+	fprintf(out, ", \"features\": {\"params\": %s, \"trace\": %s, \"flows\": ",
+		at.params ? "true" : "false", at.trace ? "true" : "false");
+	if (at.flows)
+		json_string(out, at.flows);
+	else
+		fputs("null", out);
+	fputc('}', out);
+}

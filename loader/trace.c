@@ -83,6 +83,9 @@ static int open_tracer(struct tracer *t)
 		return fail(errno, "cannot open %s", dir);
 	if (flock(t->lock_fd, LOCK_EX | LOCK_NB))
 		return fail(0, "another bbrctl trace is reading %s (one reader at a time)", t->a->name);
+	if (!attachment_of(t->a).trace)
+		return fail(0, "not available: %s was attached without a ring buffer (bbrctl features)",
+			    t->a->name);
 	t->events_fd = open_pinned(t->a, BBRKIT_PIN_EVENTS, 0);
 	if (t->events_fd < 0)
 		return fail(t->events_fd, "cannot open %s's pinned ring buffer", t->a->name);

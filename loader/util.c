@@ -14,6 +14,7 @@
 bool verbose;
 
 static char context[128];
+static const char WARNING[] = "";
 
 void set_context(const char *fmt, ...)
 {
@@ -26,11 +27,11 @@ void set_context(const char *fmt, ...)
 
 static void vreport(int err, const char *usage, const char *fmt, va_list ap)
 {
-	fprintf(stderr, "bbrctl: %s: ", context);
+	fprintf(stderr, "bbrctl: %s: %s", context, usage == WARNING ? "warning: " : "");
 	vfprintf(stderr, fmt, ap);
 	if (err)
 		fprintf(stderr, ": %s", strerror(err < 0 ? -err : err));
-	if (usage)
+	if (usage && usage != WARNING)
 		fprintf(stderr, " (usage: %s)", usage);
 	fputc('\n', stderr);
 }
@@ -43,6 +44,15 @@ int fail(int err, const char *fmt, ...)
 	vreport(err, NULL, fmt, ap);
 	va_end(ap);
 	return EXIT_FAILURE;
+}
+
+void warn(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport(err, WARNING, fmt, ap);
+	va_end(ap);
 }
 
 int usage_error(const char *usage, const char *fmt, ...)
@@ -89,6 +99,11 @@ static void remember_verifier_reason(const char *log)
 		line_end--;
 	for (line = line_end; line > log && line[-1] != '\n'; line--)
 		;
+	/* An empty log (the kernel refused before verifying) leaves only libbpf's header line. */
+	if (memmem(line, (size_t)(line_end - line), "-- BEGIN PROG LOAD LOG --", 25)) {
+		last_message[0] = '\0';
+		return;
+	}
 	snprintf(last_message, sizeof(last_message), "%.*s", (int)(line_end - line), line);
 }
 
@@ -121,6 +136,12 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	}
 	free(msg);
 	return n;
+}
+
+void libbpf_log_reset(void)
+{
+	failed_prog[0] = '\0';
+	last_message[0] = '\0';
 }
 
 void libbpf_log_setup(void)

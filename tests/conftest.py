@@ -7,7 +7,12 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from netutil import BBRCTL, NetPair, available_ccs, bbrctl, leftovers, make_netpair, remove_netpair
+from netutil import (BBRCTL, NetPair, available_ccs, bbrctl, flows_mechanism, kernel_features, leftovers,
+                     make_netpair, remove_netpair)
+
+# Each way `bbrctl flows` can read state, with the `bbrctl features` key the kernel must have and the
+# BBRCTL_DISABLE list that makes attach choose it.
+FLOWS_MECHANISMS = {"map-iterator": ("map-iter", ""), "iter-tcp": ("iter-tcp", "map-iter")}
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -35,9 +40,22 @@ def netpair() -> Iterator[Callable[..., NetPair]]:
             remove_netpair(pair)
 
 
+@pytest.fixture(params=list(FLOWS_MECHANISMS))
+def flows_via(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each flows mechanism the kernel allows (the others skip, with the kernel's reason); attach()
+    afterwards in the test uses it."""
+    key, disable = FLOWS_MECHANISMS[request.param]
+    feature = kernel_features()[key]
+    if not feature["available"]:
+        pytest.skip(f"{request.param}: this kernel refuses it ({feature['reason']})")
+    monkeypatch.setenv("BBRCTL_DISABLE", disable)
+    return str(request.param)
+
+
 @pytest.fixture
-def attach() -> Iterator[Callable[[str], None]]:
-    """Factory: attach(ALGO); whatever this test attached is detached afterwards."""
+def attach(request: pytest.FixtureRequest) -> Iterator[Callable[[str], None]]:
+    """Factory: attach(ALGO); whatever this test attached is detached afterwards. In a test that
+    uses flows_via, the attachment must read flows the way it asks."""
     attached: list[str] = []
 
     def factory(algo: str) -> None:
@@ -45,6 +63,11 @@ def attach() -> Iterator[Callable[[str], None]]:
         bbrctl("attach", algo)
         if not was_attached:
             attached.append(algo)
+        if "flows_via" in request.fixturenames:
+            wanted = request.getfixturevalue("flows_via")
+            got = flows_mechanism(algo)
+            if got != wanted:
+                pytest.skip(f"{algo} was already attached by someone else, reading flows via {got}")
 
     try:
         yield factory

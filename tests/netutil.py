@@ -29,6 +29,17 @@ def bbrctl(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return run([str(BBRCTL), *args], check=check)
 
 
+def kernel_features() -> dict[str, dict]:
+    """`bbrctl features --json`, by key: what this kernel lets bbrkit do."""
+    return {f["key"]: f for f in json.loads(bbrctl("features", "--json").stdout)["features"]}
+
+
+def flows_mechanism(algo: str) -> str | None:
+    """How `bbrctl flows` reads an attached algorithm: "map-iterator", "iter-tcp" or None."""
+    listed = json.loads(bbrctl("list", "--json").stdout)["algorithms"]
+    return next(a for a in listed if a["name"] == algo).get("features", {}).get("flows")
+
+
 def available_ccs() -> list[str]:
     return Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
 

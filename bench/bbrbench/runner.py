@@ -22,7 +22,8 @@ from .procs import HarnessError, ProcessGroup, RunState, command, remove_netns
 from .report import write_report
 from .sampling import FlowSampler, QueueSampler, TraceRecorder
 from .scenario import Scenario
-from .system import bbrctl, bbrkit_attached, bbrkit_params, delayline_module, format_param
+from .system import (bbrctl, bbrkit_attached, bbrkit_params, bbrkit_without_trace, delayline_module,
+                     format_param)
 from .topology import Topology
 from .traffic import Traffic
 
@@ -156,6 +157,8 @@ def undo_bbrkit(state: RunState) -> None:
                     heir.attached.append(algo)
                 heir.save()
                 continue
+            if algo not in bbrkit_attached():
+                continue  # never attached (attach failed) or detached by hand: nothing to undo
             params = state.restore_params.get(algo)
             if params:
                 try:
@@ -215,6 +218,11 @@ def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit:
             traffic.start_servers()
 
             traced = sorted({f.algo for f in scenario.flows if f.algo in bbrkit})
+            untraceable = bbrkit_without_trace(traced) if scenario.trace else []
+            for algo in untraceable:
+                print(f"note: no state trace of {algo}: this kernel gave it no ring buffer "
+                      "(bbrctl features)", file=sys.stderr)
+            traced = [a for a in traced if a not in untraceable]
             if scenario.trace and traced:
                 trace = TraceRecorder(group, traced, raw_dir / "trace.jsonl")
                 trace.start()

@@ -62,6 +62,13 @@ def bbrkit_attached() -> set[str]:
     return {a["name"] for a in listing.get("algorithms", []) if isinstance(a, dict) and a.get("attached")}
 
 
+def bbrkit_without_trace(algos: list[str]) -> list[str]:
+    """Those of the attached algorithms whose attachment has no trace ring buffer (bbrctl features)."""
+    listing = bbrctl_list() or {}
+    return [a["name"] for a in listing.get("algorithms", []) if isinstance(a, dict) and a.get("name") in algos
+            and not (a.get("features") or {}).get("trace", False)]
+
+
 def bbrkit_show(algo: str) -> list[dict[str, Any]]:
     """The parameter records of `bbrctl show --json ALGO` (name, value, default, min, max, ...)."""
     try:

@@ -19,7 +19,7 @@ def calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ..
     made: list[tuple[str, ...]] = []
     monkeypatch.setattr(procs, "STATE_DIR", tmp_path)
     monkeypatch.setattr(runner, "bbrctl", lambda *args: made.append(args))
-    monkeypatch.setattr(runner, "bbrkit_attached", lambda: {"bbr_rttgain"})
+    monkeypatch.setattr(runner, "bbrkit_attached", lambda: {"bbr_rttgain", "bbr1"})
     monkeypatch.setattr(runner, "bbrkit_params",
                         lambda algo, which="value": {"alpha": 1.0} if algo == "bbr_rttgain" else {})
     return made
@@ -71,3 +71,14 @@ def test_dead_runs_do_not_count(calls: list[tuple[str, ...]]) -> None:
     mine = live("2222", attached=["bbr1"], uses={"bbr1": {}})
     runner.undo_bbrkit(mine)
     assert calls == [("detach", "bbr1")]
+
+
+def test_an_attach_that_failed_is_not_undone(calls: list[tuple[str, ...]], monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """The run records an attachment before making it; if attach then fails, clean-up must not try
+    (and warn about) detaching what was never attached."""
+    monkeypatch.setattr(runner, "bbrkit_attached", lambda: set())
+    mine = live("3333", attached=["bbr1"], uses={"bbr1": {}})
+    runner.undo_bbrkit(mine)
+    assert calls == []
+    assert capsys.readouterr().err == ""

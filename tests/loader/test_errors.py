@@ -80,7 +80,7 @@ def test_set_on_a_detached_algorithm_says_so(detached) -> None:
 
 
 @pytest.mark.parametrize("args", [["attach", "bbr1"], ["detach", "bbr_rttgain"], ["set", "bbr_rttgain", "alpha=0.5"],
-                                  ["show", "bbr_rttgain"], ["list"], ["flows"], ["trace"]],
+                                  ["show", "bbr_rttgain"], ["list"], ["flows"], ["trace"], ["features"]],
                          ids=lambda a: " ".join(a))
 def test_non_root_is_told_to_be_root(args: list[str], attach, detached) -> None:
     attach("bbr_rttgain")
@@ -90,7 +90,7 @@ def test_non_root_is_told_to_be_root(args: list[str], attach, detached) -> None:
     assert snapshot() == before
 
 
-@pytest.mark.parametrize("command", ["list", "attach", "detach", "show", "set", "flows", "trace"])
+@pytest.mark.parametrize("command", ["list", "attach", "detach", "show", "set", "flows", "trace", "features"])
 def test_every_subcommand_has_help(command: str) -> None:
     result = ctl(command, "--help")
     assert result.returncode == 0 and result.stderr == ""

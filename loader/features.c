@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-2.0
+/* features: what this kernel lets bbrkit do, each capability probed the way bbrctl uses it, in
+ * the spirit of `bpftool feature probe`. Nothing is registered, pinned or mounted.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <linux/magic.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "bbrctl.h"
+
+#define VMLINUX_BTF "/sys/kernel/btf/vmlinux"
+#define BPFFS_DIR "/sys/fs/bpf"
+#define BPF_STATS_SYSCTL "/proc/sys/kernel/bpf_stats_enabled"
+#define STATUS_TEXT 160
+
+static const char features_usage[] = "bbrctl features [--json]";
+
+struct probe {
+	const char *key;
+	const char *what;
+	int (*run)(struct btf *btf, char *note, size_t size); /* 0, or negative errno */
+};
+
+static int probe_btf(struct btf *btf, char *note, size_t size)
+{
+	(void)note;
+	(void)size;
+	return btf ? 0 : -ENOENT;
+}
+
+static int btf_has(struct btf *btf, const char *name, __u32 kind)
+{
+	if (!btf)
+		return -ENOENT;
+	return btf__find_by_name_kind(btf, name, kind) < 0 ? -EOPNOTSUPP : 0;
+}
+
+static int probe_struct_ops_tcp(struct btf *btf, char *note, size_t size)
+{
+	int err = btf_has(btf, "bpf_struct_ops_tcp_congestion_ops", BTF_KIND_STRUCT);
+
+	if (err)
+		return err;
+	snprintf(note, size, "%s's programs load", algo_at(0)->name);
+	return probe_cc_load(algo_at(0), false);
+}
+
+static int probe_links(struct btf *btf, char *note, size_t size)
+{
+	snprintf(note, size, "kernel BTF has struct bpf_struct_ops_link");
+	return btf_has(btf, "bpf_struct_ops_link", BTF_KIND_STRUCT);
+}
+
+static int probe_link_update(struct btf *btf, char *note, size_t size)
+{
+	snprintf(note, size, "kernel BTF has bpf_struct_ops_map_link_update()");
+	return btf_has(btf, "bpf_struct_ops_map_link_update", BTF_KIND_FUNC);
+}
+
+/* Loads a program that only returns 0 for the iterator target: what the kernel allows. */
+static int probe_iter(struct btf *btf, const char *target)
+{
+	const struct bpf_insn ret0[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	char func[64];
+	int id, fd;
+
+	if (!btf)
+		return -ENOENT;
+	snprintf(func, sizeof(func), "bpf_iter_%s", target);
+	id = btf__find_by_name_kind(btf, func, BTF_KIND_FUNC);
+	if (id < 0)
+		return -EOPNOTSUPP;
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_ITER,
+		    .attach_btf_id = (__u32)id);
+	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", ret0, 2, &opts);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+static int probe_map_iters(struct btf *btf, char *note, size_t size)
+{
+	int err = probe_iter(btf, "bpf_sk_storage_map");
+
+	snprintf(note, size, "iter/bpf_sk_storage_map and iter/bpf_map_elem");
+	return err ? err : probe_iter(btf, "bpf_map_elem");
+}
+
+static int probe_iter_tcp(struct btf *btf, char *note, size_t size)
+{
+	(void)note;
+	(void)size;
+	return probe_iter(btf, "tcp");
+}
+
+static int probe_ringbuf(struct btf *btf, char *note, size_t size)
+{
+	(void)btf;
+	(void)note;
+	(void)size;
+	return probe_map_type(BPF_MAP_TYPE_RINGBUF) < 0 ? -EOPNOTSUPP : 0;
+}
+
+static int probe_sk_storage(struct btf *btf, char *note, size_t size)
+{
+	(void)btf;
+	snprintf(note, size, "%s's programs load with it", algo_at(0)->name);
+	if (probe_map_type(BPF_MAP_TYPE_SK_STORAGE) < 0)
+		return -EOPNOTSUPP;
+	return probe_cc_load(algo_at(0), true);
+}
+
+static int probe_bpffs(struct btf *btf, char *note, size_t size)
+{
+	struct statfs st;
+
+	(void)btf;
+	if (!statfs(BPFFS_DIR, &st) && st.f_type == BPF_FS_MAGIC)
+		return 0;
+	snprintf(note, size, "not mounted at " BPFFS_DIR "; bbrctl attach mounts it");
+	return -ENOENT;
+}
+
+static int probe_stats(struct btf *btf, char *note, size_t size)
+{
+	FILE *f = fopen(BPF_STATS_SYSCTL, "r");
+	int on = -1;
+
+	(void)btf;
+	if (!f)
+		return -errno;
+	if (fscanf(f, "%d", &on) != 1)
+		on = -1;
+	fclose(f);
+	snprintf(note, size, "kernel.bpf_stats_enabled = %d", on);
+	return on < 0 ? -EIO : 0;
+}
+
+static const struct probe probes[] = {
+	{ "btf", "kernel BTF (" VMLINUX_BTF ")", probe_btf },
+	{ "struct-ops-tcp-cc", "struct_ops for TCP congestion control", probe_struct_ops_tcp },
+	{ "struct-ops-link", "struct_ops links (pinned registration)", probe_links },
+	{ "link-update", "struct_ops link update (live upgrade)", probe_link_update },
+	{ "map-iter", "map-element iterators (flows, one pass)", probe_map_iters },
+	{ "iter-tcp", "iter/tcp (flows, one pass per netns)", probe_iter_tcp },
+	{ "ringbuf", "BPF ring buffer (trace)", probe_ringbuf },
+	{ "sk-storage", "sk_storage from struct_ops (flow ids)", probe_sk_storage },
+	{ "bpffs", "bpffs at " BPFFS_DIR " (pins)", probe_bpffs },
+	{ "bpf-stats", "kernel BPF run-time stats", probe_stats },
+};
+
+#define NPROBES (sizeof(probes) / sizeof(probes[0]))
+
+int cmd_features(int argc, char **argv)
+{
+	bool json = false;
+	struct btf *btf;
+	int c;
+
+	if (want_help(argc, argv)) {
+		printf("usage: %s\n\n"
+		       "Probe each kernel capability bbrkit uses and print one line per capability:\n"
+		       "yes, or no with the reason. Probes load small BPF programs and bbrkit's own\n"
+		       "struct_ops programs without registering anything; nothing is changed.\n"
+		       "Only the first two are needed to attach; the rest are optional pieces.\n"
+		       "  --json   {\"features\": [{\"key\", \"what\", \"available\", \"reason\", \"note\"}]}\n",
+		       features_usage);
+		return EXIT_SUCCESS;
+	}
+	set_context("features");
+	c = parse_json_option(argc, argv, features_usage, &json);
+	if (c)
+		return c;
+	if (optind != argc)
+		return usage_error(features_usage, "unexpected argument '%s'", argv[optind]);
+	if (check_root())
+		return EXIT_FAILURE;
+	btf = access(VMLINUX_BTF, R_OK) ? NULL : btf__load_vmlinux_btf();
+	if (json)
+		printf("{\"features\": [");
+	for (size_t i = 0; i < NPROBES; i++) {
+		char note[STATUS_TEXT] = "";
+		int err = probes[i].run(btf, note, sizeof(note));
+
+		if (json) {
+			printf("%s{\"key\": \"%s\", \"what\": ", i ? ", " : "", probes[i].key);
+			json_string(stdout, probes[i].what);
+			printf(", \"available\": %s, \"reason\": ", err ? "false" : "true");
+			if (err)
+				json_string(stdout, strerror(-err));
+			else
+				printf("null");
+			printf(", \"note\": ");
+			json_string(stdout, note);
+			printf("}");
+		} else {
+			printf("%-18s %-42s %s%s%s%s\n", probes[i].key, probes[i].what, err ? "no: " : "yes",
+			       err ? strerror(-err) : "", note[0] ? " -- " : "", note);
+		}
+	}
+	if (json)
+		printf("]}\n");
+	btf__free(btf);
+	return EXIT_SUCCESS;
+}

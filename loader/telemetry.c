@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The optional pieces of an attachment: trace (ring buffer), flow ids (sk_storage) and the flows
+ * iterators. The congestion control registers without any of them.
+ *
+ * Map types are probed before the object loads; where one is missing, its map becomes a one-entry
+ * array stand-in and the object's `features` flag is cleared, so the verifier drops the code that
+ * would use it. Iterators are separate programs of the same object, each loaded on its own from a
+ * second open of the ELF that shares the first one's maps: a kernel that refuses an iterator type
+ * then refuses only that program.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "bbrctl.h"
+
+#define FEATURES_MAP ".rodata.features"
+#define DISABLE_ENV "BBRCTL_DISABLE"
+#define DISABLE_MAX 256
+
+bool feature_disabled(const char *key)
+{
+	const char *list = getenv(DISABLE_ENV);
+	char buf[DISABLE_MAX], *save = NULL;
+
+	if (!list)
+		return false;
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		if (!strcmp(tok, key))
+			return true;
+	return false;
+}
+
+/* 1 where the kernel creates maps of this type, else negative errno (-EOPNOTSUPP when unknown). */
+int probe_map_type(enum bpf_map_type type)
+{
+	int ret = libbpf_probe_bpf_map_type(type, NULL);
+
+	return ret == 1 ? 1 : ret == 0 ? -EOPNOTSUPP : ret;
+}
+
+/* Turns a map the kernel cannot create into a one-entry array the cleared code never touches. */
+static int stand_in(struct bpf_object *obj, const char *name)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(obj, name);
+
+	if (!m)
+		return -ENOENT;
+	if (bpf_map__set_type(m, BPF_MAP_TYPE_ARRAY) || bpf_map__set_map_flags(m, 0) ||
+	    bpf_map__set_key_size(m, sizeof(__u32)) || bpf_map__set_max_entries(m, 1))
+		return -EINVAL;
+	return bpf_map__value_size(m) ? 0 : bpf_map__set_value_size(m, sizeof(__u32));
+}
+
+struct bpf_object *open_algo(const struct algo *a)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, open_opts, .object_name = a->name);
+	size_t size;
+	const void *bytes = a->elf_bytes(&size);
+
+	return bpf_object__open_mem(bytes, size, &open_opts);
+}
+
+int probe_cc_load(const struct algo *a, bool storage)
+{
+	struct bbrkit_features have = { .storage = storage };
+	struct bpf_object *obj = open_algo(a);
+	struct bpf_map *m;
+	int err;
+
+	if (!obj)
+		return -errno;
+	skip_optional_programs(obj);
+	m = bpf_object__find_map_by_name(obj, FEATURES_MAP);
+	err = m ? bpf_map__set_initial_value(m, &have, sizeof(have)) : -ENOENT;
+	if (!err)
+		err = stand_in(obj, "events");
+	if (!err && !storage)
+		err = stand_in(obj, "flow_storage");
+	if (!err) {
+		libbpf_log_reset();
+		err = bpf_object__load(obj);
+	}
+	bpf_object__close(obj);
+	return err;
+}
+
+static void warn_missing(const char *piece, const char *why, int err)
+{
+	warn(err, "%s unavailable (%s); the congestion control works without it", piece, why);
+}
+
+int prepare_optional_maps(struct bpf_object *obj, struct bbrkit_features *have)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(obj, FEATURES_MAP);
+	int err;
+
+	*have = (struct bbrkit_features){ .trace = 1, .storage = 1 };
+	err = feature_disabled("trace") ? -EPERM : probe_map_type(BPF_MAP_TYPE_RINGBUF);
+	if (err < 0) {
+		warn_missing("bbrctl trace", feature_disabled("trace") ? DISABLE_ENV " has 'trace'"
+			     : "the kernel has no BPF ring buffers", feature_disabled("trace") ? 0 : err);
+		have->trace = 0;
+		if (stand_in(obj, "events"))
+			return fail(0, "cannot replace the BPF object's map 'events'");
+	}
+	err = feature_disabled("storage") ? -EPERM : probe_map_type(BPF_MAP_TYPE_SK_STORAGE);
+	if (err < 0) {
+		warn_missing("flow ids", feature_disabled("storage") ? DISABLE_ENV " has 'storage'"
+			     : "the kernel has no BPF sk_storage maps", feature_disabled("storage") ? 0 : err);
+		have->storage = 0;
+		if (stand_in(obj, "flow_storage"))
+			return fail(0, "cannot replace the BPF object's map 'flow_storage'");
+	}
+	if (!m || bpf_map__set_initial_value(m, have, sizeof(*have)))
+		return fail(0, "the BPF object has no '" FEATURES_MAP "' matching struct bbrkit_features");
+	return EXIT_SUCCESS;
+}
+
+void skip_optional_programs(struct bpf_object *obj)
+{
+	struct bpf_program *p;
+
+	bpf_object__for_each_program(p, obj)
+		if (bpf_program__type(p) != BPF_PROG_TYPE_STRUCT_OPS)
+			bpf_program__set_autoload(p, false);
+}
+
+/* What a failed program load means: an EPERM/EACCES with no verifier message is the kernel
+ * refusing the program type, not a verdict on the code.
+ */
+void describe_load_failure(int err, const char *prog, const char *sec, char *buf, size_t size)
+{
+	const char *why = libbpf_last_message();
+
+	if (prog && !why && (err == -EPERM || err == -EACCES))
+		snprintf(buf, size, "the kernel refused to load program '%s' (%s): a security policy or "
+			 "the kernel build forbids this program type", prog, sec);
+	else if (prog)
+		snprintf(buf, size, "the verifier rejected program '%s' (%s)%s%s", prog, sec,
+			 why ? ": " : "", why ? why : "");
+	else
+		snprintf(buf, size, "loading the BPF object failed%s%s", why ? ": " : "", why ? why : "");
+}
+
+/* Loads program `name` of a's object on its own, sharing main's maps; NULL with errno set. */
+static struct bpf_object *load_alone(const struct algo *a, struct bpf_object *main, const char *name,
+				     char *why, size_t why_size)
+{
+	struct bpf_object *obj = open_algo(a);
+	struct bpf_program *p;
+	struct bpf_map *m;
+	int err;
+
+	if (!obj) {
+		snprintf(why, why_size, "cannot open the BPF object");
+		return NULL;
+	}
+	bpf_object__for_each_program(p, obj)
+		bpf_program__set_autoload(p, !strcmp(bpf_program__name(p), name));
+	bpf_object__for_each_map(m, obj) {
+		struct bpf_map *shared = bpf_object__find_map_by_name(main, bpf_map__name(m));
+
+		if (bpf_map__type(m) == BPF_MAP_TYPE_STRUCT_OPS)
+			err = bpf_map__set_autocreate(m, false);
+		else
+			err = shared ? bpf_map__reuse_fd(m, bpf_map__fd(shared)) : -ENOENT;
+		if (err) {
+			snprintf(why, why_size, "cannot share map '%s' with the loaded object",
+				 bpf_map__name(m));
+			goto fail;
+		}
+	}
+	libbpf_log_reset();
+	err = bpf_object__load(obj);
+	if (err) {
+		p = bpf_object__find_program_by_name(obj, name);
+		describe_load_failure(err, name, p ? bpf_program__section_name(p) : "?", why, why_size);
+		goto fail;
+	}
+	return obj;
+fail:
+	bpf_object__close(obj);
+	errno = err < 0 ? -err : err;
+	return NULL;
+}
+
+int load_flows_iterator(const struct algo *a, struct bpf_object *main, const struct bbrkit_features *have,
+			struct flows_iter *out)
+{
+	union bpf_iter_link_info linfo = {};
+	LIBBPF_OPTS(bpf_iter_attach_opts, iter_opts, .link_info = &linfo, .link_info_len = sizeof(linfo));
+	char why[512] = "";
+	int err = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!have->storage || feature_disabled("map-iter")) {
+		snprintf(why, sizeof(why), "%s", have->storage ? DISABLE_ENV " has 'map-iter'"
+			 : "it needs sk_storage");
+	} else {
+		out->obj = load_alone(a, main, "dump_flows", why, sizeof(why));
+		if (out->obj) {
+			linfo.map.map_fd = bpf_map__fd(bpf_object__find_map_by_name(main, "flow_storage"));
+			out->link = bpf_program__attach_iter(
+				bpf_object__find_program_by_name(out->obj, "dump_flows"), &iter_opts);
+			if (out->link) {
+				out->pin = BBRKIT_PIN_FLOWS;
+				return EXIT_SUCCESS;
+			}
+			err = -errno;
+			snprintf(why, sizeof(why), "cannot attach iterator 'dump_flows'");
+			bpf_object__close(out->obj);
+			out->obj = NULL;
+		} else {
+			err = -errno;
+		}
+	}
+	if (feature_disabled("tcp-iter")) {
+		warn(err, "bbrctl flows unavailable: no map iterator (%s) and " DISABLE_ENV
+		     " has 'tcp-iter'", why);
+		return EXIT_SUCCESS;
+	}
+	if (verbose)
+		warn(err, "no flows iterator over all namespaces: %s; bbrctl flows reads iter/tcp in "
+		     "each network namespace instead", why);
+	out->obj = load_alone(a, main, "dump_tcp_flows", why, sizeof(why));
+	if (!out->obj) {
+		warn(-errno, "bbrctl flows unavailable: %s", why);
+		return EXIT_SUCCESS;
+	}
+	out->link = bpf_program__attach_iter(bpf_object__find_program_by_name(out->obj, "dump_tcp_flows"),
+					     NULL);
+	if (!out->link) {
+		warn(-errno, "bbrctl flows unavailable: cannot attach iterator 'dump_tcp_flows'");
+		bpf_object__close(out->obj);
+		out->obj = NULL;
+		return EXIT_SUCCESS;
+	}
+	out->pin = BBRKIT_PIN_FLOWS_TCP;
+	return EXIT_SUCCESS;
+}
+
+void flows_iter_release(struct flows_iter *it)
+{
+	bpf_link__destroy(it->link);
+	bpf_object__close(it->obj);
+	memset(it, 0, sizeof(*it));
+}
