@@ -4,63 +4,7 @@
  */
 #include "bbr3.bpf.c"
 #include "sim.h"
-
-#define PKTS 90                    /* a 90-packet BDP: 4.5 packets/ms at 20 ms */
-#define BW sim_bw(PKTS, SIM_RTT_US)
-#define ACKS_PER_ROUND 10
-
-static const struct bbr3_params defaults = {
-	BBR3_LOSS_THRESH_DEF, BBR3_BETA_DEF, BBR3_HEADROOM_DEF, BBR3_ECN_DEF, BBR3_ECN_THRESH_DEF,
-	BBR3_ECN_MAX_RTT_DEF, BBR3_PROBE_RTT_INTERVAL_DEF, BBR3_PROBE_WAIT_BASE_DEF, BBR3_PROBE_WAIT_RAND_DEF,
-};
-
-static struct bbr3 *st(void)
-{
-	return &host_bbr3;
-}
-
-/* One ACK of a steady 4.5 packets/ms flow (a 2 ms slice), with `inflight` in flight before it. */
-static void ack(u32 inflight, int losses, bool round_end)
-{
-	sim_advance_us(SIM_RTT_US / ACKS_PER_ROUND);
-	sim_ack((struct sim_ack){ .acked = PKTS / ACKS_PER_ROUND, .rtt_us = SIM_RTT_US,
-				  .interval_us = SIM_RTT_US / ACKS_PER_ROUND, .losses = losses,
-				  .round_end = round_end, .prior_in_flight = inflight });
-}
-
-/* A round of ACKS_PER_ROUND ACKs, the first of which ends the previous round. */
-static void round_of(u32 inflight)
-{
-	for (int i = 0; i < ACKS_PER_ROUND; i++)
-		ack(inflight, 0, i == 0);
-}
-
-/* STARTUP, DRAIN, then PROBE_BW with 90 packets per round and a small flight. */
-static void start(void)
-{
-	params = defaults;
-	sim_tp.snd_cwnd = 200;
-	sim_to_probe_bw();
-	CHECK_EQ(core()->mode, BBRKIT_PROBE_BW);
-}
-
-static u32 phase(void)
-{
-	return core()->cycle_idx;
-}
-
-/* Rounds in the current phase until it changes; returns how many, at most `max`. */
-static int rounds_until_phase_changes(u32 inflight, int max)
-{
-	u32 p = phase();
-	int n = 0;
-
-	while (phase() == p && core()->mode == BBRKIT_PROBE_BW && n < max) {
-		round_of(inflight);
-		n++;
-	}
-	return n;
-}
+#include "sim_v3.h"
 
 TEST(startup_paces_at_2_77_with_cwnd_gain_2)
 {
@@ -211,19 +155,6 @@ TEST(probe_start_resets_bw_lo_and_inflight_lo)
 	CHECK_EQ(st()->bw_lo, ~0U);
 	CHECK_EQ(st()->inflight_lo, ~0U);
 	CHECK_EQ(bbr_bw(core()), bbr3_max_bw(st()));
-}
-
-/* Into UP through REFILL, with a generous cwnd and inflight_hi. */
-static void to_up(void)
-{
-	start();
-	params.probe_wait_base_ms = 100;
-	params.probe_wait_rand_ms = 0;
-	bbr3_start_bw_probe_down(sk, core(), st());
-	bbr3_start_bw_probe_cruise(core(), st());
-	rounds_until_phase_changes(80, 100);
-	rounds_until_phase_changes(80, 10);
-	sim_tp.snd_cwnd = 200;
 }
 
 /* A probe flight of 100 losing 5 (5% > 2%): inflight_hi goes to where the loss crossed 2% (the
