@@ -974,30 +974,22 @@ BBR_INLINE void bbr3_state_init(struct sock *sk, struct bbr_core *b, struct bbr3
 	bbr3_reset_lower_bounds(b, s);
 }
 
-BBR_INLINE void bbr3_init(struct sock *sk)
+/* init is the core's (v3 shares its fields), which calls this for v3's own. */
+BBR_INLINE void bbr_variant_init(struct sock *sk, struct bbr_core *b)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	struct bbr_core *b = bbr_core_of(sk);
 	struct bbr3 *s;
 
-	/* icsk_ca_priv is zeroed by TCP before init: only non-zero fields are set here. */
-	tp->snd_ssthresh = TCP_INFINITE_SSTHRESH;
-	b->prev_ca_state = TCP_CA_Open;
 	b->next_rtt_delivered = tp->delivered;
 	b->prior_cwnd = tp->prior_cwnd;
-	b->min_rtt_us = tp->rtt_min.s[0].v;
-	b->min_rtt_stamp = bbr_now_ticks(tp);
-	bbr_init_pacing_rate_from_rtt(sk, b);
-	b->mode = BBRKIT_STARTUP;
 	b->pacing_gain = BBR3_STARTUP_PACING_GAIN;
 	b->cwnd_gain = BBR3_STARTUP_CWND_GAIN;
-	b->ack_epoch_stamp = (u32)tp->tcp_mstamp;
-	if (sk->sk_pacing_status == SK_PACING_NONE)
-		sk->sk_pacing_status = SK_PACING_NEEDED; /* no fq here: TCP paces by itself */
 	s = bbr3_state(sk, true);
 	if (s)
 		bbr3_state_init(sk, b, s);
 }
+
+#define bbr3_init bbr_init
 
 /* cong_control: the per-ACK entry point, with its one storage lookup. */
 BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
@@ -1105,23 +1097,14 @@ BBR_INLINE void bbr3_set_state(struct sock *sk, u8 new_state)
 
 BBR_INLINE void bbr3_cwnd_event(struct sock *sk, enum tcp_ca_event event)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbr_core *b = bbr_core_of(sk);
 	struct bbr3 *s;
 
-	if (event != CA_EVENT_TX_START || !tp->app_limited)
+	if (!bbr_restart_from_idle(sk, b, event) || b->mode != BBRKIT_PROBE_RTT)
 		return;
-	b->idle_restart = 1;
-	b->ack_epoch_stamp = (u32)tp->tcp_mstamp;
-	b->ack_epoch_acked = 0;
-	/* Restarting from idle while app-limited: pace at the estimate, no need for more. */
-	if (b->mode == BBRKIT_PROBE_BW) {
-		bbr_set_pacing_rate(sk, b, bbr_bw(b), BBR_UNIT);
-	} else if (b->mode == BBRKIT_PROBE_RTT) {
-		s = bbr3_state(sk, false);
-		if (s)
-			bbr3_check_probe_rtt_done(sk, b, s, bbr_now_ticks(tp));
-	}
+	s = bbr3_state(sk, false);
+	if (s)
+		bbr3_check_probe_rtt_done(sk, b, s, bbr_now_ticks(tcp_sk(sk)));
 }
 
 #define bbr3_sndbuf_expand bbr_sndbuf_expand
@@ -1146,12 +1129,8 @@ BBR_INLINE void bbr3_fill_flow(struct bbrkit_flow *f, struct sock *sk, const str
 }
 
 /* bbr_core.h's BBRv1 state machine is compiled along but never runs (bbr3_main replaces
- * bbr_main), so its variant hooks get inert definitions.
+ * bbr_main), so its other variant hooks get inert definitions.
  */
-BBR_INLINE void bbr_variant_init(struct sock *sk, struct bbr_core *b)
-{
-}
-
 BBR_INLINE void bbr_variant_on_ack(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs)
 {
 }

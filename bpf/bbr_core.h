@@ -431,21 +431,30 @@ BBR_INLINE u32 bbr_ack_aggregation_cwnd(const struct bbr_core *b)
 
 BBR_INLINE void bbr_check_probe_rtt_done(struct sock *sk, struct bbr_core *b, u32 now);
 
-BBR_INLINE void bbr_cwnd_event(struct sock *sk, enum tcp_ca_event event)
+/* Transmission restarts after idle while app-limited: true when this event is one. PROBE_RTT's
+ * check is the caller's (BBRv1 and v3 leave PROBE_RTT differently).
+ */
+BBR_INLINE bool bbr_restart_from_idle(struct sock *sk, struct bbr_core *b, enum tcp_ca_event event)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	struct bbr_core *b = bbr_core_of(sk);
 
 	if (event != CA_EVENT_TX_START || !tp->app_limited)
-		return;
+		return false;
 	b->idle_restart = 1;
 	b->ack_epoch_stamp = (u32)tp->tcp_mstamp;
 	b->ack_epoch_acked = 0;
-	/* Restarting from idle while app-limited: pace at the estimate, no need for more. */
+	/* Pace at the estimate, no need for more. */
 	if (b->mode == BBRKIT_PROBE_BW)
 		bbr_set_pacing_rate(sk, b, bbr_bw(b), BBR_UNIT);
-	else if (b->mode == BBRKIT_PROBE_RTT)
-		bbr_check_probe_rtt_done(sk, b, bbr_now_ticks(tp));
+	return true;
+}
+
+BBR_INLINE void bbr_cwnd_event(struct sock *sk, enum tcp_ca_event event)
+{
+	struct bbr_core *b = bbr_core_of(sk);
+
+	if (bbr_restart_from_idle(sk, b, event) && b->mode == BBRKIT_PROBE_RTT)
+		bbr_check_probe_rtt_done(sk, b, bbr_now_ticks(tcp_sk(sk)));
 }
 
 /* Recovery: conservation in the first round (as the variant decides), restore on exit. */
