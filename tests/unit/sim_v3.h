@@ -75,4 +75,29 @@ static __attribute__((unused)) void to_up(void)
 	sim_tp.snd_cwnd = 200;
 }
 
+/* STARTUP for three rounds, then a recovery round in which `loss_acks` ACKs report `losses` each,
+ * of a 100-packet flight; end_round() ends it.
+ */
+static __attribute__((unused)) void lossy_startup_round(int loss_acks, int losses)
+{
+	params = defaults;
+	sim_tp.packets_out = 1000; /* a queue: stay in DRAIN */
+	sim_round(10, SIM_RTT_US);
+	sim_round(20, SIM_RTT_US);
+	sim_round(40, SIM_RTT_US);
+	sim_tp.inet_conn.icsk_ca_state = TCP_CA_Recovery;
+	for (int i = 0; i < loss_acks; i++) {
+		sim_advance_us(1000);
+		sim_ack((struct sim_ack){ .acked = 8, .rtt_us = SIM_RTT_US, .interval_us = 1000, .losses = losses,
+					  .prior_in_flight = 100 });
+	}
+}
+
+static __attribute__((unused)) void end_round(void)
+{
+	sim_advance_us(SIM_RTT_US);
+	sim_ack((struct sim_ack){ .acked = 8, .rtt_us = SIM_RTT_US, .interval_us = 1000, .round_end = true,
+				  .prior_in_flight = 100 });
+}
+
 #endif /* SIM_V3_H */

@@ -33,24 +33,14 @@ TEST(startup_exits_on_bandwidth_plateau)
 	CHECK_EQ(st()->inflight_hi, ~0U); /* a plateau sets no bound */
 }
 
-/* A recovery round of STARTUP in which 6 ACKs report losses, 10 of a 100-packet flight. */
+/* A recovery round of STARTUP in which 6 ACKs report 2 losses each, of a 100-packet flight; judged
+ * at the loss round's end.
+ */
 TEST(startup_exits_on_excessive_loss)
 {
-	params = defaults;
-	sim_tp.packets_out = 1000;
-	sim_round(10, SIM_RTT_US);
-	sim_round(20, SIM_RTT_US);
-	sim_round(40, SIM_RTT_US);
-	sim_tp.inet_conn.icsk_ca_state = TCP_CA_Recovery;
-	for (int i = 0; i < 6; i++) {
-		sim_advance_us(1000);
-		sim_ack((struct sim_ack){ .acked = 8, .rtt_us = SIM_RTT_US, .interval_us = 1000, .losses = i < 4 ? 2 : 1,
-					  .prior_in_flight = 100 });
-	}
-	CHECK(!core()->full_bw_reached); /* judged at the loss round's end */
-	sim_advance_us(SIM_RTT_US);
-	sim_ack((struct sim_ack){ .acked = 8, .rtt_us = SIM_RTT_US, .interval_us = 1000, .round_end = true,
-				  .prior_in_flight = 100 });
+	lossy_startup_round(6, 2);
+	CHECK(!core()->full_bw_reached);
+	end_round();
 	CHECK(core()->full_bw_reached);
 	CHECK_EQ(core()->mode, BBRKIT_DRAIN);
 	/* inflight_hi: at least the BDP and the last round's delivered volume. */
@@ -60,19 +50,8 @@ TEST(startup_exits_on_excessive_loss)
 
 TEST(startup_loss_below_six_events_does_not_exit)
 {
-	params = defaults;
-	sim_tp.packets_out = 1000;
-	sim_round(10, SIM_RTT_US);
-	sim_round(20, SIM_RTT_US);
-	sim_tp.inet_conn.icsk_ca_state = TCP_CA_Recovery;
-	for (int i = 0; i < 5; i++) {
-		sim_advance_us(1000);
-		sim_ack((struct sim_ack){ .acked = 8, .rtt_us = SIM_RTT_US, .interval_us = 1000, .losses = 4,
-					  .prior_in_flight = 100 });
-	}
-	sim_advance_us(SIM_RTT_US);
-	sim_ack((struct sim_ack){ .acked = 8, .rtt_us = SIM_RTT_US, .interval_us = 1000, .round_end = true,
-				  .prior_in_flight = 100 });
+	lossy_startup_round(5, 4);
+	end_round();
 	CHECK(!core()->full_bw_reached);
 }
 
