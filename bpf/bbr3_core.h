@@ -29,10 +29,10 @@
  * bbr3_set_bw()), so the core's helpers that read the estimate use v3's. The core's v1 state
  * machine (bbr_main) is compiled but not used: bbr3_main() replaces it.
  *
- * State beyond the 104 bytes: struct bbr3 (100 bytes) lives in BPF_MAP_TYPE_SK_STORAGE, looked up
- * once per ACK (bbr3_main) and passed down. Packing does not work: the v3 model needs ~90 bytes on
- * top of the ~60 the core fields take, and narrowing bandwidths or inflights to 16 bits would
- * change the algorithm. The storage is created at init and, should that fail, on a later ACK;
+ * State beyond the 104 bytes: struct bbr3 (96 bytes) lives in BPF_MAP_TYPE_SK_STORAGE, looked up
+ * once per ACK (bbr3_main) and passed down. Packing does not work: the core fields v3 shares take
+ * ~56 bytes, leaving 48 (the v1-only max filter, long-term sampling and ext) for a model of 96, and
+ * narrowing bandwidths or inflights to 16 bits would change the algorithm. The storage is created at init and, should that fail, on a later ACK;
  * until it exists the flow keeps its cwnd and pacing rate.
  *
  * Signals a stock kernel does not give a congestion control, and what stands in for them:
