@@ -27,6 +27,11 @@ LOADER_OBJS := $(LOADER_SRCS:loader/%.c=$(BUILD)/loader/%.o)
 DELAY_SRCS := $(sort $(wildcard bench/delayline/*.c))
 DELAY_BIN := $(if $(DELAY_SRCS),$(BUILD)/bbrkit-delay)
 
+# Test-only: the lockstep check of bbr1 against the kernel's BBR. Outside bpf/, so it never joins
+# the algorithm table; its own small loader registers it only while it runs.
+LOCKSTEP_BIN := $(BUILD)/bbrkit-lockstep
+LOCKSTEP_SRCS := $(wildcard tests/lockstep/*.c tests/lockstep/*.h)
+
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/%)
 UNIT_HDRS := $(wildcard tests/unit/*.h)
@@ -52,9 +57,9 @@ endif
 .SECONDARY:
 .PHONY: all test install clean deps FORCE
 
-all: $(BUILD)/bbrctl $(DELAY_BIN) $(UNIT_BINS)
+all: $(BUILD)/bbrctl $(DELAY_BIN) $(UNIT_BINS) $(LOCKSTEP_BIN)
 
-$(BUILD) $(BUILD)/loader:
+$(BUILD) $(BUILD)/loader $(BUILD)/lockstep:
 	$(Q)mkdir -p $@
 
 # Generated from the running kernel: callback signatures differ between kernels. After booting
@@ -92,6 +97,18 @@ $(BUILD)/bbrctl: $(LOADER_OBJS)
 $(BUILD)/bbrkit-delay: $(DELAY_SRCS) $(wildcard bench/delayline/*.h) | $(BUILD)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(DELAY_CFLAGS) -o $@ $(DELAY_SRCS)
+
+$(BUILD)/lockstep/bbr_lockstep.bpf.o: $(LOCKSTEP_SRCS) $(BUILD)/vmlinux.h $(BPF_HDRS) bpf/bbr1.bpf.c | $(BUILD)/lockstep
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -Itests/lockstep -c tests/lockstep/bbr_lockstep.bpf.c -o $@
+
+$(BUILD)/lockstep/bbr_lockstep.skel.h: $(BUILD)/lockstep/bbr_lockstep.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name bbr_lockstep > $@
+
+$(LOCKSTEP_BIN): $(BUILD)/lockstep/bbr_lockstep.skel.h $(LOCKSTEP_SRCS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LOADER_CFLAGS) -I$(BUILD)/lockstep -Itests/lockstep tests/lockstep/lockstep.c $(LIBBPF_LIBS) -o $@
 
 $(BUILD)/test_%: tests/unit/test_%.c $(BPF_HDRS) $(UNIT_HDRS) | $(BUILD)
 	$(call msg,CC,$@)

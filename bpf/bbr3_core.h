@@ -262,7 +262,7 @@ BBR_INLINE void bbr3_read_cfg(struct bbr3_cfg *c, const struct tcp_sock *tp, con
 /* Like the core's budget, but v3 floors cwnd at 3 TSO skbs and 4 packets instead of adding them. */
 BBR_INLINE u32 bbr3_quantization_budget(struct sock *sk, const struct bbr_core *b, u32 cwnd)
 {
-	cwnd = bbr_max_u32(cwnd, 3 * bbr_tso_segs_goal(sk));
+	cwnd = bbr_max_u32(cwnd, 3 * bbr_tso_segs_goal(sk, b));
 	cwnd = bbr_max_u32(cwnd, BBR_CWND_MIN_TARGET);
 	if (b->mode == BBRKIT_PROBE_BW && b->cycle_idx == BBRKIT_V3_UP)
 		cwnd += 2; /* get inflight above BDP even for tiny BDPs */
@@ -277,7 +277,7 @@ BBR_INLINE u32 bbr3_inflight(struct sock *sk, const struct bbr_core *b, u32 bw, 
 /* The flight v3 aims for: one BDP, unless congestion has cut cwnd below it. */
 BBR_INLINE u32 bbr3_target_inflight(struct sock *sk, const struct bbr_core *b)
 {
-	return bbr_min_u32(bbr3_inflight(sk, b, bbr_bw(b), BBR_UNIT), tcp_sk(sk)->snd_cwnd);
+	return bbr_min_u32(bbr3_inflight(sk, b, bbr_bw(b), BBR_UNIT), bbr_out_cwnd(sk, b));
 }
 
 BBR_INLINE u32 bbr3_probe_rtt_cwnd(const struct bbr_core *b)
@@ -421,12 +421,12 @@ BBR_INLINE void bbr3_update_ecn_alpha(struct sock *sk, struct bbr_core *b, struc
 }
 
 /* Each round of UP doubles how fast inflight_hi grows. */
-BBR_INLINE void bbr3_raise_inflight_hi_slope(struct sock *sk, struct bbr3 *s)
+BBR_INLINE void bbr3_raise_inflight_hi_slope(struct sock *sk, const struct bbr_core *b, struct bbr3 *s)
 {
 	u32 growth_this_round = 1U << s->bw_probe_up_rounds;
 
 	s->bw_probe_up_rounds = bbr_min_u32(s->bw_probe_up_rounds + 1, BBR3_UP_ROUNDS_MAX);
-	s->bw_probe_up_cnt = bbr_max_u32(tcp_sk(sk)->snd_cwnd / growth_this_round, 1);
+	s->bw_probe_up_cnt = bbr_max_u32(bbr_out_cwnd(sk, b) / growth_this_round, 1);
 }
 
 /* UP without too much loss or CE: grow inflight_hi while it limits cwnd. */
@@ -436,7 +436,7 @@ BBR_INLINE void bbr3_probe_inflight_hi_upward(struct sock *sk, struct bbr_core *
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 delta;
 
-	if (!tp->is_cwnd_limited || tp->snd_cwnd < s->inflight_hi) {
+	if (!tp->is_cwnd_limited || bbr_out_cwnd(sk, b) < s->inflight_hi) {
 		if (BBR3_UP_FORGETS_UNUSED_ACKS)
 			s->bw_probe_up_acks = 0;
 		return;
@@ -449,19 +449,19 @@ BBR_INLINE void bbr3_probe_inflight_hi_upward(struct sock *sk, struct bbr_core *
 		s->inflight_hi += delta;
 	}
 	if (b->round_start)
-		bbr3_raise_inflight_hi_slope(sk, s);
+		bbr3_raise_inflight_hi_slope(sk, b, s);
 }
 
 /* Only when a probe is due. */
-BBR_INLINE void bbr3_pick_probe_wait(struct bbr3 *s)
+BBR_INLINE void bbr3_pick_probe_wait(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
 {
 	u32 base_ms = bbr_clamp_param(params.probe_wait_base_ms, BBR3_PROBE_WAIT_BASE_MIN,
 				      BBR3_PROBE_WAIT_BASE_MAX);
 	u32 rand_us = bbr_clamp_param(params.probe_wait_rand_ms, BBR3_PROBE_WAIT_RAND_MIN,
 				      BBR3_PROBE_WAIT_RAND_MAX) * USEC_PER_MSEC;
 
-	s->rounds_since_probe = bbr_random_u32() % BBR3_BW_PROBE_RAND_ROUNDS;
-	s->probe_wait_us = base_ms * USEC_PER_MSEC + (rand_us ? bbr_random_u32() % rand_us : 0);
+	s->rounds_since_probe = bbr_out_random(sk, b) % BBR3_BW_PROBE_RAND_ROUNDS;
+	s->probe_wait_us = base_ms * USEC_PER_MSEC + (rand_us ? bbr_out_random(sk, b) % rand_us : 0);
 }
 
 BBR_INLINE void bbr3_start_bw_probe_refill(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
@@ -486,7 +486,7 @@ BBR_INLINE void bbr3_start_bw_probe_up(struct sock *sk, struct bbr_core *b, stru
 	bbr3_reset_full_bw(b, s);
 	b->full_bw = sample_bw;
 	b->cycle_idx = BBRKIT_V3_UP;
-	bbr3_raise_inflight_hi_slope(sk, s);
+	bbr3_raise_inflight_hi_slope(sk, b, s);
 }
 
 /* A new probe cycle: drain, then wait a randomised time before the next probe. */
@@ -496,7 +496,7 @@ BBR_INLINE void bbr3_start_bw_probe_down(struct sock *sk, struct bbr_core *b, st
 
 	bbr3_reset_congestion_signals(s);
 	s->bw_probe_up_cnt = ~0U; /* inflight_hi stops growing */
-	bbr3_pick_probe_wait(s);
+	bbr3_pick_probe_wait(sk, b, s);
 	b->cycle_stamp = (u32)tp->tcp_mstamp;
 	s->ack_phase = BBR3_ACKS_PROBE_STOPPING;
 	b->next_rtt_delivered = tp->delivered;
@@ -556,7 +556,7 @@ BBR_INLINE void bbr3_adapt_lower_bounds(struct sock *sk, struct bbr_core *b, str
 		return;
 	if (s->ecn_in_round && c->ecn) {
 		if (s->inflight_lo == ~0U)
-			s->inflight_lo = tcp_sk(sk)->snd_cwnd;
+			s->inflight_lo = bbr_out_cwnd(sk, b);
 		ecn_inflight_lo = bbr3_mul_unit(s->inflight_lo,
 						BBR_UNIT - bbr3_mul_unit(s->ecn_alpha, BBR3_ECN_FACTOR));
 	}
@@ -564,7 +564,7 @@ BBR_INLINE void bbr3_adapt_lower_bounds(struct sock *sk, struct bbr_core *b, str
 		if (s->bw_lo == ~0U)
 			s->bw_lo = bbr3_max_bw(s);
 		if (s->inflight_lo == ~0U)
-			s->inflight_lo = tcp_sk(sk)->snd_cwnd;
+			s->inflight_lo = bbr_out_cwnd(sk, b);
 		s->bw_lo = bbr_max_u32(s->bw_latest, bbr3_mul_unit(s->bw_lo, c->beta));
 		s->inflight_lo = bbr_max_u32(s->inflight_latest, bbr3_mul_unit(s->inflight_lo, c->beta));
 	}
@@ -794,7 +794,7 @@ BBR_INLINE bool bbr3_v3_probe_up_done(struct sock *sk, struct bbr_core *b, struc
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
-	if (tp->is_cwnd_limited && tp->snd_cwnd >= s->inflight_hi) {
+	if (tp->is_cwnd_limited && bbr_out_cwnd(sk, b) >= s->inflight_hi) {
 		bbr3_reset_full_bw(b, s);
 		b->full_bw = sample_bw;
 		return false;
@@ -808,7 +808,7 @@ BBR_INLINE void bbr3_check_drain(struct sock *sk, struct bbr_core *b, struct bbr
 
 	if (b->mode == BBRKIT_STARTUP && b->full_bw_reached) {
 		b->mode = BBRKIT_DRAIN;
-		tp->snd_ssthresh = bbr3_inflight(sk, b, bbr3_max_bw(s), BBR_UNIT);
+		bbr_out_set_ssthresh(sk, b, bbr3_inflight(sk, b, bbr3_max_bw(s), BBR_UNIT));
 		bbr3_reset_congestion_signals(s);
 	}
 	if (b->mode == BBRKIT_DRAIN &&
@@ -834,12 +834,11 @@ BBR_INLINE void bbr3_exit_probe_rtt(struct sock *sk, struct bbr_core *b, struct 
 
 BBR_INLINE void bbr3_check_probe_rtt_done(struct sock *sk, struct bbr_core *b, struct bbr3 *s, u32 now)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
 
 	if (!(b->probe_rtt_done_stamp && bbr_after(now, b->probe_rtt_done_stamp)))
 		return;
 	s->probe_rtt_min_stamp = now; /* the next PROBE_RTT is a whole interval away */
-	tp->snd_cwnd = bbr_max_u32(tp->snd_cwnd, b->prior_cwnd);
+	bbr_out_set_cwnd(sk, b, bbr_max_u32(bbr_out_cwnd(sk, b), b->prior_cwnd));
 	bbr3_exit_probe_rtt(sk, b, s);
 }
 
@@ -875,7 +874,7 @@ BBR_INLINE void bbr3_update_min_rtt(struct sock *sk, struct bbr_core *b, struct 
 		u32 inflight = bbr_packets_in_flight(tp);
 
 		/* Samples taken at half a BDP say nothing about the path's bandwidth. */
-		tp->app_limited = (tp->delivered + inflight) ?: 1;
+		bbr_out_set_app_limited(sk, b, (tp->delivered + inflight) ?: 1);
 		if (!b->probe_rtt_done_stamp && inflight <= bbr3_probe_rtt_cwnd(b)) {
 			b->probe_rtt_done_stamp = (now + BBR_PROBE_RTT_MODE_TICKS) ?: 1;
 			b->probe_rtt_round_done = 0;
@@ -921,7 +920,7 @@ BBR_INLINE void bbr3_update_gains(struct bbr_core *b)
 BBR_INLINE void bbr3_set_cwnd(struct sock *sk, struct bbr_core *b, struct bbr3 *s, u32 acked, u32 bw)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	u32 cwnd = tp->snd_cwnd, target;
+	u32 cwnd = bbr_out_cwnd(sk, b), target;
 
 	if (acked) {
 		target = bbr_bdp(b, bw, b->cwnd_gain) + bbr_aggregation_allowance(b);
@@ -932,18 +931,18 @@ BBR_INLINE void bbr3_set_cwnd(struct sock *sk, struct bbr_core *b, struct bbr3 *
 			cwnd += acked;
 		cwnd = bbr_max_u32(cwnd, BBR_CWND_MIN_TARGET);
 	}
-	tp->snd_cwnd = bbr_min_u32(cwnd, tp->snd_cwnd_clamp);
+	cwnd = bbr_min_u32(cwnd, tp->snd_cwnd_clamp);
 	if (b->mode == BBRKIT_PROBE_RTT)
-		tp->snd_cwnd = bbr_min_u32(tp->snd_cwnd, bbr3_probe_rtt_cwnd(b));
+		cwnd = bbr_min_u32(cwnd, bbr3_probe_rtt_cwnd(b));
+	bbr_out_set_cwnd(sk, b, cwnd);
 }
 
 /* Cap cwnd by the model: inflight_hi while probing or draining, inflight_hi less headroom while
  * cruising or in PROBE_RTT, and inflight_lo always.
  */
-BBR_INLINE void bbr3_bound_cwnd_for_inflight_model(struct sock *sk, const struct bbr_core *b,
+BBR_INLINE void bbr3_bound_cwnd_for_inflight_model(struct sock *sk, struct bbr_core *b,
 						   const struct bbr3 *s, const struct bbr3_cfg *c)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
 	u32 cap = ~0U;
 
 	if (b->mode == BBRKIT_PROBE_BW && b->cycle_idx != BBRKIT_V3_CRUISE)
@@ -952,7 +951,7 @@ BBR_INLINE void bbr3_bound_cwnd_for_inflight_model(struct sock *sk, const struct
 		cap = bbr3_inflight_with_headroom(s, c);
 	cap = bbr_min_u32(cap, s->inflight_lo);
 	cap = bbr_max_u32(cap, BBR_CWND_MIN_TARGET);
-	tp->snd_cwnd = bbr_min_u32(cap, tp->snd_cwnd);
+	bbr_out_set_cwnd(sk, b, bbr_min_u32(cap, bbr_out_cwnd(sk, b)));
 }
 
 BBR_INLINE void bbr3_state_init(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
@@ -961,7 +960,7 @@ BBR_INLINE void bbr3_state_init(struct sock *sk, struct bbr_core *b, struct bbr3
 
 	__builtin_memset(s, 0, sizeof(*s));
 	s->initialized = 1;
-	s->init_cwnd = bbr_min_u32(0x7F, tp->snd_cwnd);
+	s->init_cwnd = bbr_min_u32(0x7F, bbr_out_cwnd(sk, b));
 	s->probe_rtt_min_us = tp->rtt_min.s[0].v;
 	s->probe_rtt_min_stamp = bbr_now_ticks(tp);
 	s->loss_round_delivered = tp->delivered + 1; /* the first loss round ends with the first flight */
@@ -980,10 +979,7 @@ BBR_INLINE void bbr_variant_init(struct sock *sk, struct bbr_core *b)
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbr3 *s;
 
-	b->next_rtt_delivered = tp->delivered;
 	b->prior_cwnd = tp->prior_cwnd;
-	b->pacing_gain = BBR3_STARTUP_PACING_GAIN;
-	b->cwnd_gain = BBR3_STARTUP_CWND_GAIN;
 	s = bbr3_state(sk, true);
 	if (s)
 		bbr3_state_init(sk, b, s);
@@ -1054,7 +1050,7 @@ BBR_INLINE u32 bbr3_ssthresh(struct sock *sk)
 		s->undo_inflight_lo = s->inflight_lo;
 		s->undo_inflight_hi = s->inflight_hi;
 	}
-	return tcp_sk(sk)->snd_ssthresh;
+	return bbr_out_ssthresh(sk, b);
 }
 
 /* Spurious recovery: restore the bounds and cwnd saved on entry. */
@@ -1064,7 +1060,7 @@ BBR_INLINE u32 bbr3_undo_cwnd(struct sock *sk)
 	struct bbr3 *s = bbr3_state(sk, false);
 
 	if (!s)
-		return tcp_sk(sk)->snd_cwnd;
+		return bbr_out_cwnd(sk, b);
 	bbr3_reset_full_bw(b, s);
 	s->loss_in_round = 0;
 	s->bw_lo = bbr_max_u32(s->bw_lo, s->undo_bw_lo);
@@ -1076,7 +1072,6 @@ BBR_INLINE u32 bbr3_undo_cwnd(struct sock *sk)
 
 BBR_INLINE void bbr3_set_state(struct sock *sk, u8 new_state)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbr_core *b = bbr_core_of(sk);
 	struct bbr3 *s;
 
@@ -1089,9 +1084,9 @@ BBR_INLINE void bbr3_set_state(struct sock *sk, u8 new_state)
 		bbr3_reset_full_bw(b, s);
 		/* The lower-bound cut needs the cwnd from before the RTO. */
 		if (!bbr3_is_probing_bandwidth(b) && s->inflight_lo == ~0U)
-			s->inflight_lo = bbr_max_u32(tp->snd_cwnd, b->prior_cwnd);
+			s->inflight_lo = bbr_max_u32(bbr_out_cwnd(sk, b), b->prior_cwnd);
 	} else if (b->prev_ca_state == TCP_CA_Loss) {
-		tp->snd_cwnd = bbr_max_u32(tp->snd_cwnd, b->prior_cwnd);
+		bbr_out_set_cwnd(sk, b, bbr_max_u32(bbr_out_cwnd(sk, b), b->prior_cwnd));
 	}
 }
 

@@ -5,12 +5,15 @@
  * Detection", Electronics 9(1), 2020, section 4, Figures 6 and 7 (seed 002).
  *
  * What changes from BBRv1:
- * - A detector on every ACK with an RTT sample: if rtt > min_rtt and |rtt - previous rtt| <=
- *   tolerance (paper: 1000 us) the steady count grows, otherwise it resets. Congestion is declared
- *   when steady_acks consecutive ACKs (paper: 3, i.e. the count reaches 2) show such an elevated,
- *   almost constant RTT, or when rtt > rtt_factor x min_rtt (paper: 2).
+ * - A detector on every ACK: if it carries an RTT sample with rtt > min_rtt and |rtt - previous
+ *   rtt| <= tolerance (paper: 1000 us) the steady count grows, otherwise (including an ACK without
+ *   an RTT sample, rtt = -1 in Figure 6) it resets. Congestion is declared when steady_acks
+ *   consecutive ACKs (paper: 3, i.e. the count reaches 2) show such an elevated, almost constant
+ *   RTT, or when rtt > rtt_factor x min_rtt (paper: 2).
  * - Entering Recovery with congestion declared starts packet conservation for one round, during
- *   which cwnd = max(min(cwnd / 2, 1 x BDP), 4). Leaving recovery restores max(cwnd, prior cwnd).
+ *   which cwnd = max(min(cwnd / 2, 1 x BDP), 4), where "1 x BDP" is the 4.14 kernel's
+ *   bbr_target_cwnd(bw, 1): BDP plus the TSO budget (bbr_inflight() here). Leaving recovery
+ *   restores max(cwnd, prior cwnd).
  * - A recovery without declared congestion gets neither the halving nor BBRv1's conservation; the
  *   lost packets still come off cwnd as in BBRv1.
  *
@@ -19,11 +22,14 @@
  *   previous sample is under 1 ms; a true absolute difference is used here.
  * - The listing halves on every ACK of the conservation round (cwnd can reach 4 packets within the
  *   round); its text halves "the" cwnd once, as Reno does. halve_once = 0 (default) follows the
- *   listing, halve_once = 1 halves on the first ACK and then holds cwnd (less losses) for the round.
- * - The authors' published code differs from the paper: their Linux module consults the detector
- *   only on the ACK that enters recovery and its "1 BDP" target includes the TSO budget; their ns-3
- *   model never uses the RTT detector (it halves in every recovery) and keeps cwnd gain 1 into
- *   PROBE_BW. This file follows the paper.
+ *   listing, halve_once = 1 halves on the first ACK and then holds cwnd (less losses, never under
+ *   4 packets) for the round.
+ * - The authors' published code differs from the paper: their Linux module runs the detector on
+ *   every ACK that (S)ACKs data and halves on every ACK while in Recovery, for the whole recovery
+ *   rather than one round; their ns-3 model never uses the RTT detector (it halves in every
+ *   recovery) and keeps cwnd gain 1 into PROBE_BW. This file follows the paper: the detector's
+ *   verdict is consulted on recovery entry and the halving lasts the first round. Where it shows:
+ *   a long recovery (several rounds) keeps halving in their module and slow-starts here.
  * - acd_halvings counts recoveries in which the halving was applied.
  */
 #include "bbr_core.h"
@@ -60,13 +66,17 @@ BBR_INLINE void bbr_variant_on_ack(struct sock *sk, struct bbr_core *b, const st
 	struct acd_state *st = acd_state(b);
 	u32 rtt, tolerance, factor, steady_needed, diff;
 
-	if (rs->rtt_us < 0)
-		return;
-	rtt = (u32)rs->rtt_us;
 	tolerance = bbr_clamp_param(params.tolerance_us, BBR_ACD_TOLERANCE_MIN, BBR_ACD_TOLERANCE_MAX);
 	factor = bbr_clamp_param(params.rtt_factor_permille, BBR_ACD_RTT_FACTOR_MIN, BBR_ACD_RTT_FACTOR_MAX);
 	steady_needed = bbr_clamp_param(params.steady_acks, BBR_ACD_STEADY_ACKS_MIN,
 					BBR_ACD_STEADY_ACKS_MAX) - 1;
+
+	if (rs->rtt_us < 0) { /* no sample: the run of steady samples is broken */
+		st->steady = 0;
+		st->congested = 0;
+		return;
+	}
+	rtt = (u32)rs->rtt_us;
 
 	/* The first sample has nothing to be steady with (last_rtt_us is 0 until then). */
 	diff = rtt > st->last_rtt_us ? rtt - st->last_rtt_us : st->last_rtt_us - rtt;
@@ -106,10 +116,10 @@ BBR_INLINE u32 bbr_variant_conservation_cwnd(struct sock *sk, struct bbr_core *b
 {
 	struct acd_state *st = acd_state(b);
 
-	if (st->halved && params.halve_once)
-		return cwnd;
+	if (st->halved && bbr_clamp_param(params.halve_once, BBR_ACD_HALVE_ONCE_MIN, BBR_ACD_HALVE_ONCE_MAX))
+		return bbr_max_u32(cwnd, BBR_CWND_MIN_TARGET);
 	st->halved = 1;
-	return bbr_max_u32(bbr_min_u32(cwnd / 2, bbr_bdp(b, bw, BBR_UNIT)), BBR_CWND_MIN_TARGET);
+	return bbr_max_u32(bbr_min_u32(cwnd / 2, bbr_inflight(sk, b, bw, BBR_UNIT)), BBR_CWND_MIN_TARGET);
 }
 
 BBR_INLINE void bbr_variant_fill(struct bbrkit_flow *f, const struct bbr_core *b)

@@ -1,19 +1,23 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* The BBRv1 core shared by every bbrkit algorithm.
  *
- * The model and the state machine of the kernel's net/ipv4/tcp_bbr.c (6.x), rewritten for the BPF
+ * The model and the state machine of the kernel's net/ipv4/tcp_bbr.c (6.10+), rewritten for the BPF
  * struct_ops environment: STARTUP, DRAIN, PROBE_BW gain cycling, PROBE_RTT, the windowed
  * max-bandwidth and min-RTT filters, pacing with a 1% margin, cwnd = gain x BDP + ACK-aggregation
  * allowance + TSO budget, long-term bandwidth sampling (policer detection), idle restart, packet
  * conservation and cwnd restore around loss recovery.
  *
  * Differences from the kernel, all forced by the environment or by the variants:
- * - Time stamps that the kernel keeps in jiffies or milliseconds (min_rtt_stamp, probe_rtt_done_stamp,
- *   lt_last_stamp) are kept in ticks of 1024 us, tp->tcp_mstamp shifted right: no helper call and no
- *   division per ACK, and finer than HZ=250 jiffies. Durations are rounded up to whole ticks.
- * - The two u64 microsecond stamps (cycle, ACK-aggregation epoch) are kept as their low 32 bits;
- *   only differences below 35 minutes are ever taken, so the wrap is harmless. This frees 12 bytes of
- *   the 104-byte icsk_ca_priv for the variants' own state (bbr_core.ext).
+ * - The two stamps the kernel keeps in jiffies (min_rtt_stamp, probe_rtt_done_stamp) are kept in
+ *   ticks of 1024 us, tp->tcp_mstamp shifted right: no helper call per ACK, and finer than HZ=250
+ *   jiffies. Durations are rounded up to whole ticks. Where it shows: PROBE_RTT starts and ends up
+ *   to one jiffy (4 ms at HZ=250) earlier or later than the kernel's, so the ACK that enters or
+ *   leaves it can differ (the lockstep check counts these separately).
+ * - The two u64 microsecond stamps (cycle, ACK-aggregation epoch) are kept as their low 32 bits.
+ *   The kernel only ever takes their difference to a later stamp through tcp_stamp_us_delta(),
+ *   which truncates to u32, so the unsigned 32-bit difference taken here is the same number,
+ *   also after idle periods of any length. This frees 12 bytes of the 104-byte icsk_ca_priv for
+ *   the variants' own state (bbr_core.ext).
  * - Variants plug in through the bbr_variant_*() hooks declared below; each algorithm file defines
  *   all of them (bbr1 with BBRv1's own behaviour) and the compiler inlines them, so a hook costs
  *   nothing at run time.
@@ -41,7 +45,7 @@
 /* Minimum time spent at BBR_CWND_MIN_TARGET in PROBE_RTT, in ticks (200 ms): bounds its cost to ~2%. */
 #define BBR_PROBE_RTT_MODE_TICKS BBR_US_TO_TICKS(200 * USEC_PER_MSEC)
 /* Skip TSO below this rate, in bit/s: at low rates one-packet bursts are cheap enough. */
-#define BBR_MIN_TSO_RATE_BPS 1200000UL
+#define BBR_MIN_TSO_RATE_BIT_PER_SEC 1200000UL
 /* Pace about 1% below the estimate, in percent: drives the bottleneck queue towards empty. */
 #define BBR_PACING_MARGIN_PERCENT 1
 /* 2/ln(2) in BBR_UNIT: the smallest gain that doubles the sending rate every round. */
@@ -65,7 +69,7 @@
 /* Two intervals whose bandwidths differ by at most 1/8 (BBR_UNIT) are consistent... */
 #define BBR_LT_BW_RATIO (BBR_UNIT / 8)
 /* ...or by at most 4 kbit/s, in bytes/s. */
-#define BBR_LT_BW_DIFF_BYTES (4000 / 8)
+#define BBR_LT_BW_DIFF_BYTES_PER_SEC (4000 / 8)
 /* Rounds to pace at the policed rate before probing again. */
 #define BBR_LT_BW_MAX_RTTS 48
 /* Gain, in BBR_UNIT, applied to the measured ACK aggregation when sizing cwnd. */
@@ -123,7 +127,7 @@ struct bbr_core {
 	    unused_a : 6;
 	u32 lt_bw;                /* long-term delivery rate, packets/us << BW_SCALE */
 	u32 lt_last_delivered;    /* tp->delivered at the start of the LT interval */
-	u32 lt_last_stamp;        /* ticks, tp->delivered_mstamp at the start of the LT interval */
+	u32 lt_last_stamp;        /* ms, tp->delivered_mstamp at the start of the LT interval */
 	u32 lt_last_lost;         /* tp->lost at the start of the LT interval */
 	u32 pacing_gain : 10,     /* BBR_UNIT, the state machine's gain */
 	    cwnd_gain : 10,       /* BBR_UNIT */
@@ -162,6 +166,72 @@ BBR_INLINE struct bbr_core *bbr_core_of(const struct sock *sk)
 	return (struct bbr_core *)inet_csk(sk)->icsk_ca_priv;
 }
 
+/* The core's decisions (cwnd, pacing rate, ssthresh, PROBE_RTT's app-limited mark, the pacing
+ * request) and its one random draw go through these accessors, never straight to the socket.
+ * The shipped programs and the host tests map them to the socket here: inlined, they are the
+ * same loads and stores as before. A build that defines BBR_CUSTOM_OUTPUT defines them itself
+ * after including this header: the lockstep check (tests/lockstep) keeps them in a shadow result
+ * beside a shadow state, and takes the random phase from the kernel's own BBR.
+ */
+#ifndef BBR_CUSTOM_OUTPUT
+BBR_INLINE u32 bbr_out_cwnd(const struct sock *sk, const struct bbr_core *b)
+{
+	return tcp_sk(sk)->snd_cwnd;
+}
+
+BBR_INLINE void bbr_out_set_cwnd(struct sock *sk, struct bbr_core *b, u32 cwnd)
+{
+	tcp_sk(sk)->snd_cwnd = cwnd;
+}
+
+BBR_INLINE u64 bbr_out_pacing_rate(const struct sock *sk, const struct bbr_core *b)
+{
+	return sk->sk_pacing_rate;
+}
+
+BBR_INLINE void bbr_out_set_pacing_rate(struct sock *sk, struct bbr_core *b, u64 rate)
+{
+	sk->sk_pacing_rate = rate;
+}
+
+BBR_INLINE u32 bbr_out_ssthresh(const struct sock *sk, const struct bbr_core *b)
+{
+	return tcp_sk(sk)->snd_ssthresh;
+}
+
+BBR_INLINE void bbr_out_set_ssthresh(struct sock *sk, struct bbr_core *b, u32 ssthresh)
+{
+	tcp_sk(sk)->snd_ssthresh = ssthresh;
+}
+
+BBR_INLINE void bbr_out_set_app_limited(struct sock *sk, struct bbr_core *b, u32 app_limited)
+{
+	tcp_sk(sk)->app_limited = app_limited;
+}
+
+/* TCP paces by itself unless an fq qdisc has taken pacing over (SK_PACING_FQ). */
+BBR_INLINE void bbr_out_request_pacing(struct sock *sk, struct bbr_core *b)
+{
+	if (sk->sk_pacing_status == SK_PACING_NONE)
+		sk->sk_pacing_status = SK_PACING_NEEDED;
+}
+
+BBR_INLINE u32 bbr_out_random(struct sock *sk, struct bbr_core *b)
+{
+	return bbr_random_u32();
+}
+#else
+BBR_INLINE u32 bbr_out_cwnd(const struct sock *sk, const struct bbr_core *b);
+BBR_INLINE void bbr_out_set_cwnd(struct sock *sk, struct bbr_core *b, u32 cwnd);
+BBR_INLINE u64 bbr_out_pacing_rate(const struct sock *sk, const struct bbr_core *b);
+BBR_INLINE void bbr_out_set_pacing_rate(struct sock *sk, struct bbr_core *b, u64 rate);
+BBR_INLINE u32 bbr_out_ssthresh(const struct sock *sk, const struct bbr_core *b);
+BBR_INLINE void bbr_out_set_ssthresh(struct sock *sk, struct bbr_core *b, u32 ssthresh);
+BBR_INLINE void bbr_out_set_app_limited(struct sock *sk, struct bbr_core *b, u32 app_limited);
+BBR_INLINE void bbr_out_request_pacing(struct sock *sk, struct bbr_core *b);
+BBR_INLINE u32 bbr_out_random(struct sock *sk, struct bbr_core *b);
+#endif
+
 BBR_INLINE u32 bbr_min_u32(u32 a, u32 b)
 {
 	return a < b ? a : b;
@@ -183,12 +253,10 @@ BBR_INLINE bool bbr_after(u32 a, u32 b)
 	return (s32)(a - b) > 0;
 }
 
-/* Microseconds from stamp t0 to t1, both low 32 bits of tcp clock values; 0 if t1 is earlier. */
+/* Microseconds from stamp t0 to the later t1, modulo 2^32: tcp_stamp_us_delta()'s u32 result. */
 BBR_INLINE u32 bbr_stamp_delta_us(u64 t1, u32 t0)
 {
-	s32 d = (s32)((u32)t1 - t0);
-
-	return d > 0 ? (u32)d : 0;
+	return (u32)t1 - t0;
 }
 
 BBR_INLINE u32 bbr_ticks(u64 stamp_us)
@@ -199,6 +267,14 @@ BBR_INLINE u32 bbr_ticks(u64 stamp_us)
 BBR_INLINE u32 bbr_now_ticks(const struct tcp_sock *tp)
 {
 	return bbr_ticks(tp->tcp_mstamp);
+}
+
+/* Milliseconds, as the kernel's long-term sampling keeps them; a division, but only at the
+ * boundaries of a sampling interval, never on an ordinary ACK.
+ */
+BBR_INLINE u32 bbr_ms(u64 stamp_us)
+{
+	return (u32)(stamp_us / USEC_PER_MSEC);
 }
 
 BBR_INLINE u32 bbr_packets_in_flight(const struct tcp_sock *tp)
@@ -323,8 +399,8 @@ BBR_INLINE void bbr_init_pacing_rate_from_rtt(struct sock *sk, struct bbr_core *
 		rtt_us = bbr_max_u32(tp->srtt_us >> 3, 1);
 		b->has_seen_rtt = 1;
 	}
-	bw = (u64)tp->snd_cwnd * BW_UNIT / rtt_us;
-	sk->sk_pacing_rate = bbr_bw_to_pacing_rate(sk, bw, BBR_STARTUP_PACING_GAIN);
+	bw = (u64)bbr_out_cwnd(sk, b) * BW_UNIT / rtt_us;
+	bbr_out_set_pacing_rate(sk, b, bbr_bw_to_pacing_rate(sk, bw, BBR_STARTUP_PACING_GAIN));
 }
 
 BBR_INLINE void bbr_set_pacing_rate(struct sock *sk, struct bbr_core *b, u32 bw, u32 gain)
@@ -334,30 +410,36 @@ BBR_INLINE void bbr_set_pacing_rate(struct sock *sk, struct bbr_core *b, u32 bw,
 	if (!b->has_seen_rtt && tcp_sk(sk)->srtt_us)
 		bbr_init_pacing_rate_from_rtt(sk, b);
 	/* Never slow down in STARTUP: early samples underestimate the path. */
-	if (b->full_bw_reached || rate > sk->sk_pacing_rate)
-		sk->sk_pacing_rate = rate;
+	if (b->full_bw_reached || rate > bbr_out_pacing_rate(sk, b))
+		bbr_out_set_pacing_rate(sk, b, rate);
+}
+
+BBR_INLINE u32 bbr_min_tso_segs_at(u64 pacing_rate)
+{
+	return pacing_rate < (BBR_MIN_TSO_RATE_BIT_PER_SEC >> 3) ? 1 : 2;
 }
 
 BBR_INLINE u32 bbr_min_tso_segs(const struct sock *sk)
 {
-	return sk->sk_pacing_rate < (BBR_MIN_TSO_RATE_BPS >> 3) ? 1 : 2;
+	return bbr_min_tso_segs_at(sk->sk_pacing_rate);
 }
 
 /* Like tcp_tso_autosize(), ignoring the driver's GSO limit. */
-BBR_INLINE u32 bbr_tso_segs_goal(struct sock *sk)
+BBR_INLINE u32 bbr_tso_segs_goal(struct sock *sk, const struct bbr_core *b)
 {
-	u64 bytes = sk->sk_pacing_rate >> sk->sk_pacing_shift;
+	u64 rate = bbr_out_pacing_rate(sk, b);
+	u64 bytes = rate >> sk->sk_pacing_shift;
 	u32 segs;
 
 	bytes = bbr_min_u64(bytes, GSO_LEGACY_MAX_SIZE - 1 - BBR_MAX_TCP_HEADER);
-	segs = bbr_max_u32((u32)bytes / tcp_sk(sk)->mss_cache, bbr_min_tso_segs(sk));
+	segs = bbr_max_u32((u32)bytes / tcp_sk(sk)->mss_cache, bbr_min_tso_segs_at(rate));
 	return bbr_min_u32(segs, 0x7F);
 }
 
 /* Remember the last known good cwnd, to restore after recovery or PROBE_RTT. */
 BBR_INLINE void bbr_save_cwnd(struct sock *sk, struct bbr_core *b)
 {
-	u32 cwnd = tcp_sk(sk)->snd_cwnd;
+	u32 cwnd = bbr_out_cwnd(sk, b);
 
 	if (b->prev_ca_state < TCP_CA_Recovery && b->mode != BBRKIT_PROBE_RTT)
 		b->prior_cwnd = cwnd;
@@ -380,7 +462,7 @@ BBR_INLINE u32 bbr_bdp(const struct bbr_core *b, u32 bw, u32 gain)
 /* Room for full-sized TSO skbs in the sender's qdisc and TSO engine and the receiver's GRO. */
 BBR_INLINE u32 bbr_quantization_budget(struct sock *sk, const struct bbr_core *b, u32 cwnd)
 {
-	cwnd += 3 * bbr_tso_segs_goal(sk);
+	cwnd += 3 * bbr_tso_segs_goal(sk, b);
 	/* An even cwnd avoids a lone segment waiting for a delayed ACK. */
 	cwnd = (cwnd + 1) & ~1U;
 	/* The probe phase must get inflight above BDP even for tiny BDPs. */
@@ -407,7 +489,7 @@ BBR_INLINE u32 bbr_packets_in_net_at_edt(struct sock *sk, const struct bbr_core 
 	u32 inflight_at_edt = inflight_now;
 
 	if (b->pacing_gain > BBR_UNIT) /* increasing inflight: count the EDT skb too */
-		inflight_at_edt += bbr_tso_segs_goal(sk);
+		inflight_at_edt += bbr_tso_segs_goal(sk, b);
 	if (interval_delivered >= inflight_at_edt)
 		return 0;
 	return inflight_at_edt - interval_delivered;
@@ -449,12 +531,15 @@ BBR_INLINE bool bbr_restart_from_idle(struct sock *sk, struct bbr_core *b, enum 
 	return true;
 }
 
-BBR_INLINE void bbr_cwnd_event(struct sock *sk, enum tcp_ca_event event)
+BBR_INLINE void bbr_core_cwnd_event(struct sock *sk, struct bbr_core *b, enum tcp_ca_event event)
 {
-	struct bbr_core *b = bbr_core_of(sk);
-
 	if (bbr_restart_from_idle(sk, b, event) && b->mode == BBRKIT_PROBE_RTT)
 		bbr_check_probe_rtt_done(sk, b, bbr_now_ticks(tcp_sk(sk)));
+}
+
+BBR_INLINE void bbr_cwnd_event(struct sock *sk, enum tcp_ca_event event)
+{
+	bbr_core_cwnd_event(sk, bbr_core_of(sk), event);
 }
 
 /* Recovery: conservation in the first round (as the variant decides), restore on exit. */
@@ -462,10 +547,9 @@ BBR_INLINE bool bbr_set_cwnd_to_recover_or_restore(struct sock *sk, struct bbr_c
 						    const struct rate_sample *rs, u32 acked, u32 bw,
 						    u32 *new_cwnd)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
 	u8 prev_state = b->prev_ca_state;
 	u8 state = inet_csk(sk)->icsk_ca_state;
-	u32 cwnd = tp->snd_cwnd;
+	u32 cwnd = bbr_out_cwnd(sk, b);
 
 	/* An ACK for P packets releases at most 2P: first take out the lost ones here, then
 	 * bbr_set_cwnd() slow-starts towards the target.
@@ -510,7 +594,7 @@ BBR_INLINE void bbr_set_cwnd(struct sock *sk, struct bbr_core *b, const struct r
 			     u32 bw, u32 gain)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	u32 cwnd = tp->snd_cwnd, target_cwnd;
+	u32 cwnd = bbr_out_cwnd(sk, b), target_cwnd;
 
 	if (!acked)
 		goto done; /* nothing fully ACKed: only apply the caps */
@@ -529,9 +613,10 @@ BBR_INLINE void bbr_set_cwnd(struct sock *sk, struct bbr_core *b, const struct r
 	cwnd = bbr_max_u32(cwnd, BBR_CWND_MIN_TARGET);
 
 done:
-	tp->snd_cwnd = bbr_min_u32(cwnd, tp->snd_cwnd_clamp);
+	cwnd = bbr_min_u32(cwnd, tp->snd_cwnd_clamp);
 	if (b->mode == BBRKIT_PROBE_RTT) /* drain the queue, refresh min_rtt */
-		tp->snd_cwnd = bbr_min_u32(tp->snd_cwnd, BBR_CWND_MIN_TARGET);
+		cwnd = bbr_min_u32(cwnd, BBR_CWND_MIN_TARGET);
+	bbr_out_set_cwnd(sk, b, cwnd);
 }
 
 /* End the gain cycle phase when its time is up and/or its inflight target is reached. */
@@ -577,7 +662,7 @@ BBR_INLINE void bbr_reset_probe_bw_mode(struct sock *sk, struct bbr_core *b)
 {
 	b->mode = BBRKIT_PROBE_BW;
 	/* Random start, but never in the 3/4 phase: the advance below moves one step on. */
-	b->cycle_idx = CYCLE_LEN - 1 - bbr_random_u32() % BBR_CYCLE_RAND;
+	b->cycle_idx = CYCLE_LEN - 1 - bbr_out_random(sk, b) % BBR_CYCLE_RAND;
 	bbr_advance_cycle_phase(sk, b);
 }
 
@@ -593,7 +678,7 @@ BBR_INLINE void bbr_reset_lt_bw_sampling_interval(struct sock *sk, struct bbr_co
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
-	b->lt_last_stamp = bbr_ticks(tp->delivered_mstamp);
+	b->lt_last_stamp = bbr_ms(tp->delivered_mstamp);
 	b->lt_last_delivered = tp->delivered;
 	b->lt_last_lost = tp->lost;
 	b->lt_rtt_cnt = 0;
@@ -615,7 +700,7 @@ BBR_INLINE void bbr_lt_bw_interval_done(struct sock *sk, struct bbr_core *b, u32
 	if (b->lt_bw) {
 		diff = bw > b->lt_bw ? bw - b->lt_bw : b->lt_bw - bw;
 		if ((diff * BBR_UNIT <= BBR_LT_BW_RATIO * b->lt_bw) ||
-		    (bbr_rate_bytes_per_sec(tcp_sk(sk), diff, BBR_UNIT) <= BBR_LT_BW_DIFF_BYTES)) {
+		    (bbr_rate_bytes_per_sec(tcp_sk(sk), diff, BBR_UNIT) <= BBR_LT_BW_DIFF_BYTES_PER_SEC)) {
 			b->lt_bw = (bw + b->lt_bw) >> 1; /* average of the two intervals */
 			b->lt_use_bw = 1;
 			b->pacing_gain = BBR_UNIT; /* avoid drops at the policer */
@@ -677,14 +762,14 @@ BBR_INLINE void bbr_lt_bw_sampling(struct sock *sk, struct bbr_core *b, const st
 	if (!delivered || (lost << BBR_SCALE) < BBR_LT_LOSS_THRESH * delivered)
 		return;
 
-	t = bbr_ticks(tp->delivered_mstamp) - b->lt_last_stamp;
+	t = bbr_ms(tp->delivered_mstamp) - b->lt_last_stamp;
 	if ((s32)t < 1)
-		return; /* shorter than a tick: wait */
-	if (t >= ~0U >> BBR_TICK_SHIFT) {
+		return; /* shorter than a millisecond: wait */
+	if (t >= ~0U / USEC_PER_MSEC) {
 		bbr_reset_lt_bw_sampling(sk, b); /* would overflow */
 		return;
 	}
-	t <<= BBR_TICK_SHIFT; /* microseconds */
+	t *= USEC_PER_MSEC;
 	bw = (u64)delivered * BW_UNIT / t;
 	bbr_lt_bw_interval_done(sk, b, (u32)bw);
 }
@@ -763,7 +848,7 @@ BBR_INLINE void bbr_update_ack_aggregation(struct sock *sk, struct bbr_core *b, 
 
 	b->ack_epoch_acked = bbr_min_u32(0xFFFFF, b->ack_epoch_acked + rs->acked_sacked);
 	extra_acked = b->ack_epoch_acked - expected_acked;
-	extra_acked = bbr_min_u32(extra_acked, tp->snd_cwnd);
+	extra_acked = bbr_min_u32(extra_acked, bbr_out_cwnd(sk, b));
 	if (extra_acked > bbr_cur_extra_acked(b))
 		bbr_set_extra_acked(b, (u16)extra_acked);
 }
@@ -792,7 +877,7 @@ BBR_INLINE void bbr_check_drain(struct sock *sk, struct bbr_core *b)
 
 	if (b->mode == BBRKIT_STARTUP && b->full_bw_reached) {
 		b->mode = BBRKIT_DRAIN;
-		tp->snd_ssthresh = bbr_inflight(sk, b, bbr_max_bw(b), BBR_UNIT);
+		bbr_out_set_ssthresh(sk, b, bbr_inflight(sk, b, bbr_max_bw(b), BBR_UNIT));
 	}
 	if (b->mode == BBRKIT_DRAIN &&
 	    bbr_packets_in_net_at_edt(sk, b, bbr_packets_in_flight(tp)) <=
@@ -802,13 +887,11 @@ BBR_INLINE void bbr_check_drain(struct sock *sk, struct bbr_core *b)
 
 BBR_INLINE void bbr_check_probe_rtt_done(struct sock *sk, struct bbr_core *b, u32 now)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-
 	if (!(b->probe_rtt_done_stamp && bbr_after(now, b->probe_rtt_done_stamp)))
 		return;
 
 	b->min_rtt_stamp = now; /* wait a whole window before the next PROBE_RTT */
-	tp->snd_cwnd = bbr_max_u32(tp->snd_cwnd, b->prior_cwnd);
+	bbr_out_set_cwnd(sk, b, bbr_max_u32(bbr_out_cwnd(sk, b), b->prior_cwnd));
 	bbr_reset_mode(sk, b);
 }
 
@@ -822,7 +905,7 @@ BBR_INLINE void bbr_update_min_rtt(struct sock *sk, struct bbr_core *b, const st
 	bool filter_expired = bbr_after(now, b->min_rtt_stamp + BBR_MIN_RTT_WIN_TICKS);
 
 	if (rs->rtt_us >= 0 &&
-	    ((u64)rs->rtt_us <= b->min_rtt_us || (filter_expired && !rs->is_ack_delayed))) {
+	    ((u64)rs->rtt_us < b->min_rtt_us || (filter_expired && !rs->is_ack_delayed))) {
 		b->min_rtt_us = (u32)rs->rtt_us;
 		b->min_rtt_stamp = now;
 	}
@@ -837,7 +920,7 @@ BBR_INLINE void bbr_update_min_rtt(struct sock *sk, struct bbr_core *b, const st
 		u32 inflight = bbr_packets_in_flight(tp);
 
 		/* Samples taken at 4 packets say nothing about the path's bandwidth. */
-		tp->app_limited = (tp->delivered + inflight) ?: 1;
+		bbr_out_set_app_limited(sk, b, (tp->delivered + inflight) ?: 1);
 		if (!b->probe_rtt_done_stamp && inflight <= BBR_CWND_MIN_TARGET) {
 			/* 0 means "not armed", so never arm at 0. */
 			b->probe_rtt_done_stamp = (now + BBR_PROBE_RTT_MODE_TICKS) ?: 1;
@@ -888,10 +971,11 @@ BBR_INLINE void bbr_update_model(struct sock *sk, struct bbr_core *b, const stru
 	bbr_update_gains(b);
 }
 
+/* The callbacks, on the state b: the socket's own (bbr_core_of()) in the shipped programs. */
+
 /* cong_control: the per-ACK entry point. */
-BBR_INLINE void bbr_main(struct sock *sk, const struct rate_sample *rs)
+BBR_INLINE void bbr_core_main(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs)
 {
-	struct bbr_core *b = bbr_core_of(sk);
 	u32 bw;
 
 	bbr_update_model(sk, b, rs);
@@ -902,58 +986,44 @@ BBR_INLINE void bbr_main(struct sock *sk, const struct rate_sample *rs)
 	bbr_set_cwnd(sk, b, rs, rs->acked_sacked, bw, b->cwnd_gain);
 }
 
-BBR_INLINE void bbr_init(struct sock *sk)
+/* b is zeroed before (TCP zeroes icsk_ca_priv): only non-zero fields are set here. */
+BBR_INLINE void bbr_core_init(struct sock *sk, struct bbr_core *b)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	struct bbr_core *b = bbr_core_of(sk);
 
-	/* icsk_ca_priv is zeroed by TCP before init: only non-zero fields are set here. */
-	tp->snd_ssthresh = TCP_INFINITE_SSTHRESH;
+	bbr_out_set_ssthresh(sk, b, TCP_INFINITE_SSTHRESH);
+	b->next_rtt_delivered = tp->delivered; /* the first round ends with data sent from now on */
 	b->prev_ca_state = TCP_CA_Open;
 	b->min_rtt_us = tp->rtt_min.s[0].v; /* tcp_min_rtt(): ~0U until the first sample */
-	b->min_rtt_stamp = bbr_now_ticks(tp);
+	/* tcp_mstamp is stale on a socket that switches algorithm after an idle period. */
+	b->min_rtt_stamp = bbr_ticks(bbr_clock_us());
 	bbr_minmax_reset(&b->bw, 0, 0);
 	bbr_init_pacing_rate_from_rtt(sk, b);
 	bbr_reset_lt_bw_sampling(sk, b);
-	b->mode = BBRKIT_STARTUP;
-	b->pacing_gain = BBR_HIGH_GAIN;
-	b->cwnd_gain = BBR_HIGH_GAIN;
+	b->mode = BBRKIT_STARTUP; /* the gains follow from the mode at the first ACK, as in the kernel */
 	b->ack_epoch_stamp = (u32)tp->tcp_mstamp;
 	bbr_variant_init(sk, b);
-
-	/* No fq qdisc on this kernel: ask TCP to pace by itself. */
-	if (sk->sk_pacing_status == SK_PACING_NONE)
-		sk->sk_pacing_status = SK_PACING_NEEDED;
-}
-
-BBR_INLINE u32 bbr_sndbuf_expand(struct sock *sk)
-{
-	(void)sk;
-	return 3; /* BBR may slow-start even during recovery: provision 3 x cwnd */
+	bbr_out_request_pacing(sk, b);
 }
 
 /* Spurious recovery: restart full-pipe detection and policer sampling. */
-BBR_INLINE u32 bbr_undo_cwnd(struct sock *sk)
+BBR_INLINE u32 bbr_core_undo_cwnd(struct sock *sk, struct bbr_core *b)
 {
-	struct bbr_core *b = bbr_core_of(sk);
-
 	b->full_bw = 0;
 	b->full_bw_cnt = 0;
 	bbr_reset_lt_bw_sampling(sk, b);
-	return tcp_sk(sk)->snd_cwnd;
+	return bbr_out_cwnd(sk, b);
 }
 
 /* Entering recovery: save cwnd for the restore; BBR keeps its own ssthresh. */
-BBR_INLINE u32 bbr_ssthresh(struct sock *sk)
+BBR_INLINE u32 bbr_core_ssthresh(struct sock *sk, struct bbr_core *b)
 {
-	bbr_save_cwnd(sk, bbr_core_of(sk));
-	return tcp_sk(sk)->snd_ssthresh;
+	bbr_save_cwnd(sk, b);
+	return bbr_out_ssthresh(sk, b);
 }
 
-BBR_INLINE void bbr_set_state(struct sock *sk, u8 new_state)
+BBR_INLINE void bbr_core_set_state(struct sock *sk, struct bbr_core *b, u8 new_state)
 {
-	struct bbr_core *b = bbr_core_of(sk);
-
 	if (new_state == TCP_CA_Loss) {
 		struct rate_sample rs = { .losses = 1 };
 
@@ -962,6 +1032,37 @@ BBR_INLINE void bbr_set_state(struct sock *sk, u8 new_state)
 		b->round_start = 1; /* an RTO ends the round */
 		bbr_lt_bw_sampling(sk, b, &rs);
 	}
+}
+
+BBR_INLINE void bbr_main(struct sock *sk, const struct rate_sample *rs)
+{
+	bbr_core_main(sk, bbr_core_of(sk), rs);
+}
+
+BBR_INLINE void bbr_init(struct sock *sk)
+{
+	bbr_core_init(sk, bbr_core_of(sk));
+}
+
+BBR_INLINE u32 bbr_sndbuf_expand(struct sock *sk)
+{
+	(void)sk;
+	return 3; /* BBR may slow-start even during recovery: provision 3 x cwnd */
+}
+
+BBR_INLINE u32 bbr_undo_cwnd(struct sock *sk)
+{
+	return bbr_core_undo_cwnd(sk, bbr_core_of(sk));
+}
+
+BBR_INLINE u32 bbr_ssthresh(struct sock *sk)
+{
+	return bbr_core_ssthresh(sk, bbr_core_of(sk));
+}
+
+BBR_INLINE void bbr_set_state(struct sock *sk, u8 new_state)
+{
+	bbr_core_set_state(sk, bbr_core_of(sk), new_state);
 }
 
 /* The core's part of a state record; addresses and time are the caller's. */
@@ -980,11 +1081,11 @@ BBR_INLINE void bbr_fill_flow(struct bbrkit_flow *f, struct sock *sk, const stru
 	f->pacing_gain = b->pacing_gain;
 	f->cwnd_gain = b->cwnd_gain;
 	f->bw = bbr_bw(b);
-	f->pacing_rate = sk->sk_pacing_rate;
+	f->pacing_rate = bbr_out_pacing_rate(sk, b);
 	f->min_rtt_us = b->min_rtt_us;
 	f->rtt_us = tp->rack.rtt_us;
 	f->srtt_us = tp->srtt_us >> 3;
-	f->cwnd = tp->snd_cwnd;
+	f->cwnd = bbr_out_cwnd(sk, b);
 	f->inflight = bbr_packets_in_flight(tp);
 	f->round = b->rtt_cnt;
 	f->mss = tp->mss_cache;

@@ -30,6 +30,14 @@ BBR_INLINE u32 bbr_random_u32(void)
 {
 	return bpf_get_prandom_u32();
 }
+
+/* The current time on tcp_mstamp's clock (CLOCK_MONOTONIC), for callbacks where tcp_mstamp may
+ * be stale (init); a helper call and a division, so never per ACK.
+ */
+BBR_INLINE u64 bbr_clock_us(void)
+{
+	return bpf_ktime_get_ns() / 1000;
+}
 #else
 #include "host_env.h"
 #endif

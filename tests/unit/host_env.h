@@ -110,6 +110,16 @@ static inline struct inet_connection_sock *inet_csk(const struct sock *sk)
 	return (struct inet_connection_sock *)sk;
 }
 
+/* The clock the core reads outside ACK processing (init), in microseconds; the simulation
+ * advances it with tcp_mstamp, and tests let them differ (an idle socket's stale tcp_mstamp).
+ */
+static u64 host_clock_us;
+
+static inline u64 bbr_clock_us(void)
+{
+	return host_clock_us;
+}
+
 /* Tests choose the "random" PROBE_BW starting phase. */
 static u32 host_random_value;
 

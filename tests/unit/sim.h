@@ -39,6 +39,7 @@ static void check_setup(void)
 	sim_tp.inet_conn.icsk_sk.sk_pacing_shift = 10;
 	sim_tp.tcp_mstamp = SIM_START_US;
 	sim_tp.delivered_mstamp = SIM_START_US;
+	host_clock_us = SIM_START_US;
 	/* The handshake gave the first RTT sample, as on a real connection. */
 	sim_tp.srtt_us = SIM_RTT_US << 3;
 	sim_tp.rtt_min.s[0].v = SIM_RTT_US;
@@ -86,6 +87,7 @@ static __attribute__((unused)) void sim_ack(struct sim_ack a)
 static __attribute__((unused)) void sim_advance_us(u64 us)
 {
 	sim_tp.tcp_mstamp += us;
+	host_clock_us += us;
 }
 
 /* One round trip of the path: `pkts` delivered in one RTT, ACKed at its end. */

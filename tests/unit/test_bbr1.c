@@ -48,8 +48,9 @@ TEST(init_starts_in_startup_with_pacing)
 	double want = 10.0 / SIM_RTT_US * SIM_MSS * 1e6 * (BBR_HIGH_GAIN / 256.0) * 0.99;
 
 	CHECK_EQ(b->mode, BBRKIT_STARTUP);
-	CHECK_EQ(b->pacing_gain, BBR_HIGH_GAIN);
-	CHECK_EQ(b->cwnd_gain, BBR_HIGH_GAIN);
+	/* Like the kernel's bbr_init(): the gains are set from the mode by the first ACK. */
+	CHECK_EQ(b->pacing_gain, 0);
+	CHECK_EQ(b->cwnd_gain, 0);
 	CHECK_EQ(sim_tp.snd_ssthresh, TCP_INFINITE_SSTHRESH);
 	CHECK_EQ(sk->sk_pacing_status, SK_PACING_NEEDED);
 	CHECK_EQ(b->min_rtt_us, SIM_RTT_US);
@@ -62,6 +63,8 @@ TEST(startup_grows_cwnd_by_acked)
 {
 	sim_tp.packets_out = 10;
 	sim_round(10, SIM_RTT_US);
+	CHECK_EQ(core()->pacing_gain, BBR_HIGH_GAIN);
+	CHECK_EQ(core()->cwnd_gain, BBR_HIGH_GAIN);
 	CHECK_EQ(sim_tp.snd_cwnd, TCP_INIT_CWND + 10);
 	CHECK_EQ(core()->min_rtt_us, SIM_RTT_US);
 	CHECK_EQ(core()->rtt_cnt, 1);
@@ -495,8 +498,97 @@ TEST(trace_records_rounds_and_mode_changes_only_when_enabled)
 TEST(sndbuf_and_tso_segs)
 {
 	CHECK_EQ(bbr_sndbuf_expand(sk), 3);
-	sk->sk_pacing_rate = BBR_MIN_TSO_RATE_BPS / 8 - 1;
+	sk->sk_pacing_rate = BBR_MIN_TSO_RATE_BIT_PER_SEC / 8 - 1;
 	CHECK_EQ(bbr_min_tso_segs(sk), 1);
-	sk->sk_pacing_rate = BBR_MIN_TSO_RATE_BPS / 8;
+	sk->sk_pacing_rate = BBR_MIN_TSO_RATE_BIT_PER_SEC / 8;
 	CHECK_EQ(bbr_min_tso_segs(sk), 2);
+}
+
+/* Kernel 5.10+: only an RTT below min_rtt restarts the 10 s window. On a path without jitter
+ * every sample equals min_rtt, and PROBE_RTT must still come after 10 s.
+ */
+TEST(rtt_equal_to_min_rtt_does_not_postpone_probe_rtt)
+{
+	struct bbr_core *b = core();
+	u32 stamp, waited;
+
+	sim_to_probe_bw();
+	stamp = b->min_rtt_stamp;
+	for (int i = 0; i < 600 && b->mode != BBRKIT_PROBE_RTT; i++)
+		sim_round(90, SIM_RTT_US);
+	CHECK_EQ(b->mode, BBRKIT_PROBE_RTT);
+	waited = bbr_now_ticks(&sim_tp) - stamp;
+	CHECK(waited > BBR_MIN_RTT_WIN_TICKS);
+	CHECK(waited <= BBR_MIN_RTT_WIN_TICKS + BBR_US_TO_TICKS(SIM_RTT_US));
+}
+
+/* Kernel 5.14+: the first round ends with the first packet sent after init, also when the
+ * algorithm is switched in mid-connection, and also past 2^31 delivered packets.
+ */
+TEST(first_round_counts_from_the_delivered_count_at_init)
+{
+	memset(sim_tp.inet_conn.icsk_ca_priv, 0, sizeof(sim_tp.inet_conn.icsk_ca_priv));
+	sim_tp.delivered = 0x80000005U;
+	bbr_init(sk);
+	CHECK_EQ(core()->next_rtt_delivered, 0x80000005U);
+	sim_round(10, SIM_RTT_US);
+	CHECK_EQ(core()->rtt_cnt, 1);
+	CHECK(core()->round_start);
+}
+
+/* setsockopt(TCP_CONGESTION) on a socket idle for 20 s: tcp_mstamp still holds its last ACK's
+ * time, so the min_rtt window must start at the current time (the kernel: tcp_jiffies32).
+ */
+TEST(init_stamps_min_rtt_with_the_current_time)
+{
+	host_clock_us = sim_tp.tcp_mstamp + 20 * USEC_PER_SEC;
+	memset(sim_tp.inet_conn.icsk_ca_priv, 0, sizeof(sim_tp.inet_conn.icsk_ca_priv));
+	bbr_init(sk);
+	CHECK_EQ(core()->min_rtt_stamp, bbr_ticks(host_clock_us));
+	sim_tp.tcp_mstamp = host_clock_us;
+	sim_round(10, SIM_RTT_US + 2000);
+	CHECK(core()->mode != BBRKIT_PROBE_RTT);
+	CHECK_EQ(core()->min_rtt_us, SIM_RTT_US);
+}
+
+/* The kernel's tcp_stamp_us_delta() truncates to u32: after 40 min of idle the phase is over. */
+TEST(gain_cycle_advances_after_a_long_idle)
+{
+	struct bbr_core *b = core();
+
+	sim_set_probe_bw(sim_bw(10, 1000), SIM_RTT_US, 2);
+	sim_tp.app_limited = 1;
+	sim_advance_us(40ULL * 60 * USEC_PER_SEC);
+	bbr_cwnd_event(sk, CA_EVENT_TX_START);
+	sim_advance_us(SIM_RTT_US);
+	sim_ack((struct sim_ack){ .acked = 1, .rtt_us = SIM_RTT_US, .interval_us = SIM_RTT_US });
+	CHECK_EQ(b->mode, BBRKIT_PROBE_BW);
+	CHECK_EQ(b->cycle_idx, 3);
+}
+
+/* The long-term interval is timed in whole milliseconds of delivered_mstamp, as in the kernel,
+ * so that the policed rate is the kernel's to the last bit.
+ */
+TEST(long_term_interval_is_timed_in_milliseconds)
+{
+	struct bbr_core *b = core();
+	u64 start_us, end_us, want;
+	u32 delivered0;
+
+	sim_to_probe_bw();
+	sim_advance_us(SIM_RTT_US + 300); /* off the millisecond and the 1024 us grids */
+	sim_ack((struct sim_ack){ .acked = 100, .losses = 30, .rtt_us = SIM_RTT_US,
+				  .interval_us = SIM_RTT_US, .round_end = true });
+	CHECK(b->lt_is_sampling);
+	start_us = sim_tp.delivered_mstamp;
+	delivered0 = sim_tp.delivered;
+	for (int i = 0; i < 10 && !b->lt_bw; i++) {
+		sim_advance_us(SIM_RTT_US + 170);
+		sim_ack((struct sim_ack){ .acked = 100, .losses = 30, .rtt_us = SIM_RTT_US,
+					  .interval_us = SIM_RTT_US, .round_end = true });
+	}
+	CHECK(b->lt_bw != 0);
+	end_us = sim_tp.delivered_mstamp;
+	want = (u64)(sim_tp.delivered - delivered0) * BW_UNIT / ((end_us / 1000 - start_us / 1000) * 1000);
+	CHECK_EQ(b->lt_bw, want);
 }

@@ -97,15 +97,18 @@ TEST(rtts_under_one_ms_do_not_wrap)
 	CHECK_EQ(acd_state(core())->steady, 2);
 }
 
-TEST(ack_without_rtt_sample_leaves_the_detector_alone)
+/* Figure 6 and the authors' modules: an ACK without an RTT sample (rtt = -1) breaks the run. */
+TEST(ack_without_rtt_sample_resets_the_steady_count)
 {
 	converged();
 	ack(15000);
 	ack(15500);
 	ack(-1);
-	CHECK_EQ(acd_state(core())->steady, 1);
+	CHECK_EQ(acd_state(core())->steady, 0);
+	CHECK(!congested());
 	ack(15200);
-	CHECK(congested());
+	CHECK_EQ(acd_state(core())->steady, 1);
+	CHECK(!congested());
 }
 
 /* Enter recovery on an ACK with the given RTT and losses. */
@@ -131,14 +134,15 @@ TEST(recovery_with_congestion_halves_every_ack_of_the_round)
 	prior = b->prior_cwnd; /* saved by ssthresh on entering recovery */
 	CHECK(prior > 160);
 	CHECK(b->packet_conservation);
-	CHECK_EQ(sim_tp.snd_cwnd, 80); /* min(cwnd / 2, 1 x BDP = 80) */
+	/* The ACKs before recovery brought cwnd to its target, 183: min(183 / 2, 1 x BDP + TSO budget = 102). */
+	CHECK_EQ(sim_tp.snd_cwnd, 91);
 	CHECK_EQ(acd_state(b)->halvings, 1);
 	ack(15200);
-	CHECK_EQ(sim_tp.snd_cwnd, 40);
+	CHECK_EQ(sim_tp.snd_cwnd, 45);
 	ack(15200);
 	ack(15200);
 	ack(15200);
-	CHECK_EQ(sim_tp.snd_cwnd, 5); /* 20, 10, 5 */
+	CHECK_EQ(sim_tp.snd_cwnd, 5); /* 22, 11, 5 */
 	ack(15200);
 	CHECK_EQ(sim_tp.snd_cwnd, BBR_CWND_MIN_TARGET); /* never under 4 packets */
 	CHECK_EQ(acd_state(b)->halvings, 1);
@@ -165,6 +169,37 @@ TEST(halve_once_halves_one_time_per_episode)
 	sim_advance_us(200);
 	sim_ack((struct sim_ack){ .acked = 1, .losses = 3, .rtt_us = MIN_RTT_US * 3, .interval_us = 200 });
 	CHECK_EQ(sim_tp.snd_cwnd, 57); /* losses still come off */
+}
+
+/* The 4.14 kernel the paper modified sizes "1 x BDP" with bbr_target_cwnd(): BDP plus the TSO
+ * budget (3 bursts of 7 segments at 8 packets/ms, rounded up to even): 80 + 21 -> 102.
+ */
+TEST(halving_is_bounded_by_bdp_plus_tso_budget)
+{
+	struct bbr_core *b = core();
+
+	converged();
+	ack(MIN_RTT_US * 3);
+	sim_tp.snd_cwnd = 400;
+	sim_tp.packets_out = 390;
+	enter_recovery(MIN_RTT_US * 3, 0);
+	CHECK_EQ(sim_tp.snd_cwnd, bbr_inflight(sk, b, BW, BBR_UNIT));
+	CHECK_EQ(sim_tp.snd_cwnd, 102);
+}
+
+/* With halve_once, later losses of the round come off cwnd, but not below 4 packets. */
+TEST(halve_once_keeps_four_packets_despite_losses)
+{
+	converged();
+	params.halve_once = 1;
+	sim_tp.snd_cwnd = 10;
+	sim_tp.packets_out = 8;
+	ack(MIN_RTT_US * 3);
+	enter_recovery(MIN_RTT_US * 3, 0);
+	CHECK_EQ(sim_tp.snd_cwnd, 5);
+	sim_advance_us(200);
+	sim_ack((struct sim_ack){ .acked = 1, .losses = 3, .rtt_us = MIN_RTT_US * 3, .interval_us = 200 });
+	CHECK_EQ(sim_tp.snd_cwnd, BBR_CWND_MIN_TARGET);
 }
 
 TEST(recovery_without_congestion_neither_halves_nor_conserves)
@@ -207,6 +242,12 @@ TEST(out_of_range_parameters_are_clamped)
 	params.rtt_factor_permille = 0; /* clamps to 1.0 */
 	ack(MIN_RTT_US + 5000);
 	CHECK(congested());
+	params.halve_once = 7; /* clamps to 1 */
+	sim_tp.snd_cwnd = 120;
+	enter_recovery(MIN_RTT_US * 3, 0);
+	CHECK_EQ(sim_tp.snd_cwnd, 60);
+	ack(MIN_RTT_US * 3);
+	CHECK_EQ(sim_tp.snd_cwnd, 60);
 }
 
 TEST(trace_reports_detector_state)

@@ -1,0 +1,518 @@
+// SPDX-License-Identifier: GPL-2.0
+/* bbr_lockstep: a test-only congestion control that checks bbr1 against the kernel's own BBR,
+ * callback by callback, on live connections.
+ *
+ * On every callback the kernel's BBR decides: this program calls the kfunc of the same name
+ * (bbr_init, bbr_main, ... from net/ipv4/tcp_bbr.c, exported to BPF congestion controls like in
+ * the kernel's selftest tcp_ca_kfunc.c), which keeps its struct bbr in icsk_ca_priv and sets cwnd
+ * and pacing rate on the socket. Beside it, bbrkit's core (bpf/bbr_core.h with bbr1's hooks) runs
+ * on a shadow state in socket storage, built with BBR_CUSTOM_OUTPUT so that its decisions land in
+ * a shadow result instead of the socket. Both see the same inputs: the socket values the kernel's
+ * BBR is about to overwrite (cwnd, pacing rate, ssthresh, app_limited, pacing status) are saved
+ * first and handed to the shadow as its starting result; everything else the core reads, the
+ * kernel's BBR does not write. The shadow's one random draw (the starting phase of the gain cycle)
+ * is the kernel's, read back from its struct bbr.
+ *
+ * Then the two decisions and models are compared field by field (lockstep.h, enum ls_field; the
+ * two state layouts differ, so each field is mapped explicitly). A difference is counted and
+ * recorded with both states, and the shadow is re-synced from the kernel's state so that one
+ * difference does not cascade. The kernel's stamps in jiffies are converted to the core's
+ * 1024 us ticks on re-sync; that conversion, like the core's tick clock itself, is exact only to
+ * a jiffy.
+ *
+ * Never part of bbrctl: it lives outside bpf/ so that the loader's algorithm table does not see
+ * it, and only tests/lockstep/lockstep.c registers it, through a link that dies with that process.
+ */
+#define BBR_CUSTOM_OUTPUT
+#define BBRKIT_HOOKS_ONLY
+/* The kernel's kfuncs carry the names of the core's entry points: rename the core's. */
+#define bbr_init bbrkit_bbr_init
+#define bbr_main bbrkit_bbr_main
+#define bbr_cwnd_event bbrkit_bbr_cwnd_event
+#define bbr_undo_cwnd bbrkit_bbr_undo_cwnd
+#define bbr_ssthresh bbrkit_bbr_ssthresh
+#define bbr_set_state bbrkit_bbr_set_state
+#define bbr_min_tso_segs bbrkit_bbr_min_tso_segs
+#define bbr_sndbuf_expand bbrkit_bbr_sndbuf_expand
+#include "bbr1.bpf.c"
+#undef bbr_init
+#undef bbr_main
+#undef bbr_cwnd_event
+#undef bbr_undo_cwnd
+#undef bbr_ssthresh
+#undef bbr_set_state
+#undef bbr_min_tso_segs
+#undef bbr_sndbuf_expand
+
+#include "lockstep.h"
+
+extern void bbr_init(struct sock *sk) __ksym;
+extern void bbr_main(struct sock *sk, u32 ack, int flag, const struct rate_sample *rs) __ksym;
+extern u32 bbr_sndbuf_expand(struct sock *sk) __ksym;
+extern u32 bbr_undo_cwnd(struct sock *sk) __ksym;
+extern void bbr_cwnd_event(struct sock *sk, enum tcp_ca_event event) __ksym;
+extern u32 bbr_ssthresh(struct sock *sk) __ksym;
+extern u32 bbr_min_tso_segs(struct sock *sk) __ksym;
+extern void bbr_set_state(struct sock *sk, u8 new_state) __ksym;
+
+extern unsigned int CONFIG_HZ __kconfig;
+
+#define TCP_CONG_NON_RESTRICTED 0x1
+#define LS_RECORDS_BYTES (1024 * 1024) /* ~5000 mismatch records between two polls */
+
+char _license[] SEC("license") = "GPL";
+
+/* The socket values the kernel's BBR writes: the shadow's result, starting from the inputs. */
+struct ls_out {
+	u64 pacing_rate;
+	u32 cwnd;
+	u32 ssthresh;
+	u32 app_limited;
+	u32 pacing_status;
+};
+
+struct ls_shadow {
+	struct bbr_core core; /* first: the accessors below find the rest from the core's address */
+	struct ls_out out;
+	struct ls_out in;     /* the inputs, saved before the kernel's BBR overwrites them */
+	u32 random;           /* what the core's random draw returns: the kernel's choice */
+	struct ls_state k, s; /* the two sides after the callback (kept here: the stack is too small) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct ls_shadow);
+} shadows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, LS_RECORDS_BYTES);
+} records SEC(".maps");
+
+struct ls_counters counters;
+
+BBR_INLINE struct ls_shadow *ls_shadow_of(const struct bbr_core *b)
+{
+	return (struct ls_shadow *)b;
+}
+
+BBR_INLINE u32 bbr_out_cwnd(const struct sock *sk, const struct bbr_core *b)
+{
+	return ls_shadow_of(b)->out.cwnd;
+}
+
+BBR_INLINE void bbr_out_set_cwnd(struct sock *sk, struct bbr_core *b, u32 cwnd)
+{
+	ls_shadow_of(b)->out.cwnd = cwnd;
+}
+
+BBR_INLINE u64 bbr_out_pacing_rate(const struct sock *sk, const struct bbr_core *b)
+{
+	return ls_shadow_of(b)->out.pacing_rate;
+}
+
+BBR_INLINE void bbr_out_set_pacing_rate(struct sock *sk, struct bbr_core *b, u64 rate)
+{
+	ls_shadow_of(b)->out.pacing_rate = rate;
+}
+
+BBR_INLINE u32 bbr_out_ssthresh(const struct sock *sk, const struct bbr_core *b)
+{
+	return ls_shadow_of(b)->out.ssthresh;
+}
+
+BBR_INLINE void bbr_out_set_ssthresh(struct sock *sk, struct bbr_core *b, u32 ssthresh)
+{
+	ls_shadow_of(b)->out.ssthresh = ssthresh;
+}
+
+BBR_INLINE void bbr_out_set_app_limited(struct sock *sk, struct bbr_core *b, u32 app_limited)
+{
+	ls_shadow_of(b)->out.app_limited = app_limited;
+}
+
+BBR_INLINE void bbr_out_request_pacing(struct sock *sk, struct bbr_core *b)
+{
+	if (ls_shadow_of(b)->out.pacing_status == SK_PACING_NONE)
+		ls_shadow_of(b)->out.pacing_status = SK_PACING_NEEDED;
+}
+
+BBR_INLINE u32 bbr_out_random(struct sock *sk, struct bbr_core *b)
+{
+	return ls_shadow_of(b)->random;
+}
+
+BBR_INLINE struct bbr *ls_kernel_bbr(struct sock *sk)
+{
+	return (struct bbr *)inet_csk(sk)->icsk_ca_priv;
+}
+
+BBR_INLINE void ls_save_inputs(struct sock *sk, struct ls_out *in)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	in->pacing_rate = sk->sk_pacing_rate;
+	in->cwnd = tp->snd_cwnd;
+	in->ssthresh = tp->snd_ssthresh;
+	in->app_limited = tp->app_limited;
+	in->pacing_status = sk->sk_pacing_status;
+}
+
+/* Before the shadow runs: its result starts from the saved inputs, and a random draw returns
+ * the value that puts the gain cycle where the kernel's draw put it (the draw is followed by one
+ * advance: cycle_idx = CYCLE_LEN - 1 - r % BBR_CYCLE_RAND, then + 1).
+ */
+BBR_INLINE void ls_prepare(struct ls_shadow *s, struct bbr *k)
+{
+	s->out = s->in;
+	s->random = CYCLE_LEN - 1 - ((k->cycle_idx - 1) & (CYCLE_LEN - 1));
+}
+
+BBR_INLINE void ls_kernel_state(struct sock *sk, struct bbr *k, struct ls_state *st)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	st->pacing_rate = sk->sk_pacing_rate;
+	st->cwnd = tp->snd_cwnd;
+	st->ssthresh = tp->snd_ssthresh;
+	st->app_limited = tp->app_limited;
+	st->pacing_status = sk->sk_pacing_status;
+	st->bw = k->bw.s[0].v;
+	st->lt_bw = k->lt_bw;
+	st->min_rtt_us = k->min_rtt_us;
+	st->rtt_cnt = k->rtt_cnt;
+	st->full_bw = k->full_bw;
+	st->prior_cwnd = k->prior_cwnd;
+	st->extra_acked[0] = k->extra_acked[0];
+	st->extra_acked[1] = k->extra_acked[1];
+	st->pacing_gain = k->pacing_gain;
+	st->cwnd_gain = k->cwnd_gain;
+	st->mode = k->mode;
+	st->cycle_idx = k->cycle_idx;
+	st->full_bw_reached = k->full_bw_reached;
+	st->full_bw_cnt = k->full_bw_cnt;
+	st->lt_use_bw = k->lt_use_bw;
+	st->lt_is_sampling = k->lt_is_sampling;
+	st->packet_conservation = k->packet_conservation;
+}
+
+BBR_INLINE void ls_shadow_state(const struct ls_shadow *s, struct ls_state *st)
+{
+	const struct bbr_core *b = &s->core;
+
+	st->pacing_rate = s->out.pacing_rate;
+	st->cwnd = s->out.cwnd;
+	st->ssthresh = s->out.ssthresh;
+	st->app_limited = s->out.app_limited;
+	st->pacing_status = s->out.pacing_status;
+	st->bw = b->bw.s[0].v;
+	st->lt_bw = b->lt_bw;
+	st->min_rtt_us = b->min_rtt_us;
+	st->rtt_cnt = b->rtt_cnt;
+	st->full_bw = b->full_bw;
+	st->prior_cwnd = b->prior_cwnd;
+	st->extra_acked[0] = b->extra_acked[0];
+	st->extra_acked[1] = b->extra_acked[1];
+	st->pacing_gain = b->pacing_gain;
+	st->cwnd_gain = b->cwnd_gain;
+	st->mode = b->mode;
+	st->cycle_idx = b->cycle_idx;
+	st->full_bw_reached = b->full_bw_reached;
+	st->full_bw_cnt = b->full_bw_cnt;
+	st->lt_use_bw = b->lt_use_bw;
+	st->lt_is_sampling = b->lt_is_sampling;
+	st->packet_conservation = b->packet_conservation;
+}
+
+/* 1 when x != 0, without a branch: the verifier walks each branch of a 16-field comparison
+ * separately, and their combinations would exceed its budget. The empty asm hides -x from clang,
+ * which would otherwise turn the arithmetic back into a compare and branch.
+ */
+BBR_INLINE u32 ls_nz(u64 x)
+{
+	u64 neg = 0 - x;
+
+	asm volatile("" : "+r"(neg));
+	return (u32)((x | neg) >> 63);
+}
+
+BBR_INLINE u32 ls_diff(const struct ls_state *a, const struct ls_state *b)
+{
+	u32 m;
+
+	m = ls_nz(a->mode ^ b->mode) << LS_F_MODE;
+	m |= ls_nz(a->cycle_idx ^ b->cycle_idx) << LS_F_CYCLE_IDX;
+	m |= ls_nz(a->cwnd ^ b->cwnd) << LS_F_CWND;
+	m |= ls_nz(a->pacing_rate ^ b->pacing_rate) << LS_F_PACING_RATE;
+	m |= ls_nz(a->bw ^ b->bw) << LS_F_BW;
+	m |= ls_nz(a->min_rtt_us ^ b->min_rtt_us) << LS_F_MIN_RTT;
+	m |= ls_nz(a->rtt_cnt ^ b->rtt_cnt) << LS_F_ROUND;
+	m |= ls_nz((a->full_bw_reached ^ b->full_bw_reached) | (a->full_bw_cnt ^ b->full_bw_cnt) |
+		   (a->full_bw ^ b->full_bw)) << LS_F_FULL_BW;
+	m |= ls_nz((a->pacing_gain ^ b->pacing_gain) | (a->cwnd_gain ^ b->cwnd_gain)) << LS_F_GAINS;
+	m |= ls_nz((a->lt_use_bw ^ b->lt_use_bw) | (a->lt_bw ^ b->lt_bw) |
+		   (a->lt_is_sampling ^ b->lt_is_sampling)) << LS_F_LT;
+	m |= ls_nz(a->ssthresh ^ b->ssthresh) << LS_F_SSTHRESH;
+	m |= ls_nz(a->prior_cwnd ^ b->prior_cwnd) << LS_F_PRIOR_CWND;
+	m |= ls_nz((a->extra_acked[0] ^ b->extra_acked[0]) | (a->extra_acked[1] ^ b->extra_acked[1]))
+	     << LS_F_ACK_AGG;
+	m |= ls_nz(a->packet_conservation ^ b->packet_conservation) << LS_F_CONSERVATION;
+	m |= ls_nz(a->app_limited ^ b->app_limited) << LS_F_APP_LIMITED;
+	m |= ls_nz(a->pacing_status ^ b->pacing_status) << LS_F_PACING_STATUS;
+	return m;
+}
+
+/* A kernel stamp in jiffies as a core stamp in 1024 us ticks, through the present moment. */
+BBR_INLINE u32 ls_jiffies_to_ticks(u32 stamp, u32 now_jiffies, u32 now_ticks)
+{
+	s64 us = (s64)(s32)(stamp - now_jiffies) * (USEC_PER_SEC / CONFIG_HZ);
+
+	return now_ticks + (u32)(us >> BBR_TICK_SHIFT);
+}
+
+/* Copy the kernel's whole model into the shadow, field by field. */
+BBR_INLINE void ls_resync(struct ls_shadow *s, struct bbr *k)
+{
+	struct bbr_core *b = &s->core;
+	u32 now_j = (u32)bpf_jiffies64(), now_t = bbr_ticks(bbr_clock_us());
+
+	b->min_rtt_us = k->min_rtt_us;
+	b->min_rtt_stamp = ls_jiffies_to_ticks(k->min_rtt_stamp, now_j, now_t);
+	b->probe_rtt_done_stamp =
+		k->probe_rtt_done_stamp ? (ls_jiffies_to_ticks(k->probe_rtt_done_stamp, now_j, now_t) ?: 1) : 0;
+	b->bw.s[0].t = k->bw.s[0].t;
+	b->bw.s[0].v = k->bw.s[0].v;
+	b->bw.s[1].t = k->bw.s[1].t;
+	b->bw.s[1].v = k->bw.s[1].v;
+	b->bw.s[2].t = k->bw.s[2].t;
+	b->bw.s[2].v = k->bw.s[2].v;
+	b->rtt_cnt = k->rtt_cnt;
+	b->next_rtt_delivered = k->next_rtt_delivered;
+	b->cycle_stamp = (u32)k->cycle_mstamp;
+	b->mode = k->mode;
+	b->prev_ca_state = k->prev_ca_state;
+	b->packet_conservation = k->packet_conservation;
+	b->round_start = k->round_start;
+	b->idle_restart = k->idle_restart;
+	b->probe_rtt_round_done = k->probe_rtt_round_done;
+	b->lt_is_sampling = k->lt_is_sampling;
+	b->lt_rtt_cnt = k->lt_rtt_cnt;
+	b->lt_use_bw = k->lt_use_bw;
+	b->full_bw_reached = k->full_bw_reached;
+	b->full_bw_cnt = k->full_bw_cnt;
+	b->cycle_idx = k->cycle_idx;
+	b->has_seen_rtt = k->has_seen_rtt;
+	b->lt_bw = k->lt_bw;
+	b->lt_last_delivered = k->lt_last_delivered;
+	b->lt_last_stamp = k->lt_last_stamp;
+	b->lt_last_lost = k->lt_last_lost;
+	b->pacing_gain = k->pacing_gain;
+	b->cwnd_gain = k->cwnd_gain;
+	b->prior_cwnd = k->prior_cwnd;
+	b->full_bw = k->full_bw;
+	b->ack_epoch_stamp = (u32)k->ack_epoch_mstamp;
+	b->extra_acked[0] = k->extra_acked[0];
+	b->extra_acked[1] = k->extra_acked[1];
+	b->ack_epoch_acked = k->ack_epoch_acked;
+	b->extra_acked_win_rtts = k->extra_acked_win_rtts;
+	b->extra_acked_win_idx = k->extra_acked_win_idx;
+}
+
+BBR_INLINE void ls_count(u64 *counter)
+{
+	__sync_fetch_and_add(counter, 1);
+}
+
+/* Compare after a callback; on a difference count it, record both states and re-sync. For
+ * ssthresh and undo_cwnd the decision is the return value (TCP stores it afterwards): kret and
+ * sret, the two sides' returns, stand in for ssthresh and cwnd there.
+ */
+BBR_INLINE void ls_compare(struct sock *sk, struct ls_shadow *s, u8 callback, u8 arg, u8 mode_before,
+			   u32 kret, u32 sret)
+{
+	struct bbr *k = ls_kernel_bbr(sk);
+	struct ls_record *r;
+	u32 fields, i;
+
+	ls_kernel_state(sk, k, &s->k);
+	ls_shadow_state(s, &s->s);
+	if (callback == LS_CB_SSTHRESH) {
+		s->k.ssthresh = kret;
+		s->s.ssthresh = sret;
+	} else if (callback == LS_CB_UNDO) {
+		s->k.cwnd = kret;
+		s->s.cwnd = sret;
+	}
+	fields = ls_diff(&s->k, &s->s);
+
+	if (callback < LS_CB_COUNT)
+		ls_count(&counters.compared[callback]);
+	if (callback == LS_CB_ACK && mode_before < LS_MODES)
+		ls_count(&counters.acks_by_mode[mode_before]);
+	if (!fields)
+		return;
+
+	if (callback < LS_CB_COUNT)
+		ls_count(&counters.mismatched[callback]);
+	if (callback == LS_CB_ACK && mode_before < LS_MODES)
+		ls_count(&counters.mismatched_acks_by_mode[mode_before]);
+	for (i = 0; i < LS_F_COUNT; i++)
+		__sync_fetch_and_add(&counters.field[i], (fields >> i) & 1);
+
+	r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
+	if (r) {
+		r->t_ns = bpf_ktime_get_ns();
+		r->fields = fields;
+		r->delivered = tcp_sk(sk)->delivered;
+		r->sport = sk->__sk_common.skc_num;
+		r->dport = bpf_ntohs(sk->__sk_common.skc_dport);
+		r->callback = callback;
+		r->arg = arg;
+		r->ca_state = inet_csk(sk)->icsk_ca_state;
+		r->mode_before = mode_before;
+		r->kernel = s->k;
+		r->shadow = s->s;
+		bpf_ringbuf_submit(r, 0);
+	} else {
+		ls_count(&counters.lost_records);
+	}
+	ls_resync(s, k);
+}
+
+BBR_INLINE struct ls_shadow *ls_get(struct sock *sk)
+{
+	struct ls_shadow *s = bpf_sk_storage_get(&shadows, sk, 0, 0);
+
+	if (!s)
+		ls_count(&counters.no_shadow);
+	return s;
+}
+
+SEC("struct_ops")
+void BPF_PROG(ls_init, struct sock *sk)
+{
+	struct ls_shadow *s = bpf_sk_storage_get(&shadows, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+
+	if (!s) {
+		ls_count(&counters.no_shadow);
+		bbr_init(sk);
+		return;
+	}
+	ls_save_inputs(sk, &s->in);
+	bbr_init(sk);
+	__builtin_memset(&s->core, 0, sizeof(s->core)); /* as TCP zeroes icsk_ca_priv */
+	ls_prepare(s, ls_kernel_bbr(sk));
+	bbr_core_init(sk, &s->core);
+	ls_compare(sk, s, LS_CB_INIT, 0, BBRKIT_STARTUP, 0, 0);
+}
+
+SEC("struct_ops")
+void BPF_PROG(ls_main, struct sock *sk, u32 ack, int flag, const struct rate_sample *rs)
+{
+	struct ls_shadow *s = ls_get(sk);
+	u8 mode = ls_kernel_bbr(sk)->mode;
+
+	if (!s) {
+		bbr_main(sk, ack, flag, rs);
+		return;
+	}
+	ls_save_inputs(sk, &s->in);
+	bbr_main(sk, ack, flag, rs);
+	ls_prepare(s, ls_kernel_bbr(sk));
+	bbr_core_main(sk, &s->core, rs);
+	ls_compare(sk, s, LS_CB_ACK, 0, mode, 0, 0);
+}
+
+SEC("struct_ops")
+void BPF_PROG(ls_cwnd_event, struct sock *sk, enum tcp_ca_event event)
+{
+	struct ls_shadow *s = ls_get(sk);
+	u8 mode = ls_kernel_bbr(sk)->mode;
+
+	if (!s) {
+		bbr_cwnd_event(sk, event);
+		return;
+	}
+	ls_save_inputs(sk, &s->in);
+	bbr_cwnd_event(sk, event);
+	ls_prepare(s, ls_kernel_bbr(sk));
+	bbr_core_cwnd_event(sk, &s->core, event);
+	ls_compare(sk, s, LS_CB_CWND_EVENT, event, mode, 0, 0);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(ls_ssthresh, struct sock *sk)
+{
+	struct ls_shadow *s = ls_get(sk);
+	u8 mode = ls_kernel_bbr(sk)->mode;
+	u32 ret;
+
+	if (!s)
+		return bbr_ssthresh(sk);
+	ls_save_inputs(sk, &s->in);
+	ret = bbr_ssthresh(sk);
+	ls_prepare(s, ls_kernel_bbr(sk));
+	ls_compare(sk, s, LS_CB_SSTHRESH, 0, mode, ret, bbr_core_ssthresh(sk, &s->core));
+	return ret;
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(ls_undo_cwnd, struct sock *sk)
+{
+	struct ls_shadow *s = ls_get(sk);
+	u8 mode = ls_kernel_bbr(sk)->mode;
+	u32 ret;
+
+	if (!s)
+		return bbr_undo_cwnd(sk);
+	ls_save_inputs(sk, &s->in);
+	ret = bbr_undo_cwnd(sk);
+	ls_prepare(s, ls_kernel_bbr(sk));
+	ls_compare(sk, s, LS_CB_UNDO, 0, mode, ret, bbr_core_undo_cwnd(sk, &s->core));
+	return ret;
+}
+
+SEC("struct_ops")
+void BPF_PROG(ls_set_state, struct sock *sk, u8 new_state)
+{
+	struct ls_shadow *s = ls_get(sk);
+	u8 mode = ls_kernel_bbr(sk)->mode;
+
+	if (!s) {
+		bbr_set_state(sk, new_state);
+		return;
+	}
+	ls_save_inputs(sk, &s->in);
+	bbr_set_state(sk, new_state);
+	ls_prepare(s, ls_kernel_bbr(sk));
+	bbr_core_set_state(sk, &s->core, new_state);
+	ls_compare(sk, s, LS_CB_SET_STATE, new_state, mode, 0, 0);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(ls_sndbuf_expand, struct sock *sk)
+{
+	return bbr_sndbuf_expand(sk);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(ls_min_tso_segs, struct sock *sk)
+{
+	return bbr_min_tso_segs(sk);
+}
+
+SEC(".struct_ops")
+struct tcp_congestion_ops lockstep = {
+	.init = (void *)ls_init,
+	.cong_control = (void *)ls_main,
+	.ssthresh = (void *)ls_ssthresh,
+	.undo_cwnd = (void *)ls_undo_cwnd,
+	.cwnd_event = (void *)ls_cwnd_event,
+	.set_state = (void *)ls_set_state,
+	.sndbuf_expand = (void *)ls_sndbuf_expand,
+	.min_tso_segs = (void *)ls_min_tso_segs,
+	.flags = TCP_CONG_NON_RESTRICTED,
+	.name = "bbr_lockstep",
+};

@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: GPL-2.0
+/* bbrkit-lockstep: registers the test-only congestion control bbr_lockstep (bbr_lockstep.bpf.c)
+ * for as long as it runs, and reports how often bbrkit's BBR core decided differently from the
+ * kernel's BBR on the connections that used it.
+ *
+ *   bbrkit-lockstep [--records FILE] [-v]
+ *
+ * Prints "ready" once bbr_lockstep is registered, then writes every mismatch record to FILE (one
+ * JSON object per line) until SIGINT or SIGTERM; it then unregisters and prints one JSON summary
+ * line. The registration is a struct_ops link owned by this process and never pinned, so it also
+ * ends if the process is killed. Exit status: 0 after a run, 1 on an error, 2 when this kernel's
+ * BBR is not callable from BPF (the check cannot run).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "lockstep.h"
+#include "bbr_lockstep.skel.h"
+
+#define CC_NAME "bbr_lockstep"
+#define EXIT_UNSUPPORTED 2
+#define POLL_MS 100 /* how long a poll waits for records before checking for a signal */
+
+static const char *const callback_names[LS_CB_COUNT] = {
+	"ack", "init", "cwnd_event", "ssthresh", "undo_cwnd", "set_state",
+};
+
+static const char *const field_names[LS_F_COUNT] = {
+	"mode", "cycle_idx", "cwnd", "pacing_rate", "bw", "min_rtt", "round", "full_bw",
+	"gains", "lt_bw", "ssthresh", "prior_cwnd", "ack_aggregation", "conservation",
+	"app_limited", "pacing_status",
+};
+
+static const char *const mode_names[LS_MODES] = { "STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT" };
+
+static volatile sig_atomic_t stop;
+static bool verbose;
+static FILE *records_out;
+static unsigned long long records_written;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "bbrkit-lockstep: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (!verbose && level != LIBBPF_WARN)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+/* The kernel's BBR is callable when vmlinux BTF has its kfunc; the load would fail otherwise. */
+static bool kernel_bbr_callable(void)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	bool found;
+
+	if (!vmlinux)
+		return false;
+	found = btf__find_by_name_kind(vmlinux, "bbr_main", BTF_KIND_FUNC) >= 0;
+	btf__free(vmlinux);
+	return found;
+}
+
+static bool already_registered(void)
+{
+	char line[4096], *tok, *save;
+	FILE *f = fopen("/proc/sys/net/ipv4/tcp_available_congestion_control", "r");
+	bool found = false;
+
+	if (!f)
+		return false;
+	if (fgets(line, sizeof(line), f))
+		for (tok = strtok_r(line, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save))
+			found |= !strcmp(tok, CC_NAME);
+	fclose(f);
+	return found;
+}
+
+static void print_state(FILE *f, const char *key, const struct ls_state *s)
+{
+	fprintf(f,
+		"\"%s\":{\"mode\":%u,\"cycle_idx\":%u,\"cwnd\":%u,\"pacing_rate\":%llu,\"bw\":%u,"
+		"\"min_rtt_us\":%u,\"round\":%u,\"full_bw_reached\":%u,\"full_bw_cnt\":%u,\"full_bw\":%u,"
+		"\"pacing_gain\":%u,\"cwnd_gain\":%u,\"lt_use_bw\":%u,\"lt_bw\":%u,\"lt_is_sampling\":%u,"
+		"\"ssthresh\":%u,\"prior_cwnd\":%u,\"extra_acked\":[%u,%u],\"conservation\":%u,"
+		"\"app_limited\":%u,\"pacing_status\":%u}",
+		key, s->mode, s->cycle_idx, s->cwnd, (unsigned long long)s->pacing_rate, s->bw, s->min_rtt_us,
+		s->rtt_cnt, s->full_bw_reached, s->full_bw_cnt, s->full_bw, s->pacing_gain, s->cwnd_gain,
+		s->lt_use_bw, s->lt_bw, s->lt_is_sampling, s->ssthresh, s->prior_cwnd, s->extra_acked[0],
+		s->extra_acked[1], s->packet_conservation, s->app_limited, s->pacing_status);
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	const struct ls_record *r = data;
+	const char *sep = "";
+	int i;
+
+	(void)ctx;
+	if (!records_out || size < sizeof(*r))
+		return 0;
+	fprintf(records_out,
+		"{\"t_ns\":%llu,\"sport\":%u,\"dport\":%u,\"callback\":\"%s\",\"arg\":%u,\"ca_state\":%u,"
+		"\"mode_before\":%u,\"delivered\":%u,\"fields\":[",
+		(unsigned long long)r->t_ns, r->sport, r->dport,
+		r->callback < LS_CB_COUNT ? callback_names[r->callback] : "?", r->arg, r->ca_state,
+		r->mode_before, r->delivered);
+	for (i = 0; i < LS_F_COUNT; i++) {
+		if (r->fields & (1U << i)) {
+			fprintf(records_out, "%s\"%s\"", sep, field_names[i]);
+			sep = ",";
+		}
+	}
+	fputs("],", records_out);
+	print_state(records_out, "kernel", &r->kernel);
+	fputc(',', records_out);
+	print_state(records_out, "shadow", &r->shadow);
+	fputs("}\n", records_out);
+	records_written++;
+	return 0;
+}
+
+static void print_counts(const char *key, const __u64 *v, const char *const *names, int n, bool last)
+{
+	int i;
+
+	printf("\"%s\":{", key);
+	for (i = 0; i < n; i++)
+		printf("%s\"%s\":%llu", i ? "," : "", names[i], (unsigned long long)v[i]);
+	printf("}%s", last ? "" : ",");
+}
+
+static void print_summary(const struct ls_counters *c)
+{
+	printf("{");
+	print_counts("compared", c->compared, callback_names, LS_CB_COUNT, false);
+	print_counts("mismatched", c->mismatched, callback_names, LS_CB_COUNT, false);
+	print_counts("fields", c->field, field_names, LS_F_COUNT, false);
+	print_counts("acks_by_mode", c->acks_by_mode, mode_names, LS_MODES, false);
+	print_counts("mismatched_acks_by_mode", c->mismatched_acks_by_mode, mode_names, LS_MODES, false);
+	printf("\"no_shadow\":%llu,\"lost_records\":%llu,\"records_written\":%llu}\n",
+	       (unsigned long long)c->no_shadow, (unsigned long long)c->lost_records, records_written);
+	fflush(stdout);
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: bbrkit-lockstep [--records FILE] [-v]\n");
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct bbr_lockstep *skel = NULL;
+	struct bpf_link *link = NULL;
+	struct ring_buffer *rb = NULL;
+	const char *records_path = NULL;
+	struct sigaction sa = { .sa_handler = on_signal };
+	int i, err, ret = 1;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-v"))
+			verbose = true;
+		else if (!strcmp(argv[i], "--records") && i + 1 < argc)
+			records_path = argv[++i];
+		else
+			return usage();
+	}
+	libbpf_set_print(libbpf_print);
+
+	if (geteuid() != 0) {
+		fail("needs root (it registers a congestion control)");
+		return 1;
+	}
+	if (!kernel_bbr_callable()) {
+		fail("this kernel's BBR is not callable from BPF (no bbr_main kfunc in its BTF): check skipped");
+		return EXIT_UNSUPPORTED;
+	}
+	if (already_registered()) {
+		fail("%s is already registered: another lockstep run is active", CC_NAME);
+		return 1;
+	}
+	if (records_path) {
+		records_out = fopen(records_path, "w");
+		if (!records_out) {
+			fail("cannot write %s: %s", records_path, strerror(errno));
+			return 1;
+		}
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	skel = bbr_lockstep__open_and_load();
+	if (!skel) {
+		fail("cannot load %s: %s (-v shows the verifier log)", CC_NAME, strerror(errno));
+		goto out;
+	}
+	rb = ring_buffer__new(bpf_map__fd(skel->maps.records), on_record, NULL, NULL);
+	if (!rb) {
+		fail("cannot open the record ring buffer: %s", strerror(errno));
+		goto out;
+	}
+	link = bpf_map__attach_struct_ops(skel->maps.lockstep);
+	if (!link) {
+		fail("cannot register %s: %s", CC_NAME, strerror(errno));
+		goto out;
+	}
+	printf("ready\n");
+	fflush(stdout);
+
+	while (!stop) {
+		err = ring_buffer__poll(rb, POLL_MS);
+		if (err < 0 && err != -EINTR) {
+			fail("reading records: %s", strerror(-err));
+			goto out;
+		}
+	}
+	/* Unregister first, then take what the last ACKs recorded. */
+	bpf_link__destroy(link);
+	link = NULL;
+	ring_buffer__consume(rb);
+	print_summary(&skel->bss->counters);
+	ret = 0;
+out:
+	bpf_link__destroy(link);
+	ring_buffer__free(rb);
+	bbr_lockstep__destroy(skel);
+	if (records_out && fclose(records_out)) {
+		fail("writing %s: %s", records_path, strerror(errno));
+		ret = 1;
+	}
+	return ret;
+}
