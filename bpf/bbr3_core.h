@@ -962,7 +962,7 @@ BBR_INLINE void bbr3_state_init(struct sock *sk, struct bbr_core *b, struct bbr3
 	s->initialized = 1;
 	s->init_cwnd = bbr_min_u32(0x7F, bbr_out_cwnd(sk, b));
 	s->probe_rtt_min_us = tp->rtt_min.s[0].v;
-	s->probe_rtt_min_stamp = bbr_now_ticks(tp);
+	s->probe_rtt_min_stamp = b->min_rtt_stamp; /* the core's init clock: tcp_mstamp may be stale */
 	s->loss_round_delivered = tp->delivered + 1; /* the first loss round ends with the first flight */
 	s->round_lost = tp->lost;
 	s->round_delivered = tp->delivered;
