@@ -37,7 +37,7 @@ struct param_desc {
 enum variant_kind {
 	VAR_UINT,     /* plain count */
 	VAR_GAIN,     /* BBR_UNIT fixed point, printed as a float */
-	VAR_BW,       /* packets/us << BW_SCALE, printed in bit/s (table: Mbit/s) */
+	VAR_BW,       /* packets/us << BW_SCALE, printed in bit/s */
 	VAR_PERMILLE, /* thousandths, printed as a fraction */
 	VAR_V3_PHASE, /* enum bbrkit_v3_phase, printed by name */
 };

@@ -99,10 +99,7 @@ static void variant_value(FILE *out, const struct variant_desc *v, const struct 
 		fprintf(out, "%.4g", gain(x));
 		break;
 	case VAR_BW:
-		if (fmt == FMT_TABLE)
-			fprintf(out, "%.2f", bw_to_bps(x, f->mss) / BPS_PER_MBPS);
-		else
-			fprintf(out, "%llu", bw_to_bps(x, f->mss));
+		fprintf(out, "%llu", bw_to_bps(x, f->mss));
 		break;
 	case VAR_PERMILLE:
 		fprintf(out, "%.3f", (double)x / BBRKIT_PERMILLE);
