@@ -472,6 +472,9 @@ _SEED001_V2_CLAIMS = {
 
 
 def _with_bbr2(spec: Spec) -> Spec:
+    if spec.key == "seed001/fig11-12":
+        return replace(spec, notes=SEED001_V2_NOTES + " bbr2 and bbr3 with CUBIC: seed001/fig11-bbrv2."
+                       + spec.notes.removeprefix(SEED001_NOTES))
     if spec.key not in SEED001_WITH_BBR2:
         return spec
     paper = {("bbr2" if k[0] == "BBRv2" else k[0], *k[1:]): v for k, v in spec.paper.items()}
