@@ -32,15 +32,16 @@
  * State beyond the 104 bytes: struct bbr3 (96 bytes) lives in BPF_MAP_TYPE_SK_STORAGE, looked up
  * once per ACK (bbr3_main) and passed down. Packing does not work: the core fields v3 shares take
  * ~56 bytes, leaving 48 (the v1-only max filter, long-term sampling and ext) for a model of 96, and
- * narrowing bandwidths or inflights to 16 bits would change the algorithm. The storage is created at init and, should that fail, on a later ACK;
- * until it exists the flow keeps its cwnd and pacing rate.
+ * narrowing bandwidths or inflights to 16 bits would change the algorithm. The storage is created
+ * at init and, should that fail, on a later ACK; until it exists the flow keeps its cwnd and pacing
+ * rate.
  *
  * Signals a stock kernel does not give a congestion control, and what stands in for them:
  * A. rs->tx_in_flight (the flight when the ACKed packet was sent) -> rs->prior_in_flight (the
  *    flight when the ACK arrived). Differs while the flight grows or shrinks within a round: in UP
  *    the stand-in is larger by the packets sent since, so inflight_hi is set a little higher.
  * B. rs->lost (packets lost since the ACKed packet was sent) -> tp->lost minus its value when the
- *    current loss round began (lost_in_round()). Differs early in a round: losses of the previous
+ *    current loss round began (bbr3_lost_in_round()). Differs early in a round: losses of the previous
  *    round's tail are not counted, so a loss cut may come up to one round later.
  * C. skb_marked_lost (a hook per lost skb, with that skb's tx_in_flight and tx.lost) -> the first
  *    ACK that reports new losses (rs->losses > 0) runs the same check with A and B; the flight at

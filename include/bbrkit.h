@@ -178,9 +178,11 @@ struct bbr3_params {
 	__u32 probe_wait_rand_ms;    /* ... a uniform random part below this */
 };
 
-/* 2%: v3's bbr_loss_thresh. Above half the flight lost, the cut would come too late to matter. */
+/* 2%: v3's bbr_loss_thresh. The kernel's fixed point (1/256) has nothing finer than 0.004; above
+ * half the flight lost, the cut would come too late to matter.
+ */
 #define BBR3_LOSS_THRESH_DEF 20
-#define BBR3_LOSS_THRESH_MIN 1
+#define BBR3_LOSS_THRESH_MIN 4
 #define BBR3_LOSS_THRESH_MAX 500
 /* 0.7: draft-ietf-ccwg-bbr BBRBeta (the kernel stores the cut, 0.3). 1.0 disables the response. */
 #define BBR3_BETA_DEF 700
@@ -194,9 +196,9 @@ struct bbr3_params {
 #define BBR3_ECN_DEF 0
 #define BBR3_ECN_MIN 0
 #define BBR3_ECN_MAX 1
-/* 50%: v3's bbr_ecn_thresh. */
+/* 50%: v3's bbr_ecn_thresh; at least 1/256, as for loss_thresh. */
 #define BBR3_ECN_THRESH_DEF 500
-#define BBR3_ECN_THRESH_MIN 1
+#define BBR3_ECN_THRESH_MIN 4
 #define BBR3_ECN_THRESH_MAX 1000
 /* 5 ms: v3's bbr_ecn_max_rtt_us (datacenter paths). */
 #define BBR3_ECN_MAX_RTT_DEF 5000
