@@ -620,7 +620,6 @@ BBR_INLINE void bbr3_update_congestion_signals(struct sock *sk, struct bbr_core 
 		return;
 	if (!rs->is_app_limited || sample_bw >= bbr3_max_bw(s))
 		bbr3_take_max_bw_sample(b, s, sample_bw);
-	s->loss_in_round |= rs->losses > 0;
 	if (!s->loss_round_start)
 		return;
 	bbr3_adapt_lower_bounds(sk, b, s, c);
@@ -1035,8 +1034,7 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 
 	bbr3_advance_latest_delivery_signals(sk, s, rs, sample_bw);
 	b->prev_ca_state = inet_csk(sk)->icsk_ca_state;
-	s->loss_in_cycle |= rs->losses > 0;
-	s->ecn_in_cycle |= rs->delivered_ce > 0;
+	s->ecn_in_cycle |= rs->delivered_ce > 0; /* loss_in_cycle is bbr3_on_losses()' */
 }
 
 /* Entering recovery: save cwnd, and the bounds in case the recovery turns out spurious. */
