@@ -49,7 +49,26 @@ enum bbrkit_event {
 #define BBRKIT_VAR_ACD_STEADY 0   /* consecutive steady elevated RTT samples */
 #define BBRKIT_VAR_ACD_CONGESTED 1 /* 1 when the detector declares congestion */
 #define BBRKIT_VAR_ACD_HALVINGS 2 /* cwnd halvings applied so far */
-#define BBRKIT_VAR_SLOTS 4
+#define BBRKIT_VAR_V3_PHASE 0        /* bbr2/bbr3 PROBE_BW sub-phase, enum bbrkit_v3_phase */
+#define BBRKIT_VAR_V3_BW_HI 1        /* long-term max bw, packets/us << BW_SCALE */
+#define BBRKIT_VAR_V3_BW_LO 2        /* short-term bound, same unit; BBRKIT_VAR_NONE: unset */
+#define BBRKIT_VAR_V3_INFLIGHT_HI 3  /* packets; BBRKIT_VAR_NONE: unset */
+#define BBRKIT_VAR_V3_INFLIGHT_LO 4  /* packets; BBRKIT_VAR_NONE: unset */
+#define BBRKIT_VAR_V3_LOSS_RATE 5    /* lost / (lost + delivered) of the last loss round, permille */
+#define BBRKIT_VAR_V3_ECN_RATE 6     /* CE-marked / delivered of the last loss round, permille */
+#define BBRKIT_VAR_V3_ECN_ALPHA 7    /* EWMA of the CE fraction, BBR_UNIT */
+#define BBRKIT_VAR_SLOTS 8
+/* A variant slot with no value (a bound that is not set). */
+#define BBRKIT_VAR_NONE 0xffffffffU
+
+/* PROBE_BW sub-phases of bbr2/bbr3 (the kernel's cycle_idx); NONE outside PROBE_BW. */
+enum bbrkit_v3_phase {
+	BBRKIT_V3_UP,     /* pace at 5/4 x bw to probe for more bandwidth */
+	BBRKIT_V3_DOWN,   /* pace below bw to drain the probe's queue */
+	BBRKIT_V3_CRUISE, /* pace at bw, leaving headroom below inflight_hi */
+	BBRKIT_V3_REFILL, /* one round at bw with the short-term bounds lifted, before UP */
+	BBRKIT_V3_NONE,
+};
 
 /* One flow's state: the ring buffer's trace record and the flows iterator's output. */
 struct bbrkit_flow {
@@ -143,6 +162,59 @@ struct bbr_acd_params {
 #define BBR_ACD_HALVE_ONCE_DEF 0
 #define BBR_ACD_HALVE_ONCE_MIN 0
 #define BBR_ACD_HALVE_ONCE_MAX 1
+
+/* bbr3 (BBRv3) and bbr2 (BBRv2 alpha) share one parameter set with the same defaults: the
+ * values of Google's v3 tcp_bbr.c, which are also v2alpha's. Ratios in permille.
+ */
+struct bbr3_params {
+	__u32 loss_thresh_permille;  /* a probe that loses more than this share of its flight went too far */
+	__u32 beta_permille;         /* multiplicative factor kept by a loss cut (bw_lo, inflight_lo, _hi) */
+	__u32 headroom_permille;     /* share of inflight_hi left unused while cruising */
+	__u32 ecn;                   /* 1: react to CE marks (needs a shallow-threshold marking path) */
+	__u32 ecn_thresh_permille;   /* a probe whose ACKs carry more CE than this went too far */
+	__u32 ecn_max_rtt_us;        /* ECN is used only while min_rtt <= this; 0: at any RTT */
+	__u32 probe_rtt_interval_ms; /* enter PROBE_RTT when min_rtt was not refreshed for this long */
+	__u32 probe_wait_base_ms;    /* wall-clock wait between bandwidth probes: base + */
+	__u32 probe_wait_rand_ms;    /* ... a uniform random part below this */
+};
+
+/* 2%: v3's bbr_loss_thresh. The kernel's fixed point (1/256) has nothing finer than 0.004; above
+ * half the flight lost, the cut would come too late to matter.
+ */
+#define BBR3_LOSS_THRESH_DEF 20
+#define BBR3_LOSS_THRESH_MIN 4
+#define BBR3_LOSS_THRESH_MAX 500
+/* 0.7: draft-ietf-ccwg-bbr BBRBeta (the kernel stores the cut, 0.3). 1.0 disables the response. */
+#define BBR3_BETA_DEF 700
+#define BBR3_BETA_MIN 100
+#define BBR3_BETA_MAX 1000
+/* 15%: v3's bbr_inflight_headroom. */
+#define BBR3_HEADROOM_DEF 150
+#define BBR3_HEADROOM_MIN 0
+#define BBR3_HEADROOM_MAX 500
+/* Off: v3 uses ECN only on routes marked as shallow-threshold ECN, which a stock kernel cannot flag. */
+#define BBR3_ECN_DEF 0
+#define BBR3_ECN_MIN 0
+#define BBR3_ECN_MAX 1
+/* 50%: v3's bbr_ecn_thresh; at least 1/256, as for loss_thresh. */
+#define BBR3_ECN_THRESH_DEF 500
+#define BBR3_ECN_THRESH_MIN 4
+#define BBR3_ECN_THRESH_MAX 1000
+/* 5 ms: v3's bbr_ecn_max_rtt_us (datacenter paths). */
+#define BBR3_ECN_MAX_RTT_DEF 5000
+#define BBR3_ECN_MAX_RTT_MIN 0
+#define BBR3_ECN_MAX_RTT_MAX 10000000
+/* 5 s: v3's bbr_probe_rtt_win_ms; at most the 10 s min_rtt window, at least one PROBE_RTT stay. */
+#define BBR3_PROBE_RTT_INTERVAL_DEF 5000
+#define BBR3_PROBE_RTT_INTERVAL_MIN 200
+#define BBR3_PROBE_RTT_INTERVAL_MAX 10000
+/* 2 s + [0, 1 s): v3's bbr_bw_probe_base_us and bbr_bw_probe_rand_us. */
+#define BBR3_PROBE_WAIT_BASE_DEF 2000
+#define BBR3_PROBE_WAIT_BASE_MIN 0
+#define BBR3_PROBE_WAIT_BASE_MAX 60000
+#define BBR3_PROBE_WAIT_RAND_DEF 1000
+#define BBR3_PROBE_WAIT_RAND_MIN 0
+#define BBR3_PROBE_WAIT_RAND_MAX 60000
 
 /* bpffs layout: BBRKIT_PIN_ROOT/<algo>/<one of the names below>. */
 #define BBRKIT_PIN_ROOT "/sys/fs/bpf/bbrkit"

@@ -43,14 +43,56 @@ static const struct param_desc acd_params[] = {
 	  "1: halve once per recovery; 0: on every ACK of the round (paper listing)" },
 };
 
+/* bbr2 and bbr3 share one parameter struct and one set of state slots. */
+static const struct param_desc v3_params[] = {
+	{ "loss_thresh", "loss_thresh_permille", offsetof(struct bbr3_params, loss_thresh_permille),
+	  PARAM_RATIO, "ratio", BBR3_LOSS_THRESH_DEF, BBR3_LOSS_THRESH_MIN, BBR3_LOSS_THRESH_MAX,
+	  "a probe losing more than this share of its flight went too far" },
+	{ "beta", "beta_permille", offsetof(struct bbr3_params, beta_permille), PARAM_RATIO, "ratio",
+	  BBR3_BETA_DEF, BBR3_BETA_MIN, BBR3_BETA_MAX,
+	  "factor kept by a loss cut of bw_lo, inflight_lo and inflight_hi" },
+	{ "headroom", "headroom_permille", offsetof(struct bbr3_params, headroom_permille), PARAM_RATIO,
+	  "ratio", BBR3_HEADROOM_DEF, BBR3_HEADROOM_MIN, BBR3_HEADROOM_MAX,
+	  "share of inflight_hi left unused while cruising" },
+	{ "ecn", "ecn", offsetof(struct bbr3_params, ecn), PARAM_BOOL, "bool", BBR3_ECN_DEF,
+	  BBR3_ECN_MIN, BBR3_ECN_MAX, "react to CE marks (ECN-capable, shallow-threshold marking path)" },
+	{ "ecn_thresh", "ecn_thresh_permille", offsetof(struct bbr3_params, ecn_thresh_permille),
+	  PARAM_RATIO, "ratio", BBR3_ECN_THRESH_DEF, BBR3_ECN_THRESH_MIN, BBR3_ECN_THRESH_MAX,
+	  "a probe whose ACKs carry more CE than this went too far" },
+	{ "ecn_max_rtt_us", "ecn_max_rtt_us", offsetof(struct bbr3_params, ecn_max_rtt_us), PARAM_UINT,
+	  "us", BBR3_ECN_MAX_RTT_DEF, BBR3_ECN_MAX_RTT_MIN, BBR3_ECN_MAX_RTT_MAX,
+	  "ECN only while min_rtt <= this; 0 = at any RTT" },
+	{ "probe_rtt_interval_ms", "probe_rtt_interval_ms",
+	  offsetof(struct bbr3_params, probe_rtt_interval_ms), PARAM_UINT, "ms",
+	  BBR3_PROBE_RTT_INTERVAL_DEF, BBR3_PROBE_RTT_INTERVAL_MIN, BBR3_PROBE_RTT_INTERVAL_MAX,
+	  "PROBE_RTT when min_rtt was not refreshed for this long" },
+	{ "probe_wait_base_ms", "probe_wait_base_ms", offsetof(struct bbr3_params, probe_wait_base_ms),
+	  PARAM_UINT, "ms", BBR3_PROBE_WAIT_BASE_DEF, BBR3_PROBE_WAIT_BASE_MIN,
+	  BBR3_PROBE_WAIT_BASE_MAX, "bandwidth probes are this far apart, plus a random part" },
+	{ "probe_wait_rand_ms", "probe_wait_rand_ms", offsetof(struct bbr3_params, probe_wait_rand_ms),
+	  PARAM_UINT, "ms", BBR3_PROBE_WAIT_RAND_DEF, BBR3_PROBE_WAIT_RAND_MIN,
+	  BBR3_PROBE_WAIT_RAND_MAX, "the random part of the wait is uniform below this" },
+};
+
+static const struct variant_desc v3_variants[] = {
+	{ "bw_phase", BBRKIT_VAR_V3_PHASE, VAR_V3_PHASE },
+	{ "bw_hi_bps", BBRKIT_VAR_V3_BW_HI, VAR_BW },
+	{ "bw_lo_bps", BBRKIT_VAR_V3_BW_LO, VAR_BW },
+	{ "inflight_hi", BBRKIT_VAR_V3_INFLIGHT_HI, VAR_UINT },
+	{ "inflight_lo", BBRKIT_VAR_V3_INFLIGHT_LO, VAR_UINT },
+	{ "loss_rate", BBRKIT_VAR_V3_LOSS_RATE, VAR_PERMILLE },
+	{ "ecn_rate", BBRKIT_VAR_V3_ECN_RATE, VAR_PERMILLE },
+	{ "ecn_alpha", BBRKIT_VAR_V3_ECN_ALPHA, VAR_GAIN },
+};
+
 static const struct variant_desc rttgain_variants[] = {
-	{ "rtt_gain", BBRKIT_VAR_RTTGAIN_GAIN, true },
+	{ "rtt_gain", BBRKIT_VAR_RTTGAIN_GAIN, VAR_GAIN },
 };
 
 static const struct variant_desc acd_variants[] = {
-	{ "acd_steady", BBRKIT_VAR_ACD_STEADY, false },
-	{ "acd_congested", BBRKIT_VAR_ACD_CONGESTED, false },
-	{ "acd_halvings", BBRKIT_VAR_ACD_HALVINGS, false },
+	{ "acd_steady", BBRKIT_VAR_ACD_STEADY, VAR_UINT },
+	{ "acd_congested", BBRKIT_VAR_ACD_CONGESTED, VAR_UINT },
+	{ "acd_halvings", BBRKIT_VAR_ACD_HALVINGS, VAR_UINT },
 };
 
 /* What an algorithm adds to the common BBR state; algorithms not listed have nothing. */
@@ -61,6 +103,18 @@ static const struct algo extras[] = {
 	  .params_size = sizeof(struct bbr_rttgain_params),
 	  .variants = rttgain_variants,
 	  .nvariants = ARRAY_SIZE(rttgain_variants) },
+	{ .name = "bbr2",
+	  .params = v3_params,
+	  .nparams = ARRAY_SIZE(v3_params),
+	  .params_size = sizeof(struct bbr3_params),
+	  .variants = v3_variants,
+	  .nvariants = ARRAY_SIZE(v3_variants) },
+	{ .name = "bbr3",
+	  .params = v3_params,
+	  .nparams = ARRAY_SIZE(v3_params),
+	  .params_size = sizeof(struct bbr3_params),
+	  .variants = v3_variants,
+	  .nvariants = ARRAY_SIZE(v3_variants) },
 	{ .name = "bbr_acd",
 	  .params = acd_params,
 	  .nparams = ARRAY_SIZE(acd_params),

@@ -31,11 +31,22 @@ struct param_desc {
 	const char *help;
 };
 
+/* How a variant slot is shown. BBRKIT_VAR_NONE in a VAR_UINT or VAR_BW slot means "not set":
+ * JSON null, an empty CSV cell, "-" in the table.
+ */
+enum variant_kind {
+	VAR_UINT,     /* plain count */
+	VAR_GAIN,     /* BBR_UNIT fixed point, printed as a float */
+	VAR_BW,       /* packets/us << BW_SCALE, printed in bit/s */
+	VAR_PERMILLE, /* thousandths, printed as a fraction */
+	VAR_V3_PHASE, /* enum bbrkit_v3_phase, printed by name */
+};
+
 /* One slot of bbrkit_flow.variant as shown by flows and trace. */
 struct variant_desc {
 	const char *key; /* JSON/CSV key, e.g. "acd_steady" */
 	unsigned int slot;
-	bool gain; /* BBR_UNIT fixed point, printed as a float */
+	enum variant_kind kind;
 };
 
 struct algo {
@@ -130,7 +141,7 @@ int cmd_trace(int argc, char **argv);
 int cmd_features(int argc, char **argv);
 
 /* record.c: formatting of struct bbrkit_flow shared by flows and trace */
-enum record_format { FMT_JSONL, FMT_CSV };
+enum record_format { FMT_JSONL, FMT_CSV, FMT_TABLE }; /* FMT_TABLE: the flows table's cells */
 void record_json(FILE *out, const struct algo *a, const struct bbrkit_flow *f);
 void record_csv_header(FILE *out, const struct algo *const *sel, size_t n);
 void record_csv(FILE *out, const struct algo *a, const struct bbrkit_flow *f,

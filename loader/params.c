@@ -181,8 +181,11 @@ static void show_json(const struct algo *a, const void *value)
 static void show_table(const struct algo *a, const void *value)
 {
 	char v[VALUE_TEXT], d[VALUE_TEXT], lo[VALUE_TEXT], hi[VALUE_TEXT];
+	int w = (int)strlen("PARAMETER");
 
-	printf("%-13s %-9s %-10s %-9s %-16s %s\n", "PARAMETER", "VALUE", "UNIT", "DEFAULT", "RANGE",
+	for (size_t i = 0; i < a->nparams; i++) /* the name column fits the longest name */
+		w = (int)strlen(a->params[i].name) > w ? (int)strlen(a->params[i].name) : w;
+	printf("%-*s %-9s %-10s %-9s %-16s %s\n", w, "PARAMETER", "VALUE", "UNIT", "DEFAULT", "RANGE",
 	       "MEANING");
 	for (size_t i = 0; i < a->nparams; i++) {
 		const struct param_desc *p = &a->params[i];
@@ -193,7 +196,7 @@ static void show_table(const struct algo *a, const void *value)
 		format_value(lo, p, p->min);
 		format_value(hi, p, p->max);
 		snprintf(range, sizeof(range), "%s..%s", lo, hi);
-		printf("%-13s %-9s %-10s %-9s %-16s %s\n", p->name, v, p->unit, d, range, p->help);
+		printf("%-*s %-9s %-10s %-9s %-16s %s\n", w, p->name, v, p->unit, d, range, p->help);
 	}
 }
 

@@ -25,12 +25,17 @@ static const char *name_of(const char *const *names, size_t n, unsigned int v)
 
 #define NAME_OF(names, v) name_of(names, sizeof(names) / sizeof(names[0]), v)
 
-/* BBR's estimate is packets per microsecond << BW_SCALE. */
-static unsigned long long bw_bps(const struct bbrkit_flow *f)
+/* BBR's bandwidths are packets per microsecond << BW_SCALE. */
+static unsigned long long bw_to_bps(__u64 bw, __u32 mss)
 {
-	unsigned __int128 bits = (unsigned __int128)f->bw * f->mss * BITS_PER_BYTE * USEC_PER_SEC;
+	unsigned __int128 bits = (unsigned __int128)bw * mss * BITS_PER_BYTE * USEC_PER_SEC;
 
 	return (unsigned long long)(bits >> BW_SCALE);
+}
+
+static unsigned long long bw_bps(const struct bbrkit_flow *f)
+{
+	return bw_to_bps(f->bw, f->mss);
 }
 
 static unsigned long long pacing_bps(const struct bbrkit_flow *f)
@@ -78,12 +83,37 @@ void json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-static void variant_value(FILE *out, const struct variant_desc *v, const struct bbrkit_flow *f)
+static const char *const v3_phase_names[] = { "UP", "DOWN", "CRUISE", "REFILL", "-" };
+
+static void variant_value(FILE *out, const struct variant_desc *v, const struct bbrkit_flow *f,
+			  enum record_format fmt)
 {
-	if (v->gain)
-		fprintf(out, "%.4g", gain(f->variant[v->slot]));
-	else
-		fprintf(out, "%u", f->variant[v->slot]);
+	__u32 x = f->variant[v->slot];
+
+	if (x == BBRKIT_VAR_NONE && (v->kind == VAR_UINT || v->kind == VAR_BW)) {
+		fputs(fmt == FMT_JSONL ? "null" : fmt == FMT_TABLE ? "-" : "", out);
+		return;
+	}
+	switch (v->kind) {
+	case VAR_GAIN:
+		fprintf(out, "%.4g", gain(x));
+		break;
+	case VAR_BW:
+		fprintf(out, "%llu", bw_to_bps(x, f->mss));
+		break;
+	case VAR_PERMILLE:
+		fprintf(out, "%.3f", (double)x / BBRKIT_PERMILLE);
+		break;
+	case VAR_V3_PHASE:
+		if (fmt == FMT_JSONL)
+			json_string(out, NAME_OF(v3_phase_names, x));
+		else
+			fputs(NAME_OF(v3_phase_names, x), out);
+		break;
+	default: /* VAR_UINT */
+		fprintf(out, "%u", x);
+		break;
+	}
 }
 
 void record_json(FILE *out, const struct algo *a, const struct bbrkit_flow *f)
@@ -105,7 +135,7 @@ void record_json(FILE *out, const struct algo *a, const struct bbrkit_flow *f)
 		NAME_OF(ca_state_names, f->ca_state), f->lost, f->retrans, f->delivered, f->mss);
 	for (size_t i = 0; i < a->nvariants; i++) {
 		fprintf(out, ", \"%s\": ", a->variants[i].key);
-		variant_value(out, &a->variants[i], f);
+		variant_value(out, &a->variants[i], f, FMT_JSONL);
 	}
 	fputs("}\n", out);
 }
@@ -162,7 +192,7 @@ void record_csv(FILE *out, const struct algo *a, const struct bbrkit_flow *f,
 					mine = &a->variants[k];
 			fputc(',', out);
 			if (mine)
-				variant_value(out, mine, f);
+				variant_value(out, mine, f, FMT_CSV);
 		}
 	}
 	fputc('\n', out);
@@ -192,7 +222,7 @@ void record_table_row(FILE *out, const struct algo *a, const struct bbrkit_flow 
 		f->round, NAME_OF(ca_state_names, f->ca_state), f->lost, f->retrans);
 	for (size_t i = 0; i < a->nvariants; i++) {
 		fprintf(out, "%s%s=", i ? " " : "", a->variants[i].key);
-		variant_value(out, &a->variants[i], f);
+		variant_value(out, &a->variants[i], f, FMT_TABLE);
 	}
 	if (!a->nvariants)
 		fputc('-', out);

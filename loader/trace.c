@@ -211,7 +211,8 @@ int cmd_trace(int argc, char **argv)
 		       "saddr, sport, daddr, dport, mode, pacing_gain, cwnd_gain, bw_bps,\n"
 		       "pacing_rate_bps, min_rtt_us, rtt_us, srtt_us, cwnd, inflight, round, ca_state,\n"
 		       "lost, retrans, delivered, mss; bbr_rttgain adds rtt_gain, bbr_acd adds\n"
-		       "acd_steady, acd_congested, acd_halvings.\n",
+		       "acd_steady, acd_congested, acd_halvings, bbr2 and bbr3 add bw_phase,\n"
+		       "bw_hi_bps, bw_lo_bps, inflight_hi, inflight_lo, loss_rate, ecn_rate, ecn_alpha.\n",
 		       trace_usage);
 		return EXIT_SUCCESS;
 	}

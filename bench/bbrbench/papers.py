@@ -8,7 +8,7 @@ our set-up differs. Numbers are from /work/shared/design/experiments.md and the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol
 
 
@@ -420,6 +420,82 @@ SPECS += [
          notes="Not runnable on this kernel: CONFIG_NET_SCH_FQ_CODEL and CONFIG_NET_SCH_CAKE are off (no fq_codel "
                "or cake qdisc). The scenario file runs unchanged on a kernel that has them."),
 ]
+
+# ---------------------------------------------------------------- seed 001: bbr2 and bbr3
+# bbrkit's bbr2 is the BBRv2 alpha the paper measured, so the paper's BBRv2 values stand beside its rows
+# instead of "pending"; bbr3 (BBRv3) runs as an extra series without paper values. Figure 11's BBRv2 half
+# has its own scenario (fig11-bbrv2.toml), since fig11-12's measures are bbr1's share.
+
+SEED001_V2_NOTES = ("The paper ran Mininet with Linux BBRv1, BBRv2 alpha and CUBIC at 1 Gbit/s and up to 100 "
+                    "flows; here bbrkit's bbr1 (BBRv1) and bbr2 (BBRv2 alpha, on a stock kernel with the "
+                    "approximations listed in bpf/bbr3_core.h), bbr3 (BBRv3, no paper values) and the kernel's "
+                    "cubic run. The quick profile is scaled: 100 Mbit/s instead of 1 Gbit/s and at most 10 "
+                    "flows, 10 s instead of 300 s, one repetition. Rates are compared as fractions of the link.")
+SEED001_WITH_BBR2 = ("seed001/fig8", "seed001/fig9", "seed001/fig10", "seed001/fig14-15", "seed001/fig16")
+
+
+def _fig8_v2(lk: Lookup) -> tuple[bool | None, str]:
+    v1, v2 = lk.mean("bbr1", 10, RETRANS), lk.mean("bbr2", 10, RETRANS)
+    holds = None if v1 is None or v2 is None else v2 < v1 / 2
+    return holds, f"10 flows: bbr2 {_fmt(v2, PCT, '%')}, bbr1 {_fmt(v1, PCT, '%')}"
+
+
+def _fig9_v2(lk: Lookup) -> tuple[bool | None, str]:
+    c10, v10 = lk.mean("cubic", 10, RTT), lk.mean("bbr2", 10, RTT)
+    holds = None if c10 is None or v10 is None else c10 > 3 * v10
+    return holds, f"at 10 BDP: cubic {_fmt(c10)} ms, bbr2 {_fmt(v10)} ms (propagation 30 ms)"
+
+
+def _fig10_v2(lk: Lookup) -> tuple[bool | None, str]:
+    parts, verdict = [], None
+    for loss in lk.xs("bbr2"):
+        v2, v1 = lk.mean("bbr2", loss, "total.utilisation"), lk.mean("bbr1", loss, "total.utilisation")
+        parts.append(f"{loss}% loss: bbr2 {_fmt(v2, PCT, '%')}, bbr1 {_fmt(v1, PCT, '%')} of the link")
+        if loss >= 1 and v1 is not None and v2 is not None:
+            verdict = v2 < v1 if verdict is None else verdict and v2 < v1
+    return verdict, "; ".join(parts)
+
+
+def _fig14_v2(lk: Lookup) -> tuple[bool | None, str]:
+    jains = {b: lk.mean("bbr2", b, "total.jain") for b in lk.xs("bbr2")}
+    known = [j for j in jains.values() if j is not None]
+    return (None if not known else min(known) > 0.85), "; ".join(
+        f"{b} BDP: Jain {_fmt(j, PCT, '%')}" for b, j in jains.items())
+
+
+_SEED001_V2_CLAIMS = {
+    "seed001/fig8": Claim("BBRv2 retransmits far less than BBRv1 with 10 flows (2.5% vs 18%)", _fig8_v2),
+    "seed001/fig9": Claim("BBRv2, like BBRv1, keeps the RTT near 2x propagation where CUBIC fills the buffer", _fig9_v2),
+    "seed001/fig10": Claim("BBRv2's throughput falls below BBRv1's from about 1% loss", _fig10_v2),
+    "seed001/fig14-15": Claim("BBRv2 shares fairly between the 10 ms and 50 ms flows (Jain above 85%)", _fig14_v2),
+}
+
+
+def _with_bbr2(spec: Spec) -> Spec:
+    if spec.key == "seed001/fig11-12":
+        return replace(spec, notes=SEED001_V2_NOTES + " bbr2 and bbr3 with CUBIC: seed001/fig11-bbrv2."
+                       + spec.notes.removeprefix(SEED001_NOTES))
+    if spec.key not in SEED001_WITH_BBR2:
+        return spec
+    paper = {("bbr2" if k[0] == "BBRv2" else k[0], *k[1:]): v for k, v in spec.paper.items()}
+    if spec.key == "seed001/fig16":
+        paper[("bbr2", None, "total.fct_mean_s")] = "same for all CCs at >= 0.2 BDP"
+    claim = _SEED001_V2_CLAIMS.get(spec.key)
+    return replace(spec, paper=paper, pending=tuple(p for p in spec.pending if p != "BBRv2"),
+                   claims=spec.claims + ([claim] if claim else []),
+                   notes=SEED001_V2_NOTES + spec.notes.removeprefix(SEED001_NOTES))
+
+
+SPECS[:] = [_with_bbr2(s) for s in SPECS]
+SPECS.append(
+    Spec(key="seed001/fig11-bbrv2", title="Seed 001, Figure 11: BBRv2 (and BBRv3) with CUBIC",
+         measures=[Measure("derived.share.bbr", "BBR share %", PCT), Measure("total.jain", "Jain %", PCT),
+                   Measure("total.utilisation", "utilisation %", PCT)],
+         series_key="flows.0.algo", x_keys=("bottleneck.buffer_bdp", "flows.0.count", "flows.1.count"),
+         x_title="case",
+         x_names={(1, None, None): "1+1, 1 BDP", (10, None, None): "1+1, 10 BDP", (0.1, None, None): "1+1, 0.1 BDP",
+                  (100, None, None): "1+1, 100 BDP"},
+         notes=SEED001_V2_NOTES + " The paper gives this panel only as a figure: no values to set beside ours."))
 
 # Seed 004 has its own section (model vs measured); its numbers live here with the rest.
 SEED004_L2 = {1: 1.070, 5: 0.720, 9: 0.254, 13: 0.172, 17: 0.237, 21: 0.287}
