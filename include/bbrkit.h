@@ -99,27 +99,54 @@ struct bbrkit_features {
 };
 
 /* Parameters. Each algorithm with parameters keeps one instance of its struct in a pinned,
- * BTF-described map named "params"; field names carry their unit. The BPF side clamps every
- * value to [MIN, MAX] when it reads it, so raw writes with bpftool cannot break flows.
+ * BTF-described map named "params"; field names carry their unit. bpftool can write anything there,
+ * so every read goes through bbrkit_param(): a value outside [MIN, MAX] acts as the default, never
+ * as the nearest bound (a raw 0 for alpha would otherwise pace at 1/256 of the bandwidth).
  */
+
+/* One unsigned compare: raw - min wraps to a huge value below min. `bbrctl show` applies the same
+ * rule to report what a flow acts on.
+ */
+static inline __attribute__((always_inline)) __u32 bbrkit_param(__u32 raw, __u32 min, __u32 max, __u32 def)
+{
+	return raw - min <= max - min ? raw : def;
+}
+
+/* bbrkit_param() of a field with BBR_* bounds named by prefix, e.g. BBRKIT_PARAM(p.alpha_permille,
+ * BBR_RTTGAIN_ALPHA).
+ */
+#define BBRKIT_PARAM(raw, prefix) bbrkit_param(raw, prefix##_MIN, prefix##_MAX, prefix##_DEF)
+
 struct bbr_rttgain_params {
 	__u32 alpha_permille;      /* cruise gain = alpha x min_rtt / rtt */
 	__u32 probe_exit_permille; /* probe phase ends when rtt >= probe_exit x min_rtt */
 	__u32 gain_floor_permille; /* lower bound of the cruise gain; 0 keeps the paper's (none) */
 };
 
-/* The paper's listing uses alpha 0.75; its experiments also run 1 and 0.5. (0, 1] per the paper. */
+/* Bounds are what a researcher may set on purpose; USUAL_* is the band around the paper's value
+ * outside which `bbrctl show` warns (a typo such as 75 for 750 stays in range but cripples flows).
+ */
+
+/* The paper's listing uses alpha 0.75; its experiments also run 1 and 0.5. Below 4/1000 the gain
+ * is 0 in 1/256 fixed point, i.e. not representable.
+ */
 #define BBR_RTTGAIN_ALPHA_DEF 1000
-#define BBR_RTTGAIN_ALPHA_MIN 1
+#define BBR_RTTGAIN_ALPHA_MIN 4
 #define BBR_RTTGAIN_ALPHA_MAX 1000
+#define BBR_RTTGAIN_ALPHA_USUAL_MIN 100 /* under 0.1 cruise phases pace at a tenth of the bandwidth */
+#define BBR_RTTGAIN_ALPHA_USUAL_MAX 1000
 /* 1.25 x min_rtt in the paper; below 1.0 every probe would end on its first ACK. */
 #define BBR_RTTGAIN_PROBE_EXIT_DEF 1250
 #define BBR_RTTGAIN_PROBE_EXIT_MIN 1000
 #define BBR_RTTGAIN_PROBE_EXIT_MAX 8000
+#define BBR_RTTGAIN_PROBE_EXIT_USUAL_MIN 1100 /* under 1.1 a probe rarely outlives its first ACKs */
+#define BBR_RTTGAIN_PROBE_EXIT_USUAL_MAX 2000 /* over 2 the probe's queue doubles the RTT */
 /* The paper sets no floor; a floor above alpha would override the RTT signal entirely. */
 #define BBR_RTTGAIN_GAIN_FLOOR_DEF 0
 #define BBR_RTTGAIN_GAIN_FLOOR_MIN 0
 #define BBR_RTTGAIN_GAIN_FLOOR_MAX 1000
+#define BBR_RTTGAIN_GAIN_FLOOR_USUAL_MIN 0
+#define BBR_RTTGAIN_GAIN_FLOOR_USUAL_MAX 900 /* near 1 the RTT-based gain no longer acts */
 
 struct bbr_acd_params {
 	__u32 tolerance_us;        /* |rtt - previous rtt| <= tolerance counts as steady */
@@ -128,21 +155,29 @@ struct bbr_acd_params {
 	__u32 halve_once;          /* 0: halve on every ACK of the round (listing); 1: once */
 };
 
-/* Paper alpha = 1000 us; its Table 3 also runs 500 and 1500 us. */
+/* Paper alpha = 1000 us; its Table 3 also runs 500 and 1500 us. 0 counts only equal samples. */
 #define BBR_ACD_TOLERANCE_DEF 1000
 #define BBR_ACD_TOLERANCE_MIN 0
 #define BBR_ACD_TOLERANCE_MAX 1000000
+#define BBR_ACD_TOLERANCE_USUAL_MIN 100    /* under 0.1 ms jitter alone keeps the detector quiet */
+#define BBR_ACD_TOLERANCE_USUAL_MAX 10000  /* over 10 ms most queues look steady */
 /* Paper: twice min_rtt; 1.0 would call every queue congestion. */
 #define BBR_ACD_RTT_FACTOR_DEF 2000
 #define BBR_ACD_RTT_FACTOR_MIN 1000
 #define BBR_ACD_RTT_FACTOR_MAX 100000
+#define BBR_ACD_RTT_FACTOR_USUAL_MIN 1250  /* under 1.25 BBR's own probe queue declares congestion */
+#define BBR_ACD_RTT_FACTOR_USUAL_MAX 10000 /* over 10 the RTT rule never fires */
 /* Paper: three ACKs, i.e. the steady count reaches 2; one ACK has nothing to compare with. */
 #define BBR_ACD_STEADY_ACKS_DEF 3
 #define BBR_ACD_STEADY_ACKS_MIN 2
 #define BBR_ACD_STEADY_ACKS_MAX 255
+#define BBR_ACD_STEADY_ACKS_USUAL_MIN 2
+#define BBR_ACD_STEADY_ACKS_USUAL_MAX 16   /* over 16 the steady rule hardly ever fires */
 #define BBR_ACD_HALVE_ONCE_DEF 0
 #define BBR_ACD_HALVE_ONCE_MIN 0
 #define BBR_ACD_HALVE_ONCE_MAX 1
+#define BBR_ACD_HALVE_ONCE_USUAL_MIN 0
+#define BBR_ACD_HALVE_ONCE_USUAL_MAX 1
 
 /* bpffs layout: BBRKIT_PIN_ROOT/<algo>/<one of the names below>. */
 #define BBRKIT_PIN_ROOT "/sys/fs/bpf/bbrkit"

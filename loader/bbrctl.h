@@ -27,8 +27,9 @@ struct param_desc {
 	size_t offset;
 	enum param_kind kind;
 	const char *unit;
-	__u32 def, min, max; /* stored values, include/bbrkit.h */
+	__u32 def, min, max; /* stored values, include/bbrkit.h; outside [min, max] acts as def */
 	const char *help;
+	__u32 usual_min, usual_max; /* `show` warns outside this band; 0, 0: no band */
 };
 
 /* One slot of bbrkit_flow.variant as shown by flows and trace. */
@@ -36,6 +37,7 @@ struct variant_desc {
 	const char *key; /* JSON/CSV key, e.g. "acd_steady" */
 	unsigned int slot;
 	bool gain; /* BBR_UNIT fixed point, printed as a float */
+	const char *help;
 };
 
 struct algo {
@@ -116,8 +118,29 @@ struct attachment {
 struct attachment attachment_of(const struct algo *a);
 /* The same as one line of text: "params yes, trace yes, flows map-iterator". */
 void attachment_features(const struct algo *a, char *buf, size_t size);
-/* The same as `, "features": {...}` for JSON output; nothing when a is not attached. */
-void attachment_json(FILE *out, const struct algo *a);
+/* json.c: a streaming writer; each top-level value ends its line. */
+#define JSON_MAX_DEPTH 8
+struct json {
+	FILE *out;
+	unsigned int depth;
+	unsigned int count[JSON_MAX_DEPTH]; /* values so far in each open scope */
+	bool pending_key;		    /* a key was written; its value needs no comma */
+};
+void json_init(struct json *j, FILE *out);
+void json_object(struct json *j);
+void json_object_end(struct json *j);
+void json_array(struct json *j);
+void json_array_end(struct json *j);
+void json_key(struct json *j, const char *key);
+void json_string(struct json *j, const char *s); /* NULL: null */
+void json_uint(struct json *j, unsigned long long v);
+void json_bool(struct json *j, bool v);
+void json_null(struct json *j);
+void json_double(struct json *j, double v, int digits);
+void json_number_text(struct json *j, const char *text);
+
+/* The same as a "features" member ({"params", "trace", "flows"}); nothing when a is not attached. */
+void attachment_json(struct json *j, const struct algo *a);
 
 /* Subcommands: each returns EXIT_SUCCESS or EXIT_FAILURE. */
 int cmd_list(int argc, char **argv);
@@ -131,12 +154,15 @@ int cmd_features(int argc, char **argv);
 
 /* record.c: formatting of struct bbrkit_flow shared by flows and trace */
 enum record_format { FMT_JSONL, FMT_CSV };
+struct json;
+/* One JSON line; record_json_object() writes the same object into an open document. */
 void record_json(FILE *out, const struct algo *a, const struct bbrkit_flow *f);
+void record_json_object(struct json *j, const struct algo *a, const struct bbrkit_flow *f);
+void record_keys_help(FILE *out);
 void record_csv_header(FILE *out, const struct algo *const *sel, size_t n);
 void record_csv(FILE *out, const struct algo *a, const struct bbrkit_flow *f,
 		const struct algo *const *sel, size_t n);
 void record_table_header(FILE *out);
 void record_table_row(FILE *out, const struct algo *a, const struct bbrkit_flow *f);
-void json_string(FILE *out, const char *s);
 
 #endif /* BBRCTL_H */

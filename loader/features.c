@@ -166,6 +166,7 @@ static const struct probe probes[] = {
 int cmd_features(int argc, char **argv)
 {
 	bool json = false;
+	struct json j;
 	struct btf *btf;
 	int c;
 
@@ -188,30 +189,38 @@ int cmd_features(int argc, char **argv)
 	if (check_root())
 		return EXIT_FAILURE;
 	btf = access(VMLINUX_BTF, R_OK) ? NULL : btf__load_vmlinux_btf();
-	if (json)
-		printf("{\"features\": [");
+	json_init(&j, stdout);
+	if (json) {
+		json_object(&j);
+		json_key(&j, "features");
+		json_array(&j);
+	}
 	for (size_t i = 0; i < NPROBES; i++) {
 		char note[STATUS_TEXT] = "";
 		int err = probes[i].run(btf, note, sizeof(note));
 
 		if (json) {
-			printf("%s{\"key\": \"%s\", \"what\": ", i ? ", " : "", probes[i].key);
-			json_string(stdout, probes[i].what);
-			printf(", \"available\": %s, \"reason\": ", err ? "false" : "true");
-			if (err)
-				json_string(stdout, strerror(-err));
-			else
-				printf("null");
-			printf(", \"note\": ");
-			json_string(stdout, note);
-			printf("}");
+			json_object(&j);
+			json_key(&j, "key");
+			json_string(&j, probes[i].key);
+			json_key(&j, "what");
+			json_string(&j, probes[i].what);
+			json_key(&j, "available");
+			json_bool(&j, !err);
+			json_key(&j, "reason");
+			json_string(&j, err ? strerror(-err) : NULL);
+			json_key(&j, "note");
+			json_string(&j, note);
+			json_object_end(&j);
 		} else {
 			printf("%-18s %-42s %s%s%s%s\n", probes[i].key, probes[i].what, err ? "no: " : "yes",
 			       err ? strerror(-err) : "", note[0] ? " -- " : "", note);
 		}
 	}
-	if (json)
-		printf("]}\n");
+	if (json) {
+		json_array_end(&j);
+		json_object_end(&j);
+	}
 	btf__free(btf);
 	return EXIT_SUCCESS;
 }

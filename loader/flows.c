@@ -104,7 +104,8 @@ int cmd_flows(int argc, char **argv)
 {
 	const struct algo *sel[64];
 	bool json = false;
-	size_t nsel, shown = 0;
+	struct json j;
+	size_t nsel;
 	int c;
 
 	if (want_help(argc, argv)) {
@@ -112,8 +113,9 @@ int cmd_flows(int argc, char **argv)
 		       "Print the live flows (all network namespaces) of the named attached\n"
 		       "algorithms, or of all attached ones. Gains are multiples, rates Mbit/s, RTTs\n"
 		       "ms, cwnd and inflight packets; VARIANT is the variant's own state.\n"
-		       "  --json   {\"flows\": [...]}, each flow with the keys of `bbrctl trace`\n",
+		       "  --json   {\"flows\": [...]}, each flow with the keys below\n\n",
 		       flows_usage);
+		record_keys_help(stdout);
 		return EXIT_SUCCESS;
 	}
 	set_context("flows");
@@ -125,35 +127,41 @@ int cmd_flows(int argc, char **argv)
 	if (check_root() || select_algos(argc - optind, argv + optind, sel, &nsel))
 		return EXIT_FAILURE;
 
-	if (json)
-		printf("{\"flows\": [");
-	else
+	json_init(&j, stdout);
+	if (json) {
+		json_object(&j);
+		json_key(&j, "flows");
+		json_array(&j);
+	} else {
 		record_table_header(stdout);
+	}
 	for (size_t i = 0; i < nsel; i++) {
 		struct bbrkit_flow *f = NULL;
 		size_t n = 0;
 		int err = read_flows(sel[i], &f, &n);
 
 		if (err) {
-			if (json)
-				printf("]}\n");
+			if (json) {
+				json_array_end(&j);
+				json_object_end(&j);
+			}
 			set_context("flows %s", sel[i]->name);
 			if (err == -EOPNOTSUPP)
 				return fail(0, "not available: the kernel refused both flows iterators when "
 					    "%s was attached (bbrctl features)", sel[i]->name);
 			return fail(err, "cannot read the flows iterator");
 		}
-		for (size_t j = 0; j < n; j++, shown++) {
-			if (json) {
-				fputs(shown ? ", " : "", stdout);
-				record_json(stdout, sel[i], &f[j]);
-			} else {
-				record_table_row(stdout, sel[i], &f[j]);
-			}
+		for (size_t k = 0; k < n; k++) {
+			if (json)
+				record_json_object(&j, sel[i], &f[k]);
+			else
+				record_table_row(stdout, sel[i], &f[k]);
 		}
 		free(f);
 	}
-	if (json)
-		printf("]}\n");
+	if (json) {
+		json_array_end(&j);
+		json_object_end(&j);
+	}
 	return EXIT_SUCCESS;
 }

@@ -44,30 +44,42 @@ static void usage(void)
 static void list_json(const char *available)
 {
 	char buf[1024], *save = NULL;
-	bool first = true;
+	struct json j;
 
-	printf("{\"algorithms\": [");
+	json_init(&j, stdout);
+	json_object(&j);
+	json_key(&j, "algorithms");
+	json_array(&j);
 	for (size_t i = 0; i < nalgos; i++) {
 		const struct algo *a = algo_at(i);
+		char dir[BBRCTL_MAX_PATH];
 
-		printf("%s{\"name\": \"%s\", \"attached\": %s, \"registered\": %s, \"params\": [",
-		       i ? ", " : "", a->name, algo_attached(a) ? "true" : "false",
-		       kernel_has_cc(a->name) ? "true" : "false");
-
-		for (size_t j = 0; j < a->nparams; j++)
-			printf("%s\"%s\"", j ? ", " : "", a->params[j].name);
-		printf("], \"pin_dir\": \"%s/%s\"", BBRKIT_PIN_ROOT, a->name);
-		attachment_json(stdout, a);
-		printf("}");
+		json_object(&j);
+		json_key(&j, "name");
+		json_string(&j, a->name);
+		json_key(&j, "attached");
+		json_bool(&j, algo_attached(a));
+		json_key(&j, "registered");
+		json_bool(&j, kernel_has_cc(a->name));
+		json_key(&j, "params");
+		json_array(&j);
+		for (size_t k = 0; k < a->nparams; k++)
+			json_string(&j, a->params[k].name);
+		json_array_end(&j);
+		json_key(&j, "pin_dir");
+		pin_path(dir, a->name, NULL);
+		json_string(&j, dir);
+		attachment_json(&j, a);
+		json_object_end(&j);
 	}
-	printf("], \"kernel_available\": [");
+	json_array_end(&j);
+	json_key(&j, "kernel_available");
+	json_array(&j);
 	snprintf(buf, sizeof(buf), "%s", available);
-	for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
-		printf("%s", first ? "" : ", ");
-		json_string(stdout, tok);
-		first = false;
-	}
-	printf("]}\n");
+	for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+		json_string(&j, tok);
+	json_array_end(&j);
+	json_object_end(&j);
 }
 
 int cmd_list(int argc, char **argv)

@@ -15,11 +15,12 @@
 #define RATIO_DECIMALS 3
 #define VALUE_TEXT 32
 #define MAX_PARAMS_SIZE 256
+#define NOTE_TEXT 192
 
 static const char show_usage[] = "bbrctl show [--json] ALGO";
 static const char set_usage[] = "bbrctl set ALGO KEY=VALUE...";
 
-/* Human text of a stored value: ratios without trailing zeros (750 -> "0.75"). */
+/* Human text of a stored value: ratios with one decimal at least (750 -> "0.75", 1000 -> "1.0"). */
 static void format_value(char *buf, const struct param_desc *p, __u32 raw)
 {
 	int len;
@@ -29,10 +30,8 @@ static void format_value(char *buf, const struct param_desc *p, __u32 raw)
 		return;
 	}
 	len = snprintf(buf, VALUE_TEXT, "%u.%03u", raw / BBRKIT_PERMILLE, raw % BBRKIT_PERMILLE);
-	while (buf[len - 1] == '0')
+	while (buf[len - 1] == '0' && buf[len - 2] != '.')
 		buf[--len] = '\0';
-	if (buf[len - 1] == '.')
-		buf[len - 1] = '\0';
 }
 
 /* Strict parsing: digits only (and one decimal point for ratios), no signs or exponents, so
@@ -153,34 +152,93 @@ static void show_features(const struct algo *a)
 	printf("\nattached with: %s\n", features);
 }
 
-static void show_json(const struct algo *a, const void *value)
+/* What a flow acts on: the rule of the BPF side (include/bbrkit.h). */
+static __u32 effective_value(const struct param_desc *p, __u32 raw)
+{
+	return bbrkit_param(raw, p->min, p->max, p->def);
+}
+
+enum param_status { PARAM_OK, PARAM_OUT_OF_RANGE, PARAM_UNUSUAL };
+
+static const char *const status_names[] = { "ok", "out-of-range", "unusual" };
+
+/* A stored value's status and, unless it is ok, a note that says what a flow makes of it. */
+static enum param_status param_status(const struct param_desc *p, __u32 raw, char *note, size_t size)
 {
 	char v[VALUE_TEXT], d[VALUE_TEXT], lo[VALUE_TEXT], hi[VALUE_TEXT];
 
-	printf("{\"algo\": ");
-	json_string(stdout, a->name);
-	printf(", \"attached\": %s", algo_attached(a) ? "true" : "false");
-	attachment_json(stdout, a);
-	printf(", \"params\": [");
-	for (size_t i = 0; i < a->nparams; i++) {
-		const struct param_desc *p = &a->params[i];
-
-		format_value(v, p, get_field(value, p));
-		format_value(d, p, p->def);
-		format_value(lo, p, p->min);
-		format_value(hi, p, p->max);
-		printf("%s{\"name\": \"%s\", \"field\": \"%s\", \"value\": %s, \"raw\": %u, "
-		       "\"unit\": \"%s\", \"default\": %s, \"min\": %s, \"max\": %s, \"help\": ",
-		       i ? ", " : "", p->name, p->field, v, get_field(value, p), p->unit, d, lo, hi);
-		json_string(stdout, p->help);
-		printf("}");
+	format_value(d, p, p->def);
+	if (raw < p->min || raw > p->max) {
+		snprintf(note, size, "raw %u: out of range, acting as %s", raw, d);
+		return PARAM_OUT_OF_RANGE;
 	}
-	printf("]}\n");
+	if ((p->usual_min || p->usual_max) && (raw < p->usual_min || raw > p->usual_max)) {
+		format_value(v, p, raw);
+		format_value(lo, p, p->usual_min);
+		format_value(hi, p, p->usual_max);
+		snprintf(note, size, "%s is outside the usual %s to %s (default %s): a typo?", v, lo, hi, d);
+		return PARAM_UNUSUAL;
+	}
+	note[0] = '\0';
+	return PARAM_OK;
+}
+
+static void json_param_value(struct json *j, const char *key, const struct param_desc *p, __u32 raw)
+{
+	char text[VALUE_TEXT];
+
+	format_value(text, p, raw);
+	json_key(j, key);
+	json_number_text(j, text);
+}
+
+static void show_json(const struct algo *a, const void *value)
+{
+	struct json j;
+
+	json_init(&j, stdout);
+	json_object(&j);
+	json_key(&j, "algo");
+	json_string(&j, a->name);
+	json_key(&j, "attached");
+	json_bool(&j, algo_attached(a));
+	attachment_json(&j, a);
+	json_key(&j, "params");
+	json_array(&j);
+	for (size_t i = 0; value && i < a->nparams; i++) {
+		const struct param_desc *p = &a->params[i];
+		__u32 raw = get_field(value, p);
+		char note[NOTE_TEXT];
+		enum param_status st = param_status(p, raw, note, sizeof(note));
+
+		json_object(&j);
+		json_key(&j, "name");
+		json_string(&j, p->name);
+		json_key(&j, "field");
+		json_string(&j, p->field);
+		json_param_value(&j, "value", p, effective_value(p, raw));
+		json_key(&j, "raw");
+		json_uint(&j, raw);
+		json_key(&j, "status");
+		json_string(&j, status_names[st]);
+		json_key(&j, "note");
+		json_string(&j, st == PARAM_OK ? NULL : note);
+		json_key(&j, "unit");
+		json_string(&j, p->unit);
+		json_param_value(&j, "default", p, p->def);
+		json_param_value(&j, "min", p, p->min);
+		json_param_value(&j, "max", p, p->max);
+		json_key(&j, "help");
+		json_string(&j, p->help);
+		json_object_end(&j);
+	}
+	json_array_end(&j);
+	json_object_end(&j);
 }
 
 static void show_table(const struct algo *a, const void *value)
 {
-	char v[VALUE_TEXT], d[VALUE_TEXT], lo[VALUE_TEXT], hi[VALUE_TEXT];
+	char v[VALUE_TEXT], d[VALUE_TEXT], lo[VALUE_TEXT], hi[VALUE_TEXT], note[NOTE_TEXT];
 
 	printf("%-13s %-9s %-10s %-9s %-16s %s\n", "PARAMETER", "VALUE", "UNIT", "DEFAULT", "RANGE",
 	       "MEANING");
@@ -188,13 +246,17 @@ static void show_table(const struct algo *a, const void *value)
 		const struct param_desc *p = &a->params[i];
 		char range[2 * VALUE_TEXT + 4];
 
-		format_value(v, p, get_field(value, p));
+		format_value(v, p, effective_value(p, get_field(value, p)));
 		format_value(d, p, p->def);
 		format_value(lo, p, p->min);
 		format_value(hi, p, p->max);
 		snprintf(range, sizeof(range), "%s..%s", lo, hi);
 		printf("%-13s %-9s %-10s %-9s %-16s %s\n", p->name, v, p->unit, d, range, p->help);
 	}
+	/* After the table, so that the table itself stays one line per parameter. */
+	for (size_t i = 0; i < a->nparams; i++)
+		if (param_status(&a->params[i], get_field(value, &a->params[i]), note, sizeof(note)))
+			warn(0, "%s: %s", a->params[i].name, note);
 }
 
 int cmd_show(int argc, char **argv)
@@ -208,9 +270,13 @@ int cmd_show(int argc, char **argv)
 	if (want_help(argc, argv)) {
 		printf("usage: %s\n\n"
 		       "Print ALGO's parameters: live value, unit, default and allowed range.\n"
+		       "A stored value outside the range (a raw write, e.g. with bpftool) acts as the\n"
+		       "default: VALUE is what flows act on, and a warning names the raw value. Values\n"
+		       "in range but far from the paper's get a warning too (a typo such as 0.075).\n"
 		       "  --json   one JSON object: {\"algo\", \"attached\", \"params\": [{\"name\",\n"
-		       "           \"field\", \"value\", \"raw\", \"unit\", \"default\", \"min\", \"max\",\n"
-		       "           \"help\"}]}; ratios are plain numbers (0.75), raw is the stored integer\n",
+		       "           \"field\", \"value\" (acted on), \"raw\" (stored), \"status\" (ok,\n"
+		       "           out-of-range, unusual), \"note\", \"unit\", \"default\", \"min\",\n"
+		       "           \"max\", \"help\"}]}; ratios are plain numbers (0.75)\n",
 		       show_usage);
 		return EXIT_SUCCESS;
 	}
@@ -228,10 +294,7 @@ int cmd_show(int argc, char **argv)
 		return EXIT_FAILURE;
 	if (!a->nparams) {
 		if (json) {
-			printf("{\"algo\": \"%s\", \"attached\": %s", a->name,
-			       algo_attached(a) ? "true" : "false");
-			attachment_json(stdout, a);
-			printf(", \"params\": []}\n");
+			show_json(a, NULL);
 		} else {
 			printf("%s has no parameters\n", a->name);
 			show_features(a);
@@ -347,5 +410,11 @@ int cmd_set(int argc, char **argv)
 	close(fd);
 	if (err)
 		return fail(err, "cannot write the params map");
+	for (size_t i = 0; i < a->nparams; i++) {
+		char note[NOTE_TEXT];
+
+		if (param_status(&a->params[i], get_field(value, &a->params[i]), note, sizeof(note)))
+			warn(0, "%s: %s", a->params[i].name, note);
+	}
 	return EXIT_SUCCESS;
 }

@@ -207,12 +207,9 @@ int cmd_trace(int argc, char **argv)
 		       "Record the per-flow state of the named attached algorithms (all attached\n"
 		       "ones by default), one record per flow per round trip and on every mode change,\n"
 		       "until SIGINT or SIGTERM. Output: JSON lines (default) or CSV with a header,\n"
-		       "to FILE or stdout. Keys: t_ns (CLOCK_MONOTONIC), algo, event, cookie, netns,\n"
-		       "saddr, sport, daddr, dport, mode, pacing_gain, cwnd_gain, bw_bps,\n"
-		       "pacing_rate_bps, min_rtt_us, rtt_us, srtt_us, cwnd, inflight, round, ca_state,\n"
-		       "lost, retrans, delivered, mss; bbr_rttgain adds rtt_gain, bbr_acd adds\n"
-		       "acd_steady, acd_congested, acd_halvings.\n",
+		       "to FILE or stdout.\n\n",
 		       trace_usage);
+		record_keys_help(stdout);
 		return EXIT_SUCCESS;
 	}
 	set_context("trace");
