@@ -488,3 +488,220 @@ int cmd_detach(int argc, char **argv)
 		printf("%s detached\n", a->name);
 	return EXIT_SUCCESS;
 }
+
+static const char upgrade_usage[] = "bbrctl upgrade [-v] [--object FILE.bpf.o] ALGO";
+
+/* The sk_storage map of the attached instance, found through its pinned flows iterator (the
+ * iterator program, or the map iterator's link, references it): new connections must store their
+ * flow ids where the pinned iterator reads them. -ENOENT when there is none to share.
+ */
+static int attached_storage_fd(const struct algo *a)
+{
+	const char *pin = attachment_of(a).flows;
+	struct bpf_link_info link = {};
+	struct bpf_prog_info prog = {};
+	__u32 ids[8], n = 0, len;
+	int fd, err;
+
+	if (!pin)
+		return -ENOENT;
+	fd = open_pinned(a, !strcmp(pin, "map-iterator") ? BBRKIT_PIN_FLOWS : BBRKIT_PIN_FLOWS_TCP, 0);
+	if (fd < 0)
+		return fd;
+	len = sizeof(link);
+	err = bpf_obj_get_info_by_fd(fd, &link, &len) ? -errno : 0;
+	close(fd);
+	if (err)
+		return err;
+	if (link.type == BPF_LINK_TYPE_ITER && link.iter.map.map_id)
+		ids[n++] = link.iter.map.map_id;
+	fd = bpf_prog_get_fd_by_id(link.prog_id);
+	if (fd < 0)
+		return -errno;
+	prog.nr_map_ids = sizeof(ids) / sizeof(ids[0]) - n;
+	prog.map_ids = (__u64)(unsigned long)(ids + n);
+	len = sizeof(prog);
+	err = bpf_obj_get_info_by_fd(fd, &prog, &len) ? -errno : 0;
+	close(fd);
+	if (err)
+		return err;
+	n += prog.nr_map_ids < sizeof(ids) / sizeof(ids[0]) - n ? prog.nr_map_ids : 0;
+	for (__u32 i = 0; i < n; i++) {
+		struct bpf_map_info map = {};
+
+		fd = bpf_map_get_fd_by_id(ids[i]);
+		if (fd < 0)
+			continue;
+		len = sizeof(map);
+		if (!bpf_obj_get_info_by_fd(fd, &map, &len) && map.type == BPF_MAP_TYPE_SK_STORAGE)
+			return fd;
+		close(fd);
+	}
+	return -ENOENT;
+}
+
+/* Makes the new object use the attached instance's map instead of creating its own. */
+static int reuse_map(struct bpf_object *obj, const char *name, int fd, const char *what)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(obj, name);
+	int err;
+
+	if (fd < 0)
+		return fail(fd, "cannot open the attached %s", what);
+	err = m ? bpf_map__reuse_fd(m, fd) : -ENOENT;
+	close(fd);
+	if (err)
+		return fail(err, "the new object cannot share the attached %s (map '%s')", what, name);
+	return EXIT_SUCCESS;
+}
+
+/* The new object shares the attached instance's parameters (so they carry over, and `set` keeps
+ * reaching old and new connections alike), trace maps and flow storage.
+ */
+static int share_maps(const struct algo *a, struct bpf_object *obj)
+{
+	struct attachment at = attachment_of(a);
+	int fd;
+
+	if (at.params && reuse_map(obj, ".data.params", open_pinned(a, BBRKIT_PIN_PARAMS, 0), "params map"))
+		return EXIT_FAILURE;
+	if (at.trace && (reuse_map(obj, ".data.ctl", open_pinned(a, BBRKIT_PIN_CTL, 0), "ctl map") ||
+			 reuse_map(obj, "events", open_pinned(a, BBRKIT_PIN_EVENTS, 0), "ring buffer")))
+		return EXIT_FAILURE;
+	fd = attached_storage_fd(a);
+	if (fd == -ENOENT)
+		return EXIT_SUCCESS;
+	return reuse_map(obj, "flow_storage", fd, "flow storage");
+}
+
+static struct bpf_object *open_object(const struct algo *a, const char *path)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = a->name);
+
+	return path ? bpf_object__open_file(path, &opts) : open_algo(a);
+}
+
+/* Loads the new object as attach does, then swaps its struct_ops map into the pinned link. */
+static int upgrade(const struct algo *a, const char *path)
+{
+	struct bbrkit_features have;
+	struct bpf_object *obj;
+	struct bpf_link *prefill;
+	struct bpf_map *ops;
+	int link_fd, err, ret = EXIT_FAILURE;
+
+	obj = open_object(a, path);
+	if (!obj)
+		return fail(errno, "cannot open %s", path ? path : "the embedded BPF object");
+	ops = bpf_object__find_map_by_name(obj, "ops");
+	if (!ops || bpf_map__type(ops) != BPF_MAP_TYPE_STRUCT_OPS) {
+		fail(0, "%s has no struct_ops map 'ops'", path ? path : "the embedded BPF object");
+		goto out;
+	}
+	err = bpf_map__set_map_flags(ops, bpf_map__map_flags(ops) | BPF_F_LINK);
+	if (err) {
+		fail(err, "cannot set BPF_F_LINK on 'ops'");
+		goto out;
+	}
+	skip_optional_programs(obj);
+	if (prepare_optional_maps(obj, &have) || share_maps(a, obj))
+		goto out;
+	libbpf_log_reset();
+	err = bpf_object__load(obj);
+	if (err) {
+		load_error(err, obj);
+		goto out;
+	}
+	/* As in load_and_register: libbpf 1.1 fills the map value through a pseudo-link. */
+	prefill = bpf_map__attach_struct_ops(ops);
+	if (!prefill) {
+		fail(errno, "cannot fill the struct_ops map");
+		goto out;
+	}
+	bpf_link__disconnect(prefill);
+	bpf_link__destroy(prefill);
+	link_fd = open_pinned(a, BBRKIT_PIN_LINK, 0);
+	if (link_fd < 0) {
+		fail(link_fd, "cannot open the pinned struct_ops link");
+		goto out;
+	}
+	err = bpf_link_update(link_fd, bpf_map__fd(ops), NULL) ? -errno : 0;
+	close(link_fd);
+	if (err == -EINVAL)
+		fail(err, "the kernel refused the new object (its congestion control must be named '%s')",
+		     a->name);
+	else if (err)
+		fail(err, "cannot update the struct_ops link");
+	else
+		ret = EXIT_SUCCESS;
+out:
+	/* The link now holds the new map; our references go. */
+	bpf_object__close(obj);
+	return ret;
+}
+
+int cmd_upgrade(int argc, char **argv)
+{
+	static const struct option opts[] = { { "object", required_argument, NULL, 'o' },
+					      { "verbose", no_argument, NULL, 'v' }, {} };
+	const char *path = NULL;
+	const struct algo *a;
+	int c, rootfd, err, ret;
+
+	if (want_help(argc, argv)) {
+		printf("usage: %s\n\n"
+		       "Swap another build of ALGO into its registration, through the pinned\n"
+		       "struct_ops link (bpf_link_update): new connections get the new version,\n"
+		       "running ones keep the one they started with, and the name never leaves the\n"
+		       "kernel's list. The new object shares the attached one's params map (values\n"
+		       "carry over), trace maps and flow storage. FILE defaults to the object built\n"
+		       "into bbrctl. Refused where the kernel cannot update struct_ops links\n"
+		       "(bbrctl features: link-update). -v shows libbpf's log.\n",
+		       upgrade_usage);
+		return EXIT_SUCCESS;
+	}
+	set_context("upgrade");
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":o:v", opts, NULL)) != -1) {
+		if (c == 'o')
+			path = optarg;
+		else if (c == 'v')
+			verbose = true;
+		else if (c == ':')
+			return usage_error(upgrade_usage, "option '%s' needs a value", argv[optind - 1]);
+		else
+			return usage_error(upgrade_usage, "unknown option '%s'", argv[optind - 1]);
+	}
+	if (optind + 1 != argc)
+		return usage_error(upgrade_usage, argc == optind ? "missing ALGO" : "expected one ALGO");
+	a = find_algo_or_fail(argv[optind]);
+	if (!a)
+		return EXIT_FAILURE;
+	set_context("upgrade %s", a->name);
+	if (path && access(path, R_OK))
+		return fail(errno, "cannot read %s", path);
+	if (check_features())
+		return EXIT_FAILURE;
+	err = kernel_link_update();
+	if (err)
+		return fail(err, "the kernel cannot update a struct_ops link (bbrctl features: link-update); "
+			    "detach and attach instead");
+	rootfd = lock_root(false);
+	if (rootfd == -ENOENT || (rootfd >= 0 && !algo_attached(a))) {
+		if (rootfd >= 0)
+			close(rootfd);
+		return fail(0, "not attached (bbrctl attach %s)", a->name);
+	}
+	if (rootfd < 0)
+		return fail(rootfd, "cannot lock " BBRKIT_PIN_ROOT);
+	if (!kernel_has_cc(a->name)) {
+		close(rootfd);
+		return fail(0, "the pinned link's registration is gone (bbrctl attach %s starts over)", a->name);
+	}
+	ret = upgrade(a, path);
+	close(rootfd);
+	if (!ret)
+		printf("%s upgraded: new connections use %s; running ones keep their version\n", a->name,
+		       path ? path : "the object built into bbrctl");
+	return ret;
+}

@@ -151,6 +151,9 @@ int cmd_set(int argc, char **argv);
 int cmd_flows(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_features(int argc, char **argv);
+int cmd_upgrade(int argc, char **argv);
+/* features.c: 0 when the kernel can swap a struct_ops link's map (bpf_link_update), or -errno. */
+int kernel_link_update(void);
 
 /* record.c: formatting of struct bbrkit_flow shared by flows and trace */
 enum record_format { FMT_JSONL, FMT_CSV };

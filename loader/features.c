@@ -65,6 +65,16 @@ static int probe_link_update(struct btf *btf, char *note, size_t size)
 	return btf_has(btf, "bpf_struct_ops_map_link_update", BTF_KIND_FUNC);
 }
 
+int kernel_link_update(void)
+{
+	struct btf *btf = access(VMLINUX_BTF, R_OK) ? NULL : btf__load_vmlinux_btf();
+	char note[STATUS_TEXT];
+	int err = probe_link_update(btf, note, sizeof(note));
+
+	btf__free(btf);
+	return err;
+}
+
 /* Loads a program that only returns 0 for the iterator target: what the kernel allows. */
 static int probe_iter(struct btf *btf, const char *target)
 {

@@ -19,6 +19,7 @@ static const struct command {
 	{ "list", cmd_list, "algorithms of this package, which are attached, the kernel's list" },
 	{ "attach", cmd_attach, "register an algorithm (stays after bbrctl exits)" },
 	{ "detach", cmd_detach, "unregister an algorithm and remove its pins" },
+	{ "upgrade", cmd_upgrade, "swap a rebuilt object into an attached algorithm's registration" },
 	{ "show", cmd_show, "print an algorithm's parameters" },
 	{ "set", cmd_set, "change an algorithm's parameters (KEY=VALUE...)" },
 	{ "flows", cmd_flows, "print the live flows of attached algorithms" },
