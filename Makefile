@@ -81,6 +81,14 @@ $(BUILD)/bbrkit_algos.h: FORCE | $(BUILD)
 	  printf '\n'; } > $@.tmp
 	$(Q)if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 
+# bbrctl --version: git describe at build time, rewritten only when it changes.
+$(BUILD)/bbrkit_version.h: FORCE | $(BUILD)
+	$(Q)printf '#define BBRKIT_VERSION "%s"\n' \
+	  "$$(git describe --tags --always --dirty 2>/dev/null || echo unknown)" > $@.tmp
+	$(Q)if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+
+$(BUILD)/loader/main.o: $(BUILD)/bbrkit_version.h
+
 $(BUILD)/loader/%.o: loader/%.c $(BUILD)/bbrkit_algos.h $(SKELS) | $(BUILD)/loader
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(LOADER_CFLAGS) -MMD -MP -c $< -o $@

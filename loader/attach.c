@@ -10,7 +10,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,8 +42,6 @@
 #define UNREGISTER_WAIT_MS 2000
 #define UNREGISTER_POLL_MS 10
 
-static const char attach_usage[] = "bbrctl attach [-v] ALGO";
-static const char detach_usage[] = "bbrctl detach [-v] ALGO";
 
 static bool bpffs_mounted(void)
 {
@@ -321,40 +318,16 @@ out_err:
 	return EXIT_FAILURE;
 }
 
-static int parse_one_algo(int argc, char **argv, const char *usage, const struct algo **a)
-{
-	static const struct option opts[] = { { "verbose", no_argument, NULL, 'v' }, {} };
-	int c;
-
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "v", opts, NULL)) != -1) {
-		if (c != 'v')
-			return usage_error(usage, "unknown option '%s'", argv[optind - 1]);
-		verbose = true;
-	}
-	if (optind + 1 != argc)
-		return usage_error(usage, argc == optind ? "missing ALGO" : "expected one ALGO");
-	*a = find_algo_or_fail(argv[optind]);
-	return *a ? EXIT_SUCCESS : EXIT_FAILURE;
-}
-
-int cmd_attach(int argc, char **argv)
+int cmd_attach(const struct cmd_opts *o, int argc, char **argv)
 {
 	struct loaded l = { .link_fd = -1 };
 	const struct algo *a;
 	int rootfd, ret, err;
 
-	if (want_help(argc, argv)) {
-		printf("usage: %s\n\n"
-		       "Load ALGO, register it as a TCP congestion control and pin it under\n"
-		       BBRKIT_PIN_ROOT "/ALGO so that it stays registered after bbrctl exits.\n"
-		       "Mounts bpffs at " BPFFS_DIR " when missing. Attaching an attached algorithm\n"
-		       "changes nothing. -v shows libbpf's log, including the verifier's.\n",
-		       attach_usage);
-		return EXIT_SUCCESS;
-	}
-	set_context("attach");
-	if (parse_one_algo(argc, argv, attach_usage, &a))
+	(void)o;
+	(void)argc;
+	a = find_algo_or_fail(argv[0]);
+	if (!a)
 		return EXIT_FAILURE;
 	set_context("attach %s", a->name);
 	if (check_features())
@@ -407,25 +380,16 @@ int cmd_attach(int argc, char **argv)
 	return ret;
 }
 
-int cmd_detach(int argc, char **argv)
+int cmd_detach(const struct cmd_opts *o, int argc, char **argv)
 {
 	char dir[BBRCTL_MAX_PATH], link[BBRCTL_MAX_PATH], who[512];
 	const struct algo *a;
 	int rootfd, fd, err, live;
 
-	if (want_help(argc, argv)) {
-		printf("usage: %s\n\n"
-		       "Unregister ALGO and remove its pins. Connections already using it keep it\n"
-		       "until they close (the kernel holds a reference per socket); new ones can no\n"
-		       "longer select it. Its flows no longer show in `bbrctl flows` or `trace`.\n"
-		       "Refused while a network namespace has ALGO as its default congestion\n"
-		       "control: that default would keep handing the unregistered ALGO to new\n"
-		       "connections.\n",
-		       detach_usage);
-		return EXIT_SUCCESS;
-	}
-	set_context("detach");
-	if (parse_one_algo(argc, argv, detach_usage, &a))
+	(void)o;
+	(void)argc;
+	a = find_algo_or_fail(argv[0]);
+	if (!a)
 		return EXIT_FAILURE;
 	set_context("detach %s", a->name);
 	if (check_root())
@@ -488,8 +452,6 @@ int cmd_detach(int argc, char **argv)
 		printf("%s detached\n", a->name);
 	return EXIT_SUCCESS;
 }
-
-static const char upgrade_usage[] = "bbrctl upgrade [-v] [--object FILE.bpf.o] ALGO";
 
 /* The sk_storage map of the attached instance, found through its pinned flows iterator (the
  * iterator program, or the map iterator's link, references it): new connections must store their
@@ -640,41 +602,14 @@ out:
 	return ret;
 }
 
-int cmd_upgrade(int argc, char **argv)
+int cmd_upgrade(const struct cmd_opts *o, int argc, char **argv)
 {
-	static const struct option opts[] = { { "object", required_argument, NULL, 'o' },
-					      { "verbose", no_argument, NULL, 'v' }, {} };
-	const char *path = NULL;
+	const char *path = o->object;
 	const struct algo *a;
-	int c, rootfd, err, ret;
+	int rootfd, err, ret;
 
-	if (want_help(argc, argv)) {
-		printf("usage: %s\n\n"
-		       "Swap another build of ALGO into its registration, through the pinned\n"
-		       "struct_ops link (bpf_link_update): new connections get the new version,\n"
-		       "running ones keep the one they started with, and the name never leaves the\n"
-		       "kernel's list. The new object shares the attached one's params map (values\n"
-		       "carry over), trace maps and flow storage. FILE defaults to the object built\n"
-		       "into bbrctl. Refused where the kernel cannot update struct_ops links\n"
-		       "(bbrctl features: link-update). -v shows libbpf's log.\n",
-		       upgrade_usage);
-		return EXIT_SUCCESS;
-	}
-	set_context("upgrade");
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":o:v", opts, NULL)) != -1) {
-		if (c == 'o')
-			path = optarg;
-		else if (c == 'v')
-			verbose = true;
-		else if (c == ':')
-			return usage_error(upgrade_usage, "option '%s' needs a value", argv[optind - 1]);
-		else
-			return usage_error(upgrade_usage, "unknown option '%s'", argv[optind - 1]);
-	}
-	if (optind + 1 != argc)
-		return usage_error(upgrade_usage, argc == optind ? "missing ALGO" : "expected one ALGO");
-	a = find_algo_or_fail(argv[optind]);
+	(void)argc;
+	a = find_algo_or_fail(argv[0]);
 	if (!a)
 		return EXIT_FAILURE;
 	set_context("upgrade %s", a->name);

@@ -63,9 +63,6 @@ int fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "bbrctl: <context>: warning: message[: strerror]"; changes nothing, returns nothing. */
 void warn(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-bool want_help(int argc, char **argv);
-/* Parses the --json and -v options shared by list, show and flows: 0, or usage_error()'s status. */
-int parse_json_option(int argc, char **argv, const char *usage, bool *json);
 void libbpf_log_setup(void);
 /* Forgets the failed program and message of an earlier load. */
 void libbpf_log_reset(void);
@@ -142,16 +139,51 @@ void json_number_text(struct json *j, const char *text);
 /* The same as a "features" member ({"params", "trace", "flows"}); nothing when a is not attached. */
 void attachment_json(struct json *j, const struct algo *a);
 
-/* Subcommands: each returns EXIT_SUCCESS or EXIT_FAILURE. */
-int cmd_list(int argc, char **argv);
-int cmd_attach(int argc, char **argv);
-int cmd_detach(int argc, char **argv);
-int cmd_show(int argc, char **argv);
-int cmd_set(int argc, char **argv);
-int cmd_flows(int argc, char **argv);
-int cmd_trace(int argc, char **argv);
-int cmd_features(int argc, char **argv);
-int cmd_upgrade(int argc, char **argv);
+/* cli.c: the command table. Options of all subcommands land in one struct cmd_opts. */
+#define CLI_MANY 64 /* most positional arguments a command takes */
+struct cmd_opts {
+	bool json;
+	const char *out, *format, *object;
+};
+struct cli_opt {
+	const char *name;
+	char short_name;
+	const char *metavar; /* NULL: a flag (bool field) */
+	const char *help;
+	size_t offset;		   /* of the field in struct cmd_opts */
+	const char *const *choices; /* NULL-terminated allowed values, or NULL: any */
+};
+struct cli_command {
+	const char *name;
+	/* argv holds the positional arguments only. EXIT_SUCCESS or EXIT_FAILURE. */
+	int (*run)(const struct cmd_opts *o, int argc, char **argv);
+	const char *summary;
+	const char *args; /* positional arguments as in the usage line, e.g. "ALGO KEY=VALUE..." */
+	int min_args, max_args;
+	const struct cli_opt *opts; /* terminated by an empty entry; -v and -h come with every command */
+	const char *doc;
+	void (*extra_help)(FILE *out);
+};
+extern const struct cli_command cli_commands[];
+const struct cli_command *cli_find(const char *name);
+void cli_usage(const struct cli_command *c, char *buf, size_t size);
+void cli_help(FILE *out, const struct cli_command *c);
+void cli_main_help(FILE *out);
+/* EXIT_SUCCESS with *first_arg set, -1 when --help was printed, or EXIT_FAILURE after a one-line error. */
+int cli_parse(const struct cli_command *c, int argc, char **argv, struct cmd_opts *out, int *first_arg);
+
+/* Subcommands. */
+int cmd_list(const struct cmd_opts *o, int argc, char **argv);
+int cmd_attach(const struct cmd_opts *o, int argc, char **argv);
+int cmd_detach(const struct cmd_opts *o, int argc, char **argv);
+int cmd_show(const struct cmd_opts *o, int argc, char **argv);
+int cmd_set(const struct cmd_opts *o, int argc, char **argv);
+int cmd_flows(const struct cmd_opts *o, int argc, char **argv);
+int cmd_trace(const struct cmd_opts *o, int argc, char **argv);
+int cmd_features(const struct cmd_opts *o, int argc, char **argv);
+int cmd_upgrade(const struct cmd_opts *o, int argc, char **argv);
+/* params.c: every algorithm's parameters, for show's and set's --help. */
+void help_params(FILE *out);
 /* features.c: 0 when the kernel can swap a struct_ops link's map (bpf_link_update), or -errno. */
 int kernel_link_update(void);
 

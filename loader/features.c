@@ -21,7 +21,6 @@
 #define BPF_STATS_SYSCTL "/proc/sys/kernel/bpf_stats_enabled"
 #define STATUS_TEXT 160
 
-static const char features_usage[] = "bbrctl features [--json]";
 
 struct probe {
 	const char *key;
@@ -173,29 +172,14 @@ static const struct probe probes[] = {
 
 #define NPROBES (sizeof(probes) / sizeof(probes[0]))
 
-int cmd_features(int argc, char **argv)
+int cmd_features(const struct cmd_opts *o, int argc, char **argv)
 {
-	bool json = false;
+	bool json = o->json;
 	struct json j;
 	struct btf *btf;
-	int c;
 
-	if (want_help(argc, argv)) {
-		printf("usage: %s\n\n"
-		       "Probe each kernel capability bbrkit uses and print one line per capability:\n"
-		       "yes, or no with the reason. Probes load small BPF programs and bbrkit's own\n"
-		       "struct_ops programs without registering anything; nothing is changed.\n"
-		       "Only the first two are needed to attach; the rest are optional pieces.\n"
-		       "  --json   {\"features\": [{\"key\", \"what\", \"available\", \"reason\", \"note\"}]}\n",
-		       features_usage);
-		return EXIT_SUCCESS;
-	}
-	set_context("features");
-	c = parse_json_option(argc, argv, features_usage, &json);
-	if (c)
-		return c;
-	if (optind != argc)
-		return usage_error(features_usage, "unexpected argument '%s'", argv[optind]);
+	(void)argc;
+	(void)argv;
 	if (check_root())
 		return EXIT_FAILURE;
 	btf = access(VMLINUX_BTF, R_OK) ? NULL : btf__load_vmlinux_btf();

@@ -4,7 +4,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +11,6 @@
 
 #include "bbrctl.h"
 
-static const char flows_usage[] = "bbrctl flows [--json] [ALGO...]";
 
 struct records {
 	char *buf;
@@ -100,31 +98,14 @@ int count_flows(const struct algo *a)
 	return err ? err : (int)n;
 }
 
-int cmd_flows(int argc, char **argv)
+int cmd_flows(const struct cmd_opts *o, int argc, char **argv)
 {
-	const struct algo *sel[64];
-	bool json = false;
+	const struct algo *sel[CLI_MANY];
+	bool json = o->json;
 	struct json j;
 	size_t nsel;
-	int c;
 
-	if (want_help(argc, argv)) {
-		printf("usage: %s\n\n"
-		       "Print the live flows (all network namespaces) of the named attached\n"
-		       "algorithms, or of all attached ones. Gains are multiples, rates Mbit/s, RTTs\n"
-		       "ms, cwnd and inflight packets; VARIANT is the variant's own state.\n"
-		       "  --json   {\"flows\": [...]}, each flow with the keys below\n\n",
-		       flows_usage);
-		record_keys_help(stdout);
-		return EXIT_SUCCESS;
-	}
-	set_context("flows");
-	c = parse_json_option(argc, argv, flows_usage, &json);
-	if (c)
-		return c;
-	if (argc - optind > (int)(sizeof(sel) / sizeof(sel[0])))
-		return usage_error(flows_usage, "too many algorithms");
-	if (check_root() || select_algos(argc - optind, argv + optind, sel, &nsel))
+	if (check_root() || select_algos(argc, argv, sel, &nsel))
 		return EXIT_FAILURE;
 
 	json_init(&j, stdout);

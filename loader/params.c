@@ -2,7 +2,6 @@
 /* show and set: an algorithm's live parameters, in human units, in its pinned params map. */
 #include <ctype.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +16,6 @@
 #define MAX_PARAMS_SIZE 256
 #define NOTE_TEXT 192
 
-static const char show_usage[] = "bbrctl show [--json] ALGO";
-static const char set_usage[] = "bbrctl set ALGO KEY=VALUE...";
 
 /* Human text of a stored value: ratios with one decimal at least (750 -> "0.75", 1000 -> "1.0"). */
 static void format_value(char *buf, const struct param_desc *p, __u32 raw)
@@ -259,34 +256,16 @@ static void show_table(const struct algo *a, const void *value)
 			warn(0, "%s: %s", a->params[i].name, note);
 }
 
-int cmd_show(int argc, char **argv)
+int cmd_show(const struct cmd_opts *o, int argc, char **argv)
 {
 	unsigned char value[MAX_PARAMS_SIZE];
 	const struct algo *a;
-	bool json = false;
+	bool json = o->json;
 	__u32 key = 0;
-	int c, fd, err;
+	int fd, err;
 
-	if (want_help(argc, argv)) {
-		printf("usage: %s\n\n"
-		       "Print ALGO's parameters: live value, unit, default and allowed range.\n"
-		       "A stored value outside the range (a raw write, e.g. with bpftool) acts as the\n"
-		       "default: VALUE is what flows act on, and a warning names the raw value. Values\n"
-		       "in range but far from the paper's get a warning too (a typo such as 0.075).\n"
-		       "  --json   one JSON object: {\"algo\", \"attached\", \"params\": [{\"name\",\n"
-		       "           \"field\", \"value\" (acted on), \"raw\" (stored), \"status\" (ok,\n"
-		       "           out-of-range, unusual), \"note\", \"unit\", \"default\", \"min\",\n"
-		       "           \"max\", \"help\"}]}; ratios are plain numbers (0.75)\n",
-		       show_usage);
-		return EXIT_SUCCESS;
-	}
-	set_context("show");
-	c = parse_json_option(argc, argv, show_usage, &json);
-	if (c)
-		return c;
-	if (optind + 1 != argc)
-		return usage_error(show_usage, argc == optind ? "missing ALGO" : "expected one ALGO");
-	a = find_algo_or_fail(argv[optind]);
+	(void)argc;
+	a = find_algo_or_fail(argv[0]);
 	if (!a)
 		return EXIT_FAILURE;
 	set_context("show %s", a->name);
@@ -337,7 +316,7 @@ static int apply_args(const struct algo *a, int argc, char **argv, void *value)
 		int err;
 
 		if (!eq || eq == argv[i])
-			return usage_error(set_usage, "'%s' is not KEY=VALUE", argv[i]);
+			return fail(0, "'%s' is not KEY=VALUE", argv[i]);
 		p = find_param(a, argv[i], (size_t)(eq - argv[i]));
 		if (!p)
 			return fail(0, "unknown parameter '%.*s' (known: %s)", (int)(eq - argv[i]),
@@ -360,39 +339,24 @@ static int apply_args(const struct algo *a, int argc, char **argv, void *value)
 	return EXIT_SUCCESS;
 }
 
-int cmd_set(int argc, char **argv)
+int cmd_set(const struct cmd_opts *o, int argc, char **argv)
 {
 	unsigned char value[MAX_PARAMS_SIZE];
 	const struct algo *a;
 	__u32 key = 0;
 	int fd, err;
 
-	if (want_help(argc, argv)) {
-		printf("usage: %s\n\n"
-		       "Set ALGO's parameters in its pinned params map, in human units\n"
-		       "(e.g. bbrctl set bbr_rttgain alpha=0.75 probe_exit=1.25). All keys are checked\n"
-		       "first and written together in one map update, or none is. Running flows use\n"
-		       "the new values from their next ACK. `bbrctl show ALGO` lists keys and ranges.\n",
-		       set_usage);
-		return EXIT_SUCCESS;
-	}
-	set_context("set");
-	if (argc < 2)
-		return usage_error(set_usage, "missing ALGO");
-	if (argv[1][0] == '-')
-		return usage_error(set_usage, "unknown option '%s'", argv[1]);
-	a = find_algo_or_fail(argv[1]);
+	(void)o;
+	a = find_algo_or_fail(argv[0]);
 	if (!a)
 		return EXIT_FAILURE;
 	set_context("set %s", a->name);
-	if (argc < 3)
-		return usage_error(set_usage, "missing KEY=VALUE");
 	if (!a->nparams)
 		return fail(0, "%s has no parameters", a->name);
 	/* Validate against the defaults first: bad input is reported before any state is read. */
 	for (size_t i = 0; i < a->nparams; i++)
 		put_field(value, &a->params[i], a->params[i].def);
-	if (apply_args(a, argc - 2, argv + 2, value) || check_root())
+	if (apply_args(a, argc - 1, argv + 1, value) || check_root())
 		return EXIT_FAILURE;
 	fd = open_params(a, 0);
 	if (fd < 0)
@@ -402,7 +366,7 @@ int cmd_set(int argc, char **argv)
 		close(fd);
 		return fail(err, "cannot read the params map");
 	}
-	if (apply_args(a, argc - 2, argv + 2, value)) {
+	if (apply_args(a, argc - 1, argv + 1, value)) {
 		close(fd);
 		return EXIT_FAILURE;
 	}
@@ -417,4 +381,26 @@ int cmd_set(int argc, char **argv)
 			warn(0, "%s: %s", a->params[i].name, note);
 	}
 	return EXIT_SUCCESS;
+}
+
+void help_params(FILE *out)
+{
+	char d[VALUE_TEXT], lo[VALUE_TEXT], hi[VALUE_TEXT];
+
+	fprintf(out, "parameters (KEY, unit, default, range, meaning):\n");
+	for (size_t i = 0; i < nalgos; i++) {
+		const struct algo *a = algo_at(i);
+
+		for (size_t j = 0; j < a->nparams; j++) {
+			const struct param_desc *p = &a->params[j];
+			char range[2 * VALUE_TEXT + 4];
+
+			format_value(d, p, p->def);
+			format_value(lo, p, p->min);
+			format_value(hi, p, p->max);
+			snprintf(range, sizeof(range), "%s..%s", lo, hi);
+			fprintf(out, "  %-12s %-13s %-9s %-6s %-12s %s\n", a->name, p->name, p->unit, d, range,
+				p->help);
+		}
+	}
 }
