@@ -47,3 +47,40 @@ def test_record_keys_of_trace_help_match_the_output_header() -> None:
     assert keys[:3] == ["t_ns", "algo", "event"]
     assert {"min_rtt_us", "srtt_us", "rtt_gain", "acd_halvings"} <= set(keys)
     assert len(keys) == len(set(keys))
+
+
+def complete(*words: str) -> list[str]:
+    """What bash completion offers for the command line `words` (the last one being typed)."""
+    script = ROOT / "build" / "bbrctl.bash"
+    quoted = " ".join(f"'{w}'" for w in words)
+    out = subprocess.run(["bash", "-c", f"source {script}; COMP_WORDS=({quoted}); COMP_CWORD={len(words) - 1}; "
+                          "_bbrctl; printf '%s\\n' \"${COMPREPLY[@]}\""], capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+def test_completion_offers_commands_algorithms_and_parameter_keys() -> None:
+    assert [w for w in complete("bbrctl", "") if not w.startswith("-")] == COMMANDS
+    assert complete("bbrctl", "attach", "bbr_") == ["bbr_acd", "bbr_rttgain"]
+    assert complete("bbrctl", "set", "bbr_acd", "") == ["tolerance_us=", "rtt_factor=", "steady_acks=", "halve_once="]
+    assert complete("bbrctl", "set", "bbr_rttgain", "alpha=0.5", "pr") == ["probe_exit="]
+    assert complete("bbrctl", "trace", "--format", "") == ["jsonl", "csv"]
+    assert "--object" in complete("bbrctl", "upgrade", "--")
+
+
+def test_man_page_documents_every_command_option_and_parameter() -> None:
+    page = subprocess.run([str(GEN), "man"], capture_output=True, text=True, check=True).stdout
+    assert page.startswith(".TH BBRCTL 8")
+    for command in COMMANDS:
+        assert f".SS bbrctl {command} [\\-v]" in page
+    for word in ("\\-\\-object", "\\-\\-format", "tolerance_us", "gain_floor", "min_rtt_us", "acd_halvings"):
+        assert word in page
+    rendered = subprocess.run(["man", "-l", "-"], input=page, capture_output=True, text=True)
+    assert rendered.returncode == 0 and "warning" not in rendered.stderr
+
+
+def test_make_install_puts_man_pages_and_completion_in_place(tmp_path) -> None:
+    subprocess.run(["make", "-s", "-C", str(ROOT), "install", f"DESTDIR={tmp_path}", "PREFIX=/usr"], check=True,
+                   capture_output=True)
+    for path in ("usr/bin/bbrctl", "usr/share/man/man8/bbrctl.8", "usr/share/man/man1/bbrbench.1",
+                 "usr/share/bash-completion/completions/bbrctl"):
+        assert (tmp_path / path).is_file(), path
