@@ -212,12 +212,34 @@ struct loaded {
 	struct flows_iter flows;
 };
 
+/* A registration's link fd, or -errno. libbpf >= 1.2 creates struct_ops links itself; 1.1 only
+ * writes the program fds into the map value through a pseudo-link (with BPF_F_LINK the kernel does
+ * not register on update) and the link is made by hand. The pseudo-link would delete the map element
+ * when destroyed, hence disconnect; with a real link, disconnecting hands its fd over to us.
+ */
+static int register_struct_ops(struct bpf_map *ops)
+{
+	struct bpf_link *link = bpf_map__attach_struct_ops(ops);
+	int fd;
+
+	if (!link)
+		return -errno;
+#if LIBBPF_MAJOR_VERSION > 1 || LIBBPF_MINOR_VERSION >= 2
+	fd = bpf_link__fd(link);
+#else
+	fd = bpf_link_create(bpf_map__fd(ops), 0, ATTACH_TYPE_STRUCT_OPS, NULL);
+	fd = fd < 0 ? -errno : fd;
+#endif
+	bpf_link__disconnect(link);
+	bpf_link__destroy(link);
+	return fd;
+}
+
 /* Load the struct_ops programs and register; then the optional pieces, whose failure is a warning.
  * Leaves what it made in *l for the caller to release.
  */
 static int load_and_register(const struct algo *a, struct loaded *l)
 {
-	struct bpf_link *prefill;
 	struct bpf_map *ops;
 	int err;
 
@@ -239,18 +261,9 @@ static int load_and_register(const struct algo *a, struct loaded *l)
 	if (err)
 		return load_error(err, l->obj);
 
-	/* libbpf 1.1 has no struct_ops links: this only writes the program fds into the map value
-	 * (with BPF_F_LINK the kernel does not register on update). Its pseudo-link would delete the
-	 * map element when destroyed, hence disconnect.
-	 */
-	prefill = bpf_map__attach_struct_ops(ops);
-	if (!prefill)
-		return fail(errno, "cannot fill the struct_ops map");
-	bpf_link__disconnect(prefill);
-	bpf_link__destroy(prefill);
-	l->link_fd = bpf_link_create(bpf_map__fd(ops), 0, ATTACH_TYPE_STRUCT_OPS, NULL);
+	l->link_fd = register_struct_ops(ops);
 	if (l->link_fd < 0) {
-		err = -errno;
+		err = l->link_fd;
 		if (err == -EEXIST)
 			return fail(0, "the kernel already has a congestion control named '%s'", a->name);
 		return fail(err, "cannot register the congestion control");
@@ -543,12 +556,31 @@ static struct bpf_object *open_object(const struct algo *a, const char *path)
 	return path ? bpf_object__open_file(path, &opts) : open_algo(a);
 }
 
+/* Writes the program fds into the map value without registering, for bpf_link_update. libbpf 1.1
+ * does only that (a pseudo-link, disconnected so that it does not delete the element). libbpf >= 1.2
+ * writes the value and then creates a link, which the kernel refuses with EEXIST: the name is
+ * registered already, through the pinned link this map is about to go into.
+ */
+static int fill_struct_ops(struct bpf_map *ops)
+{
+	struct bpf_link *link = bpf_map__attach_struct_ops(ops);
+
+	if (!link)
+#if LIBBPF_MAJOR_VERSION > 1 || LIBBPF_MINOR_VERSION >= 2
+		return errno == EEXIST ? 0 : -errno;
+#else
+		return -errno;
+#endif
+	bpf_link__disconnect(link);
+	bpf_link__destroy(link);
+	return 0;
+}
+
 /* Loads the new object as attach does, then swaps its struct_ops map into the pinned link. */
 static int upgrade(const struct algo *a, const char *path)
 {
 	struct bbrkit_features have;
 	struct bpf_object *obj;
-	struct bpf_link *prefill;
 	struct bpf_map *ops;
 	int link_fd, err, ret = EXIT_FAILURE;
 
@@ -574,14 +606,11 @@ static int upgrade(const struct algo *a, const char *path)
 		load_error(err, obj);
 		goto out;
 	}
-	/* As in load_and_register: libbpf 1.1 fills the map value through a pseudo-link. */
-	prefill = bpf_map__attach_struct_ops(ops);
-	if (!prefill) {
-		fail(errno, "cannot fill the struct_ops map");
+	err = fill_struct_ops(ops);
+	if (err) {
+		fail(err, "cannot fill the struct_ops map");
 		goto out;
 	}
-	bpf_link__disconnect(prefill);
-	bpf_link__destroy(prefill);
 	link_fd = open_pinned(a, BBRKIT_PIN_LINK, 0);
 	if (link_fd < 0) {
 		fail(link_fd, "cannot open the pinned struct_ops link");
