@@ -131,7 +131,7 @@ $(BUILD)/test_%: tests/unit/test_%.c $(BPF_HDRS) $(UNIT_HDRS) | $(BUILD)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) -o $@ $<
 
-test: all
+test: all check-readme
 	$(Q)scripts/test.sh
 
 # The quick profile of every seed experiment (about an hour); rerunning resumes an interrupted run.
