@@ -646,6 +646,9 @@ int cmd_upgrade(const struct cmd_opts *o, int argc, char **argv)
 		return fail(errno, "cannot read %s", path);
 	if (check_features())
 		return EXIT_FAILURE;
+	if (feature_disabled("link-update"))
+		return fail(0, "the kernel cannot update a struct_ops link (BBRCTL_DISABLE has "
+			    "'link-update'); detach and attach instead");
 	err = kernel_link_update();
 	if (err)
 		return fail(err, "the kernel cannot update a struct_ops link (bbrctl features: link-update); "

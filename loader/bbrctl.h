@@ -94,7 +94,9 @@ struct flows_iter {
 	struct bpf_link *link;
 	const char *pin;	/* BBRKIT_PIN_FLOWS or BBRKIT_PIN_FLOWS_TCP; NULL when unavailable */
 };
-/* BBRCTL_DISABLE=trace,storage,map-iter,tcp-iter makes attach act as if the kernel lacked them. */
+/* BBRCTL_DISABLE=trace,storage,map-iter,tcp-iter makes attach act as if the kernel lacked them;
+ * link-update does the same for upgrade.
+ */
 bool feature_disabled(const char *key);
 /* a's BPF object, opened (not loaded) under a's name; NULL with errno set. */
 struct bpf_object *open_algo(const struct algo *a);

@@ -69,7 +69,8 @@ const struct cli_command cli_commands[] = {
 	  "(bpf_link_update): new connections get the new version, running ones keep the one they\n"
 	  "started with, and the name never leaves the kernel's list. The new object shares the attached\n"
 	  "one's params map (values carry over), trace maps and flow storage. Refused where the kernel\n"
-	  "cannot update struct_ops links (bbrctl features: link-update).\n",
+	  "cannot update struct_ops links (bbrctl features: link-update; BBRCTL_DISABLE=link-update\n"
+	  "acts as if it could not).\n",
 	  NULL },
 	{ "show", cmd_show, "print an algorithm's parameters", "ALGO", 1, 1, json_opt,
 	  "Print ALGO's parameters: the value flows act on, unit, default and allowed range.\n"

@@ -333,6 +333,7 @@ void record_keys_help(FILE *out)
 
 		for (size_t j = 0; j < a->nvariants; j++)
 			fprintf(out, "  %-16s %-8s %s: %s\n", a->variants[j].key,
-				a->variants[j].gain ? "x" : "", a->name, a->variants[j].help);
+				a->variants[j].gain ? "x" : "", a->name,
+				a->variants[j].help ? a->variants[j].help : "variant state");
 	}
 }

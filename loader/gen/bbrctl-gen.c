@@ -95,8 +95,8 @@ static void man(FILE *out)
 	roff_block(out, record_keys_help);
 	fputs(".SH EXIT STATUS\n0 on success, 1 on any error.\n"
 	      ".SH ENVIRONMENT\n.TP\n.B BBRCTL_DISABLE\n"
-	      "a comma-separated subset of trace, storage, map\\-iter, tcp\\-iter: attach acts as if the\n"
-	      "kernel lacked those pieces\n"
+	      "a comma-separated subset of trace, storage, map\\-iter, tcp\\-iter, link\\-update: attach\n"
+	      "(upgrade for link\\-update) acts as if the kernel lacked those pieces\n"
 	      ".SH FILES\n.TP\n.I " BBRKIT_PIN_ROOT "/ALGO/\n"
 	      "link (the registration), params, ctl, events, flows or flows\\-tcp\n"
 	      ".TP\n.I " BBRCTL_AVAILABLE_CC "\nthe kernel's registered congestion controls\n"

@@ -90,6 +90,16 @@ def test_upgrade_under_load_keeps_running_flows_and_the_name(attach, keep_params
     assert set(pins()["bbr_acd"]) >= {"link", "params"}
 
 
+def test_upgrade_is_refused_where_the_kernel_cannot_update_links(attach, monkeypatch) -> None:
+    attach("bbr_acd")
+    before = snapshot()
+    monkeypatch.setenv("BBRCTL_DISABLE", "link-update")
+    result = ctl("upgrade", "bbr_acd")
+    assert result.returncode == 1 and result.stdout == "" and len(result.stderr.splitlines()) == 1
+    assert "cannot update a struct_ops link" in result.stderr and "detach and attach instead" in result.stderr
+    assert snapshot() == before
+
+
 def test_upgrade_refusals_change_nothing(attach) -> None:
     attach("bbr_acd")
     before = snapshot()
