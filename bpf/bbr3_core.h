@@ -245,19 +245,19 @@ BBR_INLINE u32 bbr3_mul_unit(u32 v, u32 gain)
 
 BBR_INLINE void bbr3_read_cfg(struct bbr3_cfg *c, const struct tcp_sock *tp, const struct bbr_core *b)
 {
-	u32 max_rtt = bbr_clamp_param(params.ecn_max_rtt_us, BBR3_ECN_MAX_RTT_MIN, BBR3_ECN_MAX_RTT_MAX);
+	u32 max_rtt = BBRKIT_PARAM(params.ecn_max_rtt_us, BBR3_ECN_MAX_RTT);
 
 	c->loss_thresh = bbr3_permille_to_unit(
-		bbr_clamp_param(params.loss_thresh_permille, BBR3_LOSS_THRESH_MIN, BBR3_LOSS_THRESH_MAX));
-	c->beta = bbr3_permille_to_unit(bbr_clamp_param(params.beta_permille, BBR3_BETA_MIN, BBR3_BETA_MAX));
+		BBRKIT_PARAM(params.loss_thresh_permille, BBR3_LOSS_THRESH));
+	c->beta = bbr3_permille_to_unit(BBRKIT_PARAM(params.beta_permille, BBR3_BETA));
 	c->headroom = bbr3_permille_to_unit(
-		bbr_clamp_param(params.headroom_permille, BBR3_HEADROOM_MIN, BBR3_HEADROOM_MAX));
+		BBRKIT_PARAM(params.headroom_permille, BBR3_HEADROOM));
 	c->ecn_thresh = bbr3_permille_to_unit(
-		bbr_clamp_param(params.ecn_thresh_permille, BBR3_ECN_THRESH_MIN, BBR3_ECN_THRESH_MAX));
+		BBRKIT_PARAM(params.ecn_thresh_permille, BBR3_ECN_THRESH));
 	c->probe_rtt_win_ticks = BBR_US_TO_TICKS(
-		bbr_clamp_param(params.probe_rtt_interval_ms, BBR3_PROBE_RTT_INTERVAL_MIN,
-				BBR3_PROBE_RTT_INTERVAL_MAX) * USEC_PER_MSEC);
-	c->ecn = params.ecn && (tp->ecn_flags & BBR3_TCP_ECN_OK) && (!max_rtt || b->min_rtt_us <= max_rtt);
+		BBRKIT_PARAM(params.probe_rtt_interval_ms, BBR3_PROBE_RTT_INTERVAL) * USEC_PER_MSEC);
+	c->ecn = BBRKIT_PARAM(params.ecn, BBR3_ECN) && (tp->ecn_flags & BBR3_TCP_ECN_OK) &&
+		 (!max_rtt || b->min_rtt_us <= max_rtt);
 }
 
 /* Like the core's budget, but v3 floors cwnd at 3 TSO skbs and 4 packets instead of adding them. */
@@ -456,10 +456,8 @@ BBR_INLINE void bbr3_probe_inflight_hi_upward(struct sock *sk, struct bbr_core *
 /* Only when a probe is due. */
 BBR_INLINE void bbr3_pick_probe_wait(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
 {
-	u32 base_ms = bbr_clamp_param(params.probe_wait_base_ms, BBR3_PROBE_WAIT_BASE_MIN,
-				      BBR3_PROBE_WAIT_BASE_MAX);
-	u32 rand_us = bbr_clamp_param(params.probe_wait_rand_ms, BBR3_PROBE_WAIT_RAND_MIN,
-				      BBR3_PROBE_WAIT_RAND_MAX) * USEC_PER_MSEC;
+	u32 base_ms = BBRKIT_PARAM(params.probe_wait_base_ms, BBR3_PROBE_WAIT_BASE);
+	u32 rand_us = BBRKIT_PARAM(params.probe_wait_rand_ms, BBR3_PROBE_WAIT_RAND) * USEC_PER_MSEC;
 
 	s->rounds_since_probe = bbr_out_random(sk, b) % BBR3_BW_PROBE_RAND_ROUNDS;
 	s->probe_wait_us = base_ms * USEC_PER_MSEC + (rand_us ? bbr_out_random(sk, b) % rand_us : 0);

@@ -282,12 +282,6 @@ BBR_INLINE u32 bbr_packets_in_flight(const struct tcp_sock *tp)
 	return tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
 }
 
-/* Clamp a raw parameter to its documented range: bpftool can write anything. */
-BBR_INLINE u32 bbr_clamp_param(u32 v, u32 lo, u32 hi)
-{
-	return v < lo ? lo : (v > hi ? hi : v);
-}
-
 /* The windowed max filter. A new maximum, or a window that saw no sample for its whole
  * length, restarts the filter; otherwise the sample may become the 2nd or 3rd choice, and
  * choices that have aged out are shifted forward.

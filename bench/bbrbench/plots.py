@@ -56,7 +56,7 @@ def plot_run(run_dir: Path) -> list[Path]:
     _finish(ax, path, f"{name}: per-flow delivery rate ({THROUGHPUT_BIN_S:g} s bins)", "Mbit/s", len(data.flows))
     written.append(path)
 
-    for column, fname, title, unit in (("srtt_ms", "rtt.png", "smoothed RTT (ss)", "ms"),
+    for column, fname, title, unit in (("srtt_us", "rtt.png", "smoothed RTT (ss)", "us"),
                                       ("cwnd", "cwnd.png", "congestion window (ss)", "packets")):
         fig, ax = plt.subplots(figsize=FIG_SIZE)
         for idx, series in sorted(data.flows.items()):
@@ -99,7 +99,7 @@ def _pacing_gains(run_dir: Path, scenario: dict[str, Any], events_doc: dict[str,
         if len(t):
             gains[scenario["flows"][idx]["label"]] = (t, g)
     for idx, series in data.flows.items():
-        g = series.col("bbr_pacing_gain")
+        g = series.col("pacing_gain")
         if np.isfinite(g).any():
             gains[f"{scenario['flows'][idx]['label']} (kernel)"] = (series.t, g)
     return gains

@@ -26,11 +26,13 @@ from .procs import HarnessError, ProcessGroup, command
 from .system import bbrctl_path
 from .topology import BOTTLENECK_IF, Topology
 
+# Quantities that `bbrctl trace` records too carry its names and units (`bbrctl trace --help`).
 FLOW_FIELDS = [
-    "t_s", "flow", "cc", "srtt_ms", "rttvar_ms", "minrtt_ms", "cwnd", "ssthresh", "bytes_sent", "bytes_retrans",
-    "bytes_acked", "data_segs_out", "retrans_total", "lost", "unacked", "notsent_bytes", "pacing_rate_bps",
-    "delivery_rate_bps", "bbr_bw_bps", "bbr_pacing_gain", "bbr_cwnd_gain",
+    "t_s", "flow", "algo", "srtt_us", "rttvar_us", "min_rtt_us", "cwnd", "ssthresh", "bytes_sent", "bytes_retrans",
+    "bytes_acked", "data_segs_out", "retrans", "lost", "unacked", "notsent_bytes", "pacing_rate_bps",
+    "delivery_rate_bps", "bw_bps", "pacing_gain", "cwnd_gain",
 ]
+US_PER_MS = 1000
 QUEUE_FIELDS = ["t_s", "backlog_bytes", "backlog_packets", "drops", "sent_bytes", "sent_packets"]
 TRACE_STOP_GRACE_S = 3.0
 RATE_UNITS = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
@@ -40,6 +42,11 @@ RATE_RE = re.compile(r"^([0-9.]+)([KMGT]?)bps$")
 def parse_rate(text: str) -> float | None:
     match = RATE_RE.match(text)
     return float(match.group(1)) * RATE_UNITS[match.group(2)] if match else None
+
+
+def _ms_to_us(text: str) -> int:
+    """ss prints RTTs in ms with microsecond resolution."""
+    return round(float(text) * US_PER_MS)
 
 
 def parse_ss(text: str) -> list[dict[str, Any]]:
@@ -67,7 +74,7 @@ def parse_ss_info(line: str) -> dict[str, Any]:
     tokens = line.split()
     info: dict[str, Any] = {}
     if tokens and ":" not in tokens[0]:
-        info["cc"] = tokens[0]
+        info["algo"] = tokens[0]
     ints = {"cwnd": "cwnd", "ssthresh": "ssthresh", "bytes_sent": "bytes_sent", "bytes_retrans": "bytes_retrans",
             "bytes_acked": "bytes_acked", "data_segs_out": "data_segs_out", "lost": "lost", "unacked": "unacked",
             "notsent": "notsent_bytes"}
@@ -84,11 +91,11 @@ def parse_ss_info(line: str) -> dict[str, Any]:
                 info[ints[key]] = int(value)
             elif key == "rtt" and "/" in value:
                 srtt, rttvar = value.split("/", 1)
-                info["srtt_ms"], info["rttvar_ms"] = float(srtt), float(rttvar)
+                info["srtt_us"], info["rttvar_us"] = _ms_to_us(srtt), _ms_to_us(rttvar)
             elif key == "minrtt":
-                info["minrtt_ms"] = float(value)
+                info["min_rtt_us"] = _ms_to_us(value)
             elif key == "retrans" and "/" in value:
-                info["retrans_total"] = int(value.split("/", 1)[1])
+                info["retrans"] = int(value.split("/", 1)[1])
             elif key == "bbr":
                 info.update(_parse_bbr(value))
         i += 1
@@ -101,9 +108,9 @@ def _parse_bbr(value: str) -> dict[str, Any]:
     for part in value.strip("()").split(","):
         key, _, val = part.partition(":")
         if key == "bw":
-            out["bbr_bw_bps"] = parse_rate(val)
+            out["bw_bps"] = parse_rate(val)
         elif key in ("pacing_gain", "cwnd_gain"):
-            out[f"bbr_{key}"] = float(val)
+            out[key] = float(val)
     return out
 
 
