@@ -11,6 +11,8 @@ PYTHON ?= python3
 PREFIX ?= /usr/local
 DESTDIR ?=
 BINDIR := $(PREFIX)/bin
+MANDIR := $(PREFIX)/share/man
+COMPLETIONDIR := $(PREFIX)/share/bash-completion/completions
 
 BUILD := build
 VMLINUX_BTF := /sys/kernel/btf/vmlinux
@@ -24,6 +26,9 @@ BPF_HDRS := $(wildcard bpf/*.h include/*.h)
 
 LOADER_SRCS := $(sort $(wildcard loader/*.c))
 LOADER_OBJS := $(LOADER_SRCS:loader/%.c=$(BUILD)/loader/%.o)
+# bbrctl-gen links bbrctl's tables without its main().
+GEN_OBJS := $(filter-out $(BUILD)/loader/main.o,$(LOADER_OBJS)) $(BUILD)/loader/bbrctl-gen.o
+DOCS := $(BUILD)/bbrctl.8 $(BUILD)/bbrctl.bash $(BUILD)/bbrbench.1
 
 DELAY_SRCS := $(sort $(wildcard bench/delayline/*.c))
 DELAY_BIN := $(if $(DELAY_SRCS),$(BUILD)/bbrkit-delay)
@@ -58,7 +63,7 @@ endif
 .SECONDARY:
 .PHONY: all test install clean deps FORCE
 
-all: $(BUILD)/bbrctl $(DELAY_BIN) $(UNIT_BINS) $(LOCKSTEP_BIN)
+all: $(BUILD)/bbrctl $(DELAY_BIN) $(UNIT_BINS) $(LOCKSTEP_BIN) $(DOCS)
 
 $(BUILD) $(BUILD)/loader $(BUILD)/lockstep:
 	$(Q)mkdir -p $@
@@ -87,6 +92,18 @@ $(BUILD)/bbrkit_algos.h: FORCE | $(BUILD)
 	  printf '\n'; } > $@.tmp
 	$(Q)if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 
+# bbrctl --version: git describe at build time, rewritten only when it changes.
+$(BUILD)/bbrkit_version.h: FORCE | $(BUILD)
+	$(Q)printf '#define BBRKIT_VERSION "%s"\n' \
+	  "$$(git describe --tags --always --dirty 2>/dev/null || echo unknown)" > $@.tmp
+	$(Q)if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+
+$(BUILD)/loader/main.o $(BUILD)/loader/bbrctl-gen.o: $(BUILD)/bbrkit_version.h
+
+$(BUILD)/loader/bbrctl-gen.o: loader/gen/bbrctl-gen.c $(BUILD)/bbrkit_algos.h | $(BUILD)/loader
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(LOADER_CFLAGS) -MMD -MP -c $< -o $@
+
 $(BUILD)/loader/%.o: loader/%.c $(BUILD)/bbrkit_algos.h $(SKELS) | $(BUILD)/loader
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(LOADER_CFLAGS) -MMD -MP -c $< -o $@
@@ -94,6 +111,23 @@ $(BUILD)/loader/%.o: loader/%.c $(BUILD)/bbrkit_algos.h $(SKELS) | $(BUILD)/load
 $(BUILD)/bbrctl: $(LOADER_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LOADER_CFLAGS) $^ $(LIBBPF_LIBS) -o $@
+
+$(BUILD)/bbrctl-gen: $(GEN_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LOADER_CFLAGS) $^ $(LIBBPF_LIBS) -o $@
+
+$(BUILD)/bbrctl.8: $(BUILD)/bbrctl-gen
+	$(call msg,GEN,$@)
+	$(Q)$< man > $@
+
+$(BUILD)/bbrctl.bash: $(BUILD)/bbrctl-gen
+	$(call msg,GEN,$@)
+	$(Q)$< completion > $@
+
+# From bbrbench's own argument parser.
+$(BUILD)/bbrbench.1: scripts/bbrbench-man.py $(wildcard bench/bbrbench/*.py bench/bbrbench/*/*.py) | $(BUILD)
+	$(call msg,GEN,$@)
+	$(Q)PYTHONPATH=bench python3 scripts/bbrbench-man.py > $@
 
 $(BUILD)/bbrkit-delay: $(DELAY_SRCS) $(wildcard bench/delayline/*.h) | $(BUILD)
 	$(call msg,CC,$@)
@@ -115,7 +149,7 @@ $(BUILD)/test_%: tests/unit/test_%.c $(BPF_HDRS) $(UNIT_HDRS) | $(BUILD)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) -o $@ $<
 
-test: all
+test: all check-readme
 	$(Q)scripts/test.sh
 
 # The quick profile of every seed experiment (about an hour); rerunning resumes an interrupted run.
@@ -127,16 +161,28 @@ reproduce: all
 # bbrbench goes to $(PYTHON)'s prefix scheme without its dependencies: on Debian they are the packages
 # python3-numpy, python3-scipy, python3-matplotlib, python3-tabulate and python3-tqdm (their Debian 12
 # versions are the tested minimums). The harness then finds bbrctl and bbrkit-delay on PATH.
-install: $(BUILD)/bbrctl $(DELAY_BIN)
-	$(call msg,INSTALL,$(DESTDIR)$(BINDIR))
-	$(Q)$(INSTALL) -d $(DESTDIR)$(BINDIR)
-	$(Q)$(INSTALL) -m 0755 $^ $(DESTDIR)$(BINDIR)/
+install: $(BUILD)/bbrctl $(DELAY_BIN) $(DOCS)
+	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man1 \
+	  $(DESTDIR)$(COMPLETIONDIR)
+	$(Q)$(INSTALL) -m 0755 $(BUILD)/bbrctl $(DELAY_BIN) $(DESTDIR)$(BINDIR)/
+	$(Q)$(INSTALL) -m 0644 $(BUILD)/bbrctl.8 $(DESTDIR)$(MANDIR)/man8/
+	$(Q)$(INSTALL) -m 0644 $(BUILD)/bbrbench.1 $(DESTDIR)$(MANDIR)/man1/
+	$(Q)$(INSTALL) -m 0644 $(BUILD)/bbrctl.bash $(DESTDIR)$(COMPLETIONDIR)/bbrctl
 	$(call msg,INSTALL,bbrbench)
-	$(Q)$(PYTHON) -m pip install --quiet --disable-pip-version-check --no-deps --no-warn-script-location --root-user-action=ignore \
-		--root "$(or $(DESTDIR),/)" --prefix "$(PREFIX)" .
+	$(Q)rm -rf $(BUILD)/lib  # setuptools builds in there and never removes a file that left the source
+	$(Q)$(PYTHON) -m pip install --quiet --disable-pip-version-check --no-deps --no-warn-script-location \
+		--root-user-action=ignore --root "$(or $(DESTDIR),/)" --prefix "$(PREFIX)" .
 	$(Q)$(PYTHON) -c 'import numpy, scipy, matplotlib, tabulate, tqdm' 2>/dev/null || \
 		echo "note: bbrbench needs numpy, scipy, matplotlib, tabulate, tqdm for $(PYTHON):" \
 		"apt-get install python3-numpy python3-scipy python3-matplotlib python3-tabulate python3-tqdm"
+
+# The README's record key list is `bbrctl trace --help`'s: this fails when they differ.
+.PHONY: check-readme
+check-readme: $(BUILD)/bbrctl
+	$(Q)$(BUILD)/bbrctl trace --help | sed -n '/^record keys/,$$p' > $(BUILD)/keys.txt
+	$(Q)sed -n '/^<!-- record keys: make check-readme -->/,/^<!-- end record keys -->/p' README.md \
+	  | sed -e '1,2d' -e '$$d' | sed '$$d' | diff -u - $(BUILD)/keys.txt
 
 clean:
 	$(call msg,CLEAN,$(BUILD))
@@ -145,4 +191,4 @@ clean:
 deps:
 	$(Q)scripts/install-deps.sh
 
--include $(LOADER_OBJS:.o=.d)
+-include $(LOADER_OBJS:.o=.d) $(BUILD)/loader/bbrctl-gen.d

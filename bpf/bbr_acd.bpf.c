@@ -66,10 +66,9 @@ BBR_INLINE void bbr_variant_on_ack(struct sock *sk, struct bbr_core *b, const st
 	struct acd_state *st = acd_state(b);
 	u32 rtt, tolerance, factor, steady_needed, diff;
 
-	tolerance = bbr_clamp_param(params.tolerance_us, BBR_ACD_TOLERANCE_MIN, BBR_ACD_TOLERANCE_MAX);
-	factor = bbr_clamp_param(params.rtt_factor_permille, BBR_ACD_RTT_FACTOR_MIN, BBR_ACD_RTT_FACTOR_MAX);
-	steady_needed = bbr_clamp_param(params.steady_acks, BBR_ACD_STEADY_ACKS_MIN,
-					BBR_ACD_STEADY_ACKS_MAX) - 1;
+	tolerance = BBRKIT_PARAM(params.tolerance_us, BBR_ACD_TOLERANCE);
+	factor = BBRKIT_PARAM(params.rtt_factor_permille, BBR_ACD_RTT_FACTOR);
+	steady_needed = BBRKIT_PARAM(params.steady_acks, BBR_ACD_STEADY_ACKS) - 1;
 
 	if (rs->rtt_us < 0) { /* no sample: the run of steady samples is broken */
 		st->steady = 0;
@@ -116,7 +115,7 @@ BBR_INLINE u32 bbr_variant_conservation_cwnd(struct sock *sk, struct bbr_core *b
 {
 	struct acd_state *st = acd_state(b);
 
-	if (st->halved && bbr_clamp_param(params.halve_once, BBR_ACD_HALVE_ONCE_MIN, BBR_ACD_HALVE_ONCE_MAX))
+	if (st->halved && BBRKIT_PARAM(params.halve_once, BBR_ACD_HALVE_ONCE))
 		return bbr_max_u32(cwnd, BBR_CWND_MIN_TARGET);
 	st->halved = 1;
 	return bbr_max_u32(bbr_min_u32(cwnd / 2, bbr_inflight(sk, b, bw, BBR_UNIT)), BBR_CWND_MIN_TARGET);

@@ -282,12 +282,6 @@ BBR_INLINE u32 bbr_packets_in_flight(const struct tcp_sock *tp)
 	return tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
 }
 
-/* Clamp a raw parameter to its documented range: bpftool can write anything. */
-BBR_INLINE u32 bbr_clamp_param(u32 v, u32 lo, u32 hi)
-{
-	return v < lo ? lo : (v > hi ? hi : v);
-}
-
 /* The windowed max filter. A new maximum, or a window that saw no sample for its whole
  * length, restarts the filter; otherwise the sample may become the 2nd or 3rd choice, and
  * choices that have aged out are shifted forward.
@@ -383,7 +377,12 @@ BBR_INLINE u64 bbr_bw_to_pacing_rate(struct sock *sk, u32 bw, u32 gain)
 	return bbr_min_u64(bbr_rate_bytes_per_sec(tcp_sk(sk), bw, gain), sk->sk_max_pacing_rate);
 }
 
-/* Before any bandwidth sample: high_gain x initial cwnd / RTT (1 ms when no RTT is known). */
+/* STARTUP's pacing gain, for the initial pacing rate; BBRv3 (bbr3_core.h) uses a lower one. */
+#ifndef BBR_STARTUP_PACING_GAIN
+#define BBR_STARTUP_PACING_GAIN BBR_HIGH_GAIN
+#endif
+
+/* Before any bandwidth sample: STARTUP's gain x initial cwnd / RTT (1 ms when no RTT is known). */
 BBR_INLINE void bbr_init_pacing_rate_from_rtt(struct sock *sk, struct bbr_core *b)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
@@ -395,7 +394,7 @@ BBR_INLINE void bbr_init_pacing_rate_from_rtt(struct sock *sk, struct bbr_core *
 		b->has_seen_rtt = 1;
 	}
 	bw = (u64)bbr_out_cwnd(sk, b) * BW_UNIT / rtt_us;
-	bbr_out_set_pacing_rate(sk, b, bbr_bw_to_pacing_rate(sk, bw, BBR_HIGH_GAIN));
+	bbr_out_set_pacing_rate(sk, b, bbr_bw_to_pacing_rate(sk, bw, BBR_STARTUP_PACING_GAIN));
 }
 
 BBR_INLINE void bbr_set_pacing_rate(struct sock *sk, struct bbr_core *b, u32 bw, u32 gain)
@@ -490,34 +489,46 @@ BBR_INLINE u32 bbr_packets_in_net_at_edt(struct sock *sk, const struct bbr_core 
 	return inflight_at_edt - interval_delivered;
 }
 
-/* Extra cwnd for ACK aggregation, once the pipe is full. */
-BBR_INLINE u32 bbr_ack_aggregation_cwnd(const struct bbr_core *b)
+/* Extra cwnd for the measured ACK aggregation, capped at 100 ms of bandwidth. */
+BBR_INLINE u32 bbr_aggregation_allowance(const struct bbr_core *b)
 {
 	u32 max_aggr_cwnd, aggr_cwnd;
 
-	if (!b->full_bw_reached)
-		return 0;
 	max_aggr_cwnd = (u32)(((u64)bbr_bw(b) * BBR_EXTRA_ACKED_MAX_US) / BW_UNIT);
 	aggr_cwnd = (BBR_EXTRA_ACKED_GAIN * bbr_extra_acked(b)) >> BBR_SCALE;
 	return bbr_min_u32(aggr_cwnd, max_aggr_cwnd);
 }
 
+/* BBRv1 adds the allowance once the pipe is full. */
+BBR_INLINE u32 bbr_ack_aggregation_cwnd(const struct bbr_core *b)
+{
+	return b->full_bw_reached ? bbr_aggregation_allowance(b) : 0;
+}
+
 BBR_INLINE void bbr_check_probe_rtt_done(struct sock *sk, struct bbr_core *b, u32 now);
 
-BBR_INLINE void bbr_core_cwnd_event(struct sock *sk, struct bbr_core *b, enum tcp_ca_event event)
+/* Transmission restarts after idle while app-limited: true when this event is one. PROBE_RTT's
+ * check is the caller's (BBRv1 and v3 leave PROBE_RTT differently).
+ */
+BBR_INLINE bool bbr_restart_from_idle(struct sock *sk, struct bbr_core *b, enum tcp_ca_event event)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
 	if (event != CA_EVENT_TX_START || !tp->app_limited)
-		return;
+		return false;
 	b->idle_restart = 1;
 	b->ack_epoch_stamp = (u32)tp->tcp_mstamp;
 	b->ack_epoch_acked = 0;
-	/* Restarting from idle while app-limited: pace at the estimate, no need for more. */
+	/* Pace at the estimate, no need for more. */
 	if (b->mode == BBRKIT_PROBE_BW)
 		bbr_set_pacing_rate(sk, b, bbr_bw(b), BBR_UNIT);
-	else if (b->mode == BBRKIT_PROBE_RTT)
-		bbr_check_probe_rtt_done(sk, b, bbr_now_ticks(tp));
+	return true;
+}
+
+BBR_INLINE void bbr_core_cwnd_event(struct sock *sk, struct bbr_core *b, enum tcp_ca_event event)
+{
+	if (bbr_restart_from_idle(sk, b, event) && b->mode == BBRKIT_PROBE_RTT)
+		bbr_check_probe_rtt_done(sk, b, bbr_now_ticks(tcp_sk(sk)));
 }
 
 BBR_INLINE void bbr_cwnd_event(struct sock *sk, enum tcp_ca_event event)

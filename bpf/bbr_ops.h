@@ -21,6 +21,13 @@
 #error "define BBRKIT_ALGO, the congestion control's name, before including bbr_ops.h"
 #endif
 
+/* The callbacks' implementations: BBRv1's bbr_main(), bbr_init(), ... from bbr_core.h unless the
+ * algorithm brings its own family (bbr3_core.h defines BBRKIT_CC(fn) as bbr3_##fn).
+ */
+#ifndef BBRKIT_CC
+#define BBRKIT_CC(fn) bbr_##fn
+#endif
+
 BBR_INLINE bool bbrkit_tracing(void);
 BBR_INLINE void bbrkit_emit(struct sock *sk, const struct bbr_core *b, u8 event);
 
@@ -30,7 +37,7 @@ BBR_INLINE void bbrkit_on_ack(struct sock *sk, const struct rate_sample *rs)
 	struct bbr_core *b = bbr_core_of(sk);
 	u32 mode = b->mode;
 
-	bbr_main(sk, rs);
+	BBRKIT_CC(main)(sk, rs);
 	if ((b->round_start || b->mode != mode) && bbrkit_tracing())
 		bbrkit_emit(sk, b, b->mode != mode ? BBRKIT_EV_MODE : BBRKIT_EV_ROUND);
 }
@@ -106,7 +113,7 @@ BBR_INLINE void bbrkit_emit(struct sock *sk, const struct bbr_core *b, u8 event)
 		return; /* the reader is behind: drop this record rather than stall the ACK */
 	__builtin_memset(f, 0, sizeof(*f));
 	f->t_ns = bpf_ktime_get_ns();
-	bbr_fill_flow(f, sk, b, event);
+	BBRKIT_CC(fill_flow)(f, sk, b, event);
 	bbrkit_fill_addrs(f, sk);
 	f->cookie = bbrkit_cookie(sk);
 	bpf_ringbuf_submit(f, 0);
@@ -117,7 +124,7 @@ void BPF_PROG(bbrkit_init, struct sock *sk)
 {
 	struct bbrkit_sk *s;
 
-	bbr_init(sk);
+	BBRKIT_CC(init)(sk);
 	if (features.storage) {
 		s = bpf_sk_storage_get(&flow_storage, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 		if (s)
@@ -136,37 +143,37 @@ void BPF_PROG(bbrkit_main, struct sock *sk, u32 ack, int flag, const struct rate
 SEC("struct_ops")
 u32 BPF_PROG(bbrkit_ssthresh, struct sock *sk)
 {
-	return bbr_ssthresh(sk);
+	return BBRKIT_CC(ssthresh)(sk);
 }
 
 SEC("struct_ops")
 u32 BPF_PROG(bbrkit_undo_cwnd, struct sock *sk)
 {
-	return bbr_undo_cwnd(sk);
+	return BBRKIT_CC(undo_cwnd)(sk);
 }
 
 SEC("struct_ops")
 void BPF_PROG(bbrkit_cwnd_event, struct sock *sk, enum tcp_ca_event event)
 {
-	bbr_cwnd_event(sk, event);
+	BBRKIT_CC(cwnd_event)(sk, event);
 }
 
 SEC("struct_ops")
 void BPF_PROG(bbrkit_set_state, struct sock *sk, u8 new_state)
 {
-	bbr_set_state(sk, new_state);
+	BBRKIT_CC(set_state)(sk, new_state);
 }
 
 SEC("struct_ops")
 u32 BPF_PROG(bbrkit_sndbuf, struct sock *sk)
 {
-	return bbr_sndbuf_expand(sk);
+	return BBRKIT_CC(sndbuf_expand)(sk);
 }
 
 SEC("struct_ops")
 u32 BPF_PROG(bbrkit_tso_segs, struct sock *sk)
 {
-	return bbr_min_tso_segs(sk);
+	return BBRKIT_CC(min_tso_segs)(sk);
 }
 
 SEC(".struct_ops")
@@ -211,7 +218,7 @@ BBR_INLINE void bbrkit_snapshot(struct seq_file *seq, struct tcp_sock *tp, u64 c
 	if (bpf_probe_read_kernel(&core, sizeof(core), tp->inet_conn.icsk_ca_priv))
 		return;
 	f.t_ns = bpf_ktime_get_ns();
-	bbr_fill_flow(&f, (struct sock *)tp, &core, BBRKIT_EV_SNAPSHOT);
+	BBRKIT_CC(fill_flow)(&f, (struct sock *)tp, &core, BBRKIT_EV_SNAPSHOT);
 	bbrkit_fill_addrs(&f, (struct sock *)tp);
 	f.cookie = cookie;
 	bpf_seq_write(seq, &f, sizeof(f));
@@ -277,7 +284,7 @@ BBR_INLINE void bbrkit_emit(struct sock *sk, const struct bbr_core *b, u8 event)
 	struct bbrkit_flow f = { 0 };
 
 	f.t_ns = tcp_sk(sk)->tcp_mstamp * 1000;
-	bbr_fill_flow(&f, sk, b, event);
+	BBRKIT_CC(fill_flow)(&f, sk, b, event);
 	host_trace_record(&f);
 }
 

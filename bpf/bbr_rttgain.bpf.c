@@ -18,7 +18,8 @@
  *   applies while a policer is detected (BBRv1 then cruises at gain 1 in every phase).
  *
  * Deviation from the authors' code (ns-3, floating point): gains are computed in the kernel's
- * 1/256 fixed point; parameters are live (bbrctl set, or the pinned "params" map).
+ * 1/256 fixed point; parameters are live (bbrctl set, or the pinned "params" map), and a raw value
+ * outside a parameter's range acts as its default.
  */
 #include "bbr_core.h"
 
@@ -41,7 +42,7 @@ BBR_INLINE struct rttgain_state *rttgain_state(const struct bbr_core *b)
 
 BBR_INLINE u32 rttgain_alpha(void)
 {
-	return bbr_clamp_param(params.alpha_permille, BBR_RTTGAIN_ALPHA_MIN, BBR_RTTGAIN_ALPHA_MAX);
+	return BBRKIT_PARAM(params.alpha_permille, BBR_RTTGAIN_ALPHA);
 }
 
 BBR_INLINE bool rttgain_cruising(const struct bbr_core *b)
@@ -61,8 +62,7 @@ BBR_INLINE void bbr_variant_on_ack(struct sock *sk, struct bbr_core *b, const st
 
 BBR_INLINE bool bbr_variant_end_probe(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs)
 {
-	u32 probe_exit = bbr_clamp_param(params.probe_exit_permille, BBR_RTTGAIN_PROBE_EXIT_MIN,
-					 BBR_RTTGAIN_PROBE_EXIT_MAX);
+	u32 probe_exit = BBRKIT_PARAM(params.probe_exit_permille, BBR_RTTGAIN_PROBE_EXIT);
 
 	return rs->rtt_us > 0 && (u64)rs->rtt_us * BBRKIT_PERMILLE >= (u64)probe_exit * b->min_rtt_us;
 }
@@ -77,8 +77,8 @@ BBR_INLINE u32 bbr_variant_pacing_gain(struct sock *sk, struct bbr_core *b, cons
 	if (rs->rtt_us > 0) {
 		gain = (u32)((u64)rttgain_alpha() * BBR_UNIT * b->min_rtt_us /
 			     ((u64)rs->rtt_us * BBRKIT_PERMILLE));
-		floor = bbr_clamp_param(params.gain_floor_permille, BBR_RTTGAIN_GAIN_FLOOR_MIN,
-					BBR_RTTGAIN_GAIN_FLOOR_MAX) * BBR_UNIT / BBRKIT_PERMILLE;
+		floor = BBRKIT_PARAM(params.gain_floor_permille, BBR_RTTGAIN_GAIN_FLOOR) * BBR_UNIT /
+			BBRKIT_PERMILLE;
 		st->cruise_gain = bbr_max_u32(bbr_max_u32(gain, floor), 1);
 	}
 	return st->cruise_gain;

@@ -49,7 +49,26 @@ enum bbrkit_event {
 #define BBRKIT_VAR_ACD_STEADY 0   /* consecutive steady elevated RTT samples */
 #define BBRKIT_VAR_ACD_CONGESTED 1 /* 1 when the detector declares congestion */
 #define BBRKIT_VAR_ACD_HALVINGS 2 /* cwnd halvings applied so far */
-#define BBRKIT_VAR_SLOTS 4
+#define BBRKIT_VAR_V3_PHASE 0        /* bbr2/bbr3 PROBE_BW sub-phase, enum bbrkit_v3_phase */
+#define BBRKIT_VAR_V3_BW_HI 1        /* long-term max bw, packets/us << BW_SCALE */
+#define BBRKIT_VAR_V3_BW_LO 2        /* short-term bound, same unit; BBRKIT_VAR_NONE: unset */
+#define BBRKIT_VAR_V3_INFLIGHT_HI 3  /* packets; BBRKIT_VAR_NONE: unset */
+#define BBRKIT_VAR_V3_INFLIGHT_LO 4  /* packets; BBRKIT_VAR_NONE: unset */
+#define BBRKIT_VAR_V3_LOSS_RATE 5    /* lost / (lost + delivered) of the last loss round, permille */
+#define BBRKIT_VAR_V3_ECN_RATE 6     /* CE-marked / delivered of the last loss round, permille */
+#define BBRKIT_VAR_V3_ECN_ALPHA 7    /* EWMA of the CE fraction, BBR_UNIT */
+#define BBRKIT_VAR_SLOTS 8
+/* A variant slot with no value (a bound that is not set). */
+#define BBRKIT_VAR_NONE 0xffffffffU
+
+/* PROBE_BW sub-phases of bbr2/bbr3 (the kernel's cycle_idx); NONE outside PROBE_BW. */
+enum bbrkit_v3_phase {
+	BBRKIT_V3_UP,     /* pace at 5/4 x bw to probe for more bandwidth */
+	BBRKIT_V3_DOWN,   /* pace below bw to drain the probe's queue */
+	BBRKIT_V3_CRUISE, /* pace at bw, leaving headroom below inflight_hi */
+	BBRKIT_V3_REFILL, /* one round at bw with the short-term bounds lifted, before UP */
+	BBRKIT_V3_NONE,
+};
 
 /* One flow's state: the ring buffer's trace record and the flows iterator's output. */
 struct bbrkit_flow {
@@ -99,27 +118,54 @@ struct bbrkit_features {
 };
 
 /* Parameters. Each algorithm with parameters keeps one instance of its struct in a pinned,
- * BTF-described map named "params"; field names carry their unit. The BPF side clamps every
- * value to [MIN, MAX] when it reads it, so raw writes with bpftool cannot break flows.
+ * BTF-described map named "params"; field names carry their unit. bpftool can write anything there,
+ * so every read goes through bbrkit_param(): a value outside [MIN, MAX] acts as the default, never
+ * as the nearest bound (a raw 0 for alpha would otherwise pace at 1/256 of the bandwidth).
  */
+
+/* One unsigned compare: raw - min wraps to a huge value below min. `bbrctl show` applies the same
+ * rule to report what a flow acts on.
+ */
+static inline __attribute__((always_inline)) __u32 bbrkit_param(__u32 raw, __u32 min, __u32 max, __u32 def)
+{
+	return raw - min <= max - min ? raw : def;
+}
+
+/* bbrkit_param() of a field with BBR_* bounds named by prefix, e.g. BBRKIT_PARAM(p.alpha_permille,
+ * BBR_RTTGAIN_ALPHA).
+ */
+#define BBRKIT_PARAM(raw, prefix) bbrkit_param(raw, prefix##_MIN, prefix##_MAX, prefix##_DEF)
+
 struct bbr_rttgain_params {
 	__u32 alpha_permille;      /* cruise gain = alpha x min_rtt / rtt */
 	__u32 probe_exit_permille; /* probe phase ends when rtt >= probe_exit x min_rtt */
 	__u32 gain_floor_permille; /* lower bound of the cruise gain; 0 keeps the paper's (none) */
 };
 
-/* The paper's listing uses alpha 0.75; its experiments also run 1 and 0.5. (0, 1] per the paper. */
+/* Bounds are what a researcher may set on purpose; USUAL_* is the band around the paper's value
+ * outside which `bbrctl show` warns (a typo such as 75 for 750 stays in range but cripples flows).
+ */
+
+/* The paper's listing uses alpha 0.75; its experiments also run 1 and 0.5. Below 4/1000 the gain
+ * is 0 in 1/256 fixed point, i.e. not representable.
+ */
 #define BBR_RTTGAIN_ALPHA_DEF 1000
-#define BBR_RTTGAIN_ALPHA_MIN 1
+#define BBR_RTTGAIN_ALPHA_MIN 4
 #define BBR_RTTGAIN_ALPHA_MAX 1000
+#define BBR_RTTGAIN_ALPHA_USUAL_MIN 100 /* under 0.1 cruise phases pace at a tenth of the bandwidth */
+#define BBR_RTTGAIN_ALPHA_USUAL_MAX 1000
 /* 1.25 x min_rtt in the paper; below 1.0 every probe would end on its first ACK. */
 #define BBR_RTTGAIN_PROBE_EXIT_DEF 1250
 #define BBR_RTTGAIN_PROBE_EXIT_MIN 1000
 #define BBR_RTTGAIN_PROBE_EXIT_MAX 8000
+#define BBR_RTTGAIN_PROBE_EXIT_USUAL_MIN 1100 /* under 1.1 a probe rarely outlives its first ACKs */
+#define BBR_RTTGAIN_PROBE_EXIT_USUAL_MAX 2000 /* over 2 the probe's queue doubles the RTT */
 /* The paper sets no floor; a floor above alpha would override the RTT signal entirely. */
 #define BBR_RTTGAIN_GAIN_FLOOR_DEF 0
 #define BBR_RTTGAIN_GAIN_FLOOR_MIN 0
 #define BBR_RTTGAIN_GAIN_FLOOR_MAX 1000
+#define BBR_RTTGAIN_GAIN_FLOOR_USUAL_MIN 0
+#define BBR_RTTGAIN_GAIN_FLOOR_USUAL_MAX 900 /* near 1 the RTT-based gain no longer acts */
 
 struct bbr_acd_params {
 	__u32 tolerance_us;        /* |rtt - previous rtt| <= tolerance counts as steady */
@@ -128,21 +174,100 @@ struct bbr_acd_params {
 	__u32 halve_once;          /* 0: halve on every ACK of the round (listing); 1: once */
 };
 
-/* Paper alpha = 1000 us; its Table 3 also runs 500 and 1500 us. */
+/* Paper alpha = 1000 us; its Table 3 also runs 500 and 1500 us. 0 counts only equal samples. */
 #define BBR_ACD_TOLERANCE_DEF 1000
 #define BBR_ACD_TOLERANCE_MIN 0
 #define BBR_ACD_TOLERANCE_MAX 1000000
+#define BBR_ACD_TOLERANCE_USUAL_MIN 100    /* under 0.1 ms jitter alone keeps the detector quiet */
+#define BBR_ACD_TOLERANCE_USUAL_MAX 10000  /* over 10 ms most queues look steady */
 /* Paper: twice min_rtt; 1.0 would call every queue congestion. */
 #define BBR_ACD_RTT_FACTOR_DEF 2000
 #define BBR_ACD_RTT_FACTOR_MIN 1000
 #define BBR_ACD_RTT_FACTOR_MAX 100000
+#define BBR_ACD_RTT_FACTOR_USUAL_MIN 1250  /* under 1.25 BBR's own probe queue declares congestion */
+#define BBR_ACD_RTT_FACTOR_USUAL_MAX 10000 /* over 10 the RTT rule never fires */
 /* Paper: three ACKs, i.e. the steady count reaches 2; one ACK has nothing to compare with. */
 #define BBR_ACD_STEADY_ACKS_DEF 3
 #define BBR_ACD_STEADY_ACKS_MIN 2
 #define BBR_ACD_STEADY_ACKS_MAX 255
+#define BBR_ACD_STEADY_ACKS_USUAL_MIN 2
+#define BBR_ACD_STEADY_ACKS_USUAL_MAX 16   /* over 16 the steady rule hardly ever fires */
 #define BBR_ACD_HALVE_ONCE_DEF 0
 #define BBR_ACD_HALVE_ONCE_MIN 0
 #define BBR_ACD_HALVE_ONCE_MAX 1
+#define BBR_ACD_HALVE_ONCE_USUAL_MIN 0
+#define BBR_ACD_HALVE_ONCE_USUAL_MAX 1
+
+/* bbr3 (BBRv3) and bbr2 (BBRv2 alpha) share one parameter set with the same defaults: the
+ * values of Google's v3 tcp_bbr.c, which are also v2alpha's. Ratios in permille.
+ */
+struct bbr3_params {
+	__u32 loss_thresh_permille;  /* a probe that loses more than this share of its flight went too far */
+	__u32 beta_permille;         /* multiplicative factor kept by a loss cut (bw_lo, inflight_lo, _hi) */
+	__u32 headroom_permille;     /* share of inflight_hi left unused while cruising */
+	__u32 ecn;                   /* 1: react to CE marks (needs a shallow-threshold marking path) */
+	__u32 ecn_thresh_permille;   /* a probe whose ACKs carry more CE than this went too far */
+	__u32 ecn_max_rtt_us;        /* ECN is used only while min_rtt <= this; 0: at any RTT */
+	__u32 probe_rtt_interval_ms; /* enter PROBE_RTT when min_rtt was not refreshed for this long */
+	__u32 probe_wait_base_ms;    /* wall-clock wait between bandwidth probes: base + */
+	__u32 probe_wait_rand_ms;    /* ... a uniform random part below this */
+};
+
+/* 2%: v3's bbr_loss_thresh. The kernel's fixed point (1/256) has nothing finer than 0.004; above
+ * half the flight lost, the cut would come too late to matter.
+ */
+#define BBR3_LOSS_THRESH_DEF 20
+#define BBR3_LOSS_THRESH_MIN 4
+#define BBR3_LOSS_THRESH_MAX 500
+#define BBR3_LOSS_THRESH_USUAL_MIN 10  /* under 1% random loss alone ends every probe */
+#define BBR3_LOSS_THRESH_USUAL_MAX 100 /* over 10% a probe fills the buffer before it stops */
+/* 0.7: draft-ietf-ccwg-bbr BBRBeta (the kernel stores the cut, 0.3). 1.0 disables the response. */
+#define BBR3_BETA_DEF 700
+#define BBR3_BETA_MIN 100
+#define BBR3_BETA_MAX 1000
+#define BBR3_BETA_USUAL_MIN 500 /* under 0.5 one loss round halves the flow or more */
+#define BBR3_BETA_USUAL_MAX 1000
+/* 15%: v3's bbr_inflight_headroom. */
+#define BBR3_HEADROOM_DEF 150
+#define BBR3_HEADROOM_MIN 0
+#define BBR3_HEADROOM_MAX 500
+#define BBR3_HEADROOM_USUAL_MIN 0
+#define BBR3_HEADROOM_USUAL_MAX 300 /* over 30% cruising leaves much of the path unused */
+/* Off: v3 uses ECN only on routes marked as shallow-threshold ECN, which a stock kernel cannot flag. */
+#define BBR3_ECN_DEF 0
+#define BBR3_ECN_MIN 0
+#define BBR3_ECN_MAX 1
+#define BBR3_ECN_USUAL_MIN 0
+#define BBR3_ECN_USUAL_MAX 1
+/* 50%: v3's bbr_ecn_thresh; at least 1/256, as for loss_thresh. */
+#define BBR3_ECN_THRESH_DEF 500
+#define BBR3_ECN_THRESH_MIN 4
+#define BBR3_ECN_THRESH_MAX 1000
+#define BBR3_ECN_THRESH_USUAL_MIN 100 /* under 10% a few marks end every probe */
+#define BBR3_ECN_THRESH_USUAL_MAX 1000
+/* 5 ms: v3's bbr_ecn_max_rtt_us (datacenter paths). */
+#define BBR3_ECN_MAX_RTT_DEF 5000
+#define BBR3_ECN_MAX_RTT_MIN 0
+#define BBR3_ECN_MAX_RTT_MAX 10000000
+#define BBR3_ECN_MAX_RTT_USUAL_MIN 0
+#define BBR3_ECN_MAX_RTT_USUAL_MAX 10000000
+/* 5 s: v3's bbr_probe_rtt_win_ms; at most the 10 s min_rtt window, at least one PROBE_RTT stay. */
+#define BBR3_PROBE_RTT_INTERVAL_DEF 5000
+#define BBR3_PROBE_RTT_INTERVAL_MIN 200
+#define BBR3_PROBE_RTT_INTERVAL_MAX 10000
+#define BBR3_PROBE_RTT_INTERVAL_USUAL_MIN 1000 /* under 1 s PROBE_RTT costs over 10% of the time */
+#define BBR3_PROBE_RTT_INTERVAL_USUAL_MAX 10000
+/* 2 s + [0, 1 s): v3's bbr_bw_probe_base_us and bbr_bw_probe_rand_us. */
+#define BBR3_PROBE_WAIT_BASE_DEF 2000
+#define BBR3_PROBE_WAIT_BASE_MIN 0
+#define BBR3_PROBE_WAIT_BASE_MAX 60000
+#define BBR3_PROBE_WAIT_BASE_USUAL_MIN 500  /* under 0.5 s probes come every few rounds */
+#define BBR3_PROBE_WAIT_BASE_USUAL_MAX 10000 /* over 10 s new bandwidth goes unnoticed long */
+#define BBR3_PROBE_WAIT_RAND_DEF 1000
+#define BBR3_PROBE_WAIT_RAND_MIN 0
+#define BBR3_PROBE_WAIT_RAND_MAX 60000
+#define BBR3_PROBE_WAIT_RAND_USUAL_MIN 0
+#define BBR3_PROBE_WAIT_RAND_USUAL_MAX 10000
 
 /* bpffs layout: BBRKIT_PIN_ROOT/<algo>/<one of the names below>. */
 #define BBRKIT_PIN_ROOT "/sys/fs/bpf/bbrkit"

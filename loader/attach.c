@@ -10,7 +10,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,8 +42,6 @@
 #define UNREGISTER_WAIT_MS 2000
 #define UNREGISTER_POLL_MS 10
 
-static const char attach_usage[] = "bbrctl attach [-v] ALGO";
-static const char detach_usage[] = "bbrctl detach [-v] ALGO";
 
 static bool bpffs_mounted(void)
 {
@@ -215,12 +212,34 @@ struct loaded {
 	struct flows_iter flows;
 };
 
+/* A registration's link fd, or -errno. libbpf >= 1.2 creates struct_ops links itself; 1.1 only
+ * writes the program fds into the map value through a pseudo-link (with BPF_F_LINK the kernel does
+ * not register on update) and the link is made by hand. The pseudo-link would delete the map element
+ * when destroyed, hence disconnect; with a real link, disconnecting hands its fd over to us.
+ */
+static int register_struct_ops(struct bpf_map *ops)
+{
+	struct bpf_link *link = bpf_map__attach_struct_ops(ops);
+	int fd;
+
+	if (!link)
+		return -errno;
+#if LIBBPF_MAJOR_VERSION > 1 || LIBBPF_MINOR_VERSION >= 2
+	fd = bpf_link__fd(link);
+#else
+	fd = bpf_link_create(bpf_map__fd(ops), 0, ATTACH_TYPE_STRUCT_OPS, NULL);
+	fd = fd < 0 ? -errno : fd;
+#endif
+	bpf_link__disconnect(link);
+	bpf_link__destroy(link);
+	return fd;
+}
+
 /* Load the struct_ops programs and register; then the optional pieces, whose failure is a warning.
  * Leaves what it made in *l for the caller to release.
  */
 static int load_and_register(const struct algo *a, struct loaded *l)
 {
-	struct bpf_link *prefill;
 	struct bpf_map *ops;
 	int err;
 
@@ -242,18 +261,9 @@ static int load_and_register(const struct algo *a, struct loaded *l)
 	if (err)
 		return load_error(err, l->obj);
 
-	/* libbpf 1.1 has no struct_ops links: this only writes the program fds into the map value
-	 * (with BPF_F_LINK the kernel does not register on update). Its pseudo-link would delete the
-	 * map element when destroyed, hence disconnect.
-	 */
-	prefill = bpf_map__attach_struct_ops(ops);
-	if (!prefill)
-		return fail(errno, "cannot fill the struct_ops map");
-	bpf_link__disconnect(prefill);
-	bpf_link__destroy(prefill);
-	l->link_fd = bpf_link_create(bpf_map__fd(ops), 0, ATTACH_TYPE_STRUCT_OPS, NULL);
+	l->link_fd = register_struct_ops(ops);
 	if (l->link_fd < 0) {
-		err = -errno;
+		err = l->link_fd;
 		if (err == -EEXIST)
 			return fail(0, "the kernel already has a congestion control named '%s'", a->name);
 		return fail(err, "cannot register the congestion control");
@@ -321,40 +331,16 @@ out_err:
 	return EXIT_FAILURE;
 }
 
-static int parse_one_algo(int argc, char **argv, const char *usage, const struct algo **a)
-{
-	static const struct option opts[] = { { "verbose", no_argument, NULL, 'v' }, {} };
-	int c;
-
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "v", opts, NULL)) != -1) {
-		if (c != 'v')
-			return usage_error(usage, "unknown option '%s'", argv[optind - 1]);
-		verbose = true;
-	}
-	if (optind + 1 != argc)
-		return usage_error(usage, argc == optind ? "missing ALGO" : "expected one ALGO");
-	*a = find_algo_or_fail(argv[optind]);
-	return *a ? EXIT_SUCCESS : EXIT_FAILURE;
-}
-
-int cmd_attach(int argc, char **argv)
+int cmd_attach(const struct cmd_opts *o, int argc, char **argv)
 {
 	struct loaded l = { .link_fd = -1 };
 	const struct algo *a;
 	int rootfd, ret, err;
 
-	if (want_help(argc, argv)) {
-		printf("usage: %s\n\n"
-		       "Load ALGO, register it as a TCP congestion control and pin it under\n"
-		       BBRKIT_PIN_ROOT "/ALGO so that it stays registered after bbrctl exits.\n"
-		       "Mounts bpffs at " BPFFS_DIR " when missing. Attaching an attached algorithm\n"
-		       "changes nothing. -v shows libbpf's log, including the verifier's.\n",
-		       attach_usage);
-		return EXIT_SUCCESS;
-	}
-	set_context("attach");
-	if (parse_one_algo(argc, argv, attach_usage, &a))
+	(void)o;
+	(void)argc;
+	a = find_algo_or_fail(argv[0]);
+	if (!a)
 		return EXIT_FAILURE;
 	set_context("attach %s", a->name);
 	if (check_features())
@@ -407,25 +393,16 @@ int cmd_attach(int argc, char **argv)
 	return ret;
 }
 
-int cmd_detach(int argc, char **argv)
+int cmd_detach(const struct cmd_opts *o, int argc, char **argv)
 {
 	char dir[BBRCTL_MAX_PATH], link[BBRCTL_MAX_PATH], who[512];
 	const struct algo *a;
 	int rootfd, fd, err, live;
 
-	if (want_help(argc, argv)) {
-		printf("usage: %s\n\n"
-		       "Unregister ALGO and remove its pins. Connections already using it keep it\n"
-		       "until they close (the kernel holds a reference per socket); new ones can no\n"
-		       "longer select it. Its flows no longer show in `bbrctl flows` or `trace`.\n"
-		       "Refused while a network namespace has ALGO as its default congestion\n"
-		       "control: that default would keep handing the unregistered ALGO to new\n"
-		       "connections.\n",
-		       detach_usage);
-		return EXIT_SUCCESS;
-	}
-	set_context("detach");
-	if (parse_one_algo(argc, argv, detach_usage, &a))
+	(void)o;
+	(void)argc;
+	a = find_algo_or_fail(argv[0]);
+	if (!a)
 		return EXIT_FAILURE;
 	set_context("detach %s", a->name);
 	if (check_root())
@@ -487,4 +464,211 @@ int cmd_detach(int argc, char **argv)
 	else
 		printf("%s detached\n", a->name);
 	return EXIT_SUCCESS;
+}
+
+/* The sk_storage map of the attached instance, found through its pinned flows iterator (the
+ * iterator program, or the map iterator's link, references it): new connections must store their
+ * flow ids where the pinned iterator reads them. -ENOENT when there is none to share.
+ */
+static int attached_storage_fd(const struct algo *a)
+{
+	const char *pin = attachment_of(a).flows;
+	struct bpf_link_info link = {};
+	struct bpf_prog_info prog = {};
+	__u32 ids[8], n = 0, len;
+	int fd, err;
+
+	if (!pin)
+		return -ENOENT;
+	fd = open_pinned(a, !strcmp(pin, "map-iterator") ? BBRKIT_PIN_FLOWS : BBRKIT_PIN_FLOWS_TCP, 0);
+	if (fd < 0)
+		return fd;
+	len = sizeof(link);
+	err = bpf_obj_get_info_by_fd(fd, &link, &len) ? -errno : 0;
+	close(fd);
+	if (err)
+		return err;
+	if (link.type == BPF_LINK_TYPE_ITER && link.iter.map.map_id)
+		ids[n++] = link.iter.map.map_id;
+	fd = bpf_prog_get_fd_by_id(link.prog_id);
+	if (fd < 0)
+		return -errno;
+	prog.nr_map_ids = sizeof(ids) / sizeof(ids[0]) - n;
+	prog.map_ids = (__u64)(unsigned long)(ids + n);
+	len = sizeof(prog);
+	err = bpf_obj_get_info_by_fd(fd, &prog, &len) ? -errno : 0;
+	close(fd);
+	if (err)
+		return err;
+	n += prog.nr_map_ids < sizeof(ids) / sizeof(ids[0]) - n ? prog.nr_map_ids : 0;
+	for (__u32 i = 0; i < n; i++) {
+		struct bpf_map_info map = {};
+
+		fd = bpf_map_get_fd_by_id(ids[i]);
+		if (fd < 0)
+			continue;
+		len = sizeof(map);
+		if (!bpf_obj_get_info_by_fd(fd, &map, &len) && map.type == BPF_MAP_TYPE_SK_STORAGE)
+			return fd;
+		close(fd);
+	}
+	return -ENOENT;
+}
+
+/* Makes the new object use the attached instance's map instead of creating its own. */
+static int reuse_map(struct bpf_object *obj, const char *name, int fd, const char *what)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(obj, name);
+	int err;
+
+	if (fd < 0)
+		return fail(fd, "cannot open the attached %s", what);
+	err = m ? bpf_map__reuse_fd(m, fd) : -ENOENT;
+	close(fd);
+	if (err)
+		return fail(err, "the new object cannot share the attached %s (map '%s')", what, name);
+	return EXIT_SUCCESS;
+}
+
+/* The new object shares the attached instance's parameters (so they carry over, and `set` keeps
+ * reaching old and new connections alike), trace maps and flow storage.
+ */
+static int share_maps(const struct algo *a, struct bpf_object *obj)
+{
+	struct attachment at = attachment_of(a);
+	int fd;
+
+	if (at.params && reuse_map(obj, ".data.params", open_pinned(a, BBRKIT_PIN_PARAMS, 0), "params map"))
+		return EXIT_FAILURE;
+	if (at.trace && (reuse_map(obj, ".data.ctl", open_pinned(a, BBRKIT_PIN_CTL, 0), "ctl map") ||
+			 reuse_map(obj, "events", open_pinned(a, BBRKIT_PIN_EVENTS, 0), "ring buffer")))
+		return EXIT_FAILURE;
+	fd = attached_storage_fd(a);
+	if (fd == -ENOENT)
+		return EXIT_SUCCESS;
+	return reuse_map(obj, "flow_storage", fd, "flow storage");
+}
+
+static struct bpf_object *open_object(const struct algo *a, const char *path)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = a->name);
+
+	return path ? bpf_object__open_file(path, &opts) : open_algo(a);
+}
+
+/* Writes the program fds into the map value without registering, for bpf_link_update. libbpf 1.1
+ * does only that (a pseudo-link, disconnected so that it does not delete the element). libbpf >= 1.2
+ * writes the value and then creates a link, which the kernel refuses with EEXIST: the name is
+ * registered already, through the pinned link this map is about to go into.
+ */
+static int fill_struct_ops(struct bpf_map *ops)
+{
+	struct bpf_link *link = bpf_map__attach_struct_ops(ops);
+
+	if (!link)
+#if LIBBPF_MAJOR_VERSION > 1 || LIBBPF_MINOR_VERSION >= 2
+		return errno == EEXIST ? 0 : -errno;
+#else
+		return -errno;
+#endif
+	bpf_link__disconnect(link);
+	bpf_link__destroy(link);
+	return 0;
+}
+
+/* Loads the new object as attach does, then swaps its struct_ops map into the pinned link. */
+static int upgrade(const struct algo *a, const char *path)
+{
+	struct bbrkit_features have;
+	struct bpf_object *obj;
+	struct bpf_map *ops;
+	int link_fd, err, ret = EXIT_FAILURE;
+
+	obj = open_object(a, path);
+	if (!obj)
+		return fail(errno, "cannot open %s", path ? path : "the embedded BPF object");
+	ops = bpf_object__find_map_by_name(obj, "ops");
+	if (!ops || bpf_map__type(ops) != BPF_MAP_TYPE_STRUCT_OPS) {
+		fail(0, "%s has no struct_ops map 'ops'", path ? path : "the embedded BPF object");
+		goto out;
+	}
+	err = bpf_map__set_map_flags(ops, bpf_map__map_flags(ops) | BPF_F_LINK);
+	if (err) {
+		fail(err, "cannot set BPF_F_LINK on 'ops'");
+		goto out;
+	}
+	skip_optional_programs(obj);
+	if (prepare_optional_maps(obj, &have) || share_maps(a, obj))
+		goto out;
+	libbpf_log_reset();
+	err = bpf_object__load(obj);
+	if (err) {
+		load_error(err, obj);
+		goto out;
+	}
+	err = fill_struct_ops(ops);
+	if (err) {
+		fail(err, "cannot fill the struct_ops map");
+		goto out;
+	}
+	link_fd = open_pinned(a, BBRKIT_PIN_LINK, 0);
+	if (link_fd < 0) {
+		fail(link_fd, "cannot open the pinned struct_ops link");
+		goto out;
+	}
+	err = bpf_link_update(link_fd, bpf_map__fd(ops), NULL) ? -errno : 0;
+	close(link_fd);
+	if (err == -EINVAL)
+		fail(err, "the kernel refused the new object (its congestion control must be named '%s')",
+		     a->name);
+	else if (err)
+		fail(err, "cannot update the struct_ops link");
+	else
+		ret = EXIT_SUCCESS;
+out:
+	/* The link now holds the new map; our references go. */
+	bpf_object__close(obj);
+	return ret;
+}
+
+int cmd_upgrade(const struct cmd_opts *o, int argc, char **argv)
+{
+	const char *path = o->object;
+	const struct algo *a;
+	int rootfd, err, ret;
+
+	(void)argc;
+	a = find_algo_or_fail(argv[0]);
+	if (!a)
+		return EXIT_FAILURE;
+	set_context("upgrade %s", a->name);
+	if (path && access(path, R_OK))
+		return fail(errno, "cannot read %s", path);
+	if (check_features())
+		return EXIT_FAILURE;
+	if (feature_disabled("link-update"))
+		return fail(0, "the kernel cannot update a struct_ops link (BBRCTL_DISABLE has "
+			    "'link-update'); detach and attach instead");
+	err = kernel_link_update();
+	if (err)
+		return fail(err, "the kernel cannot update a struct_ops link (bbrctl features: link-update); "
+			    "detach and attach instead");
+	rootfd = lock_root(false);
+	if (rootfd == -ENOENT || (rootfd >= 0 && !algo_attached(a))) {
+		if (rootfd >= 0)
+			close(rootfd);
+		return fail(0, "not attached (bbrctl attach %s)", a->name);
+	}
+	if (rootfd < 0)
+		return fail(rootfd, "cannot lock " BBRKIT_PIN_ROOT);
+	if (!kernel_has_cc(a->name)) {
+		close(rootfd);
+		return fail(0, "the pinned link's registration is gone (bbrctl attach %s starts over)", a->name);
+	}
+	ret = upgrade(a, path);
+	close(rootfd);
+	if (!ret)
+		printf("%s upgraded: new connections use %s; running ones keep their version\n", a->name,
+		       path ? path : "the object built into bbrctl");
+	return ret;
 }

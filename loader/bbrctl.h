@@ -27,15 +27,28 @@ struct param_desc {
 	size_t offset;
 	enum param_kind kind;
 	const char *unit;
-	__u32 def, min, max; /* stored values, include/bbrkit.h */
+	__u32 def, min, max; /* stored values, include/bbrkit.h; outside [min, max] acts as def */
 	const char *help;
+	__u32 usual_min, usual_max; /* `show` warns outside this band; 0, 0: no band */
+};
+
+/* How a variant slot is shown. BBRKIT_VAR_NONE in a VAR_UINT or VAR_BW slot means "not set":
+ * JSON null, an empty CSV cell, "-" in the table.
+ */
+enum variant_kind {
+	VAR_UINT,     /* plain count */
+	VAR_GAIN,     /* BBR_UNIT fixed point, printed as a float */
+	VAR_BW,       /* packets/us << BW_SCALE, printed in bit/s */
+	VAR_PERMILLE, /* thousandths, printed as a fraction */
+	VAR_V3_PHASE, /* enum bbrkit_v3_phase, printed by name */
 };
 
 /* One slot of bbrkit_flow.variant as shown by flows and trace. */
 struct variant_desc {
 	const char *key; /* JSON/CSV key, e.g. "acd_steady" */
 	unsigned int slot;
-	bool gain; /* BBR_UNIT fixed point, printed as a float */
+	enum variant_kind kind;
+	const char *help;
 };
 
 struct algo {
@@ -61,9 +74,6 @@ int fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "bbrctl: <context>: warning: message[: strerror]"; changes nothing, returns nothing. */
 void warn(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-bool want_help(int argc, char **argv);
-/* Parses the --json and -v options shared by list, show and flows: 0, or usage_error()'s status. */
-int parse_json_option(int argc, char **argv, const char *usage, bool *json);
 void libbpf_log_setup(void);
 /* Forgets the failed program and message of an earlier load. */
 void libbpf_log_reset(void);
@@ -95,7 +105,9 @@ struct flows_iter {
 	struct bpf_link *link;
 	const char *pin;	/* BBRKIT_PIN_FLOWS or BBRKIT_PIN_FLOWS_TCP; NULL when unavailable */
 };
-/* BBRCTL_DISABLE=trace,storage,map-iter,tcp-iter makes attach act as if the kernel lacked them. */
+/* BBRCTL_DISABLE=trace,storage,map-iter,tcp-iter makes attach act as if the kernel lacked them;
+ * link-update does the same for upgrade.
+ */
 bool feature_disabled(const char *key);
 /* a's BPF object, opened (not loaded) under a's name; NULL with errno set. */
 struct bpf_object *open_algo(const struct algo *a);
@@ -116,27 +128,89 @@ struct attachment {
 struct attachment attachment_of(const struct algo *a);
 /* The same as one line of text: "params yes, trace yes, flows map-iterator". */
 void attachment_features(const struct algo *a, char *buf, size_t size);
-/* The same as `, "features": {...}` for JSON output; nothing when a is not attached. */
-void attachment_json(FILE *out, const struct algo *a);
+/* json.c: a streaming writer; each top-level value ends its line. */
+#define JSON_MAX_DEPTH 8
+struct json {
+	FILE *out;
+	unsigned int depth;
+	unsigned int count[JSON_MAX_DEPTH]; /* values so far in each open scope */
+	bool pending_key;		    /* a key was written; its value needs no comma */
+};
+void json_init(struct json *j, FILE *out);
+void json_object(struct json *j);
+void json_object_end(struct json *j);
+void json_array(struct json *j);
+void json_array_end(struct json *j);
+void json_key(struct json *j, const char *key);
+void json_string(struct json *j, const char *s); /* NULL: null */
+void json_uint(struct json *j, unsigned long long v);
+void json_bool(struct json *j, bool v);
+void json_null(struct json *j);
+void json_double(struct json *j, double v, int digits);
+void json_number_text(struct json *j, const char *text);
 
-/* Subcommands: each returns EXIT_SUCCESS or EXIT_FAILURE. */
-int cmd_list(int argc, char **argv);
-int cmd_attach(int argc, char **argv);
-int cmd_detach(int argc, char **argv);
-int cmd_show(int argc, char **argv);
-int cmd_set(int argc, char **argv);
-int cmd_flows(int argc, char **argv);
-int cmd_trace(int argc, char **argv);
-int cmd_features(int argc, char **argv);
+/* The same as a "features" member ({"params", "trace", "flows"}); nothing when a is not attached. */
+void attachment_json(struct json *j, const struct algo *a);
+
+/* cli.c: the command table. Options of all subcommands land in one struct cmd_opts. */
+#define CLI_MANY 64 /* most positional arguments a command takes */
+struct cmd_opts {
+	bool json;
+	const char *out, *format, *object;
+};
+struct cli_opt {
+	const char *name;
+	char short_name;
+	const char *metavar; /* NULL: a flag (bool field) */
+	const char *help;
+	size_t offset;		   /* of the field in struct cmd_opts */
+	const char *const *choices; /* NULL-terminated allowed values, or NULL: any */
+};
+struct cli_command {
+	const char *name;
+	/* argv holds the positional arguments only. EXIT_SUCCESS or EXIT_FAILURE. */
+	int (*run)(const struct cmd_opts *o, int argc, char **argv);
+	const char *summary;
+	const char *args; /* positional arguments as in the usage line, e.g. "ALGO KEY=VALUE..." */
+	int min_args, max_args;
+	const struct cli_opt *opts; /* terminated by an empty entry; -v and -h come with every command */
+	const char *doc;
+	void (*extra_help)(FILE *out);
+};
+extern const struct cli_command cli_commands[];
+const struct cli_command *cli_find(const char *name);
+void cli_usage(const struct cli_command *c, char *buf, size_t size);
+void cli_help(FILE *out, const struct cli_command *c);
+void cli_main_help(FILE *out);
+/* EXIT_SUCCESS with *first_arg set, -1 when --help was printed, or EXIT_FAILURE after a one-line error. */
+int cli_parse(const struct cli_command *c, int argc, char **argv, struct cmd_opts *out, int *first_arg);
+
+/* Subcommands. */
+int cmd_list(const struct cmd_opts *o, int argc, char **argv);
+int cmd_attach(const struct cmd_opts *o, int argc, char **argv);
+int cmd_detach(const struct cmd_opts *o, int argc, char **argv);
+int cmd_show(const struct cmd_opts *o, int argc, char **argv);
+int cmd_set(const struct cmd_opts *o, int argc, char **argv);
+int cmd_flows(const struct cmd_opts *o, int argc, char **argv);
+int cmd_trace(const struct cmd_opts *o, int argc, char **argv);
+int cmd_features(const struct cmd_opts *o, int argc, char **argv);
+int cmd_upgrade(const struct cmd_opts *o, int argc, char **argv);
+/* params.c: every algorithm's parameters, for show's and set's --help. */
+void help_params(FILE *out);
+/* features.c: 0 when the kernel can swap a struct_ops link's map (bpf_link_update), or -errno. */
+int kernel_link_update(void);
 
 /* record.c: formatting of struct bbrkit_flow shared by flows and trace */
 enum record_format { FMT_JSONL, FMT_CSV };
+struct json;
+/* One JSON line; record_json_object() writes the same object into an open document. */
 void record_json(FILE *out, const struct algo *a, const struct bbrkit_flow *f);
+void record_json_object(struct json *j, const struct algo *a, const struct bbrkit_flow *f);
+void record_keys_help(FILE *out);
 void record_csv_header(FILE *out, const struct algo *const *sel, size_t n);
 void record_csv(FILE *out, const struct algo *a, const struct bbrkit_flow *f,
 		const struct algo *const *sel, size_t n);
 void record_table_header(FILE *out);
 void record_table_row(FILE *out, const struct algo *a, const struct bbrkit_flow *f);
-void json_string(FILE *out, const char *s);
 
 #endif /* BBRCTL_H */

@@ -21,7 +21,6 @@
 #define BPF_STATS_SYSCTL "/proc/sys/kernel/bpf_stats_enabled"
 #define STATUS_TEXT 160
 
-static const char features_usage[] = "bbrctl features [--json]";
 
 struct probe {
 	const char *key;
@@ -63,6 +62,16 @@ static int probe_link_update(struct btf *btf, char *note, size_t size)
 {
 	snprintf(note, size, "kernel BTF has bpf_struct_ops_map_link_update()");
 	return btf_has(btf, "bpf_struct_ops_map_link_update", BTF_KIND_FUNC);
+}
+
+int kernel_link_update(void)
+{
+	struct btf *btf = access(VMLINUX_BTF, R_OK) ? NULL : btf__load_vmlinux_btf();
+	char note[STATUS_TEXT];
+	int err = probe_link_update(btf, note, sizeof(note));
+
+	btf__free(btf);
+	return err;
 }
 
 /* Loads a program that only returns 0 for the iterator target: what the kernel allows. */
@@ -163,55 +172,49 @@ static const struct probe probes[] = {
 
 #define NPROBES (sizeof(probes) / sizeof(probes[0]))
 
-int cmd_features(int argc, char **argv)
+int cmd_features(const struct cmd_opts *o, int argc, char **argv)
 {
-	bool json = false;
+	bool json = o->json;
+	struct json j;
 	struct btf *btf;
-	int c;
 
-	if (want_help(argc, argv)) {
-		printf("usage: %s\n\n"
-		       "Probe each kernel capability bbrkit uses and print one line per capability:\n"
-		       "yes, or no with the reason. Probes load small BPF programs and bbrkit's own\n"
-		       "struct_ops programs without registering anything; nothing is changed.\n"
-		       "Only the first two are needed to attach; the rest are optional pieces.\n"
-		       "  --json   {\"features\": [{\"key\", \"what\", \"available\", \"reason\", \"note\"}]}\n",
-		       features_usage);
-		return EXIT_SUCCESS;
-	}
-	set_context("features");
-	c = parse_json_option(argc, argv, features_usage, &json);
-	if (c)
-		return c;
-	if (optind != argc)
-		return usage_error(features_usage, "unexpected argument '%s'", argv[optind]);
+	(void)argc;
+	(void)argv;
 	if (check_root())
 		return EXIT_FAILURE;
 	btf = access(VMLINUX_BTF, R_OK) ? NULL : btf__load_vmlinux_btf();
-	if (json)
-		printf("{\"features\": [");
+	json_init(&j, stdout);
+	if (json) {
+		json_object(&j);
+		json_key(&j, "features");
+		json_array(&j);
+	}
 	for (size_t i = 0; i < NPROBES; i++) {
 		char note[STATUS_TEXT] = "";
 		int err = probes[i].run(btf, note, sizeof(note));
 
 		if (json) {
-			printf("%s{\"key\": \"%s\", \"what\": ", i ? ", " : "", probes[i].key);
-			json_string(stdout, probes[i].what);
-			printf(", \"available\": %s, \"reason\": ", err ? "false" : "true");
-			if (err)
-				json_string(stdout, strerror(-err));
-			else
-				printf("null");
-			printf(", \"note\": ");
-			json_string(stdout, note);
-			printf("}");
+			json_object(&j);
+			json_key(&j, "key");
+			json_string(&j, probes[i].key);
+			json_key(&j, "what");
+			json_string(&j, probes[i].what);
+			json_key(&j, "available");
+			json_bool(&j, !err);
+			json_key(&j, "reason");
+			json_string(&j, err ? strerror(-err) : NULL);
+			json_key(&j, "note");
+			json_string(&j, note);
+			json_object_end(&j);
 		} else {
 			printf("%-18s %-42s %s%s%s%s\n", probes[i].key, probes[i].what, err ? "no: " : "yes",
 			       err ? strerror(-err) : "", note[0] ? " -- " : "", note);
 		}
 	}
-	if (json)
-		printf("]}\n");
+	if (json) {
+		json_array_end(&j);
+		json_object_end(&j);
+	}
 	btf__free(btf);
 	return EXIT_SUCCESS;
 }

@@ -4,7 +4,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +11,6 @@
 
 #include "bbrctl.h"
 
-static const char flows_usage[] = "bbrctl flows [--json] [ALGO...]";
 
 struct records {
 	char *buf;
@@ -100,60 +98,51 @@ int count_flows(const struct algo *a)
 	return err ? err : (int)n;
 }
 
-int cmd_flows(int argc, char **argv)
+int cmd_flows(const struct cmd_opts *o, int argc, char **argv)
 {
-	const struct algo *sel[64];
-	bool json = false;
-	size_t nsel, shown = 0;
-	int c;
+	const struct algo *sel[CLI_MANY];
+	bool json = o->json;
+	struct json j;
+	size_t nsel;
 
-	if (want_help(argc, argv)) {
-		printf("usage: %s\n\n"
-		       "Print the live flows (all network namespaces) of the named attached\n"
-		       "algorithms, or of all attached ones. Gains are multiples, rates Mbit/s, RTTs\n"
-		       "ms, cwnd and inflight packets; VARIANT is the variant's own state.\n"
-		       "  --json   {\"flows\": [...]}, each flow with the keys of `bbrctl trace`\n",
-		       flows_usage);
-		return EXIT_SUCCESS;
-	}
-	set_context("flows");
-	c = parse_json_option(argc, argv, flows_usage, &json);
-	if (c)
-		return c;
-	if (argc - optind > (int)(sizeof(sel) / sizeof(sel[0])))
-		return usage_error(flows_usage, "too many algorithms");
-	if (check_root() || select_algos(argc - optind, argv + optind, sel, &nsel))
+	if (check_root() || select_algos(argc, argv, sel, &nsel))
 		return EXIT_FAILURE;
 
-	if (json)
-		printf("{\"flows\": [");
-	else
+	json_init(&j, stdout);
+	if (json) {
+		json_object(&j);
+		json_key(&j, "flows");
+		json_array(&j);
+	} else {
 		record_table_header(stdout);
+	}
 	for (size_t i = 0; i < nsel; i++) {
 		struct bbrkit_flow *f = NULL;
 		size_t n = 0;
 		int err = read_flows(sel[i], &f, &n);
 
 		if (err) {
-			if (json)
-				printf("]}\n");
+			if (json) {
+				json_array_end(&j);
+				json_object_end(&j);
+			}
 			set_context("flows %s", sel[i]->name);
 			if (err == -EOPNOTSUPP)
 				return fail(0, "not available: the kernel refused both flows iterators when "
 					    "%s was attached (bbrctl features)", sel[i]->name);
 			return fail(err, "cannot read the flows iterator");
 		}
-		for (size_t j = 0; j < n; j++, shown++) {
-			if (json) {
-				fputs(shown ? ", " : "", stdout);
-				record_json(stdout, sel[i], &f[j]);
-			} else {
-				record_table_row(stdout, sel[i], &f[j]);
-			}
+		for (size_t k = 0; k < n; k++) {
+			if (json)
+				record_json_object(&j, sel[i], &f[k]);
+			else
+				record_table_row(stdout, sel[i], &f[k]);
 		}
 		free(f);
 	}
-	if (json)
-		printf("]}\n");
+	if (json) {
+		json_array_end(&j);
+		json_object_end(&j);
+	}
 	return EXIT_SUCCESS;
 }

@@ -2,7 +2,6 @@
 /* show and set: an algorithm's live parameters, in human units, in its pinned params map. */
 #include <ctype.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,11 +14,10 @@
 #define RATIO_DECIMALS 3
 #define VALUE_TEXT 32
 #define MAX_PARAMS_SIZE 256
+#define NOTE_TEXT 192
 
-static const char show_usage[] = "bbrctl show [--json] ALGO";
-static const char set_usage[] = "bbrctl set ALGO KEY=VALUE...";
 
-/* Human text of a stored value: ratios without trailing zeros (750 -> "0.75"). */
+/* Human text of a stored value: ratios with one decimal at least (750 -> "0.75", 1000 -> "1.0"). */
 static void format_value(char *buf, const struct param_desc *p, __u32 raw)
 {
 	int len;
@@ -29,10 +27,8 @@ static void format_value(char *buf, const struct param_desc *p, __u32 raw)
 		return;
 	}
 	len = snprintf(buf, VALUE_TEXT, "%u.%03u", raw / BBRKIT_PERMILLE, raw % BBRKIT_PERMILLE);
-	while (buf[len - 1] == '0')
+	while (buf[len - 1] == '0' && buf[len - 2] != '.')
 		buf[--len] = '\0';
-	if (buf[len - 1] == '.')
-		buf[len - 1] = '\0';
 }
 
 /* Strict parsing: digits only (and one decimal point for ratios), no signs or exponents, so
@@ -153,74 +149,126 @@ static void show_features(const struct algo *a)
 	printf("\nattached with: %s\n", features);
 }
 
-static void show_json(const struct algo *a, const void *value)
+/* What a flow acts on: the rule of the BPF side (include/bbrkit.h). */
+static __u32 effective_value(const struct param_desc *p, __u32 raw)
+{
+	return bbrkit_param(raw, p->min, p->max, p->def);
+}
+
+enum param_status { PARAM_OK, PARAM_OUT_OF_RANGE, PARAM_UNUSUAL };
+
+static const char *const status_names[] = { "ok", "out-of-range", "unusual" };
+
+/* A stored value's status and, unless it is ok, a note that says what a flow makes of it. */
+static enum param_status param_status(const struct param_desc *p, __u32 raw, char *note, size_t size)
 {
 	char v[VALUE_TEXT], d[VALUE_TEXT], lo[VALUE_TEXT], hi[VALUE_TEXT];
 
-	printf("{\"algo\": ");
-	json_string(stdout, a->name);
-	printf(", \"attached\": %s", algo_attached(a) ? "true" : "false");
-	attachment_json(stdout, a);
-	printf(", \"params\": [");
-	for (size_t i = 0; i < a->nparams; i++) {
-		const struct param_desc *p = &a->params[i];
-
-		format_value(v, p, get_field(value, p));
-		format_value(d, p, p->def);
-		format_value(lo, p, p->min);
-		format_value(hi, p, p->max);
-		printf("%s{\"name\": \"%s\", \"field\": \"%s\", \"value\": %s, \"raw\": %u, "
-		       "\"unit\": \"%s\", \"default\": %s, \"min\": %s, \"max\": %s, \"help\": ",
-		       i ? ", " : "", p->name, p->field, v, get_field(value, p), p->unit, d, lo, hi);
-		json_string(stdout, p->help);
-		printf("}");
+	format_value(d, p, p->def);
+	if (raw < p->min || raw > p->max) {
+		snprintf(note, size, "raw %u: out of range, acting as %s", raw, d);
+		return PARAM_OUT_OF_RANGE;
 	}
-	printf("]}\n");
+	if ((p->usual_min || p->usual_max) && (raw < p->usual_min || raw > p->usual_max)) {
+		format_value(v, p, raw);
+		format_value(lo, p, p->usual_min);
+		format_value(hi, p, p->usual_max);
+		snprintf(note, size, "%s is outside the usual %s to %s (default %s): a typo?", v, lo, hi, d);
+		return PARAM_UNUSUAL;
+	}
+	note[0] = '\0';
+	return PARAM_OK;
+}
+
+static void json_param_value(struct json *j, const char *key, const struct param_desc *p, __u32 raw)
+{
+	char text[VALUE_TEXT];
+
+	format_value(text, p, raw);
+	json_key(j, key);
+	json_number_text(j, text);
+}
+
+static void show_json(const struct algo *a, const void *value)
+{
+	struct json j;
+
+	json_init(&j, stdout);
+	json_object(&j);
+	json_key(&j, "algo");
+	json_string(&j, a->name);
+	json_key(&j, "attached");
+	json_bool(&j, algo_attached(a));
+	attachment_json(&j, a);
+	json_key(&j, "params");
+	json_array(&j);
+	for (size_t i = 0; value && i < a->nparams; i++) {
+		const struct param_desc *p = &a->params[i];
+		__u32 raw = get_field(value, p);
+		char note[NOTE_TEXT];
+		enum param_status st = param_status(p, raw, note, sizeof(note));
+
+		json_object(&j);
+		json_key(&j, "name");
+		json_string(&j, p->name);
+		json_key(&j, "field");
+		json_string(&j, p->field);
+		json_param_value(&j, "value", p, effective_value(p, raw));
+		json_key(&j, "raw");
+		json_uint(&j, raw);
+		json_key(&j, "status");
+		json_string(&j, status_names[st]);
+		json_key(&j, "note");
+		json_string(&j, st == PARAM_OK ? NULL : note);
+		json_key(&j, "unit");
+		json_string(&j, p->unit);
+		json_param_value(&j, "default", p, p->def);
+		json_param_value(&j, "min", p, p->min);
+		json_param_value(&j, "max", p, p->max);
+		json_key(&j, "help");
+		json_string(&j, p->help);
+		json_object_end(&j);
+	}
+	json_array_end(&j);
+	json_object_end(&j);
 }
 
 static void show_table(const struct algo *a, const void *value)
 {
-	char v[VALUE_TEXT], d[VALUE_TEXT], lo[VALUE_TEXT], hi[VALUE_TEXT];
+	char v[VALUE_TEXT], d[VALUE_TEXT], lo[VALUE_TEXT], hi[VALUE_TEXT], note[NOTE_TEXT];
+	int w = (int)strlen("PARAMETER");
 
-	printf("%-13s %-9s %-10s %-9s %-16s %s\n", "PARAMETER", "VALUE", "UNIT", "DEFAULT", "RANGE",
+	for (size_t i = 0; i < a->nparams; i++) /* the name column fits the longest name */
+		w = (int)strlen(a->params[i].name) > w ? (int)strlen(a->params[i].name) : w;
+	printf("%-*s %-9s %-10s %-9s %-16s %s\n", w, "PARAMETER", "VALUE", "UNIT", "DEFAULT", "RANGE",
 	       "MEANING");
 	for (size_t i = 0; i < a->nparams; i++) {
 		const struct param_desc *p = &a->params[i];
 		char range[2 * VALUE_TEXT + 4];
 
-		format_value(v, p, get_field(value, p));
+		format_value(v, p, effective_value(p, get_field(value, p)));
 		format_value(d, p, p->def);
 		format_value(lo, p, p->min);
 		format_value(hi, p, p->max);
 		snprintf(range, sizeof(range), "%s..%s", lo, hi);
-		printf("%-13s %-9s %-10s %-9s %-16s %s\n", p->name, v, p->unit, d, range, p->help);
+		printf("%-*s %-9s %-10s %-9s %-16s %s\n", w, p->name, v, p->unit, d, range, p->help);
 	}
+	/* After the table, so that the table itself stays one line per parameter. */
+	for (size_t i = 0; i < a->nparams; i++)
+		if (param_status(&a->params[i], get_field(value, &a->params[i]), note, sizeof(note)))
+			warn(0, "%s: %s", a->params[i].name, note);
 }
 
-int cmd_show(int argc, char **argv)
+int cmd_show(const struct cmd_opts *o, int argc, char **argv)
 {
 	unsigned char value[MAX_PARAMS_SIZE];
 	const struct algo *a;
-	bool json = false;
+	bool json = o->json;
 	__u32 key = 0;
-	int c, fd, err;
+	int fd, err;
 
-	if (want_help(argc, argv)) {
-		printf("usage: %s\n\n"
-		       "Print ALGO's parameters: live value, unit, default and allowed range.\n"
-		       "  --json   one JSON object: {\"algo\", \"attached\", \"params\": [{\"name\",\n"
-		       "           \"field\", \"value\", \"raw\", \"unit\", \"default\", \"min\", \"max\",\n"
-		       "           \"help\"}]}; ratios are plain numbers (0.75), raw is the stored integer\n",
-		       show_usage);
-		return EXIT_SUCCESS;
-	}
-	set_context("show");
-	c = parse_json_option(argc, argv, show_usage, &json);
-	if (c)
-		return c;
-	if (optind + 1 != argc)
-		return usage_error(show_usage, argc == optind ? "missing ALGO" : "expected one ALGO");
-	a = find_algo_or_fail(argv[optind]);
+	(void)argc;
+	a = find_algo_or_fail(argv[0]);
 	if (!a)
 		return EXIT_FAILURE;
 	set_context("show %s", a->name);
@@ -228,10 +276,7 @@ int cmd_show(int argc, char **argv)
 		return EXIT_FAILURE;
 	if (!a->nparams) {
 		if (json) {
-			printf("{\"algo\": \"%s\", \"attached\": %s", a->name,
-			       algo_attached(a) ? "true" : "false");
-			attachment_json(stdout, a);
-			printf(", \"params\": []}\n");
+			show_json(a, NULL);
 		} else {
 			printf("%s has no parameters\n", a->name);
 			show_features(a);
@@ -274,7 +319,7 @@ static int apply_args(const struct algo *a, int argc, char **argv, void *value)
 		int err;
 
 		if (!eq || eq == argv[i])
-			return usage_error(set_usage, "'%s' is not KEY=VALUE", argv[i]);
+			return fail(0, "'%s' is not KEY=VALUE", argv[i]);
 		p = find_param(a, argv[i], (size_t)(eq - argv[i]));
 		if (!p)
 			return fail(0, "unknown parameter '%.*s' (known: %s)", (int)(eq - argv[i]),
@@ -297,39 +342,24 @@ static int apply_args(const struct algo *a, int argc, char **argv, void *value)
 	return EXIT_SUCCESS;
 }
 
-int cmd_set(int argc, char **argv)
+int cmd_set(const struct cmd_opts *o, int argc, char **argv)
 {
 	unsigned char value[MAX_PARAMS_SIZE];
 	const struct algo *a;
 	__u32 key = 0;
 	int fd, err;
 
-	if (want_help(argc, argv)) {
-		printf("usage: %s\n\n"
-		       "Set ALGO's parameters in its pinned params map, in human units\n"
-		       "(e.g. bbrctl set bbr_rttgain alpha=0.75 probe_exit=1.25). All keys are checked\n"
-		       "first and written together in one map update, or none is. Running flows use\n"
-		       "the new values from their next ACK. `bbrctl show ALGO` lists keys and ranges.\n",
-		       set_usage);
-		return EXIT_SUCCESS;
-	}
-	set_context("set");
-	if (argc < 2)
-		return usage_error(set_usage, "missing ALGO");
-	if (argv[1][0] == '-')
-		return usage_error(set_usage, "unknown option '%s'", argv[1]);
-	a = find_algo_or_fail(argv[1]);
+	(void)o;
+	a = find_algo_or_fail(argv[0]);
 	if (!a)
 		return EXIT_FAILURE;
 	set_context("set %s", a->name);
-	if (argc < 3)
-		return usage_error(set_usage, "missing KEY=VALUE");
 	if (!a->nparams)
 		return fail(0, "%s has no parameters", a->name);
 	/* Validate against the defaults first: bad input is reported before any state is read. */
 	for (size_t i = 0; i < a->nparams; i++)
 		put_field(value, &a->params[i], a->params[i].def);
-	if (apply_args(a, argc - 2, argv + 2, value) || check_root())
+	if (apply_args(a, argc - 1, argv + 1, value) || check_root())
 		return EXIT_FAILURE;
 	fd = open_params(a, 0);
 	if (fd < 0)
@@ -339,7 +369,7 @@ int cmd_set(int argc, char **argv)
 		close(fd);
 		return fail(err, "cannot read the params map");
 	}
-	if (apply_args(a, argc - 2, argv + 2, value)) {
+	if (apply_args(a, argc - 1, argv + 1, value)) {
 		close(fd);
 		return EXIT_FAILURE;
 	}
@@ -347,5 +377,33 @@ int cmd_set(int argc, char **argv)
 	close(fd);
 	if (err)
 		return fail(err, "cannot write the params map");
+	for (size_t i = 0; i < a->nparams; i++) {
+		char note[NOTE_TEXT];
+
+		if (param_status(&a->params[i], get_field(value, &a->params[i]), note, sizeof(note)))
+			warn(0, "%s: %s", a->params[i].name, note);
+	}
 	return EXIT_SUCCESS;
+}
+
+void help_params(FILE *out)
+{
+	char d[VALUE_TEXT], lo[VALUE_TEXT], hi[VALUE_TEXT];
+
+	fprintf(out, "parameters (KEY, unit, default, range, meaning):\n");
+	for (size_t i = 0; i < nalgos; i++) {
+		const struct algo *a = algo_at(i);
+
+		for (size_t j = 0; j < a->nparams; j++) {
+			const struct param_desc *p = &a->params[j];
+			char range[2 * VALUE_TEXT + 4];
+
+			format_value(d, p, p->def);
+			format_value(lo, p, p->min);
+			format_value(hi, p, p->max);
+			snprintf(range, sizeof(range), "%s..%s", lo, hi);
+			fprintf(out, "  %-12s %-13s %-9s %-6s %-12s %s\n", a->name, p->name, p->unit, d, range,
+				p->help);
+		}
+	}
 }

@@ -152,17 +152,19 @@ void attachment_features(const struct algo *a, char *buf, size_t size)
 		 at.flows ? at.flows : "no");
 }
 
-void attachment_json(FILE *out, const struct algo *a)
+void attachment_json(struct json *j, const struct algo *a)
 {
 	struct attachment at = attachment_of(a);
 
 	if (!algo_attached(a))
 		return;
-	fprintf(out, ", \"features\": {\"params\": %s, \"trace\": %s, \"flows\": ",
-		at.params ? "true" : "false", at.trace ? "true" : "false");
-	if (at.flows)
-		json_string(out, at.flows);
-	else
-		fputs("null", out);
-	fputc('}', out);
+	json_key(j, "features");
+	json_object(j);
+	json_key(j, "params");
+	json_bool(j, at.params);
+	json_key(j, "trace");
+	json_bool(j, at.trace);
+	json_key(j, "flows");
+	json_string(j, at.flows);
+	json_object_end(j);
 }

@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,10 +21,8 @@
 #include "bbrctl.h"
 
 #define POLL_TIMEOUT_MS 100
-#define MAX_TRACED 64
+#define MAX_TRACED CLI_MANY
 
-static const char trace_usage[] =
-	"bbrctl trace [--out FILE] [--format jsonl|csv] [ALGO...]";
 
 static volatile sig_atomic_t stop;
 
@@ -106,41 +103,6 @@ static int open_tracer(struct tracer *t)
 	return EXIT_SUCCESS;
 }
 
-static int parse_args(int argc, char **argv, struct output *o, const char **out_path)
-{
-	static const struct option opts[] = { { "out", required_argument, NULL, 'o' },
-					      { "format", required_argument, NULL, 'f' },
-					      { "verbose", no_argument, NULL, 'v' }, {} };
-	int c;
-
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":o:f:v", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			*out_path = optarg;
-			break;
-		case 'f':
-			if (!strcmp(optarg, "jsonl"))
-				o->fmt = FMT_JSONL;
-			else if (!strcmp(optarg, "csv"))
-				o->fmt = FMT_CSV;
-			else
-				return usage_error(trace_usage, "unknown format '%s'", optarg);
-			break;
-		case 'v':
-			verbose = true;
-			break;
-		case ':':
-		case '?':
-			if (optopt == 'o' || optopt == 'f')
-				return usage_error(trace_usage, "option '%s' needs a value",
-						   argv[optind - 1]);
-			return usage_error(trace_usage, "unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	return EXIT_SUCCESS;
-}
-
 static int run(struct tracer *tr, size_t n, struct output *o)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -193,34 +155,18 @@ static int run(struct tracer *tr, size_t n, struct output *o)
 	return EXIT_SUCCESS;
 }
 
-int cmd_trace(int argc, char **argv)
+int cmd_trace(const struct cmd_opts *opts, int argc, char **argv)
 {
 	struct output o = { .out = stdout, .fmt = FMT_JSONL };
 	struct tracer tr[MAX_TRACED] = {};
 	const struct algo *sel[MAX_TRACED];
-	const char *out_path = NULL;
+	const char *out_path = opts->out;
 	size_t n = 0;
 	int ret;
 
-	if (want_help(argc, argv)) {
-		printf("usage: %s\n\n"
-		       "Record the per-flow state of the named attached algorithms (all attached\n"
-		       "ones by default), one record per flow per round trip and on every mode change,\n"
-		       "until SIGINT or SIGTERM. Output: JSON lines (default) or CSV with a header,\n"
-		       "to FILE or stdout. Keys: t_ns (CLOCK_MONOTONIC), algo, event, cookie, netns,\n"
-		       "saddr, sport, daddr, dport, mode, pacing_gain, cwnd_gain, bw_bps,\n"
-		       "pacing_rate_bps, min_rtt_us, rtt_us, srtt_us, cwnd, inflight, round, ca_state,\n"
-		       "lost, retrans, delivered, mss; bbr_rttgain adds rtt_gain, bbr_acd adds\n"
-		       "acd_steady, acd_congested, acd_halvings.\n",
-		       trace_usage);
-		return EXIT_SUCCESS;
-	}
-	set_context("trace");
-	if (parse_args(argc, argv, &o, &out_path))
-		return EXIT_FAILURE;
-	if (argc - optind > MAX_TRACED)
-		return usage_error(trace_usage, "too many algorithms");
-	if (check_root() || select_algos(argc - optind, argv + optind, sel, &n))
+	if (opts->format && !strcmp(opts->format, "csv"))
+		o.fmt = FMT_CSV;
+	if (check_root() || select_algos(argc, argv, sel, &n))
 		return EXIT_FAILURE;
 	o.sel = sel;
 	o.nsel = n;

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Error reporting and libbpf's log. */
 #define _GNU_SOURCE
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,17 +62,6 @@ int usage_error(const char *usage, const char *fmt, ...)
 	vreport(0, usage, fmt, ap);
 	va_end(ap);
 	return EXIT_FAILURE;
-}
-
-bool want_help(int argc, char **argv)
-{
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--"))
-			break;
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
-			return true;
-	}
-	return false;
 }
 
 /* libbpf's messages reach stderr only with -v; either way the useful bits are kept for our own
@@ -157,22 +145,4 @@ const char *libbpf_failed_prog(void)
 const char *libbpf_last_message(void)
 {
 	return last_message[0] ? last_message : NULL;
-}
-
-int parse_json_option(int argc, char **argv, const char *usage, bool *json)
-{
-	static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
-					      { "verbose", no_argument, NULL, 'v' }, {} };
-	int c;
-
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "jv", opts, NULL)) != -1) {
-		if (c == 'j')
-			*json = true;
-		else if (c == 'v')
-			verbose = true;
-		else
-			return usage_error(usage, "unknown option '%s'", argv[optind - 1]);
-	}
-	return 0;
 }

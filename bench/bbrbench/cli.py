@@ -1,5 +1,7 @@
 """Command line: bbrbench compare | run | sweep | report | cleanup | check | model | reproduce | fidelity |
-overhead | delaybench. Results go to stdout; diagnostics through logging to stderr (-v, -q)."""
+overhead | lockstep | delaybench. Results go to stdout; diagnostics through logging to stderr (-v, -q).
+Building the parser imports nothing beyond the standard library (scripts/bbrbench-man.py runs it with the
+system's python3)."""
 
 from __future__ import annotations
 
@@ -180,6 +182,16 @@ def cmd_delaybench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lockstep(args: argparse.Namespace) -> int:
+    from .experiments import lockstep
+    _need_root()
+    out = Path(args.out) if args.out else _default_out("lockstep", "bbr1")
+    text, unexplained = lockstep.run(args.scenarios, args.seconds, out)
+    _emit(text)
+    _emit(f"results: {out}")
+    return EXIT_FAILED if unexplained else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     verbosity = common.add_mutually_exclusive_group()
@@ -268,6 +280,13 @@ def build_parser() -> argparse.ArgumentParser:
     ov.add_argument("--seconds", type=int, default=8, help="length of each iperf3 run (default 8)")
     ov.add_argument("--out", help="results directory (default results/overhead-veth-TIME)")
     ov.set_defaults(func=cmd_overhead)
+
+    ls = add("lockstep", "bbr1's core against the kernel's bbr, ACK by ACK, on live traffic")
+    ls.add_argument("scenarios", nargs="*", metavar="SCENARIO",
+                    help="deep, shallow, flows, loss, policer, app_limited, idle, heavy_loss (default: all)")
+    ls.add_argument("--seconds", type=float, default=12.0, help="length of each scenario (default 12)")
+    ls.add_argument("--out", help="results directory (default results/lockstep-bbr1-TIME)")
+    ls.set_defaults(func=cmd_lockstep)
 
     db = add("delaybench", "accuracy and capacity of the delay line (bbrkit-delay)")
     from .experiments.delaybench import add_arguments

@@ -10,10 +10,11 @@ from typing import Any
 
 from .errors import HarnessError
 
+# Quantities that `bbrctl trace` records too carry its names and units (`bbrctl trace --help`).
 FLOW_FIELDS = [
-    "t_s", "flow", "cc", "srtt_ms", "rttvar_ms", "minrtt_ms", "cwnd", "ssthresh", "bytes_sent", "bytes_retrans",
-    "bytes_acked", "data_segs_out", "retrans_total", "lost", "unacked", "notsent_bytes", "pacing_rate_bps",
-    "delivery_rate_bps", "bbr_bw_bps", "bbr_pacing_gain", "bbr_cwnd_gain",
+    "t_s", "flow", "algo", "srtt_us", "rttvar_us", "min_rtt_us", "cwnd", "ssthresh", "bytes_sent", "bytes_retrans",
+    "bytes_acked", "data_segs_out", "retrans", "lost", "unacked", "notsent_bytes", "pacing_rate_bps",
+    "delivery_rate_bps", "bw_bps", "pacing_gain", "cwnd_gain",
 ]
 QUEUE_FIELDS = ["t_s", "backlog_bytes", "backlog_packets", "drops", "sent_bytes", "sent_packets"]
 

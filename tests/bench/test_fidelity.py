@@ -65,7 +65,7 @@ def test_samples_of_another_congestion_control_are_counted(tmp_path: Path) -> No
     run = tmp_path / "points" / "p1" / "rep0"
     (run / "raw").mkdir(parents=True)
     (run / "done").write_text("")
-    (run / "raw" / "flows.csv").write_text("t_s,flow,cc\n0.1,0,bbr1\n0.2,0,cubic\n0.3,0,bbr1\n")
+    (run / "raw" / "flows.csv").write_text("t_s,flow,algo\n0.1,0,bbr1\n0.2,0,cubic\n0.3,0,bbr1\n")
     sweep = {"points": [{"id": "p1", "label": "algo=bbr1", "overrides": {"flows.0.algo": "bbr1"}}]}
     assert wrong_cc_samples(tmp_path, sweep) == {"algo=bbr1": 1}
 

@@ -57,11 +57,11 @@ def make_run() -> RunData:
                    flows=[FlowInfo(0, "c", "cubic", 10.0, None), FlowInfo(1, "b", "bbr", 10.0, 750_000)])
     f0 = FlowSeries(t=np.arange(5.0), columns={
         "bytes_acked": np.arange(5.0) * 1e6, "bytes_sent": np.arange(5.0) * 1e6,
-        "bytes_retrans": np.array([0, 0, 0, 0, 40_000.0]), "srtt_ms": np.array([10, 20, 30, 40, 50.0]),
+        "bytes_retrans": np.array([0, 0, 0, 0, 40_000.0]), "srtt_us": np.array([10, 20, 30, 40, 50.0]) * 1000,
         "cwnd": np.full(5, 10.0)})
     f1 = FlowSeries(t=np.arange(1.0, 5.0), columns={
         "bytes_acked": np.arange(4.0) * 0.25e6, "bytes_sent": np.arange(4.0) * 0.25e6,
-        "bytes_retrans": np.zeros(4), "srtt_ms": np.full(4, 20.0), "cwnd": np.full(4, 4.0)})
+        "bytes_retrans": np.zeros(4), "srtt_us": np.full(4, 20_000.0), "cwnd": np.full(4, 4.0)})
     tq = np.arange(9) * 0.5
     packets = np.array([0, 2, 4, 6, 8, 10, 8, 6, 4], dtype=float)
     queue = {"t_s": tq, "backlog_packets": packets, "backlog_bytes": packets * FRAME,
@@ -111,12 +111,12 @@ def test_parse_ss() -> None:
             "0 0 198.18.0.1:40002 198.19.0.1:5202\n"
             "\t bbr rtt:1/0.5 cwnd:10 bbr:(bw:891076864bps,mrtt:0.013,pacing_gain:2.88672,cwnd_gain:2.88672)\n")
     a, b = parse_ss(text)
-    assert (a["sport"], a["dport"], a["cc"]) == (40001, 5201, "cubic")
-    assert a["srtt_ms"] == pytest.approx(29.114) and a["rttvar_ms"] == pytest.approx(0.584)
-    assert (a["cwnd"], a["ssthresh"], a["bytes_retrans"], a["retrans_total"], a["lost"]) == (49, 42, 11584, 8, 2)
+    assert (a["sport"], a["dport"], a["algo"]) == (40001, 5201, "cubic")
+    assert a["srtt_us"] == 29114 and a["rttvar_us"] == 584
+    assert (a["cwnd"], a["ssthresh"], a["bytes_retrans"], a["retrans"], a["lost"]) == (49, 42, 11584, 8, 2)
     assert a["pacing_rate_bps"] == 23394984 and a["delivery_rate_bps"] == pytest.approx(18.7e6)
-    assert a["notsent_bytes"] == 167968 and a["minrtt_ms"] == pytest.approx(0.006)
-    assert b["bbr_pacing_gain"] == pytest.approx(2.88672) and b["bbr_bw_bps"] == 891076864
+    assert a["notsent_bytes"] == 167968 and a["min_rtt_us"] == 6
+    assert b["pacing_gain"] == pytest.approx(2.88672) and b["bw_bps"] == 891076864
     assert parse_rate("1.5Gbps") == 1.5e9 and parse_rate("junk") is None
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -61,3 +63,22 @@ def test_verbosity_options_on_every_subcommand(args: tuple[str, ...]) -> None:
 def test_verbose_and_quiet_exclude_each_other() -> None:
     res = run_cli("-v", "check", "smoke", "-q")
     assert res.returncode == 2 and res.stderr.count("\n") == 1
+
+
+def test_a_non_editable_install_carries_its_subpackages_and_data(tmp_path: Path) -> None:
+    """What `make install` puts in place (there with --root/--prefix) runs from anywhere: every layer and
+    the scenarios with the papers' data files come along."""
+    root = Path(__file__).resolve().parents[2]
+    target = tmp_path / "site"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--disable-pip-version-check",
+                          "--target", str(target), str(root)], capture_output=True, text=True, timeout=300)
+    assert pip.returncode == 0, pip.stderr
+    env = dict(os.environ, PYTHONPATH=str(target))
+    code = ("import bbrbench, bbrbench.repro.papers as p; print(bbrbench.__file__); print(len(p.specs()))")
+    probe = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert probe.returncode == 0, probe.stderr
+    where, specs = probe.stdout.split()
+    assert where.startswith(str(target)) and int(specs) > 0
+    check = subprocess.run([sys.executable, "-m", "bbrbench", "check", "compare"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True)
+    assert check.returncode == 0 and json.loads(check.stdout)["name"] == "compare", check.stderr

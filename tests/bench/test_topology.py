@@ -58,7 +58,7 @@ def test_htb_byte_buffer_and_rtt_through_the_delay_line(tmp_path: Path) -> None:
     rows = queue_rows(tmp_path)
     assert max(r["backlog_bytes"] for r in rows) <= limit
     assert rows[-1]["drops"] > 0
-    min_rtt = min(float(r["minrtt_ms"]) for r in flow_rows(tmp_path) if r["minrtt_ms"])
+    min_rtt = min(int(r["min_rtt_us"]) for r in flow_rows(tmp_path) if r["min_rtt_us"]) / 1000
     assert min_rtt == pytest.approx(20.0, abs=1.0)
     # A full 30-packet queue at 10 Mbit/s adds 36 ms: the RTT tail shows it.
     assert s["flows"][0]["rtt_ms_p95"] == pytest.approx(20 + 30 * 1514 * 8 / 10e6 * 1e3, abs=6)

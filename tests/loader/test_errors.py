@@ -19,7 +19,7 @@ BAD_INPUT = [
     (["set", "bbr_rttgain", "alpha:1"], "'alpha:1' is not KEY=VALUE"),
     (["set", "bbr_rttgain"], "missing KEY=VALUE"),
     (["set", "bbr_rttgain", "beta=1"], "unknown parameter 'beta'"),
-    (["set", "bbr_rttgain", "alpha=1.5"], "alpha: 1.5 is out of range (allowed 0.001 to 1)"),
+    (["set", "bbr_rttgain", "alpha=1.5"], "alpha: 1.5 is out of range (allowed 0.004 to 1.0)"),
     (["set", "bbr_rttgain", "alpha=0"], "alpha: 0 is out of range"),
     (["set", "bbr_rttgain", "alpha=abc"], "alpha: 'abc' is not a decimal number"),
     (["set", "bbr_rttgain", "alpha=1e3"], "alpha: '1e3' is not a decimal number"),
@@ -27,7 +27,7 @@ BAD_INPUT = [
     (["set", "bbr_rttgain", "alpha=0.7505"], "more than 3 decimal places"),
     (["set", "bbr_rttgain", "alpha=0.5", "alpha=0.6"], "alpha given more than once"),
     # A valid key before the bad one must not be written either.
-    (["set", "bbr_rttgain", "alpha=0.5", "probe_exit=9"], "probe_exit: 9 is out of range (allowed 1 to 8"),
+    (["set", "bbr_rttgain", "alpha=0.5", "probe_exit=9"], "probe_exit: 9 is out of range (allowed 1.0 to 8.0"),
     (["set", "bbr_rttgain", "gain_floor=1.001"], "gain_floor: 1.001 is out of range"),
     (["set", "bbr_acd", "steady_acks=1"], "steady_acks: 1 is out of range (allowed 2 to 255"),
     (["set", "bbr_acd", "steady_acks=2.5"], "steady_acks: '2.5' is not a non-negative integer"),

@@ -57,6 +57,33 @@ extern void bbr_set_state(struct sock *sk, u8 new_state) __ksym;
 
 extern unsigned int CONFIG_HZ __kconfig;
 
+/* The kernel's struct bbr (net/ipv4/tcp_bbr.c), the fields read here. Declared here rather than
+ * taken from vmlinux.h, which lacks it when BBR is a module: CO-RE (the ___ suffix is ignored)
+ * relocates every access to the running kernel's layout at load time.
+ */
+struct bbr___kernel {
+	u32 min_rtt_us;
+	u32 min_rtt_stamp;         /* jiffies */
+	u32 probe_rtt_done_stamp;  /* jiffies */
+	struct minmax bw;
+	u32 rtt_cnt;
+	u32 next_rtt_delivered;
+	u64 cycle_mstamp;
+	u32 mode : 3, prev_ca_state : 3, packet_conservation : 1, round_start : 1, idle_restart : 1,
+	    probe_rtt_round_done : 1, unused : 13, lt_is_sampling : 1, lt_rtt_cnt : 7, lt_use_bw : 1;
+	u32 lt_bw;
+	u32 lt_last_delivered;
+	u32 lt_last_stamp;         /* ms */
+	u32 lt_last_lost;
+	u32 pacing_gain : 10, cwnd_gain : 10, full_bw_reached : 1, full_bw_cnt : 2, cycle_idx : 3,
+	    has_seen_rtt : 1, unused_b : 5;
+	u32 prior_cwnd;
+	u32 full_bw;
+	u64 ack_epoch_mstamp;
+	u16 extra_acked[2];
+	u32 ack_epoch_acked : 20, extra_acked_win_rtts : 5, extra_acked_win_idx : 1, unused_c : 6;
+} __attribute__((preserve_access_index));
+
 #define TCP_CONG_NON_RESTRICTED 0x1
 #define LS_RECORDS_BYTES (1024 * 1024) /* ~5000 mismatch records between two polls */
 
@@ -144,9 +171,9 @@ BBR_INLINE u32 bbr_out_random(struct sock *sk, struct bbr_core *b)
 	return ls_shadow_of(b)->random;
 }
 
-BBR_INLINE struct bbr *ls_kernel_bbr(struct sock *sk)
+BBR_INLINE struct bbr___kernel *ls_kernel_bbr(struct sock *sk)
 {
-	return (struct bbr *)inet_csk(sk)->icsk_ca_priv;
+	return (struct bbr___kernel *)inet_csk(sk)->icsk_ca_priv;
 }
 
 BBR_INLINE void ls_save_inputs(struct sock *sk, struct ls_out *in)
@@ -164,13 +191,13 @@ BBR_INLINE void ls_save_inputs(struct sock *sk, struct ls_out *in)
  * the value that puts the gain cycle where the kernel's draw put it (the draw is followed by one
  * advance: cycle_idx = CYCLE_LEN - 1 - r % BBR_CYCLE_RAND, then + 1).
  */
-BBR_INLINE void ls_prepare(struct ls_shadow *s, struct bbr *k)
+BBR_INLINE void ls_prepare(struct ls_shadow *s, struct bbr___kernel *k)
 {
 	s->out = s->in;
 	s->random = CYCLE_LEN - 1 - ((k->cycle_idx - 1) & (CYCLE_LEN - 1));
 }
 
-BBR_INLINE void ls_kernel_state(struct sock *sk, struct bbr *k, struct ls_state *st)
+BBR_INLINE void ls_kernel_state(struct sock *sk, struct bbr___kernel *k, struct ls_state *st)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
@@ -273,7 +300,7 @@ BBR_INLINE u32 ls_jiffies_to_ticks(u32 stamp, u32 now_jiffies, u32 now_ticks)
 }
 
 /* Copy the kernel's whole model into the shadow, field by field. */
-BBR_INLINE void ls_resync(struct ls_shadow *s, struct bbr *k)
+BBR_INLINE void ls_resync(struct ls_shadow *s, struct bbr___kernel *k)
 {
 	struct bbr_core *b = &s->core;
 	u32 now_j = (u32)bpf_jiffies64(), now_t = bbr_ticks(bbr_clock_us());
@@ -332,7 +359,7 @@ BBR_INLINE void ls_count(u64 *counter)
 BBR_INLINE void ls_compare(struct sock *sk, struct ls_shadow *s, u8 callback, u8 arg, u8 mode_before,
 			   u32 kret, u32 sret)
 {
-	struct bbr *k = ls_kernel_bbr(sk);
+	struct bbr___kernel *k = ls_kernel_bbr(sk);
 	struct ls_record *r;
 	u32 fields, i;
 
@@ -381,6 +408,20 @@ BBR_INLINE void ls_compare(struct sock *sk, struct ls_shadow *s, u8 callback, u8
 	ls_resync(s, k);
 }
 
+/* Branch-free like the comparison, for the same reason. */
+BBR_INLINE void ls_cover(struct sock *sk, const struct rate_sample *rs)
+{
+	struct bbr___kernel *k = ls_kernel_bbr(sk);
+	u8 ca_state = inet_csk(sk)->icsk_ca_state;
+
+	__sync_fetch_and_add(&counters.covered[LS_COV_RECOVERY], 1 - ls_nz(ca_state ^ TCP_CA_Recovery));
+	__sync_fetch_and_add(&counters.covered[LS_COV_LOSS], 1 - ls_nz(ca_state ^ TCP_CA_Loss));
+	__sync_fetch_and_add(&counters.covered[LS_COV_CONSERVATION], k->packet_conservation);
+	__sync_fetch_and_add(&counters.covered[LS_COV_LT_SAMPLING], k->lt_is_sampling);
+	__sync_fetch_and_add(&counters.covered[LS_COV_LT_USE_BW], k->lt_use_bw);
+	__sync_fetch_and_add(&counters.covered[LS_COV_APP_LIMITED], ls_nz(rs->is_app_limited));
+}
+
 BBR_INLINE struct ls_shadow *ls_get(struct sock *sk)
 {
 	struct ls_shadow *s = bpf_sk_storage_get(&shadows, sk, 0, 0);
@@ -423,6 +464,7 @@ void BPF_PROG(ls_main, struct sock *sk, u32 ack, int flag, const struct rate_sam
 	ls_prepare(s, ls_kernel_bbr(sk));
 	bbr_core_main(sk, &s->core, rs);
 	ls_compare(sk, s, LS_CB_ACK, 0, mode, 0, 0);
+	ls_cover(sk, rs);
 }
 
 SEC("struct_ops")
@@ -440,6 +482,8 @@ void BPF_PROG(ls_cwnd_event, struct sock *sk, enum tcp_ca_event event)
 	ls_prepare(s, ls_kernel_bbr(sk));
 	bbr_core_cwnd_event(sk, &s->core, event);
 	ls_compare(sk, s, LS_CB_CWND_EVENT, event, mode, 0, 0);
+	if (event == CA_EVENT_TX_START && ls_kernel_bbr(sk)->idle_restart)
+		ls_count(&counters.covered[LS_COV_IDLE_RESTART]);
 }
 
 SEC("struct_ops")

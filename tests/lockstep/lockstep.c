@@ -40,6 +40,10 @@ static const char *const field_names[LS_F_COUNT] = {
 	"app_limited", "pacing_status",
 };
 
+static const char *const coverage_names[LS_COV_COUNT] = {
+	"recovery", "loss", "conservation", "lt_sampling", "lt_use_bw", "app_limited", "idle_restart",
+};
+
 static const char *const mode_names[LS_MODES] = { "STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT" };
 
 static volatile sig_atomic_t stop;
@@ -71,15 +75,22 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
-/* The kernel's BBR is callable when vmlinux BTF has its kfunc; the load would fail otherwise. */
+/* The kernel's BBR is callable when its kfunc is in the kernel's BTF, or in tcp_bbr's when BBR is a
+ * loaded module; the load would fail otherwise.
+ */
 static bool kernel_bbr_callable(void)
 {
-	struct btf *vmlinux = btf__load_vmlinux_btf();
+	struct btf *vmlinux = btf__load_vmlinux_btf(), *module;
 	bool found;
 
 	if (!vmlinux)
 		return false;
 	found = btf__find_by_name_kind(vmlinux, "bbr_main", BTF_KIND_FUNC) >= 0;
+	if (!found) {
+		module = btf__load_module_btf("tcp_bbr", vmlinux);
+		found = module && btf__find_by_name_kind(module, "bbr_main", BTF_KIND_FUNC) >= 0;
+		btf__free(module);
+	}
 	btf__free(vmlinux);
 	return found;
 }
@@ -161,6 +172,7 @@ static void print_summary(const struct ls_counters *c)
 	print_counts("fields", c->field, field_names, LS_F_COUNT, false);
 	print_counts("acks_by_mode", c->acks_by_mode, mode_names, LS_MODES, false);
 	print_counts("mismatched_acks_by_mode", c->mismatched_acks_by_mode, mode_names, LS_MODES, false);
+	print_counts("covered_acks", c->covered, coverage_names, LS_COV_COUNT, false);
 	printf("\"no_shadow\":%llu,\"lost_records\":%llu,\"records_written\":%llu}\n",
 	       (unsigned long long)c->no_shadow, (unsigned long long)c->lost_records, records_written);
 	fflush(stdout);
@@ -196,7 +208,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (!kernel_bbr_callable()) {
-		fail("this kernel's BBR is not callable from BPF (no bbr_main kfunc in its BTF): check skipped");
+		fail("this kernel's BBR is not callable from BPF (no bbr_main kfunc in the BTF of the kernel or "
+		     "a loaded tcp_bbr module): check skipped");
 		return EXIT_UNSUPPORTED;
 	}
 	if (already_registered()) {

@@ -37,6 +37,20 @@ enum ls_field {
 	LS_F_COUNT,
 };
 
+/* What the compared ACKs exercised (the kernel's state after the ACK), to show a run's coverage;
+ * idle restarts are counted at the transmit start that begins them (the next ACK ends them).
+ */
+enum ls_coverage {
+	LS_COV_RECOVERY,     /* TCP in Recovery */
+	LS_COV_LOSS,         /* TCP in Loss (after an RTO) */
+	LS_COV_CONSERVATION, /* packet conservation */
+	LS_COV_LT_SAMPLING,  /* long-term sampling running */
+	LS_COV_LT_USE_BW,    /* pacing at the policed rate */
+	LS_COV_APP_LIMITED,  /* an app-limited rate sample */
+	LS_COV_IDLE_RESTART, /* transmit starts after idle while app-limited */
+	LS_COV_COUNT,
+};
+
 #define LS_MODES 4 /* STARTUP, DRAIN, PROBE_BW, PROBE_RTT: the same numbers in both */
 
 /* One side's decision and model after a callback. */
@@ -85,6 +99,7 @@ struct ls_counters {
 	__u64 field[LS_F_COUNT];        /* callbacks in which the field differed */
 	__u64 acks_by_mode[LS_MODES];   /* ACKs compared, by mode before the ACK */
 	__u64 mismatched_acks_by_mode[LS_MODES];
+	__u64 covered[LS_COV_COUNT];    /* ACKs (idle restarts: events) with each condition */
 	__u64 no_shadow;                /* callbacks without shadow state (storage full) */
 	__u64 lost_records;             /* mismatch records the ring buffer had no room for */
 };

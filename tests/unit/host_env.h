@@ -64,6 +64,7 @@ struct tcp_sock {
 	u32 snd_cwnd_clamp;
 	u32 snd_ssthresh;
 	u32 delivered;
+	u32 delivered_ce;
 	u32 lost;
 	u32 total_retrans;
 	u32 mss_cache;
@@ -73,6 +74,9 @@ struct tcp_sock {
 	u32 lost_out;
 	u32 retrans_out;
 	u32 srtt_us;
+	u32 prior_cwnd;
+	u8 ecn_flags;
+	u8 is_cwnd_limited : 1;
 	u64 tcp_mstamp;
 	u64 delivered_mstamp;
 	u64 tcp_clock_cache;
@@ -85,6 +89,7 @@ struct rate_sample {
 	u64 prior_mstamp;
 	u32 prior_delivered;
 	s32 delivered;
+	s32 delivered_ce;
 	long interval_us;
 	long rtt_us;
 	int losses;

@@ -46,7 +46,7 @@ static void check_setup(void)
 	host_random_value = 0;
 	host_trace_enabled = false;
 	host_trace_n = 0;
-	bbr_init(sk);
+	BBRKIT_CC(init)(sk);
 }
 
 struct sim_ack {
@@ -54,6 +54,7 @@ struct sim_ack {
 	long rtt_us;         /* RTT sample, -1 for none */
 	long interval_us;    /* delivery interval of the rate sample */
 	int losses;          /* packets newly marked lost */
+	u32 delivered_ce;    /* of `acked`, packets that carried a CE mark */
 	bool round_end;      /* the ACKed data was sent after the round began */
 	bool app_limited;
 	u32 prior_in_flight;
@@ -73,7 +74,9 @@ static __attribute__((unused)) void sim_ack(struct sim_ack a)
 	rs.losses = a.losses;
 	rs.is_app_limited = a.app_limited;
 	rs.prior_in_flight = a.prior_in_flight;
+	rs.delivered_ce = (s32)a.delivered_ce;
 	sim_tp.delivered += a.acked;
+	sim_tp.delivered_ce += a.delivered_ce;
 	sim_tp.lost += (u32)a.losses;
 	sim_tp.delivered_mstamp = sim_tp.tcp_mstamp;
 	if (a.rtt_us >= 0)

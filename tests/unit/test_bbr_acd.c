@@ -231,23 +231,68 @@ TEST(second_episode_counts_again)
 	CHECK_EQ(acd_state(core())->halvings, 2);
 }
 
-TEST(out_of_range_parameters_are_clamped)
+/* Raw words bpftool can write that no documented range contains, or 0 below a range. */
+static const __u32 garbage[] = { 0, 0xffffffff, 0x80000000 };
+#define NGARBAGE (sizeof(garbage) / sizeof(garbage[0]))
+
+TEST(garbage_steady_acks_acts_as_the_default)
 {
-	converged();
-	params.steady_acks = 0; /* clamps to 2: one steady pair declares congestion */
-	ack(15000);
-	ack(15100);
-	CHECK(congested());
-	params.steady_acks = BBR_ACD_STEADY_ACKS_DEF;
-	params.rtt_factor_permille = 0; /* clamps to 1.0 */
-	ack(MIN_RTT_US + 5000);
-	CHECK(congested());
-	params.halve_once = 7; /* clamps to 1 */
-	sim_tp.snd_cwnd = 120;
-	enter_recovery(MIN_RTT_US * 3, 0);
-	CHECK_EQ(sim_tp.snd_cwnd, 60);
-	ack(MIN_RTT_US * 3);
-	CHECK_EQ(sim_tp.snd_cwnd, 60);
+	for (size_t i = 0; i < NGARBAGE; i++) {
+		check_setup(); /* a fresh connection */
+		converged();
+		params.steady_acks = garbage[i];
+		ack(15000);
+		ack(15100);
+		CHECK(!congested()); /* 0 clamped to 2 would declare congestion here */
+		ack(15200);
+		CHECK(congested());
+	}
+}
+
+TEST(garbage_rtt_factor_acts_as_the_default)
+{
+	for (size_t i = 0; i < NGARBAGE; i++) {
+		check_setup(); /* a fresh connection */
+		converged();
+		params.rtt_factor_permille = garbage[i];
+		ack(MIN_RTT_US * 19 / 10);
+		CHECK(!congested()); /* 0 clamped to 1.0 would declare congestion here */
+		ack(MIN_RTT_US * 21 / 10); /* 2 ms apart, not steady: only the factor declares */
+		CHECK(congested());
+	}
+}
+
+TEST(garbage_tolerance_acts_as_the_default)
+{
+	/* 0 is a valid tolerance (only equal samples are steady); the other words are not. */
+	for (size_t i = 1; i < NGARBAGE; i++) {
+		check_setup(); /* a fresh connection */
+		converged();
+		params.tolerance_us = garbage[i];
+		ack(15000);
+		ack(16100); /* 1100 us apart: beyond the default 1000 us */
+		ack(17200);
+		CHECK(!congested());
+		CHECK_EQ(acd_state(core())->steady, 0);
+	}
+}
+
+TEST(garbage_halve_once_acts_as_the_default)
+{
+	for (size_t i = 1; i < NGARBAGE; i++) {
+		check_setup(); /* a fresh connection */
+		converged();
+		params.halve_once = garbage[i];
+		sim_tp.snd_cwnd = 120;
+		sim_tp.packets_out = 100;
+		ack(MIN_RTT_US * 3);
+		enter_recovery(MIN_RTT_US * 3, 0);
+		CHECK_EQ(sim_tp.snd_cwnd, 60);
+		ack(MIN_RTT_US * 3);
+		CHECK_EQ(sim_tp.snd_cwnd, 30); /* halves on every ACK of the round, as the listing */
+		sim_tp.inet_conn.icsk_ca_state = TCP_CA_Open;
+		sim_round(1, MIN_RTT_US * 3);
+	}
 }
 
 TEST(trace_reports_detector_state)

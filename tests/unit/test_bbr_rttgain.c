@@ -101,20 +101,65 @@ TEST(alpha_change_reaches_the_next_ack)
 	CHECK_EQ(rttgain_state(core())->cruise_gain, BBR_UNIT / 2);
 }
 
-TEST(out_of_range_parameters_are_clamped)
-{
-	cruise();
-	params.alpha_permille = 0;
-	ack_rtt(MIN_RTT_US);
-	CHECK_EQ(rttgain_state(core())->cruise_gain, 1); /* alpha 0.001 -> the 1/256 floor */
-	params.alpha_permille = 5000;
-	ack_rtt(MIN_RTT_US);
-	CHECK_EQ(rttgain_state(core())->cruise_gain, BBR_UNIT); /* alpha 1 at most */
+/* Raw words bpftool can write that no documented range contains, or 0 below a range. */
+static const __u32 garbage[] = { 0, 0xffffffff, 0x80000000 };
+#define NGARBAGE (sizeof(garbage) / sizeof(garbage[0]))
 
-	sim_set_probe_bw(BW, MIN_RTT_US, 0);
-	params.probe_exit_permille = 0; /* clamps to 1.0: any sample >= min_rtt ends the probe */
+TEST(param_rule_keeps_the_range_and_replaces_the_rest)
+{
+	CHECK_EQ(bbrkit_param(4, 4, 1000, 1000), 4);
+	CHECK_EQ(bbrkit_param(1000, 4, 1000, 1000), 1000);
+	CHECK_EQ(bbrkit_param(3, 4, 1000, 750), 750); /* not the nearest bound */
+	CHECK_EQ(bbrkit_param(1001, 4, 1000, 750), 750);
+	CHECK_EQ(bbrkit_param(0, 0, 1000, 500), 0);
+	CHECK_EQ(bbrkit_param(0xffffffff, 0, 1000, 500), 500);
+	CHECK_EQ(bbrkit_param(0xffffffff, 0, 0xffffffff, 500), 0xffffffff);
+}
+
+TEST(garbage_alpha_acts_as_the_default)
+{
+	for (size_t i = 0; i < NGARBAGE; i++) {
+		check_setup(); /* a fresh connection */
+		cruise();
+		params.alpha_permille = garbage[i];
+		bbr_variant_init(sk, core());
+		CHECK_EQ(rttgain_state(core())->cruise_gain, BBR_UNIT);
+		ack_rtt(MIN_RTT_US * 2);
+		CHECK_EQ(rttgain_state(core())->cruise_gain, BBR_UNIT / 2); /* as alpha 1 */
+		CHECK_NEAR(paced_gain(), 0.5, 1e-3);
+	}
+	cruise();
+	params.alpha_permille = BBR_RTTGAIN_ALPHA_MIN - 1; /* just below: the default, not the bound */
 	ack_rtt(MIN_RTT_US);
-	CHECK_EQ(core()->cycle_idx, 1);
+	CHECK_EQ(rttgain_state(core())->cruise_gain, BBR_UNIT);
+	params.alpha_permille = BBR_RTTGAIN_ALPHA_MIN; /* in range, taken as written */
+	ack_rtt(MIN_RTT_US);
+	CHECK_EQ(rttgain_state(core())->cruise_gain, 1);
+}
+
+TEST(garbage_probe_exit_acts_as_the_default)
+{
+	for (size_t i = 0; i < NGARBAGE; i++) {
+		check_setup(); /* a fresh connection */
+		cruise();
+		sim_set_probe_bw(BW, MIN_RTT_US, 0);
+		params.probe_exit_permille = garbage[i];
+		ack_rtt(MIN_RTT_US * 124 / 100);
+		CHECK_EQ(core()->cycle_idx, 0); /* 0 clamped to 1.0 would have ended the probe here */
+		ack_rtt(MIN_RTT_US * 125 / 100);
+		CHECK_EQ(core()->cycle_idx, 1);
+	}
+}
+
+TEST(garbage_gain_floor_acts_as_the_default)
+{
+	for (size_t i = 0; i < NGARBAGE; i++) {
+		check_setup(); /* a fresh connection */
+		cruise();
+		params.gain_floor_permille = garbage[i];
+		ack_rtt(MIN_RTT_US * 10);
+		CHECK_EQ(rttgain_state(core())->cruise_gain, BBR_UNIT / 10); /* no floor */
+	}
 }
 
 TEST(gain_has_no_floor_by_default_but_never_reaches_zero)

@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+US_PER_MS = 1000  # flows.csv keeps RTTs in us, as bbrctl's records; the metrics are in ms
+
 
 @dataclass
 class FlowInfo:
@@ -188,7 +190,7 @@ def per_flow(data: RunData, flow: FlowInfo) -> dict[str, Any]:
     out["bytes_sent"] = int(sent[valid][-1]) if valid.any() else None
     out["bytes_retrans"] = int(retrans[-1])
     out["retrans_rate"] = _num(retrans[-1] / sent[valid][-1], 6) if valid.any() and sent[valid][-1] > 0 else None
-    rtt = series.col("srtt_ms")
+    rtt = series.col("srtt_us") / US_PER_MS
     out.update({k: _num(v) for k, v in distribution(rtt, "rtt_ms").items()})
     out.update({k: _num(v) for k, v in distribution(rtt - flow.base_rtt_ms, "queueing_delay_ms").items()})
     out["cwnd_mean"] = _num(mean(series.col("cwnd")))
@@ -269,8 +271,9 @@ def compute(data: RunData) -> dict[str, Any]:
     sent = sum(f.get("bytes_sent") or 0 for f in flows)
     retrans = sum(f.get("bytes_retrans") or 0 for f in flows)
     total["retrans_rate"] = _num(retrans / sent, 6) if sent else None
-    rtts = [data.flows[f.index].col("srtt_ms") for f in info.flows if f.index in data.flows]
-    queueing = [data.flows[f.index].col("srtt_ms") - f.base_rtt_ms for f in info.flows if f.index in data.flows]
+    rtts = [data.flows[f.index].col("srtt_us") / US_PER_MS for f in info.flows if f.index in data.flows]
+    queueing = [data.flows[f.index].col("srtt_us") / US_PER_MS - f.base_rtt_ms for f in info.flows
+                if f.index in data.flows]
     pooled_rtt = np.concatenate(rtts) if rtts else np.array([])
     total.update({k: _num(v) for k, v in distribution(pooled_rtt, "rtt_ms").items()})
     total.update({k: _num(v) for k, v in

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 import numpy as np  # noqa: E402
 from matplotlib.patches import Ellipse as MplEllipse  # noqa: E402
 
-from .metrics import window_rates_bps  # noqa: E402
+from .metrics import US_PER_MS, window_rates_bps  # noqa: E402
 from .rundata import load_run, trace_by_flow  # noqa: E402
 from .stats import interval_ellipse95  # noqa: E402
 
@@ -58,7 +58,7 @@ def plot_run(run_dir: Path) -> list[Path]:
     _finish(ax, path, f"{name}: per-flow delivery rate ({THROUGHPUT_BIN_S:g} s bins)", "Mbit/s", len(data.flows))
     written.append(path)
 
-    for column, fname, title, unit in (("srtt_ms", "rtt.png", "smoothed RTT (ss)", "ms"),
+    for column, fname, title, unit in (("srtt_us", "rtt.png", "smoothed RTT (ss)", "us"),
                                       ("cwnd", "cwnd.png", "congestion window (ss)", "packets")):
         fig, ax = plt.subplots(figsize=FIG_SIZE)
         for idx, series in sorted(data.flows.items()):
@@ -101,7 +101,7 @@ def _pacing_gains(run_dir: Path, scenario: dict[str, Any], events_doc: dict[str,
         if len(t):
             gains[scenario["flows"][idx]["label"]] = (t, g)
     for idx, series in data.flows.items():
-        g = series.col("bbr_pacing_gain")
+        g = series.col("pacing_gain")
         if np.isfinite(g).any():
             gains[f"{scenario['flows'][idx]['label']} (kernel)"] = (series.t, g)
     return gains
@@ -151,7 +151,7 @@ def time_series(run_dir: Path, path: Path, title: str) -> Path:
             if len(edges) >= 2:
                 rates = window_rates_bps(series.t, series.col("bytes_acked"), edges) / 1e6
                 axes[0].step(edges[:-1], rates, where="post", label=label, linewidth=1)
-        axes[1].plot(series.t, series.col("srtt_ms"), label=label, linewidth=1)
+        axes[1].plot(series.t, series.col("srtt_us") / US_PER_MS, label=label, linewidth=1)
         axes[2].plot(series.t, series.col("cwnd"), label=label, linewidth=1)
     axes[0].axhline(scenario["bottleneck"]["rate_mbit"], color="grey", linestyle="--", linewidth=0.8)
     gains = _pacing_gains(run_dir, scenario, events_doc, data)

@@ -39,7 +39,7 @@ def load_flows(path: Path) -> dict[int, FlowSeries]:
         with path.open() as fh:
             for row in csv.DictReader(fh):
                 rows.setdefault(int(row["flow"]), []).append(row)
-    numeric = [f for f in FLOW_FIELDS if f not in ("t_s", "flow", "cc")]
+    numeric = [f for f in FLOW_FIELDS if f not in ("t_s", "flow", "algo")]
     out: dict[int, FlowSeries] = {}
     for flow, items in rows.items():
         t = np.array([_float(r["t_s"]) for r in items])

@@ -69,7 +69,7 @@ def wrong_cc_samples(out: Path, sweep: dict[str, Any]) -> dict[str, int]:
             flows_csv = run_dir / "raw" / "flows.csv"
             if (run_dir / DONE_MARK).is_file() and flows_csv.is_file():
                 with flows_csv.open(newline="") as fh:
-                    wrong += sum(1 for row in csv.DictReader(fh) if row["cc"] != algo)
+                    wrong += sum(1 for row in csv.DictReader(fh) if row["algo"] != algo)
         found[point["label"]] = wrong
     return found
 

@@ -199,6 +199,38 @@ def fig16(lk: Lookup) -> tuple[bool | None, str]:
     return holds, f"mean FCT at 0.1 BDP: bbr1 {_fmt(b)} s, cubic {_fmt(c)} s; at 1 BDP: {_fmt(b1)} s, {_fmt(c1)} s"
 
 
+# ---------------------------------------------------------------- seed 001: bbr2 (the paper's BBRv2)
+
+
+def fig8_v2(lk: Lookup) -> tuple[bool | None, str]:
+    v1, v2 = lk.mean("bbr1", 10, RETRANS), lk.mean("bbr2", 10, RETRANS)
+    holds = None if v1 is None or v2 is None else v2 < v1 / 2
+    return holds, f"10 flows: bbr2 {_fmt(v2, PCT, '%')}, bbr1 {_fmt(v1, PCT, '%')}"
+
+
+def fig9_v2(lk: Lookup) -> tuple[bool | None, str]:
+    c10, v10 = lk.mean("cubic", 10, RTT), lk.mean("bbr2", 10, RTT)
+    holds = None if c10 is None or v10 is None else c10 > 3 * v10
+    return holds, f"at 10 BDP: cubic {_fmt(c10)} ms, bbr2 {_fmt(v10)} ms (propagation 30 ms)"
+
+
+def fig10_v2(lk: Lookup) -> tuple[bool | None, str]:
+    parts, verdict = [], None
+    for loss in lk.xs("bbr2"):
+        v2, v1 = lk.mean("bbr2", loss, "total.utilisation"), lk.mean("bbr1", loss, "total.utilisation")
+        parts.append(f"{loss}% loss: bbr2 {_fmt(v2, PCT, '%')}, bbr1 {_fmt(v1, PCT, '%')} of the link")
+        if loss >= 1 and v1 is not None and v2 is not None:
+            verdict = v2 < v1 if verdict is None else verdict and v2 < v1
+    return verdict, "; ".join(parts)
+
+
+def fig14_v2(lk: Lookup) -> tuple[bool | None, str]:
+    jains = {b: lk.mean("bbr2", b, "total.jain") for b in lk.xs("bbr2")}
+    known = [j for j in jains.values() if j is not None]
+    return (None if not known else min(known) > 0.85), "; ".join(
+        f"{b} BDP: Jain {_fmt(j, PCT, '%')}" for b, j in jains.items())
+
+
 CHECKS: dict[str, Check] = {
     "rtt_halved": rtt_halved,
     "rtt_range": rtt_range,
@@ -218,4 +250,8 @@ CHECKS: dict[str, Check] = {
     "fig11": fig11,
     "fig14": fig14,
     "fig16": fig16,
+    "fig8_v2": fig8_v2,
+    "fig9_v2": fig9_v2,
+    "fig10_v2": fig10_v2,
+    "fig14_v2": fig14_v2,
 }

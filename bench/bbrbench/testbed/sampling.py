@@ -29,7 +29,7 @@ from .system import bbrctl_path
 from .topology import BOTTLENECK_IF, Topology
 
 log = logging.getLogger(__name__)
-
+US_PER_MS = 1000
 TRACE_STOP_GRACE_S = 3.0
 RATE_UNITS = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 RATE_RE = re.compile(r"^([0-9.]+)([KMGT]?)bps$")
@@ -38,6 +38,11 @@ RATE_RE = re.compile(r"^([0-9.]+)([KMGT]?)bps$")
 def parse_rate(text: str) -> float | None:
     match = RATE_RE.match(text)
     return float(match.group(1)) * RATE_UNITS[match.group(2)] if match else None
+
+
+def _ms_to_us(text: str) -> int:
+    """ss prints RTTs in ms with microsecond resolution."""
+    return round(float(text) * US_PER_MS)
 
 
 def parse_ss(text: str) -> list[dict[str, Any]]:
@@ -65,7 +70,7 @@ def parse_ss_info(line: str) -> dict[str, Any]:
     tokens = line.split()
     info: dict[str, Any] = {}
     if tokens and ":" not in tokens[0]:
-        info["cc"] = tokens[0]
+        info["algo"] = tokens[0]
     ints = {"cwnd": "cwnd", "ssthresh": "ssthresh", "bytes_sent": "bytes_sent", "bytes_retrans": "bytes_retrans",
             "bytes_acked": "bytes_acked", "data_segs_out": "data_segs_out", "lost": "lost", "unacked": "unacked",
             "notsent": "notsent_bytes"}
@@ -82,11 +87,11 @@ def parse_ss_info(line: str) -> dict[str, Any]:
                 info[ints[key]] = int(value)
             elif key == "rtt" and "/" in value:
                 srtt, rttvar = value.split("/", 1)
-                info["srtt_ms"], info["rttvar_ms"] = float(srtt), float(rttvar)
+                info["srtt_us"], info["rttvar_us"] = _ms_to_us(srtt), _ms_to_us(rttvar)
             elif key == "minrtt":
-                info["minrtt_ms"] = float(value)
+                info["min_rtt_us"] = _ms_to_us(value)
             elif key == "retrans" and "/" in value:
-                info["retrans_total"] = int(value.split("/", 1)[1])
+                info["retrans"] = int(value.split("/", 1)[1])
             elif key == "bbr":
                 info.update(_parse_bbr(value))
         i += 1
@@ -99,9 +104,9 @@ def _parse_bbr(value: str) -> dict[str, Any]:
     for part in value.strip("()").split(","):
         key, _, val = part.partition(":")
         if key == "bw":
-            out["bbr_bw_bps"] = parse_rate(val)
+            out["bw_bps"] = parse_rate(val)
         elif key in ("pacing_gain", "cwnd_gain"):
-            out[f"bbr_{key}"] = float(val)
+            out[key] = float(val)
     return out
 
 

@@ -1,0 +1,1154 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* BBRv3, and the BBRv2 alpha as a small delta on it, for a stock kernel.
+ *
+ * Sources: Google's v3 net/ipv4/tcp_bbr.c (github.com/google/bbr, branch v3), the v2alpha
+ * net/ipv4/tcp_bbr2.c (v2alpha-2019-07-28) for bbr2, and draft-ietf-ccwg-bbr. What v3 does:
+ * - STARTUP at pacing gain 2.77, cwnd gain 2; it ends when the delivery rate plateaus (less than 25%
+ *   growth for 3 rounds) or, in a recovery round with at least 6 loss events, when the loss rate of
+ *   the flight exceeds loss_thresh (2%), or after 2 rounds with a CE rate above ecn_thresh.
+ *   Leaving on loss/ECN sets inflight_hi to max(BDP, the last round's delivered volume).
+ * - DRAIN at 1/2.885 until the inflight is down to one BDP.
+ * - PROBE_BW as four sub-phases: DOWN (pacing gain 0.91) until inflight is at most BDP and leaves
+ *   headroom (15%) below inflight_hi; CRUISE (gain 1) until the randomised wait is over: 2-3 s of
+ *   wall clock, or min(63, BDP in packets) rounds minus a random 0-1, whichever comes first; REFILL
+ *   (gain 1, short-term bounds lifted) for one round; UP (gain 5/4, cwnd gain 2.25) raising
+ *   inflight_hi by a slope that doubles every round, until the delivery rate plateaus, or the
+ *   inflight reaches an inflight_hi that was too high last time, or the loss rate (or CE rate)
+ *   exceeds its threshold, which cuts inflight_hi to max(flight at the loss, beta x target).
+ * - Bounds: bw = min(bw_hi, bw_lo), bw_hi the max delivery rate of this and the last probe cycle;
+ *   in DOWN/CRUISE/PROBE_RTT a round with loss cuts bw_lo and inflight_lo by beta (0.7), never
+ *   below the last round's delivered rate and volume; CE marks cut inflight_lo by ecn_alpha/3.
+ *   cwnd = min(gain x BDP + aggregation allowance (floored at 3 TSO skbs), inflight_lo, and
+ *   inflight_hi in DOWN/REFILL/UP or inflight_hi less headroom in CRUISE/PROBE_RTT).
+ * - PROBE_RTT when min_rtt was not refreshed for 5 s: cwnd 0.5 x BDP for max(200 ms, one round).
+ * - Pacing at bw x gain less 1%, as BBRv1.
+ *
+ * The BBRv1 core (bbr_core.h) keeps its struct in icsk_ca_priv and lends v3 everything the two
+ * agree on: rounds, min_rtt, gains, mode, ACK aggregation, pacing, BDP, the EDT inflight estimate,
+ * cwnd save/restore. core.bw.s[0].v holds v3's bw (min of bw_hi and bw_lo, kept current by
+ * bbr3_set_bw()), so the core's helpers that read the estimate use v3's. The core's v1 state
+ * machine (bbr_main) is compiled but not used: bbr3_main() replaces it.
+ *
+ * State beyond the 104 bytes: struct bbr3 (96 bytes) lives in BPF_MAP_TYPE_SK_STORAGE, looked up
+ * once per ACK (bbr3_main) and passed down. Packing does not work: the core fields v3 shares take
+ * ~56 bytes, leaving 48 (the v1-only max filter, long-term sampling and ext) for a model of 96, and
+ * narrowing bandwidths or inflights to 16 bits would change the algorithm. The storage is created
+ * at init and, should that fail, on a later ACK; until it exists the flow keeps its cwnd and pacing
+ * rate.
+ *
+ * Signals a stock kernel does not give a congestion control, and what stands in for them:
+ * A. rs->tx_in_flight (the flight when the ACKed packet was sent) -> rs->prior_in_flight (the
+ *    flight when the ACK arrived). Differs while the flight grows or shrinks within a round: in UP
+ *    the stand-in is larger by the packets sent since, so inflight_hi is set a little higher.
+ * B. rs->lost (packets lost since the ACKed packet was sent) -> tp->lost minus its value when the
+ *    current loss round began (bbr3_lost_in_round()). Differs early in a round: losses of the previous
+ *    round's tail are not counted, so a loss cut may come up to one round later.
+ * C. skb_marked_lost (a hook per lost skb, with that skb's tx_in_flight and tx.lost) -> the first
+ *    ACK that reports new losses (rs->losses > 0) runs the same check with A and B; the flight at
+ *    which the loss rate crossed the threshold is solved with pcount = rs->losses. Differs when one
+ *    ACK marks several skbs: they are taken as one, so inflight_hi may be a few packets higher.
+ * D. rs->is_ece -> rs->delivered_ce > 0 (this ACK newly acknowledged CE-marked data); ECN
+ *    eligibility: the `ecn` parameter, ECN negotiated (TCP_ECN_OK) and min_rtt <= ecn_max_rtt_us,
+ *    since the kernel's per-route "shallow-threshold ECN" flag (TCP_ECN_LOW) does not exist here.
+ * E. Not available, so not done: the TLP-repaired-loss event, rs->is_acking_tlp_retrans_seq, PLB,
+ *    precise ECE ACKs (receiver side), fast_ack_mode, the min_rtt-based TSO allowance (zero at
+ *    RTTs >= 16 ms), and v3's app-limited fast path (a CPU saving: the full model runs every ACK).
+ * Deviations of the shared core: the ACK-aggregation window is 5-10 rounds also in STARTUP (v3: 1-2
+ * rounds); time stamps are 1024 us ticks, as in the core.
+ *
+ * The algorithm file defines the two rule hooks below (bbr3 with v3's rules, bbr2 with v2alpha's)
+ * and may override the BBR3_* constants before including this header.
+ */
+#ifndef BBR3_CORE_H
+#define BBR3_CORE_H
+
+/* v3 values; bbr2.bpf.c overrides them with v2alpha's. */
+#ifndef BBR3_STARTUP_PACING_GAIN
+#define BBR3_STARTUP_PACING_GAIN (BBR_UNIT * 277 / 100 + 1) /* 4 ln 2: Reno's slow-start growth */
+#endif
+#ifndef BBR3_STARTUP_CWND_GAIN
+#define BBR3_STARTUP_CWND_GAIN (BBR_UNIT * 2)
+#endif
+#ifndef BBR3_DOWN_GAIN
+#define BBR3_DOWN_GAIN (BBR_UNIT * 91 / 100) /* drain the probe's queue within a few rounds */
+#endif
+#ifndef BBR3_UP_CWND_EXTRA
+#define BBR3_UP_CWND_EXTRA (BBR_UNIT / 4) /* cwnd gain 2.25 in UP: room for the 5/4 probe */
+#endif
+#ifndef BBR3_FULL_LOSS_CNT
+#define BBR3_FULL_LOSS_CNT 6 /* loss events in a recovery round that may end STARTUP */
+#endif
+#ifndef BBR3_ECN_REPROBE_GAIN
+#define BBR3_ECN_REPROBE_GAIN (BBR_UNIT / 2) /* after CE-only cycles, re-probe from 0.5 x inflight_hi */
+#endif
+#ifndef BBR3_STARTUP_HI_KEEPS_LATEST
+#define BBR3_STARTUP_HI_KEEPS_LATEST 1 /* loss/ECN exit: inflight_hi >= last round's volume */
+#endif
+#ifndef BBR3_UP_FORGETS_UNUSED_ACKS
+#define BBR3_UP_FORGETS_UNUSED_ACKS 0 /* v2: ACKs while not cwnd-limited earn no inflight_hi growth */
+#endif
+
+#define BBR_STARTUP_PACING_GAIN BBR3_STARTUP_PACING_GAIN
+#define BBRKIT_CC(fn) bbr3_##fn
+
+#include "bbr_core.h"
+
+/* Gain of UP, in BBR_UNIT: probe for 25% more bandwidth. */
+#define BBR3_UP_GAIN (BBR_UNIT * 5 / 4)
+/* cwnd in PROBE_RTT, in BBR_UNIT of BDP: half a BDP drains the queue but keeps the pipe busy. */
+#define BBR3_PROBE_RTT_CWND_GAIN (BBR_UNIT / 2)
+/* EWMA gain of the CE fraction, in BBR_UNIT (1/16). */
+#define BBR3_ECN_ALPHA_GAIN (BBR_UNIT / 16)
+/* Share of ecn_alpha cut from inflight_lo per CE round, in BBR_UNIT (1/3). */
+#define BBR3_ECN_FACTOR (BBR_UNIT / 3)
+/* Rounds above ecn_thresh that end STARTUP. */
+#define BBR3_FULL_ECN_CNT 2
+/* Rounds between bandwidth probes at most, for Reno coexistence up to a 62-packet BDP. */
+#define BBR3_BW_PROBE_MAX_ROUNDS 63
+/* That round count starts at a random 0..this-1, for mixing among flows. */
+#define BBR3_BW_PROBE_RAND_ROUNDS 2
+/* Most rounds the UP slope may double (bits of bw_probe_up_rounds). */
+#define BBR3_UP_ROUNDS_MAX 30
+/* The kernel's TCP_ECN_OK bit of tp->ecn_flags (a #define, so not in BTF). */
+#define BBR3_TCP_ECN_OK 1
+/* permille x 256 / 1000 = permille x 32 / 125, as a multiply and a 24-bit shift (125 rounded up:
+ * exact for 0..1000, whose results are 1/125 apart).
+ */
+#define BBR3_PERMILLE_TO_UNIT_MUL (32ULL * 134218)
+#define BBR3_PERMILLE_TO_UNIT_SHIFT 24
+
+/* How ACKs relate to bandwidth probing (v3's bbr_ack_phase). */
+enum bbr3_ack_phase {
+	BBR3_ACKS_INIT,           /* not probing, no probe feedback */
+	BBR3_ACKS_REFILLING,      /* sending at bw to fill the pipe */
+	BBR3_ACKS_PROBE_STARTING, /* inflight rising to probe */
+	BBR3_ACKS_PROBE_FEEDBACK, /* ACKs of the probe */
+	BBR3_ACKS_PROBE_STOPPING, /* probe over, its ACKs still arriving */
+};
+
+/* The v3 model beyond the core, in socket storage. */
+struct bbr3 {
+	u32 bw_hi[2];            /* max delivery rate of the last and this probe cycle, BW_SCALE */
+	u32 bw_lo;               /* short-term bound, ~0U: none */
+	u32 bw_latest;           /* max delivery rate of the last loss round */
+	u32 inflight_hi;         /* long-term bound, packets, ~0U: none */
+	u32 inflight_lo;         /* short-term bound, packets, ~0U: none */
+	u32 inflight_latest;     /* max delivered volume of the last loss round */
+	u32 bw_probe_up_cnt;     /* packets ACKed per inflight_hi increment in UP */
+	u32 bw_probe_up_acks;    /* packets ACKed since the last increment */
+	u32 probe_wait_us;       /* wall-clock wait from DOWN to the next probe */
+	u32 probe_rtt_min_us;    /* min RTT in the probe_rtt_interval window */
+	u32 probe_rtt_min_stamp; /* ticks, when it was measured */
+	u32 loss_round_delivered; /* tp->delivered that ends this loss round */
+	u32 round_lost;          /* tp->lost when this loss round began (approximation B) */
+	u32 round_delivered;     /* tp->delivered then */
+	u32 round_ce;            /* tp->delivered_ce then */
+	u32 undo_bw_lo;          /* the bounds before this recovery, for undo */
+	u32 undo_inflight_lo;
+	u32 undo_inflight_hi;
+	u32 alpha_last_delivered; /* tp->delivered at the last ecn_alpha update */
+	u32 alpha_last_delivered_ce;
+	u16 loss_rate;           /* last loss round, permille (telemetry) */
+	u16 ecn_rate;            /* last loss round, permille (telemetry) */
+	u32 initialized : 1,     /* bbr3_state_init() ran */
+	    init_cwnd : 7,       /* cwnd at init */
+	    full_bw_now : 1,     /* the delivery rate plateaued recently */
+	    startup_ecn_rounds : 2, /* consecutive high-CE rounds in STARTUP */
+	    loss_in_cycle : 1,   /* loss in this probe cycle */
+	    ecn_in_cycle : 1,    /* CE in this probe cycle */
+	    bw_probe_up_rounds : 5, /* rounds in UP: the slope doubles each */
+	    bw_probe_samples : 1, /* rate samples reflect the probe */
+	    prev_probe_too_high : 1, /* the last UP hit too much loss/CE */
+	    stopped_risky_probe : 1, /* the last UP stopped at inflight_hi */
+	    loss_round_start : 1, /* this ACK starts a loss round */
+	    loss_in_round : 1,   /* loss in this loss round */
+	    ecn_in_round : 1,    /* CE in this loss round */
+	    ack_phase : 3,       /* enum bbr3_ack_phase */
+	    unused_a : 4;
+	u32 ecn_alpha : 9,       /* EWMA of the CE fraction, BBR_UNIT */
+	    rounds_since_probe : 8, /* rounds since the last probe */
+	    loss_events_in_round : 4, /* ACKs reporting losses in this loss round (STARTUP) */
+	    unused_b : 11;
+};
+
+/* Parameters read once per ACK, clamped and converted to BBR_UNIT / ticks. */
+struct bbr3_cfg {
+	u32 loss_thresh; /* BBR_UNIT */
+	u32 beta;        /* factor kept, BBR_UNIT */
+	u32 headroom;    /* BBR_UNIT */
+	u32 ecn_thresh;  /* BBR_UNIT */
+	u32 probe_rtt_win_ticks;
+	bool ecn;        /* ECN on for this flow: parameter and eligibility */
+};
+
+struct bbr3_params params SEC(".data.params") = {
+	.loss_thresh_permille = BBR3_LOSS_THRESH_DEF,
+	.beta_permille = BBR3_BETA_DEF,
+	.headroom_permille = BBR3_HEADROOM_DEF,
+	.ecn = BBR3_ECN_DEF,
+	.ecn_thresh_permille = BBR3_ECN_THRESH_DEF,
+	.ecn_max_rtt_us = BBR3_ECN_MAX_RTT_DEF,
+	.probe_rtt_interval_ms = BBR3_PROBE_RTT_INTERVAL_DEF,
+	.probe_wait_base_ms = BBR3_PROBE_WAIT_BASE_DEF,
+	.probe_wait_rand_ms = BBR3_PROBE_WAIT_RAND_DEF,
+};
+
+/* Rule hooks each algorithm file defines. */
+/* The plateau estimator, every ACK: sets b->full_bw_reached in STARTUP, s->full_bw_now for UP. */
+BBR_INLINE void bbr3_variant_check_full_bw(struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs,
+					   u32 sample_bw);
+/* UP, after the inflight_hi check: true ends the probe (no loss or CE too high seen). */
+BBR_INLINE bool bbr3_variant_probe_up_done(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
+					   u32 inflight, u32 bw, u32 sample_bw);
+
+#ifdef __bpf__
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct bbr3);
+} bbr3_storage SEC(".maps");
+
+BBR_INLINE struct bbr3 *bbr3_state(struct sock *sk, bool create)
+{
+	return bpf_sk_storage_get(&bbr3_storage, sk, 0, create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
+}
+#else
+static struct bbr3 host_bbr3; /* the unit tests' one socket */
+
+BBR_INLINE struct bbr3 *bbr3_state(struct sock *sk, bool create)
+{
+	return &host_bbr3;
+}
+#endif
+
+BBR_INLINE u32 bbr3_permille_to_unit(u32 permille)
+{
+	return (u32)(((u64)permille * BBR3_PERMILLE_TO_UNIT_MUL) >> BBR3_PERMILLE_TO_UNIT_SHIFT);
+}
+
+BBR_INLINE u32 bbr3_max_bw(const struct bbr3 *s)
+{
+	return bbr_max_u32(s->bw_hi[0], s->bw_hi[1]);
+}
+
+/* v3's bw = min(bw_hi, bw_lo), published where the core's helpers read their estimate. */
+BBR_INLINE void bbr3_set_bw(struct bbr_core *b, const struct bbr3 *s)
+{
+	b->bw.s[0].v = bbr_min_u32(bbr3_max_bw(s), s->bw_lo);
+}
+
+BBR_INLINE u32 bbr3_mul_unit(u32 v, u32 gain)
+{
+	return (u32)(((u64)v * gain) >> BBR_SCALE);
+}
+
+BBR_INLINE void bbr3_read_cfg(struct bbr3_cfg *c, const struct tcp_sock *tp, const struct bbr_core *b)
+{
+	u32 max_rtt = BBRKIT_PARAM(params.ecn_max_rtt_us, BBR3_ECN_MAX_RTT);
+
+	c->loss_thresh = bbr3_permille_to_unit(
+		BBRKIT_PARAM(params.loss_thresh_permille, BBR3_LOSS_THRESH));
+	c->beta = bbr3_permille_to_unit(BBRKIT_PARAM(params.beta_permille, BBR3_BETA));
+	c->headroom = bbr3_permille_to_unit(
+		BBRKIT_PARAM(params.headroom_permille, BBR3_HEADROOM));
+	c->ecn_thresh = bbr3_permille_to_unit(
+		BBRKIT_PARAM(params.ecn_thresh_permille, BBR3_ECN_THRESH));
+	c->probe_rtt_win_ticks = BBR_US_TO_TICKS(
+		BBRKIT_PARAM(params.probe_rtt_interval_ms, BBR3_PROBE_RTT_INTERVAL) * USEC_PER_MSEC);
+	c->ecn = BBRKIT_PARAM(params.ecn, BBR3_ECN) && (tp->ecn_flags & BBR3_TCP_ECN_OK) &&
+		 (!max_rtt || b->min_rtt_us <= max_rtt);
+}
+
+/* Like the core's budget, but v3 floors cwnd at 3 TSO skbs and 4 packets instead of adding them. */
+BBR_INLINE u32 bbr3_quantization_budget(struct sock *sk, const struct bbr_core *b, u32 cwnd)
+{
+	cwnd = bbr_max_u32(cwnd, 3 * bbr_tso_segs_goal(sk, b));
+	cwnd = bbr_max_u32(cwnd, BBR_CWND_MIN_TARGET);
+	if (b->mode == BBRKIT_PROBE_BW && b->cycle_idx == BBRKIT_V3_UP)
+		cwnd += 2; /* get inflight above BDP even for tiny BDPs */
+	return cwnd;
+}
+
+BBR_INLINE u32 bbr3_inflight(struct sock *sk, const struct bbr_core *b, u32 bw, u32 gain)
+{
+	return bbr3_quantization_budget(sk, b, bbr_bdp(b, bw, gain));
+}
+
+/* The flight v3 aims for: one BDP, unless congestion has cut cwnd below it. */
+BBR_INLINE u32 bbr3_target_inflight(struct sock *sk, const struct bbr_core *b)
+{
+	return bbr_min_u32(bbr3_inflight(sk, b, bbr_bw(b), BBR_UNIT), bbr_out_cwnd(sk, b));
+}
+
+BBR_INLINE u32 bbr3_probe_rtt_cwnd(const struct bbr_core *b)
+{
+	return bbr_max_u32(BBR_CWND_MIN_TARGET, bbr_bdp(b, bbr_bw(b), BBR3_PROBE_RTT_CWND_GAIN));
+}
+
+BBR_INLINE bool bbr3_is_probing_bandwidth(const struct bbr_core *b)
+{
+	return b->mode == BBRKIT_STARTUP ||
+	       (b->mode == BBRKIT_PROBE_BW &&
+		(b->cycle_idx == BBRKIT_V3_REFILL || b->cycle_idx == BBRKIT_V3_UP));
+}
+
+BBR_INLINE bool bbr3_has_elapsed_in_phase(const struct sock *sk, const struct bbr_core *b, u32 us)
+{
+	return (s32)((u32)tcp_sk(sk)->tcp_mstamp - (b->cycle_stamp + us)) > 0;
+}
+
+BBR_INLINE void bbr3_reset_full_bw(struct bbr_core *b, struct bbr3 *s)
+{
+	b->full_bw = 0;
+	b->full_bw_cnt = 0;
+	s->full_bw_now = 0;
+}
+
+/* Losses since this loss round began: approximation B of rs->lost. */
+BBR_INLINE u32 bbr3_lost_in_round(const struct tcp_sock *tp, const struct bbr3 *s)
+{
+	return tp->lost - s->round_lost;
+}
+
+BBR_INLINE bool bbr3_loss_too_high(const struct bbr3_cfg *c, u32 tx_in_flight, u32 lost)
+{
+	return lost && tx_in_flight && lost > bbr3_mul_unit(tx_in_flight, c->loss_thresh);
+}
+
+/* Did the loss (or CE) rate of this flight go past its threshold? tx_in_flight and lost are
+ * approximations A and B; delivered_ce is the kernel's own.
+ */
+BBR_INLINE bool bbr3_is_inflight_too_high(const struct bbr3_cfg *c, u32 tx_in_flight, u32 lost,
+					  const struct rate_sample *rs)
+{
+	if (bbr3_loss_too_high(c, tx_in_flight, lost))
+		return true;
+	return c->ecn && rs->delivered_ce > 0 && rs->delivered > 0 &&
+	       (u32)rs->delivered_ce > bbr3_mul_unit((u32)rs->delivered, c->ecn_thresh);
+}
+
+/* The flight at which the loss rate crossed the threshold, assuming the `pcount` packets lost on
+ * this ACK were sent last: solve (lost_prev + x) / (inflight_prev + x) = loss_thresh for x.
+ */
+BBR_INLINE u32 bbr3_inflight_hi_from_lost(const struct bbr3_cfg *c, u32 tx_in_flight, u32 lost, u32 pcount)
+{
+	u32 inflight_prev, lost_prev;
+	u64 budget, prefix = 0;
+
+	if (pcount > tx_in_flight || pcount > lost)
+		return tx_in_flight;
+	inflight_prev = tx_in_flight - pcount;
+	lost_prev = lost - pcount;
+	budget = ((u64)inflight_prev * c->loss_thresh + BBR_UNIT - 1) >> BBR_SCALE;
+	if (lost_prev < budget) /* BBR_UNIT - loss_thresh >= 128: loss_thresh is at most 0.5 */
+		prefix = ((budget - lost_prev) << BBR_SCALE) / (BBR_UNIT - c->loss_thresh);
+	return inflight_prev + (u32)prefix;
+}
+
+BBR_INLINE void bbr3_take_max_bw_sample(struct bbr_core *b, struct bbr3 *s, u32 bw)
+{
+	s->bw_hi[1] = bbr_max_u32(bw, s->bw_hi[1]);
+	bbr3_set_bw(b, s);
+}
+
+/* Keep the max of the last 1-2 probe cycles: each cycle, forget the older one. */
+BBR_INLINE void bbr3_advance_max_bw_filter(struct bbr_core *b, struct bbr3 *s)
+{
+	if (!s->bw_hi[1])
+		return; /* no samples in this cycle: keep the old one */
+	s->bw_hi[0] = s->bw_hi[1];
+	s->bw_hi[1] = 0;
+	bbr3_set_bw(b, s);
+}
+
+BBR_INLINE void bbr3_reset_lower_bounds(struct bbr_core *b, struct bbr3 *s)
+{
+	s->bw_lo = ~0U;
+	s->inflight_lo = ~0U;
+	bbr3_set_bw(b, s);
+}
+
+BBR_INLINE void bbr3_reset_congestion_signals(struct bbr3 *s)
+{
+	s->loss_in_round = 0;
+	s->ecn_in_round = 0;
+	s->loss_in_cycle = 0;
+	s->ecn_in_cycle = 0;
+	s->bw_latest = 0;
+	s->inflight_latest = 0;
+}
+
+/* STARTUP saw too much loss or CE: the pipe is full, and its volume bounds inflight_hi. */
+BBR_INLINE void bbr3_handle_queue_too_high_in_startup(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
+{
+	u32 bdp = bbr3_inflight(sk, b, bbr3_max_bw(s), BBR_UNIT);
+
+	b->full_bw_reached = 1;
+	s->inflight_hi = BBR3_STARTUP_HI_KEEPS_LATEST ? bbr_max_u32(bdp, s->inflight_latest) : bdp;
+}
+
+BBR_INLINE void bbr3_check_ecn_too_high_in_startup(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
+						   const struct bbr3_cfg *c, u32 ce_ratio)
+{
+	if (b->full_bw_reached || !c->ecn)
+		return;
+	if (ce_ratio >= c->ecn_thresh)
+		s->startup_ecn_rounds = bbr_min_u32(s->startup_ecn_rounds + 1, 3);
+	else
+		s->startup_ecn_rounds = 0;
+	if (s->startup_ecn_rounds >= BBR3_FULL_ECN_CNT)
+		bbr3_handle_queue_too_high_in_startup(sk, b, s);
+}
+
+/* Once per round: the EWMA of the CE fraction, while ECN is on. */
+BBR_INLINE void bbr3_update_ecn_alpha(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
+				      const struct bbr3_cfg *c)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u32 delivered = tp->delivered - s->alpha_last_delivered;
+	u32 delivered_ce = tp->delivered_ce - s->alpha_last_delivered_ce;
+	u32 ce_ratio, alpha;
+
+	if (!c->ecn || !delivered || (s32)delivered < 0 || (s32)delivered_ce < 0)
+		return;
+	ce_ratio = (u32)(((u64)delivered_ce << BBR_SCALE) / delivered);
+	alpha = bbr3_mul_unit(s->ecn_alpha, BBR_UNIT - BBR3_ECN_ALPHA_GAIN) +
+		bbr3_mul_unit(ce_ratio, BBR3_ECN_ALPHA_GAIN);
+	s->ecn_alpha = bbr_min_u32(alpha, BBR_UNIT);
+	s->alpha_last_delivered = tp->delivered;
+	s->alpha_last_delivered_ce = tp->delivered_ce;
+	bbr3_check_ecn_too_high_in_startup(sk, b, s, c, ce_ratio);
+}
+
+/* Each round of UP doubles how fast inflight_hi grows. */
+BBR_INLINE void bbr3_raise_inflight_hi_slope(struct sock *sk, const struct bbr_core *b, struct bbr3 *s)
+{
+	u32 growth_this_round = 1U << s->bw_probe_up_rounds;
+
+	s->bw_probe_up_rounds = bbr_min_u32(s->bw_probe_up_rounds + 1, BBR3_UP_ROUNDS_MAX);
+	s->bw_probe_up_cnt = bbr_max_u32(bbr_out_cwnd(sk, b) / growth_this_round, 1);
+}
+
+/* UP without too much loss or CE: grow inflight_hi while it limits cwnd. */
+BBR_INLINE void bbr3_probe_inflight_hi_upward(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
+					      const struct rate_sample *rs)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u32 delta;
+
+	if (!tp->is_cwnd_limited || bbr_out_cwnd(sk, b) < s->inflight_hi) {
+		if (BBR3_UP_FORGETS_UNUSED_ACKS)
+			s->bw_probe_up_acks = 0;
+		return;
+	}
+	s->bw_probe_up_acks += rs->acked_sacked;
+	if (s->bw_probe_up_acks >= s->bw_probe_up_cnt) {
+		/* Rare: a division only when an increment is due. */
+		delta = s->bw_probe_up_acks / s->bw_probe_up_cnt;
+		s->bw_probe_up_acks -= delta * s->bw_probe_up_cnt;
+		s->inflight_hi += delta;
+	}
+	if (b->round_start)
+		bbr3_raise_inflight_hi_slope(sk, b, s);
+}
+
+/* Only when a probe is due. */
+BBR_INLINE void bbr3_pick_probe_wait(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
+{
+	u32 base_ms = BBRKIT_PARAM(params.probe_wait_base_ms, BBR3_PROBE_WAIT_BASE);
+	u32 rand_us = BBRKIT_PARAM(params.probe_wait_rand_ms, BBR3_PROBE_WAIT_RAND) * USEC_PER_MSEC;
+
+	s->rounds_since_probe = bbr_out_random(sk, b) % BBR3_BW_PROBE_RAND_ROUNDS;
+	s->probe_wait_us = base_ms * USEC_PER_MSEC + (rand_us ? bbr_out_random(sk, b) % rand_us : 0);
+}
+
+BBR_INLINE void bbr3_start_bw_probe_refill(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
+					   u32 up_rounds)
+{
+	bbr3_reset_lower_bounds(b, s);
+	s->bw_probe_up_rounds = up_rounds;
+	s->bw_probe_up_acks = 0;
+	s->stopped_risky_probe = 0;
+	s->ack_phase = BBR3_ACKS_REFILLING;
+	b->next_rtt_delivered = tcp_sk(sk)->delivered;
+	b->cycle_idx = BBRKIT_V3_REFILL;
+}
+
+BBR_INLINE void bbr3_start_bw_probe_up(struct sock *sk, struct bbr_core *b, struct bbr3 *s, u32 sample_bw)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	s->ack_phase = BBR3_ACKS_PROBE_STARTING;
+	b->next_rtt_delivered = tp->delivered;
+	b->cycle_stamp = (u32)tp->tcp_mstamp;
+	bbr3_reset_full_bw(b, s);
+	b->full_bw = sample_bw;
+	b->cycle_idx = BBRKIT_V3_UP;
+	bbr3_raise_inflight_hi_slope(sk, b, s);
+}
+
+/* A new probe cycle: drain, then wait a randomised time before the next probe. */
+BBR_INLINE void bbr3_start_bw_probe_down(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	bbr3_reset_congestion_signals(s);
+	s->bw_probe_up_cnt = ~0U; /* inflight_hi stops growing */
+	bbr3_pick_probe_wait(sk, b, s);
+	b->cycle_stamp = (u32)tp->tcp_mstamp;
+	s->ack_phase = BBR3_ACKS_PROBE_STOPPING;
+	b->next_rtt_delivered = tp->delivered;
+	b->cycle_idx = BBRKIT_V3_DOWN;
+}
+
+BBR_INLINE void bbr3_start_bw_probe_cruise(struct bbr_core *b, struct bbr3 *s)
+{
+	if (s->inflight_lo != ~0U)
+		s->inflight_lo = bbr_min_u32(s->inflight_lo, s->inflight_hi);
+	b->cycle_idx = BBRKIT_V3_CRUISE;
+}
+
+/* The probe overfilled the path: cut inflight_hi (once per probe) and drain. */
+BBR_INLINE void bbr3_handle_inflight_too_high(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
+					      const struct bbr3_cfg *c, u32 tx_in_flight, bool app_limited)
+{
+	s->prev_probe_too_high = 1;
+	s->bw_probe_samples = 0;
+	/* An app-limited flight did not really probe the path's volume. */
+	if (!app_limited)
+		s->inflight_hi = bbr_max_u32(tx_in_flight, bbr3_mul_unit(bbr3_target_inflight(sk, b), c->beta));
+	if (b->mode == BBRKIT_PROBE_BW && b->cycle_idx == BBRKIT_V3_UP)
+		bbr3_start_bw_probe_down(sk, b, s);
+}
+
+/* Approximation C of v3's per-skb loss hook: the ACK that reports new losses checks the flight. */
+BBR_INLINE void bbr3_on_losses(struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct bbr3_cfg *c,
+			       const struct rate_sample *rs)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u32 lost, tx_in_flight;
+
+	if (!s->loss_in_round) /* the loss round restarts at its first loss */
+		s->loss_round_delivered = tp->delivered;
+	s->loss_in_round = 1;
+	s->loss_in_cycle = 1;
+	if (!s->bw_probe_samples)
+		return; /* not a flight sent while probing */
+	lost = bbr3_lost_in_round(tp, s);
+	tx_in_flight = rs->prior_in_flight;
+	if (bbr3_loss_too_high(c, tx_in_flight, lost))
+		bbr3_handle_inflight_too_high(sk, b, s, c,
+					      bbr3_inflight_hi_from_lost(c, tx_in_flight, lost, (u32)rs->losses),
+					      rs->is_app_limited);
+}
+
+/* Loss or CE while not probing: cut the short-term bounds, never below what the last round
+ * delivered.
+ */
+BBR_INLINE void bbr3_adapt_lower_bounds(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
+					const struct bbr3_cfg *c)
+{
+	u32 ecn_inflight_lo = ~0U;
+
+	if (bbr3_is_probing_bandwidth(b))
+		return;
+	if (s->ecn_in_round && c->ecn) {
+		if (s->inflight_lo == ~0U)
+			s->inflight_lo = bbr_out_cwnd(sk, b);
+		ecn_inflight_lo = bbr3_mul_unit(s->inflight_lo,
+						BBR_UNIT - bbr3_mul_unit(s->ecn_alpha, BBR3_ECN_FACTOR));
+	}
+	if (s->loss_in_round) {
+		if (s->bw_lo == ~0U)
+			s->bw_lo = bbr3_max_bw(s);
+		if (s->inflight_lo == ~0U)
+			s->inflight_lo = bbr_out_cwnd(sk, b);
+		s->bw_lo = bbr_max_u32(s->bw_latest, bbr3_mul_unit(s->bw_lo, c->beta));
+		s->inflight_lo = bbr_max_u32(s->inflight_latest, bbr3_mul_unit(s->inflight_lo, c->beta));
+	}
+	s->inflight_lo = bbr_min_u32(s->inflight_lo, ecn_inflight_lo);
+	s->bw_lo = bbr_max_u32(1, s->bw_lo);
+	bbr3_set_bw(b, s);
+}
+
+/* The max delivery rate and volume of this loss round, and the start of the next. */
+BBR_INLINE void bbr3_update_latest_delivery_signals(struct sock *sk, struct bbr3 *s,
+						    const struct rate_sample *rs, u32 sample_bw)
+{
+	s->loss_round_start = 0;
+	if (rs->interval_us <= 0 || !rs->acked_sacked)
+		return;
+	s->bw_latest = bbr_max_u32(s->bw_latest, sample_bw);
+	s->inflight_latest = bbr_max_u32(s->inflight_latest, (u32)rs->delivered);
+	if (!bbr_after(s->loss_round_delivered, rs->prior_delivered)) {
+		s->loss_round_delivered = tcp_sk(sk)->delivered;
+		s->loss_round_start = 1;
+	}
+}
+
+/* At a loss round's end: restart the latest-delivery filter, the round's loss/CE counts (the
+ * telemetry rates of the round that ended, and approximation B's base).
+ */
+BBR_INLINE void bbr3_advance_latest_delivery_signals(struct sock *sk, struct bbr3 *s,
+						     const struct rate_sample *rs, u32 sample_bw)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u32 lost, delivered;
+
+	if (!s->loss_round_start)
+		return;
+	s->bw_latest = sample_bw;
+	s->inflight_latest = (u32)rs->delivered;
+	lost = tp->lost - s->round_lost;
+	delivered = tp->delivered - s->round_delivered;
+	/* Two divisions per round, for telemetry only. */
+	s->loss_rate = lost + delivered ? (u16)((u64)lost * BBRKIT_PERMILLE / (lost + delivered)) : 0;
+	s->ecn_rate = delivered ? (u16)((u64)(tp->delivered_ce - s->round_ce) * BBRKIT_PERMILLE / delivered) : 0;
+	s->round_lost = tp->lost;
+	s->round_delivered = tp->delivered;
+	s->round_ce = tp->delivered_ce;
+}
+
+BBR_INLINE void bbr3_update_congestion_signals(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
+					       const struct bbr3_cfg *c, const struct rate_sample *rs,
+					       u32 sample_bw)
+{
+	if (rs->interval_us <= 0 || !rs->acked_sacked)
+		return;
+	if (!rs->is_app_limited || sample_bw >= bbr3_max_bw(s))
+		bbr3_take_max_bw_sample(b, s, sample_bw);
+	if (!s->loss_round_start)
+		return;
+	bbr3_adapt_lower_bounds(sk, b, s, c);
+	s->loss_in_round = 0;
+	s->ecn_in_round = 0;
+}
+
+/* Is it time for the next probe? Wall clock or Reno-scale round count, or CE gone. */
+BBR_INLINE bool bbr3_check_time_to_probe_bw(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
+					    const struct bbr3_cfg *c)
+{
+	u32 rounds, v, n = 0;
+
+	if (BBR3_ECN_REPROBE_GAIN && c->ecn && s->ecn_in_cycle && !s->loss_in_cycle &&
+	    inet_csk(sk)->icsk_ca_state == TCP_CA_Open) {
+		/* UP's slope then starts at about reprobe_gain x inflight_hi per round: n = log2 of it. */
+		v = bbr3_mul_unit(s->inflight_hi, BBR3_ECN_REPROBE_GAIN);
+		while (v > 1 && n < BBR3_UP_ROUNDS_MAX) {
+			v >>= 1;
+			n++;
+		}
+		bbr3_start_bw_probe_refill(sk, b, s, n);
+		return true;
+	}
+	rounds = bbr_min_u32(BBR3_BW_PROBE_MAX_ROUNDS, bbr3_target_inflight(sk, b));
+	if (bbr3_has_elapsed_in_phase(sk, b, s->probe_wait_us) || s->rounds_since_probe >= rounds) {
+		bbr3_start_bw_probe_refill(sk, b, s, 0);
+		return true;
+	}
+	return false;
+}
+
+/* DOWN ends once inflight leaves headroom below inflight_hi and is at most one BDP. */
+BBR_INLINE u32 bbr3_inflight_with_headroom(const struct bbr3 *s, const struct bbr3_cfg *c)
+{
+	u32 headroom;
+
+	if (s->inflight_hi == ~0U)
+		return ~0U;
+	headroom = bbr_max_u32(bbr3_mul_unit(s->inflight_hi, c->headroom), 1);
+	return s->inflight_hi > headroom + BBR_CWND_MIN_TARGET ? s->inflight_hi - headroom : BBR_CWND_MIN_TARGET;
+}
+
+BBR_INLINE bool bbr3_check_time_to_cruise(struct sock *sk, const struct bbr_core *b, const struct bbr3 *s,
+					  const struct bbr3_cfg *c, u32 inflight, u32 bw)
+{
+	if (inflight > bbr3_inflight_with_headroom(s, c))
+		return false;
+	return inflight <= bbr3_inflight(sk, b, bw, BBR_UNIT);
+}
+
+/* Probe feedback: cut inflight_hi when the probe's flight lost (or CE-marked) too much, raise it
+ * when a larger flight proved safe. True when it decided a transition.
+ */
+BBR_INLINE bool bbr3_adapt_upper_bounds(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
+					const struct bbr3_cfg *c, const struct rate_sample *rs)
+{
+	u32 tx_in_flight = rs->prior_in_flight; /* approximation A */
+
+	if (s->ack_phase == BBR3_ACKS_PROBE_STARTING && b->round_start)
+		s->ack_phase = BBR3_ACKS_PROBE_FEEDBACK;
+	if (s->ack_phase == BBR3_ACKS_PROBE_STOPPING && b->round_start) {
+		s->bw_probe_samples = 0;
+		s->ack_phase = BBR3_ACKS_INIT;
+		/* The best moment to forget the last cycle's bandwidth. */
+		if (b->mode == BBRKIT_PROBE_BW && !rs->is_app_limited)
+			bbr3_advance_max_bw_filter(b, s);
+		/* UP reached the old inflight_hi without trouble: probe again, holding it a round. */
+		if (b->mode == BBRKIT_PROBE_BW && s->stopped_risky_probe && !s->prev_probe_too_high) {
+			bbr3_start_bw_probe_refill(sk, b, s, 0);
+			return true;
+		}
+	}
+	if (bbr3_is_inflight_too_high(c, tx_in_flight, bbr3_lost_in_round(tcp_sk(sk), s), rs)) {
+		if (s->bw_probe_samples)
+			bbr3_handle_inflight_too_high(sk, b, s, c, tx_in_flight, rs->is_app_limited);
+		return false;
+	}
+	if (s->inflight_hi == ~0U)
+		return false; /* no bound yet */
+	if (tx_in_flight > s->inflight_hi) /* a larger flight was safe: robust to random loss */
+		s->inflight_hi = tx_in_flight;
+	if (b->mode == BBRKIT_PROBE_BW && b->cycle_idx == BBRKIT_V3_UP)
+		bbr3_probe_inflight_hi_upward(sk, b, s, rs);
+	return false;
+}
+
+/* The PROBE_BW sub-phases. */
+BBR_INLINE void bbr3_update_cycle_phase(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
+					const struct bbr3_cfg *c, const struct rate_sample *rs, u32 sample_bw)
+{
+	u32 inflight, bw;
+
+	if (!b->full_bw_reached)
+		return;
+	if (bbr3_adapt_upper_bounds(sk, b, s, c, rs))
+		return;
+	if (b->mode != BBRKIT_PROBE_BW)
+		return;
+
+	inflight = bbr_packets_in_net_at_edt(sk, b, rs->prior_in_flight);
+	bw = bbr3_max_bw(s);
+	switch (b->cycle_idx) {
+	case BBRKIT_V3_CRUISE:
+		bbr3_check_time_to_probe_bw(sk, b, s, c);
+		break;
+	case BBRKIT_V3_REFILL:
+		/* One round at bw refilled the pipe: what follows reflects the probe. */
+		if (b->round_start) {
+			s->bw_probe_samples = 1;
+			bbr3_start_bw_probe_up(sk, b, s, sample_bw);
+		}
+		break;
+	case BBRKIT_V3_UP:
+		if (s->prev_probe_too_high && inflight >= s->inflight_hi) {
+			s->stopped_risky_probe = 1; /* at the level that was too much last time */
+		} else if (!bbr3_variant_probe_up_done(sk, b, s, inflight, bw, sample_bw)) {
+			break;
+		}
+		s->prev_probe_too_high = 0;
+		bbr3_start_bw_probe_down(sk, b, s);
+		break;
+	default: /* BBRKIT_V3_DOWN */
+		if (bbr3_check_time_to_probe_bw(sk, b, s, c))
+			break;
+		if (bbr3_check_time_to_cruise(sk, b, s, c, inflight, bw))
+			bbr3_start_bw_probe_cruise(b, s);
+		break;
+	}
+}
+
+/* STARTUP ends when a recovery round with many loss events lost too much of its flight. */
+BBR_INLINE void bbr3_check_loss_too_high_in_startup(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
+						    const struct bbr3_cfg *c, const struct rate_sample *rs)
+{
+	if (b->full_bw_reached)
+		return;
+	if (rs->losses && s->loss_events_in_round < 0xF)
+		s->loss_events_in_round++;
+	if (s->loss_round_start && inet_csk(sk)->icsk_ca_state == TCP_CA_Recovery &&
+	    s->loss_events_in_round >= BBR3_FULL_LOSS_CNT &&
+	    bbr3_is_inflight_too_high(c, rs->prior_in_flight, bbr3_lost_in_round(tcp_sk(sk), s), rs)) {
+		bbr3_handle_queue_too_high_in_startup(sk, b, s);
+		return;
+	}
+	if (s->loss_round_start)
+		s->loss_events_in_round = 0;
+}
+
+/* v3's plateau estimator: 25% growth of a sample restarts it; 3 rounds without end STARTUP and
+ * mark the plateau that ends UP.
+ */
+BBR_INLINE void bbr3_v3_check_full_bw(struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs,
+				      u32 sample_bw)
+{
+	if (s->full_bw_now || rs->is_app_limited)
+		return;
+	if (sample_bw >= (u32)(((u64)b->full_bw * BBR_FULL_BW_THRESH) >> BBR_SCALE)) {
+		bbr3_reset_full_bw(b, s);
+		b->full_bw = sample_bw;
+		return;
+	}
+	if (!b->round_start)
+		return;
+	b->full_bw_cnt = bbr_min_u32(b->full_bw_cnt + 1, BBR_FULL_BW_CNT);
+	s->full_bw_now = b->full_bw_cnt >= BBR_FULL_BW_CNT;
+	b->full_bw_reached |= s->full_bw_now;
+}
+
+/* v3's end of UP: inflight_hi limiting growth restarts the plateau estimator; a plateau ends UP. */
+BBR_INLINE bool bbr3_v3_probe_up_done(struct sock *sk, struct bbr_core *b, struct bbr3 *s, u32 sample_bw)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (tp->is_cwnd_limited && bbr_out_cwnd(sk, b) >= s->inflight_hi) {
+		bbr3_reset_full_bw(b, s);
+		b->full_bw = sample_bw;
+		return false;
+	}
+	return s->full_bw_now;
+}
+
+BBR_INLINE void bbr3_check_drain(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (b->mode == BBRKIT_STARTUP && b->full_bw_reached) {
+		b->mode = BBRKIT_DRAIN;
+		bbr_out_set_ssthresh(sk, b, bbr3_inflight(sk, b, bbr3_max_bw(s), BBR_UNIT));
+		bbr3_reset_congestion_signals(s);
+	}
+	if (b->mode == BBRKIT_DRAIN &&
+	    bbr_packets_in_net_at_edt(sk, b, bbr_packets_in_flight(tp)) <=
+		    bbr3_inflight(sk, b, bbr3_max_bw(s), BBR_UNIT)) {
+		b->mode = BBRKIT_PROBE_BW;
+		bbr3_start_bw_probe_down(sk, b, s);
+	}
+}
+
+BBR_INLINE void bbr3_exit_probe_rtt(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
+{
+	bbr3_reset_lower_bounds(b, s);
+	if (b->full_bw_reached) {
+		b->mode = BBRKIT_PROBE_BW;
+		/* Schedule the next probe at a friendly random time; inflight is low, so cruise. */
+		bbr3_start_bw_probe_down(sk, b, s);
+		bbr3_start_bw_probe_cruise(b, s);
+	} else {
+		b->mode = BBRKIT_STARTUP;
+	}
+}
+
+BBR_INLINE void bbr3_check_probe_rtt_done(struct sock *sk, struct bbr_core *b, struct bbr3 *s, u32 now)
+{
+
+	if (!(b->probe_rtt_done_stamp && bbr_after(now, b->probe_rtt_done_stamp)))
+		return;
+	s->probe_rtt_min_stamp = now; /* the next PROBE_RTT is a whole interval away */
+	bbr_out_set_cwnd(sk, b, bbr_max_u32(bbr_out_cwnd(sk, b), b->prior_cwnd));
+	bbr3_exit_probe_rtt(sk, b, s);
+}
+
+/* Two min filters: probe_rtt_min over the PROBE_RTT interval (5 s) times PROBE_RTT, min_rtt over
+ * 10 s is the model's. PROBE_RTT holds cwnd at 0.5 x BDP for max(200 ms, one round).
+ */
+BBR_INLINE void bbr3_update_min_rtt(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
+				    const struct bbr3_cfg *c, const struct rate_sample *rs)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u32 now = bbr_now_ticks(tp);
+	bool probe_rtt_expired = bbr_after(now, s->probe_rtt_min_stamp + c->probe_rtt_win_ticks);
+
+	if (rs->rtt_us >= 0 &&
+	    ((u64)rs->rtt_us < s->probe_rtt_min_us || (probe_rtt_expired && !rs->is_ack_delayed))) {
+		s->probe_rtt_min_us = (u32)rs->rtt_us;
+		s->probe_rtt_min_stamp = now;
+	}
+	if (s->probe_rtt_min_us <= b->min_rtt_us || bbr_after(now, b->min_rtt_stamp + BBR_MIN_RTT_WIN_TICKS)) {
+		b->min_rtt_us = s->probe_rtt_min_us;
+		b->min_rtt_stamp = s->probe_rtt_min_stamp;
+	}
+
+	if (probe_rtt_expired && !b->idle_restart && b->mode != BBRKIT_PROBE_RTT) {
+		b->mode = BBRKIT_PROBE_RTT;
+		bbr_save_cwnd(sk, b);
+		b->probe_rtt_done_stamp = 0;
+		s->ack_phase = BBR3_ACKS_PROBE_STOPPING;
+		b->next_rtt_delivered = tp->delivered;
+	}
+
+	if (b->mode == BBRKIT_PROBE_RTT) {
+		u32 inflight = bbr_packets_in_flight(tp);
+
+		/* Samples taken at half a BDP say nothing about the path's bandwidth. */
+		bbr_out_set_app_limited(sk, b, (tp->delivered + inflight) ?: 1);
+		if (!b->probe_rtt_done_stamp && inflight <= bbr3_probe_rtt_cwnd(b)) {
+			b->probe_rtt_done_stamp = (now + BBR_PROBE_RTT_MODE_TICKS) ?: 1;
+			b->probe_rtt_round_done = 0;
+			b->next_rtt_delivered = tp->delivered;
+		} else if (b->probe_rtt_done_stamp) {
+			if (b->round_start)
+				b->probe_rtt_round_done = 1;
+			if (b->probe_rtt_round_done)
+				bbr3_check_probe_rtt_done(sk, b, s, now);
+		}
+	}
+	if (rs->delivered > 0)
+		b->idle_restart = 0;
+}
+
+BBR_INLINE void bbr3_update_gains(struct bbr_core *b)
+{
+	switch (b->mode) {
+	case BBRKIT_STARTUP:
+		b->pacing_gain = BBR3_STARTUP_PACING_GAIN;
+		b->cwnd_gain = BBR3_STARTUP_CWND_GAIN;
+		break;
+	case BBRKIT_DRAIN:
+		b->pacing_gain = BBR_DRAIN_GAIN;
+		b->cwnd_gain = BBR3_STARTUP_CWND_GAIN; /* keep cwnd while draining */
+		break;
+	case BBRKIT_PROBE_BW:
+		b->pacing_gain = b->cycle_idx == BBRKIT_V3_UP	  ? BBR3_UP_GAIN :
+				 b->cycle_idx == BBRKIT_V3_DOWN ? BBR3_DOWN_GAIN :
+								  BBR_UNIT;
+		b->cwnd_gain = BBR_CWND_GAIN + (b->cycle_idx == BBRKIT_V3_UP ? BBR3_UP_CWND_EXTRA : 0);
+		break;
+	default: /* BBRKIT_PROBE_RTT */
+		b->pacing_gain = BBR_UNIT;
+		b->cwnd_gain = BBR_UNIT;
+		break;
+	}
+}
+
+/* Slow-start towards the target in STARTUP, snap down to it once the pipe is full. Unlike BBRv1,
+ * no packet conservation in recovery: the bounds do that job.
+ */
+BBR_INLINE void bbr3_set_cwnd(struct sock *sk, struct bbr_core *b, struct bbr3 *s, u32 acked, u32 bw)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u32 cwnd = bbr_out_cwnd(sk, b), target;
+
+	if (acked) {
+		target = bbr_bdp(b, bw, b->cwnd_gain) + bbr_aggregation_allowance(b);
+		target = bbr3_quantization_budget(sk, b, target);
+		if (b->full_bw_reached)
+			cwnd = bbr_min_u32(cwnd + acked, target);
+		else if (cwnd < target || cwnd < 2 * s->init_cwnd)
+			cwnd += acked;
+		cwnd = bbr_max_u32(cwnd, BBR_CWND_MIN_TARGET);
+	}
+	cwnd = bbr_min_u32(cwnd, tp->snd_cwnd_clamp);
+	if (b->mode == BBRKIT_PROBE_RTT)
+		cwnd = bbr_min_u32(cwnd, bbr3_probe_rtt_cwnd(b));
+	bbr_out_set_cwnd(sk, b, cwnd);
+}
+
+/* Cap cwnd by the model: inflight_hi while probing or draining, inflight_hi less headroom while
+ * cruising or in PROBE_RTT, and inflight_lo always.
+ */
+BBR_INLINE void bbr3_bound_cwnd_for_inflight_model(struct sock *sk, struct bbr_core *b,
+						   const struct bbr3 *s, const struct bbr3_cfg *c)
+{
+	u32 cap = ~0U;
+
+	if (b->mode == BBRKIT_PROBE_BW && b->cycle_idx != BBRKIT_V3_CRUISE)
+		cap = s->inflight_hi;
+	else if (b->mode == BBRKIT_PROBE_RTT || b->mode == BBRKIT_PROBE_BW)
+		cap = bbr3_inflight_with_headroom(s, c);
+	cap = bbr_min_u32(cap, s->inflight_lo);
+	cap = bbr_max_u32(cap, BBR_CWND_MIN_TARGET);
+	bbr_out_set_cwnd(sk, b, bbr_min_u32(cap, bbr_out_cwnd(sk, b)));
+}
+
+BBR_INLINE void bbr3_state_init(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	__builtin_memset(s, 0, sizeof(*s));
+	s->initialized = 1;
+	s->init_cwnd = bbr_min_u32(0x7F, bbr_out_cwnd(sk, b));
+	s->probe_rtt_min_us = tp->rtt_min.s[0].v;
+	s->probe_rtt_min_stamp = b->min_rtt_stamp; /* the core's init clock: tcp_mstamp may be stale */
+	s->loss_round_delivered = tp->delivered + 1; /* the first loss round ends with the first flight */
+	s->round_lost = tp->lost;
+	s->round_delivered = tp->delivered;
+	s->round_ce = tp->delivered_ce;
+	s->inflight_hi = ~0U;
+	s->bw_probe_up_cnt = ~0U;
+	s->ecn_alpha = BBR_UNIT; /* respond at once if the path is congested from the start */
+	bbr3_reset_lower_bounds(b, s);
+}
+
+/* init is the core's (v3 shares its fields), which calls this for v3's own. */
+BBR_INLINE void bbr_variant_init(struct sock *sk, struct bbr_core *b)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbr3 *s;
+
+	b->prior_cwnd = tp->prior_cwnd;
+	s = bbr3_state(sk, true);
+	if (s)
+		bbr3_state_init(sk, b, s);
+}
+
+#define bbr3_init bbr_init
+
+/* cong_control: the per-ACK entry point, with its one storage lookup. */
+BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbr_core *b = bbr_core_of(sk);
+	struct bbr3 *s = bbr3_state(sk, true);
+	struct bbr3_cfg c;
+	u32 sample_bw = 0;
+
+	if (!s)
+		return; /* no memory for the model: keep cwnd and pacing as they are */
+	if (!s->initialized)
+		bbr3_state_init(sk, b, s);
+	bbr3_read_cfg(&c, tp, b);
+
+	if (rs->losses > 0)
+		bbr3_on_losses(sk, b, s, &c, rs);
+
+	b->round_start = 0;
+	if (rs->interval_us > 0 && !bbr_after(b->next_rtt_delivered, rs->prior_delivered)) {
+		b->next_rtt_delivered = tp->delivered;
+		b->rtt_cnt++;
+		b->round_start = 1;
+		s->rounds_since_probe = bbr_min_u32(s->rounds_since_probe + 1, 0xFF);
+		bbr3_update_ecn_alpha(sk, b, s, &c);
+	}
+	s->ecn_in_round |= c.ecn && rs->delivered_ce > 0;
+	/* Rounded up, so that slow flows can grow. */
+	if (rs->interval_us > 0 && rs->delivered >= 0)
+		sample_bw = (u32)(((u64)rs->delivered * BW_UNIT + (u64)rs->interval_us - 1) / (u64)rs->interval_us);
+	bbr3_update_latest_delivery_signals(sk, s, rs, sample_bw);
+
+	bbr3_update_congestion_signals(sk, b, s, &c, rs, sample_bw);
+	bbr_update_ack_aggregation(sk, b, rs);
+	bbr3_check_loss_too_high_in_startup(sk, b, s, &c, rs);
+	bbr3_variant_check_full_bw(b, s, rs, sample_bw);
+	bbr3_check_drain(sk, b, s);
+	bbr3_update_cycle_phase(sk, b, s, &c, rs, sample_bw);
+	bbr3_update_min_rtt(sk, b, s, &c, rs);
+	bbr3_update_gains(b);
+
+	bbr_set_pacing_rate(sk, b, bbr_bw(b), b->pacing_gain);
+	bbr3_set_cwnd(sk, b, s, rs->acked_sacked, bbr_bw(b));
+	bbr3_bound_cwnd_for_inflight_model(sk, b, s, &c);
+
+	bbr3_advance_latest_delivery_signals(sk, s, rs, sample_bw);
+	b->prev_ca_state = inet_csk(sk)->icsk_ca_state;
+	s->ecn_in_cycle |= rs->delivered_ce > 0; /* loss_in_cycle is bbr3_on_losses()' */
+}
+
+/* Entering recovery: save cwnd, and the bounds in case the recovery turns out spurious. */
+BBR_INLINE u32 bbr3_ssthresh(struct sock *sk)
+{
+	struct bbr_core *b = bbr_core_of(sk);
+	struct bbr3 *s = bbr3_state(sk, false);
+
+	bbr_save_cwnd(sk, b);
+	if (s) {
+		s->undo_bw_lo = s->bw_lo;
+		s->undo_inflight_lo = s->inflight_lo;
+		s->undo_inflight_hi = s->inflight_hi;
+	}
+	return bbr_out_ssthresh(sk, b);
+}
+
+/* Spurious recovery: restore the bounds and cwnd saved on entry. */
+BBR_INLINE u32 bbr3_undo_cwnd(struct sock *sk)
+{
+	struct bbr_core *b = bbr_core_of(sk);
+	struct bbr3 *s = bbr3_state(sk, false);
+
+	if (!s)
+		return bbr_out_cwnd(sk, b);
+	bbr3_reset_full_bw(b, s);
+	s->loss_in_round = 0;
+	s->bw_lo = bbr_max_u32(s->bw_lo, s->undo_bw_lo);
+	s->inflight_lo = bbr_max_u32(s->inflight_lo, s->undo_inflight_lo);
+	s->inflight_hi = bbr_max_u32(s->inflight_hi, s->undo_inflight_hi);
+	bbr3_set_bw(b, s);
+	return b->prior_cwnd;
+}
+
+BBR_INLINE void bbr3_set_state(struct sock *sk, u8 new_state)
+{
+	struct bbr_core *b = bbr_core_of(sk);
+	struct bbr3 *s;
+
+	if (new_state == TCP_CA_Loss) {
+		b->prev_ca_state = TCP_CA_Loss;
+		s = bbr3_state(sk, false);
+		if (!s)
+			return;
+		/* An RTO may mean a new path: learn its plateau again. */
+		bbr3_reset_full_bw(b, s);
+		/* The lower-bound cut needs the cwnd from before the RTO. */
+		if (!bbr3_is_probing_bandwidth(b) && s->inflight_lo == ~0U)
+			s->inflight_lo = bbr_max_u32(bbr_out_cwnd(sk, b), b->prior_cwnd);
+	} else if (b->prev_ca_state == TCP_CA_Loss) {
+		bbr_out_set_cwnd(sk, b, bbr_max_u32(bbr_out_cwnd(sk, b), b->prior_cwnd));
+	}
+}
+
+BBR_INLINE void bbr3_cwnd_event(struct sock *sk, enum tcp_ca_event event)
+{
+	struct bbr_core *b = bbr_core_of(sk);
+	struct bbr3 *s;
+
+	if (!bbr_restart_from_idle(sk, b, event) || b->mode != BBRKIT_PROBE_RTT)
+		return;
+	s = bbr3_state(sk, false);
+	if (s)
+		bbr3_check_probe_rtt_done(sk, b, s, bbr_now_ticks(tcp_sk(sk)));
+}
+
+#define bbr3_sndbuf_expand bbr_sndbuf_expand
+#define bbr3_min_tso_segs bbr_min_tso_segs
+
+/* The core's record plus the v3 state. */
+BBR_INLINE void bbr3_fill_flow(struct bbrkit_flow *f, struct sock *sk, const struct bbr_core *b, u8 event)
+{
+	const struct bbr3 *s = bbr3_state(sk, false);
+
+	bbr_fill_flow(f, sk, b, event);
+	f->variant[BBRKIT_VAR_V3_PHASE] = b->mode == BBRKIT_PROBE_BW ? b->cycle_idx : BBRKIT_V3_NONE;
+	if (!s)
+		return;
+	f->variant[BBRKIT_VAR_V3_BW_HI] = bbr3_max_bw(s);
+	f->variant[BBRKIT_VAR_V3_BW_LO] = s->bw_lo;
+	f->variant[BBRKIT_VAR_V3_INFLIGHT_HI] = s->inflight_hi;
+	f->variant[BBRKIT_VAR_V3_INFLIGHT_LO] = s->inflight_lo;
+	f->variant[BBRKIT_VAR_V3_LOSS_RATE] = s->loss_rate;
+	f->variant[BBRKIT_VAR_V3_ECN_RATE] = s->ecn_rate;
+	f->variant[BBRKIT_VAR_V3_ECN_ALPHA] = s->ecn_alpha;
+}
+
+/* bbr_core.h's BBRv1 state machine is compiled along but never runs (bbr3_main replaces
+ * bbr_main), so its other variant hooks get inert definitions.
+ */
+BBR_INLINE void bbr_variant_on_ack(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs)
+{
+}
+
+BBR_INLINE bool bbr_variant_end_probe(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs)
+{
+	return false;
+}
+
+BBR_INLINE u32 bbr_variant_pacing_gain(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs)
+{
+	return b->pacing_gain;
+}
+
+BBR_INLINE void bbr_variant_recovery_start(struct sock *sk, struct bbr_core *b, u32 acked, u32 *cwnd)
+{
+}
+
+BBR_INLINE u32 bbr_variant_conservation_cwnd(struct sock *sk, struct bbr_core *b, u32 acked, u32 cwnd,
+					     u32 bw)
+{
+	return cwnd;
+}
+
+BBR_INLINE void bbr_variant_fill(struct bbrkit_flow *f, const struct bbr_core *b)
+{
+}
+
+#endif /* BBR3_CORE_H */

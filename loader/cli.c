@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The command table: every subcommand's options, arguments and help. Parsing, --help, the man page
+ * and bash completion all come from it (the last two through build/bbrctl-gen).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bbrctl.h"
+
+#define MAX_OPTS 8
+#define HELP_COLUMN 24
+
+/* Options every subcommand takes. */
+static const struct cli_opt common_opts[] = {
+	{ "verbose", 'v', NULL, "show libbpf's log (and the verifier's) on stderr", 0, NULL },
+	{ "help", 'h', NULL, "print this help", 0, NULL },
+};
+
+#define OPT_AT(field) offsetof(struct cmd_opts, field)
+
+static const struct cli_opt json_opt[] = {
+	{ "json", 'j', NULL, "print one JSON document instead of a table", OPT_AT(json), NULL },
+	{},
+};
+
+static const char *const trace_formats[] = { "jsonl", "csv", NULL };
+
+static const struct cli_opt trace_opts[] = {
+	{ "out", 'o', "FILE", "write records to FILE instead of stdout", OPT_AT(out), NULL },
+	{ "format", 'f', "FORMAT", "jsonl (default) or csv", OPT_AT(format), trace_formats },
+	{},
+};
+
+static const struct cli_opt upgrade_opts[] = {
+	{ "object", 'o', "FILE", "the build to swap in (default: the one built into bbrctl)", OPT_AT(object),
+	  NULL },
+	{},
+};
+
+const struct cli_command cli_commands[] = {
+	{ "list", cmd_list, "algorithms of this package, which are attached, the kernel's list", "", 0, 0,
+	  json_opt,
+	  "Print bbrkit's algorithms, whether each is attached (registered through its pinned link) and its\n"
+	  "parameters, then the kernel's available congestion controls (" BBRCTL_AVAILABLE_CC ").\n"
+	  "FEATURES says what an attachment has besides the registration: the params map, trace's ring\n"
+	  "buffer, and how `flows` reads state (map-iterator: one pass over all namespaces; iter-tcp: one\n"
+	  "pass per network namespace).\n"
+	  "JSON: {\"algorithms\": [{\"name\", \"attached\", \"registered\", \"params\", \"pin_dir\",\n"
+	  "\"features\" (attached only: {\"params\", \"trace\", \"flows\"})}], \"kernel_available\": [...]}\n",
+	  NULL },
+	{ "attach", cmd_attach, "register an algorithm (stays after bbrctl exits)", "ALGO", 1, 1, NULL,
+	  "Load ALGO, register it as a TCP congestion control and pin it under " BBRKIT_PIN_ROOT "/ALGO so\n"
+	  "that it stays registered after bbrctl exits. Mounts bpffs at /sys/fs/bpf when missing.\n"
+	  "Attaching an attached algorithm changes nothing. Optional pieces the kernel refuses (trace,\n"
+	  "flow ids, the flows iterators) are a warning each, not a failure.\n",
+	  NULL },
+	{ "detach", cmd_detach, "unregister an algorithm and remove its pins", "ALGO", 1, 1, NULL,
+	  "Unregister ALGO and remove its pins. Connections already using it keep it until they close\n"
+	  "(the kernel holds a reference per socket); new ones can no longer select it. Its flows no\n"
+	  "longer show in `bbrctl flows` or `trace`. Refused while a network namespace has ALGO as its\n"
+	  "default congestion control: that default would keep handing the unregistered ALGO to new\n"
+	  "connections.\n",
+	  NULL },
+	{ "upgrade", cmd_upgrade, "swap another build into an attached algorithm's registration", "ALGO", 1, 1,
+	  upgrade_opts,
+	  "Swap another build of ALGO into its registration through the pinned struct_ops link\n"
+	  "(bpf_link_update): new connections get the new version, running ones keep the one they\n"
+	  "started with, and the name never leaves the kernel's list. The new object shares the attached\n"
+	  "one's params map (values carry over), trace maps and flow storage. Refused where the kernel\n"
+	  "cannot update struct_ops links (bbrctl features: link-update; BBRCTL_DISABLE=link-update\n"
+	  "acts as if it could not).\n",
+	  NULL },
+	{ "show", cmd_show, "print an algorithm's parameters", "ALGO", 1, 1, json_opt,
+	  "Print ALGO's parameters: the value flows act on, unit, default and allowed range.\n"
+	  "A stored value outside the range (a raw write, e.g. with bpftool) acts as the default; a\n"
+	  "warning names the raw value. Values in range but far from the paper's get a warning too\n"
+	  "(a typo such as 0.075 for 0.75).\n"
+	  "JSON: {\"algo\", \"attached\", \"params\": [{\"name\", \"field\", \"value\" (acted on), \"raw\"\n"
+	  "(stored), \"status\" (ok, out-of-range, unusual), \"note\", \"unit\", \"default\", \"min\", \"max\",\n"
+	  "\"help\"}]}; ratios are plain numbers (0.75).\n",
+	  help_params },
+	{ "set", cmd_set, "change an algorithm's parameters", "ALGO KEY=VALUE...", 2, CLI_MANY, NULL,
+	  "Set ALGO's parameters in its pinned params map, in human units (e.g. bbrctl set bbr_rttgain\n"
+	  "alpha=0.75 probe_exit=1.25). All keys are checked first and written together in one map\n"
+	  "update, or none is. Running flows use the new values from their next ACK. Values far from\n"
+	  "the paper's are written with a warning.\n",
+	  help_params },
+	{ "flows", cmd_flows, "print the live flows of attached algorithms", "[ALGO...]", 0, CLI_MANY, json_opt,
+	  "Print the live flows (all network namespaces) of the named attached algorithms, or of all\n"
+	  "attached ones. The table shows gains as multiples, rates in Mbit/s, RTTs in ms, cwnd and\n"
+	  "inflight in packets; VARIANT is the variant's own state. JSON: {\"flows\": [...]}, each flow\n"
+	  "with the record keys below.\n",
+	  record_keys_help },
+	{ "trace", cmd_trace, "record per-flow state over time (JSON lines or CSV)", "[ALGO...]", 0, CLI_MANY,
+	  trace_opts,
+	  "Record the per-flow state of the named attached algorithms (all attached ones by default), one\n"
+	  "record per flow per round trip and on every mode change, until SIGINT or SIGTERM. Output: JSON\n"
+	  "lines (default) or CSV with a header. One trace at a time may read an algorithm.\n",
+	  record_keys_help },
+	{ "features", cmd_features, "what this kernel allows bbrkit to do", "", 0, 0, json_opt,
+	  "Probe each kernel capability bbrkit uses and print one line per capability: yes, or no with\n"
+	  "the reason. Probes load small BPF programs and bbrkit's own struct_ops programs without\n"
+	  "registering anything; nothing is changed. Only the first two are needed to attach.\n"
+	  "JSON: {\"features\": [{\"key\", \"what\", \"available\", \"reason\", \"note\"}]}\n",
+	  NULL },
+	{},
+};
+
+const struct cli_command *cli_find(const char *name)
+{
+	for (const struct cli_command *c = cli_commands; c->name; c++)
+		if (!strcmp(c->name, name))
+			return c;
+	return NULL;
+}
+
+/* "bbrctl trace [-v] [--out FILE] [--format FORMAT] [ALGO...]" */
+void cli_usage(const struct cli_command *c, char *buf, size_t size)
+{
+	size_t used = (size_t)snprintf(buf, size, "bbrctl %s [-v]", c->name);
+
+	for (const struct cli_opt *o = c->opts; o && o->name && used < size; o++) {
+		used += (size_t)snprintf(buf + used, size - used, " [--%s%s", o->name, o->metavar ? " " : "");
+		for (const char *const *ch = o->choices; ch && *ch && used < size; ch++)
+			used += (size_t)snprintf(buf + used, size - used, "%s%s", *ch, ch[1] ? "|" : "");
+		if (used < size)
+			used += (size_t)snprintf(buf + used, size - used, "%s]",
+						 o->metavar && !o->choices ? o->metavar : "");
+	}
+	if (c->args[0] && used < size)
+		snprintf(buf + used, size - used, " %s", c->args);
+}
+
+static void option_help(FILE *out, const struct cli_opt *o)
+{
+	char left[64];
+
+	snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->name, o->metavar ? " " : "",
+		 o->metavar ? o->metavar : "");
+	fprintf(out, "  %-*s%s\n", HELP_COLUMN - 2, left, o->help);
+}
+
+void cli_help(FILE *out, const struct cli_command *c)
+{
+	char usage[256];
+
+	cli_usage(c, usage, sizeof(usage));
+	fprintf(out, "usage: %s\n\n%s\noptions:\n", usage, c->doc);
+	for (const struct cli_opt *o = c->opts; o && o->name; o++)
+		option_help(out, o);
+	for (size_t i = 0; i < sizeof(common_opts) / sizeof(common_opts[0]); i++)
+		option_help(out, &common_opts[i]);
+	if (c->extra_help) {
+		fputc('\n', out);
+		c->extra_help(out);
+	}
+}
+
+void cli_main_help(FILE *out)
+{
+	fprintf(out, "usage: bbrctl [-v] COMMAND [ARGS]\n\n"
+		     "  -v, --verbose         show libbpf's log (and the verifier's) on stderr\n"
+		     "  -V, --version         print bbrctl's version (git describe at build time)\n"
+		     "  -h, --help            print this help\n\n"
+		     "commands (each has --help):\n");
+	for (const struct cli_command *c = cli_commands; c->name; c++)
+		fprintf(out, "  %-9s %s\n", c->name, c->summary);
+	fprintf(out, "\nalgorithms:");
+	for (size_t i = 0; i < nalgos; i++)
+		fprintf(out, " %s", algo_at(i)->name);
+	fputc('\n', out);
+}
+
+/* The word of c->args for positional n, without brackets or dots: what "missing %s" names. */
+static void arg_name(const struct cli_command *c, int n, char *buf, size_t size)
+{
+	const char *p = c->args;
+
+	for (; n > 0 && *p; n--) {
+		p = strchr(p, ' ');
+		if (!p)
+			p = c->args + strlen(c->args);
+		else
+			p++;
+	}
+	snprintf(buf, size, "%.*s", (int)strcspn(p, " "), p);
+	buf[strcspn(buf, ".]")] = '\0';
+	if (buf[0] == '[')
+		memmove(buf, buf + 1, strlen(buf));
+}
+
+static bool set_option(const struct cli_opt *o, const char *value, struct cmd_opts *out, const char *usage)
+{
+	char *field = (char *)out + o->offset;
+
+	if (!o->metavar) {
+		*(bool *)field = true;
+		return true;
+	}
+	if (o->choices) {
+		bool known = false;
+
+		for (const char *const *ch = o->choices; *ch; ch++)
+			known |= !strcmp(*ch, value);
+		if (!known) {
+			usage_error(usage, "unknown %s '%s'", o->name, value);
+			return false;
+		}
+	}
+	*(const char **)field = value;
+	return true;
+}
+
+int cli_parse(const struct cli_command *c, int argc, char **argv, struct cmd_opts *out, int *first_arg)
+{
+	struct option longopts[MAX_OPTS + 3] = {};
+	char shorts[2 * MAX_OPTS + 8] = ":vh", usage[256];
+	size_t n = 0, s = strlen(shorts);
+	int ch, nargs;
+
+	cli_usage(c, usage, sizeof(usage));
+	for (const struct cli_opt *o = c->opts; o && o->name && n < MAX_OPTS; o++, n++) {
+		longopts[n] = (struct option){ o->name, o->metavar ? required_argument : no_argument, NULL,
+					       o->short_name };
+		shorts[s++] = o->short_name;
+		if (o->metavar)
+			shorts[s++] = ':';
+	}
+	longopts[n++] = (struct option){ "verbose", no_argument, NULL, 'v' };
+	longopts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
+	optind = 0;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {
+		const struct cli_opt *o = NULL;
+
+		if (ch == 'v') {
+			verbose = true;
+			continue;
+		}
+		if (ch == 'h') {
+			cli_help(stdout, c);
+			return -1;
+		}
+		if (ch == ':')
+			return usage_error(usage, "option '%s' needs a value", argv[optind - 1]);
+		for (const struct cli_opt *p = c->opts; p && p->name; p++)
+			if (p->short_name == ch)
+				o = p;
+		if (!o)
+			return usage_error(usage, "unknown option '%s'", argv[optind - 1]);
+		if (!set_option(o, optarg, out, usage))
+			return EXIT_FAILURE;
+	}
+	nargs = argc - optind;
+	if (nargs < c->min_args) {
+		char name[32];
+
+		arg_name(c, nargs, name, sizeof(name));
+		return usage_error(usage, "missing %s", name);
+	}
+	if (nargs > c->max_args) {
+		char name[32];
+
+		arg_name(c, 0, name, sizeof(name));
+		if (c->max_args == 0)
+			return usage_error(usage, "unexpected argument '%s'", argv[optind]);
+		if (c->max_args == 1)
+			return usage_error(usage, "expected one %s", name);
+		return usage_error(usage, "at most %d %s arguments", c->max_args, name);
+	}
+	*first_arg = optind;
+	return EXIT_SUCCESS;
+}

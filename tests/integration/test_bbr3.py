@@ -1,0 +1,84 @@
+"""bbr3 (BBRv3) and bbr2 (BBRv2 alpha) on real TCP: they fill a 100 Mbit/s, 20 ms bottleneck,
+their v3 state shows in `bbrctl flows`, and a parameter change reaches a running flow."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from netutil import BBRCTL, available_ccs, bbrctl, iperf_pair, iperf_result
+
+pytestmark = pytest.mark.net
+
+ALGOS = ["bbr3", "bbr2"]
+RATE_MBIT = 100
+RTT_MS = 20
+QUEUE_BYTES = 2 * RATE_MBIT * 1_000_000 // 8 * RTT_MS // 1000  # 2 x BDP
+PHASES = {"UP", "DOWN", "CRUISE", "REFILL"}
+V3_KEYS = {"bw_phase", "bw_hi_bps", "bw_lo_bps", "inflight_hi", "inflight_lo", "loss_rate", "ecn_rate",
+           "ecn_alpha"}
+
+
+def _flows(algo: str, netns: int) -> list[dict]:
+    return [f for f in json.loads(bbrctl("flows", "--json", algo).stdout)["flows"] if f["netns"] == netns]
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_fills_the_bottleneck_and_shows_v3_state(algo: str, flows_via: str, attach, netpair) -> None:
+    attach(algo)
+    assert algo in available_ccs()
+    pair = netpair(rate_mbit=RATE_MBIT, queue_bytes=QUEUE_BYTES, rtt_ms=RTT_MS)
+    client = iperf_pair(pair, algo, seconds=6)
+    netns = pair.netns_inode(pair.sender)
+    time.sleep(3)
+    seen = _flows(algo, netns)
+    assert seen, f"no {algo} flow in `bbrctl flows`"
+    flow = seen[0]
+    assert V3_KEYS <= flow.keys()
+    assert flow["mode"] in ("PROBE_BW", "PROBE_RTT", "DRAIN")
+    if flow["mode"] == "PROBE_BW":
+        assert flow["bw_phase"] in PHASES
+    else:
+        assert flow["bw_phase"] == "-"
+    assert 0.5 * RATE_MBIT * 1e6 < flow["bw_hi_bps"] < 1.5 * RATE_MBIT * 1e6
+    assert flow["bw_lo_bps"] is None or flow["bw_lo_bps"] > 0
+    assert 0 <= flow["loss_rate"] <= 1 and flow["ecn_rate"] == 0
+    result = iperf_result(client)
+    received = result["end"]["sum_received"]["bits_per_second"]
+    assert received >= 0.9 * RATE_MBIT * 1e6, f"{algo}: {received / 1e6:.1f} Mbit/s"
+
+
+def test_probe_rtt_interval_change_reaches_a_running_flow(attach, netpair, tmp_path: Path) -> None:
+    """With the default 5 s interval a flow sees no PROBE_RTT in its first 2.5 s; set to 200 ms
+    while it runs, PROBE_RTT comes round several times a second."""
+    attach("bbr3")
+    bbrctl("set", "bbr3", "probe_rtt_interval_ms=5000")
+    pair = netpair(rate_mbit=50, queue_bytes=QUEUE_BYTES, rtt_ms=RTT_MS)
+    trace_file = tmp_path / "trace.jsonl"
+    tracer = subprocess.Popen([str(BBRCTL), "trace", "bbr3", "--out", str(trace_file)], text=True,
+                              stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        time.sleep(0.3)
+        assert tracer.poll() is None, tracer.stderr.read() if tracer.stderr else ""
+        client = iperf_pair(pair, "bbr3", seconds=6)
+        time.sleep(2.5)
+        changed_ns = time.monotonic_ns()
+        bbrctl("set", "bbr3", "probe_rtt_interval_ms=200")
+        iperf_result(client)
+    finally:
+        tracer.send_signal(signal.SIGINT)
+        tracer.wait(timeout=5)
+        bbrctl("set", "bbr3", "probe_rtt_interval_ms=5000")
+    assert tracer.returncode == 0
+    netns = pair.netns_inode(pair.sender)
+    records = [json.loads(line) for line in trace_file.read_text().splitlines()]
+    entries = [r["t_ns"] for r in records
+               if r["netns"] == netns and r["event"] == "mode" and r["mode"] == "PROBE_RTT"]
+    before = [t for t in entries if t < changed_ns]
+    after = [t for t in entries if t > changed_ns]
+    assert not before, f"PROBE_RTT at {len(before)} points in the first 2.5 s with a 5 s interval"
+    assert len(after) >= 4, f"only {len(after)} PROBE_RTT entries in 3.5 s with a 200 ms interval"

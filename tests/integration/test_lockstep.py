@@ -1,0 +1,50 @@
+"""bbr1's core in lockstep with the kernel's BBR on live traffic (tests/lockstep, `bbrbench lockstep`):
+a short run of four scenarios must compare thousands of callbacks with no difference of unknown cause,
+exercise the paths each scenario is there for, and leave the test-only congestion control unregistered."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from netutil import available_ccs
+
+pytestmark = pytest.mark.net
+
+EXIT_NOT_RUNNABLE = 3  # bbrbench: the kernel's BBR is not callable from BPF
+
+
+def lockstep(out: Path, seconds: float, *scenarios: str) -> dict:
+    # The console script of the interpreter running the tests (the checkout's .venv).
+    result = subprocess.run([str(Path(sys.executable).parent / "bbrbench"), "lockstep", *scenarios,
+                             "--seconds", str(seconds), "--out", str(out)], capture_output=True, text=True, timeout=300)
+    if result.returncode == EXIT_NOT_RUNNABLE:
+        pytest.skip(result.stderr.strip())
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads((out / "lockstep.json").read_text())
+
+
+def assert_agrees(summary: dict) -> None:
+    unexplained = sum(summary["mismatched"].values()) - sum(summary["classes"].values())
+    assert unexplained == 0 and "unexplained" not in summary["classes"], summary
+    assert summary["lost_records"] == 0 and summary["no_shadow"] == 0, summary
+
+
+def test_lockstep_short_run(tmp_path: Path) -> None:
+    # 11 s: one PROBE_RTT, where the only known class of difference (its clock) lives.
+    deep = lockstep(tmp_path / "deep", 11, "deep")["deep"]
+    assert deep["compared"]["ack"] > 5000
+    assert deep["acks_by_mode"]["PROBE_RTT"] > 0 and deep["acks_by_mode"]["DRAIN"] > 0
+    assert_agrees(deep)
+
+    short = lockstep(tmp_path / "short", 5, "shallow", "flows", "idle")
+    for name, summary in short.items():
+        assert summary["compared"]["ack"] > 1000, name
+        assert_agrees(summary)
+    assert short["shallow"]["covered_acks"]["recovery"] > 0 and short["shallow"]["compared"]["ssthresh"] > 0
+    assert short["flows"]["compared"]["init"] >= 3
+    assert short["idle"]["covered_acks"]["idle_restart"] > 0
+    assert "bbr_lockstep" not in available_ccs()

@@ -1,0 +1,86 @@
+"""bbrctl's command line: every subcommand takes -v and --help the same way, --version names the
+build, and the help, the man page and the completion come from one command table."""
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+
+from loaderutil import ALGOS, ctl
+from netutil import ROOT
+
+COMMANDS = ["list", "attach", "detach", "upgrade", "show", "set", "flows", "trace", "features"]
+GEN = ROOT / "build" / "bbrctl-gen"
+
+
+def test_main_help_lists_every_command_and_algorithm() -> None:
+    out = ctl("--help").stdout
+    listed = re.findall(r"^  (\w+) ", out.split("commands")[1], re.M)
+    assert listed == COMMANDS
+    assert all(a in out for a in ALGOS)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help_and_takes_v(command: str) -> None:
+    for flag in ("--help", "-h"):
+        result = ctl(command, flag)
+        assert result.returncode == 0 and result.stderr == ""
+        assert result.stdout.startswith(f"usage: bbrctl {command} [-v]")
+        assert "-v, --verbose" in result.stdout
+    # -v parses like any other option: a usage error that follows is still reported as such.
+    bad = ctl(command, "-v", "--bogus")
+    assert bad.returncode == 1 and bad.stderr == (
+        f"bbrctl: {command}: unknown option '--bogus' (usage: {bad.stderr.split('(usage: ')[1]}")
+
+
+def test_version_is_git_describe_of_the_build() -> None:
+    result = ctl("--version")
+    described = subprocess.run(["git", "-C", str(ROOT), "describe", "--tags", "--always"], capture_output=True,
+                               text=True).stdout.strip()
+    assert result.returncode == 0 and result.stdout.startswith(f"bbrctl {described}")
+
+
+def test_record_keys_of_trace_help_match_the_output_header() -> None:
+    keys = [line.split()[0] for line in ctl("trace", "--help").stdout.split("record keys")[1].splitlines()[1:]
+            if line.strip()]
+    assert keys[:3] == ["t_ns", "algo", "event"]
+    assert {"min_rtt_us", "srtt_us", "rtt_gain", "acd_halvings"} <= set(keys)
+    assert len(keys) == len(set(keys))
+
+
+def complete(*words: str) -> list[str]:
+    """What bash completion offers for the command line `words` (the last one being typed)."""
+    script = ROOT / "build" / "bbrctl.bash"
+    quoted = " ".join(f"'{w}'" for w in words)
+    out = subprocess.run(["bash", "-c", f"source {script}; COMP_WORDS=({quoted}); COMP_CWORD={len(words) - 1}; "
+                          "_bbrctl; printf '%s\\n' \"${COMPREPLY[@]}\""], capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+def test_completion_offers_commands_algorithms_and_parameter_keys() -> None:
+    assert [w for w in complete("bbrctl", "") if not w.startswith("-")] == COMMANDS
+    assert complete("bbrctl", "attach", "bbr_") == ["bbr_acd", "bbr_rttgain"]
+    assert complete("bbrctl", "set", "bbr_acd", "") == ["tolerance_us=", "rtt_factor=", "steady_acks=", "halve_once="]
+    assert complete("bbrctl", "set", "bbr_rttgain", "alpha=0.5", "pr") == ["probe_exit="]
+    assert complete("bbrctl", "trace", "--format", "") == ["jsonl", "csv"]
+    assert "--object" in complete("bbrctl", "upgrade", "--")
+
+
+def test_man_page_documents_every_command_option_and_parameter() -> None:
+    page = subprocess.run([str(GEN), "man"], capture_output=True, text=True, check=True).stdout
+    assert page.startswith(".TH BBRCTL 8")
+    for command in COMMANDS:
+        assert f".SS bbrctl {command} [\\-v]" in page
+    for word in ("\\-\\-object", "\\-\\-format", "tolerance_us", "gain_floor", "min_rtt_us", "acd_halvings"):
+        assert word in page
+    rendered = subprocess.run(["man", "-l", "-"], input=page, capture_output=True, text=True)
+    assert rendered.returncode == 0 and "warning" not in rendered.stderr
+
+
+def test_make_install_puts_man_pages_and_completion_in_place(tmp_path) -> None:
+    subprocess.run(["make", "-s", "-C", str(ROOT), "install", f"DESTDIR={tmp_path}", "PREFIX=/usr"], check=True,
+                   capture_output=True)
+    for path in ("usr/bin/bbrctl", "usr/share/man/man8/bbrctl.8", "usr/share/man/man1/bbrbench.1",
+                 "usr/share/bash-completion/completions/bbrctl"):
+        assert (tmp_path / path).is_file(), path

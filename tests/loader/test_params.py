@@ -1,0 +1,88 @@
+"""Parameters written raw (bpftool) must not starve a flow: a value outside a parameter's range acts
+as its default on the BPF side, and `bbrctl show` says so. In-range values far from the paper's are
+accepted but flagged."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from loaderutil import PARAM_ALGOS, PIN_ROOT, ctl, params_raw
+from netutil import bbrctl, iperf_pair, iperf_result, run
+
+RATE_MBIT = 40
+RTT_MS = 10
+QUEUE_BYTES = 100_000  # about two BDPs at 40 Mbit/s and 10 ms
+INTERVAL_S = 0.5
+# Words bpftool can write that no documented range contains, or 0 below most ranges.
+GARBAGE = (0, 0xFFFFFFFF, 0x80000000)
+SECONDS_PER_WORD = 2
+WARMUP_S = 2  # startup and the first drain, before any garbage
+
+
+def write_every_field(algo: str, word: int) -> None:
+    fields = len(params_raw(algo))
+    value = [f"0x{b:02x}" for _ in range(fields) for b in word.to_bytes(4, "little")]
+    run(["bpftool", "map", "update", "pinned", str(PIN_ROOT / algo / "params"), "key", "0", "0", "0", "0",
+         "value", *value])
+
+
+def shown(algo: str) -> dict[str, dict]:
+    return {p["name"]: p for p in json.loads(bbrctl("show", algo, "--json").stdout)["params"]}
+
+
+def interval_rates(result: dict) -> list[float]:
+    """Rates of the full reporting intervals after the warmup (iperf3 ends with a short one)."""
+    return [i["sum"]["bits_per_second"] for i in result["intervals"]
+            if i["sum"]["start"] >= WARMUP_S and i["sum"]["seconds"] > INTERVAL_S * 0.8]
+
+
+@pytest.mark.parametrize("algo", PARAM_ALGOS)
+def test_garbage_in_every_field_neither_stalls_nor_slows_a_running_flow(algo, attach, keep_params, netpair) -> None:
+    attach(algo)
+    keep_params(algo)
+    defaults = {name: p["default"] for name, p in shown(algo).items()}
+    pair = netpair(rate_mbit=RATE_MBIT, queue_bytes=QUEUE_BYTES, rtt_ms=RTT_MS)
+    seconds = WARMUP_S + SECONDS_PER_WORD * len(GARBAGE)
+    baseline = interval_rates(iperf_result(iperf_pair(pair, algo, seconds=seconds, extra=("-i", str(INTERVAL_S)))))
+    client = iperf_pair(pair, algo, seconds=seconds, extra=("-i", str(INTERVAL_S)))
+    reports = []
+    try:
+        time.sleep(WARMUP_S)
+        for word in GARBAGE:
+            write_every_field(algo, word)
+            assert set(params_raw(algo).values()) == {word}
+            params = shown(algo)
+            for name, p in params.items():
+                # Whatever the field, the flow acts on the default: in range (0 for some) or not.
+                assert p["value"] == (defaults[name] if p["status"] == "out-of-range" else word), p
+                if p["status"] == "out-of-range":
+                    assert p["note"] == f"raw {word}: out of range, acting as {p['default']}"
+            reports.append({n: p["status"] for n, p in params.items()})
+            table = ctl("show", algo)
+            flagged = [line for line in table.stderr.splitlines() if "out of range, acting as" in line]
+            assert len(flagged) == sum(s == "out-of-range" for s in reports[-1].values())
+            time.sleep(SECONDS_PER_WORD)
+    finally:
+        rates = interval_rates(iperf_result(client))
+    # Every field is flagged for the two words no range contains.
+    assert all(set(r.values()) == {"out-of-range"} for r in reports[1:]), reports
+    mean = sum(baseline) / len(baseline)
+    # No stall: with alpha acting as 0.001 the cruise phases paced at 1/256 of the bandwidth.
+    assert min(rates) > 0.5 * mean, (rates, baseline)
+    assert sum(rates) / len(rates) > 0.85 * mean, (rates, baseline)
+
+
+def test_in_range_values_far_from_the_papers_are_accepted_and_flagged(attach, keep_params) -> None:
+    attach("bbr_rttgain")
+    keep_params("bbr_rttgain")
+    result = ctl("set", "bbr_rttgain", "alpha=0.075")  # a typo of 0.75
+    assert result.returncode == 0
+    assert result.stderr.strip() == ("bbrctl: set bbr_rttgain: warning: alpha: 0.075 is outside the usual "
+                                     "0.1 to 1.0 (default 1.0): a typo?")
+    alpha = shown("bbr_rttgain")["alpha"]
+    assert (alpha["value"], alpha["raw"], alpha["status"]) == (0.075, 75, "unusual")
+    bbrctl("set", "bbr_rttgain", "alpha=0.5")
+    assert shown("bbr_rttgain")["alpha"]["status"] == "ok"
+    assert ctl("show", "bbr_rttgain").stderr == ""
