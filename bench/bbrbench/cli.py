@@ -219,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("algos", nargs="*", metavar="ALGO",
                     help="congestion controls (default: cubic, bbr and every bbrkit algorithm); bbr is always added")
     co.add_argument("--reps", type=int, help="repetitions (default: the scenario's, 5; 3 with --profile quick)")
-    co.add_argument("--profile", help="quick: 6 s runs, 3 repetitions")
+    co.add_argument("--profile", help="quick: 5 s runs, 3 repetitions")
     co.add_argument("--out", help="results directory (default results/compare-PROFILE-TIME); rerun to resume")
     co.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="override a key of the compare path, e.g. --set bottleneck.rate_mbit=100")
