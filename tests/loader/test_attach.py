@@ -144,9 +144,10 @@ def sender_ccs(pair) -> str:
     return pair.exec(pair.sender, ["ss", "-Htin", "dst", pair.receiver_addr]).stdout
 
 
-def test_detach_while_a_flow_runs_keeps_it_running(attach, netpair) -> None:
+def test_detach_while_a_flow_runs_keeps_it_running(detached, attach, netpair) -> None:
     """Measured: the socket keeps its reference to the struct_ops map, so the unregistered
     algorithm keeps driving it at full rate; the map is freed when the connection closes."""
+    detached("bbr1")  # this test's attachment must be a new struct_ops map
     ids_before = struct_ops_ids()
     attach("bbr1")
     pair = netpair(rate_mbit=RATE_MBIT)
