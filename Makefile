@@ -172,7 +172,7 @@ install: $(BUILD)/bbrctl $(DELAY_BIN) $(DOCS)
 	$(call msg,INSTALL,bbrbench)
 	$(Q)rm -rf $(BUILD)/lib  # setuptools builds in there and never removes a file that left the source
 	$(Q)$(PYTHON) -m pip install --quiet --disable-pip-version-check --no-deps --no-warn-script-location \
-		--root-user-action=ignore --root "$(or $(DESTDIR),/)" --prefix "$(PREFIX)" .
+		--root-user-action=ignore --ignore-installed --root "$(or $(DESTDIR),/)" --prefix "$(PREFIX)" .
 	$(Q)$(PYTHON) -c 'import numpy, scipy, matplotlib, tabulate, tqdm' 2>/dev/null || \
 		echo "note: bbrbench needs numpy, scipy, matplotlib, tabulate, tqdm for $(PYTHON):" \
 		"apt-get install python3-numpy python3-scipy python3-matplotlib python3-tabulate python3-tqdm"

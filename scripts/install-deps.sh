@@ -43,10 +43,11 @@ if [ ! -x "$venv/bin/python" ]; then
 	echo "install-deps: creating $venv"
 	python3 -m venv "$venv"
 fi
-# pip runs again only when pyproject.toml changed since the last install of these extras.
+# pip runs again only when pyproject.toml changed since the last install of these extras, or when
+# bbrbench is gone from the venv.
 stamp="$venv/.bbrbench-installed${extras:+-test}"
 want=$(sha256sum "$repo/pyproject.toml" | cut -d' ' -f1)
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || ! "$venv/bin/python" -c 'import bbrbench' 2>/dev/null; then
 	echo "install-deps: installing bbrbench$extras into $venv"
 	"$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$repo$extras"
 	echo "$want" >"$stamp"
