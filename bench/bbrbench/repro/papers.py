@@ -49,7 +49,6 @@ class Spec:
     x_names: dict[Any, str] = field(default_factory=dict)
     # (series, x, metric) -> the paper's value; x is None for a figure-wide statement.
     paper: dict[tuple[str, Any, str], float | str] = field(default_factory=dict)
-    pending: tuple[str, ...] = ()
     claims: list[Claim] = field(default_factory=list)
     notes: str = ""
 
@@ -83,7 +82,7 @@ def _load(path: Path) -> Spec:
             x_names={_x(n["x"]): n["name"] for n in d.get("x_names", [])},
             paper={(p["series"], _x(p["x"]) if "x" in p else None, p["metric"]): p["value"]
                    for p in d.get("paper", [])},
-            pending=tuple(d.get("pending", ())), claims=claims, notes=d.get("notes", ""))
+            claims=claims, notes=d.get("notes", ""))
     except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError) as exc:
         raise HarnessError(f"{path}: not a valid paper data file: {exc}") from None
 

@@ -180,14 +180,6 @@ def experiment_section(spec: Spec, points: list[PointResult], fig_dir: Path,
         row.append(p.status)
         body.append(row)
         js["points"].append(point_js)
-    for series in spec.pending:
-        xs = sorted({k[1] for k in spec.paper if k[0] == series}, key=lambda v: (v is None, str(v)))
-        for x in xs:
-            row = [series, res.x_name(x) or "all"]
-            for m in spec.measures:
-                row += [_paper(spec, series, x, m.metric), "pending"]
-            row.append("pending: no BBRv2 algorithm in bbrkit yet")
-            body.append(row)
     lines += [tables.markdown(header, body, labels=2), "",
               "(ours: mean ± 95% confidence half-width over n repetitions)", ""]
     if spec.claims:
@@ -425,7 +417,7 @@ def write_report(out: Path) -> Path:
     lines += ["", "Each table puts the paper's number (or its words, where it gives only a figure) beside ours "
               "(mean ± 95% confidence half-width over n repetitions; no interval with n = 1). A claim "
               "\"holds\" when our Linux numbers show the paper's effect in the direction and rough size it "
-              "states. BBRv2 is pending (no bbrkit algorithm for it yet). Scaled quick-profile runs say so in "
+              "states. BBRv2 is bbrkit's bbr2. Scaled quick-profile runs say so in "
               "their notes.", ""]
     summary: dict[str, Any] = {"meta": meta, "experiments": {}}
     seeds = sorted(d.name for d in out.iterdir() if d.is_dir() and d.name.startswith("seed"))
