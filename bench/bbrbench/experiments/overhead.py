@@ -36,7 +36,7 @@ import re
 import select
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -252,16 +252,41 @@ def ratio_pairs(algos: Sequence[str]) -> list[tuple[str, str]]:
     return pairs
 
 
-def paired_ratio(runs: list[dict[str, Any]], cand: str, ref: str, value: Any) -> dict[str, Any] | None:
-    """Mean over repetitions of cand / ref within the repetition, with its 95% interval: the two ran minutes
-    apart at most, so a machine load that drifts between repetitions cancels out of each ratio."""
-    by_rep: dict[int, dict[str, float]] = {}
+def paired(runs: list[dict[str, Any]], cand: str, ref: str,
+           combine: Callable[[dict[str, Any], dict[str, Any]], float | None]) -> dict[str, Any] | None:
+    """Mean over repetitions of combine(cand's run, ref's run) within the repetition, with its 95% interval:
+    the two ran minutes apart at most, so a machine load that drifts between repetitions cancels out."""
+    by_rep: dict[int, dict[str, dict[str, Any]]] = {}
     for r in runs:
-        v = value(r)
-        if v is not None:
-            by_rep.setdefault(r["rep"], {})[r["algo"]] = v
-    ratios = [vs[cand] / vs[ref] for vs in by_rep.values() if cand in vs and ref in vs and vs[ref]]
-    return _interval(ratios) if ratios else None
+        by_rep.setdefault(r["rep"], {})[r["algo"]] = r
+    values = [v for rs in by_rep.values() if cand in rs and ref in rs
+              and (v := combine(rs[cand], rs[ref])) is not None]
+    return _interval(values) if values else None
+
+
+def paired_ratio(runs: list[dict[str, Any]], cand: str, ref: str,
+                 value: Callable[[dict[str, Any]], float | None]) -> dict[str, Any] | None:
+    """cand / ref of `value`, paired by repetition."""
+    def ratio(c: dict[str, Any], r: dict[str, Any]) -> float | None:
+        x, y = value(c), value(r)
+        return x / y if x is not None and y else None
+    return paired(runs, cand, ref, ratio)
+
+
+def own_logic_pct(c: dict[str, Any], r: dict[str, Any]) -> float | None:
+    """The candidate's BPF run time per byte beyond the floor's, in % of the floor's CPU per byte: what its
+    own logic costs. The trampolines' entry and exit are outside run_time_ns and the same for both."""
+    if c["bpf_ns_per_byte"] is None or r["bpf_ns_per_byte"] is None:
+        return None
+    return float((c["bpf_ns_per_byte"] - r["bpf_ns_per_byte"]) / r["process_ns_per_byte"] * 100)
+
+
+def _metric(key: str) -> Callable[[dict[str, Any]], float | None]:
+    return lambda run: run[key]
+
+
+def _per_call(callback: str) -> Callable[[dict[str, Any]], float | None]:
+    return lambda run: run["callbacks"].get(callback, {}).get("ns_per_call")
 
 
 def summarise(runs: list[dict[str, Any]], algos: Sequence[str]) -> dict[str, Any]:
@@ -271,7 +296,7 @@ def summarise(runs: list[dict[str, Any]], algos: Sequence[str]) -> dict[str, Any
         metrics[key] = {a: _interval(vs) for a in algos if (vs := [r[key] for r in runs
                                                                    if r["algo"] == a and r[key] is not None])}
         ratios[key] = {f"{c}/{r}": pr for c, r in ratio_pairs(algos)
-                       if (pr := paired_ratio(runs, c, r, lambda run, k=key: run[k])) is not None}
+                       if (pr := paired_ratio(runs, c, r, _metric(key))) is not None}
     callbacks: dict[str, Any] = {}
     for algo in algos:
         names = sorted({cb for r in runs if r["algo"] == algo for cb in r["callbacks"]})
@@ -291,10 +316,11 @@ def summarise(runs: list[dict[str, Any]], algos: Sequence[str]) -> dict[str, Any
                 continue
             callback_ratios[f"{algo}/{FLOOR}"] = {
                 cb: pr for cb in callbacks[algo] if cb in callbacks[FLOOR]
-                and (pr := paired_ratio(runs, algo, FLOOR, lambda run, c=cb: run["callbacks"].get(c, {})
-                                        .get("ns_per_call"))) is not None}
+                and (pr := paired_ratio(runs, algo, FLOOR, _per_call(cb))) is not None}
+    own = {a: pr for a in algos if a not in (REFERENCE, FLOOR)
+           and (pr := paired(runs, a, FLOOR, own_logic_pct)) is not None}
     return {"algorithms": list(algos), "metrics": metrics, "ratios": ratios, "callbacks": callbacks,
-            "callback_ratios": callback_ratios}
+            "callback_ratios": callback_ratios, "own_logic_pct_of_cpu": own}
 
 
 def _fmt(entry: dict[str, Any] | None, digits: int = 4) -> str:
@@ -319,6 +345,10 @@ def table(summary: dict[str, Any], load: Sequence[float]) -> str:
     if cb_rows:
         text += "\n\n" + tables.text(["algorithm", "callback", "ns per call", "calls per run", f"/ {FLOOR}"],
                                      cb_rows)
+    own = [f"{algo}'s BPF run time per byte beyond {FLOOR}'s: {_fmt(e, 3)} % of {FLOOR}'s process CPU per byte"
+           for algo, e in summary["own_logic_pct_of_cpu"].items()]
+    if own:
+        text += "\n\n" + "\n".join(own)
     if load:
         text += (f"\n\n1-minute load average before the runs: {min(load):.2f}-{max(load):.2f} "
                  f"(mean {sum(load) / len(load):.2f}) on {os.cpu_count()} CPUs")
