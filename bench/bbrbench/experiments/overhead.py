@@ -133,7 +133,7 @@ def program_stats(algos: Sequence[str]) -> dict[str, dict[str, tuple[int, int]]]
     return out
 
 
-def stats_delta(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> dict[str, dict[str, float]]:
+def stats_delta(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> dict[str, dict[str, Any]]:
     """Per callback: calls and ns during the run, and ns per call (None without calls)."""
     out: dict[str, dict[str, Any]] = {}
     for cb, (ns, cnt) in after.items():
