@@ -38,6 +38,10 @@ DELAY_BIN := $(if $(DELAY_SRCS),$(BUILD)/bbrkit-delay)
 LOCKSTEP_BIN := $(BUILD)/bbrkit-lockstep
 LOCKSTEP_SRCS := $(wildcard tests/lockstep/*.c tests/lockstep/*.h)
 
+# Benchmark-only: bbr_floor, the kernel's BBR behind struct_ops (the overhead benchmark's floor).
+# Outside bpf/ for the same reason; bbrkit-floor registers it while it runs.
+FLOOR_BIN := $(BUILD)/bbrkit-floor
+
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/%)
 UNIT_HDRS := $(wildcard tests/unit/*.h)
@@ -63,9 +67,9 @@ endif
 .SECONDARY:
 .PHONY: all test install clean deps FORCE
 
-all: $(BUILD)/bbrctl $(DELAY_BIN) $(UNIT_BINS) $(LOCKSTEP_BIN) $(DOCS)
+all: $(BUILD)/bbrctl $(DELAY_BIN) $(UNIT_BINS) $(LOCKSTEP_BIN) $(FLOOR_BIN) $(DOCS)
 
-$(BUILD) $(BUILD)/loader $(BUILD)/lockstep:
+$(BUILD) $(BUILD)/loader $(BUILD)/lockstep $(BUILD)/floor:
 	$(Q)mkdir -p $@
 
 # Generated from the running kernel: callback signatures differ between kernels. After booting
@@ -144,6 +148,18 @@ $(BUILD)/lockstep/bbr_lockstep.skel.h: $(BUILD)/lockstep/bbr_lockstep.bpf.o
 $(LOCKSTEP_BIN): $(BUILD)/lockstep/bbr_lockstep.skel.h $(LOCKSTEP_SRCS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LOADER_CFLAGS) -I$(BUILD)/lockstep -Itests/lockstep tests/lockstep/lockstep.c $(LIBBPF_LIBS) -o $@
+
+$(BUILD)/floor/bbr_floor.bpf.o: bench/floor/bbr_floor.bpf.c $(BUILD)/vmlinux.h | $(BUILD)/floor
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/floor/bbr_floor.skel.h: $(BUILD)/floor/bbr_floor.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name bbr_floor > $@
+
+$(FLOOR_BIN): bench/floor/floor.c $(BUILD)/floor/bbr_floor.skel.h
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LOADER_CFLAGS) -I$(BUILD)/floor $< $(LIBBPF_LIBS) -o $@
 
 $(BUILD)/test_%: tests/unit/test_%.c $(BPF_HDRS) $(UNIT_HDRS) | $(BUILD)
 	$(call msg,CC,$@)

@@ -169,7 +169,7 @@ def cmd_overhead(args: argparse.Namespace) -> int:
     from .experiments import overhead
     _need_root()
     out = Path(args.out) if args.out else _default_out("overhead", "veth")
-    _emit(overhead.run(out, args.reps, args.seconds))
+    _emit(overhead.run(out, args.reps, args.seconds, args.algos, args.pin))
     _emit(f"results: {out}")
     return 0
 
@@ -275,8 +275,12 @@ def build_parser() -> argparse.ArgumentParser:
     fi.add_argument("--out", help="sweep directory; rerun with the same --out to resume")
     fi.set_defaults(func=cmd_fidelity)
 
-    ov = add("overhead", "CPU per byte of bbr1 against the kernel's bbr over an unshaped veth")
-    ov.add_argument("--reps", type=int, default=5, help="runs per algorithm, alternating (default 5)")
+    ov = add("overhead", "CPU per byte and ns per callback of bbr1 against the kernel's bbr and the struct_ops "
+                         "floor (bbr_floor) over an unshaped veth")
+    ov.add_argument("algos", nargs="*", metavar="ALGO",
+                    help="bbrkit algorithms to measure besides bbr, bbr_floor and bbr1 (e.g. bbr3 bbr_acd)")
+    ov.add_argument("--reps", type=int, default=5, help="runs per algorithm, rotating the order (default 5)")
+    ov.add_argument("--pin", action="store_true", help="iperf3 client on CPU 0, server on CPU 1")
     ov.add_argument("--seconds", type=int, default=8, help="length of each iperf3 run (default 8)")
     ov.add_argument("--out", help="results directory (default results/overhead-veth-TIME)")
     ov.set_defaults(func=cmd_overhead)

@@ -1,9 +1,20 @@
 """Overhead benchmark: CPU per transferred byte of bbr1 against the kernel's bbr, unshaped over one veth.
 
-Two namespaces joined by a veth pair, no qdisc shaping, no delay; one iperf3 flow at full speed per run,
-the algorithms alternating in ABBA order (bbr, bbr1 | bbr1, bbr | ...) so that a drifting machine load
-hits both alike. Offloads are off as in every bbrbench topology, so each packet and each ACK passes the
-congestion control: the per-packet cost of the algorithm is what is measured.
+Three algorithms at least: the kernel's bbr; bbr_floor (bench/floor/), the kernel's BBR called through
+BPF struct_ops and nothing else, which build/bbrkit-floor registers for the benchmark only; and bbr1.
+floor / bbr is what the struct_ops trampolines cost, bbr1 / floor what bbrkit's own logic costs. The other
+bbrkit algorithms can be added. Two namespaces joined by a veth pair, no qdisc shaping, no delay; one
+iperf3 flow at full speed per run. Each repetition runs every algorithm once, the order rotated by one
+per repetition so that every algorithm takes every position and a drifting machine load hits all alike;
+ratios are taken within a repetition (paired) and their mean gets the interval. Offloads are off as in
+every bbrbench topology, so each packet and each ACK passes the congestion control: the per-packet cost
+of the algorithm is what is measured.
+
+Per callback, the kernel's BPF run-time statistics give each struct_ops program's calls and nanoseconds
+(deltas over the run; the kernel's own bbr has none). They are switched on with BPF_ENABLE_STATS, whose
+file descriptor the kernel counts like a reference: closing it, also by the kernel when this process
+dies, switches them off again, and the sysctl kernel.bpf_stats_enabled is never written. The stats are
+per program: a concurrent user of the same algorithm would add its calls (bbr_floor is this run's own).
 
 CPU is counted two ways per run:
 - process CPU: user + system time of the iperf3 client and server (iperf3's own getrusage figures) plus
@@ -16,19 +27,25 @@ CPU is counted two ways per run:
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import os
+import platform
+import re
+import select
 import subprocess
 import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..analysis import tables
-from ..analysis.stats import mean_ci95, ratio_ci95
-from ..errors import HarnessError
+from ..analysis.stats import mean_ci95
+from ..errors import HarnessError, NotRunnable
 from ..results import write_json
 from ..testbed import netns as procs
-from ..testbed.netns import Namespaces, ProcessGroup, RunState, command
+from ..testbed.netns import Namespaces, ProcessGroup, RunState, command, find_binary
 from ..testbed.system import catalog
 from .fidelity import CANDIDATE, REFERENCE, loadavg
 
@@ -41,6 +58,14 @@ CLIENT_GRACE_S = 15.0
 RESULT_FILE = "overhead.json"
 CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 PROC_STAT_BUSY_FIELDS = (0, 1, 2, 5, 6, 7)  # user nice system irq softirq steal (not idle, iowait)
+FLOOR = "bbr_floor"
+FLOOR_BINARY = "bbrkit-floor"
+FLOOR_READY_TIMEOUT_S = 10.0  # loading and verifying eight small programs takes well under a second
+FLOOR_EXIT_UNSUPPORTED = 2  # bbrkit-floor: the kernel's BBR is not callable from BPF
+BPF_ENABLE_STATS = 32  # bpf(2) command, enum bpf_cmd in include/uapi/linux/bpf.h
+BPF_STATS_RUN_TIME = 0  # enum bpf_stats_type
+SYS_BPF = {"x86_64": 321, "aarch64": 280}  # bpf(2)'s syscall number per architecture
+PROG_ID = re.compile(r"/prog_id:(\d+)$")  # how bpftool shows a struct_ops member's program
 
 
 def system_busy_s() -> float:
@@ -64,6 +89,77 @@ def ksoftirqd_s() -> float:
             continue
         total += int(rest[11]) + int(rest[12])
     return total / CLOCK_TICKS_PER_S
+
+
+@contextlib.contextmanager
+def bpf_run_time_stats() -> Iterator[None]:
+    """Kernel BPF run-time statistics on for the block: a reference the kernel drops when the fd closes."""
+    number = SYS_BPF.get(platform.machine())
+    if number is None:
+        raise HarnessError(f"bpf(2) syscall number for {platform.machine()} unknown")
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = ctypes.c_uint32(BPF_STATS_RUN_TIME)  # union bpf_attr's enable_stats: just the type
+    fd = libc.syscall(number, BPF_ENABLE_STATS, ctypes.byref(attr), ctypes.sizeof(attr))
+    if fd < 0:
+        raise HarnessError(f"BPF_ENABLE_STATS: {os.strerror(ctypes.get_errno())}")
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
+def struct_ops_programs(dump: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """{congestion control: {callback: program id}} from `bpftool -j struct_ops dump`, registered ones only."""
+    out: dict[str, dict[str, int]] = {}
+    for entry in dump:
+        value = entry.get("bpf_struct_ops_tcp_congestion_ops")
+        if value is None or value["common"]["state"] == "BPF_STRUCT_OPS_STATE_TOBEFREE":
+            continue
+        data = value["data"]
+        out[data["name"]] = {member: int(m.group(1)) for member, text in data.items()
+                             if isinstance(text, str) and (m := PROG_ID.search(text))}
+    return out
+
+
+def program_stats(algos: Sequence[str]) -> dict[str, dict[str, tuple[int, int]]]:
+    """{algo: {callback: (run_time_ns, run_cnt)}} now, for those of `algos` that are BPF struct_ops."""
+    dump = json.loads(command(["bpftool", "-j", "struct_ops", "dump"]).stdout or "[]")
+    progs = {p["id"]: p for p in json.loads(command(["bpftool", "-j", "prog", "show"]).stdout)}
+    out: dict[str, dict[str, tuple[int, int]]] = {}
+    for algo, members in struct_ops_programs(dump).items():
+        if algo in algos:
+            out[algo] = {cb: (int(progs[i].get("run_time_ns", 0)), int(progs[i].get("run_cnt", 0)))
+                         for cb, i in members.items() if i in progs}
+    return out
+
+
+def stats_delta(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> dict[str, dict[str, Any]]:
+    """Per callback: calls and ns during the run, and ns per call (None without calls)."""
+    out: dict[str, dict[str, Any]] = {}
+    for cb, (ns, cnt) in after.items():
+        ns0, cnt0 = before.get(cb, (0, 0))
+        calls, spent = cnt - cnt0, ns - ns0
+        out[cb] = {"calls": calls, "ns": spent, "ns_per_call": spent / calls if calls else None}
+    return out
+
+
+def start_floor(group: ProcessGroup, stderr: Path) -> subprocess.Popen[str]:
+    """Run bbrkit-floor until it says bbr_floor is registered."""
+    binary = find_binary(FLOOR_BINARY, "BBRKIT_FLOOR")
+    if binary is None:
+        raise HarnessError(f"{FLOOR_BINARY}: not built (make) and BBRKIT_FLOOR not set")
+    with stderr.open("w") as err:
+        proc = group.spawn([str(binary)], stdout=subprocess.PIPE, stderr=err, text=True)
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], FLOOR_READY_TIMEOUT_S)
+    if ready and proc.stdout.readline().strip() == "ready":
+        return proc
+    group.stop(proc)
+    lines = stderr.read_text().strip().splitlines()
+    text = f"{FLOOR_BINARY}: " + (lines[-1] if lines else f"no 'ready' within {FLOOR_READY_TIMEOUT_S:g} s")
+    if proc.returncode == FLOOR_EXIT_UNSUPPORTED:
+        raise NotRunnable(text)
+    raise HarnessError(text)
 
 
 def per_run(client: dict[str, Any], server: dict[str, Any], busy_s: float, softirq_s: float) -> dict[str, Any]:
@@ -102,7 +198,8 @@ class Pair:
         self.namespaces.destroy()
 
 
-def one_run(pair: Pair, group: ProcessGroup, algo: str, seconds: int, raw_dir: Path, tag: str) -> dict[str, Any]:
+def one_run(pair: Pair, group: ProcessGroup, algo: str, seconds: int, raw_dir: Path, tag: str,
+            pin: bool) -> dict[str, Any]:
     server_path = raw_dir / f"{tag}-server.json"
     client_path = raw_dir / f"{tag}-client.json"
     with server_path.open("w") as out:
@@ -112,15 +209,18 @@ def one_run(pair: Pair, group: ProcessGroup, algo: str, seconds: int, raw_dir: P
         if server.poll() is not None or time.monotonic() > deadline:
             raise HarnessError(f"iperf3 server not listening; see {server_path}")
         time.sleep(0.05)
+    affinity = ["-A", "0,1"] if pin else []  # client on CPU 0, server on CPU 1
+    stats0 = program_stats([algo]).get(algo, {})
     busy0, soft0 = system_busy_s(), ksoftirqd_s()
     with client_path.open("w") as out:
         client = group.spawn(["iperf3", "-c", RECEIVER_ADDR, "-p", str(SERVER_PORT), "-C", algo, "-J",
-                              "-t", str(seconds)], netns=pair.sender, stdout=out)
+                              "-t", str(seconds), *affinity], netns=pair.sender, stdout=out)
         try:
             client.wait(timeout=seconds + CLIENT_GRACE_S)
         except subprocess.TimeoutExpired:
             raise HarnessError(f"iperf3 client ({algo}) did not finish; see {client_path}") from None
     busy, soft = system_busy_s() - busy0, ksoftirqd_s() - soft0
+    callbacks = stats_delta(stats0, program_stats([algo]).get(algo, {}))
     try:
         server.wait(timeout=CLIENT_GRACE_S)
     except subprocess.TimeoutExpired:
@@ -130,41 +230,146 @@ def one_run(pair: Pair, group: ProcessGroup, algo: str, seconds: int, raw_dir: P
         raise HarnessError(f"iperf3 client ({algo}): {client_json['error']}")
     if client_json["end"].get("sender_tcp_congestion") != algo:
         raise HarnessError(f"iperf3 ran {client_json['end'].get('sender_tcp_congestion')!r}, not {algo!r}")
-    return {"algo": algo, **per_run(client_json, json.loads(server_path.read_text()), busy, soft)}
+    figures = per_run(client_json, json.loads(server_path.read_text()), busy, soft)
+    bpf_ns = sum(c["ns"] for c in callbacks.values())
+    return {"algo": algo, **figures, "callbacks": callbacks,
+            "bpf_ns_per_byte": bpf_ns / figures["bytes"] if callbacks else None}
 
 
-def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    by = {a: [r for r in runs if r["algo"] == a] for a in (REFERENCE, CANDIDATE)}
-    out: dict[str, Any] = {}
-    for key in ("process_ns_per_byte", "system_ns_per_byte", "gbit_s"):
-        entry: dict[str, Any] = {}
-        for algo, rs in by.items():
-            m, ci = mean_ci95([r[key] for r in rs])
-            entry[algo] = {"mean": m, "ci95": ci, "n": len(rs)}
-        ratio = ratio_ci95([r[key] for r in by[CANDIDATE]], [r[key] for r in by[REFERENCE]])
-        entry.update({"ratio": ratio.ratio, "ci95": ratio.ci95, "df": ratio.df})
-        out[key] = entry
-    return out
+METRICS = ("process_ns_per_byte", "system_ns_per_byte", "gbit_s", "bpf_ns_per_byte")
 
 
-def table(summary: dict[str, Any]) -> str:
-    body = [[key, *(f"{e[a]['mean']:.4g} ± {e[a]['ci95']:.2g}" for a in (REFERENCE, CANDIDATE)),
-             f"{e['ratio']:.3f} ± {e['ci95']:.3f}"] for key, e in summary.items()]
-    return (tables.text(["metric", REFERENCE, CANDIDATE, f"{CANDIDATE}/{REFERENCE}"], body)
-            + "\n(mean ± 95% CI half-width over repetitions; ratio of means with a delta-method CI)")
+def _interval(values: Sequence[float]) -> dict[str, Any]:
+    m, ci = mean_ci95(values)
+    return {"mean": m, "ci95": ci, "n": len(values)}
 
 
-def run(out: Path, reps: int, seconds: int) -> str:
-    """Alternate the two algorithms `reps` times each; write overhead.json and raw/ into `out`."""
+def ratio_pairs(algos: Sequence[str]) -> list[tuple[str, str]]:
+    """(candidate, reference): each algorithm against the kernel's bbr, each bbrkit one against the floor."""
+    pairs = [(a, REFERENCE) for a in algos if a != REFERENCE]
+    if FLOOR in algos:
+        pairs += [(a, FLOOR) for a in algos if a not in (REFERENCE, FLOOR)]
+    return pairs
+
+
+def paired(runs: list[dict[str, Any]], cand: str, ref: str,
+           combine: Callable[[dict[str, Any], dict[str, Any]], float | None]) -> dict[str, Any] | None:
+    """Mean over repetitions of combine(cand's run, ref's run) within the repetition, with its 95% interval:
+    the two ran minutes apart at most, so a machine load that drifts between repetitions cancels out."""
+    by_rep: dict[int, dict[str, dict[str, Any]]] = {}
+    for r in runs:
+        by_rep.setdefault(r["rep"], {})[r["algo"]] = r
+    values = [v for rs in by_rep.values() if cand in rs and ref in rs
+              and (v := combine(rs[cand], rs[ref])) is not None]
+    return _interval(values) if values else None
+
+
+def paired_ratio(runs: list[dict[str, Any]], cand: str, ref: str,
+                 value: Callable[[dict[str, Any]], float | None]) -> dict[str, Any] | None:
+    """cand / ref of `value`, paired by repetition."""
+    def ratio(c: dict[str, Any], r: dict[str, Any]) -> float | None:
+        x, y = value(c), value(r)
+        return x / y if x is not None and y else None
+    return paired(runs, cand, ref, ratio)
+
+
+def own_logic_pct(c: dict[str, Any], r: dict[str, Any]) -> float | None:
+    """The candidate's BPF run time per byte beyond the floor's, in % of the floor's CPU per byte: what its
+    own logic costs. The trampolines' entry and exit are outside run_time_ns and the same for both."""
+    if c["bpf_ns_per_byte"] is None or r["bpf_ns_per_byte"] is None:
+        return None
+    return float((c["bpf_ns_per_byte"] - r["bpf_ns_per_byte"]) / r["process_ns_per_byte"] * 100)
+
+
+def _metric(key: str) -> Callable[[dict[str, Any]], float | None]:
+    return lambda run: run[key]
+
+
+def _per_call(callback: str) -> Callable[[dict[str, Any]], float | None]:
+    return lambda run: run["callbacks"].get(callback, {}).get("ns_per_call")
+
+
+def summarise(runs: list[dict[str, Any]], algos: Sequence[str]) -> dict[str, Any]:
+    metrics: dict[str, Any] = {}
+    ratios: dict[str, Any] = {}
+    for key in METRICS:
+        metrics[key] = {a: _interval(vs) for a in algos if (vs := [r[key] for r in runs
+                                                                   if r["algo"] == a and r[key] is not None])}
+        ratios[key] = {f"{c}/{r}": pr for c, r in ratio_pairs(algos)
+                       if (pr := paired_ratio(runs, c, r, _metric(key))) is not None}
+    callbacks: dict[str, Any] = {}
+    for algo in algos:
+        names = sorted({cb for r in runs if r["algo"] == algo for cb in r["callbacks"]})
+        entry = {}
+        for cb in names:
+            per_call = [r["callbacks"][cb]["ns_per_call"] for r in runs
+                        if r["algo"] == algo and r["callbacks"].get(cb, {}).get("ns_per_call") is not None]
+            calls = [r["callbacks"][cb]["calls"] for r in runs if r["algo"] == algo and cb in r["callbacks"]]
+            if per_call:
+                entry[cb] = {"ns_per_call": _interval(per_call), "calls_per_run": _interval(calls)}
+        if entry:
+            callbacks[algo] = entry
+    callback_ratios: dict[str, Any] = {}
+    if FLOOR in callbacks:
+        for algo in callbacks:
+            if algo == FLOOR:
+                continue
+            callback_ratios[f"{algo}/{FLOOR}"] = {
+                cb: pr for cb in callbacks[algo] if cb in callbacks[FLOOR]
+                and (pr := paired_ratio(runs, algo, FLOOR, _per_call(cb))) is not None}
+    own = {a: pr for a in algos if a not in (REFERENCE, FLOOR)
+           and (pr := paired(runs, a, FLOOR, own_logic_pct)) is not None}
+    return {"algorithms": list(algos), "metrics": metrics, "ratios": ratios, "callbacks": callbacks,
+            "callback_ratios": callback_ratios, "own_logic_pct_of_cpu": own}
+
+
+def _fmt(entry: dict[str, Any] | None, digits: int = 4) -> str:
+    if entry is None:
+        return "-"
+    ci = "?" if entry["ci95"] is None else f"{entry['ci95']:.2g}"
+    return f"{entry['mean']:.{digits}g} ± {ci}"
+
+
+def table(summary: dict[str, Any], load: Sequence[float]) -> str:
+    algos = summary["algorithms"]
+    pairs = list(summary["ratios"][METRICS[0]])
+    body = [[key, *(_fmt(summary["metrics"][key].get(a)) for a in algos),
+             *(_fmt(summary["ratios"][key].get(p), 3) for p in pairs)] for key in METRICS]
+    text = tables.text(["metric", *algos, *pairs], body)
+    cb_rows = []
+    for algo, entry in summary["callbacks"].items():
+        ratios = summary["callback_ratios"].get(f"{algo}/{FLOOR}", {})
+        for cb, e in entry.items():
+            cb_rows.append([algo, cb, _fmt(e["ns_per_call"]), f"{e['calls_per_run']['mean']:.0f}",
+                            _fmt(ratios.get(cb), 3)])
+    if cb_rows:
+        text += "\n\n" + tables.text(["algorithm", "callback", "ns per call", "calls per run", f"/ {FLOOR}"],
+                                     cb_rows)
+    own = [f"{algo}'s BPF run time per byte beyond {FLOOR}'s: {_fmt(e, 3)} % of {FLOOR}'s process CPU per byte"
+           for algo, e in summary["own_logic_pct_of_cpu"].items()]
+    if own:
+        text += "\n\n" + "\n".join(own)
+    if load:
+        text += (f"\n\n1-minute load average before the runs: {min(load):.2f}-{max(load):.2f} "
+                 f"(mean {sum(load) / len(load):.2f}) on {os.cpu_count()} CPUs")
+    return (text + "\n(mean ± 95% CI half-width over repetitions; ratios are per repetition, then averaged;"
+            " per-callback ns from the kernel's BPF run-time statistics)")
+
+
+def run(out: Path, reps: int, seconds: int, extra: Sequence[str] = (), pin: bool = False) -> str:
+    """Run bbr, bbr_floor, bbr1 and `extra` once per repetition, `reps` times; write overhead.json and raw/."""
     from ..testbed.runner import cleanup_stale, signals_deferred, signals_interrupt, undo_bbrkit, use_bbrkit
     if reps < 2:
         raise HarnessError(f"--reps: need at least 2 for a confidence interval (got {reps})")
     if seconds < 1:
         raise HarnessError(f"--seconds: must be >= 1 (got {seconds})")
+    algos = list(dict.fromkeys([REFERENCE, FLOOR, CANDIDATE, *extra]))
     available = catalog()
-    for algo in (REFERENCE, CANDIDATE):
-        if algo not in available.kernel | available.bbrkit:
+    for algo in algos:
+        if algo != FLOOR and algo not in available.kernel | available.bbrkit:
             raise HarnessError(f"{algo}: not available here (kernel module or `make` for bbrctl)")
+    if pin and (os.cpu_count() or 1) < 2:
+        raise HarnessError("--pin needs two CPUs")
     cleanup_stale()
     raw_dir = out / "raw"
     raw_dir.mkdir(parents=True, exist_ok=True)
@@ -173,27 +378,28 @@ def run(out: Path, reps: int, seconds: int) -> str:
     group = ProcessGroup(prefix)
     pair = Pair(prefix)
     runs: list[dict[str, Any]] = []
-    load: list[list[float]] = []
+    load: list[float] = []
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     try:
-        with signals_interrupt():
+        with signals_interrupt(), bpf_run_time_stats():
             state.save()
-            use_bbrkit({a: {} for a in (REFERENCE, CANDIDATE) if a in available.bbrkit}, state)
+            use_bbrkit({a: {} for a in algos if a in available.bbrkit}, state)
+            start_floor(group, out / f"{FLOOR_BINARY}.stderr")
             pair.build()
             for rep in range(reps):
-                order = (REFERENCE, CANDIDATE) if rep % 2 == 0 else (CANDIDATE, REFERENCE)
-                for algo in order:
-                    load.append(loadavg())
-                    runs.append(one_run(pair, group, algo, seconds, raw_dir, f"rep{rep}-{algo}"))
+                shift = rep % len(algos)
+                for algo in algos[shift:] + algos[:shift]:
+                    load.append(loadavg()[0])
+                    runs.append({"rep": rep, **one_run(pair, group, algo, seconds, raw_dir, f"rep{rep}-{algo}", pin)})
     finally:
         with signals_deferred():
-            group.stop_all()
+            group.stop_all()  # bbrkit-floor among them: SIGTERM unregisters bbr_floor
             pair.destroy()
             undo_bbrkit(state)
             state.remove()
-    summary = summarise(runs)
+    summary = summarise(runs, algos)
     write_json(out / RESULT_FILE, "overhead", {
         "started": started, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "kernel": os.uname().release,
-        "cpus": os.cpu_count(), "seconds": seconds, "repetitions": reps, "loadavg_before_each_run": load,
-        "summary": summary, "runs": runs})
-    return table(summary)
+        "cpus": os.cpu_count(), "seconds": seconds, "repetitions": reps, "pinned": pin,
+        "loadavg_1min_before_each_run": load, "summary": summary, "runs": runs})
+    return table(summary, load)
