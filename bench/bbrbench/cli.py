@@ -6,12 +6,13 @@ system's python3)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +48,15 @@ def _load(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     return path, prepare_raw(path, args.profile, overrides)
 
 
-def _executor(args: argparse.Namespace) -> Any:
-    """Where a sweep's runs go: None (this host) or the Dask cluster of --cluster."""
+@contextlib.contextmanager
+def _executor(args: argparse.Namespace) -> Iterator[Any]:
+    """Where a sweep's runs go: None (this host) or the Dask cluster of --cluster, connected."""
     if not args.cluster:
-        return None
+        yield None
+        return
     from .cluster import DaskExecutor
-    return DaskExecutor(args.cluster, Path(args.cluster_certs), args.tries)
+    with DaskExecutor(args.cluster, Path(args.cluster_certs), args.tries) as executor:
+        yield executor
 
 
 def _need_root_here(args: argparse.Namespace) -> None:
@@ -100,10 +104,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     grid = [parse_assignment(g) for g in args.grid]
     catalog = system.catalog()
     plan = sweep.plan(raw, catalog, grid, args.reps)
-    executor = _executor(args)
     _need_root_here(args)
     out = Path(args.out) if args.out else _default_out("sweep", str(raw.get("name", path.stem)))
-    _emit(sweep.run_sweep(plan, out, catalog, executor, args.mix_hosts))
+    with _executor(args) as executor:
+        _emit(sweep.run_sweep(plan, out, catalog, executor, args.mix_hosts))
     _emit(f"results: {out}")
     return 0
 
@@ -161,10 +165,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     if args.report_only:
         report = reproduce.report_only(out)
     else:
-        executor = _executor(args)
         _need_root_here(args)
-        report = reproduce.run_all(args.profile, args.only, out, CHECKOUT_BUILD.parent,
-                                   reproduce.command_line(sys.argv[1:]), executor, args.mix_hosts)
+        with _executor(args) as executor:
+            report = reproduce.run_all(args.profile, args.only, out, CHECKOUT_BUILD.parent,
+                                       reproduce.command_line(sys.argv[1:]), executor, args.mix_hosts)
     _emit(f"report: {report}")
     return 0
 
@@ -176,10 +180,10 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
         args.overrides, args.scenario = [args.scenario, *args.overrides], None
     args.scenario = args.scenario or str(fidelity.DEFAULT_SCENARIO)
     _, raw = _load(args)
-    executor = _executor(args)
     _need_root_here(args)
     out = Path(args.out) if args.out else _default_out("fidelity", str(raw.get("name", "fidelity")))
-    _emit(fidelity.run(raw, out, args.reps, executor, args.mix_hosts))
+    with _executor(args) as executor:
+        _emit(fidelity.run(raw, out, args.reps, executor, args.mix_hosts))
     _emit(f"results: {out}")
     return 0
 

@@ -195,27 +195,38 @@ def unpack(result: dict[str, Any], run_dir: Path) -> None:
 class DaskExecutor:
     """Every job at once to the scheduler; each needs the one `testbed` resource of a host. Results are
     taken in as they finish. A job whose worker died is retried by the scheduler on another worker, up to
-    its allowed failures; then, or when the task raised `tries` times, it is reported failed."""
+    its allowed failures; then, or when the task raised `tries` times, it is reported failed.
+
+    A context manager: connecting on entry, before the caller changes anything, so that a refused client
+    leaves no trace."""
 
     def __init__(self, address: str, certs: Path, tries: int) -> None:
         if tries < 1:
             raise UsageError(f"--tries: must be >= 1 (got {tries})")
         self.address, self.certs, self.tries = address, certs, tries
+        self.client: Any = None
+
+    def __enter__(self) -> DaskExecutor:
+        self.client = connect(self.address, self.certs)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.client.close()
 
     def execute(self, jobs: list[Job], catalog: AlgoCatalog) -> Iterator[tuple[Job, Outcome]]:
         from distributed import as_completed
         if not jobs:
             return
-        client = connect(self.address, self.certs)
+        client = self.client
+        futures = {}
         try:
-            futures = {}
             for job in jobs:
                 key = f"bbrbench-{job.point.id}-rep{job.rep}-{os.urandom(4).hex()}"
                 future = client.submit(remote_run, job.raw, key=key, resources={RESOURCE: 1},
                                        retries=self.tries - 1, pure=False)
                 futures[future] = job
             log.info("cluster %s: %d run(s) submitted", self.address, len(jobs))
-            for future in as_completed(futures):
+            for future in as_completed(list(futures), loop=client.loop):
                 job = futures.pop(future)
                 try:
                     result = future.result()
@@ -230,4 +241,3 @@ class DaskExecutor:
         finally:
             # Ctrl-C or an error: nothing of this sweep stays queued on the cluster.
             client.cancel(list(futures))
-            client.close()
