@@ -42,6 +42,7 @@ CONNECT_TIMEOUT_S = 20
 # `bbrbench run` exit statuses (cli.py) that are answers about the run, not a lost worker.
 EXIT_FAILED, EXIT_INVALID, EXIT_NOT_RUNNABLE = 1, 2, 3
 PR_SET_PDEATHSIG = 1
+SCRATCH_PREFIX = "bbrbench-cluster-"
 
 
 # ---------------------------------------------------------------- certificates
@@ -151,11 +152,20 @@ def pack(directory: Path) -> tuple[bytes, str]:
     return data, hashlib.sha256(data).hexdigest()
 
 
+def _remove_stale_scratch() -> None:
+    """Scratch directories of workers that were killed mid-run (their own clean-up never ran)."""
+    for path in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*-*"):
+        pid = path.name.removeprefix(SCRATCH_PREFIX).split("-", 1)[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(path, ignore_errors=True)
+
+
 def remote_run(raw: dict[str, Any]) -> dict[str, Any]:
     """One `bbrbench run` of a sweep point on this (worker's) host. Returns its status and message, and,
     when it ran, its results directory packed. Raises only when the run ended abnormally (killed): Dask
     then retries it."""
-    with tempfile.TemporaryDirectory(prefix="bbrbench-cluster-") as tmp:
+    _remove_stale_scratch()
+    with tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-") as tmp:
         scenario = Path(tmp) / "scenario.json"
         scenario.write_text(json.dumps(raw))
         run_dir = Path(tmp) / "run"

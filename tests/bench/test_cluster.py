@@ -10,13 +10,14 @@ import signal
 import socket
 import ssl
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from bbrbench.cluster import CA_FILE, CERT_FILE, KEY_FILE, pack, start_commands, unpack
+from bbrbench.cluster import CA_FILE, CERT_FILE, KEY_FILE, SCRATCH_PREFIX, pack, start_commands, unpack
 from bbrbench.errors import HarnessError
 from bbrbench.experiments.sweep import DONE_MARK, Plan, Point
 from bbrbench.results import write_json
@@ -248,3 +249,6 @@ def test_worker_killed_mid_sweep(cluster: Callable[[], Cluster], tmp_path: Path)
     # Each run directory is one run: four distinct run prefixes.
     assert len({json.loads((r / "scenario.json").read_text())["prefix"] for r in runs}) == 4
     assert [p["repetitions"] for p in json.loads((out / "sweep.json").read_text())["points"]] == [2, 2]
+    # The killed worker's scratch directory went with the next run on that host.
+    assert not [p for p in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*")
+                if not Path(f"/proc/{p.name.split('-')[2]}").exists()]
