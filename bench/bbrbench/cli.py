@@ -255,7 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="run on the test hosts of this Dask scheduler (bbrbench cluster init) instead of here")
         p.add_argument("--cluster-certs", default=os.environ.get("BBRBENCH_CLUSTER_CERTS", str(DEFAULT_CERTS)),
                        metavar="DIR", help="the certificates of cluster init (default $BBRBENCH_CLUSTER_CERTS or "
-                       f"{DEFAULT_CERTS})")
+                       "~/.config/bbrbench/cluster)")
         p.add_argument("--tries", type=int, default=3,
                        help="with --cluster: tries of a run that ends abnormally before it counts as failed "
                        "(default 3; runs lost with their worker: the scheduler's allowed failures)")
@@ -283,7 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = add("run", "run one scenario")
     scenario_args(run)
     run.add_argument("--out", help="results directory (default results/run-NAME-TIME)")
-    run.add_argument("--no-plots", action="store_true")
+    run.add_argument("--no-plots", action="store_true", help="table and summary only")
     run.set_defaults(func=cmd_run)
 
     sw = add("sweep", "run a parameter grid with repetitions (resumable)")
@@ -355,9 +355,9 @@ def build_parser() -> argparse.ArgumentParser:
                            description="write the TLS certificates and print the commands that start a scheduler "
                            "and a worker")
     ci.add_argument("--certs", default=os.environ.get("BBRBENCH_CLUSTER_CERTS", str(DEFAULT_CERTS)), metavar="DIR",
-                    help=f"where (default $BBRBENCH_CLUSTER_CERTS or {DEFAULT_CERTS})")
+                    help="where (default $BBRBENCH_CLUSTER_CERTS or ~/.config/bbrbench/cluster)")
     ci.add_argument("--host", default="127.0.0.1", help="address the scheduler listens on (default loopback)")
-    ci.add_argument("--port", type=int, default=8786)
+    ci.add_argument("--port", type=int, default=8786, help="the scheduler's port (default 8786)")
     ci.add_argument("--tries", type=int, default=3, help="tries of a run whose worker dies (default 3)")
     ci.add_argument("--force", action="store_true", help="replace existing certificates")
     ci.set_defaults(func=cmd_cluster_init)
