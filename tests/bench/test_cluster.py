@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,13 +75,16 @@ class Cluster:
     def start_scheduler(self) -> None:
         wait_listening(self.port, self._start(self.scheduler_argv, "scheduler"))
 
-    def start_worker(self) -> subprocess.Popen[bytes]:
-        proc = self._start(self.worker_argv, "worker")
+    def client(self) -> Any:
         from distributed import Client
         from distributed.security import Security
         security = Security(tls_ca_file=str(self.certs / CA_FILE), tls_client_cert=str(self.certs / CERT_FILE),
                             tls_client_key=str(self.certs / KEY_FILE), require_encryption=True)
-        with Client(self.address, security=security, timeout=START_TIMEOUT_S) as client:
+        return Client(self.address, security=security, timeout=START_TIMEOUT_S)
+
+    def start_worker(self) -> subprocess.Popen[bytes]:
+        proc = self._start(self.worker_argv, "worker")
+        with self.client() as client:
             client.wait_for_workers(len([p for p in self.procs[1:] if p.poll() is None]), timeout=START_TIMEOUT_S)
         return proc
 
@@ -252,3 +256,27 @@ def test_worker_killed_mid_sweep(cluster: Callable[[], Cluster], tmp_path: Path)
     # The killed worker's scratch directory went with the next run on that host.
     assert not [p for p in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*")
                 if not Path(f"/proc/{p.name.split('-')[2]}").exists()]
+
+
+@pytest.mark.net
+@needs_net
+def test_interrupted_client_leaves_nothing_queued(cluster: Callable[[], Cluster], tmp_path: Path) -> None:
+    c = cluster()
+    c.start_scheduler()
+    c.start_worker()
+    out = tmp_path / "sweep"
+    sweep = popen_cli(*SWEEP, "--out", str(out), "--cluster", c.address, "--cluster-certs", str(c.certs))
+    deadline = time.monotonic() + 60
+    while not list(out.glob("points/*/rep*/done")):
+        assert time.monotonic() < deadline and sweep.poll() is None, "no run finished"
+        time.sleep(0.1)
+    sweep.send_signal(signal.SIGINT)
+    sweep.communicate(timeout=60)
+    assert sweep.returncode == 130
+    with c.client() as client:
+        deadline = time.monotonic() + 30
+        # A lambda travels by value; a function of this module would need the module on the scheduler.
+        while client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)):
+            assert time.monotonic() < deadline, "the scheduler still holds the sweep's runs"
+            time.sleep(0.5)
+    assert len(list(out.glob("points/*/rep*/done"))) < 4
