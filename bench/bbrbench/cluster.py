@@ -105,7 +105,8 @@ def start_commands(directory: Path, host: str, port: int, tries: int) -> tuple[l
     scheduler = [dask, "scheduler", "--host", f"tls://{host}", "--port", str(port), "--no-dashboard",
                  *tls_options(directory)]
     worker = [dask, "worker", f"tls://{host}:{port}", "--nthreads", "1", "--nworkers", "1",
-              "--resources", f"{RESOURCE}=1", "--no-dashboard", *tls_options(directory)]
+              "--resources", f"{RESOURCE}=1", "--preload", __name__, "--preload-nanny", __name__,
+              "--no-dashboard", *tls_options(directory)]
     env = {"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": str(tries - 1)}
     return scheduler, worker, env
 
@@ -152,19 +153,38 @@ def pack(directory: Path) -> tuple[bytes, str]:
     return data, hashlib.sha256(data).hexdigest()
 
 
-def _remove_stale_scratch() -> None:
-    """Scratch directories of workers that were killed mid-run (their own clean-up never ran)."""
+def _alive(pid: int) -> bool:
+    try:
+        # The state follows the command name in parentheses; a zombie (Z) has died already.
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _remove_scratch(own: bool = False) -> None:
+    """Scratch directories of workers that were killed mid-run (their own clean-up never ran), and with
+    own=True this process's: it is closing, and a run it abandons gets SIGTERM as the process ends."""
     for path in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*-*"):
         pid = path.name.removeprefix(SCRATCH_PREFIX).split("-", 1)[0]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+        if pid.isdigit() and (not _alive(int(pid)) or (own and int(pid) == os.getpid())):
             shutil.rmtree(path, ignore_errors=True)
+
+
+# The worker command preloads this module in the worker and in its nanny: Dask calls these as each
+# starts and closes. The nanny's teardown catches a worker killed outright; a start, anything older.
+def dask_setup(_worker: Any) -> None:
+    _remove_scratch()
+
+
+def dask_teardown(_worker: Any) -> None:
+    _remove_scratch(own=True)
 
 
 def remote_run(raw: dict[str, Any]) -> dict[str, Any]:
     """One `bbrbench run` of a sweep point on this (worker's) host. Returns its status and message, and,
     when it ran, its results directory packed. Raises only when the run ended abnormally (killed): Dask
     then retries it."""
-    _remove_stale_scratch()
+    _remove_scratch()
     with tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-") as tmp:
         scenario = Path(tmp) / "scenario.json"
         scenario.write_text(json.dumps(raw))

@@ -89,8 +89,8 @@ class Cluster:
         return proc
 
     def close(self) -> None:
-        for proc in reversed(self.procs):
-            stop(proc)
+        while self.procs:
+            stop(self.procs.pop())
 
 
 @pytest.fixture
@@ -280,3 +280,5 @@ def test_interrupted_client_leaves_nothing_queued(cluster: Callable[[], Cluster]
             assert time.monotonic() < deadline, "the scheduler still holds the sweep's runs"
             time.sleep(0.5)
     assert len(list(out.glob("points/*/rep*/done"))) < 4
+    c.close()  # the worker closing takes its abandoned run's scratch directory with it
+    assert not list(Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*"))
