@@ -25,10 +25,22 @@ def option_lines(parser: argparse.ArgumentParser) -> list[str]:
     return lines
 
 
+def commands(sub: argparse._SubParsersAction, prefix: str) -> list[str]:
+    """One subsection per command; a command with subcommands (cluster init) gets one per subcommand."""
+    helps = {choice.dest: choice.help for choice in sub._choices_actions}
+    out: list[str] = []
+    for name, p in sub.choices.items():
+        out += [f".SS {roff(prefix + name)}", roff((helps.get(name) or "").replace("%%", "%")),
+                ".PP", ".nf", roff(p.format_usage().strip()), ".fi", *option_lines(p)]
+        nested = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+        for inner in nested:
+            out += commands(inner, f"{prefix}{name} ")
+    return out
+
+
 def main() -> int:
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    helps = {choice.dest: choice.help for choice in sub._choices_actions}
     out = [".TH BBRBENCH 1 \"\" \"bbrkit\" \"User Commands\"",
            ".SH NAME", "bbrbench \\- " + roff(parser.description or ""),
            ".SH SYNOPSIS", ".B bbrbench", "\\fICOMMAND\\fR [\\fIOPTIONS\\fR]",
@@ -37,9 +49,7 @@ def main() -> int:
            "traffic, sampling, metrics and plots) and reproduces the seed papers' figures. Commands that",
            "create namespaces need root. Every command has \\-\\-help.",
            ".SH COMMANDS"]
-    for name, p in sub.choices.items():
-        out += [f".SS {roff(name)}", roff((helps.get(name) or "").replace("%%", "%")),
-                ".PP", ".nf", roff(p.format_usage().strip()), ".fi", *option_lines(p)]
+    out += commands(sub, "")
     out += [".SH SEE ALSO", ".BR bbrctl (8)"]
     sys.stdout.write("\n".join(out) + "\n")
     return 0

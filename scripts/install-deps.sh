@@ -2,7 +2,7 @@
 # Install what bbrkit needs to build, test and benchmark on Debian, then the harness (bbrbench) with its
 # Python dependencies into the checkout's virtual environment .venv (never the system Python).
 # Safe to re-run: apt-get runs only when a package is missing, pip only when pyproject.toml changed.
-# Usage: install-deps.sh [--test]   (--test: also the test and lint tools)
+# Usage: install-deps.sh [--test]   (--test: also the test and lint tools and the cluster extra)
 set -eu
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,7 +10,7 @@ extras=""
 PACKAGES="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config iperf3 iproute2 nftables make gcc
 iputils-ping ethtool util-linux python3 python3-venv"
 if [ "${1:-}" = "--test" ]; then
-	extras="[test,lint]"
+	extras="[test,lint,cluster]"
 	# A headless browser for the HTML report test; shellcheck and clang-format for the lint gate.
 	PACKAGES="$PACKAGES chromium chromium-driver shellcheck clang-format"
 fi

@@ -1,17 +1,18 @@
 """Command line: bbrbench compare | run | sweep | report | cleanup | check | model | reproduce | fidelity |
-overhead | lockstep | delaybench. Results go to stdout; diagnostics through logging to stderr (-v, -q).
+overhead | lockstep | delaybench | cluster. Results go to stdout; diagnostics through logging to stderr (-v, -q).
 Building the parser imports nothing beyond the standard library (scripts/bbrbench-man.py runs it with the
 system's python3)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ EXIT_INVALID = 2
 EXIT_NOT_RUNNABLE = 3
 EXIT_INTERRUPTED = 130
 log = logging.getLogger("bbrbench")
+# Also in cluster.py, which the parser must not import (it is built with the standard library only).
+DEFAULT_CERTS = Path.home() / ".config" / "bbrbench" / "cluster"
 
 
 def _emit(text: str) -> None:
@@ -43,6 +46,23 @@ def _load(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     path = find_scenario(args.scenario)
     overrides = [parse_assignment(a) for a in args.overrides]
     return path, prepare_raw(path, args.profile, overrides)
+
+
+@contextlib.contextmanager
+def _executor(args: argparse.Namespace) -> Iterator[Any]:
+    """Where a sweep's runs go: None (this host) or the Dask cluster of --cluster, connected."""
+    if not args.cluster:
+        yield None
+        return
+    from .cluster import DaskExecutor
+    with DaskExecutor(args.cluster, Path(args.cluster_certs), args.tries) as executor:
+        yield executor
+
+
+def _need_root_here(args: argparse.Namespace) -> None:
+    """Runs on this host need root; with --cluster the workers run them, and the client needs none."""
+    if not args.cluster:
+        _need_root()
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -72,7 +92,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     _need_root()
     out = Path(args.out) if args.out else _default_out("run", scenario.name)
     runner.run(scenario, raw, out, catalog.bbrkit)
-    _emit(write_report(out))
+    _emit(write_report(out, plots=not args.no_plots))
     _emit(f"results: {out}")
     return 0
 
@@ -84,9 +104,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     grid = [parse_assignment(g) for g in args.grid]
     catalog = system.catalog()
     plan = sweep.plan(raw, catalog, grid, args.reps)
-    _need_root()
+    _need_root_here(args)
     out = Path(args.out) if args.out else _default_out("sweep", str(raw.get("name", path.stem)))
-    _emit(sweep.run_sweep(plan, out, catalog))
+    with _executor(args) as executor:
+        _emit(sweep.run_sweep(plan, out, catalog, executor, args.mix_hosts))
     _emit(f"results: {out}")
     return 0
 
@@ -98,7 +119,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         _emit(compare.report(directory))
     elif (directory / "plan.json").is_file():
         from .experiments.sweep import aggregate
-        _emit(aggregate(directory))
+        _emit(aggregate(directory, args.mix_hosts))
     elif (directory / "scenario.json").is_file():
         from .analysis.report import write_report
         _emit(write_report(directory, plots=not args.no_plots))
@@ -144,9 +165,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     if args.report_only:
         report = reproduce.report_only(out)
     else:
-        _need_root()
-        report = reproduce.run_all(args.profile, args.only, out, CHECKOUT_BUILD.parent,
-                                   reproduce.command_line(sys.argv[1:]))
+        _need_root_here(args)
+        with _executor(args) as executor:
+            report = reproduce.run_all(args.profile, args.only, out, CHECKOUT_BUILD.parent,
+                                       reproduce.command_line(sys.argv[1:]), executor, args.mix_hosts)
     _emit(f"report: {report}")
     return 0
 
@@ -158,9 +180,10 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
         args.overrides, args.scenario = [args.scenario, *args.overrides], None
     args.scenario = args.scenario or str(fidelity.DEFAULT_SCENARIO)
     _, raw = _load(args)
-    _need_root()
+    _need_root_here(args)
     out = Path(args.out) if args.out else _default_out("fidelity", str(raw.get("name", "fidelity")))
-    _emit(fidelity.run(raw, out, args.reps))
+    with _executor(args) as executor:
+        _emit(fidelity.run(raw, out, args.reps, executor, args.mix_hosts))
     _emit(f"results: {out}")
     return 0
 
@@ -192,6 +215,25 @@ def cmd_lockstep(args: argparse.Namespace) -> int:
     return EXIT_FAILED if unexplained else 0
 
 
+def cmd_cluster_init(args: argparse.Namespace) -> int:
+    import shlex
+
+    from .cluster import init_certs, start_commands
+    if not 0 < args.port < 65536:
+        raise UsageError(f"--port: {args.port} is not a TCP port")
+    if args.tries < 1:
+        raise UsageError(f"--tries: must be >= 1 (got {args.tries})")
+    certs = Path(args.certs)
+    init_certs(certs, args.force)
+    scheduler, worker, env = start_commands(certs.resolve(), args.host, args.port, args.tries)
+    setting = " ".join(f"{k}={v}" for k, v in env.items())
+    _emit(f"certificates: {certs} (copy this directory to every test host and to the submitting host)\n"
+          f"scheduler:\n  {setting} {shlex.join(scheduler)}\n"
+          f"worker (on each test host, as root, with bbrctl on PATH):\n  {shlex.join(worker)}\n"
+          f"then: bbrbench sweep ... --cluster tls://{args.host}:{args.port} --cluster-certs {certs}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     verbosity = common.add_mutually_exclusive_group()
@@ -207,6 +249,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     def add(name: str, help_: str) -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help_, description=help_, parents=[common])
+
+    def cluster_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--cluster", metavar="tls://HOST:PORT",
+                       help="run on the test hosts of this Dask scheduler (bbrbench cluster init) instead of here")
+        p.add_argument("--cluster-certs", default=os.environ.get("BBRBENCH_CLUSTER_CERTS", str(DEFAULT_CERTS)),
+                       metavar="DIR", help="the certificates of cluster init (default $BBRBENCH_CLUSTER_CERTS or "
+                       "~/.config/bbrbench/cluster)")
+        p.add_argument("--tries", type=int, default=3,
+                       help="with --cluster: tries of a run that ends abnormally before it counts as failed "
+                       "(default 3; runs lost with their worker: the scheduler's allowed failures)")
+        p.add_argument("--mix-hosts", action="store_true",
+                       help="pool repetitions from hosts whose kernels or algorithm objects differ")
 
     def scenario_args(p: argparse.ArgumentParser, optional: bool = False) -> None:
         p.add_argument("scenario", nargs="?" if optional else None,
@@ -229,6 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = add("run", "run one scenario")
     scenario_args(run)
     run.add_argument("--out", help="results directory (default results/run-NAME-TIME)")
+    run.add_argument("--no-plots", action="store_true", help="table and summary only")
     run.set_defaults(func=cmd_run)
 
     sw = add("sweep", "run a parameter grid with repetitions (resumable)")
@@ -237,11 +292,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help="add a grid dimension (TOML array), e.g. --grid 'bottleneck.buffer_bdp=[0.5,2]'")
     sw.add_argument("--reps", type=int, help="repetitions per grid point (default sweep.repetitions or 1)")
     sw.add_argument("--out", help="sweep directory; rerun with the same --out to resume")
+    cluster_args(sw)
     sw.set_defaults(func=cmd_sweep)
 
     rep = add("report", "recompute summary, table and plots of a run, sweep or compare directory")
     rep.add_argument("dir")
     rep.add_argument("--no-plots", action="store_true")
+    rep.add_argument("--mix-hosts", action="store_true",
+                     help="pool repetitions from hosts whose kernels or algorithm objects differ")
     rep.set_defaults(func=cmd_report)
 
     cl = add("cleanup", "remove leftovers of crashed runs (namespaces, processes, attachments)")
@@ -267,12 +325,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run only these, e.g. --only seed000 --only seed002/testbed (repeatable)")
     rp.add_argument("--out", help="results directory (default results/reproduce-PROFILE); rerun to resume")
     rp.add_argument("--report-only", action="store_true", help="rebuild the report from --out without running")
+    cluster_args(rp)
     rp.set_defaults(func=cmd_reproduce)
 
     fi = add("fidelity", "bbr1 against the kernel's bbr: ratios with 95%% CIs (sweep, resumable)")
     scenario_args(fi, optional=True)
     fi.add_argument("--reps", type=int, help="repetitions per point (default the scenario's)")
     fi.add_argument("--out", help="sweep directory; rerun with the same --out to resume")
+    cluster_args(fi)
     fi.set_defaults(func=cmd_fidelity)
 
     ov = add("overhead", "CPU per byte and ns per callback of bbr1 against the kernel's bbr and the struct_ops "
@@ -291,6 +351,20 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--seconds", type=float, default=12.0, help="length of each scenario (default 12)")
     ls.add_argument("--out", help="results directory (default results/lockstep-bbr1-TIME)")
     ls.set_defaults(func=cmd_lockstep)
+
+    cu = add("cluster", "a Dask cluster of test hosts for sweep, reproduce and fidelity --cluster")
+    cu_sub = cu.add_subparsers(dest="cluster_command", required=True)
+    ci = cu_sub.add_parser("init", parents=[common], help="write the TLS certificates and print the commands that "
+                           "start a scheduler and a worker",
+                           description="write the TLS certificates and print the commands that start a scheduler "
+                           "and a worker")
+    ci.add_argument("--certs", default=os.environ.get("BBRBENCH_CLUSTER_CERTS", str(DEFAULT_CERTS)), metavar="DIR",
+                    help="where (default $BBRBENCH_CLUSTER_CERTS or ~/.config/bbrbench/cluster)")
+    ci.add_argument("--host", default="127.0.0.1", help="address the scheduler listens on (default loopback)")
+    ci.add_argument("--port", type=int, default=8786, help="the scheduler's port (default 8786)")
+    ci.add_argument("--tries", type=int, default=3, help="tries of a run whose worker dies (default 3)")
+    ci.add_argument("--force", action="store_true", help="replace existing certificates")
+    ci.set_defaults(func=cmd_cluster_init)
 
     db = add("delaybench", "accuracy and capacity of the delay line (bbrkit-delay)")
     from .experiments.delaybench import add_arguments

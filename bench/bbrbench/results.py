@@ -20,7 +20,7 @@ QUEUE_FIELDS = ["t_s", "backlog_bytes", "backlog_packets", "drops", "sent_bytes"
 
 FORMAT_KEY = "format"
 # Raise a kind's version whenever a reader of the old layout would misread the new one.
-VERSIONS = {"run": 1, "summary": 1, "plan": 1, "sweep": 1, "compare": 1, "fidelity": 1, "overhead": 1}
+VERSIONS = {"run": 1, "summary": 1, "plan": 1, "sweep": 1, "compare": 1, "fidelity": 1, "overhead": 1, "host": 1}
 
 
 def format_tag(kind: str) -> str:

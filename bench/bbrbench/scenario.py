@@ -7,6 +7,7 @@ is created on the system: every problem is reported as one line naming the key.
 from __future__ import annotations
 
 import copy
+import json
 import math
 import re
 import tomllib
@@ -282,11 +283,19 @@ def find_scenario(spec: str) -> Path:
 
 
 def load_raw(path: Path) -> dict[str, Any]:
+    """A TOML scenario file, or a JSON one (the form a cluster worker receives a sweep point in)."""
     try:
-        with path.open("rb") as fh:
-            raw = tomllib.load(fh)
+        if path.suffix == ".json":
+            raw = json.loads(path.read_text())
+            if not isinstance(raw, dict):
+                raise ScenarioError(f"{path.name}: not a JSON object")
+        else:
+            with path.open("rb") as fh:
+                raw = tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{path.name}: not valid TOML: {exc}") from None
+    except ValueError as exc:
+        raise ScenarioError(f"{path.name}: not valid JSON: {exc}") from None
     raw.setdefault("name", path.stem)
     return raw
 

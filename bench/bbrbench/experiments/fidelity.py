@@ -23,7 +23,7 @@ from ..analysis.stats import Ratio, ratio_ci95
 from ..errors import HarnessError
 from ..results import read_json, write_json
 from ..scenario import SCENARIO_DIR
-from .sweep import DONE_MARK
+from .sweep import DONE_MARK, Executor
 
 DEFAULT_SCENARIO = SCENARIO_DIR / "bench" / "fidelity.toml"
 ALGO_KEY = "flows.0.algo"
@@ -108,7 +108,8 @@ def loadavg() -> list[float]:
     return [float(v) for v in Path("/proc/loadavg").read_text().split()[:3]]
 
 
-def run(raw: dict[str, Any], out: Path, reps: int | None) -> str:
+def run(raw: dict[str, Any], out: Path, reps: int | None, executor: Executor | None = None,
+        mix_hosts: bool = False) -> str:
     """Run (or resume) the sweep into `out`, then write fidelity.json and return the ratio table."""
     from ..testbed import system
     from . import sweep
@@ -121,7 +122,7 @@ def run(raw: dict[str, Any], out: Path, reps: int | None) -> str:
         raise HarnessError(f"the scenario's sweep grid must vary {ALGO_KEY} over [{REFERENCE}, {CANDIDATE}]")
     load_before = loadavg()
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
-    sweep.run_sweep(plan_, out, catalog)
+    sweep.run_sweep(plan_, out, catalog, executor, mix_hosts)
     failed = [str(p.relative_to(out)) for p in failed_flow_runs(out)]
     aggregated = read_json(out / "sweep.json", "sweep")
     rows = compare(aggregated)

@@ -6,7 +6,11 @@ Directory layout:
     points/<id>/not_runnable.txt  why the point cannot run on this kernel
     sweep.json, sweep.csv         aggregated metrics; table.txt the console table
 
-Rerunning with the same --out resumes: complete repetitions are kept, incomplete ones are redone.
+Rerunning with the same --out resumes: complete repetitions are kept, incomplete ones are redone, whichever
+host ran them. The runs go through an executor: LocalExecutor here, one after another, or
+cluster.DaskExecutor on a rack of test hosts; both leave the same layout. Each run directory holds
+host.json, and repetitions from hosts whose kernels or algorithm objects differ are not pooled unless
+mix_hosts says so.
 """
 
 from __future__ import annotations
@@ -17,9 +21,10 @@ import itertools
 import json
 import logging
 import shutil
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tqdm.contrib.logging import logging_redirect_tqdm
 
@@ -30,6 +35,7 @@ from ..analysis.stats import mean_ci95
 from ..errors import HarnessError, NotRunnable
 from ..results import read_json, write_json
 from ..scenario import DEFAULT_SWEEP_METRICS, AlgoCatalog, ScenarioError, apply_override, strip_sweep, validate
+from ..testbed.host import host_key, read_host
 from ..testbed.runner import run
 
 log = logging.getLogger(__name__)
@@ -124,42 +130,79 @@ def _open_plan(plan_: Plan, out: Path) -> None:
     write_json(path, "plan", plan_.to_json())
 
 
-def run_sweep(plan_: Plan, out: Path, catalog: AlgoCatalog) -> str:
+@dataclass
+class Job:
+    """One repetition of one point: `raw` is the point's full scenario, `run_dir` where its results go."""
+    rep: int
+    point: Point
+    raw: dict[str, Any]
+    run_dir: Path
+
+
+@dataclass
+class Outcome:
+    """done (run_dir holds the results), not_runnable (the point cannot run there) or failed."""
+    status: str
+    message: str = ""
+
+
+class Executor(Protocol):
+    def execute(self, jobs: list[Job], catalog: AlgoCatalog) -> Iterator[tuple[Job, Outcome]]:
+        """Run the jobs, yielding each as it finishes, with its results directory filled in."""
+        ...
+
+
+class LocalExecutor:
+    """On this host, one run after another, in the order given."""
+
+    def execute(self, jobs: list[Job], catalog: AlgoCatalog) -> Iterator[tuple[Job, Outcome]]:
+        not_runnable: dict[str, str] = {}
+        for job in jobs:
+            if job.point.id in not_runnable:
+                yield job, Outcome("not_runnable", not_runnable[job.point.id])
+                continue
+            if job.run_dir.exists():
+                shutil.rmtree(job.run_dir)
+            try:
+                run(validate(job.raw, catalog), job.raw, job.run_dir, catalog.bbrkit, show_progress=False)
+                summarize(job.run_dir)
+            except NotRunnable as exc:
+                not_runnable[job.point.id] = str(exc)
+                yield job, Outcome("not_runnable", str(exc))
+            except HarnessError as exc:
+                yield job, Outcome("failed", str(exc))
+            else:
+                yield job, Outcome("done")
+
+
+def run_sweep(plan_: Plan, out: Path, catalog: AlgoCatalog, executor: Executor | None = None,
+              mix_hosts: bool = False) -> str:
     """Run every repetition of every point not done yet (a resumed sweep skips finished ones), then
-    aggregate. Repetitions run in rounds (every point once, then again) so that a drifting machine load
+    aggregate. Repetitions go out in rounds (every point once, then again) so that a drifting machine load
     spreads over all points alike."""
     _open_plan(plan_, out)
     jobs = [(rep, point) for rep in range(plan_.repetitions) for point in plan_.points]
-    todo = [(rep, point) for rep, point in jobs
+    todo = [Job(rep, point, point_raw(plan_.raw, point.overrides), out / "points" / point.id / f"rep{rep}")
+            for rep, point in jobs
             if not (out / "points" / point.id / f"rep{rep}" / DONE_MARK).is_file()
             and not (out / "points" / point.id / NOT_RUNNABLE).is_file()]
     log.info("sweep %s: %d run(s), %d to do", plan_.name, len(jobs), len(todo))
     with progress.bar(total=len(todo), unit="run", desc=plan_.name) as bar, logging_redirect_tqdm():
-        for rep, point in todo:
-            bar.set_postfix_str(f"{point.label} rep {rep + 1}/{plan_.repetitions}")
-            point_dir = out / "points" / point.id
-            run_dir = point_dir / f"rep{rep}"
-            if (point_dir / NOT_RUNNABLE).is_file():
-                bar.update()
-                continue
-            if run_dir.exists():
-                shutil.rmtree(run_dir)
-            raw = point_raw(plan_.raw, point.overrides)
-            try:
-                run(validate(raw, catalog), raw, run_dir, catalog.bbrkit, show_progress=False)
-                summarize(run_dir)
-            except NotRunnable as exc:
+        for job, outcome in (executor or LocalExecutor()).execute(todo, catalog):
+            bar.set_postfix_str(f"{job.point.label} rep {job.rep + 1}/{plan_.repetitions}")
+            point_dir = job.run_dir.parent
+            if outcome.status == "done":
+                (job.run_dir / DONE_MARK).write_text("")
+            elif outcome.status == "not_runnable":
                 point_dir.mkdir(parents=True, exist_ok=True)
-                (point_dir / NOT_RUNNABLE).write_text(f"{exc}\n")
-                log.warning("%s: not runnable on this kernel: %s", point.label, exc)
-            except HarnessError as exc:
-                run_dir.mkdir(parents=True, exist_ok=True)
-                (run_dir / FAILED).write_text(f"{exc}\n")
-                log.warning("%s rep %d: failed: %s", point.label, rep + 1, exc)
+                (point_dir / NOT_RUNNABLE).write_text(f"{outcome.message}\n")
+                log.warning("%s: not runnable: %s", job.point.label, outcome.message)
             else:
-                (run_dir / DONE_MARK).write_text("")
+                job.run_dir.mkdir(parents=True, exist_ok=True)
+                (job.run_dir / FAILED).write_text(f"{outcome.message}\n")
+                log.warning("%s rep %d: failed: %s", job.point.label, job.rep + 1, outcome.message)
             bar.update()
-    return aggregate(out)
+    return aggregate(out, mix_hosts)
 
 
 # ---------------------------------------------------------------- aggregation
@@ -180,9 +223,20 @@ def metric_value(summary: dict[str, Any], path: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def aggregate(out: Path) -> str:
+def _check_hosts(point: Point, hosts: list[dict[str, Any]], mix_hosts: bool) -> None:
+    kinds = {host_key(h): h for h in hosts}
+    if len(kinds) > 1 and not mix_hosts:
+        which = "; ".join(f"{h.get('hostname')}: kernel {k[0]}, algorithms {k[1][:12]}" for k, h in kinds.items())
+        raise HarnessError(f"point ({point.label}): repetitions ran on hosts whose kernels or algorithm objects "
+                           f"differ ({which}); rerun them on one kind of host or pass --mix-hosts to pool them")
+
+
+def aggregate(out: Path, mix_hosts: bool = False) -> str:
+    """sweep.json, sweep.csv and table.txt from the finished runs. HarnessError when a point would pool
+    repetitions from hosts of different kernels or algorithm objects, unless mix_hosts."""
     plan_ = load_plan(out)
     rows: list[dict[str, Any]] = []
+    all_hosts: dict[str, dict[str, Any]] = {}
     for point in plan_.points:
         point_dir = out / "points" / point.id
         row: dict[str, Any] = {"id": point.id, "overrides": point.overrides, "label": point.label, "metrics": {}}
@@ -191,10 +245,17 @@ def aggregate(out: Path) -> str:
             rows.append(row)
             continue
         summaries = []
+        hosts: list[dict[str, Any]] = []
         for rep in range(plan_.repetitions):
             run_dir = point_dir / f"rep{rep}"
             if (run_dir / DONE_MARK).is_file():
                 summaries.append(read_json(run_dir / "summary.json", "summary"))
+                host = read_host(run_dir)
+                if host is not None:
+                    hosts.append(host)
+                    all_hosts[str(host.get("hostname"))] = host
+        _check_hosts(point, hosts, mix_hosts)
+        row["hosts"] = sorted({str(h.get("hostname")) for h in hosts})
         row["status"] = f"{len(summaries)}/{plan_.repetitions} repetitions"
         row["repetitions"] = len(summaries)
         for metric in plan_.metrics:
@@ -203,7 +264,10 @@ def aggregate(out: Path) -> str:
                 m, ci = mean_ci95(values)
                 row["metrics"][metric] = {"mean": m, "ci95": ci, "n": len(values), "values": values}
         rows.append(row)
-    write_json(out / "sweep.json", "sweep", {"name": plan_.name, "metrics": plan_.metrics, "points": rows})
+    hosts_summary = {name: {k: h.get(k) for k in ("kernel", "cpus", "bbrctl_version", "algorithms_sha256")}
+                     for name, h in sorted(all_hosts.items())}
+    write_json(out / "sweep.json", "sweep", {"name": plan_.name, "metrics": plan_.metrics, "points": rows,
+                                             "hosts": hosts_summary})
     keys = sorted({k for p in plan_.points for k in p.overrides})
     with (out / "sweep.csv").open("w", newline="") as fh:
         writer = csv.writer(fh)
@@ -217,13 +281,15 @@ def aggregate(out: Path) -> str:
                     extra = [stat["mean"], "" if stat["ci95"] is None else stat["ci95"], stat["n"]]
                 cells += extra
             writer.writerow(cells)
-    text = sweep_table(plan_, rows)
+    text = sweep_table(plan_, rows, hosts_summary)
     (out / "table.txt").write_text(text + "\n")
     return text
 
 
-def sweep_table(plan_: Plan, rows: list[dict[str, Any]]) -> str:
-    header = ["point"] + [m.split(".", 1)[1] for m in plan_.metrics] + ["status"]
+def sweep_table(plan_: Plan, rows: list[dict[str, Any]], hosts: dict[str, dict[str, Any]]) -> str:
+    """The console table; a sweep whose runs came from more than one host names them per point and below."""
+    mixed = len(hosts) > 1
+    header = ["point"] + [m.split(".", 1)[1] for m in plan_.metrics] + ["status"] + (["hosts"] if mixed else [])
     body: list[list[str | None]] = []
     for row in rows:
         cells: list[str | None] = [row["label"]]
@@ -231,8 +297,14 @@ def sweep_table(plan_: Plan, rows: list[dict[str, Any]]) -> str:
             stat = row["metrics"].get(m)
             cells.append(None if stat is None else format_mean(stat["mean"], stat["ci95"]))
         cells.append(row["status"])
+        if mixed:
+            cells.append(", ".join(row.get("hosts", [])))
         body.append(cells)
-    return tables.text(header, body) + "\n(mean ± 95% confidence half-width over repetitions)"
+    text = tables.text(header, body) + "\n(mean ± 95% confidence half-width over repetitions)"
+    if mixed:
+        text += "\nhosts: " + "; ".join(f"{name} (kernel {h['kernel']}, {h['cpus']} CPUs, {h['bbrctl_version']})"
+                                        for name, h in hosts.items())
+    return text
 
 
 def format_mean(mean: float, ci95: float | None) -> str:

@@ -20,11 +20,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import HarnessError
 from ..scenario import SCENARIO_DIR, ScenarioError, prepare_raw
 from .papers import SUFFIX as PAPER_SUFFIX
+
+if TYPE_CHECKING:
+    from ..experiments.sweep import Executor
 
 log = logging.getLogger(__name__)
 REPRO_DIR = SCENARIO_DIR / "repro"
@@ -113,7 +116,8 @@ def plans(selected: list[Experiment], profile: str) -> list[tuple[Experiment, An
     return out
 
 
-def run_all(profile: str, only: Sequence[str], out: Path, repo: Path, command: str) -> Path:
+def run_all(profile: str, only: Sequence[str], out: Path, repo: Path, command: str,
+            executor: Executor | None = None, mix_hosts: bool = False) -> Path:
     from ..experiments import sweep
     from ..testbed import system
     selected = select(experiments(), only)
@@ -124,7 +128,7 @@ def run_all(profile: str, only: Sequence[str], out: Path, repo: Path, command: s
     log.info("reproduce: %d experiment(s), %d run(s), profile %s, results in %s", len(planned), total, profile, out)
     for e, plan_ in planned:
         log.info("== %s", e.key)
-        sweep.run_sweep(plan_, out / e.seed / e.name, catalog)
+        sweep.run_sweep(plan_, out / e.seed / e.name, catalog, executor, mix_hosts)
     _finish(out, meta)
     return report_only(out)
 

@@ -24,6 +24,7 @@ from ..scenario import Scenario
 from . import delayline
 from . import netns as procs
 from .emulation import Emulation, check_runnable
+from .host import write_host
 from .netns import Namespaces, ProcessGroup, RunState, remove_netns
 from .sampling import FlowSampler, QueueSampler, TraceRecorder
 from .system import bbrctl, bbrkit_attached, bbrkit_params, bbrkit_without_trace, format_param
@@ -181,6 +182,7 @@ def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit:
 
     bbrkit: the names of bbrkit algorithms (from the catalog the scenario was validated against)."""
     cleanup_stale()
+    load_start = os.getloadavg()
     out_dir.mkdir(parents=True, exist_ok=True)
     raw_dir = out_dir / "raw"
     raw_dir.mkdir(exist_ok=True)
@@ -234,6 +236,7 @@ def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit:
                     bar.update(min(seconds, int(time.monotonic() - t0)) - bar.n)
 
                 traffic.run(t0, on_tick=tick)
+            write_host(out_dir, load_start)
     finally:
         with signals_deferred():
             steps: list[tuple[str, Callable[[], None]]] = [
