@@ -36,7 +36,7 @@ DELAY_BIN := $(if $(DELAY_SRCS),$(BUILD)/bbrkit-delay)
 # Test-only: the lockstep check of bbr1 against the kernel's BBR. Outside bpf/, so it never joins
 # the algorithm table; its own small loader registers it only while it runs.
 LOCKSTEP_BIN := $(BUILD)/bbrkit-lockstep
-LOCKSTEP_SRCS := $(wildcard tests/lockstep/*.c tests/lockstep/*.h)
+LOCKSTEP_SRCS := $(wildcard tests/lockstep/*.c tests/lockstep/*.h) include/kernel_bbr_tool.h
 
 # Benchmark-only: bbr_floor, the kernel's BBR behind struct_ops (the overhead benchmark's floor).
 # Outside bpf/ for the same reason; bbrkit-floor registers it while it runs.
@@ -157,7 +157,7 @@ $(BUILD)/floor/bbr_floor.skel.h: $(BUILD)/floor/bbr_floor.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name bbr_floor > $@
 
-$(FLOOR_BIN): bench/floor/floor.c $(BUILD)/floor/bbr_floor.skel.h
+$(FLOOR_BIN): bench/floor/floor.c $(BUILD)/floor/bbr_floor.skel.h include/kernel_bbr_tool.h
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LOADER_CFLAGS) -I$(BUILD)/floor $< $(LIBBPF_LIBS) -o $@
 

@@ -23,11 +23,13 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#define TOOL_NAME "bbrkit-lockstep"
+#include "kernel_bbr_tool.h"
+
 #include "lockstep.h"
 #include "bbr_lockstep.skel.h"
 
 #define CC_NAME "bbr_lockstep"
-#define EXIT_UNSUPPORTED 2
 #define POLL_MS 100 /* how long a poll waits for records before checking for a signal */
 
 static const char *const callback_names[LS_CB_COUNT] = {
@@ -46,54 +48,8 @@ static const char *const coverage_names[LS_COV_COUNT] = {
 
 static const char *const mode_names[LS_MODES] = { "STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT" };
 
-static volatile sig_atomic_t stop;
-static bool verbose;
 static FILE *records_out;
 static unsigned long long records_written;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
-
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "bbrkit-lockstep: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (!verbose && level != LIBBPF_WARN)
-		return 0;
-	return vfprintf(stderr, fmt, ap);
-}
-
-/* The kernel's BBR is callable when its kfunc is in the kernel's BTF, or in tcp_bbr's when BBR is a
- * loaded module; the load would fail otherwise.
- */
-static bool kernel_bbr_callable(void)
-{
-	struct btf *vmlinux = btf__load_vmlinux_btf(), *module;
-	bool found;
-
-	if (!vmlinux)
-		return false;
-	found = btf__find_by_name_kind(vmlinux, "bbr_main", BTF_KIND_FUNC) >= 0;
-	if (!found) {
-		module = btf__load_module_btf("tcp_bbr", vmlinux);
-		found = module && btf__find_by_name_kind(module, "bbr_main", BTF_KIND_FUNC) >= 0;
-		btf__free(module);
-	}
-	btf__free(vmlinux);
-	return found;
-}
 
 static bool already_registered(void)
 {
@@ -190,36 +146,29 @@ int main(int argc, char **argv)
 	struct bpf_link *link = NULL;
 	struct ring_buffer *rb = NULL;
 	const char *records_path = NULL;
-	struct sigaction sa = { .sa_handler = on_signal };
-	int i, err, ret = 1;
+	struct sigaction sa = { .sa_handler = tool_on_signal };
+	int i, err, ret = 1, unavailable;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-v"))
-			verbose = true;
+			tool_verbose = true;
 		else if (!strcmp(argv[i], "--records") && i + 1 < argc)
 			records_path = argv[++i];
 		else
 			return usage();
 	}
-	libbpf_set_print(libbpf_print);
+	libbpf_set_print(tool_libbpf_print);
 
-	if (geteuid() != 0) {
-		fail("needs root (it registers a congestion control)");
-		return 1;
-	}
-	if (!kernel_bbr_callable()) {
-		fail("this kernel's BBR is not callable from BPF (no bbr_main kfunc in the BTF of the kernel or "
-		     "a loaded tcp_bbr module): check skipped");
-		return EXIT_UNSUPPORTED;
-	}
+	if ((unavailable = tool_preflight()))
+		return unavailable;
 	if (already_registered()) {
-		fail("%s is already registered: another lockstep run is active", CC_NAME);
+		tool_fail("%s is already registered: another lockstep run is active", CC_NAME);
 		return 1;
 	}
 	if (records_path) {
 		records_out = fopen(records_path, "w");
 		if (!records_out) {
-			fail("cannot write %s: %s", records_path, strerror(errno));
+			tool_fail("cannot write %s: %s", records_path, strerror(errno));
 			return 1;
 		}
 	}
@@ -228,26 +177,26 @@ int main(int argc, char **argv)
 
 	skel = bbr_lockstep__open_and_load();
 	if (!skel) {
-		fail("cannot load %s: %s (-v shows the verifier log)", CC_NAME, strerror(errno));
+		tool_fail("cannot load %s: %s (-v shows the verifier log)", CC_NAME, strerror(errno));
 		goto out;
 	}
 	rb = ring_buffer__new(bpf_map__fd(skel->maps.records), on_record, NULL, NULL);
 	if (!rb) {
-		fail("cannot open the record ring buffer: %s", strerror(errno));
+		tool_fail("cannot open the record ring buffer: %s", strerror(errno));
 		goto out;
 	}
 	link = bpf_map__attach_struct_ops(skel->maps.lockstep);
 	if (!link) {
-		fail("cannot register %s: %s", CC_NAME, strerror(errno));
+		tool_fail("cannot register %s: %s", CC_NAME, strerror(errno));
 		goto out;
 	}
 	printf("ready\n");
 	fflush(stdout);
 
-	while (!stop) {
+	while (!tool_stop) {
 		err = ring_buffer__poll(rb, POLL_MS);
 		if (err < 0 && err != -EINTR) {
-			fail("reading records: %s", strerror(-err));
+			tool_fail("reading records: %s", strerror(-err));
 			goto out;
 		}
 	}
@@ -262,7 +211,7 @@ out:
 	ring_buffer__free(rb);
 	bbr_lockstep__destroy(skel);
 	if (records_out && fclose(records_out)) {
-		fail("writing %s: %s", records_path, strerror(errno));
+		tool_fail("writing %s: %s", records_path, strerror(errno));
 		ret = 1;
 	}
 	return ret;
