@@ -40,6 +40,21 @@ def flows_mechanism(algo: str) -> str | None:
     return next(a for a in listed if a["name"] == algo).get("features", {}).get("flows")
 
 
+def flows_json(algo: str, netns: int) -> list[dict]:
+    """The algorithm's live flows in one network namespace (other tests or benchmarks may run)."""
+    flows = json.loads(bbrctl("flows", "--json", algo).stdout)["flows"]
+    return [f for f in flows if f["netns"] == netns]
+
+
+def wait_for_flow(algo: str, netns: int, timeout: float = 5.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for flow in flows_json(algo, netns):
+            return flow
+        time.sleep(0.2)
+    raise AssertionError(f"no {algo} flow in netns {netns} in `bbrctl flows`")
+
+
 def available_ccs() -> list[str]:
     return Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from netutil import BBRCTL, available_ccs, bbrctl, iperf_pair, iperf_result
+from netutil import BBRCTL, available_ccs, bbrctl, flows_json, iperf_pair, iperf_result
 
 pytestmark = pytest.mark.net
 
@@ -23,10 +23,6 @@ V3_KEYS = {"bw_phase", "bw_hi_bps", "bw_lo_bps", "inflight_hi", "inflight_lo", "
            "ecn_alpha"}
 
 
-def _flows(algo: str, netns: int) -> list[dict]:
-    return [f for f in json.loads(bbrctl("flows", "--json", algo).stdout)["flows"] if f["netns"] == netns]
-
-
 @pytest.mark.parametrize("algo", ALGOS)
 def test_fills_the_bottleneck_and_shows_v3_state(algo: str, flows_via: str, attach, netpair) -> None:
     attach(algo)
@@ -35,7 +31,7 @@ def test_fills_the_bottleneck_and_shows_v3_state(algo: str, flows_via: str, atta
     client = iperf_pair(pair, algo, seconds=6)
     netns = pair.netns_inode(pair.sender)
     time.sleep(3)
-    seen = _flows(algo, netns)
+    seen = flows_json(algo, netns)
     assert seen, f"no {algo} flow in `bbrctl flows`"
     flow = seen[0]
     assert V3_KEYS <= flow.keys()

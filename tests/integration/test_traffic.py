@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from netutil import BBRCTL, available_ccs, bbrctl, iperf_pair, iperf_result
+from netutil import BBRCTL, available_ccs, bbrctl, flows_json, iperf_pair, iperf_result, wait_for_flow
 
 pytestmark = pytest.mark.net
 
@@ -18,21 +18,6 @@ ALGOS = ["bbr1", "bbr_rttgain", "bbr_acd"]
 RATE_MBIT = 100
 RTT_MS = 20  # the seed papers' base RTT; on a sub-ms LAN the RTT-based gain collapses (see README)
 QUEUE_BYTES = 2 * RATE_MBIT * 1_000_000 // 8 * RTT_MS // 1000  # 2 x BDP at 100 Mbit/s
-
-
-def flows_json(algo: str, netns: int) -> list[dict]:
-    """The algorithm's live flows in one network namespace (other tests or benchmarks may run)."""
-    flows = json.loads(bbrctl("flows", "--json", algo).stdout)["flows"]
-    return [f for f in flows if f["netns"] == netns]
-
-
-def wait_for_flow(algo: str, netns: int, timeout: float = 5.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for flow in flows_json(algo, netns):
-            return flow
-        time.sleep(0.2)
-    raise AssertionError(f"no {algo} flow in netns {netns} in `bbrctl flows`")
 
 
 @pytest.mark.parametrize("algo", ALGOS)
