@@ -104,6 +104,7 @@ def attach(request: pytest.FixtureRequest) -> Iterator[Callable[[str], None]]:
 
 @pytest.fixture(scope="session", autouse=True)
 def _no_leftovers() -> Iterator[None]:
+    registered_before = set(available_ccs())
     yield
-    left = leftovers()
+    left = leftovers() + [f"congestion control {cc}" for cc in sorted(set(available_ccs()) - registered_before)]
     assert not left, f"tests left state behind: {left}"
