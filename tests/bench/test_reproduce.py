@@ -14,7 +14,7 @@ from bbrbench.errors import HarnessError
 from bbrbench.experiments import sweep
 from bbrbench.repro import papers, reproduce
 from bbrbench.results import write_json
-from bbrbench.scenario import ScenarioError, prepare_raw
+from bbrbench.scenario import ScenarioError, prepare_raw, validate
 from bbrbench.testbed import system
 from benchutil import run_cli
 
@@ -22,6 +22,11 @@ BBRKIT = {"bbr1", "bbr_rttgain", "bbr_acd"}
 # `make reproduce` must finish in about an hour; per-run set-up and tear-down measured at 2-4 s here.
 QUICK_BUDGET_S = 3600
 RUN_OVERHEAD_S = 4
+# The standard profile: the whole catalogue in about 4.5 h, every run three of BBRv1's 10 s PROBE_RTT
+# periods past the last flow's start (or the paper's run, if shorter), at least 3 repetitions.
+STANDARD_BUDGET_S = 4.75 * 3600
+PROBE_RTT_PERIODS_S = 3 * 10
+STANDARD_MIN_REPS = 3
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +69,33 @@ def test_quick_profile_is_labelled_and_fits_the_hour(catalog: Any) -> None:
         # testbed and seed 004 report single runs).
         assert sweep.plan(paper, catalog, [], None).duration_s >= plan.duration_s, e.key
     assert total_s <= QUICK_BUDGET_S, f"quick profile needs about {total_s / 60:.0f} min"
+
+
+def _after_last_start_s(raw: dict[str, Any], catalog: Any) -> tuple[float, bool]:
+    """Seconds the run goes on after its last flow starts, and whether its flows are sized (FCT runs)."""
+    scenario = validate(raw, catalog)
+    return (scenario.duration_s - max(f.start_s for f in scenario.flows),
+            any(f.bytes is not None for f in scenario.flows))
+
+
+def test_standard_profile_is_long_enough_and_fits_the_budget(catalog: Any) -> None:
+    total_s = 0.0
+    for e in reproduce.experiments():
+        standard = prepare_raw(e.path, "standard", [])
+        paper = prepare_raw(e.path, "paper", [])
+        assert "standard" in standard["description"], e.key
+        if standard["bottleneck"]["rate_mbit"] < paper["bottleneck"]["rate_mbit"]:
+            assert "scaled" in standard["description"], f"{e.key}: rate scaled down without saying so"
+        plan = sweep.plan(standard, catalog, [], None)
+        assert plan.repetitions >= STANDARD_MIN_REPS, e.key
+        paper_after_s, _ = _after_last_start_s(paper, catalog)
+        for point in plan.points:
+            after_s, sized = _after_last_start_s(sweep.point_raw(standard, point.overrides), catalog)
+            if not sized:  # a completion-time run ends with its flows, not at a time scale of BBR's
+                assert after_s >= min(PROBE_RTT_PERIODS_S, paper_after_s), f"{e.key} {point.label}"
+            duration = point.overrides.get("duration_s", standard["duration_s"])
+            total_s += plan.repetitions * (duration + RUN_OVERHEAD_S)
+    assert total_s <= STANDARD_BUDGET_S, f"standard profile needs about {total_s / 3600:.1f} h"
 
 
 def test_only_selects_seeds_and_experiments() -> None:

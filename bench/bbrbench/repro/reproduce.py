@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 REPRO_DIR = SCENARIO_DIR / "repro"
-PROFILES = ("quick", "paper")
+PROFILES = ("quick", "standard", "paper")
 META = "meta.json"
 
 
