@@ -405,11 +405,22 @@ SWEEP_KEYS = {"repetitions", "grid", "cases", "metrics"}
 AUTO_BURST_S = 0.001
 
 
+DEFAULT_DURATION_S = 30.0
+
+
+def time_after_last_start_s(raw: dict[str, Any]) -> float:
+    """Seconds a run of this (valid) scenario goes on after its last flow has started: duration_s minus
+    the latest start_s + (count - 1) * start_step_s over the flows (as _flows places them)."""
+    starts = [float(f.get("start_s", 0.0)) + (int(f.get("count", 1)) - 1) * float(f.get("start_step_s", 0.0))
+              for f in raw.get("flows", [])]
+    return float(raw.get("duration_s", DEFAULT_DURATION_S)) - max(starts, default=0.0)
+
+
 def validate(raw: dict[str, Any], catalog: AlgoCatalog) -> Scenario:
     top = _Table(raw, "", TOP_KEYS)
     name = top.string("name", "scenario")
     description = top.string("description", "")
-    duration_s = top.number("duration_s", 30.0, positive)
+    duration_s = top.number("duration_s", DEFAULT_DURATION_S, positive)
     sample_interval_ms = top.number("sample_interval_ms", 100.0, between(10, 10_000))
     queue_sample_hz = top.number("queue_sample_hz", 100.0, between(50, 1000))
     trace = top.boolean("trace", True)

@@ -1,5 +1,5 @@
-"""Statistics over repetitions, all from scipy.stats: Student's t intervals of means, a ratio of two means
-with its interval, least-squares regression and correlation."""
+"""Statistics over repetitions, all from scipy.stats: Student's t intervals of means, a ratio and a
+difference of two means with their intervals, least-squares regression and correlation."""
 
 from __future__ import annotations
 
@@ -57,6 +57,19 @@ def ratio_ci95(x: Sequence[float], y: Sequence[float]) -> Ratio:
     return Ratio(r, float(stats.t.ppf((1 + CONFIDENCE) / 2, df)) * math.sqrt(a1 + a2) / abs(my), df)
 
 
+def diff_ci95(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, float]:
+    """mean(x) - mean(y) of two independent samples with its 95% Welch interval: (difference, low, high)."""
+    if len(x) < 2 or len(y) < 2:
+        raise ValueError("need at least two values on each side for a confidence interval")
+    xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    d = float(xa.mean() - ya.mean())
+    if xa.var() == 0 and ya.var() == 0:
+        # Welch's t is undefined without spread; the samples pin the difference exactly.
+        return d, d, d
+    ci = stats.ttest_ind(xa, ya, equal_var=False).confidence_interval(CONFIDENCE)
+    return d, float(ci.low), float(ci.high)
+
+
 def regression(x: Sequence[float], y: Sequence[float]) -> dict[str, float | None]:
     """Least-squares y = a + b x with R² and the slope's two-sided p-value (None below three points or
     with x constant)."""
@@ -74,6 +87,13 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> float:
     if len(set(x)) < 2 or len(set(y)) < 2:
         raise ValueError("correlation undefined for a constant series")
     return float(stats.pearsonr(x, y)[0])
+
+
+def pearson_ci95(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, float]:
+    """Pearson's r with its 95% interval (Fisher's z; (-1, 1) with three points): (r, low, high)."""
+    r = pearson(x, y)
+    ci = stats.pearsonr(x, y).confidence_interval(CONFIDENCE)
+    return r, float(ci.low), float(ci.high)
 
 
 @dataclass(frozen=True)

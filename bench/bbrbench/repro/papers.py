@@ -1,7 +1,8 @@
 """What the seed papers report, read from the data files beside the scenarios: for an experiment
 `scenarios/repro/SEED/NAME.toml`, `NAME.paper.toml` holds its title, how sweep points map to a series and
 an x value, the measures to show, the paper's numbers (text where the paper gives only a figure or a
-sentence), its claims (each naming a check in claims.py) and why our set-up differs. Seed 004's model
+sentence), its claims (each naming a check in claims.py and the seconds of running after the last flow has started
+that the claim's mechanism needs, `needs_s`, with `why`) and why our set-up differs. Seed 004's model
 numbers are in its own files (share, loss, cubic-count)."""
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ from typing import Any
 
 from ..errors import HarnessError
 from ..scenario import SCENARIO_DIR
-from .claims import CHECKS, Check
+from .claims import CHECKS, Check, Lookup, Verdict, too_short
 
 REPRO_DIR = SCENARIO_DIR / "repro"
 SUFFIX = ".paper.toml"
 # In a data file's x arrays, "-" stands for a key the point does not set.
 UNSET = "-"
+CLAIM_KEYS = ("text", "check", "needs_s", "why")
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,12 @@ class Measure:
 class Claim:
     text: str
     check: Check
+    needs_s: float
+    why: str
+
+    def judge(self, lk: Lookup, run_s: float) -> Verdict:
+        """The check's verdict, unless the runs (run_s after their last flow starts) are too short."""
+        return too_short(self.needs_s, self.why, run_s) or self.check(lk)
 
 
 @dataclass(frozen=True)
@@ -70,10 +78,12 @@ def _load(path: Path) -> Spec:
         with path.open("rb") as fh:
             d = tomllib.load(fh)
         claims = []
-        for c in d.get("claims", []):
+        for i, c in enumerate(d.get("claims", [])):
+            if missing := [k for k in CLAIM_KEYS if k not in c]:
+                raise ValueError(f"claims[{i}]: missing {', '.join(missing)}")
             if c["check"] not in CHECKS:
                 raise KeyError(f"claims: no check named {c['check']!r}")
-            claims.append(Claim(c["text"], CHECKS[c["check"]]))
+            claims.append(Claim(c["text"], CHECKS[c["check"]], float(c["needs_s"]), c["why"]))
         return Spec(
             key=key, title=d["title"], order=d.get("order", 0),
             measures=[Measure(m["metric"], m["title"], float(m.get("scale", 1.0))) for m in d["measures"]],
@@ -83,7 +93,7 @@ def _load(path: Path) -> Spec:
             paper={(p["series"], _x(p["x"]) if "x" in p else None, p["metric"]): p["value"]
                    for p in d.get("paper", [])},
             claims=claims, notes=d.get("notes", ""))
-    except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError) as exc:
+    except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
         raise HarnessError(f"{path}: not a valid paper data file: {exc}") from None
 
 

@@ -2,12 +2,15 @@
 PNG figures, plus summary.json with every number the report shows.
 
 Inputs are the sweep directories `reproduce` wrote (plan.json and each repetition's summary.json); only
-finished repetitions count. Means carry 95% confidence half-widths (Student's t) over repetitions.
+finished repetitions count. Means carry 95% confidence half-widths (Student's t) over repetitions. Each
+claim's verdict follows the rule in claims.py, after a time-scale test: the runs must go on after their last
+flow starts for at least the seconds the claim's data file asks (`needs_s`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,9 +23,11 @@ import numpy as np  # noqa: E402
 
 from ..analysis import tables
 from ..analysis.sharemodel import l2_error, share_for_link  # noqa: E402
-from ..analysis.stats import mean_ci95, pearson, regression  # noqa: E402
-from ..experiments.sweep import DONE_MARK, NOT_RUNNABLE, metric_value  # noqa: E402
+from ..analysis.stats import mean_ci95, pearson_ci95, regression  # noqa: E402
+from ..experiments.sweep import DONE_MARK, NOT_RUNNABLE, metric_value, point_raw  # noqa: E402
 from ..results import read_json
+from ..scenario import time_after_last_start_s
+from .claims import MIN_N, Outcome, Stat, Verdict, too_short
 from .papers import Spec, scalar, seed004, spec_for, specs  # noqa: E402
 
 # Payload bytes per full-sized segment (1500 MTU minus IPv4, TCP and timestamp option headers).
@@ -33,6 +38,9 @@ MAX_PLOTTED_MEASURES = 3
 # Seed 004's path: 10 Mbit/s, 40 ms.
 SEED004_RATE_MBIT = 10.0
 SEED004_RTT_MS = 40.0
+# "Does not affect the share": a correlation weaker than this in magnitude.
+WEAK_CORRELATION = 0.5
+SMOKE_PROFILE = "quick"
 
 
 # ---------------------------------------------------------------- reading results
@@ -63,26 +71,12 @@ def value(summary: dict[str, Any], metric: str) -> float | None:
 
 
 @dataclass
-class Stat:
-    mean: float
-    ci95: float | None
-    n: int
-
-    def text(self, scale: float = 1.0) -> str:
-        m = self.mean * scale
-        if self.ci95 is None:
-            return f"{m:.3g} (n={self.n})"
-        return f"{m:.3g} ± {self.ci95 * scale:.2g} (n={self.n})"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"mean": self.mean, "ci95": self.ci95, "n": self.n}
-
-
-@dataclass
 class PointResult:
     overrides: dict[str, Any]
     label: str
     status: str
+    # Seconds the point's runs go on after their last flow starts.
+    after_last_start_s: float
     summaries: list[dict[str, Any]] = field(default_factory=list)
 
     def stat(self, metric: str) -> Stat | None:
@@ -90,7 +84,7 @@ class PointResult:
         if not values:
             return None
         m, ci = mean_ci95(values)
-        return Stat(m, ci, len(values))
+        return Stat(m, ci, len(values), tuple(values))
 
 
 def load_experiment(directory: Path) -> list[PointResult]:
@@ -99,15 +93,40 @@ def load_experiment(directory: Path) -> list[PointResult]:
     for p in plan["points"]:
         pdir = directory / "points" / p["id"]
         label = ", ".join(f"{k}={v}" for k, v in p["overrides"].items()) or "(base)"
+        after_s = time_after_last_start_s(point_raw(plan["raw"], p["overrides"]))
         if (pdir / NOT_RUNNABLE).is_file():
             why = (pdir / NOT_RUNNABLE).read_text().strip()
-            points.append(PointResult(p["overrides"], label, f"not runnable: {why}"))
+            points.append(PointResult(p["overrides"], label, f"not runnable: {why}", after_s))
             continue
         summaries = [read_json(pdir / f"rep{r}" / "summary.json", "summary")
                      for r in range(plan["repetitions"]) if (pdir / f"rep{r}" / DONE_MARK).is_file()]
         points.append(PointResult(p["overrides"], label, f"{len(summaries)}/{plan['repetitions']} repetitions",
-                                  summaries))
+                                  after_s, summaries))
     return points
+
+
+def after_last_start_s(points: list[PointResult]) -> float:
+    """An experiment's run time after the last flow starts: its shortest point's, so that a claim over
+    several points is tested only where every point ran long enough."""
+    return min((p.after_last_start_s for p in points), default=0.0)
+
+
+VERDICT_LABELS = {
+    Outcome.HOLDS: "**holds** on Linux here",
+    Outcome.FAILS: "**does not hold** on Linux here",
+    Outcome.UNDECIDED: "**undecided** (a 95% interval straddles the claim's boundary)",
+    Outcome.NOT_TESTABLE: "**not testable in this profile**",
+    Outcome.TOO_FEW_RUNS: "**not decided**",
+}
+
+
+def verdict_line(claim: str, v: Verdict) -> str:
+    head = VERDICT_LABELS[v.outcome]
+    if v.outcome is Outcome.NOT_TESTABLE:
+        return f"- {claim}: {head} ({v.text})."
+    if v.outcome is Outcome.TOO_FEW_RUNS:
+        head += f" (n = {v.min_n}, needs {MIN_N})"
+    return f"- {claim}: {head}: {v.text}."
 
 
 class Results:
@@ -131,10 +150,9 @@ class Results:
     def find(self, series: str, x: Any) -> PointResult | None:
         return next((p for p in self.points if self.series_of(p) == series and self.x_of(p) == scalar(x)), None)
 
-    def mean(self, series: str, x: Any, metric: str) -> float | None:
+    def stat(self, series: str, x: Any, metric: str) -> Stat | None:
         p = self.find(series, x)
-        s = p.stat(metric) if p else None
-        return s.mean if s else None
+        return p.stat(metric) if p else None
 
     def xs(self, series: str) -> list[Any]:
         return [self.x_of(p) for p in self.points if self.series_of(p) == series and p.summaries]
@@ -182,13 +200,14 @@ def experiment_section(spec: Spec, points: list[PointResult], fig_dir: Path,
         js["points"].append(point_js)
     lines += [tables.markdown(header, body, labels=2), "",
               "(ours: mean ± 95% confidence half-width over n repetitions)", ""]
+    run_s = after_last_start_s(points)
+    js["after_last_start_s"] = run_s
     if spec.claims:
-        lines += ["Claims:", ""]
+        lines += [f"Claims (runs go on for {run_s:g} s after their last flow starts):", ""]
         for c in spec.claims:
-            holds, measured = c.check(res)
-            verdict = {True: "**holds**", False: "**does not hold**", None: "**undecided** (too little data)"}[holds]
-            lines.append(f"- {c.text}: {verdict} on Linux here. Ours: {measured}.")
-            js["claims"].append({"claim": c.text, "holds": holds, "measured": measured})
+            v = c.judge(res, run_s)
+            lines.append(verdict_line(c.text, v))
+            js["claims"].append({"claim": c.text, "needs_s": c.needs_s, "why": c.why, "verdict": v.to_json()})
         lines.append("")
     figure = plot_experiment(res, fig_dir)
     if figure is not None:
@@ -282,25 +301,33 @@ def seed004_section(out: Path, fig_dir: Path, rel: str) -> tuple[list[str], dict
     share_rows = []
     for r in rows:
         m = r["measured"]
-        ours = Stat(m["mean"], m["ci95"], m["n"]).text() if m else "-"
-        share_rows.append([str(r["n_bbr"]), f"{r['queue_bdp']:g}", f"{r['model']:.3f}", ours, r["status"]])
+        measured = Stat(m["mean"], m["ci95"], m["n"]).text() if m else "-"
+        share_rows.append([str(r["n_bbr"]), f"{r['queue_bdp']:g}", f"{r['model']:.3f}", measured, r["status"]])
     lines += [tables.markdown(["BBR flows", "queue (BDP)", "model share", "measured BBR share", "status"],
                               share_rows, labels=0),
-              "", "Per-N L2 error over the queue sizes (the seed's Table 2; ours over our queue sizes only):", ""]
+              "", "Per-N L2 error between the model and the measured mean share, over the queue sizes run for "
+              "that N (the seed's Table 2 beside ours). L2 grows with the number of queue sizes it sums over, so "
+              "each side also gives the root mean square per queue size, L2 / sqrt(count), which compares "
+              "unequal sets:", ""]
+    paper = seed004("share")
+    paper_l2, paper_queues = paper["l2"], paper["queues_bdp"]
+    paper_sqrt_k = math.sqrt(len(paper_queues))
+    per_n = per_n_l2(rows)
     l2_rows: list[list[Any]] = []
-    paper_l2 = seed004("share")["l2"]
-    l2: dict[int, float] = {}
-    for n in sorted({r["n_bbr"] for r in rows}):
-        mine = [r for r in rows if r["n_bbr"] == n and r["measured"]]
-        if mine:
-            l2[n] = l2_error([r["model"] for r in mine], [r["measured"]["mean"] for r in mine])
-        paper = paper_l2.get(n)
-        queues = ", ".join(f"{r['queue_bdp']:g}" for r in mine)
-        ours = f"{l2[n]:.3f}" if n in l2 else "-"
-        l2_rows.append([str(n), paper, ours, queues])
-    js["l2"] = l2
-    l2_rows += [[str(n), paper_l2[n], "not run in this profile", ""] for n in sorted(paper_l2) if n not in l2]
-    lines += [tables.markdown(["BBR flows", "paper L2", "ours L2", "queue sizes"], l2_rows, labels=0), ""]
+    for count in sorted(set(paper_l2) | set(per_n)):
+        p_l2 = paper_l2.get(count)
+        p_cells = ["-", "-"] if p_l2 is None else [f"{p_l2:.3f}", f"{p_l2 / paper_sqrt_k:.3f}"]
+        if count in per_n:
+            o = per_n[count]
+            o_cells = [f"{o.l2:.3f}", f"{o.rms:.3f}", ", ".join(f"{q:g}" for q in o.queues_bdp)]
+        else:
+            o_cells = ["not run in this profile", "-", "-"]
+        l2_rows.append([str(count)] + p_cells + o_cells)
+    js["l2"] = {count: {"paper": paper_l2.get(count), "ours": o.l2, "ours_rms": o.rms, "queues_bdp": o.queues_bdp}
+                for count, o in per_n.items()}
+    queues = ", ".join(f"{q:g}" for q in paper_queues)
+    lines += [tables.markdown(["BBR flows", f"paper L2 ({queues} BDP)", "paper RMS", "ours L2", "ours RMS",
+                               "our queue sizes (BDP)"], l2_rows, labels=0), ""]
     if rows:
         fig = _plot_share(rows, fig_dir)
         lines += [f"![seed 004 model vs measured]({rel}/{fig.name})", ""]
@@ -315,15 +342,17 @@ def seed004_section(out: Path, fig_dir: Path, rel: str) -> tuple[list[str], dict
                 cx.append(float(p.overrides.get("flows.1.count", 1)))
                 cy.append(v)
     reg = regression(cx, cy)
-    corr: float | None
+    corr: tuple[float, float, float] | None
     try:
-        corr = pearson(cx, cy)
+        corr = pearson_ci95(cx, cy)
     except ValueError:
         corr = None
-    js["cubic_count"] = {"pearson": corr, "regression": reg, "points": list(zip(cx, cy))}
+    js["cubic_count"] = {"pearson": corr[0] if corr else None, "pearson_ci95": corr[1:] if corr else None,
+                         "regression": reg, "points": list(zip(cx, cy))}
     paper = seed004("cubic-count")
+    r_text = "-" if corr is None else f"{corr[0]:.3g} (95% CI {corr[1]:.2g} to {corr[2]:.2g})"
     lines += [tables.markdown(["statistic", "paper", "ours"], [
-        ["Pearson r (share vs CUBIC count)", paper["pearson"], _f(corr)],
+        ["Pearson r (share vs CUBIC count)", paper["pearson"], r_text],
         ["single-factor regression slope per CUBIC flow", None, _f(reg["slope"])],
         ["R²", paper["r2"], _f(reg["r2"])],
         ["slope p-value", paper["slope_p"], _f(reg["p"])],
@@ -331,18 +360,11 @@ def seed004_section(out: Path, fig_dir: Path, rel: str) -> tuple[list[str], dict
     for p in cubic:
         s = p.stat("algo.bbr.share")
         lines.append(f"- {p.label}: BBR share {s.text() if s else '-'} ({p.status})")
-    # A verdict needs effect size and significance together: a strong correlation that is not
-    # significant (a handful of runs) decides nothing either way.
-    holds: bool | None = None
-    if corr is not None and reg["p"] is not None:
-        if abs(corr) < 0.5:
-            holds = True
-        elif reg["p"] <= 0.05:
-            holds = False
-    undecided = "**undecided** (a strong correlation, not significant over so few runs)"
-    lines += ["", f"Claim \"the CUBIC count does not affect BBR's share\": "
-              f"{ {True: '**holds**', False: '**does not hold**', None: undecided}[holds] } on Linux here.", ""]
-    js["cubic_count"]["holds"] = holds
+    run_s = after_last_start_s(cubic)
+    verdict = cubic_count_verdict(corr, len(cx), too_short(paper["needs_s"], paper["why"], run_s))
+    lines += ["", f"Runs go on for {run_s:g} s after their last flow starts.", "",
+              verdict_line("The CUBIC count does not affect BBR's share", verdict), ""]
+    js["cubic_count"].update(after_last_start_s=run_s, verdict=verdict.to_json())
 
     lines += ["Random loss (the seed's Table 4: sum of lossy minus loss-free share; one flow mix here, 9 + 9):", ""]
     loss_rows: list[list[Any]] = []
@@ -368,6 +390,47 @@ def seed004_section(out: Path, fig_dir: Path, rel: str) -> tuple[list[str], dict
               "queue sizes, so per-N errors sum over fewer queue sizes than the seed's seven. The model's d "
               "is taken as the run's duration.", ""]
     return lines, js
+
+
+@dataclass(frozen=True)
+class PerN:
+    """One BBR count's L2 error between model and measured mean shares over the queue sizes run for it."""
+
+    l2: float
+    queues_bdp: list[float]
+
+    @property
+    def rms(self) -> float:
+        return self.l2 / math.sqrt(len(self.queues_bdp))
+
+
+def per_n_l2(rows: list[dict[str, Any]]) -> dict[int, PerN]:
+    """Seed 004's Table 2 for our rows (n_bbr, queue_bdp, model, measured): one L2 error per BBR count."""
+    out: dict[int, PerN] = {}
+    for n in sorted({r["n_bbr"] for r in rows}):
+        mine = [r for r in rows if r["n_bbr"] == n and r["measured"]]
+        if mine:
+            out[n] = PerN(l2_error([r["model"] for r in mine], [r["measured"]["mean"] for r in mine]),
+                          [r["queue_bdp"] for r in mine])
+    return out
+
+
+def cubic_count_verdict(corr: tuple[float, float, float] | None, runs: int, short: Verdict | None) -> Verdict:
+    """"The CUBIC count does not affect the share": holds when r's 95% interval lies inside
+    (-WEAK_CORRELATION, WEAK_CORRELATION), does not hold when it lies wholly beyond one of them."""
+    if short is not None:
+        return short
+    if runs < MIN_N:
+        return Verdict(Outcome.TOO_FEW_RUNS, f"{runs} runs over the CUBIC counts", runs)
+    if corr is None:
+        return Verdict(Outcome.UNDECIDED, "Pearson r undefined: the CUBIC count or the share does not vary")
+    r, low, high = corr
+    iv = f"Pearson r {r:.2f}, 95% CI {low:.2f} to {high:.2f} (n = {runs} runs)"
+    if -WEAK_CORRELATION < low and high < WEAK_CORRELATION:
+        return Verdict(Outcome.HOLDS, f"{iv}, inside ±{WEAK_CORRELATION:g}")
+    if low >= WEAK_CORRELATION or high <= -WEAK_CORRELATION:
+        return Verdict(Outcome.FAILS, f"{iv}, beyond ±{WEAK_CORRELATION:g}")
+    return Verdict(Outcome.UNDECIDED, f"{iv}, straddles ±{WEAK_CORRELATION:g}")
 
 
 def _f(v: float | None) -> str:
@@ -402,23 +465,57 @@ def _plot_share(rows: list[dict[str, Any]], fig_dir: Path) -> Path:
 # ---------------------------------------------------------------- the whole report
 
 
+RULE = (
+    "How a claim is judged. (1) Time scale: each claim's data file names the seconds of running after the last "
+    "flow has started that the mechanism behind it needs (e.g. 3 PROBE_RTT periods: 30 s for BBRv1, 15 s for "
+    "BBRv2/v3); where an experiment's shortest point runs for less, the claim is **not testable in this "
+    f"profile**, whatever the numbers say. (2) Repetitions: every mean a claim uses needs n >= {MIN_N}; otherwise "
+    "it is **not decided**. (3) Intervals: a comparison decides only when its 95% interval lies entirely on "
+    "one side of the claim's boundary: Student's t for a single mean, the delta method with Welch's degrees "
+    "of freedom for a ratio of two means, Welch's interval for a difference of two means. Inside: **holds**; "
+    "wholly on the other side: **does not hold**; straddling it: **undecided**. (4) Several points (flow "
+    "counts, buffers, rates) or conditions: the claim holds if every one holds, does not hold if any one "
+    "decidedly fails, and otherwise stays undecided (or not decided, where a point lacks repetitions). Each "
+    "verdict quotes the intervals that decided it."
+)
+
+
+def _load_text(load: dict[str, Any] | None) -> str:
+    if not load or not load.get("samples"):
+        return "not recorded"
+    return f"{load['min']:.2f}-{load['mean']:.2f}-{load['max']:.2f} ({len(load['samples'])} samples)"
+
+
+def header_lines(meta: dict[str, Any]) -> list[str]:
+    """Title, smoke label for the quick profile, one line per invocation (command, revision, times, machine
+    load) and the verdict rule."""
+    profile = meta["profile"]
+    smoke = profile == SMOKE_PROFILE
+    title = "# Reproduction of the seed papers' experiments"
+    lines = [f"{title}: smoke result ({profile} profile)" if smoke else title, ""]
+    if smoke:
+        lines += [f"**Smoke result**: the {profile} profile's short runs and few repetitions test that every "
+                  "experiment runs and reports, not the papers' claims; its verdicts are mostly \"not testable\" "
+                  "or \"not decided\" by design.", ""]
+    lines += [f"Profile: **{profile}**. Produced by (machine load: 1-minute load average min-mean-max):", ""]
+    for r in meta.get("runs", []):
+        wall = f"{r['elapsed_s'] / 60:.1f} min" if "elapsed_s" in r else "-"
+        machine = f", kernel {r['kernel']}, {r['cpus']} CPUs" if "kernel" in r else ""
+        lines.append(f"- `{r['command']}` at revision `{r['revision']}`: {r['started']} - "
+                     f"{r.get('finished', 'interrupted')}, wall time {wall}, load {_load_text(r.get('load_1min'))}"
+                     f"{machine}")
+    lines += ["", "Each table puts the paper's number (or its words, where it gives only a figure) beside ours "
+              "(mean ± 95% confidence half-width over n repetitions; no interval with n = 1). BBRv2 is bbrkit's "
+              "bbr2. Scaled runs say so in their notes.", "", RULE, ""]
+    return lines
+
+
 def write_report(out: Path) -> Path:
     meta = json.loads((out / "meta.json").read_text())
     fig_dir = out / "figures"
     fig_dir.mkdir(exist_ok=True)
     rel = "figures"
-    runs = meta.get("runs", [])
-    lines = ["# Reproduction of the seed papers' experiments", "",
-             f"Profile: **{meta['profile']}**. Produced by:", ""]
-    for r in runs:
-        lines.append(f"- `{r['command']}` at revision `{r['revision']}`, {r['started']} - "
-                     f"{r.get('finished', 'interrupted')}"
-                     + (f" ({r['elapsed_s'] / 60:.1f} min)" if 'elapsed_s' in r else ""))
-    lines += ["", "Each table puts the paper's number (or its words, where it gives only a figure) beside ours "
-              "(mean ± 95% confidence half-width over n repetitions; no interval with n = 1). A claim "
-              "\"holds\" when our Linux numbers show the paper's effect in the direction and rough size it "
-              "states. BBRv2 is bbrkit's bbr2. Scaled quick-profile runs say so in "
-              "their notes.", ""]
+    lines = header_lines(meta)
     summary: dict[str, Any] = {"meta": meta, "experiments": {}}
     seeds = sorted(d.name for d in out.iterdir() if d.is_dir() and d.name.startswith("seed"))
     for seed in seeds:

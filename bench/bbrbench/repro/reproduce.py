@@ -2,7 +2,8 @@
 (one profile, resumable) and write a report that puts our numbers beside the papers'.
 
 Layout of the output directory:
-    meta.json                    profile, command, git revision, start and end of each invocation
+    meta.json                    profile; per invocation: command, git revision, start and end, kernel,
+                                 CPU count and the machine's 1-minute load average while it ran
     <seed>/<experiment>/         one sweep directory per scenario file (see sweep.py)
     report.md, figures/*.png     the report (repro/report.py); summary.json its numbers
 
@@ -14,11 +15,15 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import platform
 import shlex
+import statistics
 import subprocess
+import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +38,7 @@ log = logging.getLogger(__name__)
 REPRO_DIR = SCENARIO_DIR / "repro"
 PROFILES = ("quick", "standard", "paper")
 META = "meta.json"
+LOAD_SAMPLE_INTERVAL_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -81,17 +87,62 @@ def git_revision(repo: Path) -> str:
     return rev + ("-dirty" if dirty else "")
 
 
+@dataclass
+class LoadSampler:
+    """The 1-minute load average sampled in a background thread, once at start, every interval_s and once
+    at stop: other work on the machine during a reproduction shows in its record."""
+
+    interval_s: float = LOAD_SAMPLE_INTERVAL_S
+    read: Callable[[], float] = field(default=lambda: os.getloadavg()[0])
+    # (seconds since start, load average)
+    samples: list[tuple[float, float]] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    _t0: float = 0.0
+
+    def _sample(self) -> None:
+        self.samples.append((round(time.monotonic() - self._t0, 1), self.read()))
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self._sample()
+
+    def start(self) -> None:
+        self._t0 = time.monotonic()
+        self._sample()
+        self._thread = threading.Thread(target=self._loop, name="load-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._sample()
+
+    def record(self) -> dict[str, Any]:
+        loads = [v for _, v in self.samples]
+        return {"interval_s": self.interval_s, "min": min(loads), "mean": statistics.fmean(loads),
+                "max": max(loads), "samples": [list(s) for s in self.samples]}
+
+
 def _record(out: Path, profile: str, only: Sequence[str], command: str, repo: Path) -> dict[str, Any]:
     path = out / META
     meta: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {"profile": profile, "runs": []}
     if meta["profile"] != profile:
         raise HarnessError(f"{out} holds a {meta['profile']} reproduction; use another --out for {profile}")
     entry = {"command": command, "only": list(only), "revision": git_revision(repo),
-             "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "started_epoch": time.time()}
+             "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "started_epoch": time.time(),
+             "kernel": platform.release(), "cpus": os.cpu_count()}
     meta["runs"].append(entry)
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(meta, indent=2) + "\n")
     return meta
+
+
+def _save_load(out: Path, meta: dict[str, Any], load: LoadSampler) -> None:
+    """The invocation's load record, also when it was interrupted."""
+    meta["runs"][-1]["load_1min"] = load.record()
+    (out / META).write_text(json.dumps(meta, indent=2) + "\n")
 
 
 def _finish(out: Path, meta: dict[str, Any]) -> None:
@@ -126,9 +177,15 @@ def run_all(profile: str, only: Sequence[str], out: Path, repo: Path, command: s
     meta = _record(out, profile, only, command, repo)
     total = sum(len(p.points) * p.repetitions for _, p in planned)
     log.info("reproduce: %d experiment(s), %d run(s), profile %s, results in %s", len(planned), total, profile, out)
-    for e, plan_ in planned:
-        log.info("== %s", e.key)
-        sweep.run_sweep(plan_, out / e.seed / e.name, catalog, executor, mix_hosts)
+    load = LoadSampler()
+    load.start()
+    try:
+        for e, plan_ in planned:
+            log.info("== %s", e.key)
+            sweep.run_sweep(plan_, out / e.seed / e.name, catalog, executor, mix_hosts)
+    finally:
+        load.stop()
+        _save_load(out, meta, load)
     _finish(out, meta)
     return report_only(out)
 
