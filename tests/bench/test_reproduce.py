@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import platform
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +15,10 @@ import pytest
 from bbrbench.analysis import sharemodel, stats
 from bbrbench.errors import HarnessError
 from bbrbench.experiments import sweep
-from bbrbench.repro import papers, reproduce
+from bbrbench.repro import claims, papers, report, reproduce
+from bbrbench.repro.claims import Outcome, Stat
 from bbrbench.results import write_json
-from bbrbench.scenario import ScenarioError, prepare_raw, validate
+from bbrbench.scenario import ScenarioError, prepare_raw, time_after_last_start_s, validate
 from bbrbench.testbed import system
 from benchutil import run_cli
 
@@ -139,8 +143,13 @@ def _flow(label: str, algo: str, goodput: float, sent: int = 1_448_000, retrans:
     return {"label": label, "algo": algo, "goodput_mbps": goodput, "bytes_sent": sent, "bytes_retrans": retrans}
 
 
+def _raw(duration_s: float, flows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A plan's base scenario as far as the report reads it: the run time and the flows' starts."""
+    return {"duration_s": duration_s, "flows": flows or [{"algo": "bbr"}]}
+
+
 def _experiment(root: Path, key: str, duration_s: float, points: list[tuple[dict[str, Any], list[dict[str, Any]]]],
-                reps: int) -> None:
+                reps: int, flows: list[dict[str, Any]] | None = None) -> None:
     d = root / key
     plan_points = []
     for i, (overrides, summaries) in enumerate(points):
@@ -152,43 +161,47 @@ def _experiment(root: Path, key: str, duration_s: float, points: list[tuple[dict
             write_json(rd / "summary.json", "summary", s)
             (rd / sweep.DONE_MARK).write_text("")
     d.mkdir(parents=True, exist_ok=True)
-    write_json(d / "plan.json", "plan", {"name": key, "raw": {"duration_s": duration_s}, "points": plan_points,
+    write_json(d / "plan.json", "plan", {"name": key, "raw": _raw(duration_s, flows), "points": plan_points,
                                          "repetitions": reps, "metrics": [], "duration_s": duration_s})
+
+
+SEED004_FLOWS = [{"algo": "bbr", "label": "bbr"}, {"algo": "cubic", "label": "cubic"}]
 
 
 def _fake_tree(root: Path) -> dict[str, Any]:
     (root / "meta.json").write_text(json.dumps({"profile": "quick", "runs": [
         {"command": "bbrbench reproduce --profile quick", "revision": "abc123", "started": "t0", "finished": "t1",
-         "elapsed_s": 60.0}]}))
+         "elapsed_s": 60.0, "kernel": "6.18.0", "cpus": 2,
+         "load_1min": {"interval_s": 10, "min": 0.5, "mean": 1.25, "max": 2.0, "samples": [[0, 0.5], [10, 2.0]]}}]}))
     # Table 4.1: original BBR at 20 Mbit/s retransmits 30% and 32% in two repetitions; alpha 0.5 0.2%.
     t41 = []
     for label, algo, rates in (("bbr", "bbr", (0.30, 0.32)), ("rttgain_a0.5", "bbr_rttgain", (0.002, 0.002))):
         reps = [_summary([_flow(f"{label}#0", algo, 9.0)],
                          {"retrans_rate": r, "goodput_mbps": 18.0, "rtt_ms_mean": 30.0}) for r in rates]
         t41.append(({"flows.0.algo": algo, "flows.0.label": label, "bottleneck.rate_mbit": 20}, reps))
-    _experiment(root, "seed000/table4.1", 12, t41, 2)
+    _experiment(root, "seed000/table4.1", 12, t41, 2, [{"algo": "bbr", "count": 2, "start_step_s": 1.5}])
     # AQM point the kernel could not run.
     fig21 = root / "seed001/fig21"
     (fig21 / "points" / "p0").mkdir(parents=True)
     (fig21 / "points" / "p0" / sweep.NOT_RUNNABLE).write_text("bottleneck.aqm = 'fq_codel': no fq_codel qdisc\n")
-    write_json(fig21 / "plan.json", "plan", {"name": "fig21", "raw": {"duration_s": 10}, "repetitions": 1,
+    write_json(fig21 / "plan.json", "plan", {"name": "fig21", "raw": _raw(10), "repetitions": 1,
                                              "metrics": [], "duration_s": 10,
                                              "points": [{"id": "p0", "overrides": {"bottleneck.aqm": "fq_codel"}}]})
-    # Seed 004: measured BBR shares for N = 1 at three queue sizes, one repetition each.
-    measured = {0.5: 0.9, 1: 0.6, 4: 0.3}
-    share = [({"flows.0.count": 1, "bottleneck.buffer_bdp": q},
+    # Seed 004: measured BBR shares for N = 1 at three queue sizes and N = 5 at two, one repetition each.
+    measured = {(1, 0.5): 0.9, (1, 1): 0.6, (1, 4): 0.3, (5, 1): 0.8, (5, 4): 0.7}
+    share = [({"flows.0.count": n, "bottleneck.buffer_bdp": q},
               [_summary([_flow("bbr", "bbr", s * 10), _flow("cubic", "cubic", (1 - s) * 10)], {})])
-             for q, s in measured.items()]
-    _experiment(root, "seed004/share", 18, share, 1)
+             for (n, q), s in measured.items()]
+    _experiment(root, "seed004/share", 18, share, 1, SEED004_FLOWS)
     cubic_shares = {1: 0.50, 5: 0.52, 9: 0.47}
     cubic = [({"flows.1.count": m}, [_summary([_flow("bbr", "bbr", s * 10)] +
                                               [_flow(f"cubic#{k}", "cubic", (1 - s) * 10 / m) for k in range(m)], {})])
              for m, s in cubic_shares.items()]
-    _experiment(root, "seed004/cubic-count", 18, cubic, 1)
+    _experiment(root, "seed004/cubic-count", 18, cubic, 1, SEED004_FLOWS)
     loss = [({"bottleneck.loss_pct": p},
              [_summary([_flow("bbr", "bbr", s * 10), _flow("cubic", "cubic", (1 - s) * 10)], {})])
             for p, s in ((0, 0.4), (10, 0.7))]
-    _experiment(root, "seed004/loss", 18, loss, 1)
+    _experiment(root, "seed004/loss", 18, loss, 1, SEED004_FLOWS)
     return {"measured": measured, "cubic": cubic_shares}
 
 
@@ -196,20 +209,36 @@ def test_report_from_fixed_results(tmp_path: Path) -> None:
     truth = _fake_tree(tmp_path)
     path = reproduce.report_only(tmp_path)
     text = path.read_text()
-    assert "`bbrbench reproduce --profile quick` at revision `abc123`" in text
+    lines = text.splitlines()
+    assert "smoke result" in lines[0] and lines[2].startswith("**Smoke result**")
+    assert ("`bbrbench reproduce --profile quick` at revision `abc123`: t0 - t1, wall time 1.0 min, "
+            "load 0.50-1.25-2.00 (2 samples), kernel 6.18.0, 2 CPUs") in text
+    assert "needs n >= 3" in text and "entirely on one side of the claim's boundary" in text
     # Table 4.1: the paper's 36.3% beside our 31% ± t(1) x sd / sqrt(2) over two repetitions.
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines() if line.startswith("|")]
     row = next(r for r in rows if r[:2] == ["bbr", "20"])
     assert "36.3" in row and "31 ± 13 (n=2)" in row
     row = next(r for r in rows if r[:2] == ["rttgain_a0.5", "20"])
     assert "0.1" in row and "0.2 ± 0 (n=2)" in row
-    assert "RTT-gain BBR cuts it to a small fraction (about 0.1%): **holds**" in text
+    # 12 s runs whose second flow starts at 1.5 s are too short for a 30 s claim, whatever the means say.
+    assert ("RTT-gain BBR cuts it to a small fraction (about 0.1%): **not testable in this profile** (needs 30 s "
+            "after the last flow starts, runs give 10.5 s — a steady-state loss rate") in text
     assert "not runnable: bottleneck.aqm = 'fq_codel'" in text
     summary = json.loads((tmp_path / "summary.json").read_text())
-    # Seed 004: the L2 error the seed's way, against the model at the run's 18 s.
-    model = [sharemodel.share_for_link(1, q, 10, 40, 18) for q in truth["measured"]]
-    expected = math.sqrt(sum((m - o) ** 2 for m, o in zip(model, truth["measured"].values())))
-    assert summary["experiments"]["seed004"]["l2"]["1"] == pytest.approx(expected, rel=1e-9)
+    claim = summary["experiments"]["seed000/table4.1"]["claims"][1]
+    assert claim["needs_s"] == 30 and claim["verdict"]["outcome"] == "not testable"
+    # Seed 004: the L2 error the seed's way for each BBR count, against the model at the run's 18 s.
+    l2 = summary["experiments"]["seed004"]["l2"]
+    for n in (1, 5):
+        mine = {q: s for (k, q), s in truth["measured"].items() if k == n}
+        model = [sharemodel.share_for_link(n, q, 10, 40, 18) for q in mine]
+        expected = math.sqrt(sum((m - o) ** 2 for m, o in zip(model, mine.values())))
+        assert l2[str(n)]["ours"] == pytest.approx(expected, rel=1e-9)
+        assert l2[str(n)]["ours_rms"] == pytest.approx(expected / math.sqrt(len(mine)), rel=1e-9)
+        row = next(r for r in rows if r[0] == str(n) and len(r) == 6)
+        assert row[1] == f"{papers.seed004('share')['l2'][n]:.3f}" and row[3] == f"{expected:.3f}"
+        assert row[5] == ", ".join(f"{q:g}" for q in mine)
+    assert next(r for r in rows if r[0] == "9" and len(r) == 6)[3] == "not run in this profile"
     xs, ys = list(truth["cubic"]), list(truth["cubic"].values())
     cubic = summary["experiments"]["seed004"]["cubic_count"]
     assert cubic["pearson"] == pytest.approx(stats.pearson(xs, ys))
@@ -236,6 +265,183 @@ def test_paper_data_files_load_beside_their_scenarios(tmp_path: Path) -> None:
     assert table41 is not None and table41.paper[("bbr", 20, "total.retrans_rate")] == 36.3
     assert papers.seed004("share")["l2"][1] == 1.070
     broken = tmp_path / "x.paper.toml"
-    broken.write_text('title = "t"\nmeasures = []\n[[claims]]\ntext = "c"\ncheck = "nosuch"\n')
+    broken.write_text('title = "t"\nmeasures = []\n[[claims]]\ntext = "c"\ncheck = "nosuch"\nneeds_s = 1\nwhy = "w"\n')
     with pytest.raises(HarnessError, match="no check named 'nosuch'"):
         papers._load(broken)
+    broken.write_text('title = "t"\nmeasures = []\n[[claims]]\ntext = "c"\ncheck = "fig9"\n')
+    with pytest.raises(HarnessError, match="claims\\[0\\]: missing needs_s, why"):
+        papers._load(broken)
+    # Every claim carries its time scale.
+    assert all(c.needs_s > 0 and c.why for s in specs for c in s.claims)
+
+
+# ---------------------------------------------------------------- verdicts
+
+
+class FakeLookup:
+    """Aggregated results given directly: (series, x, metric) -> the repetitions' values."""
+
+    def __init__(self, data: dict[tuple[str, Any, str], list[float]]) -> None:
+        self.data = data
+
+    def stat(self, series: str, x: Any, metric: str) -> Stat | None:
+        values = self.data.get((series, x, metric))
+        if not values:
+            return None
+        m, ci = stats.mean_ci95(values)
+        return Stat(m, ci, len(values), tuple(values))
+
+    def xs(self, series: str) -> list[Any]:
+        return sorted({x for s, x, _ in self.data if s == series})
+
+    def x_name(self, x: Any) -> str:
+        return str(x)
+
+
+def _rtt(points: dict[int, tuple[list[float], list[float]]]) -> FakeLookup:
+    """Original and alpha 0.75 RTTs per flow count, for the "RTT-gain BBR roughly halves it" check."""
+    data: dict[tuple[str, Any, str], list[float]] = {}
+    for n, (bbr, gain) in points.items():
+        data[("bbr", n, claims.RTT)] = bbr
+        data[("rttgain_a0.75", n, claims.RTT)] = gain
+    return FakeLookup(data)
+
+
+BASE = [40.0, 41.0, 39.0]
+HALF = [20.0, 21.0, 19.0]
+SAME = [38.0, 39.0, 40.0]
+WIDE = [20.0, 40.0, 30.0]
+
+
+def test_verdict_outcomes_from_intervals() -> None:
+    held = claims.rtt_halved(_rtt({2: (BASE, HALF)}))
+    assert held.outcome is Outcome.HOLDS
+    r = stats.ratio_ci95(HALF, BASE)
+    assert held.text == (f"2 flows, alpha 0.75 / original RTT: ratio {r.ratio:.3g} ± {r.ci95:.2g} "
+                         "(95% CI, n = 3 each) <= 0.75")
+    failed = claims.rtt_halved(_rtt({2: (BASE, SAME)}))
+    assert failed.outcome is Outcome.FAILS and "> 0.75" in failed.text
+    # The ratio's interval (about 0.75 ± 0.6) straddles the boundary: neither way.
+    undecided = claims.rtt_halved(_rtt({2: (BASE, WIDE)}))
+    assert undecided.outcome is Outcome.UNDECIDED and "straddles 0.75" in undecided.text
+    few = claims.rtt_halved(_rtt({2: (BASE, HALF[:2])}))
+    assert few.outcome is Outcome.TOO_FEW_RUNS and few.min_n == 2
+    assert "not decided: n = 2, needs 3" in few.text
+    assert claims.rtt_halved(FakeLookup({})).outcome is Outcome.TOO_FEW_RUNS
+
+
+def test_not_testable_comes_before_the_numbers() -> None:
+    spec = papers.spec_for("seed000/fig4.12")
+    assert spec is not None
+    claim = next(c for c in spec.claims if c.check is claims.rtt_halved)
+    lk = _rtt({2: (BASE, HALF)})
+    short = claim.judge(lk, claim.needs_s - 0.5)
+    assert short.outcome is Outcome.NOT_TESTABLE
+    assert short.text.startswith(f"needs {claim.needs_s:g} s after the last flow starts, runs give "
+                                 f"{claim.needs_s - 0.5:g} s")
+    assert claim.judge(lk, claim.needs_s).outcome is Outcome.HOLDS
+    assert "**not testable in this profile** (needs" in report.verdict_line(claim.text, short)
+
+
+def test_several_points_combine() -> None:
+    def outcome(second: tuple[list[float], list[float]]) -> Outcome:
+        return claims.rtt_halved(_rtt({2: (BASE, HALF), 6: second})).outcome
+
+    assert outcome((BASE, HALF)) is Outcome.HOLDS
+    assert outcome((BASE, SAME)) is Outcome.FAILS
+    assert outcome((BASE, WIDE)) is Outcome.UNDECIDED
+    assert outcome((BASE, HALF[:1])) is Outcome.TOO_FEW_RUNS
+    # A decided failure stands even where another point lacks repetitions.
+    assert claims.rtt_halved(_rtt({2: (BASE, SAME), 6: (BASE, HALF[:1])})).outcome is Outcome.FAILS
+
+
+def test_difference_and_single_mean_checks() -> None:
+    # Smaller alpha, lower RTT: a Welch interval of the difference below 0.
+    lk = FakeLookup({("bbr", 2, claims.RTT): BASE, ("rttgain_a1", 2, claims.RTT): SAME,
+                     ("rttgain_a0.75", 2, claims.RTT): HALF})
+    order = claims.alpha_order(lk)
+    d, low, high = stats.diff_ci95(HALF, SAME)
+    assert order.outcome is Outcome.HOLDS and high <= 0
+    assert f"difference {d:.3g} ± {(high - low) / 2:.2g} ms (95% CI, n = 3 each) <= 0 ms" in order.text
+    # Original BBR's RTT / 20 ms: about 2 is inside 1.8-2.7.
+    assert claims.rtt_range(lk).outcome is Outcome.HOLDS
+    assert claims.rtt_range(FakeLookup({("bbr", 2, claims.RTT): HALF})).outcome is Outcome.FAILS
+
+
+def test_time_after_last_start_from_the_scenarios() -> None:
+    root = reproduce.REPRO_DIR
+    quick = prepare_raw(root / "seed000" / "fig4.12.toml", "quick", [])
+    # 12 s runs, flows 1.5 s apart: two flows leave 10.5 s, six 4.5 s.
+    assert time_after_last_start_s(sweep.point_raw(quick, {"flows.0.count": 2})) == 10.5
+    assert time_after_last_start_s(sweep.point_raw(quick, {"flows.0.count": 6})) == 4.5
+    # Seed 002's second sender starts five flows 1 s apart at 8 s (quick) or 55 s (paper).
+    assert time_after_last_start_s(prepare_raw(root / "seed002" / "testbed.toml", "quick", [])) == 8
+    assert time_after_last_start_s(prepare_raw(root / "seed002" / "testbed.toml", "paper", [])) == 241
+    assert time_after_last_start_s({"flows": [{"algo": "bbr"}]}) == 30
+
+
+def test_report_decides_on_long_runs(tmp_path: Path) -> None:
+    """Table 4.1 with three 60 s repetitions (second flow at 3 s): both claims decided."""
+    (tmp_path / "meta.json").write_text(json.dumps({"profile": "paper", "runs": [
+        {"command": "bbrbench reproduce", "revision": "abc", "started": "t0"}]}))
+    rates = {"bbr": (0.30, 0.31, 0.32), "rttgain_a0.75": (0.001, 0.0012, 0.0011),
+             "rttgain_a0.5": (0.002, 0.0021, 0.0019)}
+    points = [({"flows.0.label": label, "bottleneck.rate_mbit": 20},
+               [_summary([_flow(label, "bbr", 9.0)], {"retrans_rate": r}) for r in rs]) for label, rs in rates.items()]
+    _experiment(tmp_path, "seed000/table4.1", 60, points, 3, [{"algo": "bbr", "count": 2, "start_step_s": 3}])
+    text = reproduce.report_only(tmp_path).read_text()
+    assert text.startswith("# Reproduction of the seed papers' experiments\n") and "Smoke" not in text
+    assert "wall time -, load not recorded" in text
+    assert "Claims (runs go on for 57 s after their last flow starts):" in text
+    assert ("Original BBR has an extremely large retransmission rate (20-36%): **holds** on Linux here: "
+            "20 Mbit/s, original retransmissions: mean 31 ± 2.5% (95% CI, n = 3) >= 10%") in text
+    assert "RTT-gain BBR cuts it to a small fraction (about 0.1%): **holds** on Linux here" in text
+    verdicts = [c["verdict"]["outcome"] for c in
+                json.loads((tmp_path / "summary.json").read_text())["experiments"]["seed000/table4.1"]["claims"]]
+    assert verdicts == ["holds", "holds"]
+
+
+def test_per_n_l2() -> None:
+    rows = [{"n_bbr": n, "queue_bdp": q, "model": m, "measured": {"mean": o, "ci95": None, "n": 1} if o else None}
+            for n, q, m, o in ((1, 1, 1.0, 0.6), (1, 4, 0.6, 0.3), (5, 1, 1.0, 0.8), (5, 4, 0.7, None))]
+    per_n = report.per_n_l2(rows)
+    assert per_n[1].l2 == pytest.approx(0.5) and per_n[1].queues_bdp == [1, 4]
+    assert per_n[1].rms == pytest.approx(0.5 / math.sqrt(2))
+    assert per_n[5].l2 == pytest.approx(0.2) and per_n[5].queues_bdp == [1]
+
+
+# ---------------------------------------------------------------- load record
+
+
+def test_load_sampler_records_min_mean_max() -> None:
+    readings = iter([0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5])
+    sampler = reproduce.LoadSampler(interval_s=0.01, read=lambda: next(readings, 7.0))
+    sampler.start()
+    while len(sampler.samples) < 3:
+        time.sleep(0.005)
+    sampler.stop()
+    rec = sampler.record()
+    loads = [v for _, v in rec["samples"]]
+    assert len(loads) >= 4 and loads[:3] == [0.5, 1.5, 2.5]
+    assert rec["min"] == 0.5 and rec["max"] == max(loads) and rec["mean"] == pytest.approx(sum(loads) / len(loads))
+    assert [t for t, _ in rec["samples"]] == sorted(t for t, _ in rec["samples"])
+
+
+def test_run_all_records_load_kernel_and_cpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def sweep_that_waits(*_: Any) -> str:
+        time.sleep(0.05)
+        return ""
+
+    monkeypatch.setattr(system, "catalog", lambda: None)
+    empty = sweep.Plan(name="t", raw={}, points=[], repetitions=1, metrics=[], duration_s=1)
+    monkeypatch.setattr(reproduce, "plans", lambda selected, profile: [(selected[0], empty)])
+    monkeypatch.setattr(sweep, "run_sweep", sweep_that_waits)
+    monkeypatch.setattr(reproduce, "report_only", lambda out: out / "report.md")
+    sampler = reproduce.LoadSampler
+    monkeypatch.setattr(reproduce, "LoadSampler", lambda: sampler(interval_s=0.01, read=lambda: 1.0))
+    reproduce.run_all("quick", ["seed000/table4.1"], tmp_path, tmp_path, "bbrbench reproduce")
+    run = json.loads((tmp_path / reproduce.META).read_text())["runs"][0]
+    assert run["kernel"] == platform.release() and run["cpus"] == os.cpu_count()
+    assert run["load_1min"]["interval_s"] == 0.01 and len(run["load_1min"]["samples"]) >= 3
+    assert run["load_1min"]["min"] == run["load_1min"]["max"] == 1.0 and "finished" in run
+    assert "load 1.00-1.00-1.00" in "\n".join(report.header_lines({"profile": "quick", "runs": [run]}))

@@ -79,8 +79,8 @@ def too_short(needs_s: float, why: str, run_s: float) -> Verdict | None:
     has started (run_s), None when they are long enough."""
     if run_s >= needs_s:
         return None
-    return Verdict(Outcome.NOT_TESTABLE, f"needs {needs_s:g} s after the last flow starts ({why}), "
-                                         f"runs give {run_s:g} s")
+    return Verdict(Outcome.NOT_TESTABLE, f"needs {needs_s:g} s after the last flow starts, runs give {run_s:g} s "
+                                         f"— {why}")
 # (series, x, metric): one measure at one point.
 Key = tuple[str, Any, str]
 
@@ -116,7 +116,7 @@ class Interval:
         return f"{v * self.scale:.3g}{self.unit}"
 
     def __str__(self) -> str:
-        return (f"{self.what} {self.show(self.estimate)} ± {self.half * self.scale:.2g}{self.unit} "
+        return (f"{self.what} {self.estimate * self.scale:.3g} ± {self.half * self.scale:.2g}{self.unit} "
                 f"(95% CI, {self.n})")
 
 

@@ -261,7 +261,8 @@ def plot_experiment(res: Results, fig_dir: Path) -> Path | None:
         ax.set_xlabel(res.spec.x_title)
         ax.set_ylabel(m.title)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:  # a measure none of the points has draws nothing to label
+            ax.legend(fontsize=7)
     fig.suptitle(res.spec.title, fontsize=9)
     fig.tight_layout()
     path = fig_dir / (res.spec.key.replace("/", "_") + ".png")
