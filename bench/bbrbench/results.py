@@ -14,7 +14,7 @@ from .errors import HarnessError
 FLOW_FIELDS = [
     "t_s", "flow", "algo", "srtt_us", "rttvar_us", "min_rtt_us", "cwnd", "ssthresh", "bytes_sent", "bytes_retrans",
     "bytes_acked", "data_segs_out", "retrans", "lost", "unacked", "notsent_bytes", "pacing_rate_bps",
-    "delivery_rate_bps", "bw_bps", "pacing_gain", "cwnd_gain",
+    "delivery_rate_bps", "bw_bps", "pacing_gain", "cwnd_gain", "mss", "bbr_min_rtt_us",
 ]
 QUEUE_FIELDS = ["t_s", "backlog_bytes", "backlog_packets", "drops", "sent_bytes", "sent_packets"]
 

@@ -115,8 +115,9 @@ def test_parse_ss() -> None:
     assert a["srtt_us"] == 29114 and a["rttvar_us"] == 584
     assert (a["cwnd"], a["ssthresh"], a["bytes_retrans"], a["retrans"], a["lost"]) == (49, 42, 11584, 8, 2)
     assert a["pacing_rate_bps"] == 23394984 and a["delivery_rate_bps"] == pytest.approx(18.7e6)
-    assert a["notsent_bytes"] == 167968 and a["min_rtt_us"] == 6
+    assert a["notsent_bytes"] == 167968 and a["min_rtt_us"] == 6 and a["mss"] == 1448
     assert b["pacing_gain"] == pytest.approx(2.88672) and b["bw_bps"] == 891076864
+    assert b["bbr_min_rtt_us"] == 13
     assert parse_rate("1.5Gbps") == 1.5e9 and parse_rate("junk") is None
 
 

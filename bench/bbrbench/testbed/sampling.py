@@ -73,7 +73,7 @@ def parse_ss_info(line: str) -> dict[str, Any]:
         info["algo"] = tokens[0]
     ints = {"cwnd": "cwnd", "ssthresh": "ssthresh", "bytes_sent": "bytes_sent", "bytes_retrans": "bytes_retrans",
             "bytes_acked": "bytes_acked", "data_segs_out": "data_segs_out", "lost": "lost", "unacked": "unacked",
-            "notsent": "notsent_bytes"}
+            "notsent": "notsent_bytes", "mss": "mss"}
     i = 0
     while i < len(tokens):
         tok = tokens[i]
@@ -105,6 +105,8 @@ def _parse_bbr(value: str) -> dict[str, Any]:
         key, _, val = part.partition(":")
         if key == "bw":
             out["bw_bps"] = parse_rate(val)
+        elif key == "mrtt":  # BBR's own windowed min_rtt, unlike TCP's minrtt above
+            out["bbr_min_rtt_us"] = _ms_to_us(val)
         elif key in ("pacing_gain", "cwnd_gain"):
             out[key] = float(val)
     return out
