@@ -190,9 +190,12 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
 
 def cmd_overhead(args: argparse.Namespace) -> int:
     from .experiments import overhead
+    if args.pool:
+        _emit(overhead.pooled([Path(d) for d in args.pool]))
+        return 0
     _need_root()
     out = Path(args.out) if args.out else _default_out("overhead", "veth")
-    _emit(overhead.run(out, args.reps, args.seconds, args.algos, args.pin))
+    _emit(overhead.run(out, args.reps, args.seconds, args.algos, args.pin, not args.no_floor))
     _emit(f"results: {out}")
     return 0
 
@@ -346,6 +349,10 @@ def build_parser() -> argparse.ArgumentParser:
     ov.add_argument("--pin", action="store_true", help="iperf3 client on CPU 0, server on CPU 1")
     ov.add_argument("--seconds", type=int, default=8, help="length of each iperf3 run (default 8)")
     ov.add_argument("--out", help="results directory (default results/overhead-veth-TIME)")
+    ov.add_argument("--no-floor", action="store_true",
+                    help="leave bbr_floor out: only bbr1 (and ALGOs) against bbr, a third more pairs per hour")
+    ov.add_argument("--pool", nargs="+", metavar="DIR",
+                    help="run nothing: one table over the repetitions of these results directories")
     ov.set_defaults(func=cmd_overhead)
 
     ls = add("lockstep", "bbr1's core against the kernel's bbr, ACK by ACK, on live traffic")

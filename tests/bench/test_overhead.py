@@ -3,18 +3,24 @@ deltas, the rotated order's pairing into per-repetition ratios, and the summary'
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bbrbench.errors import HarnessError
 from bbrbench.experiments.overhead import (
     FLOOR,
+    RESULT_FILE,
     paired_ratio,
+    pooled,
     ratio_pairs,
     stats_delta,
     struct_ops_programs,
     summarise,
 )
+from bbrbench.results import write_json
 
 
 def _ops(name: str, state: str, progs: dict[str, int]) -> list[dict[str, Any]]:
@@ -60,6 +66,45 @@ def test_paired_ratios_cancel_load_that_drifts_between_repetitions() -> None:
     r = paired_ratio(runs, "bbr1", "bbr", lambda run: run["process_ns_per_byte"])
     assert r is not None and r["mean"] == pytest.approx(1.02) and r["ci95"] == pytest.approx(0.0, abs=1e-12)
     assert paired_ratio(runs, "bbr1", "bbr", lambda run: run["bpf_ns_per_byte"]) is None
+
+
+def test_paired_ratio_is_the_geometric_mean_so_noise_does_not_bias_it() -> None:
+    # Two repetitions where bbr1 is 25% dearer and then 20% cheaper: the same cost, as 1.25 x 0.8 = 1.
+    # The arithmetic mean of the ratios would say 1.025.
+    runs = [_run(0, "bbr", 1.0, None), _run(0, "bbr1", 1.25, 300.0),
+            _run(1, "bbr", 1.0, None), _run(1, "bbr1", 0.8, 300.0)]
+    r = paired_ratio(runs, "bbr1", "bbr", lambda run: run["process_ns_per_byte"])
+    assert r is not None and r["mean"] == pytest.approx(1.0)
+    assert r["low"] < 1.0 < r["high"] and r["ci95"] == pytest.approx(r["high"] - 1.0)
+    assert math.log(r["high"]) == pytest.approx(-math.log(r["low"]))
+
+
+def _results(path: Path, algos: list[str], reps: int, seconds: int = 4) -> Path:
+    runs = [_run(rep, a, 1.0 + 0.01 * i, None if a == "bbr" else 300.0)
+            for rep in range(reps) for i, a in enumerate(algos)]
+    path.mkdir()
+    write_json(path / RESULT_FILE, "overhead", {
+        "kernel": "k", "seconds": seconds, "pinned": False, "repetitions": reps,
+        "loadavg_1min_before_each_run": [0.5] * len(runs), "summary": {"algorithms": algos}, "runs": runs})
+    return path
+
+
+def test_pool_joins_runs_with_and_without_the_floor(tmp_path: Path) -> None:
+    with_floor = _results(tmp_path / "a", ["bbr", FLOOR, "bbr1"], 2)
+    without = _results(tmp_path / "b", ["bbr", "bbr1"], 3)
+    text = pooled([with_floor, without])
+    assert text.startswith("5 repetitions from 2 runs")
+    # bbr1/bbr over all five repetitions, the floor's ratios over the two that had it.
+    assert f"{FLOOR}/bbr" in text and "bbr1/bbr" in text
+
+
+def test_pool_refuses_unlike_runs(tmp_path: Path) -> None:
+    a = _results(tmp_path / "a", ["bbr", "bbr1"], 2, seconds=4)
+    b = _results(tmp_path / "b", ["bbr", "bbr1"], 2, seconds=8)
+    with pytest.raises(HarnessError, match="seconds 8 differs"):
+        pooled([a, b])
+    with pytest.raises(HarnessError, match="cannot read"):
+        pooled([tmp_path / "missing"])
 
 
 def test_summary_has_every_algorithm_metric_and_callback() -> None:

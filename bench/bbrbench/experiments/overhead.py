@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
+import math
 import os
 import platform
 import re
@@ -43,7 +44,7 @@ from typing import Any
 from ..analysis import tables
 from ..analysis.stats import mean_ci95
 from ..errors import HarnessError, NotRunnable
-from ..results import write_json
+from ..results import read_json, write_json
 from ..testbed import netns as procs
 from ..testbed.netns import Namespaces, ProcessGroup, RunState, command, find_binary
 from ..testbed.system import catalog
@@ -266,11 +267,22 @@ def paired(runs: list[dict[str, Any]], cand: str, ref: str,
 
 def paired_ratio(runs: list[dict[str, Any]], cand: str, ref: str,
                  value: Callable[[dict[str, Any]], float | None]) -> dict[str, Any] | None:
-    """cand / ref of `value`, paired by repetition."""
-    def ratio(c: dict[str, Any], r: dict[str, Any]) -> float | None:
+    """cand / ref of `value`, paired by repetition: the geometric mean of the per-repetition ratios with its
+    95% interval (Student's t on their logarithms). Run-to-run noise on this kind of machine is
+    multiplicative and large (15-20% per run), and the arithmetic mean of ratios is biased upwards by
+    about the square of that (E[1/y] > 1/E[y]): two runs of the same algorithm would average 1.02-1.04."""
+    def log_ratio(c: dict[str, Any], r: dict[str, Any]) -> float | None:
         x, y = value(c), value(r)
-        return x / y if x is not None and y else None
-    return paired(runs, cand, ref, ratio)
+        return math.log(x / y) if x is not None and y and x > 0 and y > 0 else None
+    logs = paired(runs, cand, ref, log_ratio)
+    if logs is None:
+        return None
+    mean = math.exp(logs["mean"])
+    if logs["ci95"] is None:
+        return {"mean": mean, "ci95": None, "n": logs["n"]}
+    low, high = math.exp(logs["mean"] - logs["ci95"]), math.exp(logs["mean"] + logs["ci95"])
+    # The interval is asymmetric around the geometric mean; its larger side is the one reported.
+    return {"mean": mean, "ci95": max(high - mean, mean - low), "low": low, "high": high, "n": logs["n"]}
 
 
 def own_logic_pct(c: dict[str, Any], r: dict[str, Any]) -> float | None:
@@ -356,14 +368,16 @@ def table(summary: dict[str, Any], load: Sequence[float]) -> str:
             " per-callback ns from the kernel's BPF run-time statistics)")
 
 
-def run(out: Path, reps: int, seconds: int, extra: Sequence[str] = (), pin: bool = False) -> str:
-    """Run bbr, bbr_floor, bbr1 and `extra` once per repetition, `reps` times; write overhead.json and raw/."""
+def run(out: Path, reps: int, seconds: int, extra: Sequence[str] = (), pin: bool = False,
+        floor: bool = True) -> str:
+    """Run bbr, bbr_floor, bbr1 and `extra` once per repetition, `reps` times; write overhead.json and raw/.
+    Without the floor a repetition is a third shorter: more pairs of bbr1 and bbr in the same time."""
     from ..testbed.runner import cleanup_stale, signals_deferred, signals_interrupt, undo_bbrkit, use_bbrkit
     if reps < 2:
         raise HarnessError(f"--reps: need at least 2 for a confidence interval (got {reps})")
     if seconds < 1:
         raise HarnessError(f"--seconds: must be >= 1 (got {seconds})")
-    algos = list(dict.fromkeys([REFERENCE, FLOOR, CANDIDATE, *extra]))
+    algos = list(dict.fromkeys([REFERENCE, *([FLOOR] if floor else []), CANDIDATE, *extra]))
     available = catalog()
     for algo in algos:
         if algo != FLOOR and algo not in available.kernel | available.bbrkit:
@@ -384,7 +398,8 @@ def run(out: Path, reps: int, seconds: int, extra: Sequence[str] = (), pin: bool
         with signals_interrupt(), bpf_run_time_stats():
             state.save()
             use_bbrkit({a: {} for a in algos if a in available.bbrkit}, state)
-            start_floor(group, out / f"{FLOOR_BINARY}.stderr")
+            if floor:
+                start_floor(group, out / f"{FLOOR_BINARY}.stderr")
             pair.build()
             for rep in range(reps):
                 shift = rep % len(algos)
@@ -403,3 +418,28 @@ def run(out: Path, reps: int, seconds: int, extra: Sequence[str] = (), pin: bool
         "cpus": os.cpu_count(), "seconds": seconds, "repetitions": reps, "pinned": pin,
         "loadavg_1min_before_each_run": load, "summary": summary, "runs": runs})
     return table(summary, load)
+
+
+def pooled(dirs: Sequence[Path]) -> str:
+    """One table over the repetitions of several runs of this benchmark, e.g. a long measurement made in
+    parts, some with the floor and some without (each ratio over the repetitions that have both sides).
+    Repetitions stay paired within their run; the runs must agree on kernel, run length and pinning, or
+    they would measure different things."""
+    if not dirs:
+        raise HarnessError("--pool: name at least one results directory")
+    loaded = [read_json(d / RESULT_FILE, "overhead") for d in dirs]
+    for d, data in zip(dirs[1:], loaded[1:]):
+        for key in ("kernel", "seconds", "pinned"):
+            if data.get(key) != loaded[0].get(key):
+                raise HarnessError(f"{d}: {key} {data.get(key)!r} differs from {dirs[0]}'s "
+                                   f"{loaded[0].get(key)!r}; pool only like runs")
+    algos = list(dict.fromkeys(a for data in loaded for a in data["summary"]["algorithms"]))
+    runs: list[dict[str, Any]] = []
+    load: list[float] = []
+    offset = 0
+    for data in loaded:
+        runs += [{**r, "rep": r["rep"] + offset} for r in data["runs"]]
+        offset += data["repetitions"]
+        load += data["loadavg_1min_before_each_run"]
+    return (f"{offset} repetitions from {len(dirs)} runs ({', '.join(str(d) for d in dirs)})\n\n"
+            + table(summarise(runs, algos), load))
