@@ -27,6 +27,7 @@ from ..analysis.stats import mean_ci95, pearson_ci95, regression  # noqa: E402
 from ..experiments.sweep import DONE_MARK, NOT_RUNNABLE, metric_value, point_raw  # noqa: E402
 from ..results import read_json
 from ..scenario import time_after_last_start_s
+from . import queue  # noqa: E402
 from .claims import MIN_N, Outcome, Stat, Verdict, too_short
 from .papers import Spec, scalar, seed004, spec_for, specs  # noqa: E402
 
@@ -540,6 +541,11 @@ def write_report(out: Path) -> Path:
             section, js = seed004_section(out, fig_dir, rel)
             lines += section
             summary["experiments"]["seed004"] = js
+        if seed == "seed000":
+            section, js = queue.section(out, fig_dir, rel)
+            lines += section
+            if js:
+                summary["experiments"]["seed000/queue"] = js
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     path = out / "report.md"
     path.write_text("\n".join(lines) + "\n")
