@@ -364,7 +364,7 @@ def table(summary: dict[str, Any], load: Sequence[float]) -> str:
     if load:
         text += (f"\n\n1-minute load average before the runs: {min(load):.2f}-{max(load):.2f} "
                  f"(mean {sum(load) / len(load):.2f}) on {os.cpu_count()} CPUs")
-    return (text + "\n(mean ± 95% CI half-width over repetitions; ratios are per repetition, then averaged;"
+    return (text + "\n(mean ± 95% CI half-width over repetitions; ratios are per repetition, then their geometric mean;"
             " per-callback ns from the kernel's BPF run-time statistics)")
 
 
