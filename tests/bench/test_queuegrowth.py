@@ -1,4 +1,4 @@
-"""Where BBR's queue comes from: the factors of the data in flight multiply back to it, each one moves
+"""Where BBR's queue comes from: the factors of the flows' cwnd multiply back to it, each one moves
 when (and only when) its cause is present in synthetic kernel-bbr samples, and the report's section
 reads them from a results tree."""
 
@@ -36,17 +36,17 @@ def test_fair_estimates_give_twice_the_bdp() -> None:
     f = queue_factors(flows, RATE_BPS, BASE_RTT_US, 0, 10)
     assert f is not None and f.instants == 50
     assert (f.gain, f.bandwidth, f.min_rtt, f.allowance) == pytest.approx((2.0, 1.0, 1.0, 1.0))
-    assert f.inflight_bdp == pytest.approx(2.0) and f.srtt == pytest.approx(5.0)
+    assert f.cwnd_bdp == pytest.approx(2.0) and f.srtt == pytest.approx(5.0)
 
 
 def test_each_cause_shows_in_its_own_factor_and_they_multiply() -> None:
     # Each flow believes it has half the link (sum 2 x), saw a min_rtt 1.5 x too high, and gets 1.3 x
-    # its target as allowance: in flight = 2 x 2 x 1.5 x 1.3 = 7.8 BDP.
+    # its target as allowance: cwnd = 2 x 2 x 1.5 x 1.3 = 7.8 BDP.
     flows = {i: _flow(RATE_BPS / 2, 1.5 * BASE_RTT_US, 1.3) for i in range(4)}
     f = queue_factors(flows, RATE_BPS, BASE_RTT_US, 0, 10)
     assert f is not None
     assert (f.bandwidth, f.min_rtt, f.allowance) == pytest.approx((2.0, 1.5, 1.3))
-    assert f.inflight_bdp == pytest.approx(f.gain * f.bandwidth * f.min_rtt * f.allowance) == pytest.approx(7.8)
+    assert f.cwnd_bdp == pytest.approx(f.gain * f.bandwidth * f.min_rtt * f.allowance) == pytest.approx(7.8)
 
 
 def test_only_instants_where_every_flow_has_state_count() -> None:
@@ -59,7 +59,7 @@ def test_only_instants_where_every_flow_has_state_count() -> None:
 
 def _fake_fig412(root: Path, reps: int = 3) -> Path:
     """seed000/fig4.12 with one kernel-bbr point of 2 flows, each repetition's ss samples showing each flow
-    at the whole link's bw (bandwidth 2 x), min_rtt 1.5 x and a 1.2 x allowance: 7.2 BDP in flight."""
+    at the whole link's bw (bandwidth 2 x), min_rtt 1.5 x and a 1.2 x allowance: a cwnd of 7.2 BDP."""
     exp = root / "seed000" / "fig4.12"
     scenario = {"duration_s": 30.0, "sample_interval_ms": 100.0,
                 "bottleneck": {"rate_mbit": RATE_BPS / 1e6, "mtu": 1500, "buffer_bytes": None,
@@ -93,7 +93,7 @@ def test_report_section_factors_the_kernel_bbr_runs(tmp_path: Path) -> None:
     (tmp_path / "figures").mkdir()
     lines, js = queue.section(root, tmp_path / "figures", "figures")
     entry = js["2"]
-    assert entry["inflight_bdp"]["mean"] == pytest.approx(2 * 2 * 1.5 * 1.2) and entry["inflight_bdp"]["n"] == 3
+    assert entry["cwnd_bdp"]["mean"] == pytest.approx(2 * 2 * 1.5 * 1.2) and entry["cwnd_bdp"]["n"] == 3
     assert entry["bandwidth"]["mean"] == pytest.approx(2.0) and entry["min_rtt"]["mean"] == pytest.approx(1.5)
     assert any("where original BBR's queue comes from" in line for line in lines)
     assert (tmp_path / "figures" / "seed000_queue_factors.png").is_file()

@@ -2,10 +2,10 @@
 
 With N BBR flows each flow's cwnd is cwnd_gain x its BDP estimate (bw x min_rtt) plus what the kernel
 adds beyond that (the ACK-aggregation allowance `extra_acked`, the TSO quanta). Summed over the flows
-and divided by the path's true BDP (link rate x propagation RTT), the data in flight factors exactly,
+and divided by the path's true BDP (link rate x propagation RTT), the flows' cwnd factors exactly,
 at every sample instant, into
 
-    in flight / true BDP = gain x bandwidth overestimate x min_rtt inflation x allowance
+    cwnd / true BDP = gain x bandwidth overestimate x min_rtt inflation x allowance
 
   gain           the cwnd gain, weighted by each flow's BDP estimate (2 in PROBE_BW)
   bandwidth      sum of the flows' bw estimates / link rate (each flow's max filter keeps its own peak)
@@ -13,8 +13,9 @@ at every sample instant, into
                  while a flow measures its min_rtt inflates it, and its BDP estimate with it)
   allowance      sum of cwnd / sum of gain x bw x min_rtt: the cwnd the kernel grants beyond the target
 
-With the flows cwnd-limited, in flight / true BDP is also about RTT / propagation RTT, the figure the
-papers plot. Each factor is reported as its median over the sample instants of a window.
+With the flows cwnd-limited, cwnd / true BDP is also about RTT / propagation RTT (until the buffer
+overflows), the figure the papers plot. Each factor is reported as its median over the sample
+instants of a window.
 """
 
 from __future__ import annotations
@@ -27,15 +28,15 @@ from .metrics import FlowSeries
 
 US_PER_S = 1e6
 BITS_PER_BYTE = 8
-FACTORS = ("inflight_bdp", "gain", "bandwidth", "min_rtt", "allowance", "srtt")
+FACTORS = ("cwnd_bdp", "gain", "bandwidth", "min_rtt", "allowance", "srtt")
 
 
 @dataclass(frozen=True)
 class QueueFactors:
-    """Medians over the window's sample instants; inflight_bdp is the product of the next four at every
+    """Medians over the window's sample instants; cwnd_bdp is the product of the next four at every
     instant, srtt the flows' mean smoothed RTT over the propagation RTT."""
 
-    inflight_bdp: float
+    cwnd_bdp: float
     gain: float
     bandwidth: float
     min_rtt: float
@@ -83,7 +84,7 @@ def factor_series(flows: dict[int, FlowSeries], rate_bps: float, base_rtt_us: fl
     ok = (sum_est > 0) & (target > 0) & (sum_bw > 0)
     if not ok.any():
         return None
-    return {"t": t[ok], "inflight_bdp": cwnd_bytes[ok] / true_bdp, "gain": target[ok] / sum_est[ok],
+    return {"t": t[ok], "cwnd_bdp": cwnd_bytes[ok] / true_bdp, "gain": target[ok] / sum_est[ok],
             "bandwidth": sum_bw[ok] / rate_bps,
             "min_rtt": sum_est[ok] / (sum_bw[ok] / BITS_PER_BYTE * base_rtt_us / US_PER_S),
             "allowance": cwnd_bytes[ok] / target[ok], "srtt": cols["srtt_us"].mean(axis=1)[ok] / base_rtt_us}

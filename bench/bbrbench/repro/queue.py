@@ -2,7 +2,7 @@
 
 The paper's ns-3 BBR kept 2-6 flows at 2-2.5 x RTT_min in an 80 BDP buffer; Linux's bbr does not. From
 the kernel bbr's own state in every ss sample (bw, min_rtt, cwnd gain, cwnd) of Figure 4.12's runs, the
-data in flight splits into the factors of analysis/queuegrowth.py, which say which mechanism inflates it.
+flows' cwnd splits into the factors of analysis/queuegrowth.py, which say which mechanism inflates it.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ SERIES = "bbr"  # the kernel's own BBR, the paper's "original BBR"
 SETTLE_S = 10.0
 US_PER_MS = 1000.0
 DPI = 90
-TITLES = {"srtt": "RTT / RTT_min", "inflight_bdp": "in flight / BDP", "gain": "cwnd gain",
+TITLES = {"srtt": "RTT / RTT_min", "cwnd_bdp": "cwnd / BDP", "gain": "cwnd gain",
           "bandwidth": "sum bw / link", "min_rtt": "min_rtt / RTT_min", "allowance": "cwnd / target"}
 
 
@@ -82,7 +82,7 @@ def section(out: Path, fig_dir: Path, rel: str) -> tuple[list[str], dict[str, An
     lines = ["### What Linux shows that the paper did not: where original BBR's queue comes from", "",
              "Figure 4.12's kernel-bbr runs, from the bbr state `ss` reports for every flow every 100 ms "
              f"(bw, min_rtt, cwnd gain, cwnd), from {SETTLE_S:g} s after the last flow starts to the end. "
-             "Data in flight over the path's true BDP factors exactly, at every instant, into "
+             "The flows' summed cwnd over the path's true BDP factors exactly, at every instant, into "
              "cwnd gain x (sum of the flows' bw estimates / link rate) x (their min_rtt / propagation RTT) x "
              "(cwnd / the gain's target, the allowance the kernel adds: ACK-aggregation `extra_acked` and TSO "
              "quanta). Medians over the instants, then mean ± 95% CI over repetitions:", "",
