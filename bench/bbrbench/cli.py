@@ -168,7 +168,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         _need_root_here(args)
         with _executor(args) as executor:
             report = reproduce.run_all(args.profile, args.only, out, CHECKOUT_BUILD.parent,
-                                       reproduce.command_line(sys.argv[1:]), executor, args.mix_hosts)
+                                       reproduce.command_line(sys.argv[1:]), executor, args.mix_hosts,
+                                       args.reps)
     _emit(f"report: {report}")
     return 0
 
@@ -331,6 +332,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run only these, e.g. --only seed000 --only seed002/testbed (repeatable)")
     rp.add_argument("--out", help="results directory (default results/reproduce-PROFILE); rerun to resume")
     rp.add_argument("--report-only", action="store_true", help="rebuild the report from --out without running")
+    rp.add_argument("--reps", type=int, metavar="N",
+                    help="repetitions per point instead of the profile's; on an existing --out only the missing "
+                         "ones run (e.g. --only seed000/fig4.13 --reps 5 where 3 left a claim undecided)")
     cluster_args(rp)
     rp.set_defaults(func=cmd_reproduce)
 

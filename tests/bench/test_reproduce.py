@@ -102,6 +102,16 @@ def test_standard_profile_is_long_enough_and_fits_the_budget(catalog: Any) -> No
     assert total_s <= STANDARD_BUDGET_S, f"standard profile needs about {total_s / 3600:.1f} h"
 
 
+def test_reps_tops_up_an_experiment(catalog: Any) -> None:
+    chosen = reproduce.select(reproduce.experiments(), ["seed000/table4.1"])
+    (_, standard), = reproduce.plans(chosen, "standard")
+    (_, more), = reproduce.plans(chosen, "standard", 5)
+    assert (standard.repetitions, more.repetitions) == (3, 5)
+    # The same sweep (raw scenario and points), so an existing results directory accepts it and only
+    # the missing repetitions run.
+    assert more.raw == standard.raw and [p.id for p in more.points] == [p.id for p in standard.points]
+
+
 def test_only_selects_seeds_and_experiments() -> None:
     all_ = reproduce.experiments()
     seed000 = reproduce.select(all_, ["seed000"])
@@ -434,7 +444,7 @@ def test_run_all_records_load_kernel_and_cpus(tmp_path: Path, monkeypatch: pytes
 
     monkeypatch.setattr(system, "catalog", lambda: None)
     empty = sweep.Plan(name="t", raw={}, points=[], repetitions=1, metrics=[], duration_s=1)
-    monkeypatch.setattr(reproduce, "plans", lambda selected, profile: [(selected[0], empty)])
+    monkeypatch.setattr(reproduce, "plans", lambda selected, profile, reps=None: [(selected[0], empty)])
     monkeypatch.setattr(sweep, "run_sweep", sweep_that_waits)
     monkeypatch.setattr(reproduce, "report_only", lambda out: out / "report.md")
     sampler = reproduce.LoadSampler

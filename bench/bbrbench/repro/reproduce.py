@@ -152,8 +152,9 @@ def _finish(out: Path, meta: dict[str, Any]) -> None:
     (out / META).write_text(json.dumps(meta, indent=2) + "\n")
 
 
-def plans(selected: list[Experiment], profile: str) -> list[tuple[Experiment, Any]]:
-    """Every selected scenario planned (validated point by point) before the first run starts."""
+def plans(selected: list[Experiment], profile: str, reps: int | None = None) -> list[tuple[Experiment, Any]]:
+    """Every selected scenario planned (validated point by point) before the first run starts; `reps`
+    overrides the profile's repetitions."""
     from ..experiments import sweep
     from ..testbed import system
     catalog = system.catalog()
@@ -161,18 +162,20 @@ def plans(selected: list[Experiment], profile: str) -> list[tuple[Experiment, An
     for e in selected:
         raw = prepare_raw(e.path, profile, [])
         try:
-            out.append((e, sweep.plan(raw, catalog, [], None)))
+            out.append((e, sweep.plan(raw, catalog, [], reps)))
         except ScenarioError as exc:
             raise ScenarioError(f"{e.key}: {exc}") from None
     return out
 
 
 def run_all(profile: str, only: Sequence[str], out: Path, repo: Path, command: str,
-            executor: Executor | None = None, mix_hosts: bool = False) -> Path:
+            executor: Executor | None = None, mix_hosts: bool = False, reps: int | None = None) -> Path:
+    """Run the selected experiments into `out` and write the report. With `reps`, an experiment already
+    there gets the repetitions it lacks (5 where 3 left an interval wider than the claim's effect)."""
     from ..experiments import sweep
     from ..testbed import system
     selected = select(experiments(), only)
-    planned = plans(selected, profile)
+    planned = plans(selected, profile, reps)
     catalog = system.catalog()
     meta = _record(out, profile, only, command, repo)
     total = sum(len(p.points) * p.repetitions for _, p in planned)
