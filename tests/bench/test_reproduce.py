@@ -18,7 +18,7 @@ from bbrbench.experiments import sweep
 from bbrbench.repro import claims, papers, report, reproduce
 from bbrbench.repro.claims import Outcome, Stat
 from bbrbench.results import write_json
-from bbrbench.scenario import ScenarioError, prepare_raw, time_after_last_start_s, validate
+from bbrbench.scenario import ScenarioError, prepare_raw, time_after_last_start_s
 from bbrbench.testbed import system
 from benchutil import run_cli
 
@@ -57,48 +57,48 @@ def test_every_scenario_validates(profile: str, catalog: Any) -> None:
         assert plan.points, e.key
 
 
+def _labelled(e: reproduce.Experiment, profile: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The experiment's raw scenario in `profile` and in the paper's, after checking that the profile's
+    description names it and says "scaled" where it lowers the paper's rate."""
+    raw, paper = prepare_raw(e.path, profile, []), prepare_raw(e.path, "paper", [])
+    assert profile in raw["description"], e.key
+    if raw["bottleneck"]["rate_mbit"] < paper["bottleneck"]["rate_mbit"]:
+        assert "scaled" in raw["description"], f"{e.key}: rate scaled down without saying so"
+    return raw, paper
+
+
+def _planned_s(plan: sweep.Plan, raw: dict[str, Any]) -> float:
+    """Wall time of a plan's runs, set-up and tear-down included."""
+    return sum(plan.repetitions * (p.overrides.get("duration_s", raw["duration_s"]) + RUN_OVERHEAD_S)
+               for p in plan.points)
+
+
 def test_quick_profile_is_labelled_and_fits_the_hour(catalog: Any) -> None:
     total_s = 0.0
     for e in reproduce.experiments():
-        quick = prepare_raw(e.path, "quick", [])
-        paper = prepare_raw(e.path, "paper", [])
-        assert "quick" in quick["description"], e.key
-        if quick["bottleneck"]["rate_mbit"] < paper["bottleneck"]["rate_mbit"]:
-            assert "scaled" in quick["description"], f"{e.key}: rate scaled down without saying so"
+        quick, paper = _labelled(e, "quick")
         plan = sweep.plan(quick, catalog, [], None)
-        for point in plan.points:
-            duration = point.overrides.get("duration_s", quick["duration_s"])
-            total_s += plan.repetitions * (duration + RUN_OVERHEAD_S)
+        total_s += _planned_s(plan, quick)
         # The paper profile never runs shorter than the quick one (repetitions may be fewer: seed 002's
         # testbed and seed 004 report single runs).
         assert sweep.plan(paper, catalog, [], None).duration_s >= plan.duration_s, e.key
     assert total_s <= QUICK_BUDGET_S, f"quick profile needs about {total_s / 60:.0f} min"
 
 
-def _after_last_start_s(raw: dict[str, Any], catalog: Any) -> tuple[float, bool]:
-    """Seconds the run goes on after its last flow starts, and whether its flows are sized (FCT runs)."""
-    scenario = validate(raw, catalog)
-    return (scenario.duration_s - max(f.start_s for f in scenario.flows),
-            any(f.bytes is not None for f in scenario.flows))
-
-
 def test_standard_profile_is_long_enough_and_fits_the_budget(catalog: Any) -> None:
     total_s = 0.0
     for e in reproduce.experiments():
-        standard = prepare_raw(e.path, "standard", [])
-        paper = prepare_raw(e.path, "paper", [])
-        assert "standard" in standard["description"], e.key
-        if standard["bottleneck"]["rate_mbit"] < paper["bottleneck"]["rate_mbit"]:
-            assert "scaled" in standard["description"], f"{e.key}: rate scaled down without saying so"
+        standard, paper = _labelled(e, "standard")
         plan = sweep.plan(standard, catalog, [], None)
         assert plan.repetitions >= STANDARD_MIN_REPS, e.key
-        paper_after_s, _ = _after_last_start_s(paper, catalog)
+        paper_after_s = time_after_last_start_s(paper)
         for point in plan.points:
-            after_s, sized = _after_last_start_s(sweep.point_raw(standard, point.overrides), catalog)
-            if not sized:  # a completion-time run ends with its flows, not at a time scale of BBR's
-                assert after_s >= min(PROBE_RTT_PERIODS_S, paper_after_s), f"{e.key} {point.label}"
-            duration = point.overrides.get("duration_s", standard["duration_s"])
-            total_s += plan.repetitions * (duration + RUN_OVERHEAD_S)
+            raw = sweep.point_raw(standard, point.overrides)
+            # A completion-time run (sized flows) ends with its flows, not at a time scale of BBR's.
+            if not any("bytes" in f for f in raw["flows"]):
+                assert time_after_last_start_s(raw) >= min(PROBE_RTT_PERIODS_S, paper_after_s), \
+                    f"{e.key} {point.label}"
+        total_s += _planned_s(plan, standard)
     assert total_s <= STANDARD_BUDGET_S, f"standard profile needs about {total_s / 3600:.1f} h"
 
 
