@@ -12,6 +12,7 @@ in memory with its SHA-256, and lands in the sweep directory exactly where a loc
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import datetime
 import hashlib
@@ -161,6 +162,11 @@ def _alive(pid: int) -> bool:
         return False
 
 
+# This worker's runs in progress, so that its teardown can stop them before removing their scratch.
+_RUNS: set[subprocess.Popen[str]] = set()
+RUN_STOP_TIMEOUT_S = 10.0  # a run's own clean-up on SIGTERM (namespaces, processes) takes a few seconds
+
+
 def _remove_scratch(own: bool = False) -> None:
     """Scratch directories of workers that were killed mid-run (their own clean-up never ran), and with
     own=True this process's: it is closing, and a run it abandons gets SIGTERM as the process ends."""
@@ -177,6 +183,11 @@ def dask_setup(_worker: Any) -> None:
 
 
 def dask_teardown(_worker: Any) -> None:
+    # A run still going would write into its scratch directory after the removal and recreate it.
+    for proc in list(_RUNS):
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=RUN_STOP_TIMEOUT_S)
     _remove_scratch(own=True)
 
 
@@ -189,10 +200,15 @@ def remote_run(raw: dict[str, Any]) -> dict[str, Any]:
         scenario = Path(tmp) / "scenario.json"
         scenario.write_text(json.dumps(raw))
         run_dir = Path(tmp) / "run"
-        proc = subprocess.run([sys.executable, "-m", "bbrbench", "-q", "run", "--no-plots", "--out", str(run_dir),
-                               str(scenario)], capture_output=True, text=True, preexec_fn=_die_with_parent,
-                              check=False)
-        message = (proc.stderr.strip().splitlines() or [""])[-1].removeprefix("bbrbench: ")
+        with subprocess.Popen([sys.executable, "-m", "bbrbench", "-q", "run", "--no-plots", "--out", str(run_dir),
+                               str(scenario)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              preexec_fn=_die_with_parent) as proc:
+            _RUNS.add(proc)
+            try:
+                _, stderr = proc.communicate()
+            finally:
+                _RUNS.discard(proc)
+        message = (stderr.strip().splitlines() or [""])[-1].removeprefix("bbrbench: ")
         status = {0: "done", EXIT_NOT_RUNNABLE: "not_runnable", EXIT_FAILED: "failed",
                   EXIT_INVALID: "failed"}.get(proc.returncode)
         if status is None:
