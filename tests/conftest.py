@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +22,7 @@ from netutil import (
     leftovers,
     make_netpair,
     remove_netpair,
+    run,
 )
 
 # Each way `bbrctl flows` can read state, with the `bbrctl features` key the kernel must have and the
@@ -28,6 +30,7 @@ from netutil import (
 FLOWS_MECHANISMS = {"map-iterator": ("map-iter", ""), "iter-tcp": ("iter-tcp", "map-iter")}
 
 ROOT_DIRS = ("loader", "integration")
+PIN_ROOT = Path("/sys/fs/bpf/bbrkit")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -100,6 +103,28 @@ def attach(request: pytest.FixtureRequest) -> Iterator[Callable[[str], None]]:
     finally:
         for algo in attached:
             bbrctl("detach", algo, check=False)
+
+
+def _global_state() -> dict[str, list[str]]:
+    """What a test could leave behind on the machine: registrations, bbrctl's pins, namespaces."""
+    return {"congestion controls": sorted(available_ccs()),
+            "pins": sorted(p.name for p in PIN_ROOT.iterdir()) if PIN_ROOT.is_dir() else [],
+            "namespaces": sorted(line.split()[0] for line in run(["ip", "netns", "list"]).stdout.splitlines())}
+
+
+@pytest.fixture(autouse=True)
+def _test_left_nothing(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Each root test leaves the machine as it found it, so that a leak is blamed on its test, not found
+    later by an unrelated one. Autouse fixtures are set up first, so this runs after the test's own
+    fixtures have cleaned up."""
+    if request.node.get_closest_marker("root") is None or os.geteuid() != 0:
+        yield
+        return
+    before = _global_state()
+    yield
+    after = _global_state()
+    changed = {k: (before[k], after[k]) for k in before if before[k] != after[k]}
+    assert not changed, f"the test left state behind (before, after): {changed}"
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -12,6 +12,7 @@ in memory with its SHA-256, and lands in the sweep directory exactly where a loc
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import datetime
@@ -26,6 +27,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -162,28 +164,50 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _users(path: Path) -> list[int]:
+    """Live processes whose command line names path: a run still writing into it, which would recreate it
+    after a removal (a run outlives a killed worker by its own clean-up, a few seconds)."""
+    needle = str(path).encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            with contextlib.suppress(OSError):
+                if needle in (proc / "cmdline").read_bytes() and _alive(int(proc.name)):
+                    found.append(int(proc.name))
+    return found
+
+
 # This worker's runs in progress, so that its teardown can stop them before removing their scratch.
 _RUNS: set[subprocess.Popen[str]] = set()
 RUN_STOP_TIMEOUT_S = 10.0  # a run's own clean-up on SIGTERM (namespaces, processes) takes a few seconds
+POLL_S = 0.1
 
 
-def _remove_scratch(own: bool = False) -> None:
-    """Scratch directories of workers that were killed mid-run (their own clean-up never ran), and with
-    own=True this process's: it is closing, and a run it abandons gets SIGTERM as the process ends."""
+def _remove_scratch(own: bool = False, wait_s: float = 0.0) -> None:
+    """Scratch directories of workers that have died (a killed worker's clean-up never ran), and with
+    own=True this process's, as it closes. A directory a run still writes into is left for a later call,
+    or with wait_s, removed once that run has ended."""
+    deadline = time.monotonic() + wait_s
     for path in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*-*"):
         pid = path.name.removeprefix(SCRATCH_PREFIX).split("-", 1)[0]
-        if pid.isdigit() and (not _alive(int(pid)) or (own and int(pid) == os.getpid())):
+        if not pid.isdigit() or (_alive(int(pid)) and not (own and int(pid) == os.getpid())):
+            continue
+        while _users(path) and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+        if not _users(path):
             shutil.rmtree(path, ignore_errors=True)
 
 
 # The worker command preloads this module in the worker and in its nanny: Dask calls these as each
-# starts and closes. The nanny's teardown catches a worker killed outright; a start, anything older.
+# starts and closes. A start removes what dead workers left. The nanny's teardown runs before it stops
+# its worker, so its clean-up waits for its own exit, when the worker has gone.
 def dask_setup(_worker: Any) -> None:
     _remove_scratch()
+    atexit.register(_remove_scratch, own=True, wait_s=RUN_STOP_TIMEOUT_S)
 
 
 def dask_teardown(_worker: Any) -> None:
-    # A run still going would write into its scratch directory after the removal and recreate it.
+    # A closing worker stops its runs first: each cleans up its namespaces as on Ctrl-C.
     for proc in list(_RUNS):
         proc.terminate()
         with contextlib.suppress(subprocess.TimeoutExpired):

@@ -9,8 +9,8 @@ from pathlib import Path
 from netutil import BBRCTL, available_ccs, run
 
 PIN_ROOT = Path("/sys/fs/bpf/bbrkit")
-ALGOS = ("bbr1", "bbr_rttgain", "bbr_acd")
-PARAM_ALGOS = ("bbr_rttgain", "bbr_acd")
+ALGOS = ("bbr1", "bbr_rttgain", "bbr_acd", "bbr2", "bbr3")
+PARAM_ALGOS = ("bbr_rttgain", "bbr_acd", "bbr2", "bbr3")
 NOBODY = "65534"
 
 
