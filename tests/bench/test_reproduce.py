@@ -154,8 +154,10 @@ def _flow(label: str, algo: str, goodput: float, sent: int = 1_448_000, retrans:
 
 
 def _raw(duration_s: float, flows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """A plan's base scenario as far as the report reads it: the run time and the flows' starts."""
-    return {"duration_s": duration_s, "flows": flows or [{"algo": "bbr"}]}
+    """A plan's base scenario as far as the report reads it: its description, the run time and the flows'
+    starts."""
+    return {"description": f"test set-up, {duration_s:g} s runs", "duration_s": duration_s,
+            "flows": flows or [{"algo": "bbr"}]}
 
 
 def _experiment(root: Path, key: str, duration_s: float, points: list[tuple[dict[str, Any], list[dict[str, Any]]]],
@@ -234,7 +236,10 @@ def test_report_from_fixed_results(tmp_path: Path) -> None:
     assert ("RTT-gain BBR cuts it to a small fraction (about 0.1%): **not testable in this profile** (needs 30 s "
             "after the last flow starts, runs give 10.5 s — a steady-state loss rate") in text
     assert "not runnable: bottleneck.aqm = 'fq_codel'" in text
+    # Each experiment says how it ran in this profile, from its own plan.
+    assert "### Seed 000, Table 4.1" in text and "Run here: test set-up, 12 s runs." in text
     summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["experiments"]["seed000/table4.1"]["setup"] == "test set-up, 12 s runs"
     claim = summary["experiments"]["seed000/table4.1"]["claims"][1]
     assert claim["needs_s"] == 30 and claim["verdict"]["outcome"] == "not testable"
     # Seed 004: the L2 error the seed's way for each BBR count, against the model at the run's 18 s.

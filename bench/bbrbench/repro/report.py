@@ -177,11 +177,15 @@ def _paper(spec: Spec, series: str, x: Any, metric: str) -> str:
     return "-"
 
 
-def experiment_section(spec: Spec, points: list[PointResult], fig_dir: Path,
-                       rel: str) -> tuple[list[str], dict[str, Any]]:
+def experiment_section(spec: Spec, points: list[PointResult], fig_dir: Path, rel: str,
+                       setup: str = "") -> tuple[list[str], dict[str, Any]]:
+    """One experiment's table, verdicts, figure and notes; setup is the scenario's own description in
+    the profile that ran (scaling, run length, repetitions), so the notes need not depend on it."""
     res = Results(spec, points)
     lines = [f"### {spec.title}", ""]
-    js: dict[str, Any] = {"title": spec.title, "points": [], "claims": []}
+    if setup:
+        lines += [f"Run here: {setup}.", ""]
+    js: dict[str, Any] = {"title": spec.title, "setup": setup, "points": [], "claims": []}
     header = ["series", spec.x_title or "x"]
     for m in spec.measures:
         header += [f"{m.title} paper", f"{m.title} ours"]
@@ -534,7 +538,8 @@ def write_report(out: Path) -> Path:
             if spec is None:
                 lines += [f"### {key}", "", "(no paper numbers catalogued)", ""]
                 continue
-            section, js = experiment_section(spec, points, fig_dir, rel)
+            setup = str(read_json(exp_dir / "plan.json", "plan")["raw"].get("description", ""))
+            section, js = experiment_section(spec, points, fig_dir, rel, setup)
             lines += section
             summary["experiments"][key] = js
         if seed == "seed004":
