@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -21,6 +20,7 @@ from netutil import (
     kernel_features,
     leftovers,
     make_netpair,
+    pins,
     remove_netpair,
     run,
 )
@@ -30,7 +30,6 @@ from netutil import (
 FLOWS_MECHANISMS = {"map-iterator": ("map-iter", ""), "iter-tcp": ("iter-tcp", "map-iter")}
 
 ROOT_DIRS = ("loader", "integration")
-PIN_ROOT = Path("/sys/fs/bpf/bbrkit")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -108,7 +107,7 @@ def attach(request: pytest.FixtureRequest) -> Iterator[Callable[[str], None]]:
 def _global_state() -> dict[str, list[str]]:
     """What a test could leave behind on the machine: registrations, bbrctl's pins, namespaces."""
     return {"congestion controls": sorted(available_ccs()),
-            "pins": sorted(p.name for p in PIN_ROOT.iterdir()) if PIN_ROOT.is_dir() else [],
+            "pins": sorted(pins()),
             "namespaces": sorted(line.split()[0] for line in run(["ip", "netns", "list"]).stdout.splitlines())}
 
 

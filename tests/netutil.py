@@ -16,6 +16,7 @@ from bbrbench.testbed.netns import Namespaces, command
 ROOT = Path(__file__).resolve().parents[1]
 
 BBRCTL = ROOT / "build" / "bbrctl"
+PIN_ROOT = Path("/sys/fs/bpf/bbrkit")
 NS_PREFIX = f"bbk{os.getpid() % 100000}-"  # unique per test session
 _ns_counter = itertools.count()
 
@@ -150,3 +151,10 @@ def iperf_result(client: subprocess.Popen[str], timeout: float = 60) -> dict:
 def leftovers() -> list[str]:
     found = [f"netns {ns}" for ns in run(["ip", "netns", "list"]).stdout.split() if ns.startswith(NS_PREFIX)]
     return found
+
+
+def pins() -> dict[str, list[str]]:
+    """bbrctl's pins: each algorithm directory under PIN_ROOT with the names pinned in it."""
+    if not PIN_ROOT.is_dir():
+        return {}
+    return {d.name: sorted(p.name for p in d.iterdir()) for d in sorted(PIN_ROOT.iterdir())}

@@ -192,9 +192,9 @@ def _remove_scratch(own: bool = False, wait_s: float = 0.0) -> None:
         pid = path.name.removeprefix(SCRATCH_PREFIX).split("-", 1)[0]
         if not pid.isdigit() or (_alive(int(pid)) and not (own and int(pid) == os.getpid())):
             continue
-        while _users(path) and time.monotonic() < deadline:
+        while (users := _users(path)) and time.monotonic() < deadline:
             time.sleep(POLL_S)
-        if not _users(path):
+        if not users:
             shutil.rmtree(path, ignore_errors=True)
 
 

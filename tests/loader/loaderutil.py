@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 
-from netutil import BBRCTL, available_ccs, run
+from netutil import BBRCTL, PIN_ROOT, available_ccs, pins, run
 
-PIN_ROOT = Path("/sys/fs/bpf/bbrkit")
 ALGOS = ("bbr1", "bbr_rttgain", "bbr_acd", "bbr2", "bbr3")
 PARAM_ALGOS = ("bbr_rttgain", "bbr_acd", "bbr2", "bbr3")
 NOBODY = "65534"
@@ -18,12 +16,6 @@ def ctl(*args: str, unprivileged: bool = False) -> subprocess.CompletedProcess[s
     """bbrctl without raising on failure; unprivileged runs it as nobody."""
     prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"] if unprivileged else []
     return subprocess.run([*prefix, str(BBRCTL), *args], capture_output=True, text=True, timeout=30)
-
-
-def pins() -> dict[str, list[str]]:
-    if not PIN_ROOT.is_dir():
-        return {}
-    return {d.name: sorted(p.name for p in d.iterdir()) for d in sorted(PIN_ROOT.iterdir())}
 
 
 def attached(algo: str) -> bool:
