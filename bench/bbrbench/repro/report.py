@@ -390,12 +390,18 @@ def seed004_section(out: Path, fig_dir: Path, rel: str) -> tuple[list[str], dict
                               labels=0)]
     lines += ["", f"Loss-free share: {base.text() if base else '-'}.", ""]
     js["loss"] = loss_js
-    lines += ["Differences: the seed ran a GENI testbed with Linux BBR of 2020 and tc netem; we run kernel 6.18's "
-              "`bbr` (the paper's algorithm) through a userspace delay line on the ACK path and a tbf-shaped "
-              "FIFO, with shorter runs (quick: 18-30 s instead of 60-200 s) and a subset of BBR counts and "
-              "queue sizes, so per-N errors sum over fewer queue sizes than the seed's seven. The model's d "
-              "is taken as the run's duration.", ""]
+    durations = sorted({_duration(out, name, p) for name in ("share", "share-long") for p in _share_points(out, name)})
+    run_text = f"share runs of {_span(durations)} s (the paper: 60 s, 100 s at 16 BDP, 200 s at 32 BDP)" \
+        if durations else "no share runs"
+    lines += ["Differences: the seed ran a GENI testbed with Linux BBR of 2020 and tc netem; we run the kernel's "
+              f"`bbr` (the paper's algorithm) through a userspace delay line on the ACK path and a tbf-shaped "
+              f"FIFO, {run_text}, and a subset of BBR counts and queue sizes, so per-N errors sum over fewer "
+              "queue sizes than the seed's seven. The model's d is taken as the run's duration.", ""]
     return lines, js
+
+
+def _span(values: list[float]) -> str:
+    return f"{values[0]:g}" if values[0] == values[-1] else f"{values[0]:g}-{values[-1]:g}"
 
 
 @dataclass(frozen=True)
