@@ -96,10 +96,14 @@ $(BUILD)/bbrkit_algos.h: FORCE | $(BUILD)
 	  printf '\n'; } > $@.tmp
 	$(Q)if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 
-# bbrctl --version: git describe at build time, rewritten only when it changes.
-$(BUILD)/bbrkit_version.h: FORCE | $(BUILD)
-	$(Q)printf '#define BBRKIT_VERSION "%s"\n' \
-	  "$$(git describe --tags --always --dirty 2>/dev/null || echo unknown)" > $@.tmp
+# bbrctl --version: git describe at build time, and the SHA-256 of the BPF objects bbrctl embeds (the
+# harness pools runs whose objects match; the version string changes with every commit). Rewritten
+# only when either changes.
+$(BUILD)/bbrkit_version.h: $(BPF_OBJS) FORCE | $(BUILD)
+	$(Q){ printf '#define BBRKIT_VERSION "%s"\n' \
+	    "$$(git describe --tags --always --dirty 2>/dev/null || echo unknown)"; \
+	  printf '#define BBRKIT_OBJECTS_SHA256 "%s"\n' "$$(cat $(BPF_OBJS) | sha256sum | cut -d' ' -f1)"; \
+	} > $@.tmp
 	$(Q)if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 
 $(BUILD)/loader/main.o $(BUILD)/loader/bbrctl-gen.o: $(BUILD)/bbrkit_version.h

@@ -28,7 +28,8 @@ int main(int argc, char **argv)
 			verbose = true;
 			break;
 		case 'V':
-			printf("bbrctl %s\n", BBRKIT_VERSION);
+			printf("bbrctl %s\nalgorithm objects sha256 %s\n", BBRKIT_VERSION,
+			       BBRKIT_OBJECTS_SHA256);
 			return EXIT_SUCCESS;
 		case 'h':
 			cli_main_help(stdout);

@@ -163,7 +163,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from .testbed.netns import CHECKOUT_BUILD
     out = Path(args.out) if args.out else Path.cwd() / "results" / f"reproduce-{args.profile}"
     if args.report_only:
-        report = reproduce.report_only(out)
+        report = reproduce.report_only(out, args.mix_hosts)
     else:
         _need_root_here(args)
         with _executor(args) as executor:

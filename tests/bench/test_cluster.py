@@ -22,6 +22,7 @@ from bbrbench.cluster import CA_FILE, CERT_FILE, KEY_FILE, SCRATCH_PREFIX, pack,
 from bbrbench.errors import HarnessError
 from bbrbench.experiments.sweep import DONE_MARK, Plan, Point
 from bbrbench.results import write_json
+from bbrbench.testbed.host import host_key
 from benchutil import needs_net, popen_cli, run_cli
 
 pytest.importorskip("distributed", reason="the cluster extra: pip install 'bbrbench[cluster]'")
@@ -165,6 +166,17 @@ def fake_sweep(out: Path, hosts: list[tuple[str, str]]) -> None:
         write_json(run_dir / "host.json", "host", {"hostname": hostname, "kernel": kernel, "cpus": 2,
                                                    "bbrctl_version": "bbrctl x", "algorithms_sha256": "ab" * 32})
         (run_dir / DONE_MARK).write_text("")
+
+
+def test_runs_pool_by_their_bpf_objects_not_by_the_bbrctl_binary() -> None:
+    """A rebuild at a later commit changes the binary (its version string) but not the programs."""
+    new = {"kernel": "6.18.1", "objects_sha256": "ab" * 32, "algorithms_sha256": "01" * 32}
+    assert host_key(new) == host_key({**new, "algorithms_sha256": "02" * 32, "bbrctl_version": "bbrctl y"})
+    assert host_key(new) != host_key({**new, "objects_sha256": "cd" * 32})
+    assert host_key(new) != host_key({**new, "kernel": "6.12.0"})
+    # Records from before bbrctl reported its objects: only the same binary pools with them.
+    legacy = {"kernel": "6.18.1", "algorithms_sha256": "01" * 32}
+    assert host_key(legacy) == host_key(dict(legacy)) and host_key(legacy) != host_key(new)
 
 
 def test_report_refuses_to_pool_hosts_of_other_kernels(tmp_path: Path) -> None:

@@ -416,6 +416,30 @@ def test_report_decides_on_long_runs(tmp_path: Path) -> None:
     assert verdicts == ["holds", "holds"]
 
 
+def test_report_pools_hosts_only_as_a_sweep_does(tmp_path: Path) -> None:
+    """Repetitions of one point from two builds of the same BPF objects pool; from other objects, only with
+    --mix-hosts; a refusal leaves the earlier report as it was."""
+    (tmp_path / "meta.json").write_text(json.dumps({"profile": "standard", "runs": [
+        {"command": "bbrbench reproduce", "revision": "abc", "started": "t0"}]}))
+    reps = [_summary([_flow("bbr", "bbr", 9.0)], {"retrans_rate": r}) for r in (0.30, 0.31, 0.32)]
+    _experiment(tmp_path, "seed000/table4.1", 60, [({"flows.0.label": "bbr"}, reps)], 3)
+    run_dirs = sorted((tmp_path / "seed000/table4.1/points/p0").iterdir())
+
+    def hosts(*objects: str) -> None:
+        for run_dir, sha in zip(run_dirs, objects):
+            write_json(run_dir / "host.json", "host", {"hostname": "vm", "kernel": "6.18.1", "cpus": 2,
+                                                       "objects_sha256": sha, "algorithms_sha256": run_dir.name})
+
+    hosts("ab", "ab", "ab")
+    assert "n = 3" in reproduce.report_only(tmp_path).read_text()
+    hosts("ab", "ab", "cd")
+    before = (tmp_path / "report.md").read_text()
+    with pytest.raises(HarnessError, match="--mix-hosts"):
+        reproduce.report_only(tmp_path)
+    assert (tmp_path / "report.md").read_text() == before
+    assert "n = 3" in reproduce.report_only(tmp_path, mix_hosts=True).read_text()
+
+
 def test_per_n_l2() -> None:
     rows = [{"n_bbr": n, "queue_bdp": q, "model": m, "measured": {"mean": o, "ci95": None, "n": 1} if o else None}
             for n, q, m, o in ((1, 1, 1.0, 0.6), (1, 4, 0.6, 0.3), (5, 1, 1.0, 0.8), (5, 4, 0.7, None))]
@@ -451,7 +475,7 @@ def test_run_all_records_load_kernel_and_cpus(tmp_path: Path, monkeypatch: pytes
     empty = sweep.Plan(name="t", raw={}, points=[], repetitions=1, metrics=[], duration_s=1)
     monkeypatch.setattr(reproduce, "plans", lambda selected, profile, reps=None: [(selected[0], empty)])
     monkeypatch.setattr(sweep, "run_sweep", sweep_that_waits)
-    monkeypatch.setattr(reproduce, "report_only", lambda out: out / "report.md")
+    monkeypatch.setattr(reproduce, "report_only", lambda out, mix_hosts=False: out / "report.md")
     sampler = reproduce.LoadSampler
     monkeypatch.setattr(reproduce, "LoadSampler", lambda: sampler(interval_s=0.01, read=lambda: 1.0))
     reproduce.run_all("quick", ["seed000/table4.1"], tmp_path, tmp_path, "bbrbench reproduce")
@@ -460,3 +484,17 @@ def test_run_all_records_load_kernel_and_cpus(tmp_path: Path, monkeypatch: pytes
     assert run["load_1min"]["interval_s"] == 0.01 and len(run["load_1min"]["samples"]) >= 3
     assert run["load_1min"]["min"] == run["load_1min"]["max"] == 1.0 and "finished" in run
     assert "load 1.00-1.00-1.00" in "\n".join(report.header_lines({"profile": "quick", "runs": [run]}))
+
+
+def test_a_failed_invocation_still_records_its_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def sweep_that_fails(*_: Any) -> str:
+        raise HarnessError("point (x): repetitions ran on hosts whose kernels or algorithm objects differ")
+
+    monkeypatch.setattr(system, "catalog", lambda: None)
+    empty = sweep.Plan(name="t", raw={}, points=[], repetitions=1, metrics=[], duration_s=1)
+    monkeypatch.setattr(reproduce, "plans", lambda selected, profile, reps=None: [(selected[0], empty)])
+    monkeypatch.setattr(sweep, "run_sweep", sweep_that_fails)
+    with pytest.raises(HarnessError):
+        reproduce.run_all("quick", ["seed000/table4.1"], tmp_path, tmp_path, "bbrbench reproduce")
+    run = json.loads((tmp_path / reproduce.META).read_text())["runs"][0]
+    assert "finished" in run and run["elapsed_s"] >= 0 and "samples" in run["load_1min"]

@@ -2,6 +2,7 @@
 build, and the help, the man page and the completion come from one command table."""
 from __future__ import annotations
 
+import hashlib
 import re
 import subprocess
 
@@ -44,6 +45,14 @@ def test_version_is_git_describe_of_the_build() -> None:
     ancestor = subprocess.run(["git", "-C", str(ROOT), "merge-base", "--is-ancestor", commit, "HEAD"],
                               capture_output=True, text=True)
     assert ancestor.returncode == 0, f"{described}: not HEAD or one of its ancestors ({ancestor.stderr.strip()})"
+
+
+def test_version_hashes_the_bpf_objects_it_embeds() -> None:
+    """The second line is what the harness pools runs by: the SHA-256 of build/<algo>.bpf.o, concatenated in
+    name order, so it changes with the programs and not with the commit."""
+    sources = sorted(ROOT.glob("bpf/*.bpf.c"))
+    objects = b"".join((ROOT / "build" / source.name.replace(".bpf.c", ".bpf.o")).read_bytes() for source in sources)
+    assert ctl("--version").stdout.splitlines()[1] == f"algorithm objects sha256 {hashlib.sha256(objects).hexdigest()}"
 
 
 def test_record_keys_of_trace_help_match_the_output_header() -> None:

@@ -226,7 +226,7 @@ def metric_value(summary: dict[str, Any], path: str) -> float | None:
 def _check_hosts(point: Point, hosts: list[dict[str, Any]], mix_hosts: bool) -> None:
     kinds = {host_key(h): h for h in hosts}
     if len(kinds) > 1 and not mix_hosts:
-        which = "; ".join(f"{h.get('hostname')}: kernel {k[0]}, algorithms {k[1][:12]}" for k, h in kinds.items())
+        which = "; ".join(f"{h.get('hostname')}: kernel {k[0]}, {k[1][:20]}" for k, h in kinds.items())
         raise HarnessError(f"point ({point.label}): repetitions ran on hosts whose kernels or algorithm objects "
                            f"differ ({which}); rerun them on one kind of host or pass --mix-hosts to pool them")
 
@@ -264,8 +264,8 @@ def aggregate(out: Path, mix_hosts: bool = False) -> str:
                 m, ci = mean_ci95(values)
                 row["metrics"][metric] = {"mean": m, "ci95": ci, "n": len(values), "values": values}
         rows.append(row)
-    hosts_summary = {name: {k: h.get(k) for k in ("kernel", "cpus", "bbrctl_version", "algorithms_sha256")}
-                     for name, h in sorted(all_hosts.items())}
+    host_fields = ("kernel", "cpus", "bbrctl_version", "objects_sha256", "algorithms_sha256")
+    hosts_summary = {name: {k: h.get(k) for k in host_fields} for name, h in sorted(all_hosts.items())}
     write_json(out / "sweep.json", "sweep", {"name": plan_.name, "metrics": plan_.metrics, "points": rows,
                                              "hosts": hosts_summary})
     keys = sorted({k for p in plan_.points for k in p.overrides})

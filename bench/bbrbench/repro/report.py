@@ -522,7 +522,13 @@ def header_lines(meta: dict[str, Any]) -> list[str]:
     return lines
 
 
-def write_report(out: Path) -> Path:
+def write_report(out: Path, mix_hosts: bool = False) -> Path:
+    """The report of a reproduction directory. Each experiment is aggregated first, as `bbrbench report`
+    does, so that the report pools repetitions only where a sweep would: HarnessError where a point's
+    repetitions come from hosts of different kernels or BPF objects, unless mix_hosts."""
+    from ..experiments.sweep import aggregate
+    for plan_file in sorted(out.glob("seed*/*/plan.json")):
+        aggregate(plan_file.parent, mix_hosts)
     meta = json.loads((out / "meta.json").read_text())
     fig_dir = out / "figures"
     fig_dir.mkdir(exist_ok=True)

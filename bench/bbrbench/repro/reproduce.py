@@ -139,14 +139,10 @@ def _record(out: Path, profile: str, only: Sequence[str], command: str, repo: Pa
     return meta
 
 
-def _save_load(out: Path, meta: dict[str, Any], load: LoadSampler) -> None:
-    """The invocation's load record, also when it was interrupted."""
-    meta["runs"][-1]["load_1min"] = load.record()
-    (out / META).write_text(json.dumps(meta, indent=2) + "\n")
-
-
-def _finish(out: Path, meta: dict[str, Any]) -> None:
+def _end(out: Path, meta: dict[str, Any], load: LoadSampler) -> None:
+    """The invocation's end and load record, also when it failed or was interrupted."""
     entry = meta["runs"][-1]
+    entry["load_1min"] = load.record()
     entry["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     entry["elapsed_s"] = round(time.time() - entry["started_epoch"], 1)
     (out / META).write_text(json.dumps(meta, indent=2) + "\n")
@@ -188,16 +184,15 @@ def run_all(profile: str, only: Sequence[str], out: Path, repo: Path, command: s
             sweep.run_sweep(plan_, out / e.seed / e.name, catalog, executor, mix_hosts)
     finally:
         load.stop()
-        _save_load(out, meta, load)
-    _finish(out, meta)
-    return report_only(out)
+        _end(out, meta, load)
+    return report_only(out, mix_hosts)
 
 
-def report_only(out: Path) -> Path:
+def report_only(out: Path, mix_hosts: bool = False) -> Path:
     from .report import write_report
     if not (out / META).is_file():
         raise HarnessError(f"{out}: not a reproduction directory (no {META})")
-    return write_report(out)
+    return write_report(out, mix_hosts)
 
 
 def command_line(argv: Sequence[str]) -> str:

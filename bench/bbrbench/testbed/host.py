@@ -14,6 +14,8 @@ from ..results import read_json, write_json
 from .system import bbrctl, bbrctl_path
 
 HOST_FILE = "host.json"
+# bbrctl --version's second line: the SHA-256 of the BPF objects it embeds, in algorithm order.
+OBJECTS_LINE = "algorithm objects sha256 "
 
 
 def _sha256(path: Path) -> str:
@@ -25,15 +27,18 @@ def _sha256(path: Path) -> str:
 
 
 def host_record(load_start: tuple[float, float, float]) -> dict[str, Any]:
-    """This host now. bbrctl links the algorithm objects in as skeletons, so its hash names the exact BPF
-    programs the run attached; its --version names the source they came from."""
+    """This host now. bbrctl --version names the source it came from and hashes the BPF objects it links
+    in as skeletons: the exact programs the run attached. The hash of the binary itself is kept too."""
     path = bbrctl_path()
-    version = None
+    version = objects = None
     if path is not None:
         try:
-            version = bbrctl("--version").strip()
+            lines = bbrctl("--version").splitlines()
         except HarnessError:
-            version = None
+            lines = []
+        version = lines[0].strip() if lines else None
+        objects = next((line.removeprefix(OBJECTS_LINE).strip() for line in lines if line.startswith(OBJECTS_LINE)),
+                       None)
     uname = os.uname()
     return {
         "hostname": socket.gethostname(),
@@ -42,6 +47,7 @@ def host_record(load_start: tuple[float, float, float]) -> dict[str, Any]:
         "machine": uname.machine,
         "cpus": os.cpu_count(),
         "bbrctl_version": version,
+        "objects_sha256": objects,
         "algorithms_sha256": _sha256(path) if path is not None else None,
         # The 1-minute load average at the start and at the end: the end one covers the run's last minute.
         "loadavg_start": list(load_start),
@@ -60,5 +66,9 @@ def read_host(run_dir: Path) -> dict[str, Any] | None:
 
 
 def host_key(record: dict[str, Any]) -> tuple[str, str]:
-    """What must agree for repetitions to pool: the kernel and the algorithm objects."""
-    return (str(record.get("kernel")), str(record.get("algorithms_sha256")))
+    """What must agree for repetitions to pool: the kernel and the BPF objects. Records written before
+    bbrctl reported its objects' hash carry only the binary's, which also changes with its version string,
+    so they pool only with runs of the same bbrctl build (or with --mix-hosts)."""
+    objects = record.get("objects_sha256")
+    return (str(record.get("kernel")),
+            f"objects {objects}" if objects else f"binary {record.get('algorithms_sha256')}")
