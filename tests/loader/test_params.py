@@ -46,7 +46,9 @@ def test_garbage_in_every_field_neither_stalls_nor_slows_a_running_flow(algo, at
     pair = netpair(rate_mbit=RATE_MBIT, queue_bytes=QUEUE_BYTES, rtt_ms=RTT_MS)
     seconds = WARMUP_S + SECONDS_PER_WORD * len(GARBAGE)
     baseline = interval_rates(iperf_result(iperf_pair(pair, algo, seconds=seconds, extra=("-i", str(INTERVAL_S)))))
-    client = iperf_pair(pair, algo, seconds=seconds, extra=("-i", str(INTERVAL_S)))
+    # Another port: the baseline's one-off server may still hold 5201 while it exits, and the readiness
+    # check would then see it instead of a server that failed to bind.
+    client = iperf_pair(pair, algo, seconds=seconds, port=5202, extra=("-i", str(INTERVAL_S)))
     reports = []
     try:
         time.sleep(WARMUP_S)
