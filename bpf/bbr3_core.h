@@ -249,7 +249,10 @@ BBR_INLINE void bbr3_read_cfg(struct bbr3_cfg *c, const struct tcp_sock *tp, con
 
 	c->loss_thresh = bbr3_permille_to_unit(
 		BBRKIT_PARAM(params.loss_thresh_permille, BBR3_LOSS_THRESH));
-	c->beta = bbr3_permille_to_unit(BBRKIT_PARAM(params.beta_permille, BBR3_BETA));
+	/* v3 stores the cut (BBR_UNIT * 30 / 100 = 76) and keeps BBR_UNIT less it (180/256): the
+	 * kept factor is rounded up, as there, not down (179/256).
+	 */
+	c->beta = BBR_UNIT - bbr3_permille_to_unit(BBRKIT_PERMILLE - BBRKIT_PARAM(params.beta_permille, BBR3_BETA));
 	c->headroom = bbr3_permille_to_unit(
 		BBRKIT_PARAM(params.headroom_permille, BBR3_HEADROOM));
 	c->ecn_thresh = bbr3_permille_to_unit(
@@ -275,10 +278,15 @@ BBR_INLINE u32 bbr3_inflight(struct sock *sk, const struct bbr_core *b, u32 bw, 
 	return bbr3_quantization_budget(sk, b, bbr_bdp(b, bw, gain));
 }
 
-/* The flight v3 aims for: one BDP, unless congestion has cut cwnd below it. */
+/* The flight v3 aims for: one BDP, unless congestion has cut `cwnd` below it. */
+BBR_INLINE u32 bbr3_target_inflight_at(struct sock *sk, const struct bbr_core *b, u32 cwnd)
+{
+	return bbr_min_u32(bbr3_inflight(sk, b, bbr_bw(b), BBR_UNIT), cwnd);
+}
+
 BBR_INLINE u32 bbr3_target_inflight(struct sock *sk, const struct bbr_core *b)
 {
-	return bbr_min_u32(bbr3_inflight(sk, b, bbr_bw(b), BBR_UNIT), bbr_out_cwnd(sk, b));
+	return bbr3_target_inflight_at(sk, b, bbr_out_cwnd(sk, b));
 }
 
 BBR_INLINE u32 bbr3_probe_rtt_cwnd(const struct bbr_core *b)
@@ -293,9 +301,10 @@ BBR_INLINE bool bbr3_is_probing_bandwidth(const struct bbr_core *b)
 		(b->cycle_idx == BBRKIT_V3_REFILL || b->cycle_idx == BBRKIT_V3_UP));
 }
 
+/* An unsigned delta, as the core's v1 cycle clock: right for phases up to 2^32 us (71 min). */
 BBR_INLINE bool bbr3_has_elapsed_in_phase(const struct sock *sk, const struct bbr_core *b, u32 us)
 {
-	return (s32)((u32)tcp_sk(sk)->tcp_mstamp - (b->cycle_stamp + us)) > 0;
+	return bbr_stamp_delta_us(tcp_sk(sk)->tcp_mstamp, b->cycle_stamp) > us;
 }
 
 BBR_INLINE void bbr3_reset_full_bw(struct bbr_core *b, struct bbr3 *s)
@@ -509,17 +518,29 @@ BBR_INLINE void bbr3_start_bw_probe_cruise(struct bbr_core *b, struct bbr3 *s)
 	b->cycle_idx = BBRKIT_V3_CRUISE;
 }
 
-/* The probe overfilled the path: cut inflight_hi (once per probe) and drain. */
+/* The probe overfilled the path: cut inflight_hi (once per probe) and drain. `cwnd` is the one the
+ * flight was sent under.
+ */
 BBR_INLINE void bbr3_handle_inflight_too_high(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
-					      const struct bbr3_cfg *c, u32 tx_in_flight, bool app_limited)
+					      const struct bbr3_cfg *c, u32 tx_in_flight, u32 cwnd,
+					      bool app_limited)
 {
 	s->prev_probe_too_high = 1;
 	s->bw_probe_samples = 0;
 	/* An app-limited flight did not really probe the path's volume. */
 	if (!app_limited)
-		s->inflight_hi = bbr_max_u32(tx_in_flight, bbr3_mul_unit(bbr3_target_inflight(sk, b), c->beta));
+		s->inflight_hi = bbr_max_u32(tx_in_flight,
+					     bbr3_mul_unit(bbr3_target_inflight_at(sk, b, cwnd), c->beta));
 	if (b->mode == BBRKIT_PROBE_BW && b->cycle_idx == BBRKIT_V3_UP)
 		bbr3_start_bw_probe_down(sk, b, s);
+}
+
+BBR_INLINE void bbr3_note_loss(struct tcp_sock *tp, struct bbr3 *s)
+{
+	if (!s->loss_in_round) /* the loss round restarts at its first loss */
+		s->loss_round_delivered = tp->delivered;
+	s->loss_in_round = 1;
+	s->loss_in_cycle = 1;
 }
 
 /* Approximation C of v3's per-skb loss hook: the ACK that reports new losses checks the flight. */
@@ -529,10 +550,7 @@ BBR_INLINE void bbr3_on_losses(struct sock *sk, struct bbr_core *b, struct bbr3 
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 lost, tx_in_flight;
 
-	if (!s->loss_in_round) /* the loss round restarts at its first loss */
-		s->loss_round_delivered = tp->delivered;
-	s->loss_in_round = 1;
-	s->loss_in_cycle = 1;
+	bbr3_note_loss(tp, s);
 	if (!s->bw_probe_samples)
 		return; /* not a flight sent while probing */
 	lost = bbr3_lost_in_round(tp, s);
@@ -540,7 +558,31 @@ BBR_INLINE void bbr3_on_losses(struct sock *sk, struct bbr_core *b, struct bbr3 
 	if (bbr3_loss_too_high(c, tx_in_flight, lost))
 		bbr3_handle_inflight_too_high(sk, b, s, c,
 					      bbr3_inflight_hi_from_lost(c, tx_in_flight, lost, (u32)rs->losses),
-					      rs->is_app_limited);
+					      bbr_out_cwnd(sk, b), rs->is_app_limited);
+}
+
+/* An RTO: tcp_enter_loss() has marked the flight lost, then set cwnd to the flight (now ~0) + 1,
+ * before set_state(TCP_CA_Loss). v3 judges each marked skb with the flight and cwnd of its sending
+ * (skb_marked_lost); the ACK path's stand-ins would judge them on the next ACK against a flight of
+ * ~1 and set inflight_hi to ~1. Judge them here with the flight outstanding at the RTO and the cwnd
+ * saved by ssthresh, as the last marked skb, then rebase approximation B so that ACKs do not count
+ * them again (the loss round's telemetry rate leaves them out too).
+ */
+BBR_INLINE void bbr3_on_rto(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u32 flight = tp->packets_out - tp->sacked_out, lost = bbr3_lost_in_round(tp, s);
+	struct bbr3_cfg c;
+
+	if (!tp->lost_out)
+		return; /* nothing was marked */
+	bbr3_read_cfg(&c, tp, b);
+	if (s->bw_probe_samples && bbr3_loss_too_high(&c, flight, lost))
+		bbr3_handle_inflight_too_high(sk, b, s, &c, bbr3_inflight_hi_from_lost(&c, flight, lost, 1),
+					      bbr_max_u32(bbr_out_cwnd(sk, b), b->prior_cwnd), tp->app_limited);
+	/* After the cut, whose new cycle starts clean: the marks are this round's and cycle's losses. */
+	bbr3_note_loss(tp, s);
+	s->round_lost = tp->lost;
 }
 
 /* Loss or CE while not probing: cut the short-term bounds, never below what the last round
@@ -693,7 +735,8 @@ BBR_INLINE bool bbr3_adapt_upper_bounds(struct sock *sk, struct bbr_core *b, str
 	}
 	if (bbr3_is_inflight_too_high(c, tx_in_flight, bbr3_lost_in_round(tcp_sk(sk), s), rs)) {
 		if (s->bw_probe_samples)
-			bbr3_handle_inflight_too_high(sk, b, s, c, tx_in_flight, rs->is_app_limited);
+			bbr3_handle_inflight_too_high(sk, b, s, c, tx_in_flight, bbr_out_cwnd(sk, b),
+						      rs->is_app_limited);
 		return false;
 	}
 	if (s->inflight_hi == ~0U)
@@ -1079,6 +1122,8 @@ BBR_INLINE void bbr3_set_state(struct sock *sk, u8 new_state)
 			return;
 		/* An RTO may mean a new path: learn its plateau again. */
 		bbr3_reset_full_bw(b, s);
+		/* v3 judged the marks before this callback, so a probe they ended is over here. */
+		bbr3_on_rto(sk, b, s);
 		/* The lower-bound cut needs the cwnd from before the RTO. */
 		if (!bbr3_is_probing_bandwidth(b) && s->inflight_lo == ~0U)
 			s->inflight_lo = bbr_max_u32(bbr_out_cwnd(sk, b), b->prior_cwnd);

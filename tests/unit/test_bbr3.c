@@ -150,8 +150,8 @@ TEST(up_ends_on_loss_and_sets_inflight_hi)
 	CHECK(!st()->bw_probe_samples); /* once per probe */
 }
 
-/* A small flight that loses too much: inflight_hi is cut to beta (0.7) x the target flight. The
- * flight is already below the new bounds, so DOWN passes straight on to CRUISE.
+/* A small flight that loses too much: inflight_hi is cut to beta (0.7, 180/256 as in v3) x the
+ * target flight. The flight is already below the new bounds, so DOWN passes straight on to CRUISE.
  */
 TEST(inflight_hi_is_cut_by_beta)
 {
@@ -159,7 +159,7 @@ TEST(inflight_hi_is_cut_by_beta)
 	u32 target = bbr3_target_inflight(sk, core());
 	ack(40, 5, false);
 	CHECK_EQ(phase(), BBRKIT_V3_CRUISE);
-	CHECK_EQ(st()->inflight_hi, target * 179 / 256);
+	CHECK_EQ(st()->inflight_hi, target * 180 / 256);
 	CHECK(st()->inflight_hi > 40);
 }
 
@@ -265,8 +265,8 @@ TEST(cruise_loss_round_cuts_lower_bounds)
 	CHECK_EQ(st()->bw_lo, ~0U);
 	u32 cwnd = sim_tp.snd_cwnd;
 	slow_ack(0, true);
-	CHECK_EQ(st()->bw_lo, bbr3_mul_unit(bbr3_max_bw(st()), 179)); /* above the 1.5 delivered */
-	CHECK_EQ(st()->inflight_lo, bbr3_mul_unit(cwnd, 179));
+	CHECK_EQ(st()->bw_lo, bbr3_mul_unit(bbr3_max_bw(st()), 180)); /* above the 1.5 delivered */
+	CHECK_EQ(st()->inflight_lo, bbr3_mul_unit(cwnd, 180));
 	CHECK_EQ(sim_tp.snd_cwnd, st()->inflight_lo);
 	CHECK_EQ(bbr_bw(core()), st()->bw_lo);
 }
@@ -372,6 +372,66 @@ TEST(record_carries_v3_state)
 	CHECK(f.variant[BBRKIT_VAR_V3_LOSS_RATE] > 0);
 	CHECK_EQ(f.variant[BBRKIT_VAR_V3_ECN_ALPHA], BBR_UNIT);
 	CHECK_EQ(f.bw, bbr_bw(core()));
+}
+
+/* An RTO as tcp_enter_loss() makes it: the flight is marked lost, ssthresh sees the old cwnd, cwnd
+ * falls to the flight (now 0) + 1, then set_state(TCP_CA_Loss); ACKs then come with a flight of ~1.
+ */
+static void rto(u32 flight)
+{
+	sim_tp.packets_out = flight;
+	sim_tp.lost += flight;
+	sim_tp.lost_out = flight;
+	bbr3_ssthresh(sk);
+	sim_tp.snd_cwnd = 1;
+	bbr3_set_state(sk, TCP_CA_Loss);
+	sim_tp.inet_conn.icsk_ca_state = TCP_CA_Loss;
+}
+
+/* v3 judges the marked skbs with the flight they were sent in: an RTO in UP ends the probe with
+ * inflight_hi at about that flight (here 150 - 1: the crossing is taken at the last mark), not at
+ * the post-RTO flight of 1, and the next ACKs do not count the marks again.
+ */
+TEST(rto_in_up_keeps_inflight_hi_at_the_lost_flight)
+{
+	to_up();
+	CHECK(st()->bw_probe_samples);
+	rto(150);
+	CHECK_EQ(phase(), BBRKIT_V3_DOWN);
+	CHECK_EQ(st()->inflight_hi, 149);
+	CHECK(st()->loss_in_round && st()->loss_in_cycle);
+	CHECK_EQ(bbr3_lost_in_round(&sim_tp, st()), 0);
+	for (int i = 0; i < 3 * ACKS_PER_ROUND; i++)
+		ack(1 + i, 0, i % ACKS_PER_ROUND == 0);
+	CHECK_EQ(st()->inflight_hi, 149);
+}
+
+/* An RTO while cruising sets no inflight_hi but is a loss of this round and cycle: the round's end
+ * cuts inflight_lo by beta from the cwnd before the RTO (v3's set_state keeps it for this).
+ */
+TEST(rto_while_cruising_cuts_lower_bounds_from_the_old_cwnd)
+{
+	start();
+	bbr3_start_bw_probe_down(sk, core(), st());
+	bbr3_start_bw_probe_cruise(core(), st());
+	sim_tp.snd_cwnd = 100;
+	rto(80);
+	CHECK_EQ(st()->inflight_hi, ~0U);
+	CHECK(st()->loss_in_round && st()->loss_in_cycle);
+	CHECK_EQ(st()->inflight_lo, 100);
+	sim_tp.snd_cwnd = 10; /* regrown in loss recovery: the Reno-round bound does not start a probe */
+	ack(1, 0, true);
+	CHECK_EQ(st()->inflight_lo, bbr3_mul_unit(100, 180));
+}
+
+/* The phase clock is an unsigned delta: 40 minutes in CRUISE (past 2^31 us) is past the wait. */
+TEST(phase_clock_survives_signed_wrap)
+{
+	start();
+	core()->cycle_stamp = (u32)sim_tp.tcp_mstamp;
+	sim_advance_us(40ULL * 60 * 1000000);
+	CHECK(bbr3_has_elapsed_in_phase(sk, core(), 3000000));
+	CHECK(!bbr3_has_elapsed_in_phase(sk, core(), 41U * 60 * 1000000));
 }
 
 /* Spurious recovery: the bounds saved on entry come back. */
