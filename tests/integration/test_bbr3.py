@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bbrbench.testbed.netns import command
 from netutil import BBRCTL, available_ccs, bbrctl, flows_json, iperf_pair, iperf_result
 
 pytestmark = pytest.mark.net
@@ -79,3 +80,59 @@ def test_probe_rtt_interval_change_reaches_a_running_flow(attach, netpair, tmp_p
     after = [t for t in entries if t > changed_ns]
     assert not before, f"PROBE_RTT at {len(before)} points in the first 2.5 s with a 5 s interval"
     assert len(after) >= 4, f"only {len(after)} PROBE_RTT entries in 3.5 s with a 200 ms interval"
+
+
+def test_rto_during_up_recovers_the_link(attach, netpair, tmp_path: Path) -> None:
+    """The receiver's input blackholes for 0.7 s (> 1 RTO: 200 ms minimum + RTT) while bbr3 probes in
+    UP. v3 judges the RTO's marks with the flight they were sent in (bbr_skb_marked_lost), so the
+    probe ends with inflight_hi near that flight; judged against the post-RTO flight of ~1 it fell to
+    1 and capped cwnd at 4 until a re-probe regrew it (measured: 1 for ~200 ms of loss recovery on
+    this path). From the first ACK after the RTO inflight_hi stays at least half a BDP, and within 3 s
+    of the path's return a 1 s window delivers >= 90% of the link (bbrctl trace's delivered count)."""
+    rate_mbit = 50
+    attach("bbr3")
+    pair = netpair(rate_mbit=rate_mbit, queue_bytes=QUEUE_BYTES, rtt_ms=RTT_MS)
+    trace_file = tmp_path / "trace.jsonl"
+    tracer = subprocess.Popen([str(BBRCTL), "trace", "bbr3", "--out", str(trace_file)], text=True,
+                              stderr=subprocess.PIPE, start_new_session=True)
+    blackhole = "add table inet bh\nadd chain inet bh in { type filter hook input priority 0; }\n" \
+                "add rule inet bh in tcp dport 5201 drop\n"
+    try:
+        time.sleep(0.3)
+        assert tracer.poll() is None, tracer.stderr.read() if tracer.stderr else ""
+        client = iperf_pair(pair, "bbr3", seconds=9)
+        netns = pair.netns_inode(pair.sender)
+        time.sleep(2)  # past start-up
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            seen = flows_json("bbr3", netns)
+            if seen and seen[0]["bw_phase"] == "UP":
+                break
+        else:
+            pytest.fail("bbr3 was never seen in PROBE_BW:UP")
+        command(["nft", "-f", "-"], netns=pair.receiver, input_text=blackhole)
+        time.sleep(0.7)
+        pair.exec(pair.receiver, ["nft", "delete", "table", "inet", "bh"])
+        back_ns = time.monotonic_ns()
+        iperf_result(client)
+    finally:
+        tracer.send_signal(signal.SIGINT)
+        tracer.wait(timeout=5)
+    records = [r for r in map(json.loads, trace_file.read_text().splitlines()) if r["netns"] == netns]
+    assert any(r["ca_state"] == "loss" for r in records), "no RTO happened"
+    after = [r for r in records if r["t_ns"] > back_ns]
+    assert any(r["ca_state"] == "open" for r in after), "loss recovery never ended"
+    bdp_packets = rate_mbit * 1e6 / 8 * RTT_MS / 1000 / after[0]["mss"]
+    # From the first ACK after the RTO on, not only once a re-probe has regrown it.
+    low = [(r["ca_state"], r["bw_phase"], r["inflight_hi"]) for r in after
+           if r["inflight_hi"] is not None and r["inflight_hi"] < bdp_packets / 2]
+    assert not low, f"inflight_hi below half the BDP ({bdp_packets:.0f} packets) after the RTO: {low[:5]}"
+    best = 0.0
+    for i, start in enumerate(after):
+        if start["t_ns"] > back_ns + 3e9:
+            break
+        end = next((r for r in after[i:] if r["t_ns"] >= start["t_ns"] + 1e9), None)
+        if end:
+            bits = (end["delivered"] - start["delivered"]) * start["mss"] * 8
+            best = max(best, bits / ((end["t_ns"] - start["t_ns"]) / 1e9))
+    assert best >= 0.9 * rate_mbit * 1e6, f"best 1 s window after the blackhole: {best / 1e6:.1f} Mbit/s"
