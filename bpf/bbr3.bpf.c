@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* bbr3: BBRv3 (Google's v3 tcp_bbr.c, draft-ietf-ccwg-bbr) as a BPF struct_ops congestion control.
+/* bbr3: BBRv3 (Google's v3 tcp_bbr.c, compared line by line) as a BPF struct_ops congestion control.
  *
  * The algorithm, its storage and the approximations a stock kernel forces are described at the top
  * of bbr3_core.h; this file supplies v3's two rules where bbr2 (the v2 alpha) differs: the plateau

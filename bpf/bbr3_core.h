@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* BBRv3, and the BBRv2 alpha as a small delta on it, for a stock kernel.
  *
- * Sources: Google's v3 net/ipv4/tcp_bbr.c (github.com/google/bbr, branch v3), the v2alpha
- * net/ipv4/tcp_bbr2.c (v2alpha-2019-07-28) for bbr2, and draft-ietf-ccwg-bbr. What v3 does:
+ * Compared line by line with Google's v3 net/ipv4/tcp_bbr.c (github.com/google/bbr, branch v3) and,
+ * for bbr2, the v2alpha net/ipv4/tcp_bbr2.c (v2alpha-2019-07-28); draft-ietf-ccwg-bbr was not
+ * compared and lends only names. What v3 does:
  * - STARTUP at pacing gain 2.77, cwnd gain 2; it ends when the delivery rate plateaus (less than 25%
  *   growth for 3 rounds) or, in a recovery round with at least 6 loss events, when the loss rate of
  *   the flight exceeds loss_thresh (2%), or after 2 rounds with a CE rate above ecn_thresh.
@@ -39,7 +40,9 @@
  * Signals a stock kernel does not give a congestion control, and what stands in for them:
  * A. rs->tx_in_flight (the flight when the ACKed packet was sent) -> rs->prior_in_flight (the
  *    flight when the ACK arrived). Differs while the flight grows or shrinks within a round: in UP
- *    the stand-in is larger by the packets sent since, so inflight_hi is set a little higher.
+ *    the stand-in is larger by the packets sent since, so inflight_hi is set a little higher; in
+ *    recovery the flight shrinks (cwnd cut, lost packets leave it), so the stand-in is lower and an
+ *    inflight_hi set from it is lower too. After an RTO it would be ~1: see F.
  * B. rs->lost (packets lost since the ACKed packet was sent) -> tp->lost minus its value when the
  *    current loss round began (bbr3_lost_in_round()). Differs early in a round: losses of the previous
  *    round's tail are not counted, so a loss cut may come up to one round later.
@@ -50,9 +53,20 @@
  * D. rs->is_ece -> rs->delivered_ce > 0 (this ACK newly acknowledged CE-marked data); ECN
  *    eligibility: the `ecn` parameter, ECN negotiated (TCP_ECN_OK) and min_rtt <= ecn_max_rtt_us,
  *    since the kernel's per-route "shallow-threshold ECN" flag (TCP_ECN_LOW) does not exist here.
- * E. Not available, so not done: the TLP-repaired-loss event, rs->is_acking_tlp_retrans_seq, PLB,
- *    precise ECE ACKs (receiver side), fast_ack_mode, the min_rtt-based TSO allowance (zero at
- *    RTTs >= 16 ms), and v3's app-limited fast path (a CPU saving: the full model runs every ACK).
+ * E. Not done: the TLP-repaired-loss event, rs->is_acking_tlp_retrans_seq, PLB, fast_ack_mode,
+ *    v3's app-limited fast path (a CPU saving: the full model runs every ACK), and
+ *    - the min_rtt-based TSO allowance: 64 KB halved per 512 us of min_rtt, so under one MSS from
+ *      ~3 ms and zero from ~8.7 ms; it matters only on sub-3 ms paths;
+ *    - TCP_ECN_ECT_PERMANENT (ECT on retransmits and pure ACKs): a stock kernel has no such flag, so
+ *      retransmits leave Not-ECT and an ECN AQM drops rather than marks them;
+ *    - precise (DCTCP-style) CE echo by the receiver: possible for a BPF congestion control on the
+ *      receiving socket (the kernel's bpf_dctcp selftest does it from cwnd_event with
+ *      bpf_tcp_send_ack), not implemented here; with classic RFC 3168 feedback the receiver sets ECE
+ *      on every ACK from a CE mark until the sender's CWR, so delivered_ce, and the CE fraction that
+ *      ecn_thresh and ecn_alpha read, is overstated.
+ * F. RTO marks: judged in set_state(TCP_CA_Loss), with the flight outstanding at the RTO
+ *    (packets_out - sacked_out) and the cwnd saved by ssthresh, as the last marked skb; v3 judges
+ *    each skb with its own send-time flight. B's base is then moved past them.
  * Deviations of the shared core: the ACK-aggregation window is 5-10 rounds also in STARTUP (v3: 1-2
  * rounds); time stamps are 1024 us ticks, as in the core.
  *
