@@ -71,8 +71,11 @@ def test_garbage_in_every_field_neither_stalls_nor_slows_a_running_flow(algo, at
     # Every field is flagged for the two words no range contains.
     assert all(set(r.values()) == {"out-of-range"} for r in reports[1:]), reports
     mean = sum(baseline) / len(baseline)
-    # No stall: with alpha acting as 0.001 the cruise phases paced at 1/256 of the bandwidth.
-    assert min(rates) > 0.5 * mean, (rates, baseline)
+    # No stall: with alpha acting as 0.001 the cruise phases paced at 1/256 of the bandwidth. Judged
+    # over 1 s: iperf3's sender-side intervals count socket writes, which come in bursts (52 then 17
+    # Mbit/s in consecutive half seconds of a steady 35 Mbit/s flow, seen in CI).
+    seconds = [(a + b) / 2 for a, b in zip(rates, rates[1:], strict=False)]
+    assert min(seconds) > 0.5 * mean, (rates, baseline)
     assert sum(rates) / len(rates) > 0.85 * mean, (rates, baseline)
 
 
