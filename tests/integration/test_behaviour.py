@@ -1,0 +1,193 @@
+"""Behaviour of bbr3 and bbr2 on real TCP, read from their own time series (`bbrctl trace`: one
+record per round trip and per mode change), transperf-style: each check names the code it comes
+from (google/bbr v3 net/ipv4/tcp_bbr.c, v2alpha net/ipv4/tcp_bbr2.c). Tolerances leave room for a
+shared 2-core machine without letting the behaviour go missing.
+
+Path: 50 Mbit/s, 20 ms, a 2-BDP FIFO (tbf) behind bbrkit's delay line; BDP = 86 packets."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from bbrbench.testbed.netns import command
+from netutil import BBRCTL, NetPair, iperf_pair, iperf_result
+
+pytestmark = pytest.mark.net
+
+RATE_MBIT = 50
+RTT_MS = 20
+BDP_BYTES = RATE_MBIT * 1_000_000 // 8 * RTT_MS // 1000
+MSS = 1448
+BDP_PACKETS = BDP_BYTES / MSS
+PORT = 5201
+
+
+def traced(algo: str, pair: NetPair, tmp_path: Path, seconds: float,
+           at: tuple[tuple[float, Callable[[], None]], ...] = ()) -> list[dict]:
+    """One iperf3 flow of `algo` for `seconds`, traced; `at` runs actions that many seconds in. Returns
+    the flow's records with `t` (seconds since the flow's first record) added."""
+    trace_file = tmp_path / f"{algo}.jsonl"
+    tracer = subprocess.Popen([str(BBRCTL), "trace", algo, "--out", str(trace_file)], text=True,
+                              stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        time.sleep(0.3)
+        assert tracer.poll() is None, tracer.stderr.read() if tracer.stderr else ""
+        client = iperf_pair(pair, algo, seconds=seconds, port=PORT)
+        start = time.monotonic()
+        for when, action in at:
+            time.sleep(max(0.0, start + when - time.monotonic()))
+            action()
+        iperf_result(client)
+    finally:
+        tracer.send_signal(signal.SIGINT)
+        tracer.wait(timeout=5)
+    netns = pair.netns_inode(pair.sender)
+    records = [r for r in map(json.loads, trace_file.read_text().splitlines())
+               if r["netns"] == netns and r["dport"] == PORT]
+    assert records, f"no {algo} records"
+    t0 = records[0]["t_ns"]
+    for r in records:
+        r["t"] = (r["t_ns"] - t0) / 1e9
+    return records
+
+
+def random_loss(pair: NetPair, permille: int) -> Callable[[], None]:
+    """Drops that share of the data arriving at the receiver (nftables numgen; no netem here)."""
+    rules = ("add table inet loss\nadd chain inet loss in { type filter hook input priority 0; }\n"
+             f"add rule inet loss in tcp dport {PORT} numgen random mod 1000 < {permille} drop\n")
+    return lambda: command(["nft", "-f", "-"], netns=pair.receiver, input_text=rules)
+
+
+def phase_runs(records: list[dict]) -> list[tuple[str, float, float]]:
+    """(phase, first t, last t) for each run of equal PROBE_BW sub-phase or other mode."""
+    runs: list[tuple[str, float, float]] = []
+    for r in records:
+        name = r["bw_phase"] if r["mode"] == "PROBE_BW" else r["mode"]
+        if runs and runs[-1][0] == name:
+            runs[-1] = (name, runs[-1][1], r["t"])
+        else:
+            runs.append((name, r["t"], r["t"]))
+    return runs
+
+
+def gains_in(records: list[dict], phase: str, key: str) -> set[float]:
+    return {r[key] for r in records
+            if (r["bw_phase"] if r["mode"] == "PROBE_BW" else r["mode"]) == phase and r["event"] == "round"}
+
+
+@pytest.fixture
+def path(attach, netpair) -> NetPair:
+    return netpair(rate_mbit=RATE_MBIT, queue_bytes=2 * BDP_BYTES, rtt_ms=RTT_MS)
+
+
+def test_bbr3_cycles_probes_and_probes_rtt(attach, path: NetPair, tmp_path: Path) -> None:
+    attach("bbr3")
+    records = traced("bbr3", path, tmp_path, seconds=16)
+    runs = phase_runs(records)
+    names = [n for n, _, _ in runs]
+    # STARTUP exits on the bandwidth plateau here (no loss, 2 BDP of buffer): v3
+    # bbr_check_full_bw_reached; a plateau exit sets no inflight_hi (bbr_handle_queue_too_high_in_startup
+    # runs only on loss/ECN).
+    assert names[:3] == ["STARTUP", "DRAIN", "DOWN"], names[:5]
+    drain = next(r for r in records if r["mode"] == "DRAIN")
+    assert drain["inflight_hi"] is None, drain
+    # PROBE_BW sub-phases in v3's order (bbr_update_cycle_phase): DOWN -> CRUISE -> REFILL -> UP ->
+    # DOWN; DOWN may go straight to REFILL when the probe is due (bbr_check_time_to_probe_bw), and
+    # PROBE_RTT leaves to DOWN/CRUISE (bbr_exit_probe_rtt).
+    # REFILL lasts one round, so it can fall between two per-round records.
+    allowed = {("DOWN", "CRUISE"), ("DOWN", "REFILL"), ("CRUISE", "REFILL"), ("REFILL", "UP"),
+               ("CRUISE", "UP"), ("DOWN", "UP"),
+               ("UP", "DOWN"), ("PROBE_RTT", "DOWN"), ("PROBE_RTT", "CRUISE")}
+    steps = [(a, b) for a, b in zip(names[2:], names[3:], strict=False) if b != "PROBE_RTT"]
+    assert set(steps) <= allowed, set(steps) - allowed
+    # Probe spacing (bbr_check_time_to_probe_bw): the next probe (REFILL, or UP when REFILL fell
+    # between records) comes after the wall-clock wait of 2-3 s (bbr_pick_probe_wait) or, first, the
+    # Reno-scale bound of min(63, target inflight) rounds less a random 0-1
+    # (bbr_is_reno_coexistence_probe_time), both counted from the cycle's start: DOWN's, or the end of
+    # PROBE_RTT (bbr_exit_probe_rtt starts the next cycle). Rounds here are >= 20 ms.
+    waits = []
+    for i, (name, start, end) in enumerate(runs):
+        if name not in ("DOWN", "PROBE_RTT"):
+            continue
+        nxt = next(((n, s) for n, s, _ in runs[i + 1:] if n in ("REFILL", "UP", "PROBE_RTT")), None)
+        if nxt and nxt[0] != "PROBE_RTT":
+            waits.append(nxt[1] - (start if name == "DOWN" else end))
+    assert len(waits) >= 2, names
+    assert all(62 * RTT_MS / 1000 * 0.95 <= w <= 3.0 + 0.2 for w in waits), (waits, names)
+    # PROBE_RTT when probe_rtt_min went 5 s without a strictly lower sample (bbr_probe_rtt_win_ms =
+    # 5000, bbr_update_min_rtt): never sooner than 5 s after the flow's start or the last PROBE_RTT's
+    # end (bbr_check_probe_rtt_done restamps), later whenever a drained queue gives a new low: on this
+    # path the first came at 5.1-5.3 s in most runs, at 9.2 s in one of five, and not within 12 s in
+    # one of eight. It lasts max(200 ms, a round) (bbr_probe_rtt_mode_ms) at cwnd 0.5 x BDP
+    # (bbr_probe_rtt_cwnd_gain), 4 at least.
+    probe_rtt_runs = [(start, end) for name, start, end in runs if name == "PROBE_RTT"]
+    assert probe_rtt_runs and probe_rtt_runs[0][0] >= 4.9, probe_rtt_runs
+    for (_, end), (start, _) in zip(probe_rtt_runs, probe_rtt_runs[1:], strict=False):
+        assert start - end >= 4.9, probe_rtt_runs
+    assert all(0.15 <= end - start <= 0.5 for start, end in probe_rtt_runs[:-1]), probe_rtt_runs
+    cwnds = [r["cwnd"] for r in records if r["mode"] == "PROBE_RTT" and r["event"] == "round"]
+    assert cwnds and max(cwnds) <= 0.5 * BDP_PACKETS * 1.3 + 4, cwnds
+
+
+def test_bbr3_loss_above_two_percent_cuts_inflight_hi_and_probing_goes_on(path: NetPair, attach,
+                                                                          tmp_path: Path) -> None:
+    """3% random loss from 3 s: the next UP's loss rate passes loss_thresh (2%), which sets
+    inflight_hi within a few rounds of that probe (bbr_is_inflight_too_high ->
+    bbr_handle_inflight_too_high) and ends UP; probing goes on in later cycles (bbr_start_bw_probe_down
+    schedules the next)."""
+    attach("bbr3")
+    records = traced("bbr3", path, tmp_path, seconds=12, at=((3.0, random_loss(path, 30)),))
+    runs = phase_runs(records)
+    ups = [(start, end) for name, start, end in runs if name == "UP" and start > 3.0]
+    assert len(ups) >= 2, [n for n, _, _ in runs]
+    first_up_start, first_up_end = ups[0]
+    # A probe under 3% loss lasts a few rounds, not the several it takes to find a plateau.
+    assert first_up_end - first_up_start <= 8 * RTT_MS / 1000 + 0.1, ups[0]
+    cut = next((r for r in records if r["t"] > first_up_start and r["inflight_hi"] is not None), None)
+    assert cut is not None and cut["t"] <= first_up_end + 0.2, (cut, ups[0])
+    assert cut["inflight_hi"] <= 2.5 * BDP_PACKETS, cut
+
+
+def test_bbr3_startup_exits_on_loss(attach, netpair, tmp_path: Path) -> None:
+    """A quarter-BDP buffer: STARTUP's 2.77x overshoot overflows it, and STARTUP ends in a recovery
+    round with >= 6 loss events and a loss rate above 2% (bbr_check_loss_too_high_in_startup), which
+    sets inflight_hi to at least the BDP estimate (bbr_handle_queue_too_high_in_startup). A flow that
+    left on the bandwidth plateau would have no inflight_hi."""
+    attach("bbr3")
+    shallow = netpair(rate_mbit=RATE_MBIT, queue_bytes=BDP_BYTES // 4, rtt_ms=RTT_MS)
+    records = traced("bbr3", shallow, tmp_path, seconds=3)
+    first_drain = next((r for r in records if r["mode"] != "STARTUP"), None)
+    assert first_drain is not None, "STARTUP never ended"
+    assert first_drain["inflight_hi"] is not None, first_drain
+    assert first_drain["inflight_hi"] >= 0.8 * BDP_PACKETS, first_drain
+
+
+def test_bbr2_differs_from_bbr3_where_the_constants_differ(path: NetPair, attach, tmp_path: Path) -> None:
+    """v2alpha (tcp_bbr2.c) against v3 (tcp_bbr.c): STARTUP paces at 2.885 (bbr_high_gain) vs 2.77 and
+    sizes cwnd at 2.885 vs 2; DOWN paces at 0.75 vs 0.91; UP keeps cwnd gain 2 vs 2.25; UP paces at
+    1.25, CRUISE and REFILL at 1 with cwnd gain 2, and PROBE_RTT at 1 in both."""
+    attach("bbr3")
+    attach("bbr2")
+    v3 = traced("bbr3", path, tmp_path, seconds=7)
+    v2 = traced("bbr2", path, tmp_path, seconds=7)
+    expected = {
+        "bbr3": {("STARTUP", "pacing_gain"): 2.77, ("STARTUP", "cwnd_gain"): 2.0, ("DOWN", "pacing_gain"): 0.91,
+                 ("UP", "cwnd_gain"): 2.25},
+        "bbr2": {("STARTUP", "pacing_gain"): 2.89, ("STARTUP", "cwnd_gain"): 2.89, ("DOWN", "pacing_gain"): 0.75,
+                 ("UP", "cwnd_gain"): 2.0},
+    }
+    same = {("UP", "pacing_gain"): 1.25, ("CRUISE", "pacing_gain"): 1.0, ("CRUISE", "cwnd_gain"): 2.0,
+            ("REFILL", "pacing_gain"): 1.0, ("REFILL", "cwnd_gain"): 2.0, ("DOWN", "cwnd_gain"): 2.0}
+    for algo, records in (("bbr3", v3), ("bbr2", v2)):
+        for (phase, key), value in {**expected[algo], **same}.items():
+            seen = gains_in(records, phase, key)
+            # REFILL lasts one round and may fall between two records.
+            assert seen or phase == "REFILL", f"{algo}: no {phase} record"
+            assert all(abs(g - value) < 0.015 for g in seen), (algo, phase, key, seen)
