@@ -1,13 +1,14 @@
 #!/bin/sh
 # The project's test command, as root on a Debian 12 machine: installs what is missing (Debian packages;
-# bbrbench and the test tools into .venv), builds everything, then runs every suite: first the tests that
-# need no root (lint gate, host unit tests of the BBR core, scenarios, metrics, statistics, model,
-# parsing, reports), then the root ones (bbrctl, real transfers, the harness in namespaces).
+# bbrbench and the test tools into .venv), builds everything, checks the README's record keys against
+# the build (make check-readme), then runs every suite: first the tests that need no root (lint gate,
+# host unit tests of the BBR core, bbrctl's help/man page/completion, scenarios, metrics, statistics,
+# model, parsing, reports), then the root ones (bbrctl, real transfers, the harness in namespaces).
 # Safe to re-run. Extra arguments go to both pytest runs (-k bbr_acd, -x, ...).
 set -eu
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh --test
-make -s all
+make -s all check-readme
 # The binaries just built, ahead of any installed copy (the harness looks on PATH first).
 PATH="$PWD/build:$PWD/.venv/bin:$PATH"
 export PATH

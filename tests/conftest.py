@@ -29,7 +29,10 @@ from netutil import (
 # BBRCTL_DISABLE list that makes attach choose it.
 FLOWS_MECHANISMS = {"map-iterator": ("map-iter", ""), "iter-tcp": ("iter-tcp", "map-iter")}
 
-ROOT_DIRS = ("loader", "integration")
+ROOT_DIRS = ("integration",)
+# A test that attaches, detaches or builds namespaces through one of these needs root; the other
+# tests of tests/loader (help, man page, completion, version) run without it.
+ROOT_FIXTURES = frozenset({"attach", "detached", "keep_params", "netpair", "flows_via"})
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -38,7 +41,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     tests_dir = config.rootpath / "tests"
     for item in items:
         top = item.path.relative_to(tests_dir).parts[0] if item.path.is_relative_to(tests_dir) else ""
-        if top in ROOT_DIRS or item.get_closest_marker("net"):
+        uses_root = ROOT_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+        if top in ROOT_DIRS or item.get_closest_marker("net") or uses_root:
             item.add_marker(pytest.mark.root)
 
 

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from bbrbench.analysis.sharemodel import ShareInputs, bbr_share, l2_error, share_for_link, signed_l1_error
+from bbrbench.analysis.sharemodel import ShareInputs, bbr_share, l2_error, share_for_link
 from bbrbench.analysis.stats import pearson
 
 
@@ -58,7 +58,6 @@ def test_link_units() -> None:
 
 def test_error_measures() -> None:
     assert l2_error([0.5, 0.6], [0.2, 0.2]) == pytest.approx(0.5)          # sqrt(0.09 + 0.16)
-    assert signed_l1_error([0.3, 0.5], [0.4, 0.2]) == pytest.approx(0.2)   # -0.1 + 0.3
     assert pearson([1, 2, 3], [2, 4, 6]) == pytest.approx(1.0)
     assert pearson([1, 2, 3], [3, 1, 2]) == pytest.approx(-0.5)
     with pytest.raises(ValueError):

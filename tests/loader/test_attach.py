@@ -13,6 +13,9 @@ import pytest
 from loaderutil import ALGOS, BBRCTL, PIN_ROOT, ctl, params_raw, pins, snapshot, struct_ops_ids
 from netutil import available_ccs, bbrctl, iperf_pair, iperf_result, kernel_features, run
 
+# Every test here attaches, loads or probes BPF programs.
+pytestmark = pytest.mark.root
+
 RATE_MBIT = 100
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -70,13 +70,6 @@ def l2_error(model: Sequence[float], observed: Sequence[float]) -> float:
     return math.sqrt(sum((m - o) ** 2 for m, o in zip(model, observed)))
 
 
-def signed_l1_error(lossy: Sequence[float], lossless: Sequence[float]) -> float:
-    """Seed 004 Table 4: the sum of (lossy - loss-free) shares. The seed calls it an L1 norm, but its
-    values are signed (-0.058 at 1% loss), so the differences are summed without absolute values."""
-    _same_length(lossy, lossless)
-    return sum(a - b for a, b in zip(lossy, lossless))
-
-
 def _same_length(a: Sequence[float], b: Sequence[float]) -> None:
     if len(a) != len(b) or not a:
         raise ValueError("series must be non-empty and of equal length")
