@@ -100,7 +100,10 @@ struct bbrkit_flow {
 	__u32 delivered;     /* packets delivered, total */
 	__u32 prior_cwnd;    /* cwnd saved on entering recovery or PROBE_RTT */
 	__u32 variant[BBRKIT_VAR_SLOTS];
+	__u32 pad;           /* explicit: the record is 8-byte aligned, and readers see no hidden hole */
 };
+/* The ring buffer's record size is ABI between the BPF objects and the readers. */
+_Static_assert(sizeof(struct bbrkit_flow) == 168, "struct bbrkit_flow changed size: readers must follow");
 
 /* Tracing switch: the BPF side emits trace records only while tracers > 0. */
 struct bbrkit_ctl {

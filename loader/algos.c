@@ -2,6 +2,8 @@
 /* The algorithm table: one entry per bpf/<algo>.bpf.c (listed by the Makefile in bbrkit_algos.h), with
  * the parameter and variant-state descriptions of the algorithms that have them.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bbrctl.h"
@@ -111,6 +113,10 @@ static const struct variant_desc acd_variants[] = {
 	{ "acd_halvings", BBRKIT_VAR_ACD_HALVINGS, VAR_UINT, "recoveries in which cwnd was halved" },
 };
 
+_Static_assert(sizeof(struct bbr_rttgain_params) <= MAX_PARAMS_SIZE, "bbr_rttgain_params outgrew MAX_PARAMS_SIZE");
+_Static_assert(sizeof(struct bbr3_params) <= MAX_PARAMS_SIZE, "bbr3_params outgrew MAX_PARAMS_SIZE");
+_Static_assert(sizeof(struct bbr_acd_params) <= MAX_PARAMS_SIZE, "bbr_acd_params outgrew MAX_PARAMS_SIZE");
+
 /* What an algorithm adds to the common BBR state; algorithms not listed have nothing. */
 static const struct algo extras[] = {
 	{ .name = "bbr_rttgain",
@@ -152,8 +158,22 @@ static struct algo table[] = { BBRKIT_ALGOS(ALGO_ENTRY) };
 
 const size_t nalgos = ARRAY_SIZE(table);
 
+/* extras join the table by name: an entry no algorithm claims (a typo) would silently drop that
+ * algorithm's parameters, so it stops bbrctl at once, and every test with it.
+ */
 void algos_init(void)
 {
+	for (size_t e = 0; e < ARRAY_SIZE(extras); e++) {
+		size_t i = 0;
+
+		while (i < nalgos && strcmp(table[i].name, extras[e].name))
+			i++;
+		if (i == nalgos) {
+			fprintf(stderr, "bbrctl: internal error: parameters for '%s', which is no built algorithm\n",
+				extras[e].name);
+			exit(EXIT_FAILURE);
+		}
+	}
 	for (size_t i = 0; i < nalgos; i++) {
 		const struct algo *x = extras_of(table[i].name);
 

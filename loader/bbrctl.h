@@ -12,6 +12,8 @@
 #include "bbrkit.h"
 
 #define BBRCTL_MAX_PATH 256
+/* params.c keeps a params value in a buffer of this size; algos.c asserts each struct fits. */
+#define MAX_PARAMS_SIZE 256
 #define BBRCTL_AVAILABLE_CC "/proc/sys/net/ipv4/tcp_available_congestion_control"
 
 /* How a parameter's human value maps to its stored integer. */

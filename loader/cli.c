@@ -221,7 +221,11 @@ int cli_parse(const struct cli_command *c, int argc, char **argv, struct cmd_opt
 	int ch, nargs;
 
 	cli_usage(c, usage, sizeof(usage));
-	for (const struct cli_opt *o = c->opts; o && o->name && n < MAX_OPTS; o++, n++) {
+	for (const struct cli_opt *o = c->opts; o && o->name; o++, n++) {
+		if (n == MAX_OPTS) { /* a table edit: fail every test of the command, never drop the option */
+			fprintf(stderr, "bbrctl: internal error: %s has more than %d options\n", c->name, MAX_OPTS);
+			exit(EXIT_FAILURE);
+		}
 		longopts[n] = (struct option){ o->name, o->metavar ? required_argument : no_argument, NULL,
 					       o->short_name };
 		shorts[s++] = o->short_name;

@@ -10,10 +10,10 @@
 #include <bpf/bpf.h>
 
 #include "bbrctl.h"
+#include "strbuf.h"
 
 #define RATIO_DECIMALS 3
 #define VALUE_TEXT 32
-#define MAX_PARAMS_SIZE 256
 #define NOTE_TEXT 192
 
 
@@ -130,8 +130,7 @@ static int open_params(const struct algo *a, int flags)
 		close(fd);
 		return fail(err, "cannot inspect the params map"), -1;
 	}
-	if (info.value_size != a->params_size || info.max_entries != 1 ||
-	    a->params_size > MAX_PARAMS_SIZE) {
+	if (info.value_size != a->params_size || info.max_entries != 1) {
 		close(fd);
 		return fail(0, "the params map (value size %u) does not match struct %s_params (%zu)",
 			    info.value_size, a->name, a->params_size), -1;
@@ -310,8 +309,7 @@ static int apply_args(const struct algo *a, int argc, char **argv, void *value)
 
 	names[0] = '\0';
 	for (size_t i = 0; i < a->nparams; i++)
-		used += snprintf(names + used, sizeof(names) - used, "%s%s", i ? ", " : "",
-				 a->params[i].name);
+		used = str_append(names, sizeof(names), used, i ? ", " : "", a->params[i].name);
 	for (int i = 0; i < argc; i++) {
 		const char *eq = strchr(argv[i], '=');
 		const struct param_desc *p;
