@@ -3,6 +3,7 @@
 # the host unit tests. Everything generated goes to build/. `make V=1` shows the commands.
 
 CLANG ?= clang
+LLVM_STRIP ?= llvm-strip
 BPFTOOL ?= bpftool
 CC ?= cc
 PKG_CONFIG ?= pkg-config
@@ -46,7 +47,7 @@ UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/%)
 UNIT_HDRS := $(wildcard tests/unit/*.h)
 
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Iinclude -Ibpf
+BPF_CFLAGS := -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Iinclude -Ibpf
 WARN_CFLAGS := -Wall -Wextra -Werror
 LIBBPF_CFLAGS := $(shell $(PKG_CONFIG) --cflags libbpf 2>/dev/null)
 LIBBPF_LIBS := $(or $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null),-lbpf -lelf -lz)
@@ -78,9 +79,12 @@ $(BUILD)/vmlinux.h: | $(BUILD)
 	$(call msg,GEN,$@)
 	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@
 
+# BPF objects are stripped of DWARF (-g keeps .BTF and .BTF.ext, which libbpf, the verifier and bpftool
+# read): bbrctl embeds five of them, 4.7 MB with DWARF, 1.2 MB without.
 $(BUILD)/%.bpf.o: bpf/%.bpf.c $(BUILD)/vmlinux.h $(BPF_HDRS) | $(BUILD)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(Q)$(LLVM_STRIP) -g $@
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(call msg,SKEL,$@)
@@ -144,6 +148,7 @@ $(BUILD)/bbrkit-delay: $(DELAY_SRCS) $(wildcard bench/delayline/*.h) | $(BUILD)
 $(BUILD)/lockstep/bbr_lockstep.bpf.o: $(LOCKSTEP_SRCS) $(BUILD)/vmlinux.h $(BPF_HDRS) bpf/bbr1.bpf.c | $(BUILD)/lockstep
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -Itests/lockstep -c tests/lockstep/bbr_lockstep.bpf.c -o $@
+	$(Q)$(LLVM_STRIP) -g $@
 
 $(BUILD)/lockstep/bbr_lockstep.skel.h: $(BUILD)/lockstep/bbr_lockstep.bpf.o
 	$(call msg,SKEL,$@)
@@ -156,6 +161,7 @@ $(LOCKSTEP_BIN): $(BUILD)/lockstep/bbr_lockstep.skel.h $(LOCKSTEP_SRCS)
 $(BUILD)/floor/bbr_floor.bpf.o: bench/floor/bbr_floor.bpf.c $(BUILD)/vmlinux.h | $(BUILD)/floor
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(Q)$(LLVM_STRIP) -g $@
 
 $(BUILD)/floor/bbr_floor.skel.h: $(BUILD)/floor/bbr_floor.bpf.o
 	$(call msg,SKEL,$@)
