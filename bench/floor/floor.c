@@ -31,10 +31,9 @@
 int main(int argc, char **argv)
 {
 	struct bbr_floor *skel = NULL;
-	struct bpf_link *link = NULL;
 	struct sigaction sa = { .sa_handler = tool_on_signal };
 	sigset_t block, old;
-	int ret = 1, unavailable;
+	int ret = 1, unavailable, link_fd = -1;
 
 	if (argc == 2 && !strcmp(argv[1], "-v"))
 		tool_verbose = true;
@@ -53,15 +52,15 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
-	skel = bbr_floor__open_and_load();
-	if (!skel) {
+	skel = bbr_floor__open();
+	if (!skel || tool_want_link(skel->maps.floor_ops) || bbr_floor__load(skel)) {
 		tool_fail("cannot load %s: %s (-v shows the verifier log)", CC_NAME, strerror(errno));
 		goto out;
 	}
-	link = bpf_map__attach_struct_ops(skel->maps.floor_ops);
-	if (!link) {
+	link_fd = tool_register(skel->maps.floor_ops);
+	if (link_fd < 0) {
 		/* EEXIST: the name is taken, i.e. another run's bbrkit-floor is active. */
-		tool_fail("cannot register %s: %s", CC_NAME, strerror(errno));
+		tool_fail("cannot register %s: %s", CC_NAME, strerror(-link_fd));
 		goto out;
 	}
 	printf("ready\n");
@@ -70,7 +69,8 @@ int main(int argc, char **argv)
 		sigsuspend(&old);
 	ret = 0;
 out:
-	bpf_link__destroy(link);
+	if (link_fd >= 0)
+		close(link_fd);
 	bbr_floor__destroy(skel);
 	return ret;
 }

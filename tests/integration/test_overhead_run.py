@@ -17,6 +17,7 @@ from netutil import available_ccs, leftovers
 pytestmark = pytest.mark.net
 
 EXIT_NOT_RUNNABLE = 3  # bbrbench: the kernel's BBR is not callable from BPF
+TOOL_EXIT_UNSUPPORTED = 2  # bbrkit-floor and bbrkit-lockstep: the same, said by the tools
 STATS_SYSCTL = Path("/proc/sys/kernel/bpf_stats_enabled")
 FLOOR = "bbr_floor"
 BBRBENCH = str(Path(sys.executable).parent / "bbrbench")  # the console script of the tests' interpreter
@@ -72,3 +73,25 @@ def test_interrupted_overhead_run_cleans_up(tmp_path: Path) -> None:
     assert FLOOR not in available_ccs()
     assert STATS_SYSCTL.read_text() == sysctl_before
     assert not leftovers()
+
+
+@pytest.mark.parametrize("tool", ["bbrkit-floor", "bbrkit-lockstep"])
+def test_a_killed_kernel_bbr_tool_leaves_nothing_registered(tool: str) -> None:
+    """Both tools register through a struct_ops link their process owns, so even SIGKILL, which runs
+    no clean-up, unregisters (a plain map registration outlived the process)."""
+    name = {"bbrkit-floor": FLOOR, "bbrkit-lockstep": "bbr_lockstep"}[tool]
+    binary = Path(__file__).resolve().parents[2] / "build" / tool
+    proc = subprocess.Popen([str(binary)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        if not line and proc.wait(timeout=5) == TOOL_EXIT_UNSUPPORTED:
+            pytest.skip(proc.stderr.read().strip() if proc.stderr else tool)
+        assert line.strip() == "ready", proc.stderr.read() if proc.stderr else line
+        assert name in available_ccs()
+    finally:
+        proc.kill()
+        proc.wait(timeout=5)
+    deadline = time.monotonic() + 5
+    while name in available_ccs() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert name not in available_ccs()

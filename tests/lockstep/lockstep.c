@@ -143,11 +143,10 @@ static int usage(void)
 int main(int argc, char **argv)
 {
 	struct bbr_lockstep *skel = NULL;
-	struct bpf_link *link = NULL;
 	struct ring_buffer *rb = NULL;
 	const char *records_path = NULL;
 	struct sigaction sa = { .sa_handler = tool_on_signal };
-	int i, err, ret = 1, unavailable;
+	int i, err, ret = 1, unavailable, link_fd = -1;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-v"))
@@ -175,8 +174,8 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
-	skel = bbr_lockstep__open_and_load();
-	if (!skel) {
+	skel = bbr_lockstep__open();
+	if (!skel || tool_want_link(skel->maps.lockstep) || bbr_lockstep__load(skel)) {
 		tool_fail("cannot load %s: %s (-v shows the verifier log)", CC_NAME, strerror(errno));
 		goto out;
 	}
@@ -185,9 +184,9 @@ int main(int argc, char **argv)
 		tool_fail("cannot open the record ring buffer: %s", strerror(errno));
 		goto out;
 	}
-	link = bpf_map__attach_struct_ops(skel->maps.lockstep);
-	if (!link) {
-		tool_fail("cannot register %s: %s", CC_NAME, strerror(errno));
+	link_fd = tool_register(skel->maps.lockstep);
+	if (link_fd < 0) {
+		tool_fail("cannot register %s: %s", CC_NAME, strerror(-link_fd));
 		goto out;
 	}
 	printf("ready\n");
@@ -201,13 +200,14 @@ int main(int argc, char **argv)
 		}
 	}
 	/* Unregister first, then take what the last ACKs recorded. */
-	bpf_link__destroy(link);
-	link = NULL;
+	close(link_fd);
+	link_fd = -1;
 	ring_buffer__consume(rb);
 	print_summary(&skel->bss->counters);
 	ret = 0;
 out:
-	bpf_link__destroy(link);
+	if (link_fd >= 0)
+		close(link_fd);
 	ring_buffer__free(rb);
 	bbr_lockstep__destroy(skel);
 	if (records_out && fclose(records_out)) {
