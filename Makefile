@@ -154,7 +154,7 @@ $(BUILD)/lockstep/bbr_lockstep.skel.h: $(BUILD)/lockstep/bbr_lockstep.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name bbr_lockstep > $@
 
-$(LOCKSTEP_BIN): $(BUILD)/lockstep/bbr_lockstep.skel.h $(LOCKSTEP_SRCS)
+$(LOCKSTEP_BIN): $(BUILD)/lockstep/bbr_lockstep.skel.h $(LOCKSTEP_SRCS) loader/struct_ops_link.h
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LOADER_CFLAGS) -I$(BUILD)/lockstep -Itests/lockstep tests/lockstep/lockstep.c $(LIBBPF_LIBS) -o $@
 
@@ -167,7 +167,7 @@ $(BUILD)/floor/bbr_floor.skel.h: $(BUILD)/floor/bbr_floor.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name bbr_floor > $@
 
-$(FLOOR_BIN): bench/floor/floor.c $(BUILD)/floor/bbr_floor.skel.h include/kernel_bbr_tool.h
+$(FLOOR_BIN): bench/floor/floor.c $(BUILD)/floor/bbr_floor.skel.h include/kernel_bbr_tool.h loader/struct_ops_link.h
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LOADER_CFLAGS) -I$(BUILD)/floor $< $(LIBBPF_LIBS) -o $@
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* What the two test/benchmark-only tools that run the kernel's own BBR through struct_ops share
- * (bbrkit-lockstep, bbrkit-floor): their one-line errors, libbpf's log behind -v, the check that
- * the kernel's BBR is callable from BPF at all, and a registration that dies with the process. User space only. Define TOOL_NAME before including.
+ * (bbrkit-lockstep, bbrkit-floor): their one-line errors, libbpf's log behind -v, and the check that
+ * the kernel's BBR is callable from BPF at all. User space only. Define TOOL_NAME before including.
  */
 #ifndef KERNEL_BBR_TOOL_H
 #define KERNEL_BBR_TOOL_H
@@ -12,19 +12,12 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #ifndef TOOL_NAME
 #error "define TOOL_NAME, the program's name for its messages, before including kernel_bbr_tool.h"
 #endif
-
-/* Debian's uapi headers predate struct_ops links; these are the kernel's values. */
-#ifndef BPF_F_LINK
-#define BPF_F_LINK (1U << 13)
-#endif
-#define TOOL_ATTACH_STRUCT_OPS ((enum bpf_attach_type)44)
 
 /* Exit status when this kernel's BBR is not callable from BPF: nothing to compare or measure. */
 #define TOOL_EXIT_UNSUPPORTED 2
@@ -89,36 +82,6 @@ static int tool_preflight(void)
 		return TOOL_EXIT_UNSUPPORTED;
 	}
 	return 0;
-}
-
-/* Marks the struct_ops map for a link registration; call between open and load. Without it,
- * libbpf 1.1 registers by updating the map, which outlives a killed process.
- */
-static int tool_want_link(struct bpf_map *ops)
-{
-	return bpf_map__set_map_flags(ops, bpf_map__map_flags(ops) | BPF_F_LINK);
-}
-
-/* Registers `ops` through a struct_ops link owned by this process, never pinned: closing it, or the
- * process dying, unregisters. Returns the link fd or -errno. libbpf 1.1's attach only fills the map
- * value for a BPF_F_LINK map, so the link is made by hand there.
- */
-static int tool_register(struct bpf_map *ops)
-{
-	struct bpf_link *filled = bpf_map__attach_struct_ops(ops);
-	int fd;
-
-	if (!filled)
-		return -errno;
-#if LIBBPF_MAJOR_VERSION > 1 || LIBBPF_MINOR_VERSION >= 2
-	fd = dup(bpf_link__fd(filled));
-#else
-	fd = bpf_link_create(bpf_map__fd(ops), 0, TOOL_ATTACH_STRUCT_OPS, NULL);
-#endif
-	fd = fd < 0 ? -errno : fd;
-	bpf_link__disconnect(filled);
-	bpf_link__destroy(filled);
-	return fd;
 }
 
 #endif /* KERNEL_BBR_TOOL_H */

@@ -26,12 +26,8 @@
 #include <bpf/libbpf.h>
 
 #include "bbrctl.h"
+#include "struct_ops_link.h"
 
-/* Debian's uapi headers predate struct_ops links; these are the kernel's values. */
-#ifndef BPF_F_LINK
-#define BPF_F_LINK (1U << 13)
-#endif
-#define ATTACH_TYPE_STRUCT_OPS ((enum bpf_attach_type)44)
 
 #define BPFFS_DIR "/sys/fs/bpf"
 #define VMLINUX_BTF "/sys/kernel/btf/vmlinux"
@@ -212,29 +208,6 @@ struct loaded {
 	struct flows_iter flows;
 };
 
-/* A registration's link fd, or -errno. libbpf >= 1.2 creates struct_ops links itself; 1.1 only
- * writes the program fds into the map value through a pseudo-link (with BPF_F_LINK the kernel does
- * not register on update) and the link is made by hand. The pseudo-link would delete the map element
- * when destroyed, hence disconnect; with a real link, disconnecting hands its fd over to us.
- */
-static int register_struct_ops(struct bpf_map *ops)
-{
-	struct bpf_link *link = bpf_map__attach_struct_ops(ops);
-	int fd;
-
-	if (!link)
-		return -errno;
-#if LIBBPF_MAJOR_VERSION > 1 || LIBBPF_MINOR_VERSION >= 2
-	fd = bpf_link__fd(link);
-#else
-	fd = bpf_link_create(bpf_map__fd(ops), 0, ATTACH_TYPE_STRUCT_OPS, NULL);
-	fd = fd < 0 ? -errno : fd;
-#endif
-	bpf_link__disconnect(link);
-	bpf_link__destroy(link);
-	return fd;
-}
-
 /* Load the struct_ops programs and register; then the optional pieces, whose failure is a warning.
  * Leaves what it made in *l for the caller to release.
  */
@@ -250,7 +223,7 @@ static int load_and_register(const struct algo *a, struct loaded *l)
 	if (!ops || bpf_map__type(ops) != BPF_MAP_TYPE_STRUCT_OPS)
 		return fail(0, "the BPF object has no struct_ops map 'ops'");
 	/* A link-based registration can be pinned, and goes away when the last link does. */
-	err = bpf_map__set_map_flags(ops, bpf_map__map_flags(ops) | BPF_F_LINK);
+	err = struct_ops_want_link(ops);
 	if (err)
 		return fail(err, "cannot set BPF_F_LINK on 'ops'");
 	skip_optional_programs(l->obj);
@@ -261,7 +234,7 @@ static int load_and_register(const struct algo *a, struct loaded *l)
 	if (err)
 		return load_error(err, l->obj);
 
-	l->link_fd = register_struct_ops(ops);
+	l->link_fd = struct_ops_register(ops);
 	if (l->link_fd < 0) {
 		err = l->link_fd;
 		if (err == -EEXIST)
@@ -592,7 +565,7 @@ static int upgrade(const struct algo *a, const char *path)
 		fail(0, "%s has no struct_ops map 'ops'", path ? path : "the embedded BPF object");
 		goto out;
 	}
-	err = bpf_map__set_map_flags(ops, bpf_map__map_flags(ops) | BPF_F_LINK);
+	err = struct_ops_want_link(ops);
 	if (err) {
 		fail(err, "cannot set BPF_F_LINK on 'ops'");
 		goto out;

@@ -22,6 +22,7 @@
 
 #define TOOL_NAME "bbrkit-floor"
 #include "kernel_bbr_tool.h"
+#include "struct_ops_link.h"
 
 #include "bbr_floor.skel.h"
 
@@ -53,11 +54,11 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 
 	skel = bbr_floor__open();
-	if (!skel || tool_want_link(skel->maps.floor_ops) || bbr_floor__load(skel)) {
+	if (!skel || struct_ops_want_link(skel->maps.floor_ops) || bbr_floor__load(skel)) {
 		tool_fail("cannot load %s: %s (-v shows the verifier log)", CC_NAME, strerror(errno));
 		goto out;
 	}
-	link_fd = tool_register(skel->maps.floor_ops);
+	link_fd = struct_ops_register(skel->maps.floor_ops);
 	if (link_fd < 0) {
 		/* EEXIST: the name is taken, i.e. another run's bbrkit-floor is active. */
 		tool_fail("cannot register %s: %s", CC_NAME, strerror(-link_fd));

@@ -25,6 +25,7 @@
 
 #define TOOL_NAME "bbrkit-lockstep"
 #include "kernel_bbr_tool.h"
+#include "struct_ops_link.h"
 
 #include "lockstep.h"
 #include "bbr_lockstep.skel.h"
@@ -175,7 +176,7 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 
 	skel = bbr_lockstep__open();
-	if (!skel || tool_want_link(skel->maps.lockstep) || bbr_lockstep__load(skel)) {
+	if (!skel || struct_ops_want_link(skel->maps.lockstep) || bbr_lockstep__load(skel)) {
 		tool_fail("cannot load %s: %s (-v shows the verifier log)", CC_NAME, strerror(errno));
 		goto out;
 	}
@@ -184,7 +185,7 @@ int main(int argc, char **argv)
 		tool_fail("cannot open the record ring buffer: %s", strerror(errno));
 		goto out;
 	}
-	link_fd = tool_register(skel->maps.lockstep);
+	link_fd = struct_ops_register(skel->maps.lockstep);
 	if (link_fd < 0) {
 		tool_fail("cannot register %s: %s", CC_NAME, strerror(-link_fd));
 		goto out;
