@@ -76,7 +76,13 @@
 #ifndef BBR3_CORE_H
 #define BBR3_CORE_H
 
-/* v3 values; bbr2.bpf.c overrides them with v2alpha's. */
+/* v3 values; bbr2.bpf.c overrides them with v2alpha's. Every fixed-point value here and below is
+ * the integer v3's (or v2alpha's) expression yields at BBR_UNIT = 256, checked one by one: STARTUP
+ * pacing 710 (bbr2: 739), DRAIN 88, DOWN 232 (bbr2: 192), UP 320, cwnd gain 512 (UP 576), PROBE_RTT
+ * cwnd 128, ECN alpha gain 16, ECN factor 85, re-probe 128, plateau growth 320; and from the
+ * permille parameters: loss_thresh 5, headroom 38, ecn_thresh 128 (v3's 2%, 15%, 50% of 256, rounded
+ * down), beta 180 (v3 rounds the 0.3 cut down to 76 and keeps 256 - 76; see bbr3_read_cfg).
+ */
 #ifndef BBR3_STARTUP_PACING_GAIN
 #define BBR3_STARTUP_PACING_GAIN (BBR_UNIT * 277 / 100 + 1) /* 4 ln 2: Reno's slow-start growth */
 #endif
