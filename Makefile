@@ -33,6 +33,8 @@ DOCS := $(BUILD)/bbrctl.8 $(BUILD)/bbrctl.bash $(BUILD)/bbrbench.1
 
 DELAY_SRCS := $(sort $(wildcard bench/delayline/*.c))
 DELAY_BIN := $(if $(DELAY_SRCS),$(BUILD)/bbrkit-delay)
+LINK_CORE := bench/link/queue.c bench/link/queue.h
+LINK_BIN := $(BUILD)/bbrkit-link
 
 # Test-only: the lockstep check of bbr1 against the kernel's BBR. Outside bpf/, so it never joins
 # the algorithm table; its own small loader registers it only while it runs.
@@ -68,7 +70,7 @@ endif
 .SECONDARY:
 .PHONY: all test install clean deps FORCE
 
-all: $(BUILD)/bbrctl $(DELAY_BIN) $(UNIT_BINS) $(LOCKSTEP_BIN) $(FLOOR_BIN) $(DOCS)
+all: $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(UNIT_BINS) $(LOCKSTEP_BIN) $(FLOOR_BIN) $(DOCS)
 
 $(BUILD) $(BUILD)/loader $(BUILD)/lockstep $(BUILD)/floor:
 	$(Q)mkdir -p $@
@@ -145,6 +147,10 @@ $(BUILD)/bbrkit-delay: $(DELAY_SRCS) $(wildcard bench/delayline/*.h) | $(BUILD)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(DELAY_CFLAGS) -o $@ $(DELAY_SRCS)
 
+$(LINK_BIN): bench/link/link.c $(LINK_CORE) | $(BUILD)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(DELAY_CFLAGS) -Ibench/link -o $@ bench/link/link.c bench/link/queue.c -lm
+
 $(BUILD)/lockstep/bbr_lockstep.bpf.o: $(LOCKSTEP_SRCS) $(BUILD)/vmlinux.h $(BPF_HDRS) bpf/bbr1.bpf.c | $(BUILD)/lockstep
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -Itests/lockstep -c tests/lockstep/bbr_lockstep.bpf.c -o $@
@@ -171,6 +177,11 @@ $(FLOOR_BIN): bench/floor/floor.c $(BUILD)/floor/bbr_floor.skel.h include/kernel
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LOADER_CFLAGS) -I$(BUILD)/floor $< $(LIBBPF_LIBS) -o $@
 
+# The link emulator's queue core is plain C too, tested on the host like the BBR core.
+$(BUILD)/test_queue: tests/unit/test_queue.c $(LINK_CORE) $(UNIT_HDRS) | $(BUILD)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UNIT_CFLAGS) -Ibench/link -o $@ $< bench/link/queue.c -lm
+
 $(BUILD)/test_%: tests/unit/test_%.c $(BPF_HDRS) $(UNIT_HDRS) | $(BUILD)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) -o $@ $<
@@ -188,11 +199,11 @@ reproduce: all
 # bbrbench goes to $(PYTHON)'s prefix scheme without its dependencies: on Debian they are the packages
 # python3-numpy, python3-scipy, python3-matplotlib, python3-tabulate and python3-tqdm (their Debian 12
 # versions are the tested minimums). The harness then finds bbrctl and bbrkit-delay on PATH.
-install: $(BUILD)/bbrctl $(DELAY_BIN) $(DOCS)
+install: $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(DOCS)
 	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man1 \
 	  $(DESTDIR)$(COMPLETIONDIR)
-	$(Q)$(INSTALL) -m 0755 $(BUILD)/bbrctl $(DELAY_BIN) $(DESTDIR)$(BINDIR)/
+	$(Q)$(INSTALL) -m 0755 $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(DESTDIR)$(BINDIR)/
 	$(Q)$(INSTALL) -m 0644 $(BUILD)/bbrctl.8 $(DESTDIR)$(MANDIR)/man8/
 	$(Q)$(INSTALL) -m 0644 $(BUILD)/bbrbench.1 $(DESTDIR)$(MANDIR)/man1/
 	$(Q)$(INSTALL) -m 0644 $(BUILD)/bbrctl.bash $(DESTDIR)$(COMPLETIONDIR)/bbrctl

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from . import ratetrace
+
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 ETH_HEADER_BYTES = 14
 MAX_SENDERS = 250
@@ -24,7 +26,22 @@ CLIENT_PORT_BASE = 40001
 MAX_FLOWS = 2000
 # Payload size the socket-buffer floor guarantees even on tiny paths (bytes).
 SOCKET_BUFFER_FLOOR_BYTES = 256 * 1024
-AQM_KINDS = ("fifo", "fq_codel", "codel", "pie", "cake")
+AQM_KINDS = ("fifo", "fq_codel", "codel", "pie", "cake", "step")
+# Typed aqm_params per kind (units in the names); booleans are stored as 0/1.
+AQM_PARAMS: dict[str, dict[str, str]] = {
+    "fifo": {},
+    "codel": {"target_ms": "number", "interval_ms": "number", "ecn": "bool", "ce_threshold_ms": "number"},
+    "fq_codel": {"target_ms": "number", "interval_ms": "number", "ecn": "bool", "ce_threshold_ms": "number",
+                 "quantum_bytes": "integer", "flows": "integer"},
+    "step": {"threshold_ms": "number", "ect1_only": "bool"},
+    "pie": {},
+    "cake": {},
+}
+# Where the bottleneck runs: the kernel's qdiscs, bbrbench's own link emulator, or the kernel's when it
+# has what the scenario needs.
+EMULATORS = ("auto", "kernel", "bbrkit-link")
+GE_KEYS = ("p", "r", "loss_good", "loss_bad")
+SHAPE_KEYS = {"kind", "low_mbit", "high_mbit", "period_s", "step_mbit"}
 SHAPERS = ("tbf", "htb")
 NAME_RE = re.compile(r"^[A-Za-z0-9_]{1,32}$")
 EXCLUSIVE_KEYS = [frozenset({"buffer_packets", "buffer_bytes", "buffer_bdp"}), frozenset({"duration_s", "bytes"}),
@@ -72,9 +89,18 @@ class Bottleneck:
     bdp_rtt_ms: float
     loss_pct: float
     aqm: str
-    aqm_params: dict[str, str]
+    aqm_params: dict[str, float]
     mtu: int
     offloads: bool
+    emulator: str = "auto"
+    rate_trace: str | None = None
+    rate_shape: dict[str, Any] | None = None
+    gilbert_elliott: dict[str, float] | None = None
+
+    @property
+    def needs_link(self) -> bool:
+        """What only bbrkit-link can do here: rate traces and shapes, burst loss, the step marker."""
+        return bool(self.rate_trace or self.rate_shape or self.gilbert_elliott or self.aqm == "step")
 
     @property
     def rate_bps(self) -> float:
@@ -392,7 +418,8 @@ TOP_KEYS = {
 }
 BOTTLENECK_KEYS = {
     "rate_mbit", "shaper", "burst_bytes", "buffer_packets", "buffer_bytes", "buffer_bdp", "bdp_rtt_ms",
-    "loss_pct", "aqm", "aqm_params", "mtu", "offloads",
+    "loss_pct", "aqm", "aqm_params", "mtu", "offloads", "emulator", "rate_trace", "rate_shape",
+    "gilbert_elliott",
 }
 SENDER_KEYS = {"name", "rtt_ms", "delay_fwd_ms", "delay_rev_ms"}
 FLOW_KEYS = {"algo", "sender", "count", "start_s", "start_step_s", "duration_s", "bytes", "params", "label",
@@ -475,8 +502,64 @@ def _senders(top: _Table) -> list[Sender]:
     return senders
 
 
+def _rate_source(t: _Table) -> tuple[str | None, dict[str, Any] | None, float | None]:
+    """The rate trace or shape, if any, and the mean rate it implies."""
+    if t.has("rate_trace") and t.has("rate_shape"):
+        raise ScenarioError(f"{t.key('rate_shape')}: conflicts with {t.key('rate_trace')} (give one)")
+    if t.has("rate_trace"):
+        name = t.string("rate_trace", None)
+        try:
+            return name, None, ratetrace.load(name).mean_mbit
+        except ratetrace.TraceError as exc:
+            raise ScenarioError(f"{t.key('rate_trace')}: {exc}") from None
+    if not t.has("rate_shape"):
+        return None, None, None
+    st = _Table(t.table("rate_shape"), t.key("rate_shape"), SHAPE_KEYS)
+    kind = st.string("kind", None, ratetrace.SHAPES)
+    low = st.number("low_mbit", None, positive)
+    high = st.number("high_mbit", None, lambda v: None if v >= low else f"must be at least low_mbit ({low:g})")
+    shape: dict[str, Any] = {"kind": kind, "low_mbit": low, "high_mbit": high,
+                             "period_s": st.number("period_s", None, positive)}
+    if kind == "random_walk":
+        shape["step_mbit"] = st.number("step_mbit", None, positive)
+    elif st.has("step_mbit"):
+        raise ScenarioError(f"{st.key('step_mbit')}: only for kind = \"random_walk\"")
+    return None, shape, (low + high) / 2
+
+
+def _aqm_params(t: _Table, aqm: str) -> dict[str, float]:
+    schema = AQM_PARAMS[aqm]
+    where = t.key("aqm_params")
+    raw = t.table("aqm_params")
+    if raw and not schema:
+        raise ScenarioError(f"{where}: {aqm} takes no parameters here")
+    pt = _Table(raw, where, set(schema))
+    params: dict[str, float] = {}
+    for key, kind in schema.items():
+        if not pt.has(key):
+            continue
+        if kind == "bool":
+            params[key] = 1.0 if pt.boolean(key, False) else 0.0
+        elif kind == "integer":
+            params[key] = pt.integer(key, None, between(64, 1 << 20) if key == "quantum_bytes" else between(1, 65536))
+        else:
+            params[key] = pt.number(key, None, lambda v: None if 0 < v <= 10_000 else "must be in (0, 10000] ms")
+    if params.get("target_ms", 0) > params.get("interval_ms", 100.0) and "target_ms" in params:
+        raise ScenarioError(f"{where}.target_ms: above interval_ms ({params.get('interval_ms', 100.0):g} ms)")
+    return params
+
+
+def _gilbert_elliott(t: _Table) -> dict[str, float] | None:
+    if not t.has("gilbert_elliott"):
+        return None
+    gt = _Table(t.table("gilbert_elliott"), t.key("gilbert_elliott"), set(GE_KEYS))
+    probability = between(0, 1)
+    return {key: gt.number(key, None, probability) for key in GE_KEYS}
+
+
 def _bottleneck(t: _Table, senders: list[Sender]) -> Bottleneck:
-    rate_mbit = t.number("rate_mbit", None, positive)
+    rate_trace, rate_shape, implied_mbit = _rate_source(t)
+    rate_mbit = t.number("rate_mbit", implied_mbit, positive)
     shaper = t.string("shaper", "tbf", SHAPERS)
     mtu = t.integer("mtu", 1500, between(576, 9000))
     frame = mtu + ETH_HEADER_BYTES
@@ -504,19 +587,24 @@ def _bottleneck(t: _Table, senders: list[Sender]) -> Bottleneck:
         buffer_packets = packets
     loss_pct = t.number("loss_pct", 0.0, lambda v: None if 0 <= v < 100 else "must be in [0, 100)")
     aqm = t.string("aqm", "fifo", AQM_KINDS)
-    aqm_params_raw = t.table("aqm_params")
-    aqm_params: dict[str, str] = {}
-    for key, value in aqm_params_raw.items():
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise ScenarioError(f"{t.key('aqm_params')}.{key}: expected a string or number")
-        aqm_params[key] = str(value)
-    if aqm_params and aqm == "fifo":
-        raise ScenarioError(f"{t.key('aqm_params')}: only meaningful with an aqm other than fifo")
-    return Bottleneck(
+    aqm_params = _aqm_params(t, aqm)
+    if aqm == "step" and "threshold_ms" not in aqm_params:
+        raise ScenarioError(f"{t.key('aqm_params')}.threshold_ms: required with aqm = \"step\"")
+    emulator = t.string("emulator", "auto", EMULATORS)
+    gilbert_elliott = _gilbert_elliott(t)
+    bottleneck = Bottleneck(
         rate_mbit=rate_mbit, shaper=shaper, burst_bytes=burst, buffer_packets=buffer_packets,
         buffer_bytes=buffer_bytes, buffer_bdp=buffer_bdp, bdp_rtt_ms=bdp_rtt_ms, loss_pct=loss_pct, aqm=aqm,
-        aqm_params=aqm_params, mtu=mtu, offloads=t.boolean("offloads", False),
+        aqm_params=aqm_params, mtu=mtu, offloads=t.boolean("offloads", False), emulator=emulator,
+        rate_trace=rate_trace, rate_shape=rate_shape, gilbert_elliott=gilbert_elliott,
     )
+    if emulator == "kernel" and bottleneck.needs_link:
+        raise ScenarioError(f"{t.key('emulator')}: the kernel has no qdisc for rate traces, burst loss or the "
+                            f"step marker; use \"bbrkit-link\" or \"auto\"")
+    if bottleneck.needs_link and aqm in ("pie", "cake"):
+        raise ScenarioError(f"{t.key('aqm')}: bbrkit-link has no {aqm}, and rate traces, burst loss and the "
+                            f"step marker need bbrkit-link")
+    return bottleneck
 
 
 def _flows(top: _Table, senders: list[Sender], run_s: float,

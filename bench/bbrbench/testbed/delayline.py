@@ -39,11 +39,11 @@ class DelayLineError(HarnessError):
     """The delay line cannot be set up or has failed; the message is one line."""
 
 
-def _binary(explicit: Path | None) -> Path:
+def _binary(explicit: Path | None, name: str, env: str) -> Path:
     if explicit is not None:
         return explicit
     # A missing binary is reported by start(), naming where it was looked for.
-    return find_binary(BINARY_NAME, BINARY_ENV) or CHECKOUT_BUILD / BINARY_NAME
+    return find_binary(name, env) or CHECKOUT_BUILD / name
 
 
 def _run(args: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -65,6 +65,9 @@ class DelayLine:
     arrives on left_if leaves on right_if delay_lr_us later and vice versa (delay_rl_us). Hosts on
     either side see each other as directly connected (same L2 segment / subnet)."""
 
+    binary_name = BINARY_NAME
+    binary_env = BINARY_ENV
+
     def __init__(self, netns: str, left_if: str, right_if: str, delay_lr_us: int, delay_rl_us: int,
                  tag: str, binary: Path | None = None) -> None:
         if not netns or "/" in netns:
@@ -83,7 +86,7 @@ class DelayLine:
         self.delay_lr_us = delay_lr_us
         self.delay_rl_us = delay_rl_us
         self.tag = tag
-        self.binary = _binary(binary)
+        self.binary = _binary(binary, self.binary_name, self.binary_env)
         self._proc: subprocess.Popen[str] | None = None
         self._readers: list[threading.Thread] = []
         self._cond = threading.Condition()
@@ -101,7 +104,7 @@ class DelayLine:
             raise DelayLineError(f"delay line {self.tag} is already running")
         if not os.access(self.binary, os.X_OK):
             raise DelayLineError(f"{self.binary}: not found or not executable (make, make install, or set "
-                                 f"{BINARY_ENV})")
+                                 f"{self.binary_env})")
         if _run(["ip", "netns", "exec", self.netns, "true"], check=False).returncode != 0:
             raise DelayLineError(f"network namespace {self.netns!r} does not exist")
         try:
@@ -128,10 +131,13 @@ class DelayLine:
             _run(["ip", "netns", "exec", self.netns, "sysctl", "-qw", *(f"{k}=1" for k in keys)])
             self._sysctls = dict(zip(keys, values))
 
+    def _arguments(self) -> list[str]:
+        """The binary's options besides --left, --right, --tag and --rt-prio."""
+        return ["--delay-lr-us", str(self.delay_lr_us), "--delay-rl-us", str(self.delay_rl_us)]
+
     def _launch(self) -> None:
         args = ["ip", "netns", "exec", self.netns, str(self.binary), "--left", self.left_if,
-                "--right", self.right_if, "--delay-lr-us", str(self.delay_lr_us),
-                "--delay-rl-us", str(self.delay_rl_us), "--tag", self.tag, "--rt-prio", str(RT_PRIO)]
+                "--right", self.right_if, "--tag", self.tag, "--rt-prio", str(RT_PRIO), *self._arguments()]
         # Own session: a Ctrl-C aimed at the harness must not kill the line before stop() reads its counters.
         self._proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -147,7 +153,7 @@ class DelayLine:
             ready = self._ready
         if not ready:
             self._reap(force=True)
-            raise DelayLineError(f"{BINARY_NAME} in {self.netns} did not start: {self._last_error()}")
+            raise DelayLineError(f"{self.binary_name} in {self.netns} did not start: {self._last_error()}")
 
     def _read_stdout(self, stream: IO[str]) -> None:
         for line in stream:
@@ -191,7 +197,7 @@ class DelayLine:
             while self._stats_seq == seq and time.monotonic() < deadline:
                 self._cond.wait(0.05)
             if self._stats_seq == seq:
-                raise DelayLineError(f"{BINARY_NAME} {self.tag} did not report counters: {self._last_error()}")
+                raise DelayLineError(f"{self.binary_name} {self.tag} did not report counters: {self._last_error()}")
             return dict(self._stats)
 
     def _reap(self, force: bool) -> None:
@@ -243,7 +249,9 @@ def _tag_of(argv: list[str]) -> str | None:
 
 
 def _delay_processes(tag_prefix: str) -> list[int]:
-    names = {BINARY_NAME, Path(os.environ.get(BINARY_ENV, BINARY_NAME)).name}
+    # The link emulator (testbed/linkemu.py) is started the same way and tagged with the run's prefix.
+    names = {BINARY_NAME, Path(os.environ.get(BINARY_ENV, BINARY_NAME)).name, "bbrkit-link",
+             Path(os.environ.get("BBRKIT_LINK", "bbrkit-link")).name}
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -267,7 +275,8 @@ def _alive(pid: int) -> bool:
 
 
 def cleanup_stale(tag_prefix: str) -> int:
-    """Kills leftover bbrkit-delay processes whose --tag starts with tag_prefix; returns how many."""
+    """Kills leftover bbrkit-delay and bbrkit-link processes whose --tag starts with tag_prefix; returns
+    how many."""
     pids = _delay_processes(tag_prefix)
     for pid in pids:
         try:

@@ -1,7 +1,9 @@
 """Path emulation: the shaped FIFO (or AQM) bottleneck, random loss, and per-sender delay.
 
 - Bottleneck on the router's interface towards the receiver: tbf (or htb) at the scenario's rate with a
-  pfifo/bfifo child that holds the buffer, or an AQM child when the kernel has it.
+  pfifo/bfifo child that holds the buffer, or an AQM child when the kernel has it. Where the kernel has
+  no qdisc for the scenario's AQM, or the scenario needs a rate trace, burst loss or the step marker,
+  bbrkit-link (testbed/linkemu.py) carries the bottleneck in a namespace between router and receiver.
 - Random loss on the data path (senders -> receiver) by an nftables `numgen random` rule in the router.
 - Delay in a namespace of its own between each sender and the router: netem where the kernel has it,
   otherwise the project's delay line (bbrkit-delay, driven by testbed/delayline.py).
@@ -10,14 +12,16 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+from .. import ratetrace
 from ..errors import HarnessError, NotRunnable
 from ..scenario import Scenario
-from . import delayline
+from . import delayline, linkemu
 from .netns import command, find_binary
 from .system import have_tool, qdisc_available
-from .topology import BOTTLENECK_IF, DELAY_LEFT_IF, DELAY_RIGHT_IF, Topology
+from .topology import BOTTLENECK_IF, DELAY_LEFT_IF, DELAY_RIGHT_IF, LINK_LEFT_IF, LINK_RIGHT_IF, Topology
 
 ROOT_HANDLE = "1:"
 LEAF_HANDLE = "10:"
@@ -27,6 +31,31 @@ LOSS_SCALE = 1_000_000_000
 NETEM_LIMIT_PACKETS = 1_000_000
 AQM_CONFIG = {"fq_codel": "NET_SCH_FQ_CODEL", "codel": "NET_SCH_CODEL", "pie": "NET_SCH_PIE",
               "cake": "NET_SCH_CAKE", "netem": "NET_SCH_NETEM"}
+LINK_AQMS = ("fifo", "codel", "fq_codel", "step")
+KERNEL = "kernel"
+LINK = "bbrkit-link"
+# What each bbrkit-link queue implements, as recorded in results: never the kernel's name alone.
+LINK_AQM_NAMES = {"fifo": "tail-drop FIFO", "codel": "CoDel (RFC 8289)", "fq_codel": "FQ-CoDel (RFC 8290)",
+                  "step": "step marker"}
+
+
+def bottleneck_impl(scenario: Scenario, probe_netns: str) -> str:
+    """KERNEL or LINK for the bottleneck; raises NotRunnable when neither can run it."""
+    b = scenario.bottleneck
+    in_kernel = b.aqm == "fifo" or (not b.needs_link and qdisc_available(b.aqm, probe_netns))
+    if b.emulator == KERNEL or (b.emulator == "auto" and in_kernel and not b.needs_link):
+        if not in_kernel:
+            raise NotRunnable(f"bottleneck.aqm = {b.aqm!r}: this kernel has no {b.aqm} qdisc "
+                              f"(CONFIG_{AQM_CONFIG[b.aqm]} is off); the scenario cannot run here")
+        return KERNEL
+    if b.aqm not in LINK_AQMS:
+        raise NotRunnable(f"bottleneck.aqm = {b.aqm!r}: this kernel has no {b.aqm} qdisc "
+                          f"(CONFIG_{AQM_CONFIG[b.aqm]} is off) and bbrkit-link does not implement it")
+    if find_binary(linkemu.BINARY_NAME, linkemu.BINARY_ENV) is None:
+        raise NotRunnable(f"the bottleneck needs {linkemu.BINARY_NAME}, which is neither on PATH nor built (make)")
+    if not have_tool("ethtool"):
+        raise NotRunnable(f"{linkemu.BINARY_NAME} needs ethtool to turn segmentation offloads off")
+    return LINK
 
 
 def delay_mechanism(scenario: Scenario, probe_netns: str) -> str | None:
@@ -45,10 +74,7 @@ def check_runnable(scenario: Scenario, probe_netns: str) -> str | None:
     """Everything the scenario needs from the kernel, checked before the topology is built.
 
     Returns the delay mechanism to use."""
-    aqm = scenario.bottleneck.aqm
-    if aqm != "fifo" and not qdisc_available(aqm, probe_netns):
-        raise NotRunnable(f"bottleneck.aqm = {aqm!r}: this kernel has no {aqm} qdisc "
-                          f"(CONFIG_{AQM_CONFIG[aqm]} is off); the scenario cannot run here")
+    bottleneck_impl(scenario, probe_netns)
     if scenario.bottleneck.loss_pct > 0 and not have_tool("nft"):
         raise NotRunnable("bottleneck.loss_pct: needs nftables (the nft command) for random loss")
     if not scenario.bottleneck.offloads and not have_tool("ethtool"):
@@ -57,14 +83,24 @@ def check_runnable(scenario: Scenario, probe_netns: str) -> str | None:
 
 
 class Emulation:
-    def __init__(self, topo: Topology, delay: str | None) -> None:
+    def __init__(self, topo: Topology, delay: str | None, work_dir: Path | None = None) -> None:
+        """work_dir receives bbrkit-link's time series and generated traces (a temporary one if None)."""
         self.topo = topo
         self.scenario = topo.scenario
         self.delay = delay
         self.delay_lines: list[Any] = []
+        self.link: linkemu.LinkEmulator | None = None
+        self.work_dir = work_dir
+
+    @property
+    def link_log(self) -> Path | None:
+        return self.work_dir / "link.csv" if self.link and self.work_dir else None
 
     def start(self) -> None:
-        self._bottleneck()
+        if self.topo.link_netns:
+            self._link()
+        else:
+            self._bottleneck()
         if self.scenario.bottleneck.loss_pct > 0:
             self._loss()
         if self.delay:
@@ -79,7 +115,7 @@ class Emulation:
             if b.buffer_bytes is not None:
                 return ["bfifo", "limit", str(b.buffer_bytes)]
             return ["pfifo", "limit", str(b.buffer_packets)]
-        extra = [item for key, value in b.aqm_params.items() for item in (key, value)]
+        extra = tc_aqm_args(b.aqm_params)
         if b.aqm == "cake":
             return ["cake", "unlimited", "memlimit", str(b.limit_bytes), *extra]
         packets = b.buffer_packets if b.buffer_packets is not None else max(1, b.limit_bytes // b.frame_bytes)
@@ -98,6 +134,65 @@ class Emulation:
                      "ceil", rate, "burst", str(b.burst_bytes), "cburst", str(b.burst_bytes),
                      "quantum", str(b.frame_bytes))
         self._tc("qdisc", "add", *dev, "parent", "1:1", "handle", LEAF_HANDLE, *self.leaf_args())
+
+    def link_options(self) -> list[str]:
+        """bbrkit-link's options for the scenario's bottleneck."""
+        b = self.scenario.bottleneck
+        opts = ["--aqm", b.aqm, "--mtu", str(b.mtu)]
+        if b.rate_trace or b.rate_shape:
+            opts += ["--trace", str(self._trace_path())]
+        else:
+            opts += ["--rate-bps", str(int(b.rate_bps))]
+        if b.buffer_bytes is not None and b.aqm in ("fifo", "step"):
+            opts += ["--limit-bytes", str(b.buffer_bytes)]
+        else:
+            packets = b.buffer_packets if b.buffer_packets is not None else max(1, b.limit_bytes // b.frame_bytes)
+            opts += ["--limit-pkts", str(packets)]
+        p = b.aqm_params
+        for key, flag in (("target_ms", "--target-us"), ("interval_ms", "--interval-us"),
+                          ("ce_threshold_ms", "--step-us"), ("threshold_ms", "--step-us")):
+            if key in p:
+                opts += [flag, str(round(p[key] * 1000))]
+        for key, flag in (("quantum_bytes", "--quantum"), ("flows", "--flows")):
+            if key in p:
+                opts += [flag, str(int(p[key]))]
+        if "ecn" in p:
+            opts += ["--ecn", str(int(p["ecn"]))]
+        if p.get("ect1_only"):
+            opts.append("--step-ect1-only")
+        if b.gilbert_elliott:
+            opts += ["--ge", ",".join(f"{b.gilbert_elliott[k]:g}" for k in ("p", "r", "loss_good", "loss_bad"))]
+        if self.link_log:
+            opts += ["--log", str(self.link_log), "--log-interval-us",
+                     str(max(100, round(1e6 / self.scenario.queue_sample_hz)))]
+        return opts
+
+    def _trace_path(self) -> Path:
+        b = self.scenario.bottleneck
+        if b.rate_trace:
+            return ratetrace.resolve(b.rate_trace).resolve()
+        assert b.rate_shape is not None and self.work_dir is not None
+        return ratetrace.generate(b.rate_shape, self.scenario.duration_s, self.work_dir / "rate.trace").path
+
+    def _link(self) -> None:
+        if self.work_dir is None:
+            raise HarnessError("bbrkit-link needs a directory for its time series")
+        assert self.topo.link_netns is not None
+        self.link = linkemu.LinkEmulator(self.topo.link_netns, LINK_LEFT_IF, LINK_RIGHT_IF,
+                                         tag=f"{self.topo.prefix}-link", options=[])
+        self.link.options = self.link_options()
+        try:
+            self.link.start()
+        except Exception as exc:
+            raise HarnessError(f"link emulator: {exc}") from None
+
+    def implementation(self) -> str:
+        """The bottleneck that ran, as results record it."""
+        b = self.scenario.bottleneck
+        if self.topo.link_netns:
+            rate = f"trace {b.rate_trace}" if b.rate_trace else ("rate shape" if b.rate_shape else "constant rate")
+            return f"{LINK} {LINK_AQM_NAMES[b.aqm]}, {rate}"
+        return f"kernel {b.shaper} + {b.aqm if b.aqm != 'fifo' else ('bfifo' if b.buffer_bytes else 'pfifo')}"
 
     def _loss(self) -> None:
         threshold = round(self.scenario.bottleneck.loss_pct / 100 * LOSS_SCALE)
@@ -136,9 +231,15 @@ class Emulation:
             raise HarnessError(f"delay line for sender {index}: {exc}") from None
 
     def stats(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"delay_mechanism": self.delay}
+        out: dict[str, Any] = {"delay_mechanism": self.delay, "bottleneck": self.implementation()}
         out["qdisc"] = json.loads(command(["tc", "-s", "-j", "qdisc", "show", "dev", BOTTLENECK_IF],
                                           netns=self.topo.router).stdout or "[]")
+        if self.link:
+            try:
+                out["link"] = self.link.stats()
+                out["link_options"] = self.link.options
+            except Exception as exc:
+                out["link_error"] = str(exc)
         if self.scenario.bottleneck.loss_pct > 0:
             rules = command(["nft", "-j", "list", "table", "inet", NFT_TABLE], netns=self.topo.router,
                             check=False).stdout
@@ -150,8 +251,8 @@ class Emulation:
         return out
 
     def stop(self) -> None:
-        """Delay lines run as processes of their own; everything else goes with the namespaces."""
-        lines, self.delay_lines = self.delay_lines, []
+        """Delay lines and the link run as processes of their own; everything else goes with the namespaces."""
+        lines, self.delay_lines = [*self.delay_lines, *([self.link] if self.link else [])], []
         failures = []
         for line in lines:
             try:
@@ -160,6 +261,19 @@ class Emulation:
                 failures.append(str(exc))
         if failures:
             raise HarnessError("; ".join(failures))
+
+
+def tc_aqm_args(params: dict[str, float]) -> list[str]:
+    """The scenario's aqm_params as tc codel/fq_codel arguments."""
+    args: list[str] = []
+    for key, value in params.items():
+        if key == "ecn":
+            args.append("ecn" if value else "noecn")
+        elif key.endswith("_ms"):
+            args += [key.removesuffix("_ms"), f"{round(value * 1000)}us"]
+        else:
+            args += [key.removesuffix("_bytes"), str(int(value))]
+    return args
 
 
 def _nft_counter(text: str) -> int | None:

@@ -23,10 +23,10 @@ from ..results import write_json
 from ..scenario import Scenario
 from . import delayline
 from . import netns as procs
-from .emulation import Emulation, check_runnable
+from .emulation import LINK, Emulation, bottleneck_impl, check_runnable
 from .host import write_host
 from .netns import Namespaces, ProcessGroup, RunState, remove_netns
-from .sampling import FlowSampler, QueueSampler, TraceRecorder
+from .sampling import FlowSampler, LinkQueueSampler, QueueSampler, TraceRecorder
 from .system import bbrctl, bbrkit_attached, bbrkit_params, bbrkit_without_trace, format_param
 from .topology import Topology
 from .traffic import Traffic
@@ -204,11 +204,14 @@ def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit:
             write_json(out_dir / "scenario.json", "run", {"resolved": scenario.to_dict(), "raw": raw_scenario,
                                                           "prefix": prefix, "kernel": os.uname().release})
             with Namespaces() as scratch:
-                delay = check_runnable(scenario, scratch.add(f"{prefix}-probe"))
+                probe = scratch.add(f"{prefix}-probe")
+                delay = check_runnable(scenario, probe)
+                if bottleneck_impl(scenario, probe) == LINK:
+                    topo.link_netns = f"{prefix}-q"
             events["delay_mechanism"] = delay
 
             topo.build()
-            emulation = Emulation(topo, delay)
+            emulation = Emulation(topo, delay, work_dir=raw_dir)
             emulation.start()
             prepare_bbrkit(scenario, bbrkit, state)
             traffic = Traffic(topo, group, raw_dir)
@@ -226,7 +229,10 @@ def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit:
             events["t0_ns"] = int(t0 * 1e9)
             flow_file = (raw_dir / "flows.csv").open("w", newline="")
             queue_file = (raw_dir / "queue.csv").open("w", newline="")
-            samplers = [FlowSampler(topo, t0, flow_file), QueueSampler(topo, group, t0, queue_file)]
+            link_log = emulation.link_log
+            queue_sampler = (LinkQueueSampler(link_log, t0, queue_file) if link_log
+                             else QueueSampler(topo, group, t0, queue_file))
+            samplers = [FlowSampler(topo, t0, flow_file), queue_sampler]
             for s in samplers:
                 s.start()
             seconds = round(scenario.duration_s)
@@ -240,12 +246,13 @@ def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit:
     finally:
         with signals_deferred():
             steps: list[tuple[str, Callable[[], None]]] = [
+                # The link's own queue log is complete only once the link has stopped.
+                ("delay lines", lambda: emulation.stop() if emulation else None),
                 ("samplers", lambda: _stop_samplers(samplers, events)),
                 ("bbrctl trace", lambda: trace.stop() if trace else None),
                 ("flow events", lambda: events.__setitem__("flows", traffic.events()) if traffic else None),
                 ("emulation statistics", lambda: events.__setitem__("emulation", emulation.stats())
                  if emulation else None),
-                ("delay lines", lambda: emulation.stop() if emulation else None),
                 ("processes", group.stop_all),
                 ("namespaces", topo.destroy),
                 ("bbrkit", lambda: undo_bbrkit(state)),

@@ -207,6 +207,36 @@ class QueueSampler(_Periodic):
                 pass
 
 
+class LinkQueueSampler:
+    """The queue samples of bbrkit-link, which logs its own queue (raw/link.csv, CLOCK_MONOTONIC stamps):
+    at stop they become queue.csv rows like the tc sampler's, with drops = overlimit + AQM drops."""
+
+    def __init__(self, log: Path, t0: float, out: IO[str]) -> None:
+        self.log = log
+        self.t0 = t0
+        self.out = out
+        self.error: str | None = None
+
+    def start(self) -> None:
+        return None
+
+    def stop(self) -> None:
+        writer = csv.writer(self.out)
+        writer.writerow(QUEUE_FIELDS)
+        try:
+            with self.log.open(newline="") as f:
+                for row in csv.DictReader(f):
+                    t = float(row["t_mono_s"]) - self.t0
+                    if t < 0:
+                        continue
+                    writer.writerow([f"{t:.4f}", row["backlog_bytes"], row["backlog_pkts"],
+                                     int(row["drop_overlimit"]) + int(row["drop_aqm"]), row["out_bytes"],
+                                     row["out_pkts"]])
+        except (OSError, ValueError, KeyError) as exc:
+            self.error = f"link queue samples: {exc}"
+        self.out.flush()
+
+
 class TraceRecorder:
     """`bbrctl trace ALGO... --out FILE --format jsonl`, stopped with SIGINT so it flushes its output."""
 

@@ -18,6 +18,9 @@ BOTTLENECK_IF = "rx"
 HOST_IF = "eth0"
 DELAY_LEFT_IF = "dl"
 DELAY_RIGHT_IF = "dr"
+# The link emulator's namespace sits between the router's BOTTLENECK_IF and the receiver.
+LINK_LEFT_IF = "ql"
+LINK_RIGHT_IF = "qr"
 # Kernel limits for socket memory count per-packet overhead (truesize), roughly doubling the payload.
 SOCKET_MEM_OVERHEAD = 2
 
@@ -48,6 +51,8 @@ class Topology:
     receiver: str = ""
     hosts: dict[str, SenderHost] = field(default_factory=dict)
     namespaces: Namespaces = field(default_factory=Namespaces)
+    # Set before build() when bbrkit-link carries the bottleneck: it gets a namespace of its own.
+    link_netns: str | None = None
 
     def __post_init__(self) -> None:
         self.router = f"{self.prefix}-r"
@@ -63,14 +68,21 @@ class Topology:
         return [h.netns for h in self.hosts.values()]
 
     def build(self) -> None:
-        wanted = [self.router, self.receiver]
+        wanted = [self.router, self.receiver, *([self.link_netns] if self.link_netns else [])]
         for h in self.hosts.values():
             wanted.append(h.netns)
             if h.delay_netns:
                 wanted.append(h.delay_netns)
         for ns in wanted:
             self.namespaces.add(ns)
-        links = [f"link add {BOTTLENECK_IF} netns {self.router} type veth peer name {HOST_IF} netns {self.receiver}"]
+        if self.link_netns:
+            links = [f"link add {BOTTLENECK_IF} netns {self.router} type veth peer name {LINK_LEFT_IF} "
+                     f"netns {self.link_netns}",
+                     f"link add {LINK_RIGHT_IF} netns {self.link_netns} type veth peer name {HOST_IF} "
+                     f"netns {self.receiver}"]
+        else:
+            links = [f"link add {BOTTLENECK_IF} netns {self.router} type veth peer name {HOST_IF} "
+                     f"netns {self.receiver}"]
         for h in self.hosts.values():
             if h.delay_netns:
                 links.append(f"link add {HOST_IF} netns {h.netns} type veth peer name {DELAY_LEFT_IF} "
@@ -91,6 +103,8 @@ class Topology:
             return [BOTTLENECK_IF] + [h.router_if for h in self.hosts.values()]
         if netns in (h.delay_netns for h in self.hosts.values()):
             return [DELAY_LEFT_IF, DELAY_RIGHT_IF]
+        if netns == self.link_netns:
+            return [LINK_LEFT_IF, LINK_RIGHT_IF]
         return [HOST_IF]
 
     def _configure(self) -> None:
@@ -124,6 +138,12 @@ class Topology:
                 # and backlog counts mean what they say.
                 for dev in self._interfaces(ns):
                     command(["ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"], netns=ns, check=False)
+        if self.link_netns:
+            # bbrkit-link queues, marks and drops per packet: the router segments in software before the
+            # link (whatever bottleneck.offloads says for the hosts), and nothing merges them again.
+            command(["ethtool", "-K", BOTTLENECK_IF, "tso", "off", "gso", "off", "gro", "off"], netns=self.router)
+            for dev in (LINK_LEFT_IF, LINK_RIGHT_IF):
+                command(["ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"], netns=self.link_netns)
 
     def destroy(self) -> None:
         self.namespaces.destroy()

@@ -1,0 +1,943 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bbrkit-link: a bottleneck link between two interfaces of one network namespace, because this
+ * kernel has no netem, codel, fq_codel, cake or pie. Frames from --left leave on --right at a
+ * constant rate or on a Mahimahi delivery trace, through a tail-drop, CoDel, FQ-CoDel or step-marking
+ * queue (queue.c), with optional Gilbert-Elliott loss. Frames from --right go back to --left at once:
+ * the ACK path is not shaped.
+ *
+ * Queueing, marking and dropping are per packet, so the link needs wire-size frames: the wrapper turns
+ * segmentation offloads off upstream, and a GSO frame that still arrives is dropped and counted
+ * (drop_gso). Arrival times are the kernel's receive timestamps (SO_TIMESTAMPNS), as in bbrkit-delay:
+ * waking a thread on a virtual CPU can take hundreds of microseconds. A frame leaves when its last bit
+ * would have crossed the link.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/if_packet.h>
+#include <linux/virtio_net.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "queue.h"
+
+#define PROG "bbrkit-link"
+#define NSEC_PER_SEC 1000000000ULL
+#define BITS_PER_BYTE 8ULL
+#define VNET_HDR_BYTES ((uint32_t)sizeof(struct virtio_net_hdr))
+/* Ethernet header plus one VLAN tag on top of the MTU. */
+#define L2_OVERHEAD_BYTES 18
+#define DEFAULT_MTU 1500
+#define MAX_MTU 9000
+#define MIN_RATE_BPS 8000ULL
+#define MAX_RATE_BPS 100000000000ULL
+/* Mahimahi: each trace line is one delivery opportunity of this many bytes. */
+#define TRACE_OPPORTUNITY_BYTES 1500
+#define MAX_TRACE_LINES 10000000
+#define MAX_TRACE_MS (24ULL * 3600 * 1000)
+#define MAX_LIMIT_PKTS 1000000
+#define MAX_LIMIT_BYTES (1ULL << 32)
+#define MAX_POOL_SLOTS (1U << 20)
+/* After a late wake-up the link may catch up at most this much lost time in one burst, as a
+ * token bucket of about a millisecond would. */
+#define CATCHUP_NS 1000000ULL
+#define RX_BATCH 64
+#define DEFAULT_SOCKBUF_BYTES (32 << 20)
+#define MAX_TAG_LEN 64
+/* Sleep until this long before the next departure, then in FINE_STEP_NS steps: long sleeps overshoot
+ * by milliseconds on a virtual CPU, short ones by microseconds (bbrkit-delay's measurements). */
+#define GUARD_NS 1000000ULL
+#define FINE_STEP_NS 50000ULL
+#define MAX_ARRIVAL_AGE_NS NSEC_PER_SEC
+#define DEFAULT_LOG_INTERVAL_US 10000ULL
+#define MAX_PARAM_MS 10000ULL
+
+struct slot {
+	struct lq_pkt p;
+	struct slot *free_next;
+	uint32_t wire_len; /* vnet header + frame */
+	uint8_t buf[];	   /* vnet header, then the frame */
+};
+
+/* Counters the forwarding thread publishes for the stats lines (relaxed: monotonic or gauges). */
+struct pub {
+	atomic_uint_fast64_t in_pkts, out_pkts, out_bytes, drop_overlimit, drop_aqm, mark_aqm, mark_step,
+		drop_ge, drop_gso, drop_bad, drop_tx, backlog_pkts, backlog_bytes, max_backlog_bytes,
+		new_flows, sojourn_sum_us, sojourn_max_us, rev_pkts, rev_drop_tx;
+};
+
+static struct pub pub;
+static const char *tag = "";
+static int stop_pipe[2] = { -1, -1 };
+static atomic_int fatal_error;
+
+static struct {
+	int rx_fd, tx_fd, rev_rx_fd, rev_tx_fd;
+	const char *left;
+	uint64_t rate_bps;
+	uint64_t *trace_ns; /* opportunity offsets within one period */
+	size_t trace_len;
+	uint64_t trace_period_ns;
+	struct lq q;
+	struct lq_ge ge;
+	bool ge_on;
+	uint32_t frame_max, slot_size, seed;
+	uint8_t *pool;
+	struct slot *free_list;
+	FILE *log;
+	uint64_t log_interval_ns;
+} L;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static void fail_runtime(const char *what, int err)
+{
+	fprintf(stderr, PROG ": %s: %s\n", what, strerror(err));
+	atomic_store(&fatal_error, 1);
+	kill(getpid(), SIGTERM);
+}
+
+static void __attribute__((noreturn)) die(const char *fmt, const char *arg)
+{
+	fputs(PROG ": ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+#define INC(field) atomic_fetch_add_explicit(&pub.field, 1, memory_order_relaxed)
+#define SET(field, v) atomic_store_explicit(&pub.field, (v), memory_order_relaxed)
+
+static struct slot *slot_get(void)
+{
+	struct slot *s = L.free_list;
+
+	if (s)
+		L.free_list = s->free_next;
+	return s;
+}
+
+static void slot_put(struct slot *s)
+{
+	s->free_next = L.free_list;
+	L.free_list = s;
+}
+
+static void on_drop(void *ctx, struct lq_pkt *p)
+{
+	(void)ctx;
+	slot_put((struct slot *)p);
+}
+
+static void transmit(struct slot *s, uint64_t now)
+{
+	uint64_t sojourn_us = (now > s->p.enq_ns ? now - s->p.enq_ns : 0) / LQ_NSEC_PER_USEC;
+
+	if (send(L.tx_fd, s->buf, s->wire_len, 0) >= 0) {
+		INC(out_pkts);
+		atomic_fetch_add_explicit(&pub.out_bytes, s->p.len, memory_order_relaxed);
+	} else if (errno == ENXIO || errno == ENODEV) {
+		fail_runtime("output interface disappeared", errno);
+	} else {
+		INC(drop_tx); /* ENOBUFS, ENETDOWN: lost on the wire */
+	}
+	atomic_fetch_add_explicit(&pub.sojourn_sum_us, sojourn_us, memory_order_relaxed);
+	if (sojourn_us > atomic_load_explicit(&pub.sojourn_max_us, memory_order_relaxed))
+		SET(sojourn_max_us, sojourn_us);
+	slot_put(s);
+}
+
+/* The link: one frame in service at a time, leaving at cur_finish. */
+static struct slot *cur;
+static uint64_t cur_finish, free_at;
+static uint32_t cur_left;    /* trace mode: bytes of cur still to deliver */
+static size_t next_opp;	     /* trace mode: index into trace_ns */
+static uint64_t period_base; /* trace mode: start of the current period */
+
+static uint64_t opp_time(void)
+{
+	return period_base + L.trace_ns[next_opp];
+}
+
+static void opp_advance(void)
+{
+	if (++next_opp == L.trace_len) {
+		next_opp = 0;
+		period_base += L.trace_period_ns;
+	}
+}
+
+static void service_rate(uint64_t now)
+{
+	for (;;) {
+		uint64_t start;
+
+		if (cur) {
+			if (cur_finish > now)
+				return;
+			free_at = cur_finish;
+			transmit(cur, now);
+			cur = NULL;
+		}
+		cur = (struct slot *)lq_dequeue(&L.q, now);
+		if (!cur)
+			return;
+		start = free_at;
+		if (start < cur->p.enq_ns)
+			start = cur->p.enq_ns;
+		if (start + CATCHUP_NS < now)
+			start = now - CATCHUP_NS;
+		cur_finish = start + (uint64_t)cur->p.len * BITS_PER_BYTE * NSEC_PER_SEC / L.rate_bps;
+	}
+}
+
+/* Mahimahi's link: each opportunity delivers up to 1500 bytes of the queue's head, a frame may span
+ * opportunities, and an opportunity with nothing queued is lost. */
+static void service_trace(uint64_t now)
+{
+	if (!cur && L.q.backlog_pkts == 0) {
+		/* Idle: skip the opportunities already past, a period at a time first. */
+		while (period_base + L.trace_period_ns <= now)
+			period_base += L.trace_period_ns;
+		while (opp_time() < now)
+			opp_advance();
+		return;
+	}
+	while (opp_time() <= now) {
+		uint32_t budget = TRACE_OPPORTUNITY_BYTES;
+
+		while (budget) {
+			uint32_t take;
+
+			if (!cur) {
+				cur = (struct slot *)lq_dequeue(&L.q, now);
+				if (!cur)
+					break;
+				cur_left = cur->p.len;
+			}
+			take = cur_left < budget ? cur_left : budget;
+			budget -= take;
+			cur_left -= take;
+			if (!cur_left) {
+				transmit(cur, now);
+				cur = NULL;
+			}
+		}
+		opp_advance();
+		if (!cur && L.q.backlog_pkts == 0)
+			return;
+	}
+}
+
+static uint64_t next_event(void)
+{
+	if (L.trace_ns)
+		return cur || L.q.backlog_pkts ? opp_time() : UINT64_MAX;
+	return cur ? cur_finish : UINT64_MAX;
+}
+
+static uint64_t arrival_ns(struct msghdr *msg, uint64_t now)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+			struct timespec ts, real;
+			int64_t age;
+
+			memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+			clock_gettime(CLOCK_REALTIME, &real);
+			age = ((int64_t)real.tv_sec - ts.tv_sec) * (int64_t)NSEC_PER_SEC +
+				(real.tv_nsec - ts.tv_nsec);
+			if (age >= 0 && (uint64_t)age <= MAX_ARRIVAL_AGE_NS)
+				return now - (uint64_t)age;
+		}
+	}
+	return now;
+}
+
+static void publish(void)
+{
+	SET(backlog_pkts, L.q.backlog_pkts);
+	SET(backlog_bytes, L.q.backlog_bytes);
+	SET(max_backlog_bytes, L.q.st.max_backlog_bytes);
+	SET(drop_overlimit, L.q.st.drop_overlimit);
+	SET(drop_aqm, L.q.st.drop_aqm);
+	SET(mark_aqm, L.q.st.mark_aqm);
+	SET(mark_step, L.q.st.mark_step);
+	SET(new_flows, L.q.st.new_flows);
+}
+
+/* Receives up to RX_BATCH frames into the queue without blocking; returns how many were read. */
+static int recv_batch(void)
+{
+	int got;
+
+	for (got = 0; got < RX_BATCH; got++) {
+		union {
+			struct cmsghdr h;
+			char buf[CMSG_SPACE(sizeof(struct timespec))];
+		} ctl;
+		struct slot *s = slot_get();
+		static uint8_t sink[VNET_HDR_BYTES + 65536 + 64];
+		struct iovec iov = { .iov_base = s ? s->buf : sink,
+			.iov_len = s ? L.slot_size : sizeof(sink) };
+		struct msghdr msg = {
+			.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctl, .msg_controllen = sizeof(ctl)
+		};
+		ssize_t n = recvmsg(L.rx_fd, &msg, MSG_DONTWAIT | MSG_TRUNC);
+		struct virtio_net_hdr *vh;
+		uint64_t now;
+
+		if (n < 0) {
+			if (s)
+				slot_put(s);
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			if (errno == EINVAL) { /* a GSO type with no vnet header form */
+				INC(drop_gso);
+				continue;
+			}
+			if (errno == ENETDOWN)
+				continue;
+			fail_runtime("recv", errno);
+			break;
+		}
+		INC(in_pkts);
+		now = now_ns();
+		if (!s) { /* every slot is queued: the queue's limit is larger than the pool */
+			INC(drop_bad);
+			continue;
+		}
+		vh = (struct virtio_net_hdr *)s->buf;
+		if ((size_t)n > L.slot_size || vh->gso_type != VIRTIO_NET_HDR_GSO_NONE) {
+			INC(drop_gso);
+			slot_put(s);
+			continue;
+		}
+		if ((size_t)n <= VNET_HDR_BYTES) {
+			INC(drop_bad);
+			slot_put(s);
+			continue;
+		}
+		if (L.ge_on && lq_ge_lose(&L.ge)) {
+			INC(drop_ge);
+			slot_put(s);
+			continue;
+		}
+		s->wire_len = (uint32_t)n;
+		s->p.len = (uint32_t)n - VNET_HDR_BYTES;
+		lq_frame_info(&s->p, s->buf + VNET_HDR_BYTES, s->p.len, L.seed);
+		lq_enqueue(&L.q, &s->p, arrival_ns(&msg, now));
+	}
+	return got;
+}
+
+static void log_line(uint64_t t)
+{
+	static uint64_t last_out, last_sum;
+	uint64_t out = atomic_load(&pub.out_pkts), sum = atomic_load(&pub.sojourn_sum_us);
+	uint64_t max = atomic_exchange(&pub.sojourn_max_us, 0);
+
+	/* The interval's sojourn maximum restarts here; the stats line keeps its own running max. */
+	fprintf(L.log,
+		"%.6f,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+		",%" PRIu64 ",%" PRIu64 "\n",
+		(double)t / NSEC_PER_SEC, L.q.backlog_pkts, L.q.backlog_bytes,
+		out - last_out ? (sum - last_sum) / (out - last_out) : 0, max, out, L.q.st.drop_overlimit,
+		L.q.st.drop_aqm, L.q.st.mark_aqm + L.q.st.mark_step, (uint64_t)atomic_load(&pub.drop_ge),
+		(uint64_t)atomic_load(&pub.out_bytes));
+	last_out = out;
+	last_sum = sum;
+}
+
+static uint64_t run_max_sojourn_us;
+
+static void *forward_main(void *arg)
+{
+	uint64_t start = now_ns(), next_log = start;
+
+	(void)arg;
+	free_at = start;
+	period_base = start;
+	for (;;) {
+		struct pollfd pfd[2] = { { .fd = L.rx_fd, .events = POLLIN },
+			{ .fd = stop_pipe[0], .events = POLLIN } };
+		struct timespec ts, *tsp = NULL;
+		uint64_t now = now_ns(), due, wait;
+		int got;
+
+		if (L.trace_ns)
+			service_trace(now);
+		else
+			service_rate(now);
+		got = recv_batch();
+		now = now_ns();
+		if (L.trace_ns)
+			service_trace(now);
+		else
+			service_rate(now);
+		publish();
+		if (L.log && now >= next_log) {
+			uint64_t m = atomic_load(&pub.sojourn_max_us);
+
+			if (m > run_max_sojourn_us)
+				run_max_sojourn_us = m;
+			log_line(now);
+			next_log += L.log_interval_ns;
+			if (next_log < now)
+				next_log = now + L.log_interval_ns;
+		}
+		if (got == RX_BATCH)
+			continue;
+		due = next_event();
+		if (L.log && due > next_log)
+			due = next_log;
+		if (due != UINT64_MAX) {
+			wait = due > now ? due - now : 0;
+			if (wait > GUARD_NS)
+				wait -= GUARD_NS;
+			else if (wait > FINE_STEP_NS)
+				wait = FINE_STEP_NS;
+			ts.tv_sec = (time_t)(wait / NSEC_PER_SEC);
+			ts.tv_nsec = (long)(wait % NSEC_PER_SEC);
+			tsp = &ts;
+		}
+		if (ppoll(pfd, 2, tsp, NULL) < 0 && errno != EINTR) {
+			fail_runtime("ppoll", errno);
+			return NULL;
+		}
+		if (pfd[1].revents)
+			return NULL;
+	}
+}
+
+/* The reverse path (ACKs) goes straight through, in order. */
+static void *reverse_main(void *arg)
+{
+	static uint8_t buf[VNET_HDR_BYTES + 65536 + 64];
+
+	(void)arg;
+	for (;;) {
+		struct pollfd pfd[2] = { { .fd = L.rev_rx_fd, .events = POLLIN },
+			{ .fd = stop_pipe[0], .events = POLLIN } };
+		ssize_t n;
+
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR) {
+			fail_runtime("poll", errno);
+			return NULL;
+		}
+		if (pfd[1].revents)
+			return NULL;
+		while ((n = recv(L.rev_rx_fd, buf, sizeof(buf), MSG_DONTWAIT)) > (ssize_t)VNET_HDR_BYTES) {
+			if (send(L.rev_tx_fd, buf, (size_t)n, 0) >= 0)
+				INC(rev_pkts);
+			else
+				INC(rev_drop_tx);
+		}
+	}
+}
+
+static void print_stats(const char *event)
+{
+	uint64_t deq = atomic_load(&pub.out_pkts);
+	uint64_t max = atomic_load(&pub.sojourn_max_us);
+
+	if (max < run_max_sojourn_us)
+		max = run_max_sojourn_us;
+	printf("{\"event\":\"%s\",\"tag\":\"%s\"", event, tag);
+#define F(key) printf(",\"" #key "\":%" PRIu64, (uint64_t)atomic_load(&pub.key))
+	F(in_pkts);
+	F(out_pkts);
+	F(out_bytes);
+	F(drop_overlimit);
+	F(drop_aqm);
+	F(mark_aqm);
+	F(mark_step);
+	F(drop_ge);
+	F(drop_gso);
+	F(drop_bad);
+	F(drop_tx);
+	F(backlog_pkts);
+	F(backlog_bytes);
+	F(max_backlog_bytes);
+	F(new_flows);
+	F(rev_pkts);
+	F(rev_drop_tx);
+#undef F
+	printf(",\"sojourn_mean_us\":%" PRIu64 ",\"sojourn_max_us\":%" PRIu64 "}\n",
+		deq ? (uint64_t)atomic_load(&pub.sojourn_sum_us) / deq : 0, max);
+	fflush(stdout);
+}
+
+static uint64_t parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	if (*s < '0' || *s > '9')
+		die("%s: not a non-negative integer (see --help)", opt);
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v < min || v > max) {
+		fprintf(stderr, PROG ": %s: '%s' out of range %" PRIu64 "..%" PRIu64 " (see --help)\n", opt,
+			s, min, max);
+		exit(2);
+	}
+	return v;
+}
+
+static double parse_prob(const char *opt, const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= 0.0 && v <= 1.0)) {
+		fprintf(stderr, PROG ": %s: '%s' is not a probability in 0..1 (see --help)\n", opt, s);
+		exit(2);
+	}
+	return v;
+}
+
+/* Mahimahi trace: one non-negative integer millisecond per line, non-decreasing; the last one is the
+ * period (the trace loops). */
+static void load_trace(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[64];
+	size_t cap = 0, lineno = 0;
+	uint64_t last = 0;
+
+	if (!f) {
+		fprintf(stderr, PROG ": --trace %s: %s\n", path, strerror(errno));
+		exit(2);
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *end;
+		unsigned long long ms;
+
+		lineno++;
+		if (line[0] == '\n' || line[0] == '#')
+			continue;
+		errno = 0;
+		ms = strtoull(line, &end, 10);
+		if (line[0] < '0' || line[0] > '9' || errno || (*end != '\n' && *end) || ms > MAX_TRACE_MS ||
+			ms < last) {
+			fprintf(stderr,
+				PROG ": --trace %s: line %zu: expected a millisecond count not below "
+				     "the previous line's\n",
+				path, lineno);
+			exit(2);
+		}
+		if (L.trace_len == MAX_TRACE_LINES)
+			die("--trace %s: more than 10000000 lines", path);
+		if (L.trace_len == cap) {
+			cap = cap ? cap * 2 : 4096;
+			L.trace_ns = realloc(L.trace_ns, cap * sizeof(*L.trace_ns));
+			if (!L.trace_ns)
+				die("--trace %s: out of memory", path);
+		}
+		L.trace_ns[L.trace_len++] = ms * LQ_NSEC_PER_MSEC;
+		last = ms;
+	}
+	fclose(f);
+	if (!L.trace_len || last == 0)
+		die("--trace %s: no delivery opportunity after 0 ms (an empty trace cannot loop)", path);
+	L.trace_period_ns = last * LQ_NSEC_PER_MSEC;
+}
+
+static int open_socket(const char *ifname, bool rx, int bufbytes)
+{
+	int one = 1;
+	unsigned int idx = if_nametoindex(ifname);
+	int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_ifindex = (int)idx };
+
+	if (fd < 0) {
+		fprintf(stderr, PROG ": AF_PACKET socket: %s (needs CAP_NET_RAW)\n", strerror(errno));
+		exit(1);
+	}
+	if (setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) < 0 ||
+		(rx && setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) < 0) ||
+		setsockopt(fd, SOL_SOCKET, rx ? SO_RCVBUFFORCE : SO_SNDBUFFORCE, &bufbytes,
+			sizeof(bufbytes)) < 0 ||
+		(rx && setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) < 0)) {
+		fprintf(stderr, PROG ": socket options on %s: %s\n", ifname, strerror(errno));
+		exit(1);
+	}
+	/* The send socket binds protocol 0 so that it never receives. */
+	sll.sll_protocol = rx ? htons(ETH_P_ALL) : 0;
+	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
+		fprintf(stderr, PROG ": bind to %s: %s\n", ifname, strerror(errno));
+		exit(1);
+	}
+	return fd;
+}
+
+static void usage(void)
+{
+	printf("Usage: " PROG " --left IF --right IF --tag TAG (--rate-bps N | --trace FILE) [options]\n"
+	       "Forward frames from --left to --right through an emulated bottleneck (rate or trace,\n"
+	       "queue, AQM, loss); frames from --right go to --left unshaped.\n"
+	       "\n"
+	       "  --left IF              data input interface\n"
+	       "  --right IF             data output interface\n"
+	       "  --tag TAG              label for this instance ([A-Za-z0-9._-], at most %d chars)\n"
+	       "  --rate-bps N           constant link rate in bit/s of Ethernet frames (%llu..%llu)\n"
+	       "  --trace FILE           Mahimahi trace: one line per %d-byte delivery opportunity,\n"
+	       "                         in ms; loops with the last line's time as its period\n"
+	       "  --aqm KIND             fifo (default), codel, fq_codel or step\n"
+	       "  --limit-pkts N         queue limit in packets (default: 1000, fq_codel 10240)\n"
+	       "  --limit-bytes N        queue limit in bytes (fifo; replaces the packet limit)\n"
+	       "  --target-us N          CoDel target (default 5000)\n"
+	       "  --interval-us N        CoDel interval (default 100000)\n"
+	       "  --quantum N            FQ-CoDel DRR quantum in bytes (default: the MTU frame)\n"
+	       "  --flows N              FQ-CoDel queues (default 1024)\n"
+	       "  --ecn 0|1              CoDel/FQ-CoDel mark ECT packets instead of dropping\n"
+	       "                         (default: codel 0, fq_codel 1)\n"
+	       "  --step-us N            CE on ECT packets whose sojourn exceeds N us (step's threshold;\n"
+	       "                         with codel/fq_codel, their ce_threshold)\n"
+	       "  --step-ect1-only       mark only ECT(1) packets (L4S)\n"
+	       "  --ge P,R,LG,LB         Gilbert-Elliott loss: good->bad P, bad->good R per packet,\n"
+	       "                         loss probability LG in good and LB in bad state\n"
+	       "  --seed N               seed for the flow hash salt and the loss model (default 1)\n"
+	       "  --mtu N                largest IP packet (default %d)\n"
+	       "  --log FILE             CSV time series of the queue every --log-interval-us, stamped\n"
+	       "                         in CLOCK_MONOTONIC seconds\n"
+	       "  --log-interval-us N    default %llu\n"
+	       "  --sockbuf-bytes N      kernel socket buffer per socket (default %d)\n"
+	       "  --rt-prio N            run the forwarding threads SCHED_FIFO at priority N (1..99)\n"
+	       "  --help                 show this help\n"
+	       "\n"
+	       "Prints {\"event\":\"ready\",...} when forwarding, a {\"event\":\"stats\",...} line of\n"
+	       "counters on SIGUSR1 and {\"event\":\"exit\",...} on SIGTERM/SIGINT.\n",
+		MAX_TAG_LEN, MIN_RATE_BPS, MAX_RATE_BPS, TRACE_OPPORTUNITY_BYTES, DEFAULT_MTU,
+		DEFAULT_LOG_INTERVAL_US, DEFAULT_SOCKBUF_BYTES);
+}
+
+int main(int argc, char **argv)
+{
+	enum {
+		O_LEFT = 256,
+		O_RIGHT,
+		O_TAG,
+		O_RATE,
+		O_TRACE,
+		O_AQM,
+		O_LPKTS,
+		O_LBYTES,
+		O_TARGET,
+		O_INTERVAL,
+		O_QUANTUM,
+		O_FLOWS,
+		O_ECN,
+		O_STEP,
+		O_ECT1,
+		O_GE,
+		O_SEED,
+		O_MTU,
+		O_LOG,
+		O_LOGINT,
+		O_SOCKBUF,
+		O_PRIO,
+		O_HELP
+	};
+	static const struct option opts[] = {
+		{ "left", required_argument, NULL, O_LEFT },
+		{ "right", required_argument, NULL, O_RIGHT },
+		{ "tag", required_argument, NULL, O_TAG },
+		{ "rate-bps", required_argument, NULL, O_RATE },
+		{ "trace", required_argument, NULL, O_TRACE },
+		{ "aqm", required_argument, NULL, O_AQM },
+		{ "limit-pkts", required_argument, NULL, O_LPKTS },
+		{ "limit-bytes", required_argument, NULL, O_LBYTES },
+		{ "target-us", required_argument, NULL, O_TARGET },
+		{ "interval-us", required_argument, NULL, O_INTERVAL },
+		{ "quantum", required_argument, NULL, O_QUANTUM },
+		{ "flows", required_argument, NULL, O_FLOWS },
+		{ "ecn", required_argument, NULL, O_ECN },
+		{ "step-us", required_argument, NULL, O_STEP },
+		{ "step-ect1-only", no_argument, NULL, O_ECT1 },
+		{ "ge", required_argument, NULL, O_GE },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ "mtu", required_argument, NULL, O_MTU },
+		{ "log", required_argument, NULL, O_LOG },
+		{ "log-interval-us", required_argument, NULL, O_LOGINT },
+		{ "sockbuf-bytes", required_argument, NULL, O_SOCKBUF },
+		{ "rt-prio", required_argument, NULL, O_PRIO },
+		{ "help", no_argument, NULL, O_HELP },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *left = NULL, *right = NULL, *trace = NULL, *aqm = "fifo", *log_path = NULL;
+	uint64_t limit_pkts = 0, limit_bytes = 0, target = 0, interval = 0, quantum = 0, flows = 0;
+	uint64_t step = 0, mtu = DEFAULT_MTU, prio = 0, ecn = UINT64_MAX;
+	uint64_t log_us = DEFAULT_LOG_INTERVAL_US, seed = 1;
+	int sockbuf = DEFAULT_SOCKBUF_BYTES, opt, sig;
+	bool ect1 = false, have_tag = false;
+	double ge[4] = { 0 };
+	struct lq_params prm;
+	enum lq_kind kind;
+	const char *err = NULL;
+	pthread_t fwd, rev;
+	pthread_attr_t attr;
+	sigset_t sigs;
+	uint32_t slots;
+
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (opt) {
+		case O_LEFT:
+			left = optarg;
+			break;
+		case O_RIGHT:
+			right = optarg;
+			break;
+		case O_TAG:
+			tag = optarg;
+			have_tag = true;
+			break;
+		case O_RATE:
+			L.rate_bps = parse_u64("--rate-bps", optarg, MIN_RATE_BPS, MAX_RATE_BPS);
+			break;
+		case O_TRACE:
+			trace = optarg;
+			break;
+		case O_AQM:
+			aqm = optarg;
+			break;
+		case O_LPKTS:
+			limit_pkts = parse_u64("--limit-pkts", optarg, 1, MAX_LIMIT_PKTS);
+			break;
+		case O_LBYTES:
+			limit_bytes = parse_u64("--limit-bytes", optarg, 1, MAX_LIMIT_BYTES);
+			break;
+		case O_TARGET:
+			target = parse_u64("--target-us", optarg, 1, MAX_PARAM_MS * 1000);
+			break;
+		case O_INTERVAL:
+			interval = parse_u64("--interval-us", optarg, 1, MAX_PARAM_MS * 1000);
+			break;
+		case O_QUANTUM:
+			quantum = parse_u64("--quantum", optarg, 64, 1 << 20);
+			break;
+		case O_FLOWS:
+			flows = parse_u64("--flows", optarg, 1, LQ_MAX_FLOWS);
+			break;
+		case O_ECN:
+			ecn = parse_u64("--ecn", optarg, 0, 1);
+			break;
+		case O_STEP:
+			step = parse_u64("--step-us", optarg, 1, MAX_PARAM_MS * 1000);
+			break;
+		case O_ECT1:
+			ect1 = true;
+			break;
+		case O_GE: {
+			char *copy = strdup(optarg), *save = NULL, *tok = strtok_r(copy, ",", &save);
+			int i;
+
+			for (i = 0; tok && i < 4; i++, tok = strtok_r(NULL, ",", &save))
+				ge[i] = parse_prob("--ge", tok);
+			if (i != 4 || tok)
+				die("--ge '%s': expected four probabilities P,R,LG,LB", optarg);
+			free(copy);
+			L.ge_on = true;
+			break;
+		}
+		case O_SEED:
+			seed = parse_u64("--seed", optarg, 0, UINT32_MAX);
+			break;
+		case O_MTU:
+			mtu = parse_u64("--mtu", optarg, 576, MAX_MTU);
+			break;
+		case O_LOG:
+			log_path = optarg;
+			break;
+		case O_LOGINT:
+			log_us = parse_u64("--log-interval-us", optarg, 100, 10000000);
+			break;
+		case O_SOCKBUF:
+			sockbuf = (int)parse_u64("--sockbuf-bytes", optarg, 65536, INT_MAX / 2);
+			break;
+		case O_PRIO:
+			prio = parse_u64("--rt-prio", optarg, 1, 99);
+			break;
+		case O_HELP:
+			usage();
+			return 0;
+		default:
+			if (optopt)
+				die("option '%s' needs a value (see --help)", argv[optind - 1]);
+			die("unknown option '%s' (see --help)", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		die("unexpected argument '%s' (see --help)", argv[optind]);
+	if (!left || !right || !have_tag)
+		die("%s are required (see --help)", "--left, --right and --tag");
+	if (!*tag || strlen(tag) > MAX_TAG_LEN ||
+		strspn(tag, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
+			strlen(tag))
+		die("--tag '%s': use 1-64 characters from [A-Za-z0-9._-]", tag);
+	if (!L.rate_bps == !trace)
+		die("%s", "give exactly one of --rate-bps and --trace");
+	if (!strcmp(aqm, "fifo"))
+		kind = LQ_FIFO;
+	else if (!strcmp(aqm, "codel"))
+		kind = LQ_CODEL;
+	else if (!strcmp(aqm, "fq_codel"))
+		kind = LQ_FQ_CODEL;
+	else if (!strcmp(aqm, "step"))
+		kind = LQ_STEP;
+	else
+		die("--aqm '%s': not one of fifo, codel, fq_codel, step", aqm);
+	if (limit_bytes && kind != LQ_FIFO && kind != LQ_STEP)
+		die("--limit-bytes: only for fifo and step (%s limits packets)", aqm);
+	if ((target || interval || ecn != UINT64_MAX) && kind != LQ_CODEL && kind != LQ_FQ_CODEL)
+		die("--target-us, --interval-us and --ecn apply to codel and fq_codel, not %s", aqm);
+	if ((quantum || flows) && kind != LQ_FQ_CODEL)
+		die("--quantum and --flows apply to fq_codel, not %s", aqm);
+	if (kind == LQ_STEP && !step)
+		die("%s", "--aqm step needs --step-us");
+	if (ect1 && !step)
+		die("%s", "--step-ect1-only needs --step-us");
+	if (strcmp(left, right) == 0)
+		die("--left and --right are both '%s'", left);
+	if (!if_nametoindex(left))
+		die("--left: no interface '%s' in this network namespace", left);
+	if (!if_nametoindex(right))
+		die("--right: no interface '%s' in this network namespace", right);
+	if (trace)
+		load_trace(trace);
+
+	L.frame_max = (uint32_t)mtu + L2_OVERHEAD_BYTES;
+	lq_defaults(&prm, kind, L.frame_max - 4);
+	if (limit_pkts)
+		prm.limit_pkts = (uint32_t)limit_pkts;
+	if (limit_bytes) {
+		prm.limit_bytes = limit_bytes;
+		prm.limit_pkts = limit_pkts ? (uint32_t)limit_pkts : 0;
+	}
+	if (target)
+		prm.target_ns = target * LQ_NSEC_PER_USEC;
+	if (interval)
+		prm.interval_ns = interval * LQ_NSEC_PER_USEC;
+	if (quantum)
+		prm.quantum = (uint32_t)quantum;
+	if (flows)
+		prm.flows = (uint32_t)flows;
+	if (ecn != UINT64_MAX)
+		prm.ecn = ecn;
+	prm.step_ns = step * LQ_NSEC_PER_USEC;
+	prm.step_ect1_only = ect1;
+	if (lq_init(&L.q, &prm, on_drop, NULL, &err))
+		die("queue: %s", err);
+	if (L.ge_on)
+		lq_ge_init(&L.ge, ge[0], ge[1], ge[2], ge[3], seed);
+	L.seed = (uint32_t)seed;
+
+	/* One slot per packet the queue can hold, plus one batch and the frame in service. */
+	slots = prm.limit_pkts ? prm.limit_pkts : (uint32_t)(prm.limit_bytes / 60 + 1);
+	if (slots > MAX_POOL_SLOTS)
+		slots = MAX_POOL_SLOTS;
+	slots += RX_BATCH + 2;
+	L.slot_size = VNET_HDR_BYTES + L.frame_max;
+	{
+		size_t stride = (sizeof(struct slot) + L.slot_size + 63) & ~(size_t)63;
+
+		/* Pages are touched only as the queue grows, and a LIFO free list reuses the same ones. */
+		L.pool = mmap(NULL, stride * slots, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (L.pool == MAP_FAILED)
+			die("cannot map a packet pool of %s", "the queue's limit");
+		for (uint32_t i = slots; i-- > 0;)
+			slot_put((struct slot *)(L.pool + stride * i));
+	}
+	if (log_path) {
+		L.log = fopen(log_path, "w");
+		if (!L.log) {
+			fprintf(stderr, PROG ": --log %s: %s\n", log_path, strerror(errno));
+			return 2;
+		}
+		fputs("t_mono_s,backlog_pkts,backlog_bytes,sojourn_mean_us,sojourn_max_us,out_pkts,"
+		      "drop_overlimit,drop_aqm,marks,drop_ge,out_bytes\n",
+			L.log);
+		L.log_interval_ns = log_us * LQ_NSEC_PER_USEC;
+	}
+
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	sigaddset(&sigs, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+	if (pipe2(stop_pipe, O_CLOEXEC) < 0) {
+		fprintf(stderr, PROG ": pipe: %s\n", strerror(errno));
+		return 1;
+	}
+	L.left = left;
+	L.rx_fd = open_socket(left, true, sockbuf);
+	L.tx_fd = open_socket(right, false, sockbuf);
+	L.rev_rx_fd = open_socket(right, true, sockbuf);
+	L.rev_tx_fd = open_socket(left, false, sockbuf);
+
+	pthread_attr_init(&attr);
+	if (prio) {
+		struct sched_param sp = { .sched_priority = (int)prio };
+
+		pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+		pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
+		pthread_attr_setschedparam(&attr, &sp);
+	}
+	if (pthread_create(&fwd, &attr, forward_main, NULL) ||
+		pthread_create(&rev, &attr, reverse_main, NULL)) {
+		fprintf(stderr, PROG ": cannot start forwarding threads\n");
+		return 1;
+	}
+	printf("{\"event\":\"ready\",\"tag\":\"%s\",\"pid\":%d}\n", tag, (int)getpid());
+	fflush(stdout);
+	for (;;) {
+		sig = sigwaitinfo(&sigs, NULL);
+		if (sig == SIGUSR1)
+			print_stats("stats");
+		else if (sig > 0)
+			break;
+	}
+	if (write(stop_pipe[1], "x", 1) < 0)
+		fprintf(stderr, PROG ": stop pipe: %s\n", strerror(errno));
+	pthread_join(fwd, NULL);
+	pthread_join(rev, NULL);
+	if (L.log)
+		fclose(L.log);
+	print_stats("exit");
+	lq_free(&L.q);
+	return atomic_load(&fatal_error) ? 1 : 0;
+}

@@ -1,0 +1,498 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The bottleneck queue of bbrkit-link (see queue.h). CoDel follows RFC 8289's pseudocode with the
+ * Linux codel_impl.h choices where the RFC leaves room: an ECT packet is marked instead of dropped
+ * and then leaves (the drop schedule advances as for a drop), MAXPACKET is the interface MTU, and in
+ * FQ-CoDel the "bytes in queue" test uses the whole backlog, not the flow's. The control law uses
+ * floating-point 1/sqrt(count) where Linux uses a Newton step; both give interval/sqrt(count).
+ */
+#include "queue.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ETH_HLEN_BYTES 14
+#define VLAN_HLEN_BYTES 4
+#define ETHERTYPE_IPV4 0x0800
+#define ETHERTYPE_IPV6 0x86dd
+#define ETHERTYPE_VLAN 0x8100
+#define IPPROTO_TCP_NUM 6
+#define IPPROTO_UDP_NUM 17
+
+static void fifo_push(struct lq_fifo *f, struct lq_pkt *p)
+{
+	p->next = NULL;
+	if (f->tail)
+		f->tail->next = p;
+	else
+		f->head = p;
+	f->tail = p;
+	f->pkts++;
+	f->bytes += p->len;
+}
+
+static struct lq_pkt *fifo_pop(struct lq_fifo *f)
+{
+	struct lq_pkt *p = f->head;
+
+	if (!p)
+		return NULL;
+	f->head = p->next;
+	if (!f->head)
+		f->tail = NULL;
+	f->pkts--;
+	f->bytes -= p->len;
+	p->next = NULL;
+	return p;
+}
+
+void lq_defaults(struct lq_params *p, enum lq_kind kind, uint32_t mtu_bytes)
+{
+	memset(p, 0, sizeof(*p));
+	p->kind = kind;
+	p->mtu_bytes = mtu_bytes;
+	p->target_ns = LQ_CODEL_TARGET_NS;
+	p->interval_ns = LQ_CODEL_INTERVAL_NS;
+	p->quantum = mtu_bytes;
+	p->flows = LQ_FQ_FLOWS;
+	/* Linux: fq_codel marks by default, plain codel does not. */
+	p->ecn = kind == LQ_FQ_CODEL;
+	p->limit_pkts = kind == LQ_FQ_CODEL ? LQ_FQ_LIMIT_PKTS : 1000;
+}
+
+int lq_init(struct lq *q, const struct lq_params *p, lq_drop_fn drop, void *ctx, const char **err)
+{
+	memset(q, 0, sizeof(*q));
+	q->prm = *p;
+	q->drop = drop;
+	q->drop_ctx = ctx;
+	q->new_list.head = q->new_list.tail = LQ_NO_FLOW;
+	q->old_list.head = q->old_list.tail = LQ_NO_FLOW;
+	if (!p->limit_pkts && !p->limit_bytes) {
+		*err = "limit: a packet or byte limit is required";
+		return -1;
+	}
+	if ((p->kind == LQ_CODEL || p->kind == LQ_FQ_CODEL) && (!p->target_ns || !p->interval_ns)) {
+		*err = "target and interval must be positive";
+		return -1;
+	}
+	if ((p->kind == LQ_CODEL || p->kind == LQ_FQ_CODEL) && p->target_ns > p->interval_ns) {
+		*err = "target must not exceed interval";
+		return -1;
+	}
+	if (p->kind == LQ_STEP && !p->step_ns) {
+		*err = "step threshold must be positive";
+		return -1;
+	}
+	if (p->kind == LQ_FQ_CODEL) {
+		if (!p->quantum) {
+			*err = "quantum must be positive";
+			return -1;
+		}
+		if (!p->flows || p->flows > LQ_MAX_FLOWS) {
+			*err = "flows must be 1..65536";
+			return -1;
+		}
+		q->flow = calloc(p->flows, sizeof(*q->flow));
+		if (!q->flow) {
+			*err = "out of memory for the flow table";
+			return -1;
+		}
+		for (uint32_t i = 0; i < p->flows; i++)
+			q->flow[i].next_flow = LQ_NO_FLOW;
+	}
+	return 0;
+}
+
+void lq_free(struct lq *q)
+{
+	free(q->flow);
+	q->flow = NULL;
+}
+
+static void note_backlog(struct lq *q)
+{
+	if (q->backlog_bytes > q->st.max_backlog_bytes)
+		q->st.max_backlog_bytes = q->backlog_bytes;
+}
+
+/* Would the backlog exceed a limit with @extra_pkts more packets of @extra_bytes? */
+static bool over_limit(const struct lq *q, uint32_t extra_pkts, uint32_t extra_bytes)
+{
+	return (q->prm.limit_pkts && q->backlog_pkts + extra_pkts > q->prm.limit_pkts) ||
+		(q->prm.limit_bytes && q->backlog_bytes + extra_bytes > q->prm.limit_bytes);
+}
+
+static void list_append(struct lq *q, struct lq_flow_list *l, uint32_t idx, uint8_t which)
+{
+	q->flow[idx].next_flow = LQ_NO_FLOW;
+	q->flow[idx].list = which;
+	if (l->tail == LQ_NO_FLOW)
+		l->head = idx;
+	else
+		q->flow[l->tail].next_flow = idx;
+	l->tail = idx;
+}
+
+static uint32_t list_pop(struct lq *q, struct lq_flow_list *l)
+{
+	uint32_t idx = l->head;
+
+	l->head = q->flow[idx].next_flow;
+	if (l->head == LQ_NO_FLOW)
+		l->tail = LQ_NO_FLOW;
+	q->flow[idx].next_flow = LQ_NO_FLOW;
+	q->flow[idx].list = LQ_LIST_NONE;
+	return idx;
+}
+
+/* Linux fq_codel_drop: the queue holding the most bytes loses packets from its head, up to half of
+ * its bytes or LQ_FQ_DROP_BATCH packets, so one overflow does not cost a drop per arrival. */
+static void fq_drop_fattest(struct lq *q)
+{
+	uint32_t fat = 0;
+	uint64_t dropped = 0, threshold;
+	struct lq_flow *f;
+
+	for (uint32_t i = 1; i < q->prm.flows; i++)
+		if (q->flow[i].q.bytes > q->flow[fat].q.bytes)
+			fat = i;
+	f = &q->flow[fat];
+	threshold = f->q.bytes / 2;
+	for (uint32_t n = 0; n < LQ_FQ_DROP_BATCH && f->q.head && (n == 0 || dropped < threshold); n++) {
+		struct lq_pkt *p = fifo_pop(&f->q);
+
+		dropped += p->len;
+		q->backlog_pkts--;
+		q->backlog_bytes -= p->len;
+		q->st.drop_overlimit++;
+		q->drop(q->drop_ctx, p);
+	}
+}
+
+bool lq_enqueue(struct lq *q, struct lq_pkt *p, uint64_t now_ns)
+{
+	p->enq_ns = now_ns;
+	if (q->prm.kind != LQ_FQ_CODEL) {
+		if (over_limit(q, 1, p->len)) {
+			q->st.drop_overlimit++;
+			q->drop(q->drop_ctx, p);
+			return false;
+		}
+		fifo_push(&q->fifo, p);
+	} else {
+		uint32_t idx = p->hash % q->prm.flows;
+		struct lq_flow *f = &q->flow[idx];
+
+		fifo_push(&f->q, p);
+		if (f->list == LQ_LIST_NONE) {
+			list_append(q, &q->new_list, idx, LQ_LIST_NEW);
+			f->deficit = q->prm.quantum;
+			q->st.new_flows++;
+		}
+	}
+	q->backlog_pkts++;
+	q->backlog_bytes += p->len;
+	q->st.enq_pkts++;
+	note_backlog(q);
+	if (q->prm.kind == LQ_FQ_CODEL) {
+		bool self_dropped;
+
+		if (!over_limit(q, 0, 0))
+			return true;
+		/* The arrival may be the fattest queue's head only if it was empty before. */
+		self_dropped = q->flow[p->hash % q->prm.flows].q.pkts == 1;
+		fq_drop_fattest(q);
+		return !(self_dropped && q->flow[p->hash % q->prm.flows].q.pkts == 0);
+	}
+	return true;
+}
+
+static struct lq_pkt *sub_pop(struct lq *q, struct lq_fifo *f)
+{
+	struct lq_pkt *p = fifo_pop(f);
+
+	if (p) {
+		q->backlog_pkts--;
+		q->backlog_bytes -= p->len;
+	}
+	return p;
+}
+
+/* RFC 8289 dodequeue's test: has the sojourn stayed above target for an interval? */
+static bool codel_ok_to_drop(struct lq *q, struct lq_codel *cv, const struct lq_pkt *p, uint64_t now)
+{
+	if (!p) {
+		cv->first_above_ns = 0;
+		return false;
+	}
+	if (now - p->enq_ns < q->prm.target_ns || q->backlog_bytes <= q->prm.mtu_bytes) {
+		cv->first_above_ns = 0;
+		return false;
+	}
+	if (cv->first_above_ns == 0) {
+		cv->first_above_ns = now + q->prm.interval_ns;
+		return false;
+	}
+	return now >= cv->first_above_ns;
+}
+
+static uint64_t codel_control_law(const struct lq *q, uint64_t t, uint32_t count)
+{
+	return t + (uint64_t)((double)q->prm.interval_ns / sqrt((double)count));
+}
+
+/* Drops @p, or marks it when ECN is on and it is ECT; returns true if it was marked (and stays). */
+static bool codel_drop_or_mark(struct lq *q, struct lq_pkt *p)
+{
+	if (q->prm.ecn && lq_set_ce(p)) {
+		q->st.mark_aqm++;
+		return true;
+	}
+	q->st.drop_aqm++;
+	q->drop(q->drop_ctx, p);
+	return false;
+}
+
+/* RFC 8289 section 5.5, dequeue(). */
+static struct lq_pkt *codel_dequeue(struct lq *q, struct lq_codel *cv, struct lq_fifo *f, uint64_t now)
+{
+	struct lq_pkt *p = sub_pop(q, f);
+	bool ok = codel_ok_to_drop(q, cv, p, now);
+
+	if (!p) {
+		cv->dropping = false;
+		return NULL;
+	}
+	if (cv->dropping) {
+		if (!ok) {
+			cv->dropping = false;
+			return p;
+		}
+		while (cv->dropping && now >= cv->drop_next_ns) {
+			cv->count++;
+			if (codel_drop_or_mark(q, p)) {
+				cv->drop_next_ns = codel_control_law(q, cv->drop_next_ns, cv->count);
+				return p;
+			}
+			p = sub_pop(q, f);
+			if (!codel_ok_to_drop(q, cv, p, now))
+				cv->dropping = false;
+			else
+				cv->drop_next_ns = codel_control_law(q, cv->drop_next_ns, cv->count);
+		}
+	} else if (ok) {
+		uint32_t delta;
+
+		if (!codel_drop_or_mark(q, p)) {
+			p = sub_pop(q, f);
+			codel_ok_to_drop(q, cv, p, now);
+		}
+		cv->dropping = true;
+		delta = cv->count - cv->lastcount;
+		if (delta > 1 && now - cv->drop_next_ns < LQ_CODEL_REENTRY_INTERVALS * q->prm.interval_ns)
+			cv->count = delta;
+		else
+			cv->count = 1;
+		cv->lastcount = cv->count;
+		cv->drop_next_ns = codel_control_law(q, now, cv->count);
+	}
+	return p;
+}
+
+static bool is_ect_for_step(const struct lq *q, const struct lq_pkt *p)
+{
+	uint8_t ecn = lq_ecn(p);
+
+	return q->prm.step_ect1_only ? ecn == LQ_ECN_ECT1 : ecn != LQ_ECN_NOT_ECT;
+}
+
+/* Sojourn above the step threshold: CE on ECT packets (fq_codel's ce_threshold, DCTCP's K). */
+static void step_mark(struct lq *q, struct lq_pkt *p, uint64_t now)
+{
+	if (p && q->prm.step_ns && now - p->enq_ns > q->prm.step_ns && is_ect_for_step(q, p) &&
+		lq_ecn(p) != LQ_ECN_CE && lq_set_ce(p))
+		q->st.mark_step++;
+}
+
+/* RFC 8290 section 4.2: new queues first; a queue out of deficit gets a quantum and goes to the end
+ * of the old list; an emptied new queue goes to the old list (so it cannot re-enter as new at once)
+ * unless the old list is empty. */
+static struct lq_pkt *fq_codel_dequeue(struct lq *q, uint64_t now)
+{
+	for (;;) {
+		struct lq_flow_list *l = q->new_list.head != LQ_NO_FLOW ? &q->new_list : &q->old_list;
+		struct lq_flow *f;
+		struct lq_pkt *p;
+		uint32_t idx;
+
+		if (l->head == LQ_NO_FLOW)
+			return NULL;
+		idx = l->head;
+		f = &q->flow[idx];
+		if (f->deficit <= 0) {
+			f->deficit += q->prm.quantum;
+			list_pop(q, l);
+			list_append(q, &q->old_list, idx, LQ_LIST_OLD);
+			continue;
+		}
+		p = codel_dequeue(q, &f->cv, &f->q, now);
+		if (!p) {
+			list_pop(q, l);
+			if (l == &q->new_list && q->old_list.head != LQ_NO_FLOW)
+				list_append(q, &q->old_list, idx, LQ_LIST_OLD);
+			continue;
+		}
+		f->deficit -= p->len;
+		return p;
+	}
+}
+
+struct lq_pkt *lq_dequeue(struct lq *q, uint64_t now_ns)
+{
+	struct lq_pkt *p;
+
+	switch (q->prm.kind) {
+	case LQ_CODEL:
+		p = codel_dequeue(q, &q->cv, &q->fifo, now_ns);
+		break;
+	case LQ_FQ_CODEL:
+		p = fq_codel_dequeue(q, now_ns);
+		break;
+	default:
+		p = sub_pop(q, &q->fifo);
+		break;
+	}
+	if (!p)
+		return NULL;
+	step_mark(q, p, now_ns);
+	q->st.deq_pkts++;
+	q->st.deq_bytes += p->len;
+	return p;
+}
+
+uint8_t lq_ecn(const struct lq_pkt *p)
+{
+	if (!p->l3)
+		return LQ_ECN_NOT_ECT;
+	if (p->is_ipv6)
+		return (p->l3[1] >> 4) & 3;
+	return p->l3[1] & 3;
+}
+
+bool lq_set_ce(struct lq_pkt *p)
+{
+	uint8_t ecn = lq_ecn(p);
+
+	if (ecn == LQ_ECN_NOT_ECT)
+		return false;
+	if (ecn == LQ_ECN_CE)
+		return true;
+	if (p->is_ipv6) {
+		p->l3[1] |= LQ_ECN_CE << 4;
+	} else {
+		/* RFC 1624 incremental update of the header checksum for the changed TOS byte. */
+		uint16_t old_word = (uint16_t)(p->l3[0] << 8 | p->l3[1]);
+		uint16_t new_word = (uint16_t)(old_word | LQ_ECN_CE);
+		uint32_t sum = (uint16_t) ~(p->l3[10] << 8 | p->l3[11]);
+
+		sum += (uint16_t)~old_word;
+		sum += new_word;
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		p->l3[1] |= LQ_ECN_CE;
+		p->l3[10] = (uint8_t)(~sum >> 8);
+		p->l3[11] = (uint8_t)~sum;
+	}
+	return true;
+}
+
+static uint32_t mix32(uint32_t h, uint32_t v)
+{
+	/* One round of a Murmur3-style mix per word: cheap and spreads 5-tuples over the buckets. */
+	v *= 0xcc9e2d51u;
+	v = (v << 15) | (v >> 17);
+	v *= 0x1b873593u;
+	h ^= v;
+	h = (h << 13) | (h >> 19);
+	return h * 5 + 0xe6546b64u;
+}
+
+static uint32_t load32(const uint8_t *b)
+{
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+void lq_frame_info(struct lq_pkt *p, uint8_t *frame, uint32_t len, uint32_t seed)
+{
+	uint32_t off = ETH_HLEN_BYTES, h = seed, l4 = 0;
+	uint16_t type;
+	uint8_t proto = 0;
+
+	p->l3 = NULL;
+	p->is_ipv6 = 0;
+	p->hash = 0;
+	if (len < ETH_HLEN_BYTES)
+		return;
+	type = (uint16_t)(frame[12] << 8 | frame[13]);
+	if (type == ETHERTYPE_VLAN && len >= ETH_HLEN_BYTES + VLAN_HLEN_BYTES) {
+		type = (uint16_t)(frame[16] << 8 | frame[17]);
+		off += VLAN_HLEN_BYTES;
+	}
+	if (type == ETHERTYPE_IPV4 && len >= off + 20 && (frame[off] >> 4) == 4) {
+		p->l3 = frame + off;
+		proto = frame[off + 9];
+		h = mix32(mix32(h, load32(frame + off + 12)), load32(frame + off + 16));
+		l4 = off + (uint32_t)(frame[off] & 0xf) * 4;
+	} else if (type == ETHERTYPE_IPV6 && len >= off + 40 && (frame[off] >> 4) == 6) {
+		p->l3 = frame + off;
+		p->is_ipv6 = 1;
+		proto = frame[off + 6];
+		for (uint32_t i = 8; i < 40; i += 4)
+			h = mix32(h, load32(frame + off + i));
+		l4 = off + 40;
+	} else {
+		p->hash = mix32(h, type);
+		return;
+	}
+	h = mix32(h, proto);
+	if ((proto == IPPROTO_TCP_NUM || proto == IPPROTO_UDP_NUM) && len >= l4 + 4)
+		h = mix32(h, load32(frame + l4));
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	p->hash = h;
+}
+
+/* splitmix64: a small seeded generator, so a run's loss pattern can be replayed. */
+static double next_unit(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	z ^= z >> 31;
+	return (double)(z >> 11) / (double)(1ULL << 53);
+}
+
+void lq_ge_init(struct lq_ge *g, double p, double r, double loss_good, double loss_bad, uint64_t seed)
+{
+	g->p = p;
+	g->r = r;
+	g->loss_good = loss_good;
+	g->loss_bad = loss_bad;
+	g->bad = false;
+	g->rng = seed;
+}
+
+/* As netem's loss_gilb_ell: the packet is lost with the probability of the state it arrives in,
+ * and the state moves on each packet. */
+bool lq_ge_lose(struct lq_ge *g)
+{
+	bool lost = next_unit(&g->rng) < (g->bad ? g->loss_bad : g->loss_good);
+
+	if (next_unit(&g->rng) < (g->bad ? g->r : g->p))
+		g->bad = !g->bad;
+	return lost;
+}

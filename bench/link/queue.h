@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The bottleneck queue of bbrkit-link: tail drop, CoDel (RFC 8289), FQ-CoDel (RFC 8290), a step
+ * marker (CE above a sojourn threshold, as L4S/DCTCP marking) and Gilbert-Elliott loss. Plain C
+ * with the clock passed in, so the host unit tests drive it with synthetic packets and times.
+ *
+ * The queue never owns packet memory: packets are linked through lq_pkt.next, and every packet the
+ * queue gives up (overlimit, AQM drop) goes to the owner's drop callback.
+ */
+#ifndef BBRKIT_LINK_QUEUE_H
+#define BBRKIT_LINK_QUEUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LQ_NSEC_PER_USEC 1000ULL
+#define LQ_NSEC_PER_MSEC 1000000ULL
+/* RFC 8289 section 4.4 / Linux codel defaults: 5 ms target, 100 ms interval. */
+#define LQ_CODEL_TARGET_NS (5 * LQ_NSEC_PER_MSEC)
+#define LQ_CODEL_INTERVAL_NS (100 * LQ_NSEC_PER_MSEC)
+/* RFC 8290 section 5 / Linux fq_codel defaults: 1024 queues, 10240 packets. */
+#define LQ_FQ_FLOWS 1024
+#define LQ_FQ_LIMIT_PKTS 10240
+#define LQ_MAX_FLOWS 65536
+/* Linux fq_codel drops at most this many packets from the fattest queue per overflow. */
+#define LQ_FQ_DROP_BATCH 64
+/* RFC 8289 section 5.6: a drop state re-entered within 16 intervals resumes its drop rate. */
+#define LQ_CODEL_REENTRY_INTERVALS 16
+
+/* ECN codepoints (RFC 3168). */
+#define LQ_ECN_NOT_ECT 0
+#define LQ_ECN_ECT1 1
+#define LQ_ECN_ECT0 2
+#define LQ_ECN_CE 3
+
+enum lq_kind {
+	LQ_FIFO,     /* tail drop at limit_pkts or limit_bytes */
+	LQ_CODEL,    /* one CoDel queue */
+	LQ_FQ_CODEL, /* flow queues, DRR, CoDel per queue */
+	LQ_STEP,     /* tail drop, CE on ECT packets whose sojourn exceeds step_ns */
+};
+
+struct lq_pkt {
+	struct lq_pkt *next;
+	uint64_t enq_ns;
+	uint32_t len;  /* frame bytes: what the rate, limits and quantum count */
+	uint32_t hash; /* flow hash, set by the owner (lq_frame_info) */
+	uint8_t *l3;   /* IP header inside the frame, NULL if not IP: where CE is set */
+	uint8_t is_ipv6;
+};
+
+struct lq_fifo {
+	struct lq_pkt *head, *tail;
+	uint32_t pkts;
+	uint64_t bytes;
+};
+
+struct lq_codel {
+	uint64_t first_above_ns; /* 0: sojourn below target (or too few bytes) */
+	uint64_t drop_next_ns;
+	uint32_t count, lastcount;
+	bool dropping;
+};
+
+struct lq_flow {
+	struct lq_fifo q;
+	struct lq_codel cv;
+	int64_t deficit;
+	uint32_t next_flow; /* next on the new or old list */
+	uint8_t list;	    /* LQ_LIST_* */
+};
+
+enum { LQ_LIST_NONE, LQ_LIST_NEW, LQ_LIST_OLD };
+#define LQ_NO_FLOW UINT32_MAX
+
+struct lq_flow_list {
+	uint32_t head, tail;
+};
+
+struct lq_params {
+	enum lq_kind kind;
+	uint32_t limit_pkts;  /* 0: no packet limit */
+	uint64_t limit_bytes; /* 0: no byte limit */
+	uint64_t target_ns, interval_ns;
+	uint32_t mtu_bytes;  /* CoDel's MAXPACKET: no drop while the queue holds at most this */
+	uint32_t quantum;    /* FQ-CoDel DRR quantum in bytes */
+	uint32_t flows;	     /* FQ-CoDel queues */
+	bool ecn;	     /* CoDel/FQ-CoDel: mark ECT packets instead of dropping them */
+	uint64_t step_ns;    /* LQ_STEP threshold; also a CE threshold for the others when set */
+	bool step_ect1_only; /* mark only ECT(1) (L4S) instead of any ECT */
+};
+
+struct lq_stats {
+	uint64_t enq_pkts, deq_pkts, deq_bytes;
+	uint64_t drop_overlimit; /* queue full */
+	uint64_t drop_aqm;	 /* CoDel's drop decision */
+	uint64_t mark_aqm;	 /* CoDel's decision carried out as a CE mark */
+	uint64_t mark_step;	 /* sojourn above the step threshold */
+	uint64_t new_flows;	 /* FQ-CoDel: queues that joined the new list */
+	uint64_t max_backlog_bytes;
+};
+
+typedef void (*lq_drop_fn)(void *ctx, struct lq_pkt *p);
+
+struct lq {
+	struct lq_params prm;
+	struct lq_stats st;
+	uint32_t backlog_pkts;
+	uint64_t backlog_bytes;
+	struct lq_fifo fifo;  /* LQ_FIFO, LQ_CODEL, LQ_STEP */
+	struct lq_codel cv;   /* LQ_CODEL */
+	struct lq_flow *flow; /* LQ_FQ_CODEL: prm.flows entries */
+	struct lq_flow_list new_list, old_list;
+	lq_drop_fn drop;
+	void *drop_ctx;
+};
+
+/* Fills defaults for @kind: RFC/Linux values, limit_pkts from the caller. */
+void lq_defaults(struct lq_params *p, enum lq_kind kind, uint32_t mtu_bytes);
+/* 0, or -1 with *err naming the bad parameter. */
+int lq_init(struct lq *q, const struct lq_params *p, lq_drop_fn drop, void *ctx, const char **err);
+void lq_free(struct lq *q);
+/* Queues @p stamped @now_ns, or hands it (or, in FQ-CoDel, older packets of the fattest queue) to
+ * the drop callback. Returns false if @p itself was dropped. */
+bool lq_enqueue(struct lq *q, struct lq_pkt *p, uint64_t now_ns);
+/* The next packet to transmit at @now_ns, after the AQM's drops and marks, or NULL. */
+struct lq_pkt *lq_dequeue(struct lq *q, uint64_t now_ns);
+
+/* CE on an ECT packet: returns true if the packet now carries CE (it may have already). */
+bool lq_set_ce(struct lq_pkt *p);
+/* The ECN field of the packet, LQ_ECN_NOT_ECT for non-IP. */
+uint8_t lq_ecn(const struct lq_pkt *p);
+/* Parses an Ethernet frame: sets p->l3, p->is_ipv6 and p->hash (5-tuple, salted by @seed). */
+void lq_frame_info(struct lq_pkt *p, uint8_t *frame, uint32_t len, uint32_t seed);
+
+/* Gilbert-Elliott loss (the 4-parameter model netem's "loss gemodel p r 1-h 1-k" uses). */
+struct lq_ge {
+	double p;	  /* good -> bad per packet */
+	double r;	  /* bad -> good per packet */
+	double loss_good; /* 1 - k */
+	double loss_bad;  /* 1 - h */
+	bool bad;
+	uint64_t rng;
+};
+void lq_ge_init(struct lq_ge *g, double p, double r, double loss_good, double loss_bad, uint64_t seed);
+bool lq_ge_lose(struct lq_ge *g);
+
+#endif

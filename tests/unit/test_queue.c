@@ -1,0 +1,458 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Host tests of bbrkit-link's queue core (bench/link/queue.c) against RFC 8289 (CoDel), RFC 8290
+ * (FQ-CoDel), the step marker's threshold and netem's Gilbert-Elliott model. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "queue.h"
+
+#define MS LQ_NSEC_PER_MSEC
+#define FRAME_BYTES 1514
+#define POOL_PKTS 4096
+
+struct slot {
+	struct lq_pkt p;
+	uint8_t frame[FRAME_BYTES];
+};
+
+static struct slot pool[POOL_PKTS];
+static int used;
+static int dropped;
+static uint64_t drop_times[256];
+static uint64_t clock_ns;
+
+static void check_setup(void)
+{
+	used = 0;
+	dropped = 0;
+	clock_ns = 0;
+}
+
+static void on_drop(void *ctx, struct lq_pkt *p)
+{
+	(void)ctx;
+	(void)p;
+	if (dropped < 256)
+		drop_times[dropped] = clock_ns;
+	dropped++;
+}
+
+static uint16_t ip_checksum(const uint8_t *h)
+{
+	uint32_t sum = 0;
+
+	for (int i = 0; i < 20; i += 2)
+		sum += (uint32_t)(h[i] << 8 | h[i + 1]);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* An Ethernet/IPv4/TCP frame of @len bytes from port @sport with ECN field @ecn. */
+static struct lq_pkt *frame(uint32_t len, uint16_t sport, uint8_t ecn)
+{
+	struct slot *s = &pool[used++ % POOL_PKTS];
+	uint8_t *f = s->frame;
+	uint16_t sum;
+
+	memset(f, 0, 54);
+	f[12] = 0x08;
+	f[14] = 0x45;
+	f[15] = ecn;
+	f[16] = (uint8_t)((len - 14) >> 8);
+	f[17] = (uint8_t)(len - 14);
+	f[22] = 64;
+	f[23] = 6;
+	f[26] = 10, f[29] = 1, f[30] = 10, f[33] = 2;
+	sum = ip_checksum(f + 14);
+	f[24] = (uint8_t)(sum >> 8);
+	f[25] = (uint8_t)sum;
+	f[34] = (uint8_t)(sport >> 8);
+	f[35] = (uint8_t)sport;
+	f[37] = 80;
+	s->p.len = len;
+	lq_frame_info(&s->p, f, len, 0);
+	return &s->p;
+}
+
+static void setup(struct lq *q, enum lq_kind kind, bool ecn)
+{
+	struct lq_params prm;
+	const char *err = NULL;
+
+	lq_defaults(&prm, kind, FRAME_BYTES);
+	prm.ecn = ecn;
+	prm.limit_pkts = POOL_PKTS;
+	if (lq_init(q, &prm, on_drop, NULL, &err))
+		abort();
+}
+
+/* A standing queue: 1000 packets at t=0, one dequeue per ms from 10 ms on. RFC 8289: the first drop
+ * comes one interval after the sojourn first exceeded target; then drop k+1 follows drop k by
+ * interval/sqrt(k+1). */
+TEST(codel_drops_on_the_interval_over_sqrt_count_schedule)
+{
+	struct lq q;
+	double expect;
+
+	setup(&q, LQ_CODEL, false);
+	for (int i = 0; i < 1000; i++)
+		lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), 0);
+	for (clock_ns = 10 * MS; clock_ns < 700 * MS && q.backlog_pkts; clock_ns += MS)
+		CHECK(lq_dequeue(&q, clock_ns) != NULL);
+	CHECK(dropped >= 5);
+	/* The first drop at 110 ms sets count 1 and the next drop one interval later; from then on the
+	 * schedule advances from the previous due time, not from when the dequeue happened. */
+	CHECK_EQ(drop_times[0], 110 * MS);
+	expect = 210.0;
+	for (int k = 1; k < 5; k++) {
+		if (k > 1)
+			expect += 100.0 / sqrt(k);
+		/* dequeues happen on whole milliseconds: the drop is the first one at or after its time */
+		CHECK_EQ(drop_times[k], (uint64_t)ceil(expect) * MS);
+	}
+	CHECK(q.cv.dropping);
+	lq_free(&q);
+}
+
+TEST(codel_leaves_the_drop_state_when_sojourn_falls_below_target)
+{
+	struct lq q;
+	int before;
+
+	setup(&q, LQ_CODEL, false);
+	for (int i = 0; i < 400; i++)
+		lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), 0);
+	for (clock_ns = 10 * MS; clock_ns <= 120 * MS; clock_ns += MS)
+		lq_dequeue(&q, clock_ns);
+	CHECK(q.cv.dropping);
+	/* Drain, then a fresh packet with a short sojourn: the state ends, no drop. */
+	while (q.backlog_pkts > 0)
+		lq_dequeue(&q, clock_ns);
+	before = dropped;
+	lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), clock_ns);
+	lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), clock_ns);
+	lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), clock_ns);
+	CHECK(lq_dequeue(&q, clock_ns + MS) != NULL);
+	CHECK(!q.cv.dropping);
+	CHECK_EQ(q.cv.first_above_ns, 0);
+	CHECK_EQ(dropped, before);
+	lq_free(&q);
+}
+
+/* RFC 8289 section 5.6: re-entering within 16 intervals starts from count - lastcount; later, from 1. */
+static void drop_state_episode(struct lq *q, uint64_t start, uint64_t length)
+{
+	for (int i = 0; i < 600; i++)
+		lq_enqueue(q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), start);
+	for (clock_ns = start + 10 * MS; clock_ns < start + length; clock_ns += MS)
+		lq_dequeue(q, clock_ns);
+	while (q->backlog_pkts > 0)
+		lq_dequeue(q, clock_ns);
+	lq_dequeue(q, clock_ns); /* empty: leaves the drop state */
+}
+
+TEST(codel_reentry_keeps_the_drop_rate_within_sixteen_intervals)
+{
+	struct lq q;
+	uint32_t count;
+
+	setup(&q, LQ_CODEL, false);
+	drop_state_episode(&q, 0, 450 * MS);
+	count = q.cv.count;
+	CHECK(count >= 4);
+	CHECK(!q.cv.dropping);
+	drop_state_episode(&q, clock_ns, 130 * MS);
+	CHECK(q.cv.dropping || q.cv.lastcount == count - 1);
+	CHECK_EQ(q.cv.lastcount, count - 1);
+	lq_free(&q);
+}
+
+TEST(codel_reentry_after_sixteen_intervals_starts_over)
+{
+	struct lq q;
+
+	setup(&q, LQ_CODEL, false);
+	drop_state_episode(&q, 0, 450 * MS);
+	CHECK(q.cv.count >= 4);
+	drop_state_episode(&q, clock_ns + 17 * LQ_CODEL_INTERVAL_NS, 130 * MS);
+	CHECK_EQ(q.cv.lastcount, 1);
+	lq_free(&q);
+}
+
+TEST(codel_marks_ect_packets_instead_of_dropping_them)
+{
+	struct lq q;
+	struct lq_pkt *p;
+	int marked = 0;
+
+	setup(&q, LQ_CODEL, true);
+	for (int i = 0; i < 500; i++)
+		lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_ECT0), 0);
+	for (clock_ns = 10 * MS; clock_ns < 400 * MS; clock_ns += MS) {
+		p = lq_dequeue(&q, clock_ns);
+		CHECK(p != NULL);
+		if (lq_ecn(p) == LQ_ECN_CE) {
+			marked++;
+			CHECK_EQ(ip_checksum(p->l3), 0); /* the updated header still sums to zero */
+			if (marked == 1)
+				CHECK_EQ(clock_ns, 110 * MS);
+		}
+	}
+	CHECK_EQ(dropped, 0);
+	CHECK(marked >= 3);
+	CHECK_EQ(q.st.mark_aqm, marked);
+	lq_free(&q);
+}
+
+/* One packet waiting 49 ms at a time: its sojourn is far above target, but a queue holding at most
+ * one MTU is never dropped from (RFC 8289 section 4.2, MAXPACKET). */
+TEST(codel_never_drops_the_last_packet_worth_of_bytes)
+{
+	struct lq q;
+
+	setup(&q, LQ_CODEL, false);
+	for (clock_ns = 0; clock_ns < 2000 * MS; clock_ns += 50 * MS) {
+		lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), clock_ns);
+		CHECK(lq_dequeue(&q, clock_ns + 49 * MS) != NULL);
+	}
+	CHECK_EQ(dropped, 0);
+	lq_free(&q);
+}
+
+/* RFC 8290 section 4.2: a queue that becomes active joins the new list and is served before the
+ * old list's queues. */
+TEST(fq_codel_serves_a_new_sparse_flow_before_backlogged_ones)
+{
+	struct lq q;
+	struct lq_pkt *p, *sparse;
+
+	setup(&q, LQ_FQ_CODEL, true);
+	for (int i = 0; i < 100; i++)
+		lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), 0);
+	for (int i = 0; i < 5; i++)
+		CHECK((p = lq_dequeue(&q, MS)) != NULL);
+	CHECK_EQ(q.new_list.head, LQ_NO_FLOW); /* the bulk queue spent its first quantum: old list */
+	sparse = frame(100, 2, LQ_ECN_NOT_ECT);
+	lq_enqueue(&q, sparse, MS);
+	CHECK(lq_dequeue(&q, 2 * MS) == sparse);
+	CHECK_EQ(q.st.new_flows, 2);
+	lq_free(&q);
+}
+
+/* A new queue emptied while the old list has queues goes to the old list, so a flow that sends a
+ * packet per round cannot stay "new" forever (RFC 8290 section 4.2, last paragraph). */
+TEST(fq_codel_moves_an_emptied_new_flow_to_the_old_list)
+{
+	struct lq q;
+	struct lq_pkt *sparse = NULL;
+	uint32_t sparse_idx;
+
+	setup(&q, LQ_FQ_CODEL, true);
+	for (int i = 0; i < 100; i++)
+		lq_enqueue(&q, frame(500, 1, LQ_ECN_NOT_ECT), 0);
+	/* Four 500-byte packets spend the bulk queue's first quantum; the fifth moves it to the old list
+	 * with a fresh quantum, 528 bytes of it left: it will not rotate behind the sparse queue. */
+	for (int i = 0; i < 5; i++)
+		lq_dequeue(&q, MS);
+	sparse = frame(100, 2, LQ_ECN_NOT_ECT);
+	sparse_idx = sparse->hash % q.prm.flows;
+	lq_enqueue(&q, sparse, MS);
+	CHECK(lq_dequeue(&q, MS) == sparse);
+	lq_dequeue(&q, MS); /* finds the sparse queue empty on the new list */
+	CHECK_EQ(q.flow[sparse_idx].list, LQ_LIST_OLD);
+	lq_enqueue(&q, frame(100, 2, LQ_ECN_NOT_ECT), MS);
+	CHECK_EQ(q.st.new_flows, 2); /* not new again while it waits on the old list */
+	lq_free(&q);
+}
+
+/* DRR: backlogged queues get equal bytes whatever their packet sizes, within a quantum. */
+TEST(fq_codel_shares_bytes_by_quantum_not_by_packets)
+{
+	struct lq q;
+	uint64_t bytes[2] = { 0, 0 };
+	struct lq_pkt *p;
+	uint32_t big_idx;
+
+	setup(&q, LQ_FQ_CODEL, true);
+	p = frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT);
+	big_idx = p->hash % q.prm.flows;
+	lq_enqueue(&q, p, 0);
+	for (int i = 0; i < 400; i++)
+		lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), 0);
+	for (int i = 0; i < 1200; i++)
+		lq_enqueue(&q, frame(500, 2, LQ_ECN_NOT_ECT), 0);
+	for (int i = 0; i < 800; i++) {
+		p = lq_dequeue(&q, MS);
+		bytes[p->hash % q.prm.flows == big_idx] += p->len;
+	}
+	CHECK_NEAR((double)bytes[0], (double)bytes[1], FRAME_BYTES);
+	lq_free(&q);
+}
+
+TEST(fq_codel_overflow_drops_from_the_fattest_queue)
+{
+	struct lq q;
+	struct lq_params prm;
+	const char *err;
+	uint32_t fat_idx, thin_idx;
+	struct lq_pkt *p;
+
+	lq_defaults(&prm, LQ_FQ_CODEL, FRAME_BYTES);
+	prm.limit_pkts = 100;
+	CHECK_EQ(lq_init(&q, &prm, on_drop, NULL, &err), 0);
+	p = frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT);
+	fat_idx = p->hash % q.prm.flows;
+	lq_enqueue(&q, p, 0);
+	for (int i = 0; i < 89; i++)
+		lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), 0);
+	p = frame(FRAME_BYTES, 2, LQ_ECN_NOT_ECT);
+	thin_idx = p->hash % q.prm.flows;
+	CHECK(fat_idx != thin_idx);
+	for (int i = 0; i < 10; i++)
+		CHECK(lq_enqueue(&q, i ? frame(FRAME_BYTES, 2, LQ_ECN_NOT_ECT) : p, 0));
+	CHECK_EQ(dropped, 0);
+	/* The 101st packet, from the thin flow, costs the fat one half its bytes (45 packets). */
+	CHECK(lq_enqueue(&q, frame(FRAME_BYTES, 2, LQ_ECN_NOT_ECT), 0));
+	CHECK_EQ(dropped, 45);
+	CHECK_EQ(q.flow[thin_idx].q.pkts, 11);
+	CHECK_EQ(q.flow[fat_idx].q.pkts, 45);
+	CHECK_EQ(q.st.drop_overlimit, 45);
+	lq_free(&q);
+}
+
+TEST(step_marker_marks_ect_above_the_threshold_only)
+{
+	struct lq q;
+	struct lq_params prm;
+	const char *err;
+	struct lq_pkt *below, *above, *not_ect, *ect1, *ect0;
+
+	lq_defaults(&prm, LQ_STEP, FRAME_BYTES);
+	prm.step_ns = MS;
+	CHECK_EQ(lq_init(&q, &prm, on_drop, NULL, &err), 0);
+	below = frame(FRAME_BYTES, 1, LQ_ECN_ECT0);
+	lq_enqueue(&q, below, 0);
+	CHECK(lq_dequeue(&q, MS) == below);
+	CHECK_EQ(lq_ecn(below), LQ_ECN_ECT0); /* sojourn equal to the threshold is not above it */
+	above = frame(FRAME_BYTES, 1, LQ_ECN_ECT0);
+	not_ect = frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT);
+	lq_enqueue(&q, above, 0);
+	lq_enqueue(&q, not_ect, 0);
+	CHECK(lq_dequeue(&q, MS + 1) == above);
+	CHECK(lq_dequeue(&q, MS + 1) == not_ect);
+	CHECK_EQ(lq_ecn(above), LQ_ECN_CE);
+	CHECK_EQ(ip_checksum(above->l3), 0);
+	CHECK_EQ(lq_ecn(not_ect), LQ_ECN_NOT_ECT);
+	CHECK_EQ(q.st.mark_step, 1);
+	CHECK_EQ(dropped, 0);
+	lq_free(&q);
+
+	prm.step_ect1_only = true;
+	CHECK_EQ(lq_init(&q, &prm, on_drop, NULL, &err), 0);
+	ect1 = frame(FRAME_BYTES, 1, LQ_ECN_ECT1);
+	ect0 = frame(FRAME_BYTES, 1, LQ_ECN_ECT0);
+	lq_enqueue(&q, ect1, 0);
+	lq_enqueue(&q, ect0, 0);
+	lq_dequeue(&q, 2 * MS);
+	lq_dequeue(&q, 2 * MS);
+	CHECK_EQ(lq_ecn(ect1), LQ_ECN_CE);
+	CHECK_EQ(lq_ecn(ect0), LQ_ECN_ECT0);
+	lq_free(&q);
+}
+
+TEST(fifo_tail_drops_at_the_packet_or_byte_limit)
+{
+	struct lq q;
+	struct lq_params prm;
+	const char *err;
+
+	lq_defaults(&prm, LQ_FIFO, FRAME_BYTES);
+	prm.limit_pkts = 10;
+	CHECK_EQ(lq_init(&q, &prm, on_drop, NULL, &err), 0);
+	for (int i = 0; i < 12; i++)
+		CHECK_EQ(lq_enqueue(&q, frame(FRAME_BYTES, 1, 0), 0), i < 10);
+	CHECK_EQ(q.st.drop_overlimit, 2);
+	lq_free(&q);
+
+	prm.limit_pkts = 0;
+	prm.limit_bytes = 3000;
+	CHECK_EQ(lq_init(&q, &prm, on_drop, NULL, &err), 0);
+	CHECK(lq_enqueue(&q, frame(FRAME_BYTES, 1, 0), 0));
+	CHECK(!lq_enqueue(&q, frame(FRAME_BYTES, 1, 0), 0)); /* 3028 > 3000 */
+	CHECK(lq_enqueue(&q, frame(1486, 1, 0), 0));	     /* exactly 3000 */
+	CHECK_EQ(q.backlog_bytes, 3000);
+	lq_free(&q);
+}
+
+TEST(bad_parameters_are_named)
+{
+	struct lq q;
+	struct lq_params prm;
+	const char *err = NULL;
+
+	lq_defaults(&prm, LQ_CODEL, FRAME_BYTES);
+	prm.target_ns = 200 * MS;
+	CHECK(lq_init(&q, &prm, on_drop, NULL, &err) != 0);
+	CHECK(strstr(err, "target") != NULL);
+	lq_defaults(&prm, LQ_FQ_CODEL, FRAME_BYTES);
+	prm.flows = 0;
+	CHECK(lq_init(&q, &prm, on_drop, NULL, &err) != 0);
+	CHECK(strstr(err, "flows") != NULL);
+	lq_defaults(&prm, LQ_STEP, FRAME_BYTES);
+	CHECK(lq_init(&q, &prm, on_drop, NULL, &err) != 0);
+	CHECK(strstr(err, "step") != NULL);
+}
+
+TEST(ipv6_ce_sets_the_traffic_class_bits)
+{
+	struct lq_pkt p;
+	uint8_t f[14 + 40] = { 0 };
+
+	f[12] = 0x86, f[13] = 0xdd;
+	f[14] = 0x60 | 0x0;
+	f[15] = LQ_ECN_ECT1 << 4;
+	lq_frame_info(&p, f, sizeof(f), 0);
+	CHECK_EQ(lq_ecn(&p), LQ_ECN_ECT1);
+	CHECK(lq_set_ce(&p));
+	CHECK_EQ(lq_ecn(&p), LQ_ECN_CE);
+	CHECK_EQ(f[14], 0x60);
+}
+
+/* Stationary loss rate and mean bad-state length of the 4-parameter model: with pi_bad =
+ * p / (p + r), loss = (1 - pi_bad) * loss_good + pi_bad * loss_bad; bursts last 1/r packets. */
+TEST(gilbert_elliott_matches_its_stationary_loss_rate)
+{
+	struct lq_ge g;
+	const double p = 0.01, r = 0.25, lg = 0.001, lb = 0.5;
+	double expect = (r / (p + r)) * lg + (p / (p + r)) * lb;
+	long lost = 0, n = 2000000;
+
+	lq_ge_init(&g, p, r, lg, lb, 42);
+	for (long i = 0; i < n; i++)
+		lost += lq_ge_lose(&g);
+	CHECK_NEAR((double)lost / (double)n, expect, expect * 0.05);
+}
+
+/* Whatever the arrivals, drops and marks, a queue with a backlog always yields a packet. */
+TEST(fq_codel_never_strands_a_backlog)
+{
+	struct lq q;
+	uint64_t rng = 7;
+
+	setup(&q, LQ_FQ_CODEL, false);
+	q.prm.limit_pkts = 300;
+	for (clock_ns = 0; clock_ns < 3000 * MS; clock_ns += MS / 4) {
+		rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+		for (uint32_t i = 0; i < (rng >> 62); i++)
+			lq_enqueue(&q, frame(FRAME_BYTES, (uint16_t)(1 + (rng >> 40) % 6), LQ_ECN_NOT_ECT), clock_ns);
+		if ((rng >> 33) % 3 == 0) {
+			struct lq_pkt *p = lq_dequeue(&q, clock_ns);
+
+			CHECK(p != NULL || q.backlog_pkts == 0);
+		}
+	}
+	CHECK(q.st.drop_aqm > 0);
+	lq_free(&q);
+}
