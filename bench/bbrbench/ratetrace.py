@@ -1,8 +1,8 @@
 """Link rate traces in Mahimahi's format: one line per 1500-byte delivery opportunity, in integer
 milliseconds from the start, non-decreasing; the trace loops with the last line's time as its period.
 
-Traces are files, or names of the traces shipped in bbrbench/traces/ (see its README for their
-sources and licences), or generated from a shape: step, square wave or random walk.
+Traces are files (Mahimahi's own cellular traces, for one, are read as they are), or generated from a
+shape: step, square wave or random walk.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 OPPORTUNITY_BYTES = 1500
-SHIPPED = Path(__file__).resolve().parent / "traces"
 MAX_LINES = 10_000_000
 SHAPES = ("step", "square", "random_walk")
 
@@ -34,10 +33,7 @@ class Trace:
 
 
 def resolve(name: str) -> Path:
-    """A shipped trace's name ('verizon-lte-short') or a path to a trace file."""
-    shipped = SHIPPED / f"{name}.trace"
-    if "/" not in name and shipped.exists():
-        return shipped
+    """The trace file a scenario names (~ expanded)."""
     return Path(name).expanduser()
 
 

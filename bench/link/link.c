@@ -827,14 +827,14 @@ int main(int argc, char **argv)
 		die("%s", "--aqm step needs --step-us");
 	if (ect1 && !step)
 		die("%s", "--step-ect1-only needs --step-us");
+	if (trace)
+		load_trace(trace);
 	if (strcmp(left, right) == 0)
 		die("--left and --right are both '%s'", left);
 	if (!if_nametoindex(left))
 		die("--left: no interface '%s' in this network namespace", left);
 	if (!if_nametoindex(right))
 		die("--right: no interface '%s' in this network namespace", right);
-	if (trace)
-		load_trace(trace);
 
 	L.frame_max = (uint32_t)mtu + L2_OVERHEAD_BYTES;
 	lq_defaults(&prm, kind, L.frame_max - 4);

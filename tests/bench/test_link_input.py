@@ -1,0 +1,119 @@
+"""Bad bottleneck input for bbrkit-link fails before anything is built: scenario keys (aqm, aqm_params,
+rate traces and shapes, burst loss, emulator) and the binary's own options, each with one line."""
+from __future__ import annotations
+
+import copy
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bbrbench import ratetrace
+from bbrbench.scenario import AlgoCatalog, ScenarioError, apply_override, validate
+from bbrbench.testbed.emulation import tc_aqm_args
+
+ROOT = Path(__file__).resolve().parents[2]
+LINK = ROOT / "build" / "bbrkit-link"
+CATALOG = AlgoCatalog(kernel=frozenset({"cubic"}), bbrkit=frozenset())
+BASE: dict[str, Any] = {"name": "t", "duration_s": 5, "bottleneck": {"rate_mbit": 20},
+                        "senders": [{"name": "s0", "rtt_ms": 20}], "flows": [{"algo": "cubic"}]}
+
+
+def raw(**changes: Any) -> dict[str, Any]:
+    data = copy.deepcopy(BASE)
+    for key, value in changes.items():
+        apply_override(data, key.replace("__", "."), value)
+    return data
+
+
+def error_of(data: dict[str, Any]) -> str:
+    with pytest.raises(ScenarioError) as info:
+        validate(data, CATALOG)
+    assert "\n" not in str(info.value)
+    return str(info.value)
+
+
+@pytest.fixture
+def bad_trace(tmp_path: Path) -> Path:
+    path = tmp_path / "bad.trace"
+    path.write_text("1\n5\n3\n")
+    return path
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"bottleneck__aqm": "red"}, "bottleneck.aqm: must be one of"),
+    ({"bottleneck__aqm": "fq_codel", "bottleneck__aqm_params": {"target": 5}},
+     "bottleneck.aqm_params.target: unknown key"),
+    ({"bottleneck__aqm": "fq_codel", "bottleneck__aqm_params": {"target_ms": -1}},
+     "bottleneck.aqm_params.target_ms: must be in (0, 10000] ms"),
+    ({"bottleneck__aqm": "codel", "bottleneck__aqm_params": {"target_ms": 200}},
+     "bottleneck.aqm_params.target_ms: above interval_ms (100 ms)"),
+    ({"bottleneck__aqm": "fq_codel", "bottleneck__aqm_params": {"flows": 0}},
+     "bottleneck.aqm_params.flows: must be"),
+    ({"bottleneck__aqm": "step"}, "bottleneck.aqm_params.threshold_ms: required with aqm = \"step\""),
+    ({"bottleneck__aqm_params": {"ecn": True}}, "bottleneck.aqm_params: fifo takes no parameters"),
+    ({"bottleneck__rate_trace": "/nonexistent.trace"}, "bottleneck.rate_trace: /nonexistent.trace: cannot read"),
+    ({"bottleneck__rate_shape": {"kind": "sine", "low_mbit": 1, "high_mbit": 2, "period_s": 1}},
+     "bottleneck.rate_shape.kind: must be one of"),
+    ({"bottleneck__rate_shape": {"kind": "square", "low_mbit": 5, "high_mbit": 2, "period_s": 1}},
+     "bottleneck.rate_shape.high_mbit: must be at least low_mbit"),
+    ({"bottleneck__gilbert_elliott": {"p": 0.1, "r": 2, "loss_good": 0, "loss_bad": 1}},
+     "bottleneck.gilbert_elliott.r: must be"),
+    ({"bottleneck__gilbert_elliott": {"p": 0.1}}, "bottleneck.gilbert_elliott.r: required"),
+    ({"bottleneck__emulator": "kernel", "bottleneck__aqm": "step", "bottleneck__aqm_params": {"threshold_ms": 1}},
+     "bottleneck.emulator: the kernel has no qdisc for rate traces, burst loss or the step marker"),
+    ({"bottleneck__emulator": "netem"}, "bottleneck.emulator: must be one of"),
+])
+def test_bad_bottleneck_keys_are_named(changes: dict[str, Any], message: str) -> None:
+    assert message in error_of(raw(**changes))
+
+
+def test_a_malformed_trace_names_its_line(bad_trace: Path) -> None:
+    assert f"bottleneck.rate_trace: {bad_trace}: line 3: expected a millisecond count" in \
+        error_of(raw(bottleneck__rate_trace=str(bad_trace)))
+
+
+def test_a_trace_sets_the_rate_from_its_mean(tmp_path: Path) -> None:
+    """Two opportunities per ms over 1 s: 24 Mbit/s."""
+    path = tmp_path / "24mbit.trace"
+    path.write_text("".join(f"{ms}\n{ms}\n" for ms in range(1, 1001)))
+    b = validate(raw(bottleneck={"rate_trace": str(path)}), CATALOG).bottleneck
+    assert b.rate_mbit == pytest.approx(24.0)
+    assert b.needs_link
+
+
+def test_generated_shapes_deliver_their_rates(tmp_path: Path) -> None:
+    square = ratetrace.generate({"kind": "square", "low_mbit": 12, "high_mbit": 48, "period_s": 1.0}, 4.0,
+                                tmp_path / "sq.trace")
+    lines = [int(x) for x in square.path.read_text().split()]
+    first_half = sum(1 for ms in lines if ms <= 500)
+    second_half = sum(1 for ms in lines if 500 < ms <= 1000)
+    assert first_half * 1500 * 8 / 0.5 == pytest.approx(48e6, rel=0.01)
+    assert second_half * 1500 * 8 / 0.5 == pytest.approx(12e6, rel=0.01)
+    assert square.period_ms == 4000 and square.mean_mbit == pytest.approx(30, rel=0.01)
+    walk = ratetrace.generate({"kind": "random_walk", "low_mbit": 10, "high_mbit": 50, "period_s": 0.5,
+                               "step_mbit": 10}, 10.0, tmp_path / "rw.trace")
+    assert 10 <= walk.mean_mbit <= 50
+
+
+def test_aqm_params_become_tc_arguments() -> None:
+    assert tc_aqm_args({"target_ms": 5, "interval_ms": 100, "ecn": 0, "quantum_bytes": 300, "flows": 64}) == \
+        ["target", "5000us", "interval", "100000us", "noecn", "quantum", "300", "flows", "64"]
+
+
+@pytest.mark.skipif(not LINK.exists(), reason="bbrkit-link not built (make)")
+@pytest.mark.parametrize(("args", "message"), [
+    (["--aqm", "red"], "--aqm 'red': not one of fifo, codel, fq_codel, step"),
+    (["--aqm", "step"], "--aqm step needs --step-us"),
+    (["--aqm", "fifo", "--target-us", "5000"], "--target-us, --interval-us and --ecn apply to codel and fq_codel"),
+    (["--trace", "/nonexistent"], "--trace /nonexistent: No such file or directory"),
+    (["--ge", "0.1,0.2"], "--ge '0.1,0.2': expected four probabilities"),
+    (["--ge", "0.1,2,0,1"], "--ge: '2' is not a probability in 0..1"),
+])
+def test_the_link_binary_rejects_bad_options_in_one_line(args: list[str], message: str) -> None:
+    rate = [] if "--trace" in args else ["--rate-bps", "1000000"]
+    result = subprocess.run([LINK, "--left", "lo", "--right", "lo2", "--tag", "t", *rate, *args],
+                            capture_output=True, text=True, timeout=10)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr

@@ -1,0 +1,181 @@
+"""bbrkit-link with real traffic (root): the harness's own topology and emulation classes build a
+sender -> router -> link -> receiver path; each test checks one property of the issue's list against
+what the link and the kernel count."""
+from __future__ import annotations
+
+import csv
+import json
+import re
+import statistics
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bbrbench import ratetrace
+from bbrbench.scenario import AlgoCatalog, validate
+from bbrbench.testbed.emulation import LINK, Emulation, bottleneck_impl, check_runnable
+from bbrbench.testbed.netns import Namespaces, command
+from bbrbench.testbed.topology import RECEIVER_ADDR, Topology
+from netutil import NS_PREFIX
+
+CATALOG = AlgoCatalog(kernel=frozenset({"cubic", "bbr", "reno"}), bbrkit=frozenset())
+_count = iter(range(1000))
+
+
+class LinkPath:
+    def __init__(self, topo: Topology, emulation: Emulation, work: Path) -> None:
+        self.topo = topo
+        self.emulation = emulation
+        self.work = work
+        self.sender = next(iter(topo.hosts.values())).netns
+
+    def log(self) -> list[dict[str, float]]:
+        with (self.work / "link.csv").open() as f:
+            return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+
+
+@pytest.fixture
+def link_path(tmp_path: Path) -> Iterator[Callable[..., LinkPath]]:
+    """Factory: link_path(bottleneck={...}, rtt_ms=..) -> a built, running path through bbrkit-link."""
+    made: list[tuple[Topology, Emulation]] = []
+
+    def factory(bottleneck: dict[str, Any], rtt_ms: float = 0, sysctls: tuple[str, ...] = ()) -> LinkPath:
+        raw = {"name": "linktest", "duration_s": 10, "bottleneck": {"emulator": "bbrkit-link", **bottleneck},
+               "senders": [{"name": "s0", "rtt_ms": rtt_ms}], "flows": [{"algo": "cubic"}]}
+        scenario = validate(raw, CATALOG)
+        prefix = f"{NS_PREFIX}lk{next(_count)}"
+        topo = Topology(prefix, scenario)
+        with Namespaces() as scratch:
+            probe = scratch.add(f"{prefix}-probe")
+            delay = check_runnable(scenario, probe)
+            assert bottleneck_impl(scenario, probe) == LINK
+        topo.link_netns = f"{prefix}-q"
+        emulation = Emulation(topo, delay, work_dir=tmp_path)
+        made.append((topo, emulation))
+        topo.build()
+        for ns in (topo.receiver, *topo.sender_namespaces):
+            if sysctls:
+                command(["sysctl", "-qw", *sysctls], netns=ns)
+        emulation.start()
+        return LinkPath(topo, emulation, tmp_path)
+
+    try:
+        yield factory
+    finally:
+        for topo, emulation in made:
+            try:
+                emulation.stop()
+            finally:
+                topo.destroy()
+
+
+def iperf(path: LinkPath, args: list[str], seconds: float) -> subprocess.Popen[str]:
+    command(["iperf3", "-s", "-D", "-1"], netns=path.topo.receiver)
+    time.sleep(0.3)
+    return subprocess.Popen(["ip", "netns", "exec", path.sender, "iperf3", "-c", RECEIVER_ADDR, "-t",
+                             str(seconds), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def ping_ms(path: LinkPath, count: int, interval_s: float) -> list[float]:
+    out = command(["ping", "-n", "-c", str(count), "-i", str(interval_s), RECEIVER_ADDR], netns=path.sender,
+                  timeout=count * interval_s + 10).stdout
+    return [float(m) for m in re.findall(r"time=([\d.]+) ms", out)]
+
+
+def nstat(ns: str, name: str) -> int:
+    out = command(["nstat", "-az", name], netns=ns).stdout
+    match = re.search(rf"{name}\s+(\d+)", out)
+    return int(match.group(1)) if match else 0
+
+
+def test_fq_codel_keeps_a_sparse_flow_near_base_rtt_beside_four_bulk_flows(link_path: Callable[..., LinkPath]) -> None:
+    """RFC 8290 section 1.3: sparse flows are served ahead of bulk ones, so their delay stays near the base
+    RTT; with the same buffer as a FIFO, the same traffic queues the ping behind the bulk flows."""
+    base_ms, target_ms = 20.0, 5.0
+    results = {}
+    for aqm in ("fq_codel", "fifo"):
+        path = link_path({"rate_mbit": 50, "aqm": aqm, "buffer_bdp": 4}, rtt_ms=base_ms)
+        bulk = iperf(path, ["-P", "4", "-C", "cubic"], seconds=9)
+        time.sleep(3)
+        results[aqm] = ping_ms(path, count=60, interval_s=0.1)
+        bulk.communicate(timeout=30)
+        stats = path.emulation.link.stats() if path.emulation.link else {}
+        assert stats["out_bytes"] * 8 / 9 > 0.8 * 50e6, stats  # the bulk flows filled the link
+        path.emulation.stop()
+    sparse, fifo = sorted(results["fq_codel"]), sorted(results["fifo"])
+    assert len(sparse) >= 55
+    assert sparse[int(0.95 * len(sparse))] <= base_ms + 2 * target_ms, sparse
+    assert statistics.median(fifo) > base_ms + 2 * target_ms, fifo
+
+
+def test_an_ecn_flow_is_marked_not_dropped(link_path: Callable[..., LinkPath]) -> None:
+    """FQ-CoDel marks ECT packets instead of dropping them (RFC 8290 section 4.1.2): one ECN-capable
+    CUBIC flow at moderate load sees CE marks echoed back (TCPDeliveredCE at the sender) and no drops."""
+    path = link_path({"rate_mbit": 50, "aqm": "fq_codel", "buffer_bdp": 4}, rtt_ms=20,
+                     sysctls=("net.ipv4.tcp_ecn=1",))
+    flow = iperf(path, ["-C", "cubic"], seconds=6)
+    flow.communicate(timeout=30)
+    assert path.emulation.link is not None
+    stats = path.emulation.link.stats()
+    assert stats["mark_aqm"] > 0, stats
+    assert stats["drop_aqm"] == 0 and stats["drop_overlimit"] == 0, stats
+    assert nstat(path.sender, "TcpExtTCPDeliveredCE") > 0
+
+
+def windows(log: list[dict[str, float]], width_s: float) -> list[tuple[float, float, float]]:
+    """(start, end, bytes sent) over consecutive windows of the link's log, all backlogged throughout."""
+    out, start = [], 0
+    for i, row in enumerate(log):
+        if row["t_mono_s"] - log[start]["t_mono_s"] >= width_s - 1e-4:
+            span = log[start:i + 1]
+            if all(r["backlog_pkts"] > 0 for r in span):
+                out.append((log[start]["t_mono_s"], row["t_mono_s"], row["out_bytes"] - log[start]["out_bytes"]))
+            start = i
+    return out
+
+
+def test_the_delivered_rate_follows_a_trace_per_100ms(link_path: Callable[..., LinkPath], tmp_path: Path) -> None:
+    """Each 100 ms window delivers the trace's opportunities in it, 1500 bytes each, within 2% (plus one
+    frame that may straddle a window's edge). A UDP flood keeps the queue backlogged."""
+    trace = ratetrace.generate({"kind": "square", "low_mbit": 20, "high_mbit": 60, "period_s": 1.0}, 2.0,
+                               tmp_path / "square.trace")
+    opps = [int(line) for line in trace.path.read_text().split()]
+    path = link_path({"rate_trace": str(trace.path), "aqm": "fifo", "buffer_packets": 1000})
+    flood = iperf(path, ["-u", "-b", "90M", "-l", "1400"], seconds=5)
+    flood.communicate(timeout=30)
+    path.emulation.stop()
+    log = path.log()
+    start = log[0]["t_mono_s"]  # the link logs its first row when it starts, the trace's time zero
+    errors: list[float] = []
+    for t0, t1, sent in windows(log, 0.1):
+        a, b = (t0 - start) * 1000 % trace.period_ms, (t1 - start) * 1000 % trace.period_ms
+        if b < a:
+            continue
+        capacity = sum(1 for ms in opps if a < ms <= b) * ratetrace.OPPORTUNITY_BYTES
+        errors.append(abs(sent - capacity) / capacity)
+    # Most windows land within 0.5%; on this 2-vCPU VM a late wake-up now and then moves a few packets
+    # across a window's edge (1.4% and 2.7% seen), so 95% of windows are held to 2% and all to 5%.
+    assert len(errors) >= 20
+    assert sorted(errors)[int(0.95 * len(errors)) - 1] <= 0.02, errors
+    assert max(errors) <= 0.05, errors
+
+
+# 1000 Mbit/s is not here: on this 2-vCPU VM the flood, the router and the link together forward
+# about 600 Mbit/s of wire-size frames (bench/link/README.md), so the link is never backlogged at 1 Gbit/s.
+@pytest.mark.parametrize("rate_mbit", [10, 100])
+def test_rate_accuracy_within_one_percent(link_path: Callable[..., LinkPath], rate_mbit: int) -> None:
+    """Backlogged by a UDP flood 20% above the rate, the link sends rate x time of frames within 1%, over
+    the 1 s windows in which its queue never emptied."""
+    path = link_path({"rate_mbit": rate_mbit, "aqm": "fifo", "buffer_packets": 1000})
+    flood = iperf(path, ["-u", "-b", f"{int(rate_mbit * 1.2)}M", "-l", "1400"], seconds=4)
+    flood.communicate(timeout=30)
+    path.emulation.stop()
+    spans = windows(path.log(), 1.0)
+    stats = path.emulation.link.stats() if path.emulation.link else {}
+    assert spans, f"the queue never stayed backlogged for 1 s: {json.dumps(stats)}"
+    seconds = sum(t1 - t0 for t0, t1, _ in spans)
+    assert sum(sent for _, _, sent in spans) * 8 / seconds == pytest.approx(rate_mbit * 1e6, rel=0.01)
