@@ -34,7 +34,7 @@ AQM_PARAMS: dict[str, dict[str, str]] = {
     "fq_codel": {"target_ms": "number", "interval_ms": "number", "ecn": "bool", "ce_threshold_ms": "number",
                  "quantum_bytes": "integer", "flows": "integer"},
     "step": {"threshold_ms": "number", "ect1_only": "bool"},
-    "pie": {},
+    "pie": {"target_ms": "number", "tupdate_ms": "number", "ecn": "bool"},
     "cake": {},
 }
 # Where the bottleneck runs: the kernel's qdiscs, bbrbench's own link emulator, or the kernel's when it
@@ -601,8 +601,8 @@ def _bottleneck(t: _Table, senders: list[Sender]) -> Bottleneck:
     if emulator == "kernel" and bottleneck.needs_link:
         raise ScenarioError(f"{t.key('emulator')}: the kernel has no qdisc for rate traces, burst loss or the "
                             f"step marker; use \"bbrkit-link\" or \"auto\"")
-    if bottleneck.needs_link and aqm in ("pie", "cake"):
-        raise ScenarioError(f"{t.key('aqm')}: bbrkit-link has no {aqm}, and rate traces, burst loss and the "
+    if bottleneck.needs_link and aqm == "cake":
+        raise ScenarioError(f"{t.key('aqm')}: bbrkit-link has no cake, and rate traces, burst loss and the "
                             f"step marker need bbrkit-link")
     return bottleneck
 

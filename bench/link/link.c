@@ -612,15 +612,16 @@ static void usage(void)
 	       "  --rate-bps N           constant link rate in bit/s of Ethernet frames (%llu..%llu)\n"
 	       "  --trace FILE           Mahimahi trace: one line per %d-byte delivery opportunity,\n"
 	       "                         in ms; loops with the last line's time as its period\n"
-	       "  --aqm KIND             fifo (default), codel, fq_codel or step\n"
+	       "  --aqm KIND             fifo (default), codel, fq_codel, pie or step\n"
 	       "  --limit-pkts N         queue limit in packets (default: 1000, fq_codel 10240)\n"
 	       "  --limit-bytes N        queue limit in bytes (fifo; replaces the packet limit)\n"
-	       "  --target-us N          CoDel target (default 5000)\n"
+	       "  --target-us N          CoDel target (default 5000), PIE reference delay (15000)\n"
 	       "  --interval-us N        CoDel interval (default 100000)\n"
+	       "  --tupdate-us N         PIE probability update interval (default 15000)\n"
 	       "  --quantum N            FQ-CoDel DRR quantum in bytes (default: the MTU frame)\n"
 	       "  --flows N              FQ-CoDel queues (default 1024)\n"
-	       "  --ecn 0|1              CoDel/FQ-CoDel mark ECT packets instead of dropping\n"
-	       "                         (default: codel 0, fq_codel 1)\n"
+	       "  --ecn 0|1              CoDel/FQ-CoDel/PIE mark ECT packets instead of dropping\n"
+	       "                         (default: codel 0, pie 0, fq_codel 1)\n"
 	       "  --step-us N            CE on ECT packets whose sojourn exceeds N us (step's threshold;\n"
 	       "                         with codel/fq_codel, their ce_threshold)\n"
 	       "  --step-ect1-only       mark only ECT(1) packets (L4S)\n"
@@ -654,6 +655,7 @@ int main(int argc, char **argv)
 		O_LBYTES,
 		O_TARGET,
 		O_INTERVAL,
+		O_TUPDATE,
 		O_QUANTUM,
 		O_FLOWS,
 		O_ECN,
@@ -679,6 +681,7 @@ int main(int argc, char **argv)
 		{ "limit-bytes", required_argument, NULL, O_LBYTES },
 		{ "target-us", required_argument, NULL, O_TARGET },
 		{ "interval-us", required_argument, NULL, O_INTERVAL },
+		{ "tupdate-us", required_argument, NULL, O_TUPDATE },
 		{ "quantum", required_argument, NULL, O_QUANTUM },
 		{ "flows", required_argument, NULL, O_FLOWS },
 		{ "ecn", required_argument, NULL, O_ECN },
@@ -695,7 +698,8 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *left = NULL, *right = NULL, *trace = NULL, *aqm = "fifo", *log_path = NULL;
-	uint64_t limit_pkts = 0, limit_bytes = 0, target = 0, interval = 0, quantum = 0, flows = 0;
+	uint64_t limit_pkts = 0, limit_bytes = 0, target = 0, interval = 0, tupdate = 0, quantum = 0,
+		 flows = 0;
 	uint64_t step = 0, mtu = DEFAULT_MTU, prio = 0, ecn = UINT64_MAX;
 	uint64_t log_us = DEFAULT_LOG_INTERVAL_US, seed = 1;
 	int sockbuf = DEFAULT_SOCKBUF_BYTES, opt, sig;
@@ -742,6 +746,9 @@ int main(int argc, char **argv)
 			break;
 		case O_INTERVAL:
 			interval = parse_u64("--interval-us", optarg, 1, MAX_PARAM_MS * 1000);
+			break;
+		case O_TUPDATE:
+			tupdate = parse_u64("--tupdate-us", optarg, 1, MAX_PARAM_MS * 1000);
 			break;
 		case O_QUANTUM:
 			quantum = parse_u64("--quantum", optarg, 64, 1 << 20);
@@ -815,12 +822,18 @@ int main(int argc, char **argv)
 		kind = LQ_FQ_CODEL;
 	else if (!strcmp(aqm, "step"))
 		kind = LQ_STEP;
+	else if (!strcmp(aqm, "pie"))
+		kind = LQ_PIE;
 	else
-		die("--aqm '%s': not one of fifo, codel, fq_codel, step", aqm);
+		die("--aqm '%s': not one of fifo, codel, fq_codel, pie, step", aqm);
 	if (limit_bytes && kind != LQ_FIFO && kind != LQ_STEP)
 		die("--limit-bytes: only for fifo and step (%s limits packets)", aqm);
-	if ((target || interval || ecn != UINT64_MAX) && kind != LQ_CODEL && kind != LQ_FQ_CODEL)
-		die("--target-us, --interval-us and --ecn apply to codel and fq_codel, not %s", aqm);
+	if ((target || ecn != UINT64_MAX) && kind != LQ_CODEL && kind != LQ_FQ_CODEL && kind != LQ_PIE)
+		die("--target-us and --ecn apply to codel, fq_codel and pie, not %s", aqm);
+	if (interval && kind != LQ_CODEL && kind != LQ_FQ_CODEL)
+		die("--interval-us applies to codel and fq_codel, not %s", aqm);
+	if (tupdate && kind != LQ_PIE)
+		die("--tupdate-us applies to pie, not %s", aqm);
 	if ((quantum || flows) && kind != LQ_FQ_CODEL)
 		die("--quantum and --flows apply to fq_codel, not %s", aqm);
 	if (kind == LQ_STEP && !step)
@@ -848,6 +861,8 @@ int main(int argc, char **argv)
 		prm.target_ns = target * LQ_NSEC_PER_USEC;
 	if (interval)
 		prm.interval_ns = interval * LQ_NSEC_PER_USEC;
+	if (tupdate)
+		prm.tupdate_ns = tupdate * LQ_NSEC_PER_USEC;
 	if (quantum)
 		prm.quantum = (uint32_t)quantum;
 	if (flows)

@@ -55,6 +55,9 @@ void lq_defaults(struct lq_params *p, enum lq_kind kind, uint32_t mtu_bytes)
 	p->target_ns = LQ_CODEL_TARGET_NS;
 	p->interval_ns = LQ_CODEL_INTERVAL_NS;
 	p->quantum = mtu_bytes;
+	p->tupdate_ns = LQ_PIE_TUPDATE_NS;
+	if (kind == LQ_PIE)
+		p->target_ns = LQ_PIE_TARGET_NS;
 	p->flows = LQ_FQ_FLOWS;
 	/* Linux: fq_codel marks by default, plain codel does not. */
 	p->ecn = kind == LQ_FQ_CODEL;
@@ -73,6 +76,12 @@ int lq_init(struct lq *q, const struct lq_params *p, lq_drop_fn drop, void *ctx,
 		*err = "limit: a packet or byte limit is required";
 		return -1;
 	}
+	if (p->kind == LQ_PIE && (!p->target_ns || !p->tupdate_ns)) {
+		*err = "target and tupdate must be positive";
+		return -1;
+	}
+	q->pie.burst_allowance_ns = LQ_PIE_MAX_BURST_NS;
+	q->pie.rng = 0x9e3779b97f4a7c15ULL;
 	if ((p->kind == LQ_CODEL || p->kind == LQ_FQ_CODEL) && (!p->target_ns || !p->interval_ns)) {
 		*err = "target and interval must be positive";
 		return -1;
@@ -171,9 +180,93 @@ static void fq_drop_fattest(struct lq *q)
 	}
 }
 
+static double next_unit(uint64_t *s);
+
+/* RFC 8033 section 4.2, run every tupdate: the probability follows the delay error (alpha) and its
+ * trend (beta), with steps scaled down while the probability is small (section 5.2's auto-tuning). */
+static void pie_update(struct lq *q)
+{
+	struct lq_pie *v = &q->pie;
+	double qd = (double)v->qdelay_ns / 1e9, old = (double)v->qdelay_old_ns / 1e9;
+	double ref = (double)q->prm.target_ns / 1e9;
+	double p = LQ_PIE_ALPHA * (qd - ref) + LQ_PIE_BETA * (qd - old);
+
+	if (v->drop_prob < 0.000001)
+		p /= 2048;
+	else if (v->drop_prob < 0.00001)
+		p /= 512;
+	else if (v->drop_prob < 0.0001)
+		p /= 128;
+	else if (v->drop_prob < 0.001)
+		p /= 32;
+	else if (v->drop_prob < 0.01)
+		p /= 8;
+	else if (v->drop_prob < 0.1)
+		p /= 2;
+	v->drop_prob += p;
+	/* Decay while the queue stays empty (section 4.2). */
+	if (v->qdelay_ns == 0 && v->qdelay_old_ns == 0)
+		v->drop_prob *= 0.98;
+	if (v->drop_prob < 0)
+		v->drop_prob = 0;
+	if (v->drop_prob > 1)
+		v->drop_prob = 1;
+	/* Section 4.4: the burst allowance runs down, and comes back once the queue has been calm. */
+	v->burst_allowance_ns =
+		v->burst_allowance_ns > q->prm.tupdate_ns ? v->burst_allowance_ns - q->prm.tupdate_ns : 0;
+	if (v->drop_prob == 0 && v->qdelay_ns < q->prm.target_ns / 2 &&
+		v->qdelay_old_ns < q->prm.target_ns / 2)
+		v->burst_allowance_ns = LQ_PIE_MAX_BURST_NS;
+	v->qdelay_old_ns = v->qdelay_ns;
+}
+
+/* The updates that fell due by @now; an idle gap runs them with an empty queue's zero delay. */
+static void pie_catch_up(struct lq *q, uint64_t now)
+{
+	struct lq_pie *v = &q->pie;
+
+	if (!v->next_update_ns)
+		v->next_update_ns = now + q->prm.tupdate_ns;
+	for (int n = 0; now >= v->next_update_ns && n < 1000; n++) {
+		if (q->backlog_pkts == 0)
+			v->qdelay_ns = 0;
+		pie_update(q);
+		v->next_update_ns += q->prm.tupdate_ns;
+	}
+	if (now >= v->next_update_ns)
+		v->next_update_ns = now + q->prm.tupdate_ns;
+}
+
+/* RFC 8033 section 4.1 drop_early(): no early drop during the burst allowance, while the delay is
+ * low and the probability moderate, or with under two MTUs queued. */
+static bool pie_drop_early(struct lq *q)
+{
+	struct lq_pie *v = &q->pie;
+
+	if (v->burst_allowance_ns > 0)
+		return false;
+	if (v->qdelay_old_ns < q->prm.target_ns / 2 && v->drop_prob < 0.2)
+		return false;
+	if (q->backlog_bytes < 2ULL * q->prm.mtu_bytes)
+		return false;
+	return next_unit(&v->rng) < v->drop_prob;
+}
+
 bool lq_enqueue(struct lq *q, struct lq_pkt *p, uint64_t now_ns)
 {
 	p->enq_ns = now_ns;
+	if (q->prm.kind == LQ_PIE) {
+		pie_catch_up(q, now_ns);
+		if (!over_limit(q, 1, p->len) && pie_drop_early(q)) {
+			if (q->prm.ecn && q->pie.drop_prob <= LQ_PIE_MARK_MAX_PROB && lq_set_ce(p)) {
+				q->st.mark_aqm++;
+			} else {
+				q->st.drop_aqm++;
+				q->drop(q->drop_ctx, p);
+				return false;
+			}
+		}
+	}
 	if (q->prm.kind != LQ_FQ_CODEL) {
 		if (over_limit(q, 1, p->len)) {
 			q->st.drop_overlimit++;
@@ -359,6 +452,12 @@ struct lq_pkt *lq_dequeue(struct lq *q, uint64_t now_ns)
 		break;
 	case LQ_FQ_CODEL:
 		p = fq_codel_dequeue(q, now_ns);
+		break;
+	case LQ_PIE:
+		pie_catch_up(q, now_ns);
+		p = sub_pop(q, &q->fifo);
+		/* Linux sch_pie without its rate estimator: the delay is the last dequeued packet's sojourn. */
+		q->pie.qdelay_ns = p ? now_ns - p->enq_ns : 0;
 		break;
 	default:
 		p = sub_pop(q, &q->fifo);

@@ -39,6 +39,24 @@ enum lq_kind {
 	LQ_CODEL,    /* one CoDel queue */
 	LQ_FQ_CODEL, /* flow queues, DRR, CoDel per queue */
 	LQ_STEP,     /* tail drop, CE on ECT packets whose sojourn exceeds step_ns */
+	LQ_PIE,	     /* RFC 8033: early drop with a controller-driven probability */
+};
+
+/* RFC 8033 section 4 defaults (Linux sch_pie uses the same target, update interval and gains). */
+#define LQ_PIE_TARGET_NS (15 * LQ_NSEC_PER_MSEC)
+#define LQ_PIE_TUPDATE_NS (15 * LQ_NSEC_PER_MSEC)
+#define LQ_PIE_MAX_BURST_NS (150 * LQ_NSEC_PER_MSEC)
+#define LQ_PIE_ALPHA 0.125 /* per second of delay error */
+#define LQ_PIE_BETA 1.25   /* per second of delay change */
+/* RFC 8033 section 5.1: ECT packets are marked instead of dropped up to this drop probability. */
+#define LQ_PIE_MARK_MAX_PROB 0.1
+
+struct lq_pie {
+	double drop_prob;
+	uint64_t qdelay_ns, qdelay_old_ns; /* sojourn of the last dequeued packet; at the last update */
+	uint64_t burst_allowance_ns;
+	uint64_t next_update_ns; /* 0: not started */
+	uint64_t rng;
 };
 
 struct lq_pkt {
@@ -88,14 +106,15 @@ struct lq_params {
 	uint32_t flows;	     /* FQ-CoDel queues */
 	bool ecn;	     /* CoDel/FQ-CoDel: mark ECT packets instead of dropping them */
 	uint64_t step_ns;    /* LQ_STEP threshold; also a CE threshold for the others when set */
+	uint64_t tupdate_ns; /* PIE: drop probability update interval (target_ns is its reference delay) */
 	bool step_ect1_only; /* mark only ECT(1) (L4S) instead of any ECT */
 };
 
 struct lq_stats {
 	uint64_t enq_pkts, deq_pkts, deq_bytes;
 	uint64_t drop_overlimit; /* queue full */
-	uint64_t drop_aqm;	 /* CoDel's drop decision */
-	uint64_t mark_aqm;	 /* CoDel's decision carried out as a CE mark */
+	uint64_t drop_aqm;	 /* CoDel's or PIE's drop decision */
+	uint64_t mark_aqm;	 /* that decision carried out as a CE mark */
 	uint64_t mark_step;	 /* sojourn above the step threshold */
 	uint64_t new_flows;	 /* FQ-CoDel: queues that joined the new list */
 	uint64_t max_backlog_bytes;
@@ -110,6 +129,7 @@ struct lq {
 	uint64_t backlog_bytes;
 	struct lq_fifo fifo;  /* LQ_FIFO, LQ_CODEL, LQ_STEP */
 	struct lq_codel cv;   /* LQ_CODEL */
+	struct lq_pie pie;    /* LQ_PIE */
 	struct lq_flow *flow; /* LQ_FQ_CODEL: prm.flows entries */
 	struct lq_flow_list new_list, old_list;
 	lq_drop_fn drop;

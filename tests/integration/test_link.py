@@ -179,3 +179,17 @@ def test_rate_accuracy_within_one_percent(link_path: Callable[..., LinkPath], ra
     assert spans, f"the queue never stayed backlogged for 1 s: {json.dumps(stats)}"
     seconds = sum(t1 - t0 for t0, t1, _ in spans)
     assert sum(sent for _, _, sent in spans) * 8 / seconds == pytest.approx(rate_mbit * 1e6, rel=0.01)
+
+
+def test_pie_holds_a_cubic_queue_near_its_reference_delay(link_path: Callable[..., LinkPath]) -> None:
+    """RFC 8033: PIE steers the queueing delay to its 15 ms reference. A CUBIC flow with 1000 packets of
+    buffer (240 ms at 50 Mbit/s, which a FIFO lets it fill) keeps a mean sojourn under 2 x 15 ms."""
+    path = link_path({"rate_mbit": 50, "aqm": "pie", "buffer_packets": 1000}, rtt_ms=20)
+    flow = iperf(path, ["-C", "cubic"], seconds=10)
+    flow.communicate(timeout=30)
+    path.emulation.stop()
+    log = path.log()
+    late = [r["sojourn_mean_us"] for r in log if r["t_mono_s"] > log[0]["t_mono_s"] + 5 and r["backlog_pkts"] > 0]
+    assert late and statistics.mean(late) < 30_000, statistics.mean(late) if late else late
+    stats = path.emulation.link.stats() if path.emulation.link else {}
+    assert stats["drop_aqm"] > 0 and stats["drop_overlimit"] == 0, stats

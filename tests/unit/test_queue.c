@@ -446,7 +446,8 @@ TEST(fq_codel_never_strands_a_backlog)
 	for (clock_ns = 0; clock_ns < 3000 * MS; clock_ns += MS / 4) {
 		rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
 		for (uint32_t i = 0; i < (rng >> 62); i++)
-			lq_enqueue(&q, frame(FRAME_BYTES, (uint16_t)(1 + (rng >> 40) % 6), LQ_ECN_NOT_ECT), clock_ns);
+			lq_enqueue(&q, frame(FRAME_BYTES, (uint16_t)(1 + (rng >> 40) % 6), LQ_ECN_NOT_ECT),
+				clock_ns);
 		if ((rng >> 33) % 3 == 0) {
 			struct lq_pkt *p = lq_dequeue(&q, clock_ns);
 
@@ -454,5 +455,92 @@ TEST(fq_codel_never_strands_a_backlog)
 		}
 	}
 	CHECK(q.st.drop_aqm > 0);
+	lq_free(&q);
+}
+
+/* A standing queue of 40 ms (above PIE's 15 ms reference) arriving every ms and leaving every ms. */
+static void pie_run(struct lq *q, uint64_t until, uint64_t sojourn)
+{
+	for (; clock_ns < until; clock_ns += MS) {
+		lq_enqueue(q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), clock_ns);
+		if (clock_ns >= sojourn)
+			lq_dequeue(q, clock_ns);
+	}
+}
+
+/* RFC 8033 section 4.4: no early drop during the 150 ms burst allowance; after it the probability
+ * keeps rising while the delay stays above the reference, and packets are dropped early. */
+TEST(pie_drops_early_after_the_burst_allowance_while_delay_stays_high)
+{
+	struct lq q;
+
+	setup(&q, LQ_PIE, false);
+	pie_run(&q, 140 * MS, 40 * MS);
+	CHECK_EQ(q.st.drop_aqm, 0);
+	CHECK(q.pie.drop_prob > 0);
+	pie_run(&q, 2000 * MS, 40 * MS);
+	CHECK(q.st.drop_aqm > 0);
+	CHECK_EQ(q.st.drop_overlimit, 0);
+	CHECK(q.pie.drop_prob > 0.01);
+	lq_free(&q);
+}
+
+/* RFC 8033 section 4.2: with the delay at the reference the controller holds the probability; with an
+ * empty queue it decays by 2% per update. */
+TEST(pie_probability_decays_when_the_queue_empties)
+{
+	struct lq q;
+	double before;
+
+	setup(&q, LQ_PIE, false);
+	pie_run(&q, 2000 * MS, 40 * MS);
+	while (q.backlog_pkts)
+		lq_dequeue(&q, clock_ns);
+	before = q.pie.drop_prob;
+	CHECK(before > 0);
+	clock_ns += 2 * LQ_PIE_TUPDATE_NS; /* one update sees the last delay fall to zero */
+	lq_dequeue(&q, clock_ns);
+	before = q.pie.drop_prob;
+	clock_ns += 10 * LQ_PIE_TUPDATE_NS;
+	lq_dequeue(&q, clock_ns);
+	/* Each update: the controller's step for zero delay (-alpha x reference, scaled down by the
+	 * auto-tuning for the current probability), then the 2% decay. */
+	for (int k = 0; k < 10; k++) {
+		double step = -LQ_PIE_ALPHA * 0.015;
+
+		step /= before < 0.001 ? 32 : before < 0.01 ? 8 : before < 0.1 ? 2 : 1;
+		before = (before + step > 0 ? before + step : 0) * 0.98;
+	}
+	CHECK_NEAR(q.pie.drop_prob, before, 1e-9);
+	lq_free(&q);
+}
+
+/* RFC 8033 section 5.1: ECT packets are marked instead of dropped while the probability is at most 10%. */
+TEST(pie_marks_ect_packets_below_ten_percent)
+{
+	struct lq q;
+
+	setup(&q, LQ_PIE, true);
+	for (clock_ns = 0; clock_ns < 5000 * MS && !q.st.drop_aqm; clock_ns += MS) {
+		lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_ECT0), clock_ns);
+		if (clock_ns >= 40 * MS)
+			lq_dequeue(&q, clock_ns);
+	}
+	/* Marks do not shorten this synthetic queue, so the probability climbs past 10% and drops begin. */
+	CHECK(q.st.mark_aqm > 0);
+	CHECK_EQ(q.st.drop_aqm, 1);
+	CHECK(q.pie.drop_prob > LQ_PIE_MARK_MAX_PROB);
+	lq_free(&q);
+}
+
+/* Below half the reference delay with a probability under 20%, nothing is dropped early. */
+TEST(pie_leaves_a_short_queue_alone)
+{
+	struct lq q;
+
+	setup(&q, LQ_PIE, false);
+	pie_run(&q, 3000 * MS, 5 * MS);
+	CHECK_EQ(q.st.drop_aqm, 0);
+	CHECK_NEAR(q.pie.drop_prob, 0, 1e-9);
 	lq_free(&q);
 }

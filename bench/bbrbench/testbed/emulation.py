@@ -31,12 +31,12 @@ LOSS_SCALE = 1_000_000_000
 NETEM_LIMIT_PACKETS = 1_000_000
 AQM_CONFIG = {"fq_codel": "NET_SCH_FQ_CODEL", "codel": "NET_SCH_CODEL", "pie": "NET_SCH_PIE",
               "cake": "NET_SCH_CAKE", "netem": "NET_SCH_NETEM"}
-LINK_AQMS = ("fifo", "codel", "fq_codel", "step")
+LINK_AQMS = ("fifo", "codel", "fq_codel", "pie", "step")
 KERNEL = "kernel"
 LINK = "bbrkit-link"
 # What each bbrkit-link queue implements, as recorded in results: never the kernel's name alone.
 LINK_AQM_NAMES = {"fifo": "tail-drop FIFO", "codel": "CoDel (RFC 8289)", "fq_codel": "FQ-CoDel (RFC 8290)",
-                  "step": "step marker"}
+                  "pie": "PIE (RFC 8033)", "step": "step marker"}
 
 
 def bottleneck_impl(scenario: Scenario, probe_netns: str) -> str:
@@ -150,7 +150,8 @@ class Emulation:
             opts += ["--limit-pkts", str(packets)]
         p = b.aqm_params
         for key, flag in (("target_ms", "--target-us"), ("interval_ms", "--interval-us"),
-                          ("ce_threshold_ms", "--step-us"), ("threshold_ms", "--step-us")):
+                          ("tupdate_ms", "--tupdate-us"), ("ce_threshold_ms", "--step-us"),
+                          ("threshold_ms", "--step-us")):
             if key in p:
                 opts += [flag, str(round(p[key] * 1000))]
         for key, flag in (("quantum_bytes", "--quantum"), ("flows", "--flows")):
