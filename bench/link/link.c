@@ -155,22 +155,54 @@ static void on_drop(void *ctx, struct lq_pkt *p)
 	slot_put((struct slot *)p);
 }
 
+/* Frames due to leave, sent together by tx_flush() before the thread sleeps or reads again. */
+static struct slot *tx_pending[RX_BATCH];
+static int tx_count;
+
+static void tx_flush(void)
+{
+	static struct mmsghdr msgs[RX_BATCH];
+	static struct iovec iov[RX_BATCH];
+	int done = 0;
+
+	for (int i = 0; i < tx_count; i++) {
+		iov[i] = (struct iovec){ .iov_base = tx_pending[i]->buf, .iov_len = tx_pending[i]->wire_len };
+		msgs[i].msg_hdr = (struct msghdr){ .msg_iov = &iov[i], .msg_iovlen = 1 };
+	}
+	while (done < tx_count) {
+		int n = sendmmsg(L.tx_fd, msgs + done, (unsigned int)(tx_count - done), 0);
+
+		if (n > 0) {
+			for (int i = done; i < done + n; i++) {
+				INC(out_pkts);
+				atomic_fetch_add_explicit(
+					&pub.out_bytes, tx_pending[i]->p.len, memory_order_relaxed);
+			}
+			done += n;
+			continue;
+		}
+		if (errno == ENXIO || errno == ENODEV) {
+			fail_runtime("output interface disappeared", errno);
+			break;
+		}
+		INC(drop_tx); /* ENOBUFS, ENETDOWN: the first frame is lost on the wire, as send() would lose it */
+		done++;
+	}
+	for (int i = 0; i < tx_count; i++)
+		slot_put(tx_pending[i]);
+	tx_count = 0;
+}
+
 static void transmit(struct slot *s, uint64_t now)
 {
 	uint64_t sojourn_us = (now > s->p.enq_ns ? now - s->p.enq_ns : 0) / LQ_NSEC_PER_USEC;
 
-	if (send(L.tx_fd, s->buf, s->wire_len, 0) >= 0) {
-		INC(out_pkts);
-		atomic_fetch_add_explicit(&pub.out_bytes, s->p.len, memory_order_relaxed);
-	} else if (errno == ENXIO || errno == ENODEV) {
-		fail_runtime("output interface disappeared", errno);
-	} else {
-		INC(drop_tx); /* ENOBUFS, ENETDOWN: lost on the wire */
-	}
 	atomic_fetch_add_explicit(&pub.sojourn_sum_us, sojourn_us, memory_order_relaxed);
 	if (sojourn_us > atomic_load_explicit(&pub.sojourn_max_us, memory_order_relaxed))
 		SET(sojourn_max_us, sojourn_us);
-	slot_put(s);
+	tx_pending[tx_count++] = s;
+	if (tx_count == RX_BATCH)
+		tx_flush();
 }
 
 /* The link: one frame in service at a time, leaving at cur_finish. */
@@ -292,68 +324,80 @@ static void publish(void)
 	SET(new_flows, L.q.st.new_flows);
 }
 
-/* Receives up to RX_BATCH frames into the queue without blocking; returns how many were read. */
+/* Takes one received frame into the queue (or drops it, counted). */
+static void admit(struct slot *s, size_t n, struct msghdr *msg, uint64_t now)
+{
+	struct virtio_net_hdr *vh = (struct virtio_net_hdr *)s->buf;
+
+	INC(in_pkts);
+	if (n > L.slot_size || vh->gso_type != VIRTIO_NET_HDR_GSO_NONE) {
+		INC(drop_gso);
+		slot_put(s);
+		return;
+	}
+	if (n <= VNET_HDR_BYTES) {
+		INC(drop_bad);
+		slot_put(s);
+		return;
+	}
+	if (L.ge_on && lq_ge_lose(&L.ge)) {
+		INC(drop_ge);
+		slot_put(s);
+		return;
+	}
+	s->wire_len = (uint32_t)n;
+	s->p.len = (uint32_t)n - VNET_HDR_BYTES;
+	lq_frame_info(&s->p, s->buf + VNET_HDR_BYTES, s->p.len, L.seed);
+	lq_enqueue(&L.q, &s->p, arrival_ns(msg, now));
+}
+
+/* Receives up to RX_BATCH frames in one recvmmsg without blocking; returns how many were read. */
 static int recv_batch(void)
 {
-	int got;
+	static union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(struct timespec))];
+	} ctl[RX_BATCH];
+	static struct mmsghdr msgs[RX_BATCH];
+	static struct iovec iov[RX_BATCH];
+	struct slot *slots[RX_BATCH];
+	int want, got;
+	uint64_t now;
 
-	for (got = 0; got < RX_BATCH; got++) {
-		union {
-			struct cmsghdr h;
-			char buf[CMSG_SPACE(sizeof(struct timespec))];
-		} ctl;
-		struct slot *s = slot_get();
-		static uint8_t sink[VNET_HDR_BYTES + 65536 + 64];
-		struct iovec iov = { .iov_base = s ? s->buf : sink,
-			.iov_len = s ? L.slot_size : sizeof(sink) };
-		struct msghdr msg = {
-			.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctl, .msg_controllen = sizeof(ctl)
-		};
-		ssize_t n = recvmsg(L.rx_fd, &msg, MSG_DONTWAIT | MSG_TRUNC);
-		struct virtio_net_hdr *vh;
-		uint64_t now;
-
-		if (n < 0) {
-			if (s)
-				slot_put(s);
-			if (errno == EAGAIN || errno == EINTR)
-				break;
-			if (errno == EINVAL) { /* a GSO type with no vnet header form */
-				INC(drop_gso);
-				continue;
-			}
-			if (errno == ENETDOWN)
-				continue;
-			fail_runtime("recv", errno);
+	for (want = 0; want < RX_BATCH; want++) {
+		slots[want] = slot_get();
+		if (!slots[want])
 			break;
-		}
-		INC(in_pkts);
-		now = now_ns();
-		if (!s) { /* every slot is queued: the queue's limit is larger than the pool */
-			INC(drop_bad);
-			continue;
-		}
-		vh = (struct virtio_net_hdr *)s->buf;
-		if ((size_t)n > L.slot_size || vh->gso_type != VIRTIO_NET_HDR_GSO_NONE) {
-			INC(drop_gso);
-			slot_put(s);
-			continue;
-		}
-		if ((size_t)n <= VNET_HDR_BYTES) {
-			INC(drop_bad);
-			slot_put(s);
-			continue;
-		}
-		if (L.ge_on && lq_ge_lose(&L.ge)) {
-			INC(drop_ge);
-			slot_put(s);
-			continue;
-		}
-		s->wire_len = (uint32_t)n;
-		s->p.len = (uint32_t)n - VNET_HDR_BYTES;
-		lq_frame_info(&s->p, s->buf + VNET_HDR_BYTES, s->p.len, L.seed);
-		lq_enqueue(&L.q, &s->p, arrival_ns(&msg, now));
+		iov[want] = (struct iovec){ .iov_base = slots[want]->buf, .iov_len = L.slot_size };
+		msgs[want].msg_hdr = (struct msghdr){ .msg_iov = &iov[want],
+			.msg_iovlen = 1,
+			.msg_control = &ctl[want],
+			.msg_controllen = sizeof(ctl[want]) };
 	}
+	if (want == 0) {
+		/* Every slot is queued (a limit larger than the pool): read one frame to drop it. */
+		static uint8_t sink[VNET_HDR_BYTES + 65536 + 64];
+
+		if (recv(L.rx_fd, sink, sizeof(sink), MSG_DONTWAIT) >= 0) {
+			INC(in_pkts);
+			INC(drop_bad);
+			return 1;
+		}
+		return 0;
+	}
+	got = recvmmsg(L.rx_fd, msgs, (unsigned int)want, MSG_DONTWAIT | MSG_TRUNC, NULL);
+	if (got < 0) {
+		got = 0;
+		if (errno == EINVAL) /* a GSO type with no vnet header form */
+			INC(drop_gso);
+		else if (errno != EAGAIN && errno != EINTR && errno != ENETDOWN)
+			fail_runtime("recv", errno);
+	}
+	now = now_ns();
+	for (int i = 0; i < got; i++)
+		admit(slots[i], msgs[i].msg_len, &msgs[i].msg_hdr, now);
+	for (int i = got; i < want; i++)
+		slot_put(slots[i]);
 	return got;
 }
 
@@ -395,12 +439,14 @@ static void *forward_main(void *arg)
 			service_trace(now);
 		else
 			service_rate(now);
+		tx_flush();
 		got = recv_batch();
 		now = now_ns();
 		if (L.trace_ns)
 			service_trace(now);
 		else
 			service_rate(now);
+		tx_flush();
 		publish();
 		if (L.log && now >= next_log) {
 			uint64_t m = atomic_load(&pub.sojourn_max_us);
@@ -462,8 +508,16 @@ static void *reverse_main(void *arg)
 	}
 }
 
+static uint64_t kernel_drops; /* main thread only */
+
 static void print_stats(const char *event)
 {
+	struct tpacket_stats st;
+	socklen_t sl = sizeof(st);
+
+	/* PACKET_STATISTICS resets on read, so accumulate: frames the socket buffer had no room for. */
+	if (getsockopt(L.rx_fd, SOL_PACKET, PACKET_STATISTICS, &st, &sl) == 0)
+		kernel_drops += st.tp_drops;
 	uint64_t deq = atomic_load(&pub.out_pkts);
 	uint64_t max = atomic_load(&pub.sojourn_max_us);
 
@@ -489,6 +543,7 @@ static void print_stats(const char *event)
 	F(rev_pkts);
 	F(rev_drop_tx);
 #undef F
+	printf(",\"drop_kernel\":%" PRIu64, kernel_drops);
 	printf(",\"sojourn_mean_us\":%" PRIu64 ",\"sojourn_max_us\":%" PRIu64 "}\n",
 		deq ? (uint64_t)atomic_load(&pub.sojourn_sum_us) / deq : 0, max);
 	fflush(stdout);
@@ -877,11 +932,12 @@ int main(int argc, char **argv)
 		lq_ge_init(&L.ge, ge[0], ge[1], ge[2], ge[3], seed);
 	L.seed = (uint32_t)seed;
 
-	/* One slot per packet the queue can hold, plus one batch and the frame in service. */
+	/* One slot per packet the queue can hold (a minimum-size frame per 60 bytes of a byte limit)... */
 	slots = prm.limit_pkts ? prm.limit_pkts : (uint32_t)(prm.limit_bytes / 60 + 1);
 	if (slots > MAX_POOL_SLOTS)
 		slots = MAX_POOL_SLOTS;
-	slots += RX_BATCH + 2;
+	/* ...plus a receive batch, a send batch and the frame in service. */
+	slots += 2 * RX_BATCH + 2;
 	L.slot_size = VNET_HDR_BYTES + L.frame_max;
 	{
 		size_t stride = (sizeof(struct slot) + L.slot_size + 63) & ~(size_t)63;

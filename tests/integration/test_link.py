@@ -126,13 +126,18 @@ def test_an_ecn_flow_is_marked_not_dropped(link_path: Callable[..., LinkPath]) -
     assert nstat(path.sender, "TcpExtTCPDeliveredCE") > 0
 
 
-def windows(log: list[dict[str, float]], width_s: float) -> list[tuple[float, float, float]]:
-    """(start, end, bytes sent) over consecutive windows of the link's log, all backlogged throughout."""
+LOG_INTERVAL_S = 0.01  # the link's log interval at the scenario's default queue_sample_hz
+
+
+def windows(log: list[dict[str, float]], width_s: float, max_mbit: float) -> list[tuple[float, float, float]]:
+    """(start, end, bytes sent) over consecutive windows of the link's log in which the queue never emptied:
+    each row but the last holds more than the link can send before the next row."""
     out, start = [], 0
+    floor = max_mbit * 1e6 / 8 * LOG_INTERVAL_S
     for i, row in enumerate(log):
         if row["t_mono_s"] - log[start]["t_mono_s"] >= width_s - 1e-4:
             span = log[start:i + 1]
-            if all(r["backlog_pkts"] > 0 for r in span):
+            if all(r["backlog_bytes"] > floor for r in span[:-1]):
                 out.append((log[start]["t_mono_s"], row["t_mono_s"], row["out_bytes"] - log[start]["out_bytes"]))
             start = i
     return out
@@ -151,7 +156,7 @@ def test_the_delivered_rate_follows_a_trace_per_100ms(link_path: Callable[..., L
     log = path.log()
     start = log[0]["t_mono_s"]  # the link logs its first row when it starts, the trace's time zero
     errors: list[float] = []
-    for t0, t1, sent in windows(log, 0.1):
+    for t0, t1, sent in windows(log, 0.1, max_mbit=60):
         a, b = (t0 - start) * 1000 % trace.period_ms, (t1 - start) * 1000 % trace.period_ms
         if b < a:
             continue
@@ -164,20 +169,19 @@ def test_the_delivered_rate_follows_a_trace_per_100ms(link_path: Callable[..., L
     assert max(errors) <= 0.05, errors
 
 
-# 1000 Mbit/s is not here: on this 2-vCPU VM the flood, the router and the link together forward
-# about 600 Mbit/s of wire-size frames (bench/link/README.md), so the link is never backlogged at 1 Gbit/s.
-@pytest.mark.parametrize("rate_mbit", [10, 100])
+@pytest.mark.parametrize("rate_mbit", [10, 100, 1000])
 def test_rate_accuracy_within_one_percent(link_path: Callable[..., LinkPath], rate_mbit: int) -> None:
     """Backlogged by a UDP flood 20% above the rate, the link sends rate x time of frames within 1%, over
-    the 1 s windows in which its queue never emptied."""
-    path = link_path({"rate_mbit": rate_mbit, "aqm": "fifo", "buffer_packets": 1000})
-    flood = iperf(path, ["-u", "-b", f"{int(rate_mbit * 1.2)}M", "-l", "1400"], seconds=4)
+    the 100 ms windows in which its queue never emptied (at 1 Gbit/s the flood through the router on this
+    2-vCPU VM comes in bursts, so the queue empties now and then), half a second of them at least."""
+    path = link_path({"rate_mbit": rate_mbit, "aqm": "fifo", "buffer_packets": 3000})
+    flood = iperf(path, ["-u", "-b", f"{int(rate_mbit * 1.2)}M", "-l", "1400"], seconds=6)
     flood.communicate(timeout=30)
     path.emulation.stop()
-    spans = windows(path.log(), 1.0)
+    spans = windows(path.log(), 0.1, max_mbit=rate_mbit)
     stats = path.emulation.link.stats() if path.emulation.link else {}
-    assert spans, f"the queue never stayed backlogged for 1 s: {json.dumps(stats)}"
     seconds = sum(t1 - t0 for t0, t1, _ in spans)
+    assert seconds >= 0.5, f"backlogged for {seconds:.2f} s only: {json.dumps(stats)}"
     assert sum(sent for _, _, sent in spans) * 8 / seconds == pytest.approx(rate_mbit * 1e6, rel=0.01)
 
 
