@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import HarnessError, NotRunnable, UsageError
-from .scenario import ScenarioError, find_scenario, parse_assignment, prepare_raw, validate
+from .scenario import SCENARIO_DIR, ScenarioError, find_scenario, parse_assignment, prepare_raw, validate
 
 EXIT_FAILED = 1
 EXIT_INVALID = 2
@@ -68,17 +68,17 @@ def _need_root_here(args: argparse.Namespace) -> None:
 def cmd_compare(args: argparse.Namespace) -> int:
     from .experiments import compare
     from .testbed import system
-    args.scenario = str(compare.SCENARIO)
     _, raw = _load(args)
-    catalog = system.catalog()
     if args.report_only:
         if not args.out:
             raise UsageError("--report-only needs --out DIR")
         _emit(compare.report(Path(args.out)))
         return 0
+    catalog = system.catalog()
+    plan = compare.plan(raw, catalog, args.algos, args.reps)
     _need_root()
     out = Path(args.out) if args.out else _default_out("compare", args.profile or "default")
-    _emit(compare.run(raw, catalog, args.algos, args.reps, out))
+    _emit(compare.run(plan, catalog, out))
     _emit(f"results: {out} (page: {out / compare.PAGE})")
     return 0
 
@@ -282,7 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="override a key of the compare path, e.g. --set bottleneck.rate_mbit=100")
     co.add_argument("--report-only", action="store_true", help="rebuild table, figures and page of --out")
-    co.set_defaults(func=cmd_compare)
+    # The path compare runs on: a scenario file like run's, which --set and --profile modify.
+    co.set_defaults(func=cmd_compare, scenario=str(SCENARIO_DIR / "compare.toml"))
 
     run = add("run", "run one scenario")
     scenario_args(run)

@@ -12,7 +12,6 @@ table.txt, compare.html and plots/ into the sweep directory.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -22,7 +21,8 @@ from ..analysis import html, plots, tables
 from ..analysis.stats import Ratio, ratio_ci95
 from ..errors import HarnessError, UsageError
 from ..results import read_json, write_json
-from ..scenario import SCENARIO_DIR, AlgoCatalog
+from ..scenario import SCENARIO_DIR, AlgoCatalog, Scenario, validate
+from ..testbed.host import read_host
 from . import sweep
 
 log = logging.getLogger(__name__)
@@ -178,36 +178,102 @@ def report(out: Path) -> str:
     write_json(out / RESULT_FILE, "compare", doc)
     text = table(rows) + "\n" + LEGEND
     (out / "table.txt").write_text(text + "\n")
-    html.write_page(out / PAGE, "bbrbench compare", describe(plan_.raw, doc),
+    html.write_page(out / PAGE, "bbrbench compare", describe(plan_, run_hosts(out, rows), doc),
                     table(rows, "html"), LEGEND, figures(out, rows))
     return text
 
 
-def describe(raw: dict[str, Any], doc: dict[str, Any]) -> list[str]:
-    """The page's facts: the path, the runs, the machine."""
-    b = raw.get("bottleneck", {})
-    facts = [f"Path: {b.get('rate_mbit')} Mbit/s bottleneck, base RTT {raw.get('senders', [{}])[0].get('rtt_ms', 0)} "
-             f"ms, FIFO of {b.get('buffer_bdp', 1)} BDP; each run {raw.get('duration_s')} s; the second flow of "
-             f"the two-flow case starts 2 s after the first. {doc['repetitions']} repetition(s), interleaved.",
-             "Measured on a shared 2-core machine with other work running: not quiet-machine numbers."]
-    if doc.get("kernel"):
-        facts.append(f"Kernel {doc['kernel']}, {doc.get('cpus')} CPUs, load average before "
-                     f"{' '.join(doc.get('loadavg_before', []))}, after {' '.join(doc.get('loadavg_after', []))}; "
-                     f"{doc.get('started')} to {doc.get('finished')}.")
+def resolved_cases(plan_: sweep.Plan) -> dict[int, Scenario]:
+    """Each case's scenario as its runs got it (profile, --set overrides and defaults applied), by flow
+    count. Resolved again from the plan rather than from a run directory, so that a compare none of whose
+    runs finished still describes its path; every algorithm counts as known (the plan was validated
+    against the real list when it was made)."""
+    algos = frozenset(str(p.overrides[ALGO_KEY]) for p in plan_.points)
+    catalog = AlgoCatalog(kernel=frozenset(), bbrkit=algos)
+    cases: dict[int, Scenario] = {}
+    for point in plan_.points:
+        count = int(point.overrides.get(CASE_KEY, 1))
+        if count not in cases:
+            cases[count] = validate(sweep.point_raw(plan_.raw, point.overrides), catalog)
+    return dict(sorted(cases.items()))
+
+
+def _path_fact(scenario: Scenario) -> str:
+    b = scenario.bottleneck
+    rtts = sorted({s.rtt_ms for s in scenario.senders if any(f.sender == s.name for f in scenario.flows)})
+    queue = "FIFO" if b.aqm == "fifo" else b.aqm
+    size = f"{b.buffer_packets} packets" if b.buffer_packets is not None else f"{b.buffer_bytes} bytes"
+    if b.bdp_bytes > 0:
+        size += f" ({b.limit_bytes / b.bdp_bytes:.2g} BDP at {b.bdp_rtt_ms:g} ms)"
+    fact = (f"Path: {b.rate_mbit:g} Mbit/s {b.shaper} bottleneck, base RTT "
+            f"{' / '.join(f'{r:g}' for r in rtts)} ms, {queue} of {size}")
+    if b.loss_pct:
+        fact += f", {b.loss_pct:g}% random loss"
+    if b.mtu != 1500:
+        fact += f", MTU {b.mtu}"
+    return fact + "."
+
+
+def _case_fact(count: int, scenario: Scenario) -> str:
+    starts = [f.start_s for f in scenario.flows]
+    if len(starts) < 2:
+        return case_name(count)
+    offsets = sorted({s - starts[0] for s in starts[1:]})
+    if len(starts) == 2:
+        return f"{case_name(count)}, the second starting {offsets[0]:g} s after the first"
+    return f"{case_name(count)}, starting at {', '.join(f'{s:g}' for s in starts)} s"
+
+
+def _host_fact(hosts: list[dict[str, Any]]) -> str | None:
+    """Which machines ran the runs (host.json): kernel, CPUs, and the measured 1-minute load average."""
+    if not hosts:
+        return None
+    kinds = sorted({f"{h.get('hostname')} (kernel {h.get('kernel')}, {h.get('cpus')} CPUs)" for h in hosts})
+    loads = [float(v) for h in hosts for v in (h.get("loadavg_start", [None])[0], h.get("loadavg_end", [None])[0])
+             if isinstance(v, (int, float))]
+    fact = f"Ran on {'; '.join(kinds)}"
+    if loads:
+        fact += f"; 1-minute load average at the runs' starts and ends {min(loads):.2f} to {max(loads):.2f}"
+    return fact + "."
+
+
+def run_hosts(out: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [h for row in rows for run_dir in _done_runs(out, row["point"]) if (h := read_host(run_dir)) is not None]
+
+
+def describe(plan_: sweep.Plan, hosts: list[dict[str, Any]], doc: dict[str, Any]) -> list[str]:
+    """The page's facts, each from the resolved scenario of the runs or from their host.json."""
+    cases = resolved_cases(plan_)
+    first = next(iter(cases.values()))
+    facts = [_path_fact(first),
+             f"Each run {first.duration_s:g} s; cases: {'; '.join(_case_fact(c, s) for c, s in cases.items())}. "
+             f"{plan_.repetitions} repetitions, interleaved (every algorithm and case once, then the next round)."]
+    host = _host_fact(hosts)
+    if host:
+        facts.append(host)
+    if doc.get("started"):
+        facts.append(f"{doc['started']} to {doc.get('finished', '(unfinished)')}.")
     return facts
 
 
-def run(raw: dict[str, Any], catalog: AlgoCatalog, requested: list[str], reps: int | None, out: Path) -> str:
+def plan(raw: dict[str, Any], catalog: AlgoCatalog, requested: list[str], reps: int | None) -> sweep.Plan:
+    """The compare's sweep, every point validated: called before anything needs root or runs."""
     algos = choose_algos(requested, catalog)
     plan_ = sweep.plan(raw, catalog, [(ALGO_KEY, algos)], reps)
     if plan_.repetitions < 2:
         raise UsageError("--reps: compare needs at least 2 repetitions for its intervals")
+    return plan_
+
+
+def algorithms(plan_: sweep.Plan) -> list[str]:
+    return list(dict.fromkeys(str(p.overrides[ALGO_KEY]) for p in plan_.points))
+
+
+def run(plan_: sweep.Plan, catalog: AlgoCatalog, out: Path) -> str:
+    algos = algorithms(plan_)
     log.info("compare: %s, %d repetition(s), results in %s", ", ".join(algos), plan_.repetitions, out)
-    load_before = Path("/proc/loadavg").read_text().split()[:3]
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     sweep.run_sweep(plan_, out, catalog)
     write_json(out / RESULT_FILE, "compare", {
-        "algorithms": algos, "started": started, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "kernel": os.uname().release, "cpus": os.cpu_count(), "loadavg_before": load_before,
-        "loadavg_after": Path("/proc/loadavg").read_text().split()[:3]})
+        "algorithms": algos, "started": started, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z")})
     return report(out)
