@@ -72,13 +72,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.report_only:
         if not args.out:
             raise UsageError("--report-only needs --out DIR")
-        _emit(compare.report(Path(args.out)))
+        _emit(compare.report(Path(args.out), args.delay))
         return 0
     catalog = system.catalog()
     plan = compare.plan(raw, catalog, args.algos, args.reps)
     _need_root()
     out = Path(args.out) if args.out else _default_out("compare", args.profile or "default")
-    _emit(compare.run(plan, catalog, out))
+    _emit(compare.run(plan, catalog, out, args.delay))
     _emit(f"results: {out} (page: {out / compare.PAGE})")
     return 0
 
@@ -116,7 +116,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     directory = Path(args.dir)
     if (directory / "compare.json").is_file():
         from .experiments import compare
-        _emit(compare.report(directory))
+        _emit(compare.report(directory, args.delay))
     elif (directory / "plan.json").is_file():
         from .experiments.sweep import aggregate
         _emit(aggregate(directory, args.mix_hosts))
@@ -266,6 +266,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--mix-hosts", action="store_true",
                        help="pool repetitions from hosts whose kernels or algorithm objects differ")
 
+    def delay_arg(p: argparse.ArgumentParser) -> None:
+        # The choices are compare.DELAY_STATS's keys (compare is not imported here: it needs numpy).
+        p.add_argument("--delay", choices=("p95", "mean"), default="p95",
+                       help="compare's throughput-delay figure: each run's 95th-percentile or mean queueing delay "
+                            "(default p95, as Pantheon)")
+
     def scenario_args(p: argparse.ArgumentParser, optional: bool = False) -> None:
         p.add_argument("scenario", nargs="?" if optional else None,
                        help="scenario name in bbrbench/scenarios/ (e.g. mix, smoke) or a path to a TOML file")
@@ -282,6 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="override a key of the compare path, e.g. --set bottleneck.rate_mbit=100")
     co.add_argument("--report-only", action="store_true", help="rebuild table, figures and page of --out")
+    delay_arg(co)
     # The path compare runs on: a scenario file like run's, which --set and --profile modify.
     co.set_defaults(func=cmd_compare, scenario=str(SCENARIO_DIR / "compare.toml"))
 
@@ -305,6 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--no-plots", action="store_true")
     rep.add_argument("--mix-hosts", action="store_true",
                      help="pool repetitions from hosts whose kernels or algorithm objects differ")
+    delay_arg(rep)
     rep.set_defaults(func=cmd_report)
 
     cl = add("cleanup", "remove leftovers of crashed runs (namespaces, processes, attachments)")

@@ -17,7 +17,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..analysis import html, plots, tables
+from ..analysis.metrics import US_PER_MS
+from ..analysis.rundata import load_flows
 from ..analysis.stats import Ratio, ratio_ci95
 from ..errors import HarnessError, UsageError
 from ..results import read_json, write_json
@@ -89,8 +93,11 @@ def _format(stat: dict[str, Any] | None, col: Column) -> str | None:
 def _ratio_text(ratio: dict[str, Any] | None) -> str:
     if ratio is None or ratio["ratio"] is None:
         return ""
-    star = "*" if Ratio(ratio["ratio"], ratio["ci95"], ratio["df"]).excludes_one else ""
-    return f" ({ratio['ratio']:.2f}{star})"
+    return f" ({ratio['ratio']:.2f}{'*' if _significant(ratio) else ''})"
+
+
+def _significant(ratio: dict[str, Any] | None) -> bool:
+    return ratio is not None and Ratio(ratio["ratio"], ratio["ci95"], ratio["df"]).excludes_one
 
 
 def summarise(aggregated: dict[str, Any]) -> list[dict[str, Any]]:
@@ -119,45 +126,76 @@ def summarise(aggregated: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def table(rows: list[dict[str, Any]], form: str = "text") -> str:
+    """The table as console text, or as HTML where each cell whose ratio's interval excludes 1 is marked
+    (class "sig", the interval in its tooltip)."""
     header = ["case", "algorithm", "runs"] + [c.title for c in COLUMNS]
     body = []
     for row in rows:
-        cells: list[str | None] = [row["case"], row["algo"], row["status"].split(" ", 1)[0]]
+        cells: list[str | tables.Marked | None] = [row["case"], row["algo"], row["status"].split(" ", 1)[0]]
         for col in COLUMNS:
             stat = row["metrics"].get(col.metric)
             text = _format(stat, col)
-            cells.append(None if text is None else text + _ratio_text(stat and stat["ratio_to_reference"]))
+            ratio = stat and stat["ratio_to_reference"]
+            if text is None:
+                cells.append(None)
+            elif form == "html" and _significant(ratio):
+                cells.append(tables.Marked(text + _ratio_text(ratio), "sig",
+                                           f"ratio to {REFERENCE} {ratio['ratio']:.3f} ± {ratio['ci95']:.3f}: "
+                                           f"its 95% interval excludes 1"))
+            else:
+                cells.append(text + _ratio_text(ratio))
         body.append(cells)
     render = tables.html if form == "html" else tables.text
     return render(header, body, labels=3)
 
 
 LEGEND = (f"mean ± 95% confidence half-width over repetitions; (x) ratio of means to {REFERENCE} with '*' where its "
-          f"95% interval excludes 1. Queueing delay: RTT minus the path's base RTT.")
+          f"95% interval excludes 1 (on the page also highlighted). Queueing delay: RTT minus the path's base RTT.")
 
 
 def _done_runs(out: Path, point: str) -> list[Path]:
     return [d for d in sorted((out / "points" / point).glob("rep*")) if (d / sweep.DONE_MARK).is_file()]
 
 
-def figures(out: Path, rows: list[dict[str, Any]]) -> list[tuple[str, Path]]:
-    """Per case the throughput/delay picture; per algorithm the time series of its first finished run of
-    the largest case."""
+# The delay statistic of the throughput-delay picture (--delay): summary key and axis words.
+DELAY_STATS = {"p95": ("queueing_delay_ms_p95", "95th-percentile queueing delay"),
+               "mean": ("queueing_delay_ms_mean", "mean queueing delay")}
+DEFAULT_DELAY = "p95"
+
+
+def _rtt_samples_ms(run_dirs: list[Path]) -> np.ndarray:
+    """Every flow's smoothed RTT samples of these runs, pooled."""
+    parts = [series.col("srtt_us") / US_PER_MS for run_dir in run_dirs
+             for series in load_flows(run_dir / "raw" / "flows.csv").values()]
+    return np.concatenate(parts) if parts else np.array([])
+
+
+def figures(out: Path, rows: list[dict[str, Any]], cases: dict[int, Scenario],
+            delay: str = DEFAULT_DELAY) -> list[tuple[str, Path]]:
+    """Per case the throughput/delay picture and the RTT CDF; per algorithm the time series of its first
+    finished run of the largest case."""
+    key, words = DELAY_STATS[delay]
     fig_dir = out / "plots"
     fig_dir.mkdir(exist_ok=True)
     made: list[tuple[str, Path]] = []
-    for case in dict.fromkeys(r["case"] for r in rows):
+    for count, scenario in cases.items():
+        case = case_name(count)
         points: dict[str, list[tuple[float, float]]] = {}
-        for row in (r for r in rows if r["case"] == case):
+        rtts: dict[str, np.ndarray] = {}
+        for row in (r for r in rows if r["flows"] == count):
             pairs = []
-            for run_dir in _done_runs(out, row["point"]):
+            runs = _done_runs(out, row["point"])
+            for run_dir in runs:
                 total = read_json(run_dir / "summary.json", "summary")["total"]
-                if total.get("queueing_delay_ms_mean") is not None and total.get("goodput_mbps") is not None:
-                    pairs.append((total["queueing_delay_ms_mean"], total["goodput_mbps"]))
+                if total.get(key) is not None and total.get("goodput_mbps") is not None:
+                    pairs.append((total[key], total["goodput_mbps"]))
             points[row["algo"]] = pairs
-        title = f"Throughput and queueing delay, {case} (each run a dot; mean with its 95% intervals)"
-        made.append((title, plots.throughput_delay(points, fig_dir / f"throughput-delay-{case.split()[0]}flow.png",
-                                                   title)))
+            rtts[row["algo"]] = _rtt_samples_ms(runs)
+        title = f"Throughput and {words}, {case} (runs as dots; means with standard-error crosses)"
+        made.append((title, plots.throughput_delay(points, fig_dir / f"throughput-delay-{count}flow.png", title,
+                                                   words, scenario.bottleneck.rate_mbit)))
+        title = f"RTT distribution, {case} (every flow's ss samples of every run)"
+        made.append((title, plots.rtt_cdf(rtts, fig_dir / f"rtt-cdf-{count}flow.png", title)))
     largest = max((r["flows"] for r in rows), default=1)
     for row in (r for r in rows if r["flows"] == largest):
         runs = _done_runs(out, row["point"])
@@ -167,7 +205,7 @@ def figures(out: Path, rows: list[dict[str, Any]]) -> list[tuple[str, Path]]:
     return made
 
 
-def report(out: Path) -> str:
+def report(out: Path, delay: str = DEFAULT_DELAY) -> str:
     """Recompute the summary, table, figures and page of a finished or partial compare directory."""
     aggregated = read_json(out / "sweep.json", "sweep")
     plan_ = sweep.load_plan(out)
@@ -179,7 +217,7 @@ def report(out: Path) -> str:
     text = table(rows) + "\n" + LEGEND
     (out / "table.txt").write_text(text + "\n")
     html.write_page(out / PAGE, "bbrbench compare", describe(plan_, run_hosts(out, rows), doc),
-                    table(rows, "html"), LEGEND, figures(out, rows))
+                    table(rows, "html"), LEGEND, figures(out, rows, resolved_cases(plan_), delay))
     return text
 
 
@@ -269,11 +307,11 @@ def algorithms(plan_: sweep.Plan) -> list[str]:
     return list(dict.fromkeys(str(p.overrides[ALGO_KEY]) for p in plan_.points))
 
 
-def run(plan_: sweep.Plan, catalog: AlgoCatalog, out: Path) -> str:
+def run(plan_: sweep.Plan, catalog: AlgoCatalog, out: Path, delay: str = DEFAULT_DELAY) -> str:
     algos = algorithms(plan_)
     log.info("compare: %s, %d repetition(s), results in %s", ", ".join(algos), plan_.repetitions, out)
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     sweep.run_sweep(plan_, out, catalog)
     write_json(out / RESULT_FILE, "compare", {
         "algorithms": algos, "started": started, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z")})
-    return report(out)
+    return report(out, delay)
