@@ -146,14 +146,16 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_model(args: argparse.Namespace) -> int:
     from .analysis.sharemodel import ShareInputs, bbr_share
+    # Checked here, flag by flag: the model's own check speaks in the paper's symbols (N, q, c, l, d).
+    if args.bbr < 1:
+        raise UsageError(f"--bbr: must be >= 1 (got {args.bbr})")
+    for flag in ("queue_bdp", "rate_mbit", "rtt_ms", "duration_s", "packet_bytes"):
+        if not getattr(args, flag) > 0:
+            raise UsageError(f"--{flag.replace('_', '-')}: must be > 0 (got {getattr(args, flag)})")
     rate_pps = args.rate_mbit * 1e6 / 8 / args.packet_bytes
     bdp_packets = rate_pps * args.rtt_ms / 1e3
-    try:
-        result = bbr_share(ShareInputs(n_bbr=args.bbr, queue_packets=args.queue_bdp * bdp_packets,
-                                       capacity_pps=rate_pps, base_rtt_s=args.rtt_ms / 1e3,
-                                       duration_s=args.duration_s))
-    except ValueError as exc:
-        raise UsageError(f"model: {exc}") from None
+    result = bbr_share(ShareInputs(n_bbr=args.bbr, queue_packets=args.queue_bdp * bdp_packets, capacity_pps=rate_pps,
+                                   base_rtt_s=args.rtt_ms / 1e3, duration_s=args.duration_s))
     _emit(json.dumps(result.__dict__, indent=2))
     return 0
 
@@ -165,6 +167,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     if args.report_only:
         report = reproduce.report_only(out, args.mix_hosts)
     else:
+        # Planning validates every experiment's points; run_all plans again (a second of bbrctl queries).
+        reproduce.plans(reproduce.select(reproduce.experiments(), args.only), args.profile, args.reps)
         _need_root_here(args)
         with _executor(args) as executor:
             report = reproduce.run_all(args.profile, args.only, out, CHECKOUT_BUILD.parent,
@@ -180,11 +184,14 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     if args.scenario and "=" in args.scenario:
         args.overrides, args.scenario = [args.scenario, *args.overrides], None
     args.scenario = args.scenario or str(fidelity.DEFAULT_SCENARIO)
+    from .testbed import system
     _, raw = _load(args)
+    catalog = system.catalog()
+    plan = fidelity.plan(raw, catalog, args.reps)
     _need_root_here(args)
     out = Path(args.out) if args.out else _default_out("fidelity", str(raw.get("name", "fidelity")))
     with _executor(args) as executor:
-        _emit(fidelity.run(raw, out, args.reps, executor, args.mix_hosts))
+        _emit(fidelity.run(plan, catalog, out, executor, args.mix_hosts))
     _emit(f"results: {out}")
     return 0
 
