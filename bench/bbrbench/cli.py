@@ -10,13 +10,14 @@ import contextlib
 import json
 import logging
 import os
+import shlex
 import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import HarnessError, NotRunnable, UsageError
+from .errors import HarnessError, NotRunnable, RunsInterrupted, UsageError
 from .scenario import SCENARIO_DIR, ScenarioError, find_scenario, parse_assignment, prepare_raw, validate
 
 EXIT_FAILED = 1
@@ -77,7 +78,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     catalog = system.catalog()
     plan = compare.plan(raw, catalog, args.algos, args.reps)
     _need_root()
-    out = Path(args.out) if args.out else _default_out("compare", args.profile or "default")
+    # No timestamp: rerunning the same compare (compare.sh) resumes it, as reproduce does.
+    out = Path(args.out) if args.out else Path.cwd() / "results" / f"compare-{args.profile or 'default'}"
     _emit(compare.run(plan, catalog, out, args.delay))
     _emit(f"results: {out} (page: {out / compare.PAGE})")
     return 0
@@ -291,7 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="congestion controls (default: cubic, bbr and every bbrkit algorithm); bbr is always added")
     co.add_argument("--reps", type=int, help="repetitions (default: the scenario's, 5; 3 with --profile quick)")
     co.add_argument("--profile", help="quick: 5 s runs, 3 repetitions")
-    co.add_argument("--out", help="results directory (default results/compare-PROFILE-TIME); rerun to resume")
+    co.add_argument("--out", help="results directory (default results/compare-PROFILE, e.g. results/compare-quick); "
+                                  "rerun to resume")
     co.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="override a key of the compare path, e.g. --set bottleneck.rate_mbit=100")
     co.add_argument("--report-only", action="store_true", help="rebuild table, figures and page of --out")
@@ -416,7 +419,14 @@ def _setup_logging(args: argparse.Namespace) -> None:
     log.propagate = False
 
 
+def _resume_command(argv: list[str], out: Path) -> str:
+    """The command line that resumes an interrupted experiment: the same one, with --out."""
+    given = any(a == "--out" or a.startswith("--out=") for a in argv)
+    return shlex.join(["bbrbench", *argv, *([] if given else ["--out", str(out)])])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     # Overrides may come after options (run smoke --out D KEY=VALUE): argparse leaves those over as extras.
     args, extras = parser.parse_known_args(argv)
@@ -440,6 +450,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarnessError as exc:
         log.error("bbrbench: error: %s", exc)
         return EXIT_FAILED
+    except RunsInterrupted as exc:
+        log.error("bbrbench: interrupted; kept %d/%d runs in %s; resume with %s", exc.kept, exc.total, exc.out,
+                  _resume_command(argv, exc.out))
+        return EXIT_INTERRUPTED
     except KeyboardInterrupt:
-        log.error("bbrbench: interrupted; everything removed")
+        # The run's namespaces, processes and bbrkit attachments are gone; what it wrote stays.
+        log.error("bbrbench: interrupted; test network removed, results written so far kept")
         return EXIT_INTERRUPTED

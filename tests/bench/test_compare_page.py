@@ -4,7 +4,6 @@ negative delays and no overprinted labels; figures come as PNG and SVG; signific
 
 from __future__ import annotations
 
-import csv
 import re
 import shutil
 from pathlib import Path
@@ -18,18 +17,12 @@ from matplotlib.transforms import Bbox
 
 from bbrbench import cli
 from bbrbench.analysis import plots
-from bbrbench.analysis.report import summarize
 from bbrbench.experiments import compare, sweep
-from bbrbench.results import FLOW_FIELDS, read_json, write_json
-from bbrbench.scenario import AlgoCatalog, validate
+from bbrbench.results import read_json, write_json
+from bbrbench.scenario import AlgoCatalog
+from benchutil import write_fake_run
 
 CATALOG = AlgoCatalog(kernel=frozenset({"cubic", "bbr", "reno"}), bbrkit=frozenset({"bbr1"}))
-HOST = {"hostname": "testhost", "kernel": "6.18.0-test", "cpus": 4, "machine": "x86_64",
-        "bbrctl_version": "bbrctl test", "objects_sha256": "0" * 64, "algorithms_sha256": "1" * 64,
-        "loadavg_start": [0.25, 0.2, 0.1], "loadavg_end": [1.5, 0.4, 0.2]}
-# Per algorithm: mean queueing delay (ms) the synthetic flows add to the base RTT, and their goodput share.
-BEHAVIOUR = {"bbr": (4.0, 0.99), "cubic": (30.0, 0.995), "bbr1": (4.2, 0.98), "reno": (28.0, 0.99),
-             "bbr2": (6.0, 0.99), "bbr3": (3.0, 0.985), "bbr_acd": (2.5, 0.95), "bbr_rttgain": (1.5, 0.97)}
 
 
 def compare_plan(*argv: str, catalog: AlgoCatalog = CATALOG) -> sweep.Plan:
@@ -39,41 +32,14 @@ def compare_plan(*argv: str, catalog: AlgoCatalog = CATALOG) -> sweep.Plan:
     return compare.plan(raw, catalog, args.algos, args.reps)
 
 
-def _write_run(run_dir: Path, raw: dict, rng: np.random.Generator, reps_seed: int) -> None:
-    """A run directory as the runner leaves it (scenario.json, raw/flows.csv, host.json), summarised by the
-    real code: ss samples every 100 ms with an RTT of base + the algorithm's queueing delay, and a
-    steady delivery rate."""
-    scenario = validate(raw, AlgoCatalog(kernel=frozenset(BEHAVIOUR), bbrkit=frozenset()))
-    (run_dir / "raw").mkdir(parents=True)
-    write_json(run_dir / "scenario.json", "run", {"resolved": scenario.to_dict(), "raw": raw, "prefix": "t",
-                                                  "kernel": HOST["kernel"]})
-    rate = scenario.bottleneck.rate_mbit * 1e6 / 8 * 1448 / 1514 / len(scenario.flows)
-    with (run_dir / "raw" / "flows.csv").open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, FLOW_FIELDS)
-        writer.writeheader()
-        for flow in scenario.flows:
-            qdelay, share = BEHAVIOUR[flow.algo]
-            base = scenario.sender(flow.sender).rtt_ms
-            for t in np.arange(flow.start_s + 0.1, scenario.duration_s, 0.1):
-                acked = rate * share * (t - flow.start_s)
-                writer.writerow({"t_s": f"{t:.3f}", "flow": flow.index, "algo": flow.algo,
-                                 "srtt_us": round((base + max(0.0, rng.normal(qdelay, 2.0 + reps_seed))) * 1000),
-                                 "cwnd": 40, "bytes_acked": int(acked), "bytes_sent": int(acked * 1.001),
-                                 "bytes_retrans": int(acked * 0.001), "mss": 1448})
-    (run_dir / "raw" / "events.json").write_text("{}\n")
-    write_json(run_dir / "host.json", "host", HOST)
-    summarize(run_dir)
-    (run_dir / sweep.DONE_MARK).write_text("")
-
-
 def fake_compare(out: Path, plan_: sweep.Plan, reps: int | None = None) -> None:
     """`reps` repetitions of every point done (default all), as `compare` leaves them, plus compare.json."""
     rng = np.random.default_rng(23)
     sweep._open_plan(plan_, out)
     for rep in range(plan_.repetitions if reps is None else reps):
         for point in plan_.points:
-            _write_run(out / "points" / point.id / f"rep{rep}", sweep.point_raw(plan_.raw, point.overrides), rng,
-                       rep)
+            write_fake_run(out / "points" / point.id / f"rep{rep}", sweep.point_raw(plan_.raw, point.overrides), rng,
+                           spread_ms=2.0 + rep)
     sweep.aggregate(out)
     write_json(out / compare.RESULT_FILE, "compare", {"algorithms": compare.algorithms(plan_),
                                                       "started": "2026-01-01 10:00:00 UTC",

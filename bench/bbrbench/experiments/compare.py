@@ -303,6 +303,11 @@ def plan(raw: dict[str, Any], catalog: AlgoCatalog, requested: list[str], reps: 
     return plan_
 
 
+def point_name(point: sweep.Point) -> str:
+    """'bbr_acd, 2 flows': how progress lines name a point."""
+    return f"{point.overrides[ALGO_KEY]}, {case_name(int(point.overrides.get(CASE_KEY, 1)))}"
+
+
 def algorithms(plan_: sweep.Plan) -> list[str]:
     return list(dict.fromkeys(str(p.overrides[ALGO_KEY]) for p in plan_.points))
 
@@ -311,7 +316,7 @@ def run(plan_: sweep.Plan, catalog: AlgoCatalog, out: Path, delay: str = DEFAULT
     algos = algorithms(plan_)
     log.info("compare: %s, %d repetition(s), results in %s", ", ".join(algos), plan_.repetitions, out)
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
-    sweep.run_sweep(plan_, out, catalog)
+    sweep.run_sweep(plan_, out, catalog, describe=point_name)
     write_json(out / RESULT_FILE, "compare", {
         "algorithms": algos, "started": started, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z")})
     return report(out, delay)

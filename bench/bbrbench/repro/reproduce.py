@@ -27,12 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import HarnessError
+from .. import progress
+from ..errors import HarnessError, RunsInterrupted
 from ..scenario import SCENARIO_DIR, ScenarioError, prepare_raw
 from .papers import SUFFIX as PAPER_SUFFIX
 
 if TYPE_CHECKING:
-    from ..experiments.sweep import Executor
+    from ..experiments.sweep import Executor, Point
 
 log = logging.getLogger(__name__)
 REPRO_DIR = SCENARIO_DIR / "repro"
@@ -175,17 +176,28 @@ def run_all(profile: str, only: Sequence[str], out: Path, repo: Path, command: s
     catalog = system.catalog()
     meta = _record(out, profile, only, command, repo)
     total = sum(len(p.points) * p.repetitions for _, p in planned)
-    log.info("reproduce: %d experiment(s), %d run(s), profile %s, results in %s", len(planned), total, profile, out)
+    counter = progress.RunCounter([sweep.nominal_s(job) for e, p in planned
+                                   for job in sweep.pending(p, out / e.seed / e.name)])
+    log.info("reproduce: %d experiment(s), %d run(s), %d to do, about %s, profile %s, results in %s", len(planned),
+             total, counter.total, counter.estimate(), profile, out)
     load = LoadSampler()
     load.start()
     try:
         for e, plan_ in planned:
             log.info("== %s", e.key)
-            sweep.run_sweep(plan_, out / e.seed / e.name, catalog, executor, mix_hosts)
+            sweep.run_sweep(plan_, out / e.seed / e.name, catalog, executor, mix_hosts, counter, _prefixed(e.key))
+    except KeyboardInterrupt:
+        kept = sum(sweep.runs_done(p, out / e.seed / e.name) for e, p in planned)
+        raise RunsInterrupted(kept, total, out) from None
     finally:
         load.stop()
         _end(out, meta, load)
     return report_only(out, mix_hosts)
+
+
+def _prefixed(key: str) -> Callable[[Point], str]:
+    """Progress lines name the experiment before the point."""
+    return lambda point: f"{key} {point.label}"
 
 
 def report_only(out: Path, mix_hosts: bool = False) -> Path:
