@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import provenance
 from .errors import HarnessError, NotRunnable, RunsInterrupted, UsageError
 from .scenario import SCENARIO_DIR, ScenarioError, find_scenario, parse_assignment, prepare_raw, validate
 
@@ -174,7 +175,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         _need_root_here(args)
         with _executor(args) as executor:
             report = reproduce.run_all(args.profile, args.only, out, CHECKOUT_BUILD.parent,
-                                       reproduce.command_line(sys.argv[1:]), executor, args.mix_hosts,
+                                       provenance.command_line(), executor, args.mix_hosts,
                                        args.reps)
     _emit(f"report: {report}")
     return 0
@@ -247,6 +248,17 @@ def cmd_cluster_init(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Version(argparse.Action):
+    """--version, worked out only when asked for (it may run git)."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: Any) -> None:
+        _emit(provenance.version_line())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     verbosity = common.add_mutually_exclusive_group()
@@ -258,6 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="bbrbench", parents=[common],
                                      description="Congestion-control testbed in network namespaces.")
+    parser.add_argument("-V", "--version", action=_Version, help="print bbrbench's version (and git revision)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add(name: str, help_: str) -> argparse.ArgumentParser:
@@ -427,6 +440,7 @@ def _resume_command(argv: list[str], out: Path) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    provenance.set_command(argv)
     parser = build_parser()
     # Overrides may come after options (run smoke --out D KEY=VALUE): argparse leaves those over as extras.
     args, extras = parser.parse_known_args(argv)

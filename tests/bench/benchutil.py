@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +79,9 @@ BEHAVIOUR = {"bbr": (4.0, 0.99), "cubic": (30.0, 0.995), "bbr1": (4.2, 0.98), "r
              "bbr2": (6.0, 0.99), "bbr3": (3.0, 0.985), "bbr_acd": (2.5, 0.95), "bbr_rttgain": (1.5, 0.97)}
 
 
-def write_fake_run(run_dir: Path, raw: dict[str, Any], rng: np.random.Generator, spread_ms: float = 2.0) -> None:
-    """A finished run directory as a sweep leaves it (scenario.json, raw/flows.csv, host.json, done),
+def write_fake_run(run_dir: Path, raw: dict[str, Any], rng: np.random.Generator, spread_ms: float = 2.0,
+                   done: bool = True) -> None:
+    """A finished run directory as a sweep leaves it (scenario.json, raw/flows.csv, host.json, `done`),
     summarised by the real code: ss samples every 100 ms with an RTT of base + the algorithm's queueing
     delay (normal, spread_ms standard deviation) and a steady delivery rate."""
     scenario = validate(raw, AlgoCatalog(kernel=frozenset(BEHAVIOUR), bbrkit=frozenset()))
@@ -102,4 +104,20 @@ def write_fake_run(run_dir: Path, raw: dict[str, Any], rng: np.random.Generator,
     (run_dir / "raw" / "events.json").write_text("{}\n")
     write_json(run_dir / "host.json", "host", HOST)
     summarize(run_dir)
-    (run_dir / sweep.DONE_MARK).write_text("")
+    if done:
+        (run_dir / sweep.DONE_MARK).write_text("")
+
+
+class FakeExecutor:
+    """Finishes each job with a synthetic run; Ctrl-C (KeyboardInterrupt) before job number `stop_at`."""
+
+    def __init__(self, stop_at: int | None = None) -> None:
+        self.stop_at = stop_at
+        self.rng = np.random.default_rng(4)
+
+    def execute(self, jobs: list[sweep.Job], catalog: AlgoCatalog) -> Iterator[tuple[sweep.Job, sweep.Outcome]]:
+        for i, job in enumerate(jobs):
+            if i == self.stop_at:
+                raise KeyboardInterrupt
+            write_fake_run(job.run_dir, job.raw, self.rng, done=False)  # the sweep marks it done itself
+            yield job, sweep.Outcome("done")

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import bbrbench
 from bbrbench.errors import UsageError
 from bbrbench.experiments import compare
 from bbrbench.results import read_json
@@ -85,6 +86,10 @@ def test_real_compare_table_figures_and_page_in_a_browser(tmp_path: Path) -> Non
     for metrics in by.values():
         # One or two flows fill the 50 Mbit/s link: goodput near 50 x 1448/1514 = 47.8 Mbit/s.
         assert 40 < metrics["total.goodput_mbps"]["mean"] <= 48.5
+    # Every run records the bbrbench and the command that made it.
+    for run_meta in out.glob("points/*/rep*/scenario.json"):
+        made_by = read_json(run_meta, "run")["bbrbench"]
+        assert made_by["version"] == bbrbench.__version__ and made_by["command"].startswith("bbrbench compare cubic")
     # cubic fills the 2 BDP FIFO; bbr aims at an empty queue.
     assert (by[("1 flow", "cubic")]["total.queueing_delay_ms_mean"]["mean"]
             > by[("1 flow", "bbr")]["total.queueing_delay_ms_mean"]["mean"])

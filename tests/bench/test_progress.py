@@ -9,32 +9,15 @@ import logging
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from bbrbench import cli, progress
 from bbrbench.errors import RunsInterrupted
 from bbrbench.experiments import compare, sweep
 from bbrbench.scenario import AlgoCatalog
-from benchutil import write_fake_run
+from benchutil import FakeExecutor
 
 CATALOG = AlgoCatalog(kernel=frozenset({"cubic", "bbr"}), bbrkit=frozenset({"bbr1"}))
-
-
-class FakeExecutor:
-    """Finishes each job with a synthetic run; Ctrl-C (KeyboardInterrupt) before job number `stop_at`."""
-
-    def __init__(self, stop_at: int | None = None) -> None:
-        self.stop_at = stop_at
-        self.rng = np.random.default_rng(4)
-
-    def execute(self, jobs: list[sweep.Job], catalog: AlgoCatalog) -> Iterator[tuple[sweep.Job, sweep.Outcome]]:
-        for i, job in enumerate(jobs):
-            if i == self.stop_at:
-                raise KeyboardInterrupt
-            write_fake_run(job.run_dir, job.raw, self.rng)
-            (job.run_dir / sweep.DONE_MARK).unlink()  # the sweep marks it done itself
-            yield job, sweep.Outcome("done")
 
 
 class Collect(logging.Handler):

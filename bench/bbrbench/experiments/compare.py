@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import provenance
 from ..analysis import html, plots, tables
 from ..analysis.metrics import US_PER_MS
 from ..analysis.rundata import load_flows
@@ -315,8 +316,13 @@ def algorithms(plan_: sweep.Plan) -> list[str]:
 def run(plan_: sweep.Plan, catalog: AlgoCatalog, out: Path, delay: str = DEFAULT_DELAY) -> str:
     algos = algorithms(plan_)
     log.info("compare: %s, %d repetition(s), results in %s", ", ".join(algos), plan_.repetitions, out)
-    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    previous = read_json(out / RESULT_FILE, "compare") if (out / RESULT_FILE).is_file() else {}
+    invocation = {"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), **provenance.record()}
     sweep.run_sweep(plan_, out, catalog, describe=point_name)
+    invocation["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    # A resumed compare keeps the earlier invocations: its runs came from all of them.
+    invocations = [*previous.get("invocations", []), invocation]
     write_json(out / RESULT_FILE, "compare", {
-        "algorithms": algos, "started": started, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z")})
+        "algorithms": algos, "started": previous.get("started", invocation["started"]),
+        "finished": invocation["finished"], "invocations": invocations})
     return report(out, delay)

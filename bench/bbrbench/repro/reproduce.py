@@ -17,9 +17,7 @@ import json
 import logging
 import os
 import platform
-import shlex
 import statistics
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -27,8 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import progress
+from .. import __version__, progress
 from ..errors import HarnessError, RunsInterrupted
+from ..provenance import git_revision
 from ..scenario import SCENARIO_DIR, ScenarioError, prepare_raw
 from .papers import SUFFIX as PAPER_SUFFIX
 
@@ -76,18 +75,6 @@ def select(all_: list[Experiment], only: Sequence[str]) -> list[Experiment]:
     return [e for e in all_ if e.key in wanted]
 
 
-def git_revision(repo: Path) -> str:
-    """HEAD's commit, marked '-dirty' when tracked files differ from it (untracked files do not count)."""
-    try:
-        rev = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(repo), "diff", "--quiet", "HEAD", "--"],
-                               capture_output=True).returncode != 0
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return rev + ("-dirty" if dirty else "")
-
-
 @dataclass
 class LoadSampler:
     """The 1-minute load average sampled in a background thread, once at start, every interval_s and once
@@ -131,7 +118,7 @@ def _record(out: Path, profile: str, only: Sequence[str], command: str, repo: Pa
     meta: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {"profile": profile, "runs": []}
     if meta["profile"] != profile:
         raise HarnessError(f"{out} holds a {meta['profile']} reproduction; use another --out for {profile}")
-    entry = {"command": command, "only": list(only), "revision": git_revision(repo),
+    entry = {"command": command, "only": list(only), "version": __version__, "revision": git_revision(repo),
              "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "started_epoch": time.time(),
              "kernel": platform.release(), "cpus": os.cpu_count()}
     meta["runs"].append(entry)
@@ -205,7 +192,3 @@ def report_only(out: Path, mix_hosts: bool = False) -> Path:
     if not (out / META).is_file():
         raise HarnessError(f"{out}: not a reproduction directory (no {META})")
     return write_report(out, mix_hosts)
-
-
-def command_line(argv: Sequence[str]) -> str:
-    return "bbrbench " + " ".join(shlex.quote(a) for a in argv)
