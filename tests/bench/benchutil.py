@@ -18,7 +18,7 @@ import pytest
 
 from bbrbench.analysis.report import summarize
 from bbrbench.experiments import sweep
-from bbrbench.results import FLOW_FIELDS, write_json
+from bbrbench.results import FLOW_FIELDS, QUEUE_FIELDS, write_json
 from bbrbench.scenario import AlgoCatalog, validate
 
 # The console script pip installed beside the interpreter running the tests (the venv): the entry point
@@ -101,6 +101,16 @@ def write_fake_run(run_dir: Path, raw: dict[str, Any], rng: np.random.Generator,
                                  "srtt_us": round((base + max(0.0, rng.normal(qdelay, spread_ms))) * 1000),
                                  "cwnd": 40, "bytes_acked": int(acked), "bytes_sent": int(acked * 1.001),
                                  "bytes_retrans": int(acked * 0.001), "mss": 1448})
+    # The bottleneck queue every 10 ms: a backlog of the algorithm's queueing delay, frames leaving at
+    # 99.9% of the rate (the utilisation column).
+    qdelay = BEHAVIOUR[scenario.flows[0].algo][0]
+    link = scenario.bottleneck.rate_mbit * 1e6 / 8
+    with (run_dir / "raw" / "queue.csv").open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(QUEUE_FIELDS)
+        for t in np.arange(0.0, scenario.duration_s, 0.01):
+            backlog, sent = int(link * qdelay / 1e3), int(link * 0.999 * t)
+            writer.writerow([f"{t:.3f}", backlog, backlog // 1514, 0, sent, sent // 1514])
     (run_dir / "raw" / "events.json").write_text("{}\n")
     write_json(run_dir / "host.json", "host", HOST)
     summarize(run_dir)

@@ -10,10 +10,10 @@ from pathlib import Path
 # Cells never wrap (a mean, its interval and its ratio read as one); a table wider than the window scrolls
 # inside its box instead of squeezing the columns. At 1280 px compare's table fits whole.
 STYLE = """
-body { font-family: sans-serif; margin: 1.5em; max-width: 100em; }
+body { font-family: sans-serif; margin: 1em; max-width: 100em; }
 .table { overflow-x: auto; }
-table { border-collapse: collapse; font-size: 0.85em; }
-th, td { border: 1px solid #ccc; padding: 0.2em 0.45em; text-align: right; white-space: nowrap; }
+table { border-collapse: collapse; font-size: 0.75em; }
+th, td { border: 1px solid #ccc; padding: 0.15em 0.4em; text-align: right; white-space: nowrap; }
 td:nth-child(-n+2), th:nth-child(-n+2) { text-align: left; }
 .sig { font-weight: bold; background: #fff1b8; }
 figure { margin: 1.5em 0; }
