@@ -48,6 +48,7 @@ def main() -> int:
            "bbrbench runs congestion-control experiments in network namespaces (bottleneck, delay line,",
            "traffic, sampling, metrics and plots) and reproduces the seed papers' figures. Commands that",
            "create namespaces need root. Every command has \\-\\-help.",
+           ".SH OPTIONS", *option_lines(parser),
            ".SH COMMANDS"]
     out += commands(sub, "")
     out += [".SH SEE ALSO", ".BR bbrctl (8)"]

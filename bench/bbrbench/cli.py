@@ -10,14 +10,16 @@ import contextlib
 import json
 import logging
 import os
+import shlex
 import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import HarnessError, NotRunnable, UsageError
-from .scenario import ScenarioError, find_scenario, parse_assignment, prepare_raw, validate
+from . import provenance
+from .errors import HarnessError, NotRunnable, RunsInterrupted, UsageError
+from .scenario import SCENARIO_DIR, ScenarioError, find_scenario, parse_assignment, prepare_raw, validate
 
 EXIT_FAILED = 1
 EXIT_INVALID = 2
@@ -68,17 +70,18 @@ def _need_root_here(args: argparse.Namespace) -> None:
 def cmd_compare(args: argparse.Namespace) -> int:
     from .experiments import compare
     from .testbed import system
-    args.scenario = str(compare.SCENARIO)
     _, raw = _load(args)
-    catalog = system.catalog()
     if args.report_only:
         if not args.out:
             raise UsageError("--report-only needs --out DIR")
-        _emit(compare.report(Path(args.out)))
+        _emit(compare.report(Path(args.out), args.delay))
         return 0
+    catalog = system.catalog()
+    plan = compare.plan(raw, catalog, args.algos, args.reps)
     _need_root()
-    out = Path(args.out) if args.out else _default_out("compare", args.profile or "default")
-    _emit(compare.run(raw, catalog, args.algos, args.reps, out))
+    # No timestamp: rerunning the same compare (compare.sh) resumes it, as reproduce does.
+    out = Path(args.out) if args.out else Path.cwd() / "results" / f"compare-{args.profile or 'default'}"
+    _emit(compare.run(plan, catalog, out, args.delay))
     _emit(f"results: {out} (page: {out / compare.PAGE})")
     return 0
 
@@ -116,7 +119,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     directory = Path(args.dir)
     if (directory / "compare.json").is_file():
         from .experiments import compare
-        _emit(compare.report(directory))
+        _emit(compare.report(directory, args.delay))
     elif (directory / "plan.json").is_file():
         from .experiments.sweep import aggregate
         _emit(aggregate(directory, args.mix_hosts))
@@ -146,14 +149,16 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_model(args: argparse.Namespace) -> int:
     from .analysis.sharemodel import ShareInputs, bbr_share
+    # Checked here, flag by flag: the model's own check speaks in the paper's symbols (N, q, c, l, d).
+    if args.bbr < 1:
+        raise UsageError(f"--bbr: must be >= 1 (got {args.bbr})")
+    for flag in ("queue_bdp", "rate_mbit", "rtt_ms", "duration_s", "packet_bytes"):
+        if not getattr(args, flag) > 0:
+            raise UsageError(f"--{flag.replace('_', '-')}: must be > 0 (got {getattr(args, flag)})")
     rate_pps = args.rate_mbit * 1e6 / 8 / args.packet_bytes
     bdp_packets = rate_pps * args.rtt_ms / 1e3
-    try:
-        result = bbr_share(ShareInputs(n_bbr=args.bbr, queue_packets=args.queue_bdp * bdp_packets,
-                                       capacity_pps=rate_pps, base_rtt_s=args.rtt_ms / 1e3,
-                                       duration_s=args.duration_s))
-    except ValueError as exc:
-        raise UsageError(f"model: {exc}") from None
+    result = bbr_share(ShareInputs(n_bbr=args.bbr, queue_packets=args.queue_bdp * bdp_packets, capacity_pps=rate_pps,
+                                   base_rtt_s=args.rtt_ms / 1e3, duration_s=args.duration_s))
     _emit(json.dumps(result.__dict__, indent=2))
     return 0
 
@@ -165,10 +170,12 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     if args.report_only:
         report = reproduce.report_only(out, args.mix_hosts)
     else:
+        # Planning validates every experiment's points; run_all plans again (a second of bbrctl queries).
+        reproduce.plans(reproduce.select(reproduce.experiments(), args.only), args.profile, args.reps)
         _need_root_here(args)
         with _executor(args) as executor:
             report = reproduce.run_all(args.profile, args.only, out, CHECKOUT_BUILD.parent,
-                                       reproduce.command_line(sys.argv[1:]), executor, args.mix_hosts,
+                                       provenance.command_line(), executor, args.mix_hosts,
                                        args.reps)
     _emit(f"report: {report}")
     return 0
@@ -180,11 +187,14 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     if args.scenario and "=" in args.scenario:
         args.overrides, args.scenario = [args.scenario, *args.overrides], None
     args.scenario = args.scenario or str(fidelity.DEFAULT_SCENARIO)
+    from .testbed import system
     _, raw = _load(args)
+    catalog = system.catalog()
+    plan = fidelity.plan(raw, catalog, args.reps)
     _need_root_here(args)
     out = Path(args.out) if args.out else _default_out("fidelity", str(raw.get("name", "fidelity")))
     with _executor(args) as executor:
-        _emit(fidelity.run(raw, out, args.reps, executor, args.mix_hosts))
+        _emit(fidelity.run(plan, catalog, out, executor, args.mix_hosts))
     _emit(f"results: {out}")
     return 0
 
@@ -238,6 +248,17 @@ def cmd_cluster_init(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Version(argparse.Action):
+    """--version, worked out only when asked for (it may run git)."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: Any) -> None:
+        _emit(provenance.version_line())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     verbosity = common.add_mutually_exclusive_group()
@@ -249,6 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="bbrbench", parents=[common],
                                      description="Congestion-control testbed in network namespaces.")
+    parser.add_argument("-V", "--version", action=_Version, help="print bbrbench's version (and git revision)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add(name: str, help_: str) -> argparse.ArgumentParser:
@@ -266,6 +288,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--mix-hosts", action="store_true",
                        help="pool repetitions from hosts whose kernels or algorithm objects differ")
 
+    def delay_arg(p: argparse.ArgumentParser) -> None:
+        # The choices are compare.DELAY_STATS's keys (compare is not imported here: it needs numpy).
+        p.add_argument("--delay", choices=("p95", "mean"), default="p95",
+                       help="compare's throughput-delay figure: each run's 95th-percentile or mean queueing delay "
+                            "(default p95, as Pantheon)")
+
     def scenario_args(p: argparse.ArgumentParser, optional: bool = False) -> None:
         p.add_argument("scenario", nargs="?" if optional else None,
                        help="scenario name in bbrbench/scenarios/ (e.g. mix, smoke) or a path to a TOML file")
@@ -278,11 +306,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help="congestion controls (default: cubic, bbr and every bbrkit algorithm); bbr is always added")
     co.add_argument("--reps", type=int, help="repetitions (default: the scenario's, 5; 3 with --profile quick)")
     co.add_argument("--profile", help="quick: 5 s runs, 3 repetitions")
-    co.add_argument("--out", help="results directory (default results/compare-PROFILE-TIME); rerun to resume")
+    co.add_argument("--out", help="results directory (default results/compare-PROFILE, e.g. results/compare-quick); "
+                                  "rerun to resume")
     co.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="override a key of the compare path, e.g. --set bottleneck.rate_mbit=100")
     co.add_argument("--report-only", action="store_true", help="rebuild table, figures and page of --out")
-    co.set_defaults(func=cmd_compare)
+    delay_arg(co)
+    # The path compare runs on: a scenario file like run's, which --set and --profile modify.
+    co.set_defaults(func=cmd_compare, scenario=str(SCENARIO_DIR / "compare.toml"))
 
     run = add("run", "run one scenario")
     scenario_args(run)
@@ -304,6 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--no-plots", action="store_true")
     rep.add_argument("--mix-hosts", action="store_true",
                      help="pool repetitions from hosts whose kernels or algorithm objects differ")
+    delay_arg(rep)
     rep.set_defaults(func=cmd_report)
 
     cl = add("cleanup", "remove leftovers of crashed runs (namespaces, processes, attachments)")
@@ -400,7 +432,15 @@ def _setup_logging(args: argparse.Namespace) -> None:
     log.propagate = False
 
 
+def _resume_command(argv: list[str], out: Path) -> str:
+    """The command line that resumes an interrupted experiment: the same one, with --out."""
+    given = any(a == "--out" or a.startswith("--out=") for a in argv)
+    return shlex.join(["bbrbench", *argv, *([] if given else ["--out", str(out)])])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    provenance.set_command(argv)
     parser = build_parser()
     # Overrides may come after options (run smoke --out D KEY=VALUE): argparse leaves those over as extras.
     args, extras = parser.parse_known_args(argv)
@@ -424,6 +464,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarnessError as exc:
         log.error("bbrbench: error: %s", exc)
         return EXIT_FAILED
+    except RunsInterrupted as exc:
+        log.error("bbrbench: interrupted; kept %d/%d runs in %s; resume with %s", exc.kept, exc.total, exc.out,
+                  _resume_command(argv, exc.out))
+        return EXIT_INTERRUPTED
     except KeyboardInterrupt:
-        log.error("bbrbench: interrupted; everything removed")
+        # The run's namespaces, processes and bbrkit attachments are gone; what it wrote stays.
+        log.error("bbrbench: interrupted; test network removed, results written so far kept")
         return EXIT_INTERRUPTED

@@ -1,5 +1,7 @@
 """Errors every layer raises; the command line turns each into a one-line message and an exit status."""
 
+from pathlib import Path
+
 
 class HarnessError(RuntimeError):
     """A run that cannot go on; the message is one line."""
@@ -11,3 +13,14 @@ class NotRunnable(HarnessError):
 
 class UsageError(ValueError):
     """A command-line value out of range; reported like argparse's own errors (exit status 2)."""
+
+
+class RunsInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during a resumable experiment (sweep, compare, reproduce, fidelity): its finished
+    runs stay in `out`, and rerunning with that --out does only the others."""
+
+    def __init__(self, kept: int, total: int, out: Path) -> None:
+        super().__init__(f"kept {kept}/{total} runs in {out}")
+        self.kept = kept
+        self.total = total
+        self.out = out

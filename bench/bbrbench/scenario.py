@@ -430,6 +430,8 @@ SWEEP_KEYS = {"repetitions", "grid", "cases", "metrics"}
 # Shaping at 1 ms of line rate absorbs timer slack (hrtimer wake-ups are well under 1 ms here) without
 # letting more than a millisecond's burst through after an idle period.
 AUTO_BURST_S = 0.001
+# The least a default (unset) bottleneck buffer holds: Linux's initial congestion window, 10 segments.
+DEFAULT_BUFFER_MIN_PACKETS = 10
 
 
 DEFAULT_DURATION_S = 30.0
@@ -570,8 +572,14 @@ def _bottleneck(t: _Table, senders: list[Sender]) -> Bottleneck:
     buffer_packets: int | None = None
     buffer_bytes: int | None = None
     buffer_bdp: float | None = None
-    which = _exclusive(t, ("buffer_packets", "buffer_bytes", "buffer_bdp")) or "buffer_bdp"
-    if which == "buffer_packets":
+    which = _exclusive(t, ("buffer_packets", "buffer_bytes", "buffer_bdp"))
+    if which is None:
+        # Unset: 1 BDP, but never under TCP's initial window, so that a path without delay (a BDP under one
+        # packet, an error had the user written buffer_bdp) still gets a queue that holds a first flight.
+        bdp_packets = round(rate_bytes_s * bdp_rtt_ms / 1e3 / frame)
+        buffer_packets = max(DEFAULT_BUFFER_MIN_PACKETS, bdp_packets)
+        buffer_bdp = 1.0 if buffer_packets == bdp_packets else None
+    elif which == "buffer_packets":
         buffer_packets = t.integer("buffer_packets", None, at_least(1))
     elif which == "buffer_bytes":
         buffer_bytes = t.integer("buffer_bytes", None, lambda v: None if v >= frame else

@@ -1,5 +1,5 @@
-"""bbrbench compare: the table's statistics from a sweep, the choice of algorithms, the interval ellipse of
-the throughput/delay picture, and (root) a real compare whose HTML page a headless browser opens."""
+"""bbrbench compare: the table's statistics from a sweep, the choice of algorithms, and (root) a real compare
+whose HTML page a headless browser opens."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bbrbench.analysis.stats import interval_ellipse95
+import bbrbench
 from bbrbench.errors import UsageError
 from bbrbench.experiments import compare
 from bbrbench.results import read_json
@@ -54,15 +54,6 @@ def test_algorithms_bbr_always_and_unknown_refused() -> None:
         compare.choose_algos(["nosuchcc"], CATALOG)
 
 
-def test_interval_ellipse_spans_both_means_intervals() -> None:
-    # x = 1..4: mean 2.5, s = 1.291, t(0.975, 3) = 3.182 from tables: half-width 2.054; y constant: 0.
-    region = interval_ellipse95([1.0, 2.0, 3.0, 4.0], [5.0, 5.0, 5.0, 5.0])
-    assert region is not None
-    assert (region.x, region.y, region.angle_deg) == (2.5, 5.0, 0.0)
-    assert region.width == pytest.approx(2 * 2.054, rel=1e-3) and region.height == 0.0
-    assert interval_ellipse95([1.0], [3.0]) is None
-
-
 def test_cli_refuses_an_unknown_algorithm_before_anything(tmp_path: Path) -> None:
     res = run_cli("compare", "nosuchcc", "--out", str(tmp_path / "out"))
     assert res.returncode == 2
@@ -95,6 +86,10 @@ def test_real_compare_table_figures_and_page_in_a_browser(tmp_path: Path) -> Non
     for metrics in by.values():
         # One or two flows fill the 50 Mbit/s link: goodput near 50 x 1448/1514 = 47.8 Mbit/s.
         assert 40 < metrics["total.goodput_mbps"]["mean"] <= 48.5
+    # Every run records the bbrbench and the command that made it.
+    for run_meta in out.glob("points/*/rep*/scenario.json"):
+        made_by = read_json(run_meta, "run")["bbrbench"]
+        assert made_by["version"] == bbrbench.__version__ and made_by["command"].startswith("bbrbench compare cubic")
     # cubic fills the 2 BDP FIFO; bbr aims at an empty queue.
     assert (by[("1 flow", "cubic")]["total.queueing_delay_ms_mean"]["mean"]
             > by[("1 flow", "bbr")]["total.queueing_delay_ms_mean"]["mean"])
@@ -109,8 +104,8 @@ def test_real_compare_table_figures_and_page_in_a_browser(tmp_path: Path) -> Non
         body_rows = driver.find_elements(By.CSS_SELECTOR, "table tbody tr")
         assert [r.find_elements(By.TAG_NAME, "td")[1].text for r in body_rows] == ["bbr", "cubic", "bbr", "cubic"]
         images = driver.find_elements(By.TAG_NAME, "img")
-        # Two throughput/delay pictures (one per case) and one time series per algorithm, all decoded.
-        assert len(images) == 4
+        # Per case a throughput/delay picture and an RTT CDF, and one time series per algorithm, all decoded.
+        assert len(images) == 6
         assert all(driver.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", img)
                    for img in images)
     finally:

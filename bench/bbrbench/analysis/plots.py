@@ -1,4 +1,5 @@
-"""PNG figures (matplotlib, Agg backend: no display needed): one run's series, and compare's pictures."""
+"""Figures (matplotlib, Agg backend: no display needed): one run's series as PNGs, and compare's pictures as
+PNG and SVG."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import numpy as np  # noqa: E402
-from matplotlib.patches import Ellipse as MplEllipse  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.transforms import Bbox  # noqa: E402
 
 from .metrics import US_PER_MS, window_rates_bps  # noqa: E402
 from .rundata import load_run, trace_by_flow  # noqa: E402
-from .stats import interval_ellipse95  # noqa: E402
+from .stats import mean_sem  # noqa: E402
 
 FIG_SIZE = (10, 4.5)
 DPI = 110
@@ -107,35 +109,112 @@ def _pacing_gains(run_dir: Path, scenario: dict[str, Any], events_doc: dict[str,
     return gains
 
 
-def throughput_delay(points: dict[str, list[tuple[float, float]]], path: Path, title: str) -> Path:
-    """Pantheon's picture: each repetition a point (x: mean queueing delay, y: goodput), each algorithm's
-    mean with an ellipse spanning the 95% intervals of both means (the table's). The delay axis runs right
-    to left so that better (more throughput, less delay) is up and to the right."""
+# Where a label may sit beside its mark, in points, tried in this order (Pantheon's plots label each mark).
+LABEL_OFFSETS = [(6, 4), (6, -12), (-6, 4), (-6, -12), (6, 14), (6, -22), (-6, 14), (-6, -22), (6, 24), (6, -32),
+                 (-6, 24), (-6, -32), (18, -4), (-18, -4), (6, 34), (6, -42)]
+
+
+def save(fig: Figure, path: Path) -> Path:
+    """The PNG (for the page) and an SVG of the same figure beside it (for papers and zooming); the
+    bounding box grows to whatever sits outside the axes, such as the legend."""
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    fig.savefig(path.with_suffix(".svg"), bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def _overlaps(box: Bbox, others: list[Bbox]) -> bool:
+    return any(box.overlaps(o) for o in others)
+
+
+def place_labels(ax: Any, anchors: list[tuple[str, float, float]]) -> list[Any]:
+    """One text per (label, x, y), each at the first offset of LABEL_OFFSETS where it overlaps no label
+    placed before it and stays inside the axes: greedy, so the first comers keep the nearest places."""
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    inside = ax.get_window_extent(renderer)
+    placed: list[Bbox] = []
+    texts = []
+    for label, x, y in anchors:
+        text = ax.annotate(label, (x, y), textcoords="offset points", xytext=LABEL_OFFSETS[0], fontsize=8,
+                           ha="left", va="bottom")
+        for dx, dy in LABEL_OFFSETS:
+            text.xyann = (dx, dy)
+            text.set_ha("left" if dx >= 0 else "right")
+            box = text.get_window_extent(renderer)
+            if not _overlaps(box, placed) and inside.contains(box.x0, box.y0) and inside.contains(box.x1, box.y1):
+                break
+        placed.append(text.get_window_extent(renderer))
+        texts.append(text)
+    return texts
+
+
+def _clipped_error(mean: float, err: float, low: float, high: float) -> tuple[float, float]:
+    """An error bar's lower and upper lengths around `mean`, cut to the physical range [low, high]."""
+    return max(0.0, mean - max(low, mean - err)), max(0.0, min(high, mean + err) - mean)
+
+
+def throughput_delay_figure(points: dict[str, list[tuple[float, float]]], title: str, delay_label: str,
+                            rate_mbit: float) -> Figure:
+    """Pantheon's picture: each repetition a small dot (x: a delay statistic of the run, y: goodput), each
+    algorithm's mean a labelled mark with standard-error crosses. Standard errors, not 95% intervals: with
+    three repetitions t(0.975, 2) = 4.3 makes the intervals so wide that they swamp the marks (the table
+    holds the intervals). Delays are at least 0 and goodput at most the link rate, so the crosses are cut
+    there and the axes start at 0. The delay axis runs right to left: better is up and to the right."""
     fig, ax = plt.subplots(figsize=(7.5, 5))
+    anchors: list[tuple[str, float, float]] = []
+    most_delay = 0.0
     for i, (algo, xy) in enumerate(points.items()):
         if not xy:
             continue
         color = f"C{i % 10}"
-        xs, ys = [p[0] for p in xy], [p[1] for p in xy]
-        ax.scatter(xs, ys, color=color, s=14, alpha=0.5)
-        ax.scatter([float(np.mean(xs))], [float(np.mean(ys))], color=color, s=50, marker="o", edgecolors="black",
-                   linewidths=0.6, label=algo, zorder=3)
-        region = interval_ellipse95(xs, ys)
-        if region is not None:
-            ax.add_patch(MplEllipse((region.x, region.y), region.width, region.height, angle=region.angle_deg,
-                                    facecolor=color, alpha=0.15, edgecolor=color))
-        ax.annotate(algo, (float(np.mean(xs)), float(np.mean(ys))), textcoords="offset points", xytext=(6, 4),
-                    fontsize=8)
-    ax.invert_xaxis()
-    ax.set_xlabel("mean queueing delay (ms), RTT minus base RTT; better to the right")
+        # A run's delay statistic can dip below 0 by the delay line's jitter: physically it is 0.
+        xs = np.maximum(0.0, [p[0] for p in xy])
+        ys = np.array([p[1] for p in xy])
+        ax.scatter(xs, ys, color=color, s=10, alpha=0.45, linewidths=0)
+        mx, sx = mean_sem(xs)
+        my, sy = mean_sem(ys)
+        xerr = np.array([_clipped_error(mx, sx, 0.0, np.inf)]).T
+        yerr = np.array([_clipped_error(my, sy, 0.0, rate_mbit)]).T
+        ax.errorbar([mx], [my], xerr=xerr, yerr=yerr, fmt="o", color=color, markersize=7, markeredgecolor="black",
+                    markeredgewidth=0.6, elinewidth=1.2, capsize=3, label=algo, zorder=3)
+        anchors.append((algo, mx, my))
+        most_delay = max(most_delay, float(xs.max()), mx + sx)
+    ax.set_xlim(most_delay * 1.08 + 0.5, 0.0)
+    low, high = ax.get_ylim()
+    ax.set_ylim(max(0.0, low), min(high, rate_mbit * 1.02))
+    ax.set_xlabel(f"{delay_label} (ms), RTT minus base RTT; better to the right")
     ax.set_ylabel("goodput (Mbit/s)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    place_labels(ax, anchors)
+    return fig
+
+
+def throughput_delay(points: dict[str, list[tuple[float, float]]], path: Path, title: str, delay_label: str,
+                     rate_mbit: float) -> Path:
+    return save(throughput_delay_figure(points, title, delay_label, rate_mbit), path)
+
+
+def rtt_cdf(samples: dict[str, np.ndarray], path: Path, title: str) -> Path:
+    """flent's RTT CDF: per algorithm the fraction of RTT samples at or below each RTT."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for i, (algo, rtt) in enumerate(samples.items()):
+        x = np.sort(rtt[np.isfinite(rtt)])
+        if len(x):
+            ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", color=f"C{i % 10}", label=algo, linewidth=1.2)
+    ax.set_xlim(left=0.0)
+    ax.set_ylim(0.0, 1.0)
+    ax.set_xlabel("smoothed RTT (ms, ss)")
+    ax.set_ylabel("fraction of samples")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    return save(fig, path)
 
 
 def time_series(run_dir: Path, path: Path, title: str) -> Path:

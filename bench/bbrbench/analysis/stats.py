@@ -99,23 +99,9 @@ def pearson_ci95(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, 
     return r, float(ci.low), float(ci.high)
 
 
-@dataclass(frozen=True)
-class Ellipse:
-    """A 2-D region: centre, full width and height along its axes, rotation in degrees."""
-
-    x: float
-    y: float
-    width: float
-    height: float
-    angle_deg: float
-
-
-def interval_ellipse95(x: Sequence[float], y: Sequence[float]) -> Ellipse | None:
-    """The ellipse whose half-axes are the 95% intervals (Student's t) of the mean of x and of y: the
-    table's two intervals drawn as one shape. None below two points. (The joint Hotelling region would
-    fold in the correlation, but with three repetitions it is tens of times wider than either interval.)"""
-    if len(x) < 2 or len(y) < 2:
-        return None
-    mx, cx = mean_ci95(x)
-    my, cy = mean_ci95(y)
-    return Ellipse(mx, my, 2 * (cx or 0.0), 2 * (cy or 0.0), 0.0)
+def mean_sem(values: Sequence[float] | np.ndarray) -> tuple[float, float]:
+    """(mean, standard error of the mean); the standard error is 0 with a single value."""
+    x = np.asarray(values, dtype=float)
+    if len(x) == 0:
+        raise ValueError("no values")
+    return float(x.mean()), float(stats.sem(x)) if len(x) > 1 else 0.0

@@ -12,17 +12,22 @@ table.txt, compare.html and plots/ into the sweep directory.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from .. import provenance
 from ..analysis import html, plots, tables
+from ..analysis.metrics import US_PER_MS
+from ..analysis.rundata import load_flows
 from ..analysis.stats import Ratio, ratio_ci95
 from ..errors import HarnessError, UsageError
 from ..results import read_json, write_json
-from ..scenario import SCENARIO_DIR, AlgoCatalog
+from ..scenario import SCENARIO_DIR, AlgoCatalog, Scenario, validate
+from ..testbed.host import read_host
 from . import sweep
 
 log = logging.getLogger(__name__)
@@ -89,8 +94,11 @@ def _format(stat: dict[str, Any] | None, col: Column) -> str | None:
 def _ratio_text(ratio: dict[str, Any] | None) -> str:
     if ratio is None or ratio["ratio"] is None:
         return ""
-    star = "*" if Ratio(ratio["ratio"], ratio["ci95"], ratio["df"]).excludes_one else ""
-    return f" ({ratio['ratio']:.2f}{star})"
+    return f" ({ratio['ratio']:.2f}{'*' if _significant(ratio) else ''})"
+
+
+def _significant(ratio: dict[str, Any] | None) -> bool:
+    return ratio is not None and Ratio(ratio["ratio"], ratio["ci95"], ratio["df"]).excludes_one
 
 
 def summarise(aggregated: dict[str, Any]) -> list[dict[str, Any]]:
@@ -119,45 +127,76 @@ def summarise(aggregated: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def table(rows: list[dict[str, Any]], form: str = "text") -> str:
+    """The table as console text, or as HTML where each cell whose ratio's interval excludes 1 is marked
+    (class "sig", the interval in its tooltip)."""
     header = ["case", "algorithm", "runs"] + [c.title for c in COLUMNS]
     body = []
     for row in rows:
-        cells: list[str | None] = [row["case"], row["algo"], row["status"].split(" ", 1)[0]]
+        cells: list[str | tables.Marked | None] = [row["case"], row["algo"], row["status"].split(" ", 1)[0]]
         for col in COLUMNS:
             stat = row["metrics"].get(col.metric)
             text = _format(stat, col)
-            cells.append(None if text is None else text + _ratio_text(stat and stat["ratio_to_reference"]))
+            ratio = stat and stat["ratio_to_reference"]
+            if text is None:
+                cells.append(None)
+            elif form == "html" and _significant(ratio):
+                cells.append(tables.Marked(text + _ratio_text(ratio), "sig",
+                                           f"ratio to {REFERENCE} {ratio['ratio']:.3f} ± {ratio['ci95']:.3f}: "
+                                           f"its 95% interval excludes 1"))
+            else:
+                cells.append(text + _ratio_text(ratio))
         body.append(cells)
     render = tables.html if form == "html" else tables.text
     return render(header, body, labels=3)
 
 
 LEGEND = (f"mean ± 95% confidence half-width over repetitions; (x) ratio of means to {REFERENCE} with '*' where its "
-          f"95% interval excludes 1. Queueing delay: RTT minus the path's base RTT.")
+          f"95% interval excludes 1 (on the page also highlighted). Queueing delay: RTT minus the path's base RTT.")
 
 
 def _done_runs(out: Path, point: str) -> list[Path]:
     return [d for d in sorted((out / "points" / point).glob("rep*")) if (d / sweep.DONE_MARK).is_file()]
 
 
-def figures(out: Path, rows: list[dict[str, Any]]) -> list[tuple[str, Path]]:
-    """Per case the throughput/delay picture; per algorithm the time series of its first finished run of
-    the largest case."""
+# The delay statistic of the throughput-delay picture (--delay): summary key and axis words.
+DELAY_STATS = {"p95": ("queueing_delay_ms_p95", "95th-percentile queueing delay"),
+               "mean": ("queueing_delay_ms_mean", "mean queueing delay")}
+DEFAULT_DELAY = "p95"
+
+
+def _rtt_samples_ms(run_dirs: list[Path]) -> np.ndarray:
+    """Every flow's smoothed RTT samples of these runs, pooled."""
+    parts = [series.col("srtt_us") / US_PER_MS for run_dir in run_dirs
+             for series in load_flows(run_dir / "raw" / "flows.csv").values()]
+    return np.concatenate(parts) if parts else np.array([])
+
+
+def figures(out: Path, rows: list[dict[str, Any]], cases: dict[int, Scenario],
+            delay: str = DEFAULT_DELAY) -> list[tuple[str, Path]]:
+    """Per case the throughput/delay picture and the RTT CDF; per algorithm the time series of its first
+    finished run of the largest case."""
+    key, words = DELAY_STATS[delay]
     fig_dir = out / "plots"
     fig_dir.mkdir(exist_ok=True)
     made: list[tuple[str, Path]] = []
-    for case in dict.fromkeys(r["case"] for r in rows):
+    for count, scenario in cases.items():
+        case = case_name(count)
         points: dict[str, list[tuple[float, float]]] = {}
-        for row in (r for r in rows if r["case"] == case):
+        rtts: dict[str, np.ndarray] = {}
+        for row in (r for r in rows if r["flows"] == count):
             pairs = []
-            for run_dir in _done_runs(out, row["point"]):
+            runs = _done_runs(out, row["point"])
+            for run_dir in runs:
                 total = read_json(run_dir / "summary.json", "summary")["total"]
-                if total.get("queueing_delay_ms_mean") is not None and total.get("goodput_mbps") is not None:
-                    pairs.append((total["queueing_delay_ms_mean"], total["goodput_mbps"]))
+                if total.get(key) is not None and total.get("goodput_mbps") is not None:
+                    pairs.append((total[key], total["goodput_mbps"]))
             points[row["algo"]] = pairs
-        title = f"Throughput and queueing delay, {case} (each run a dot; mean with its 95% intervals)"
-        made.append((title, plots.throughput_delay(points, fig_dir / f"throughput-delay-{case.split()[0]}flow.png",
-                                                   title)))
+            rtts[row["algo"]] = _rtt_samples_ms(runs)
+        title = f"Throughput and {words}, {case} (runs as dots; means with standard-error crosses)"
+        made.append((title, plots.throughput_delay(points, fig_dir / f"throughput-delay-{count}flow.png", title,
+                                                   words, scenario.bottleneck.rate_mbit)))
+        title = f"RTT distribution, {case} (every flow's ss samples of every run)"
+        made.append((title, plots.rtt_cdf(rtts, fig_dir / f"rtt-cdf-{count}flow.png", title)))
     largest = max((r["flows"] for r in rows), default=1)
     for row in (r for r in rows if r["flows"] == largest):
         runs = _done_runs(out, row["point"])
@@ -167,7 +206,7 @@ def figures(out: Path, rows: list[dict[str, Any]]) -> list[tuple[str, Path]]:
     return made
 
 
-def report(out: Path) -> str:
+def report(out: Path, delay: str = DEFAULT_DELAY) -> str:
     """Recompute the summary, table, figures and page of a finished or partial compare directory."""
     aggregated = read_json(out / "sweep.json", "sweep")
     plan_ = sweep.load_plan(out)
@@ -178,36 +217,112 @@ def report(out: Path) -> str:
     write_json(out / RESULT_FILE, "compare", doc)
     text = table(rows) + "\n" + LEGEND
     (out / "table.txt").write_text(text + "\n")
-    html.write_page(out / PAGE, "bbrbench compare", describe(plan_.raw, doc),
-                    table(rows, "html"), LEGEND, figures(out, rows))
+    html.write_page(out / PAGE, "bbrbench compare", describe(plan_, run_hosts(out, rows), doc),
+                    table(rows, "html"), LEGEND, figures(out, rows, resolved_cases(plan_), delay))
     return text
 
 
-def describe(raw: dict[str, Any], doc: dict[str, Any]) -> list[str]:
-    """The page's facts: the path, the runs, the machine."""
-    b = raw.get("bottleneck", {})
-    facts = [f"Path: {b.get('rate_mbit')} Mbit/s bottleneck, base RTT {raw.get('senders', [{}])[0].get('rtt_ms', 0)} "
-             f"ms, FIFO of {b.get('buffer_bdp', 1)} BDP; each run {raw.get('duration_s')} s; the second flow of "
-             f"the two-flow case starts 2 s after the first. {doc['repetitions']} repetition(s), interleaved.",
-             "Measured on a shared 2-core machine with other work running: not quiet-machine numbers."]
-    if doc.get("kernel"):
-        facts.append(f"Kernel {doc['kernel']}, {doc.get('cpus')} CPUs, load average before "
-                     f"{' '.join(doc.get('loadavg_before', []))}, after {' '.join(doc.get('loadavg_after', []))}; "
-                     f"{doc.get('started')} to {doc.get('finished')}.")
+def resolved_cases(plan_: sweep.Plan) -> dict[int, Scenario]:
+    """Each case's scenario as its runs got it (profile, --set overrides and defaults applied), by flow
+    count. Resolved again from the plan rather than from a run directory, so that a compare none of whose
+    runs finished still describes its path; every algorithm counts as known (the plan was validated
+    against the real list when it was made)."""
+    algos = frozenset(str(p.overrides[ALGO_KEY]) for p in plan_.points)
+    catalog = AlgoCatalog(kernel=frozenset(), bbrkit=algos)
+    cases: dict[int, Scenario] = {}
+    for point in plan_.points:
+        count = int(point.overrides.get(CASE_KEY, 1))
+        if count not in cases:
+            cases[count] = validate(sweep.point_raw(plan_.raw, point.overrides), catalog)
+    return dict(sorted(cases.items()))
+
+
+def _path_fact(scenario: Scenario) -> str:
+    b = scenario.bottleneck
+    rtts = sorted({s.rtt_ms for s in scenario.senders if any(f.sender == s.name for f in scenario.flows)})
+    queue = "FIFO" if b.aqm == "fifo" else b.aqm
+    size = f"{b.buffer_packets} packets" if b.buffer_packets is not None else f"{b.buffer_bytes} bytes"
+    if b.bdp_bytes > 0:
+        size += f" ({b.limit_bytes / b.bdp_bytes:.2g} BDP at {b.bdp_rtt_ms:g} ms)"
+    fact = (f"Path: {b.rate_mbit:g} Mbit/s {b.shaper} bottleneck, base RTT "
+            f"{' / '.join(f'{r:g}' for r in rtts)} ms, {queue} of {size}")
+    if b.loss_pct:
+        fact += f", {b.loss_pct:g}% random loss"
+    if b.mtu != 1500:
+        fact += f", MTU {b.mtu}"
+    return fact + "."
+
+
+def _case_fact(count: int, scenario: Scenario) -> str:
+    starts = [f.start_s for f in scenario.flows]
+    if len(starts) < 2:
+        return case_name(count)
+    offsets = sorted({s - starts[0] for s in starts[1:]})
+    if len(starts) == 2:
+        return f"{case_name(count)}, the second starting {offsets[0]:g} s after the first"
+    return f"{case_name(count)}, starting at {', '.join(f'{s:g}' for s in starts)} s"
+
+
+def _host_fact(hosts: list[dict[str, Any]]) -> str | None:
+    """Which machines ran the runs (host.json): kernel, CPUs, and the measured 1-minute load average."""
+    if not hosts:
+        return None
+    kinds = sorted({f"{h.get('hostname')} (kernel {h.get('kernel')}, {h.get('cpus')} CPUs)" for h in hosts})
+    loads = [float(v) for h in hosts for v in (h.get("loadavg_start", [None])[0], h.get("loadavg_end", [None])[0])
+             if isinstance(v, (int, float))]
+    fact = f"Ran on {'; '.join(kinds)}"
+    if loads:
+        fact += f"; 1-minute load average at the runs' starts and ends {min(loads):.2f} to {max(loads):.2f}"
+    return fact + "."
+
+
+def run_hosts(out: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [h for row in rows for run_dir in _done_runs(out, row["point"]) if (h := read_host(run_dir)) is not None]
+
+
+def describe(plan_: sweep.Plan, hosts: list[dict[str, Any]], doc: dict[str, Any]) -> list[str]:
+    """The page's facts, each from the resolved scenario of the runs or from their host.json."""
+    cases = resolved_cases(plan_)
+    first = next(iter(cases.values()))
+    facts = [_path_fact(first),
+             f"Each run {first.duration_s:g} s; cases: {'; '.join(_case_fact(c, s) for c, s in cases.items())}. "
+             f"{plan_.repetitions} repetitions, interleaved (every algorithm and case once, then the next round)."]
+    host = _host_fact(hosts)
+    if host:
+        facts.append(host)
+    if doc.get("started"):
+        facts.append(f"{doc['started']} to {doc.get('finished', '(unfinished)')}.")
     return facts
 
 
-def run(raw: dict[str, Any], catalog: AlgoCatalog, requested: list[str], reps: int | None, out: Path) -> str:
+def plan(raw: dict[str, Any], catalog: AlgoCatalog, requested: list[str], reps: int | None) -> sweep.Plan:
+    """The compare's sweep, every point validated: called before anything needs root or runs."""
     algos = choose_algos(requested, catalog)
     plan_ = sweep.plan(raw, catalog, [(ALGO_KEY, algos)], reps)
     if plan_.repetitions < 2:
         raise UsageError("--reps: compare needs at least 2 repetitions for its intervals")
+    return plan_
+
+
+def point_name(point: sweep.Point) -> str:
+    """'bbr_acd, 2 flows': how progress lines name a point."""
+    return f"{point.overrides[ALGO_KEY]}, {case_name(int(point.overrides.get(CASE_KEY, 1)))}"
+
+
+def algorithms(plan_: sweep.Plan) -> list[str]:
+    return list(dict.fromkeys(str(p.overrides[ALGO_KEY]) for p in plan_.points))
+
+
+def run(plan_: sweep.Plan, catalog: AlgoCatalog, out: Path, delay: str = DEFAULT_DELAY) -> str:
+    algos = algorithms(plan_)
     log.info("compare: %s, %d repetition(s), results in %s", ", ".join(algos), plan_.repetitions, out)
-    load_before = Path("/proc/loadavg").read_text().split()[:3]
-    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
-    sweep.run_sweep(plan_, out, catalog)
+    previous = read_json(out / RESULT_FILE, "compare") if (out / RESULT_FILE).is_file() else {}
+    invocation = {"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), **provenance.record()}
+    sweep.run_sweep(plan_, out, catalog, describe=point_name)
+    invocation["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    # A resumed compare keeps the earlier invocations: its runs came from all of them.
+    invocations = [*previous.get("invocations", []), invocation]
     write_json(out / RESULT_FILE, "compare", {
-        "algorithms": algos, "started": started, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "kernel": os.uname().release, "cpus": os.cpu_count(), "loadavg_before": load_before,
-        "loadavg_after": Path("/proc/loadavg").read_text().split()[:3]})
-    return report(out)
+        "algorithms": algos, "started": previous.get("started", invocation["started"]),
+        "finished": invocation["finished"], "invocations": invocations})
+    return report(out, delay)

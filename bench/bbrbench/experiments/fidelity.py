@@ -22,8 +22,8 @@ from ..analysis import tables
 from ..analysis.stats import Ratio, ratio_ci95
 from ..errors import HarnessError
 from ..results import read_json, write_json
-from ..scenario import SCENARIO_DIR
-from .sweep import DONE_MARK, Executor
+from ..scenario import SCENARIO_DIR, AlgoCatalog
+from .sweep import DONE_MARK, Executor, Plan
 
 DEFAULT_SCENARIO = SCENARIO_DIR / "bench" / "fidelity.toml"
 ALGO_KEY = "flows.0.algo"
@@ -108,18 +108,22 @@ def loadavg() -> list[float]:
     return [float(v) for v in Path("/proc/loadavg").read_text().split()[:3]]
 
 
-def run(raw: dict[str, Any], out: Path, reps: int | None, executor: Executor | None = None,
-        mix_hosts: bool = False) -> str:
-    """Run (or resume) the sweep into `out`, then write fidelity.json and return the ratio table."""
-    from ..testbed import system
+def plan(raw: dict[str, Any], catalog: AlgoCatalog, reps: int | None) -> Plan:
+    """The sweep, every point validated: called before anything needs root or runs."""
     from . import sweep
-    catalog = system.catalog()
     for algo in (REFERENCE, CANDIDATE):
         if algo not in catalog.kernel | catalog.bbrkit:
             raise HarnessError(f"{algo}: not available here (kernel module or `make` for bbrctl)")
     plan_ = sweep.plan(raw, catalog, [], reps)
     if not any(ALGO_KEY in p.overrides for p in plan_.points):
         raise HarnessError(f"the scenario's sweep grid must vary {ALGO_KEY} over [{REFERENCE}, {CANDIDATE}]")
+    return plan_
+
+
+def run(plan_: Plan, catalog: AlgoCatalog, out: Path, executor: Executor | None = None,
+        mix_hosts: bool = False) -> str:
+    """Run (or resume) the sweep into `out`, then write fidelity.json and return the ratio table."""
+    from . import sweep
     load_before = loadavg()
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     sweep.run_sweep(plan_, out, catalog, executor, mix_hosts)

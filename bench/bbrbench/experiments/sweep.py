@@ -21,7 +21,7 @@ import itertools
 import json
 import logging
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,9 +32,17 @@ from .. import progress
 from ..analysis import tables
 from ..analysis.report import summarize
 from ..analysis.stats import mean_ci95
-from ..errors import HarnessError, NotRunnable
+from ..errors import HarnessError, NotRunnable, RunsInterrupted
 from ..results import read_json, write_json
-from ..scenario import DEFAULT_SWEEP_METRICS, AlgoCatalog, ScenarioError, apply_override, strip_sweep, validate
+from ..scenario import (
+    DEFAULT_DURATION_S,
+    DEFAULT_SWEEP_METRICS,
+    AlgoCatalog,
+    ScenarioError,
+    apply_override,
+    strip_sweep,
+    validate,
+)
 from ..testbed.host import host_key, read_host
 from ..testbed.runner import run
 
@@ -175,33 +183,64 @@ class LocalExecutor:
                 yield job, Outcome("done")
 
 
-def run_sweep(plan_: Plan, out: Path, catalog: AlgoCatalog, executor: Executor | None = None,
-              mix_hosts: bool = False) -> str:
-    """Run every repetition of every point not done yet (a resumed sweep skips finished ones), then
-    aggregate. Repetitions go out in rounds (every point once, then again) so that a drifting machine load
-    spreads over all points alike."""
-    _open_plan(plan_, out)
-    jobs = [(rep, point) for rep in range(plan_.repetitions) for point in plan_.points]
-    todo = [Job(rep, point, point_raw(plan_.raw, point.overrides), out / "points" / point.id / f"rep{rep}")
-            for rep, point in jobs
+def pending(plan_: Plan, out: Path) -> list[Job]:
+    """The repetitions not done yet (nor of a point found not runnable), in rounds: every point once, then
+    again, so that a drifting machine load spreads over all points alike."""
+    return [Job(rep, point, point_raw(plan_.raw, point.overrides), out / "points" / point.id / f"rep{rep}")
+            for rep in range(plan_.repetitions) for point in plan_.points
             if not (out / "points" / point.id / f"rep{rep}" / DONE_MARK).is_file()
             and not (out / "points" / point.id / NOT_RUNNABLE).is_file()]
-    log.info("sweep %s: %d run(s), %d to do", plan_.name, len(jobs), len(todo))
-    with progress.bar(total=len(todo), unit="run", desc=plan_.name) as bar, logging_redirect_tqdm():
-        for job, outcome in (executor or LocalExecutor()).execute(todo, catalog):
-            bar.set_postfix_str(f"{job.point.label} rep {job.rep + 1}/{plan_.repetitions}")
-            point_dir = job.run_dir.parent
-            if outcome.status == "done":
-                (job.run_dir / DONE_MARK).write_text("")
-            elif outcome.status == "not_runnable":
-                point_dir.mkdir(parents=True, exist_ok=True)
-                (point_dir / NOT_RUNNABLE).write_text(f"{outcome.message}\n")
-                log.warning("%s: not runnable: %s", job.point.label, outcome.message)
-            else:
-                job.run_dir.mkdir(parents=True, exist_ok=True)
-                (job.run_dir / FAILED).write_text(f"{outcome.message}\n")
-                log.warning("%s rep %d: failed: %s", job.point.label, job.rep + 1, outcome.message)
-            bar.update()
+
+
+def runs_done(plan_: Plan, out: Path) -> int:
+    return sum((out / "points" / point.id / f"rep{rep}" / DONE_MARK).is_file()
+               for rep in range(plan_.repetitions) for point in plan_.points)
+
+
+def nominal_s(job: Job) -> float:
+    """A run's length by its scenario (byte flows may end it sooner), for estimates."""
+    return float(job.raw.get("duration_s", DEFAULT_DURATION_S))
+
+
+def run_sweep(plan_: Plan, out: Path, catalog: AlgoCatalog, executor: Executor | None = None,
+              mix_hosts: bool = False, counter: progress.RunCounter | None = None,
+              describe: Callable[[Point], str] | None = None) -> str:
+    """Run every repetition of every point not done yet (a resumed sweep skips finished ones), then
+    aggregate. `counter` counts runs over several sweeps (reproduce; else this sweep's own); `describe`
+    names a point in progress lines (default: its overrides). Off a terminal, where no bar shows, each
+    finished run logs a line '[k/N] POINT, rep R done, ETA ...'. Ctrl-C or SIGTERM raise RunsInterrupted
+    with what was kept."""
+    _open_plan(plan_, out)
+    todo = pending(plan_, out)
+    total = plan_.repetitions * len(plan_.points)
+    if counter is None:
+        counter = progress.RunCounter([nominal_s(j) for j in todo])
+        log.info("sweep %s: %d run(s), %d to do, about %s", plan_.name, total, len(todo), counter.estimate())
+    else:
+        log.info("sweep %s: %d run(s), %d to do", plan_.name, total, len(todo))
+    name = describe or (lambda p: p.label)
+    try:
+        with progress.bar(total=len(todo), unit="run", desc=plan_.name) as bar, logging_redirect_tqdm():
+            for job, outcome in (executor or LocalExecutor()).execute(todo, catalog):
+                what = f"{name(job.point)}, rep {job.rep + 1}"
+                bar.set_postfix_str(f"{what}/{plan_.repetitions}")
+                point_dir = job.run_dir.parent
+                if outcome.status == "done":
+                    (job.run_dir / DONE_MARK).write_text("")
+                elif outcome.status == "not_runnable":
+                    point_dir.mkdir(parents=True, exist_ok=True)
+                    (point_dir / NOT_RUNNABLE).write_text(f"{outcome.message}\n")
+                    log.warning("%s: not runnable: %s", job.point.label, outcome.message)
+                else:
+                    job.run_dir.mkdir(parents=True, exist_ok=True)
+                    (job.run_dir / FAILED).write_text(f"{outcome.message}\n")
+                    log.warning("%s rep %d: failed: %s", job.point.label, job.rep + 1, outcome.message)
+                line = counter.finished(f"{what} {outcome.status.replace('_', ' ')}", nominal_s(job))
+                if bar.disable:
+                    log.info("%s", line)
+                bar.update()
+    except KeyboardInterrupt:
+        raise RunsInterrupted(runs_done(plan_, out), total, out) from None
     return aggregate(out, mix_hosts)
 
 

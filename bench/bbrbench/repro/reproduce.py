@@ -17,9 +17,7 @@ import json
 import logging
 import os
 import platform
-import shlex
 import statistics
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -27,12 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import HarnessError
+from .. import __version__, progress
+from ..errors import HarnessError, RunsInterrupted
+from ..provenance import git_revision
 from ..scenario import SCENARIO_DIR, ScenarioError, prepare_raw
 from .papers import SUFFIX as PAPER_SUFFIX
 
 if TYPE_CHECKING:
-    from ..experiments.sweep import Executor
+    from ..experiments.sweep import Executor, Point
 
 log = logging.getLogger(__name__)
 REPRO_DIR = SCENARIO_DIR / "repro"
@@ -73,18 +73,6 @@ def select(all_: list[Experiment], only: Sequence[str]) -> list[Experiment]:
                                 f"experiments are SEED/FILE, e.g. {all_[0].key if all_ else 'seed000/table4.1'})")
         wanted |= hits
     return [e for e in all_ if e.key in wanted]
-
-
-def git_revision(repo: Path) -> str:
-    """HEAD's commit, marked '-dirty' when tracked files differ from it (untracked files do not count)."""
-    try:
-        rev = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(repo), "diff", "--quiet", "HEAD", "--"],
-                               capture_output=True).returncode != 0
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return rev + ("-dirty" if dirty else "")
 
 
 @dataclass
@@ -130,7 +118,7 @@ def _record(out: Path, profile: str, only: Sequence[str], command: str, repo: Pa
     meta: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {"profile": profile, "runs": []}
     if meta["profile"] != profile:
         raise HarnessError(f"{out} holds a {meta['profile']} reproduction; use another --out for {profile}")
-    entry = {"command": command, "only": list(only), "revision": git_revision(repo),
+    entry = {"command": command, "only": list(only), "version": __version__, "revision": git_revision(repo),
              "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "started_epoch": time.time(),
              "kernel": platform.release(), "cpus": os.cpu_count()}
     meta["runs"].append(entry)
@@ -175,17 +163,28 @@ def run_all(profile: str, only: Sequence[str], out: Path, repo: Path, command: s
     catalog = system.catalog()
     meta = _record(out, profile, only, command, repo)
     total = sum(len(p.points) * p.repetitions for _, p in planned)
-    log.info("reproduce: %d experiment(s), %d run(s), profile %s, results in %s", len(planned), total, profile, out)
+    counter = progress.RunCounter([sweep.nominal_s(job) for e, p in planned
+                                   for job in sweep.pending(p, out / e.seed / e.name)])
+    log.info("reproduce: %d experiment(s), %d run(s), %d to do, about %s, profile %s, results in %s", len(planned),
+             total, counter.total, counter.estimate(), profile, out)
     load = LoadSampler()
     load.start()
     try:
         for e, plan_ in planned:
             log.info("== %s", e.key)
-            sweep.run_sweep(plan_, out / e.seed / e.name, catalog, executor, mix_hosts)
+            sweep.run_sweep(plan_, out / e.seed / e.name, catalog, executor, mix_hosts, counter, _prefixed(e.key))
+    except KeyboardInterrupt:
+        kept = sum(sweep.runs_done(p, out / e.seed / e.name) for e, p in planned)
+        raise RunsInterrupted(kept, total, out) from None
     finally:
         load.stop()
         _end(out, meta, load)
     return report_only(out, mix_hosts)
+
+
+def _prefixed(key: str) -> Callable[[Point], str]:
+    """Progress lines name the experiment before the point."""
+    return lambda point: f"{key} {point.label}"
 
 
 def report_only(out: Path, mix_hosts: bool = False) -> Path:
@@ -193,7 +192,3 @@ def report_only(out: Path, mix_hosts: bool = False) -> Path:
     if not (out / META).is_file():
         raise HarnessError(f"{out}: not a reproduction directory (no {META})")
     return write_report(out, mix_hosts)
-
-
-def command_line(argv: Sequence[str]) -> str:
-    return "bbrbench " + " ".join(shlex.quote(a) for a in argv)

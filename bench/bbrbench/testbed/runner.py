@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .. import progress
+from .. import progress, provenance
 from ..errors import HarnessError
 from ..results import write_json
 from ..scenario import Scenario
@@ -202,7 +202,8 @@ def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit:
     try:
         with signals_interrupt():
             write_json(out_dir / "scenario.json", "run", {"resolved": scenario.to_dict(), "raw": raw_scenario,
-                                                          "prefix": prefix, "kernel": os.uname().release})
+                                                          "prefix": prefix, "kernel": os.uname().release,
+                                                          "bbrbench": provenance.record()})
             with Namespaces() as scratch:
                 probe = scratch.add(f"{prefix}-probe")
                 delay = check_runnable(scenario, probe)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import os
 import shutil
 from functools import cache
 from pathlib import Path
@@ -12,8 +14,11 @@ from ..errors import HarnessError
 from ..scenario import AlgoCatalog
 from .netns import command, find_binary
 
+log = logging.getLogger(__name__)
 KERNEL_CC_PATH = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 BBRCTL_TIMEOUT_S = 20.0
+# The line of `bbrctl --help` that names the algorithms built into it (loader/cli.c).
+HELP_ALGORITHMS = "algorithms:"
 
 
 def bbrctl_path() -> Path | None:
@@ -42,9 +47,22 @@ def kernel_ccs() -> set[str]:
     return set(KERNEL_CC_PATH.read_text().split())
 
 
+def bbrkit_names_from_help() -> frozenset[str]:
+    """The algorithms built into bbrctl, from the last line of `bbrctl --help`, which needs no root."""
+    lines = [line for line in bbrctl("--help").splitlines() if line.startswith(HELP_ALGORITHMS)]
+    return frozenset(lines[-1].removeprefix(HELP_ALGORITHMS).split()) if lines else frozenset()
+
+
 def catalog() -> AlgoCatalog:
-    listing = bbrctl_list() or {}
-    algos = [a for a in listing.get("algorithms", []) if isinstance(a, dict) and "name" in a]
+    listing = bbrctl_list()
+    if listing is None and bbrctl_path() is not None and os.geteuid() != 0:
+        # Without root, bbrctl list and show fail, and every bbrkit algorithm would read as unknown. --help
+        # names them without root; their parameters' ranges stay unchecked until a run (as root) lists them.
+        names = bbrkit_names_from_help()
+        log.info("note: bbrkit algorithms cannot be listed without root (bbrctl list needs it): names from "
+                 "bbrctl --help (%s), parameters not checked", ", ".join(sorted(names)) or "none")
+        return AlgoCatalog(kernel=frozenset(kernel_ccs() - names), bbrkit=names)
+    algos = [a for a in (listing or {}).get("algorithms", []) if isinstance(a, dict) and "name" in a]
     bbrkit = {a["name"] for a in algos}
     params: dict[str, dict[str, tuple[float, float] | None]] = {}
     for a in algos:
