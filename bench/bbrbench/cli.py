@@ -358,7 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp = add("reproduce", "run the seed papers' experiments (bbrbench/scenarios/repro) and report")
     rp.add_argument("--profile", choices=("quick", "standard", "paper"), default="quick",
                     help="quick: a smoke run, ~45 min, verdicts mostly 'not testable'; standard: every claim's "
-                         "time scale, >= 3 repetitions, ~4.3 h (run it seed by seed with --only); paper: the "
+                         "time scale, >= 3 repetitions, ~5 h (run it seed by seed with --only); paper: the "
                          "papers' durations and repetitions, days (default quick)")
     rp.add_argument("--only", action="append", default=[], metavar="SEED[/EXPERIMENT]",
                     help="run only these, e.g. --only seed000 --only seed002/testbed (repeatable)")
