@@ -109,6 +109,7 @@ struct ls_shadow {
 	u32 random;           /* what the core's random draw returns: the kernel's choice */
 	struct ls_state k, s; /* the two sides after the callback (kept here: the stack is too small) */
 	u64 seq;              /* state-changing callbacks compared on this socket */
+	u32 initialized;      /* init ran on this socket before (the CC was switched away and back) */
 };
 
 struct {
@@ -569,9 +570,14 @@ BBR_INLINE void ls_cover(struct sock *sk, const struct rate_sample *rs)
 	__sync_fetch_and_add(&counters.covered[LS_COV_APP_LIMITED], ls_nz(rs->is_app_limited));
 }
 
+/* The shadow is created, zeroed like the private area TCP zeroes when it assigns the algorithm, by
+ * the first callback, which need not be init: on a socket given its algorithm before connect(), the
+ * ACK of the SYN reaches cong_control before init (tcp_rcv_synsent_state_process acks, then
+ * tcp_finish_connect inits), and what that ACK leaves, init does not all reset (the gains).
+ */
 BBR_INLINE struct ls_shadow *ls_get(struct sock *sk)
 {
-	struct ls_shadow *s = bpf_sk_storage_get(&shadows, sk, 0, 0);
+	struct ls_shadow *s = bpf_sk_storage_get(&shadows, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 
 	if (!s)
 		ls_count(&counters.no_shadow);
@@ -581,16 +587,20 @@ BBR_INLINE struct ls_shadow *ls_get(struct sock *sk)
 SEC("struct_ops")
 void BPF_PROG(ls_init, struct sock *sk)
 {
-	struct ls_shadow *s = bpf_sk_storage_get(&shadows, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	struct ls_shadow *s = ls_get(sk);
 
 	if (!s) {
-		ls_count(&counters.no_shadow);
 		bbr_init(sk);
 		return;
 	}
 	ls_save_inputs(sk, &s->in);
 	bbr_init(sk);
-	__builtin_memset(&s->core, 0, sizeof(s->core)); /* as TCP zeroes icsk_ca_priv */
+	/* Switched back to this algorithm: TCP zeroed the private area again (the storage outlived the
+	 * switch away); otherwise the shadow holds what any callbacks before init left, as the kernel's does.
+	 */
+	if (s->initialized)
+		__builtin_memset(&s->core, 0, sizeof(s->core));
+	s->initialized = 1;
 	ls_prepare(s, ls_kernel_bbr(sk));
 	bbr_core_init(sk, &s->core);
 	ls_compare(sk, s, LS_CB_INIT, 0, BBRKIT_STARTUP, 0, 0);
@@ -680,6 +690,8 @@ void BPF_PROG(ls_set_state, struct sock *sk, u8 new_state)
 	ls_prepare(s, ls_kernel_bbr(sk));
 	bbr_core_set_state(sk, &s->core, new_state);
 	ls_compare(sk, s, LS_CB_SET_STATE, new_state, mode, 0, 0);
+	if (new_state == TCP_CA_Loss)
+		ls_count(&counters.covered[LS_COV_RTO]);
 }
 
 SEC("struct_ops")

@@ -46,7 +46,7 @@ static const char *const field_names[LS_F_COUNT] = {
 };
 
 static const char *const coverage_names[LS_COV_COUNT] = {
-	"recovery", "loss", "conservation", "lt_sampling", "lt_use_bw", "app_limited", "idle_restart",
+	"recovery", "loss", "conservation", "lt_sampling", "lt_use_bw", "app_limited", "idle_restart", "rto",
 };
 
 static const char *const mode_names[LS_MODES] = { "STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT" };

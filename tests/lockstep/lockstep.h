@@ -59,7 +59,8 @@ enum ls_field {
 #define LS_STATE_FIELDS ((1U << LS_F_MIN_TSO_SEGS) - 1)
 
 /* What the compared ACKs exercised (the kernel's state after the ACK), to show a run's coverage;
- * idle restarts are counted at the transmit start that begins them (the next ACK ends them).
+ * idle restarts are counted at the transmit start that begins them (the next ACK ends them), RTOs
+ * at the switch to TCP_CA_Loss (an undo may end it before any ACK is compared in it).
  */
 enum ls_coverage {
 	LS_COV_RECOVERY,     /* TCP in Recovery */
@@ -69,6 +70,7 @@ enum ls_coverage {
 	LS_COV_LT_USE_BW,    /* pacing at the policed rate */
 	LS_COV_APP_LIMITED,  /* an app-limited rate sample */
 	LS_COV_IDLE_RESTART, /* transmit starts after idle while app-limited */
+	LS_COV_RTO,          /* set_state(TCP_CA_Loss): retransmission timeouts (events) */
 	LS_COV_COUNT,
 };
 
