@@ -510,6 +510,13 @@ BBR_INLINE void ls_compare(struct sock *sk, struct ls_shadow *s, u8 callback, u8
 		s->s.sndbuf_expand = sret;
 	}
 	fields = ls_diff(&s->k, &s->s, &now);
+	/* min_tso_segs and sndbuf_expand change no state, and the state was compared after the callback
+	 * before them; they run on the transmit path (pacing timer), where jiffies can be a few ms stale
+	 * (measured: the min_rtt stamps read 6-8 ms apart there, within 6 ms on every ACK before and
+	 * after), so only their returns are compared.
+	 */
+	if (callback >= LS_CB_MIN_TSO_SEGS)
+		fields &= ~LS_STATE_FIELDS;
 
 	/* Only callbacks that may change state count: a run of consecutive numbers in the records
 	 * is a difference that came back after each re-sync.
