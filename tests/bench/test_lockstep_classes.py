@@ -86,9 +86,10 @@ def test_an_unbounded_entry_offset_is_not_explained() -> None:
 
 
 def test_below_a_jiffy_per_round_the_clocks_bound_the_offset() -> None:
-    # Sub-ms RTT: one tick of the two clocks (a jiffy, two core ticks, the window's 384 us rounding) is longer.
-    assert classify(shadow_lags_entry(5_000, srtt_us=300)) == "probe_rtt_clock"
-    assert classify(shadow_lags_entry(7_000, srtt_us=300)) == "probe_rtt_offset"
+    # Sub-ms RTT: one tick of the two clocks (two jiffies, two core ticks, the window's 384 us rounding:
+    # 10.4 ms at HZ=250) is longer.
+    assert classify(shadow_lags_entry(10_000, srtt_us=300)) == "probe_rtt_clock"
+    assert classify(shadow_lags_entry(11_000, srtt_us=300)) == "probe_rtt_offset"
 
 
 def test_exit_is_bounded_by_the_lagging_side_s_armed_end() -> None:

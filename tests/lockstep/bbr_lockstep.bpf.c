@@ -361,11 +361,13 @@ BBR_INLINE u32 ls_beyond(s64 d, s64 slack)
 }
 
 /* How far apart the two sides' stamps of one event may read, in us: each clock floors to its unit
- * (a jiffy, a 1024 us tick), and a re-sync's conversion of a jiffies stamp to ticks floors once more.
+ * (a jiffy, a 1024 us tick), a re-sync's conversion of a jiffies stamp to ticks floors once more, and
+ * jiffies follow a timer tick that can come late (on this VM the stamps read up to 1.7 ms past the
+ * rounding apart, on callbacks right after an idle CPU woke): a jiffy for that.
  */
 BBR_INLINE s64 ls_stamp_slack_us(const struct ls_now *now)
 {
-	return now->jiffy_us + 2 * (1 << BBR_TICK_SHIFT);
+	return 2 * now->jiffy_us + 2 * (1 << BBR_TICK_SHIFT);
 }
 
 /* The end of PROBE_RTT is a stamp plus 200 ms, which the core rounds up to whole ticks. */
@@ -511,9 +513,8 @@ BBR_INLINE void ls_compare(struct sock *sk, struct ls_shadow *s, u8 callback, u8
 	}
 	fields = ls_diff(&s->k, &s->s, &now);
 	/* min_tso_segs and sndbuf_expand change no state, and the state was compared after the callback
-	 * before them; they run on the transmit path (pacing timer), where jiffies can be a few ms stale
-	 * (measured: the min_rtt stamps read 6-8 ms apart there, within 6 ms on every ACK before and
-	 * after), so only their returns are compared.
+	 * before them: only their returns are compared (they run thousands of times per second, each a
+	 * chance for a late jiffy to pass for a state difference).
 	 */
 	if (callback >= LS_CB_MIN_TSO_SEGS)
 		fields &= ~LS_STATE_FIELDS;

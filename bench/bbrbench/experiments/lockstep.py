@@ -271,13 +271,14 @@ def probe_rtt_offset_us(record: dict[str, Any]) -> float | None:
 
 
 def probe_rtt_bound_us(record: dict[str, Any]) -> float:
-    """One tick of the two clocks or one round, whichever is longer. A tick of the two clocks: a jiffy and
-    two core ticks (each clock floors a stamp to its unit; a re-sync's conversion floors once more) plus
-    what the core's rounding of the window up to whole ticks adds; a round: the socket's smoothed RTT."""
+    """One tick of the two clocks or one round, whichever is longer. A tick of the two clocks: what the
+    BPF side allows between the two stamps of one event (two jiffies, for rounding and a late timer tick,
+    and two core ticks, for rounding and a re-sync's conversion) plus what the core's rounding of the
+    window up to whole ticks adds; a round: the socket's smoothed RTT."""
     jiffy_us = record["jiffy_us"]
     window = PROBE_RTT_US if record["mode_before"] == PROBE_RTT else MIN_RTT_WIN_US
     rounding = _window_us(window, "shadow", jiffy_us) - _window_us(window, "kernel", jiffy_us)
-    return float(max(jiffy_us + 2 * TICK_US + abs(rounding), record["srtt_us"]))
+    return float(max(2 * jiffy_us + 2 * TICK_US + abs(rounding), record["srtt_us"]))
 
 
 def classify(record: dict[str, Any]) -> str:
