@@ -62,7 +62,7 @@ def summary(mismatched: int, classes: dict[str, int]) -> dict[str, Any]:
     zero_fields = {"mode": 0, "cwnd": 0}
     return {"compared": {"ack": 100, "init": 1}, "mismatched": {"ack": mismatched, "init": 0},
             "fields": {**zero_fields, "mode": mismatched}, "classes": classes,
-            "class_fields": {c: {"mode": n} for c, n in classes.items()}, "resyncs": mismatched,
+            "class_fields": {c: {"mode": n} for c, n in classes.items()}, "resyncs": mismatched, "stamp_gap_us": 4100,
             "runs": {"count": mismatched, "longest": 1, "longest_ms": 0.0, "after_resync": 0},
             "probe_rtt_offset_ms": None, "acks_by_mode": {"PROBE_BW": 90, "PROBE_RTT": 10},
             "mismatched_acks_by_mode": {"PROBE_BW": mismatched, "PROBE_RTT": 0},
@@ -148,6 +148,7 @@ def test_table_totals() -> None:
     text = table({"a": summary(2, {"probe_rtt_clock": 2}), "b": summary(1, {"unexplained": 1})})
     assert text.splitlines()[-1] == "all: 200 ACKs compared, 3 callbacks with a difference, 1 unexplained"
     assert "probe_rtt_clock=2 (mode)" in text and "recovery=5" in text and "re-syncs" in text
+    assert "stamps <= 4.1 ms apart" in text
 
 
 def test_every_scenario_runs_the_lockstep_algorithm() -> None:

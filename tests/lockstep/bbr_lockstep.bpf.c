@@ -482,6 +482,18 @@ BBR_INLINE void ls_count(u64 *counter)
 	__sync_fetch_and_add(counter, 1);
 }
 
+/* Keep the widest gap between agreeing min_rtt stamps (racy across CPUs: a lost maximum only
+ * understates the margin for one comparison).
+ */
+BBR_INLINE void ls_widest_gap(const struct ls_state *k, const struct ls_state *s, u32 fields)
+{
+	s64 d = k->min_rtt_stamp_us - s->min_rtt_stamp_us;
+	u64 gap = d < 0 ? -d : d;
+
+	if (!(fields & (1U << LS_F_MIN_RTT_STAMP)) && gap > counters.stamp_gap_us)
+		counters.stamp_gap_us = gap;
+}
+
 /* Compare after a callback; on a difference count it, record both states and re-sync. For
  * ssthresh and undo_cwnd the decision is the return value (TCP stores it afterwards): kret and
  * sret, the two sides' returns, stand in for ssthresh and cwnd there; for min_tso_segs and
@@ -518,6 +530,8 @@ BBR_INLINE void ls_compare(struct sock *sk, struct ls_shadow *s, u8 callback, u8
 	 */
 	if (callback >= LS_CB_MIN_TSO_SEGS)
 		fields &= ~LS_STATE_FIELDS;
+	else
+		ls_widest_gap(&s->k, &s->s, fields);
 
 	/* Only callbacks that may change state count: a run of consecutive numbers in the records
 	 * is a difference that came back after each re-sync.

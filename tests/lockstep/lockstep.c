@@ -147,9 +147,10 @@ static void print_summary(const struct ls_counters *c)
 	print_counts("acks_by_mode", c->acks_by_mode, mode_names, LS_MODES, false);
 	print_counts("mismatched_acks_by_mode", c->mismatched_acks_by_mode, mode_names, LS_MODES, false);
 	print_counts("covered_acks", c->covered, coverage_names, LS_COV_COUNT, false);
-	printf("\"resyncs\":%llu,\"no_shadow\":%llu,\"lost_records\":%llu,\"records_written\":%llu}\n",
-	       (unsigned long long)c->resyncs, (unsigned long long)c->no_shadow,
-	       (unsigned long long)c->lost_records, records_written);
+	printf("\"resyncs\":%llu,\"stamp_gap_us\":%llu,\"no_shadow\":%llu,\"lost_records\":%llu,"
+	       "\"records_written\":%llu}\n",
+	       (unsigned long long)c->resyncs, (unsigned long long)c->stamp_gap_us,
+	       (unsigned long long)c->no_shadow, (unsigned long long)c->lost_records, records_written);
 	fflush(stdout);
 }
 

@@ -152,6 +152,7 @@ struct ls_counters {
 	__u64 mismatched_acks_by_mode[LS_MODES];
 	__u64 covered[LS_COV_COUNT];    /* ACKs (idle restarts: events) with each condition */
 	__u64 resyncs;                  /* shadow re-synced from the kernel's state */
+	__u64 stamp_gap_us;             /* widest min_rtt stamp gap that passed as agreeing: the slack's margin */
 	__u64 no_shadow;                /* callbacks without shadow state (storage full) */
 	__u64 lost_records;             /* mismatch records the ring buffer had no room for */
 };

@@ -463,7 +463,7 @@ def unexplained(summary: dict[str, Any]) -> int:
 def table(results: dict[str, dict[str, Any]]) -> str:
     lines = [f"{'scenario':<16} {'ACKs':>8} {'other cb':>8} {'mismatch':>8} {'re-syncs':>8} {'runs':>5} "
              f"{'longest':>7} {'explained':>9} {'unexpl.':>7}  "
-             "classes (fields) | PROBE_RTT offset | ACKs by mode (mismatched) | coverage (ACKs) | flows"]
+             "classes (fields) | PROBE_RTT offset, stamps | ACKs by mode (mismatched) | coverage (ACKs) | flows"]
     for name, s in results.items():
         acks = s["compared"]["ack"]
         other = sum(s["compared"].values()) - acks
@@ -472,6 +472,7 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         classes = "; ".join(f"{c}={n} ({','.join(s['class_fields'][c])})" for c, n in s["classes"].items()) or "-"
         offset = s["probe_rtt_offset_ms"]
         offset_text = "-" if offset is None else f"<= {offset['max']} ms (bound {offset['bound']} ms)"
+        offset_text += f", agreeing stamps <= {s['stamp_gap_us'] / 1000:.1f} ms apart"
         modes = ",".join(f"{m}={n}({s['mismatched_acks_by_mode'][m]})" for m, n in s["acks_by_mode"].items() if n)
         cover = ",".join(f"{c}={n}" for c, n in s["covered_acks"].items() if n) or "-"
         flows = ",".join(f"{f.get('mbit_s', '?')} Mbit/s"
