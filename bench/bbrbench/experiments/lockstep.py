@@ -171,16 +171,14 @@ class _Traffic(Traffic):
         self.spec = spec
 
     def start_servers(self) -> None:
-        scripted = [f for f in self.scenario.flows if f.index in self.spec.script_args]
-        for flow in scripted:
+        for flow in self.scenario.flows:
+            port = str(flow.server_port)
+            argv = ([sys.executable, "-m", FLOW_MODULE, "serve", port] if flow.index in self.spec.script_args
+                    else ["iperf3", "-s", "-1", "-J", "-p", port])
             with self.server_path(flow).open("w") as out:
-                self.servers.append(self.procs.spawn([sys.executable, "-m", FLOW_MODULE, "serve",
-                                                      str(flow.server_port)], netns=self.topo.receiver,
-                                                     stdout=out, stderr=subprocess.STDOUT))
-        if len(scripted) < len(self.scenario.flows):
-            super().start_servers()  # also waits for every flow's port, the scripted ones' too
-        else:
-            self._wait_listening({f.server_port for f in scripted})
+                self.servers.append(self.procs.spawn(argv, netns=self.topo.receiver, stdout=out,
+                                                     stderr=subprocess.STDOUT))
+        self._wait_listening({f.server_port for f in self.scenario.flows})
 
     def client_argv(self, flow: Flow) -> list[str]:
         if flow.index in self.spec.script_args:
@@ -246,6 +244,13 @@ class _Hole:
             raise HarnessError(f"blackhole never {'set' if self.on_s is None else 'lifted'}: the run was too short")
         return {"direction": self.spec.direction, "from_s": round(self.on_s, 3), "to_s": round(self.off_s, 3),
                 "dropped_packets": self.dropped}
+
+
+def _bottleneck(stats: dict[str, Any]) -> dict[str, int]:
+    """Whether the shaper bound (its overlimits: packets it held back) and what the buffer dropped."""
+    qdiscs = stats["qdisc"]
+    return {"shaper_overlimits": sum(q.get("overlimits", 0) for q in qdiscs if q.get("kind") in ("tbf", "htb")),
+            "dropped_packets": sum(q.get("drops", 0) for q in qdiscs)}
 
 
 def _window_us(window_us: int, side: str, jiffy_us: int) -> int:
@@ -419,6 +424,7 @@ def run_scenario(name: str, spec: LockstepScenario, seconds: float, out_dir: Pat
             if failed:
                 raise HarnessError(f"{name}: a flow failed: {failed}; see {raw_dir / 'iperf3'}")
             outcome["flows"] = traffic.outcomes()
+            outcome["bottleneck"] = _bottleneck(emulation.stats())
             if hole:
                 hole.off()
                 outcome["blackhole"] = hole.report()
@@ -477,6 +483,9 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         cover = ",".join(f"{c}={n}" for c, n in s["covered_acks"].items() if n) or "-"
         flows = ",".join(f"{f.get('mbit_s', '?')} Mbit/s"
                          + (f" {f['mean_rtt_ms']:.2f} ms" if "mean_rtt_ms" in f else "") for f in s.get("flows", []))
+        if "bottleneck" in s:
+            b = s["bottleneck"]
+            flows += f"; shaper overlimits {b['shaper_overlimits']}, {b['dropped_packets']} dropped"
         if "blackhole" in s:
             b = s["blackhole"]
             flows += f"; {b['direction']} blackholed {b['from_s']}-{b['to_s']} s ({b['dropped_packets']} dropped)"
