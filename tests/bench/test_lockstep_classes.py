@@ -149,6 +149,8 @@ def test_table_totals() -> None:
     assert text.splitlines()[-1] == "all: 200 ACKs compared, 3 callbacks with a difference, 1 unexplained"
     assert "probe_rtt_clock=2 (mode)" in text and "recovery=5" in text and "re-syncs" in text
     assert "stamps <= 4.1 ms apart" in text
+    unarmed = {**summary(1, {"probe_rtt_offset": 1}), "probe_rtt_offset_ms": {"max": None, "bound": 20.0}}
+    assert "end not armed (bound 20.0 ms)" in table({"c": unarmed})
 
 
 def test_every_scenario_runs_the_lockstep_algorithm() -> None:

@@ -477,7 +477,8 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         explained = sum(n for c, n in s["classes"].items() if c in EXPLAINED)
         classes = "; ".join(f"{c}={n} ({','.join(s['class_fields'][c])})" for c, n in s["classes"].items()) or "-"
         offset = s["probe_rtt_offset_ms"]
-        offset_text = "-" if offset is None else f"<= {offset['max']} ms (bound {offset['bound']} ms)"
+        offset_text = ("-" if offset is None else f"end not armed (bound {offset['bound']} ms)" if offset["max"] is None
+                       else f"<= {offset['max']} ms (bound {offset['bound']} ms)")
         offset_text += f", agreeing stamps <= {s['stamp_gap_us'] / 1000:.1f} ms apart"
         modes = ",".join(f"{m}={n}({s['mismatched_acks_by_mode'][m]})" for m, n in s["acks_by_mode"].items() if n)
         cover = ",".join(f"{c}={n}" for c, n in s["covered_acks"].items() if n) or "-"
