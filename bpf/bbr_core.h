@@ -980,10 +980,20 @@ BBR_INLINE void bbr_core_main(struct sock *sk, struct bbr_core *b, const struct 
 	bbr_set_cwnd(sk, b, rs, rs->acked_sacked, bw, b->cwnd_gain);
 }
 
-/* b is zeroed before (TCP zeroes icsk_ca_priv): only non-zero fields are set here. */
+/* TCP zeroes icsk_ca_priv when it assigns the algorithm, but on a socket given it before connect()
+ * the ACK of the SYN reaches cong_control before init (tcp_rcv_synsent_state_process acks, then
+ * tcp_finish_connect inits): found by the lockstep check, which saw that ACK's PROBE_RTT entry leave
+ * prior_cwnd and an armed PROBE_RTT end behind. Like the kernel's bbr_init(), everything is reset
+ * but the gains, which the first ACK sets from the mode; the rest below is what is not zero.
+ */
 BBR_INLINE void bbr_core_init(struct sock *sk, struct bbr_core *b)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
+	u32 pacing_gain = b->pacing_gain, cwnd_gain = b->cwnd_gain;
+
+	__builtin_memset(b, 0, sizeof(*b));
+	b->pacing_gain = pacing_gain;
+	b->cwnd_gain = cwnd_gain;
 
 	bbr_out_set_ssthresh(sk, b, TCP_INFINITE_SSTHRESH);
 	b->next_rtt_delivered = tp->delivered; /* the first round ends with data sent from now on */

@@ -393,8 +393,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     ls = add("lockstep", "bbr1's core against the kernel's bbr, ACK by ACK, on live traffic")
     ls.add_argument("scenarios", nargs="*", metavar="SCENARIO",
-                    help="deep, shallow, flows, loss, policer, app_limited, idle, heavy_loss (default: all)")
-    ls.add_argument("--seconds", type=float, default=12.0, help="length of each scenario (default 12)")
+                    help="deep, shallow, flows, loss, policer, app_limited, idle, heavy_loss, rto, undo, "
+                    "long_idle, probe_rtt_twice, cc_switch, fast, sub_ms (default: all)")
+    ls.add_argument("--seconds", type=float, default=12.0,
+                    help="length of each scenario, or its own minimum where longer (default 12)")
     ls.add_argument("--out", help="results directory (default results/lockstep-bbr1-TIME)")
     ls.set_defaults(func=cmd_lockstep)
 

@@ -14,11 +14,15 @@
  * is the kernel's, read back from its struct bbr.
  *
  * Then the two decisions and models are compared field by field (lockstep.h, enum ls_field; the
- * two state layouts differ, so each field is mapped explicitly). A difference is counted and
- * recorded with both states, and the shadow is re-synced from the kernel's state so that one
- * difference does not cascade. The kernel's stamps in jiffies are converted to the core's
- * 1024 us ticks on re-sync; that conversion, like the core's tick clock itself, is exact only to
- * a jiffy.
+ * two state layouts differ, so each field is mapped explicitly): every field of the kernel's
+ * struct bbr that the re-sync below copies, so that a re-sync never silently repairs state no
+ * comparison looked at. The two stamps kept in different clocks are compared as times relative
+ * to the comparison, within both clocks' rounding. A difference is counted and recorded with both
+ * states, and the shadow is re-synced from the kernel's state so that one difference does not
+ * cascade; each record carries the socket's callback sequence number, so a difference that
+ * outlives its re-sync shows as records with consecutive numbers. The kernel's stamps in jiffies
+ * are converted to the core's 1024 us ticks on re-sync; that conversion, like the core's tick
+ * clock itself, is exact only to a jiffy.
  *
  * Never part of bbrctl: it lives outside bpf/ so that the loader's algorithm table does not see
  * it, and only tests/lockstep/lockstep.c registers it, through a link that dies with that process.
@@ -104,6 +108,8 @@ struct ls_shadow {
 	struct ls_out in;     /* the inputs, saved before the kernel's BBR overwrites them */
 	u32 random;           /* what the core's random draw returns: the kernel's choice */
 	struct ls_state k, s; /* the two sides after the callback (kept here: the stack is too small) */
+	u64 seq;              /* state-changing callbacks compared on this socket */
+	u32 initialized;      /* init ran on this socket before (the CC was switched away and back) */
 };
 
 struct {
@@ -197,9 +203,36 @@ BBR_INLINE void ls_prepare(struct ls_shadow *s, struct bbr___kernel *k)
 	s->random = CYCLE_LEN - 1 - ((k->cycle_idx - 1) & (CYCLE_LEN - 1));
 }
 
-BBR_INLINE void ls_kernel_state(struct sock *sk, struct bbr___kernel *k, struct ls_state *st)
+/* The moment of a comparison on both sides' clocks, and the kernel's jiffy. */
+struct ls_now {
+	u32 jiffies;
+	u32 ticks;
+	u32 jiffy_us;
+};
+
+BBR_INLINE void ls_now(struct ls_now *now)
+{
+	now->jiffies = (u32)bpf_jiffies64();
+	now->ticks = bbr_ticks(bbr_clock_us());
+	now->jiffy_us = USEC_PER_SEC / CONFIG_HZ;
+}
+
+/* A stamp minus now, in us: jiffies (kernel) or 1024 us ticks (core), each exact to its unit. */
+BBR_INLINE s64 ls_jiffies_rel_us(u32 stamp, const struct ls_now *now)
+{
+	return (s64)(s32)(stamp - now->jiffies) * now->jiffy_us;
+}
+
+BBR_INLINE s64 ls_ticks_rel_us(u32 stamp, const struct ls_now *now)
+{
+	return (s64)(s32)(stamp - now->ticks) << BBR_TICK_SHIFT;
+}
+
+BBR_INLINE void ls_kernel_state(struct sock *sk, struct bbr___kernel *k, struct ls_state *st,
+				const struct ls_now *now)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
+	u32 armed = k->probe_rtt_done_stamp != 0;
 
 	st->pacing_rate = sk->sk_pacing_rate;
 	st->cwnd = tp->snd_cwnd;
@@ -223,11 +256,38 @@ BBR_INLINE void ls_kernel_state(struct sock *sk, struct bbr___kernel *k, struct 
 	st->lt_use_bw = k->lt_use_bw;
 	st->lt_is_sampling = k->lt_is_sampling;
 	st->packet_conservation = k->packet_conservation;
+	st->min_rtt_stamp_us = ls_jiffies_rel_us(k->min_rtt_stamp, now);
+	st->probe_rtt_done_us = armed * ls_jiffies_rel_us(k->probe_rtt_done_stamp, now);
+	st->probe_rtt_armed = armed;
+	st->probe_rtt_round_done = k->probe_rtt_round_done;
+	st->bw_v[0] = k->bw.s[0].v;
+	st->bw_v[1] = k->bw.s[1].v;
+	st->bw_v[2] = k->bw.s[2].v;
+	st->bw_t[0] = k->bw.s[0].t;
+	st->bw_t[1] = k->bw.s[1].t;
+	st->bw_t[2] = k->bw.s[2].t;
+	st->next_rtt_delivered = k->next_rtt_delivered;
+	st->round_start = k->round_start;
+	st->idle_restart = k->idle_restart;
+	st->cycle_stamp = (u32)k->cycle_mstamp;
+	st->ack_epoch_stamp = (u32)k->ack_epoch_mstamp;
+	st->ack_epoch_acked = k->ack_epoch_acked;
+	st->extra_acked_win_rtts = k->extra_acked_win_rtts;
+	st->extra_acked_win_idx = k->extra_acked_win_idx;
+	st->lt_rtt_cnt = k->lt_rtt_cnt;
+	st->lt_last_delivered = k->lt_last_delivered;
+	st->lt_last_stamp = k->lt_last_stamp;
+	st->lt_last_lost = k->lt_last_lost;
+	st->prev_ca_state = k->prev_ca_state;
+	st->has_seen_rtt = k->has_seen_rtt;
+	st->min_tso_segs = 0;
+	st->sndbuf_expand = 0;
 }
 
-BBR_INLINE void ls_shadow_state(const struct ls_shadow *s, struct ls_state *st)
+BBR_INLINE void ls_shadow_state(const struct ls_shadow *s, struct ls_state *st, const struct ls_now *now)
 {
 	const struct bbr_core *b = &s->core;
+	u32 armed = b->probe_rtt_done_stamp != 0;
 
 	st->pacing_rate = s->out.pacing_rate;
 	st->cwnd = s->out.cwnd;
@@ -251,6 +311,32 @@ BBR_INLINE void ls_shadow_state(const struct ls_shadow *s, struct ls_state *st)
 	st->lt_use_bw = b->lt_use_bw;
 	st->lt_is_sampling = b->lt_is_sampling;
 	st->packet_conservation = b->packet_conservation;
+	st->min_rtt_stamp_us = ls_ticks_rel_us(b->min_rtt_stamp, now);
+	st->probe_rtt_done_us = armed * ls_ticks_rel_us(b->probe_rtt_done_stamp, now);
+	st->probe_rtt_armed = armed;
+	st->probe_rtt_round_done = b->probe_rtt_round_done;
+	st->bw_v[0] = b->bw.s[0].v;
+	st->bw_v[1] = b->bw.s[1].v;
+	st->bw_v[2] = b->bw.s[2].v;
+	st->bw_t[0] = b->bw.s[0].t;
+	st->bw_t[1] = b->bw.s[1].t;
+	st->bw_t[2] = b->bw.s[2].t;
+	st->next_rtt_delivered = b->next_rtt_delivered;
+	st->round_start = b->round_start;
+	st->idle_restart = b->idle_restart;
+	st->cycle_stamp = b->cycle_stamp;
+	st->ack_epoch_stamp = b->ack_epoch_stamp;
+	st->ack_epoch_acked = b->ack_epoch_acked;
+	st->extra_acked_win_rtts = b->extra_acked_win_rtts;
+	st->extra_acked_win_idx = b->extra_acked_win_idx;
+	st->lt_rtt_cnt = b->lt_rtt_cnt;
+	st->lt_last_delivered = b->lt_last_delivered;
+	st->lt_last_stamp = b->lt_last_stamp;
+	st->lt_last_lost = b->lt_last_lost;
+	st->prev_ca_state = b->prev_ca_state;
+	st->has_seen_rtt = b->has_seen_rtt;
+	st->min_tso_segs = 0;
+	st->sndbuf_expand = 0;
 }
 
 /* 1 when x != 0, without a branch: the verifier walks each branch of a 16-field comparison
@@ -265,8 +351,31 @@ BBR_INLINE u32 ls_nz(u64 x)
 	return (u32)((x | neg) >> 63);
 }
 
-BBR_INLINE u32 ls_diff(const struct ls_state *a, const struct ls_state *b)
+/* 1 when |d| > slack, branch-free like ls_nz. */
+BBR_INLINE u32 ls_beyond(s64 d, s64 slack)
 {
+	s64 sign = d >> 63;
+
+	asm volatile("" : "+r"(sign));
+	return (u32)((u64)(slack - ((d ^ sign) - sign)) >> 63);
+}
+
+/* How far apart the two sides' stamps of one event may read, in us: each clock floors to its unit
+ * (a jiffy, a 1024 us tick), a re-sync's conversion of a jiffies stamp to ticks floors once more, and
+ * jiffies follow a timer tick that can come late (on this VM the stamps read up to 1.7 ms past the
+ * rounding apart, on callbacks right after an idle CPU woke): a jiffy for that.
+ */
+BBR_INLINE s64 ls_stamp_slack_us(const struct ls_now *now)
+{
+	return 2 * now->jiffy_us + 2 * (1 << BBR_TICK_SHIFT);
+}
+
+/* The end of PROBE_RTT is a stamp plus 200 ms, which the core rounds up to whole ticks. */
+#define LS_PROBE_RTT_ROUNDING_US ((BBR_PROBE_RTT_MODE_TICKS << BBR_TICK_SHIFT) - 200 * USEC_PER_MSEC)
+
+BBR_INLINE u32 ls_diff(const struct ls_state *a, const struct ls_state *b, const struct ls_now *now)
+{
+	s64 slack = ls_stamp_slack_us(now);
 	u32 m;
 
 	m = ls_nz(a->mode ^ b->mode) << LS_F_MODE;
@@ -288,6 +397,27 @@ BBR_INLINE u32 ls_diff(const struct ls_state *a, const struct ls_state *b)
 	m |= ls_nz(a->packet_conservation ^ b->packet_conservation) << LS_F_CONSERVATION;
 	m |= ls_nz(a->app_limited ^ b->app_limited) << LS_F_APP_LIMITED;
 	m |= ls_nz(a->pacing_status ^ b->pacing_status) << LS_F_PACING_STATUS;
+	m |= ls_beyond(a->min_rtt_stamp_us - b->min_rtt_stamp_us, slack) << LS_F_MIN_RTT_STAMP;
+	m |= (ls_nz((a->probe_rtt_armed ^ b->probe_rtt_armed) |
+		    (a->probe_rtt_round_done ^ b->probe_rtt_round_done)) |
+	      ls_beyond(a->probe_rtt_done_us - b->probe_rtt_done_us, slack + LS_PROBE_RTT_ROUNDING_US))
+	     << LS_F_PROBE_RTT_STAMP;
+	m |= ls_nz((a->next_rtt_delivered ^ b->next_rtt_delivered) | (a->round_start ^ b->round_start))
+	     << LS_F_NEXT_RTT_DELIVERED;
+	m |= ls_nz(a->idle_restart ^ b->idle_restart) << LS_F_IDLE_RESTART;
+	m |= ls_nz((a->ack_epoch_stamp ^ b->ack_epoch_stamp) | (a->ack_epoch_acked ^ b->ack_epoch_acked) |
+		   (a->extra_acked_win_rtts ^ b->extra_acked_win_rtts) |
+		   (a->extra_acked_win_idx ^ b->extra_acked_win_idx)) << LS_F_ACK_EPOCH;
+	m |= ls_nz((a->bw_v[1] ^ b->bw_v[1]) | (a->bw_v[2] ^ b->bw_v[2]) | (a->bw_t[0] ^ b->bw_t[0]) |
+		   (a->bw_t[1] ^ b->bw_t[1]) | (a->bw_t[2] ^ b->bw_t[2])) << LS_F_BW_SLOTS;
+	m |= ls_nz(a->cycle_stamp ^ b->cycle_stamp) << LS_F_CYCLE_STAMP;
+	m |= ls_nz((a->lt_rtt_cnt ^ b->lt_rtt_cnt) | (a->lt_last_delivered ^ b->lt_last_delivered) |
+		   (a->lt_last_stamp ^ b->lt_last_stamp) | (a->lt_last_lost ^ b->lt_last_lost))
+	     << LS_F_LT_INTERVAL;
+	m |= ls_nz(a->prev_ca_state ^ b->prev_ca_state) << LS_F_PREV_CA_STATE;
+	m |= ls_nz(a->has_seen_rtt ^ b->has_seen_rtt) << LS_F_HAS_SEEN_RTT;
+	m |= ls_nz(a->min_tso_segs ^ b->min_tso_segs) << LS_F_MIN_TSO_SEGS;
+	m |= ls_nz(a->sndbuf_expand ^ b->sndbuf_expand) << LS_F_SNDBUF_EXPAND;
 	return m;
 }
 
@@ -352,28 +482,62 @@ BBR_INLINE void ls_count(u64 *counter)
 	__sync_fetch_and_add(counter, 1);
 }
 
+/* Keep the widest gap between agreeing min_rtt stamps (racy across CPUs: a lost maximum only
+ * understates the margin for one comparison).
+ */
+BBR_INLINE void ls_widest_gap(const struct ls_state *k, const struct ls_state *s, u32 fields)
+{
+	s64 d = k->min_rtt_stamp_us - s->min_rtt_stamp_us;
+	u64 gap = d < 0 ? -d : d;
+
+	if (!(fields & (1U << LS_F_MIN_RTT_STAMP)) && gap > counters.stamp_gap_us)
+		counters.stamp_gap_us = gap;
+}
+
 /* Compare after a callback; on a difference count it, record both states and re-sync. For
  * ssthresh and undo_cwnd the decision is the return value (TCP stores it afterwards): kret and
- * sret, the two sides' returns, stand in for ssthresh and cwnd there.
+ * sret, the two sides' returns, stand in for ssthresh and cwnd there; for min_tso_segs and
+ * sndbuf_expand they are compared as fields of their own.
  */
 BBR_INLINE void ls_compare(struct sock *sk, struct ls_shadow *s, u8 callback, u8 arg, u8 mode_before,
 			   u32 kret, u32 sret)
 {
 	struct bbr___kernel *k = ls_kernel_bbr(sk);
 	struct ls_record *r;
+	struct ls_now now;
 	u32 fields, i;
 
-	ls_kernel_state(sk, k, &s->k);
-	ls_shadow_state(s, &s->s);
+	ls_now(&now);
+	ls_kernel_state(sk, k, &s->k, &now);
+	ls_shadow_state(s, &s->s, &now);
 	if (callback == LS_CB_SSTHRESH) {
 		s->k.ssthresh = kret;
 		s->s.ssthresh = sret;
 	} else if (callback == LS_CB_UNDO) {
 		s->k.cwnd = kret;
 		s->s.cwnd = sret;
+	} else if (callback == LS_CB_MIN_TSO_SEGS) {
+		s->k.min_tso_segs = kret;
+		s->s.min_tso_segs = sret;
+	} else if (callback == LS_CB_SNDBUF_EXPAND) {
+		s->k.sndbuf_expand = kret;
+		s->s.sndbuf_expand = sret;
 	}
-	fields = ls_diff(&s->k, &s->s);
+	fields = ls_diff(&s->k, &s->s, &now);
+	/* min_tso_segs and sndbuf_expand change no state, and the state was compared after the callback
+	 * before them: only their returns are compared (they run thousands of times per second, each a
+	 * chance for a late jiffy to pass for a state difference).
+	 */
+	if (callback >= LS_CB_MIN_TSO_SEGS)
+		fields &= ~LS_STATE_FIELDS;
+	else
+		ls_widest_gap(&s->k, &s->s, fields);
 
+	/* Only callbacks that may change state count: a run of consecutive numbers in the records
+	 * is a difference that came back after each re-sync.
+	 */
+	if (callback < LS_CB_MIN_TSO_SEGS)
+		s->seq++;
 	if (callback < LS_CB_COUNT)
 		ls_count(&counters.compared[callback]);
 	if (callback == LS_CB_ACK && mode_before < LS_MODES)
@@ -391,8 +555,11 @@ BBR_INLINE void ls_compare(struct sock *sk, struct ls_shadow *s, u8 callback, u8
 	r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
 	if (r) {
 		r->t_ns = bpf_ktime_get_ns();
+		r->seq = s->seq;
 		r->fields = fields;
 		r->delivered = tcp_sk(sk)->delivered;
+		r->srtt_us = tcp_sk(sk)->srtt_us >> 3;
+		r->jiffy_us = now.jiffy_us;
 		r->sport = sk->__sk_common.skc_num;
 		r->dport = bpf_ntohs(sk->__sk_common.skc_dport);
 		r->callback = callback;
@@ -405,7 +572,10 @@ BBR_INLINE void ls_compare(struct sock *sk, struct ls_shadow *s, u8 callback, u8
 	} else {
 		ls_count(&counters.lost_records);
 	}
-	ls_resync(s, k);
+	if (fields & LS_STATE_FIELDS) {
+		ls_count(&counters.resyncs);
+		ls_resync(s, k);
+	}
 }
 
 /* Branch-free like the comparison, for the same reason. */
@@ -422,9 +592,14 @@ BBR_INLINE void ls_cover(struct sock *sk, const struct rate_sample *rs)
 	__sync_fetch_and_add(&counters.covered[LS_COV_APP_LIMITED], ls_nz(rs->is_app_limited));
 }
 
+/* The shadow is created, zeroed like the private area TCP zeroes when it assigns the algorithm, by
+ * the first callback, which need not be init: on a socket given its algorithm before connect(), the
+ * ACK of the SYN reaches cong_control before init (tcp_rcv_synsent_state_process acks, then
+ * tcp_finish_connect inits), and what that ACK leaves, init does not all reset (the gains).
+ */
 BBR_INLINE struct ls_shadow *ls_get(struct sock *sk)
 {
-	struct ls_shadow *s = bpf_sk_storage_get(&shadows, sk, 0, 0);
+	struct ls_shadow *s = bpf_sk_storage_get(&shadows, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 
 	if (!s)
 		ls_count(&counters.no_shadow);
@@ -434,16 +609,20 @@ BBR_INLINE struct ls_shadow *ls_get(struct sock *sk)
 SEC("struct_ops")
 void BPF_PROG(ls_init, struct sock *sk)
 {
-	struct ls_shadow *s = bpf_sk_storage_get(&shadows, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	struct ls_shadow *s = ls_get(sk);
 
 	if (!s) {
-		ls_count(&counters.no_shadow);
 		bbr_init(sk);
 		return;
 	}
 	ls_save_inputs(sk, &s->in);
 	bbr_init(sk);
-	__builtin_memset(&s->core, 0, sizeof(s->core)); /* as TCP zeroes icsk_ca_priv */
+	/* Switched back to this algorithm: TCP zeroed the private area again (the storage outlived the
+	 * switch away); otherwise the shadow holds what any callbacks before init left, as the kernel's does.
+	 */
+	if (s->initialized)
+		__builtin_memset(&s->core, 0, sizeof(s->core));
+	s->initialized = 1;
 	ls_prepare(s, ls_kernel_bbr(sk));
 	bbr_core_init(sk, &s->core);
 	ls_compare(sk, s, LS_CB_INIT, 0, BBRKIT_STARTUP, 0, 0);
@@ -533,18 +712,40 @@ void BPF_PROG(ls_set_state, struct sock *sk, u8 new_state)
 	ls_prepare(s, ls_kernel_bbr(sk));
 	bbr_core_set_state(sk, &s->core, new_state);
 	ls_compare(sk, s, LS_CB_SET_STATE, new_state, mode, 0, 0);
+	if (new_state == TCP_CA_Loss)
+		ls_count(&counters.covered[LS_COV_RTO]);
 }
 
 SEC("struct_ops")
 u32 BPF_PROG(ls_sndbuf_expand, struct sock *sk)
 {
-	return bbr_sndbuf_expand(sk);
+	struct ls_shadow *s = ls_get(sk);
+	u8 mode = ls_kernel_bbr(sk)->mode;
+	u32 ret;
+
+	if (!s)
+		return bbr_sndbuf_expand(sk);
+	ls_save_inputs(sk, &s->in);
+	ret = bbr_sndbuf_expand(sk);
+	ls_prepare(s, ls_kernel_bbr(sk));
+	ls_compare(sk, s, LS_CB_SNDBUF_EXPAND, 0, mode, ret, bbrkit_bbr_sndbuf_expand(sk));
+	return ret;
 }
 
 SEC("struct_ops")
 u32 BPF_PROG(ls_min_tso_segs, struct sock *sk)
 {
-	return bbr_min_tso_segs(sk);
+	struct ls_shadow *s = ls_get(sk);
+	u8 mode = ls_kernel_bbr(sk)->mode;
+	u32 ret;
+
+	if (!s)
+		return bbr_min_tso_segs(sk);
+	ls_save_inputs(sk, &s->in);
+	ret = bbr_min_tso_segs(sk);
+	ls_prepare(s, ls_kernel_bbr(sk));
+	ls_compare(sk, s, LS_CB_MIN_TSO_SEGS, 0, mode, ret, bbrkit_bbr_min_tso_segs(sk));
+	return ret;
 }
 
 SEC(".struct_ops")

@@ -41,6 +41,24 @@ TEST(init_without_rtt_sample_paces_for_a_nominal_1ms)
 	CHECK_EQ(bbr_bdp(core(), sim_bw(10, 1000), BBR_UNIT), TCP_INIT_CWND); /* capped: no RTT */
 }
 
+TEST(init_resets_what_an_ack_before_it_left)
+{
+	struct bbr_core clean, left;
+	struct bbr_core *b = core();
+
+	clean = *b;
+	/* The ACK of the SYN on a socket given bbr1 before connect() runs before init. */
+	memset(sim_tp.inet_conn.icsk_ca_priv, 0xa5, sizeof(sim_tp.inet_conn.icsk_ca_priv));
+	left = *b;
+	bbr_init(sk);
+	/* As the kernel's bbr_init(): all but the gains, which the first ACK sets from the mode. */
+	CHECK_EQ(b->pacing_gain, left.pacing_gain);
+	CHECK_EQ(b->cwnd_gain, left.cwnd_gain);
+	b->pacing_gain = clean.pacing_gain;
+	b->cwnd_gain = clean.cwnd_gain;
+	CHECK(memcmp(b, &clean, sizeof(clean)) == 0);
+}
+
 TEST(init_starts_in_startup_with_pacing)
 {
 	struct bbr_core *b = core();
