@@ -26,7 +26,8 @@ BBRKIT = {"bbr1", "bbr_rttgain", "bbr_acd"}
 # `make reproduce` must finish in about an hour; per-run set-up and tear-down measured at 2-4 s here.
 QUICK_BUDGET_S = 3600
 RUN_OVERHEAD_S = 4
-# The standard profile: the whole catalogue in about 4.3 h (measured before the AQM experiments, about 5 h planned with them), every run three of BBRv1's 10 s PROBE_RTT
+# The standard profile: the whole catalogue in about 4.3 h (measured before the AQM experiments; about 5 h
+# planned with them), every run three of BBRv1's 10 s PROBE_RTT
 # periods past the last flow's start (or the paper's run, if shorter), at least 3 repetitions.
 STANDARD_BUDGET_S = 5.25 * 3600
 PROBE_RTT_PERIODS_S = 3 * 10
