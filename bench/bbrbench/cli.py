@@ -1,5 +1,6 @@
 """Command line: bbrbench compare | run | sweep | report | cleanup | check | model | reproduce | fidelity |
-overhead | lockstep | delaybench | cluster. Results go to stdout; diagnostics through logging to stderr (-v, -q).
+overhead | lockstep | delaybench | linkbench | cluster. Results go to stdout; diagnostics through logging to
+stderr (-v, -q).
 Building the parser imports nothing beyond the standard library (scripts/bbrbench-man.py runs it with the
 system's python3)."""
 
@@ -219,6 +220,14 @@ def cmd_delaybench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_linkbench(args: argparse.Namespace) -> int:
+    from .experiments import linkbench
+    linkbench.check_args(args)
+    _need_root()
+    _emit(linkbench.run_benchmark(args))
+    return 0
+
+
 def cmd_lockstep(args: argparse.Namespace) -> int:
     from .experiments import lockstep
     _need_root()
@@ -418,6 +427,11 @@ def build_parser() -> argparse.ArgumentParser:
     from .experiments.delaybench import add_arguments
     add_arguments(db)
     db.set_defaults(func=cmd_delaybench)
+
+    lb = add("linkbench", "added delay and forwarding capacity of the link emulator (bbrkit-link)")
+    from .experiments.linkbench import add_arguments as add_link_arguments
+    add_link_arguments(lb)
+    lb.set_defaults(func=cmd_linkbench)
     return parser
 
 

@@ -35,7 +35,7 @@ AQM_PARAMS: dict[str, dict[str, str]] = {
                  "quantum_bytes": "integer", "flows": "integer"},
     "step": {"threshold_ms": "number", "ect1_only": "bool"},
     "pie": {"target_ms": "number", "tupdate_ms": "number", "ecn": "bool"},
-    "cake": {},
+    "cake": {"target_ms": "number", "interval_ms": "number", "ecn": "bool", "flows": "integer"},
 }
 # Where the bottleneck runs: the kernel's qdiscs, bbrbench's own link emulator, or the kernel's when it
 # has what the scenario needs.
@@ -609,9 +609,6 @@ def _bottleneck(t: _Table, senders: list[Sender]) -> Bottleneck:
     if emulator == "kernel" and bottleneck.needs_link:
         raise ScenarioError(f"{t.key('emulator')}: the kernel has no qdisc for rate traces, burst loss or the "
                             f"step marker; use \"bbrkit-link\" or \"auto\"")
-    if bottleneck.needs_link and aqm == "cake":
-        raise ScenarioError(f"{t.key('aqm')}: bbrkit-link has no cake, and rate traces, burst loss and the "
-                            f"step marker need bbrkit-link")
     return bottleneck
 
 

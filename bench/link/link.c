@@ -82,8 +82,8 @@ struct slot {
 /* Counters the forwarding thread publishes for the stats lines (relaxed: monotonic or gauges). */
 struct pub {
 	atomic_uint_fast64_t in_pkts, out_pkts, out_bytes, drop_overlimit, drop_aqm, mark_aqm, mark_step,
-		drop_ge, drop_gso, drop_bad, drop_tx, backlog_pkts, backlog_bytes, max_backlog_bytes,
-		new_flows, sojourn_sum_us, sojourn_max_us, rev_pkts, rev_drop_tx;
+		drop_blue, way_collisions, drop_ge, drop_gso, drop_bad, drop_tx, backlog_pkts, backlog_bytes,
+		max_backlog_bytes, new_flows, sojourn_sum_us, sojourn_max_us, rev_pkts, rev_drop_tx;
 };
 
 static struct pub pub;
@@ -322,6 +322,8 @@ static void publish(void)
 	SET(mark_aqm, L.q.st.mark_aqm);
 	SET(mark_step, L.q.st.mark_step);
 	SET(new_flows, L.q.st.new_flows);
+	SET(drop_blue, L.q.st.drop_blue);
+	SET(way_collisions, L.q.st.way_collisions);
 }
 
 /* Takes one received frame into the queue (or drops it, counted). */
@@ -413,8 +415,8 @@ static void log_line(uint64_t t)
 		",%" PRIu64 ",%" PRIu64 "\n",
 		(double)t / NSEC_PER_SEC, L.q.backlog_pkts, L.q.backlog_bytes,
 		out - last_out ? (sum - last_sum) / (out - last_out) : 0, max, out, L.q.st.drop_overlimit,
-		L.q.st.drop_aqm, L.q.st.mark_aqm + L.q.st.mark_step, (uint64_t)atomic_load(&pub.drop_ge),
-		(uint64_t)atomic_load(&pub.out_bytes));
+		L.q.st.drop_aqm + L.q.st.drop_blue, L.q.st.mark_aqm + L.q.st.mark_step,
+		(uint64_t)atomic_load(&pub.drop_ge), (uint64_t)atomic_load(&pub.out_bytes));
 	last_out = out;
 	last_sum = sum;
 }
@@ -532,6 +534,8 @@ static void print_stats(const char *event)
 	F(drop_aqm);
 	F(mark_aqm);
 	F(mark_step);
+	F(drop_blue);
+	F(way_collisions);
 	F(drop_ge);
 	F(drop_gso);
 	F(drop_bad);
@@ -667,14 +671,15 @@ static void usage(void)
 	       "  --rate-bps N           constant link rate in bit/s of Ethernet frames (%llu..%llu)\n"
 	       "  --trace FILE           Mahimahi trace: one line per %d-byte delivery opportunity,\n"
 	       "                         in ms; loops with the last line's time as its period\n"
-	       "  --aqm KIND             fifo (default), codel, fq_codel, pie or step\n"
+	       "  --aqm KIND             fifo (default), codel, fq_codel, cake (a subset), pie or step\n"
 	       "  --limit-pkts N         queue limit in packets (default: 1000, fq_codel 10240)\n"
 	       "  --limit-bytes N        queue limit in bytes (fifo; replaces the packet limit)\n"
 	       "  --target-us N          CoDel target (default 5000), PIE reference delay (15000)\n"
 	       "  --interval-us N        CoDel interval (default 100000)\n"
 	       "  --tupdate-us N         PIE probability update interval (default 15000)\n"
-	       "  --quantum N            FQ-CoDel DRR quantum in bytes (default: the MTU frame)\n"
-	       "  --flows N              FQ-CoDel queues (default 1024)\n"
+	       "  --quantum N            FQ-CoDel/CAKE DRR quantum in bytes (default: the MTU frame;\n"
+	       "                         CAKE: rate/4096 within 300..MTU frame)\n"
+	       "  --flows N              FQ-CoDel/CAKE queues (default 1024; CAKE: a multiple of 8)\n"
 	       "  --ecn 0|1              CoDel/FQ-CoDel/PIE mark ECT packets instead of dropping\n"
 	       "                         (default: codel 0, pie 0, fq_codel 1)\n"
 	       "  --step-us N            CE on ECT packets whose sojourn exceeds N us (step's threshold;\n"
@@ -879,18 +884,23 @@ int main(int argc, char **argv)
 		kind = LQ_STEP;
 	else if (!strcmp(aqm, "pie"))
 		kind = LQ_PIE;
+	else if (!strcmp(aqm, "cake"))
+		kind = LQ_CAKE;
 	else
-		die("--aqm '%s': not one of fifo, codel, fq_codel, pie, step", aqm);
+		die("--aqm '%s': not one of fifo, codel, fq_codel, cake, pie, step", aqm);
 	if (limit_bytes && kind != LQ_FIFO && kind != LQ_STEP)
 		die("--limit-bytes: only for fifo and step (%s limits packets)", aqm);
-	if ((target || ecn != UINT64_MAX) && kind != LQ_CODEL && kind != LQ_FQ_CODEL && kind != LQ_PIE)
-		die("--target-us and --ecn apply to codel, fq_codel and pie, not %s", aqm);
-	if (interval && kind != LQ_CODEL && kind != LQ_FQ_CODEL)
-		die("--interval-us applies to codel and fq_codel, not %s", aqm);
+	if ((target || ecn != UINT64_MAX) && (kind == LQ_FIFO || kind == LQ_STEP))
+		die("--target-us and --ecn apply to codel, fq_codel, cake and pie, not %s", aqm);
+	if (interval && kind != LQ_CODEL && kind != LQ_FQ_CODEL && kind != LQ_CAKE)
+		die("--interval-us applies to codel, fq_codel and cake, not %s", aqm);
 	if (tupdate && kind != LQ_PIE)
 		die("--tupdate-us applies to pie, not %s", aqm);
-	if ((quantum || flows) && kind != LQ_FQ_CODEL)
-		die("--quantum and --flows apply to fq_codel, not %s", aqm);
+	if ((quantum || flows) && kind != LQ_FQ_CODEL && kind != LQ_CAKE)
+		die("--quantum and --flows apply to fq_codel and cake, not %s", aqm);
+	if (flows % LQ_CAKE_WAYS && kind == LQ_CAKE)
+		die("--flows: cake's queues come in sets of 8, not %s",
+			"a count that is not a multiple of 8");
 	if (kind == LQ_STEP && !step)
 		die("%s", "--aqm step needs --step-us");
 	if (ect1 && !step)
@@ -926,6 +936,17 @@ int main(int argc, char **argv)
 		prm.ecn = ecn;
 	prm.step_ns = step * LQ_NSEC_PER_USEC;
 	prm.step_ect1_only = ect1;
+	/* CAKE sizes its MTU time and quantum from the link rate (a trace's mean rate). */
+	prm.rate_bps = L.rate_bps ? L.rate_bps
+				  : (uint64_t)L.trace_len * TRACE_OPPORTUNITY_BYTES * BITS_PER_BYTE *
+			NSEC_PER_SEC / L.trace_period_ns;
+	if (kind == LQ_CAKE && !quantum) {
+		uint64_t q = prm.rate_bps / BITS_PER_BYTE >> 12; /* sch_cake: rate/4096, within 300..MTU */
+
+		prm.quantum = (uint32_t)(q < LQ_CAKE_MIN_QUANTUM ? LQ_CAKE_MIN_QUANTUM
+				: q > prm.mtu_bytes		 ? prm.mtu_bytes
+								 : q);
+	}
 	if (lq_init(&L.q, &prm, on_drop, NULL, &err))
 		die("queue: %s", err);
 	if (L.ge_on)

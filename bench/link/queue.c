@@ -59,9 +59,9 @@ void lq_defaults(struct lq_params *p, enum lq_kind kind, uint32_t mtu_bytes)
 	if (kind == LQ_PIE)
 		p->target_ns = LQ_PIE_TARGET_NS;
 	p->flows = LQ_FQ_FLOWS;
-	/* Linux: fq_codel marks by default, plain codel does not. */
-	p->ecn = kind == LQ_FQ_CODEL;
-	p->limit_pkts = kind == LQ_FQ_CODEL ? LQ_FQ_LIMIT_PKTS : 1000;
+	/* Linux: fq_codel and cake mark by default, plain codel and pie do not. */
+	p->ecn = kind == LQ_FQ_CODEL || kind == LQ_CAKE;
+	p->limit_pkts = kind == LQ_FQ_CODEL || kind == LQ_CAKE ? LQ_FQ_LIMIT_PKTS : 1000;
 }
 
 int lq_init(struct lq *q, const struct lq_params *p, lq_drop_fn drop, void *ctx, const char **err)
@@ -82,11 +82,18 @@ int lq_init(struct lq *q, const struct lq_params *p, lq_drop_fn drop, void *ctx,
 	}
 	q->pie.burst_allowance_ns = LQ_PIE_MAX_BURST_NS;
 	q->pie.rng = 0x9e3779b97f4a7c15ULL;
-	if ((p->kind == LQ_CODEL || p->kind == LQ_FQ_CODEL) && (!p->target_ns || !p->interval_ns)) {
+	q->rng = 0x2545f4914f6cdd1dULL;
+	if (p->kind == LQ_CAKE && !p->rate_bps) {
+		*err = "cake needs the link rate";
+		return -1;
+	}
+	if ((p->kind == LQ_CODEL || p->kind == LQ_FQ_CODEL || p->kind == LQ_CAKE) &&
+		(!p->target_ns || !p->interval_ns)) {
 		*err = "target and interval must be positive";
 		return -1;
 	}
-	if ((p->kind == LQ_CODEL || p->kind == LQ_FQ_CODEL) && p->target_ns > p->interval_ns) {
+	if ((p->kind == LQ_CODEL || p->kind == LQ_FQ_CODEL || p->kind == LQ_CAKE) &&
+		p->target_ns > p->interval_ns) {
 		*err = "target must not exceed interval";
 		return -1;
 	}
@@ -94,7 +101,11 @@ int lq_init(struct lq *q, const struct lq_params *p, lq_drop_fn drop, void *ctx,
 		*err = "step threshold must be positive";
 		return -1;
 	}
-	if (p->kind == LQ_FQ_CODEL) {
+	if (p->kind == LQ_FQ_CODEL || p->kind == LQ_CAKE) {
+		if (p->kind == LQ_CAKE && (p->flows % LQ_CAKE_WAYS)) {
+			*err = "cake flows must be a multiple of 8";
+			return -1;
+		}
 		if (!p->quantum) {
 			*err = "quantum must be positive";
 			return -1;
@@ -120,6 +131,17 @@ void lq_free(struct lq *q)
 	q->flow = NULL;
 }
 
+static struct lq_pkt *sub_pop(struct lq *q, struct lq_fifo *f)
+{
+	struct lq_pkt *p = fifo_pop(f);
+
+	if (p) {
+		q->backlog_pkts--;
+		q->backlog_bytes -= p->len;
+	}
+	return p;
+}
+
 static void note_backlog(struct lq *q)
 {
 	if (q->backlog_bytes > q->st.max_backlog_bytes)
@@ -135,6 +157,7 @@ static bool over_limit(const struct lq *q, uint32_t extra_pkts, uint32_t extra_b
 
 static void list_append(struct lq *q, struct lq_flow_list *l, uint32_t idx, uint8_t which)
 {
+	q->bulk_flows += which == LQ_LIST_OLD;
 	q->flow[idx].next_flow = LQ_NO_FLOW;
 	q->flow[idx].list = which;
 	if (l->tail == LQ_NO_FLOW)
@@ -151,6 +174,7 @@ static uint32_t list_pop(struct lq *q, struct lq_flow_list *l)
 	l->head = q->flow[idx].next_flow;
 	if (l->head == LQ_NO_FLOW)
 		l->tail = LQ_NO_FLOW;
+	q->bulk_flows -= q->flow[idx].list == LQ_LIST_OLD;
 	q->flow[idx].next_flow = LQ_NO_FLOW;
 	q->flow[idx].list = LQ_LIST_NONE;
 	return idx;
@@ -181,6 +205,7 @@ static void fq_drop_fattest(struct lq *q)
 }
 
 static double next_unit(uint64_t *s);
+static uint64_t codel_control_law(const struct lq *q, uint64_t t, uint32_t count);
 
 /* RFC 8033 section 4.2, run every tupdate: the probability follows the delay error (alpha) and its
  * trend (beta), with steps scaled down while the probability is small (section 5.2's auto-tuning). */
@@ -252,6 +277,126 @@ static bool pie_drop_early(struct lq *q)
 	return next_unit(&v->rng) < v->drop_prob;
 }
 
+/* CAKE's set-associative lookup: the queue of the flow's set that holds its tag, else a free one
+ * of the set, else (a collision, counted) the flow's own slot. */
+static uint32_t cake_queue_for(struct lq *q, uint32_t hash)
+{
+	uint32_t slot = hash % q->prm.flows, set = slot - slot % LQ_CAKE_WAYS;
+
+	for (uint32_t k = 0; k < LQ_CAKE_WAYS; k++)
+		if (q->flow[set + k].tag == hash)
+			return set + k;
+	for (uint32_t k = 0; k < LQ_CAKE_WAYS; k++) {
+		struct lq_flow *f = &q->flow[set + k];
+
+		if (f->list == LQ_LIST_NONE && f->q.pkts == 0) {
+			f->tag = hash;
+			return set + k;
+		}
+	}
+	q->st.way_collisions++;
+	q->flow[slot].tag = hash;
+	return slot;
+}
+
+static uint32_t queue_for(struct lq *q, const struct lq_pkt *p)
+{
+	return q->prm.kind == LQ_CAKE ? cake_queue_for(q, p->hash) : p->hash % q->prm.flows;
+}
+
+static uint64_t cobalt_law(const struct lq *q, uint64_t t, uint32_t count)
+{
+	return count ? codel_control_law(q, t, count) : t + q->prm.interval_ns;
+}
+
+/* BLUE on overflow: the probability steps up at most once per target, and CoDel's side starts
+ * dropping at once. */
+static void cobalt_queue_full(struct lq *q, struct lq_cobalt *cb, uint64_t now)
+{
+	if (now - cb->blue_stamp_ns > q->prm.target_ns) {
+		cb->p_drop = cb->p_drop + LQ_CAKE_BLUE_INC > 1 ? 1 : cb->p_drop + LQ_CAKE_BLUE_INC;
+		cb->blue_stamp_ns = now;
+	}
+	cb->dropping = true;
+	cb->drop_next_ns = now;
+	if (!cb->count)
+		cb->count = 1;
+}
+
+/* An emptied queue: BLUE steps down, CoDel's side stops and its count decays on schedule. */
+static void cobalt_queue_empty(struct lq *q, struct lq_cobalt *cb, uint64_t now)
+{
+	if (cb->p_drop > 0 && now - cb->blue_stamp_ns > q->prm.target_ns) {
+		cb->p_drop = cb->p_drop > LQ_CAKE_BLUE_DEC ? cb->p_drop - LQ_CAKE_BLUE_DEC : 0;
+		cb->blue_stamp_ns = now;
+	}
+	cb->dropping = false;
+	if (cb->count && now >= cb->drop_next_ns) {
+		cb->count--;
+		cb->drop_next_ns = cobalt_law(q, cb->drop_next_ns, cb->count);
+	}
+}
+
+enum cobalt_verdict { COBALT_PASS, COBALT_MARK, COBALT_DROP, COBALT_BLUE };
+
+/* COBALT at dequeue: CoDel's square-root schedule, entered as soon as the sojourn passes target (and
+ * the time a fair share of MTUs would take across the bulk queues), with the count decaying instead of
+ * resetting; BLUE drops on top, never marks. */
+static enum cobalt_verdict cobalt_judge(struct lq *q, struct lq_cobalt *cb, struct lq_pkt *p, uint64_t now)
+{
+	uint64_t sojourn = now > p->enq_ns ? now - p->enq_ns : 0;
+	uint64_t mtu_ns = (uint64_t)q->prm.mtu_bytes * 8 * 1000000000ULL / q->prm.rate_bps;
+	bool over =
+		sojourn > q->prm.target_ns && sojourn > mtu_ns * q->bulk_flows * 2 && sojourn > mtu_ns * 4;
+	bool due = cb->count && now >= cb->drop_next_ns;
+	enum cobalt_verdict v = COBALT_PASS;
+
+	if (over) {
+		if (!cb->dropping) {
+			cb->dropping = true;
+			cb->drop_next_ns = cobalt_law(q, now, cb->count ? cb->count : 1);
+		}
+		if (!cb->count)
+			cb->count = 1;
+	} else {
+		cb->dropping = false;
+	}
+	if (due && cb->dropping) {
+		v = q->prm.ecn && lq_set_ce(p) ? COBALT_MARK : COBALT_DROP;
+		cb->count++;
+		cb->drop_next_ns = cobalt_law(q, cb->drop_next_ns, cb->count);
+	} else {
+		while (due) {
+			cb->count--;
+			cb->drop_next_ns = cobalt_law(q, cb->drop_next_ns, cb->count);
+			due = cb->count && now >= cb->drop_next_ns;
+		}
+	}
+	if (v == COBALT_PASS && cb->p_drop > 0 && next_unit(&q->rng) < cb->p_drop)
+		v = COBALT_BLUE;
+	/* drop_next doubles as an activity timeout once the count is spent. */
+	if (!cb->count)
+		cb->drop_next_ns = now + q->prm.interval_ns;
+	else if (now > cb->drop_next_ns && v == COBALT_PASS)
+		cb->drop_next_ns = now;
+	return v;
+}
+
+/* CAKE's overflow: one packet from the head of the queue holding the most bytes, and BLUE told. */
+static void cake_drop_fattest(struct lq *q, uint64_t now)
+{
+	uint32_t fat = 0;
+	struct lq_pkt *p;
+
+	for (uint32_t i = 1; i < q->prm.flows; i++)
+		if (q->flow[i].q.bytes > q->flow[fat].q.bytes)
+			fat = i;
+	p = sub_pop(q, &q->flow[fat].q);
+	cobalt_queue_full(q, &q->flow[fat].cb, now);
+	q->st.drop_overlimit++;
+	q->drop(q->drop_ctx, p);
+}
+
 bool lq_enqueue(struct lq *q, struct lq_pkt *p, uint64_t now_ns)
 {
 	p->enq_ns = now_ns;
@@ -267,7 +412,7 @@ bool lq_enqueue(struct lq *q, struct lq_pkt *p, uint64_t now_ns)
 			}
 		}
 	}
-	if (q->prm.kind != LQ_FQ_CODEL) {
+	if (q->prm.kind != LQ_FQ_CODEL && q->prm.kind != LQ_CAKE) {
 		if (over_limit(q, 1, p->len)) {
 			q->st.drop_overlimit++;
 			q->drop(q->drop_ctx, p);
@@ -275,7 +420,7 @@ bool lq_enqueue(struct lq *q, struct lq_pkt *p, uint64_t now_ns)
 		}
 		fifo_push(&q->fifo, p);
 	} else {
-		uint32_t idx = p->hash % q->prm.flows;
+		uint32_t idx = queue_for(q, p);
 		struct lq_flow *f = &q->flow[idx];
 
 		fifo_push(&f->q, p);
@@ -299,18 +444,14 @@ bool lq_enqueue(struct lq *q, struct lq_pkt *p, uint64_t now_ns)
 		fq_drop_fattest(q);
 		return !(self_dropped && q->flow[p->hash % q->prm.flows].q.pkts == 0);
 	}
-	return true;
-}
+	if (q->prm.kind == LQ_CAKE && over_limit(q, 0, 0)) {
+		struct lq_flow *own = &q->flow[queue_for(q, p)];
+		bool alone = own->q.pkts == 1;
 
-static struct lq_pkt *sub_pop(struct lq *q, struct lq_fifo *f)
-{
-	struct lq_pkt *p = fifo_pop(f);
-
-	if (p) {
-		q->backlog_pkts--;
-		q->backlog_bytes -= p->len;
+		cake_drop_fattest(q, now_ns);
+		return !(alone && own->q.pkts == 0);
 	}
-	return p;
+	return true;
 }
 
 /* RFC 8289 dodequeue's test: has the sojourn stayed above target for an interval? */
@@ -442,6 +583,61 @@ static struct lq_pkt *fq_codel_dequeue(struct lq *q, uint64_t now)
 	}
 }
 
+/* DRR++ as fq_codel_dequeue, with COBALT per queue; an emptied queue whose COBALT state is still
+ * active stays on the old list (CAKE's decaying queues), so it cannot come back as new at once. */
+static struct lq_pkt *cake_dequeue(struct lq *q, uint64_t now)
+{
+	/* Decaying queues go round the old list empty: one lap of them without a packet ends the search. */
+	for (uint32_t empty = 0; empty <= q->prm.flows;) {
+		struct lq_flow_list *l = q->new_list.head != LQ_NO_FLOW ? &q->new_list : &q->old_list;
+		struct lq_flow *f;
+		struct lq_pkt *p;
+		uint32_t idx;
+
+		if (l->head == LQ_NO_FLOW)
+			return NULL;
+		idx = l->head;
+		f = &q->flow[idx];
+		if (f->deficit <= 0) {
+			f->deficit += q->prm.quantum;
+			list_pop(q, l);
+			list_append(q, &q->old_list, idx, LQ_LIST_OLD);
+			continue;
+		}
+		p = sub_pop(q, &f->q);
+		if (!p) {
+			bool active;
+
+			cobalt_queue_empty(q, &f->cb, now);
+			active = f->cb.p_drop > 0 || f->cb.count > 0;
+			list_pop(q, l);
+			if ((l == &q->new_list && q->old_list.head != LQ_NO_FLOW) ||
+				(l == &q->old_list && active))
+				list_append(q, &q->old_list, idx, LQ_LIST_OLD);
+			empty++;
+			continue;
+		}
+		switch (cobalt_judge(q, &f->cb, p, now)) {
+		case COBALT_MARK:
+			q->st.mark_aqm++;
+			break;
+		case COBALT_DROP:
+			q->st.drop_aqm++;
+			q->drop(q->drop_ctx, p);
+			continue;
+		case COBALT_BLUE:
+			q->st.drop_blue++;
+			q->drop(q->drop_ctx, p);
+			continue;
+		default:
+			break;
+		}
+		f->deficit -= p->len;
+		return p;
+	}
+	return NULL;
+}
+
 struct lq_pkt *lq_dequeue(struct lq *q, uint64_t now_ns)
 {
 	struct lq_pkt *p;
@@ -452,6 +648,9 @@ struct lq_pkt *lq_dequeue(struct lq *q, uint64_t now_ns)
 		break;
 	case LQ_FQ_CODEL:
 		p = fq_codel_dequeue(q, now_ns);
+		break;
+	case LQ_CAKE:
+		p = cake_dequeue(q, now_ns);
 		break;
 	case LQ_PIE:
 		pie_catch_up(q, now_ns);

@@ -40,7 +40,14 @@ enum lq_kind {
 	LQ_FQ_CODEL, /* flow queues, DRR, CoDel per queue */
 	LQ_STEP,     /* tail drop, CE on ECT packets whose sojourn exceeds step_ns */
 	LQ_PIE,	     /* RFC 8033: early drop with a controller-driven probability */
+	LQ_CAKE,     /* CAKE subset: set-associative flow queues, DRR++, COBALT per queue */
 };
+
+/* CAKE (Hoeiland-Joergensen et al., LANMAN 2018) as the Linux sch_cake defaults have it. */
+#define LQ_CAKE_WAYS 8		      /* set-associative hashing: a flow may take any queue of its set */
+#define LQ_CAKE_BLUE_INC (1.0 / 256)  /* BLUE: drop probability step on overflow */
+#define LQ_CAKE_BLUE_DEC (1.0 / 4096) /* ...and back down when the queue empties */
+#define LQ_CAKE_MIN_QUANTUM 300	      /* bytes: DRR quantum floor at low rates */
 
 /* RFC 8033 section 4 defaults (Linux sch_pie uses the same target, update interval and gains). */
 #define LQ_PIE_TARGET_NS (15 * LQ_NSEC_PER_MSEC)
@@ -81,9 +88,19 @@ struct lq_codel {
 	bool dropping;
 };
 
+/* COBALT's per-queue state: CoDel's schedule without the interval of grace, plus BLUE. */
+struct lq_cobalt {
+	uint64_t drop_next_ns, blue_stamp_ns;
+	uint32_t count;
+	bool dropping;
+	double p_drop;
+};
+
 struct lq_flow {
 	struct lq_fifo q;
 	struct lq_codel cv;
+	struct lq_cobalt cb; /* LQ_CAKE */
+	uint32_t tag;	     /* LQ_CAKE: the flow hash that holds this queue */
 	int64_t deficit;
 	uint32_t next_flow; /* next on the new or old list */
 	uint8_t list;	    /* LQ_LIST_* */
@@ -107,6 +124,7 @@ struct lq_params {
 	bool ecn;	     /* CoDel/FQ-CoDel: mark ECT packets instead of dropping them */
 	uint64_t step_ns;    /* LQ_STEP threshold; also a CE threshold for the others when set */
 	uint64_t tupdate_ns; /* PIE: drop probability update interval (target_ns is its reference delay) */
+	uint64_t rate_bps; /* CAKE: the link rate, for the MTU time in COBALT's target test and the quantum */
 	bool step_ect1_only; /* mark only ECT(1) (L4S) instead of any ECT */
 };
 
@@ -116,7 +134,9 @@ struct lq_stats {
 	uint64_t drop_aqm;	 /* CoDel's or PIE's drop decision */
 	uint64_t mark_aqm;	 /* that decision carried out as a CE mark */
 	uint64_t mark_step;	 /* sojourn above the step threshold */
-	uint64_t new_flows;	 /* FQ-CoDel: queues that joined the new list */
+	uint64_t new_flows;	 /* FQ-CoDel, CAKE: queues that joined the new list */
+	uint64_t drop_blue;	 /* CAKE: BLUE's drop decision */
+	uint64_t way_collisions; /* CAKE: a flow found every queue of its set taken */
 	uint64_t max_backlog_bytes;
 };
 
@@ -132,6 +152,8 @@ struct lq {
 	struct lq_pie pie;    /* LQ_PIE */
 	struct lq_flow *flow; /* LQ_FQ_CODEL: prm.flows entries */
 	struct lq_flow_list new_list, old_list;
+	uint32_t bulk_flows; /* queues on the old list (CAKE's bulk queues, decaying ones included) */
+	uint64_t rng;
 	lq_drop_fn drop;
 	void *drop_ctx;
 };

@@ -104,9 +104,10 @@ def test_aqm_params_become_tc_arguments() -> None:
 
 @pytest.mark.skipif(not LINK.exists(), reason="bbrkit-link not built (make)")
 @pytest.mark.parametrize(("args", "message"), [
-    (["--aqm", "red"], "--aqm 'red': not one of fifo, codel, fq_codel, pie, step"),
+    (["--aqm", "red"], "--aqm 'red': not one of fifo, codel, fq_codel, cake, pie, step"),
     (["--aqm", "step"], "--aqm step needs --step-us"),
-    (["--aqm", "fifo", "--target-us", "5000"], "--target-us and --ecn apply to codel, fq_codel and pie, not fifo"),
+    (["--aqm", "fifo", "--target-us", "5000"],
+     "--target-us and --ecn apply to codel, fq_codel, cake and pie, not fifo"),
     (["--trace", "/nonexistent"], "--trace /nonexistent: No such file or directory"),
     (["--ge", "0.1,0.2"], "--ge '0.1,0.2': expected four probabilities"),
     (["--ge", "0.1,2,0,1"], "--ge: '2' is not a probability in 0..1"),

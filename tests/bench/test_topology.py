@@ -86,8 +86,9 @@ def aqm_in_kernel(name: str) -> bool:
 
 @pytest.mark.skipif(aqm_in_kernel("CAKE"), reason="this kernel has cake")
 def test_missing_aqm_is_reported_not_run(tmp_path: Path) -> None:
-    """cake is neither in this kernel nor in bbrkit-link (fq_codel and codel are, so they run)."""
-    result = run_cli("run", "smoke", "--quiet", "--out", str(tmp_path), "bottleneck.aqm=cake")
+    """Held to the kernel's qdiscs (bottleneck.emulator = "kernel"), a cake scenario cannot run here."""
+    result = run_cli("run", "smoke", "--quiet", "--out", str(tmp_path), "bottleneck.aqm=cake",
+                     "bottleneck.emulator=kernel")
     assert result.returncode == 3
-    assert "cake" in result.stderr and "bbrkit-link does not implement it" in result.stderr
+    assert "no cake qdisc" in result.stderr and "cannot run" in result.stderr
     assert not (tmp_path / "summary.json").exists()

@@ -92,21 +92,24 @@ def nstat(ns: str, name: str) -> int:
     return int(match.group(1)) if match else 0
 
 
-def test_fq_codel_keeps_a_sparse_flow_near_base_rtt_beside_four_bulk_flows(link_path: Callable[..., LinkPath]) -> None:
-    """RFC 8290 section 1.3: sparse flows are served ahead of bulk ones, so their delay stays near the base
-    RTT; with the same buffer as a FIFO, the same traffic queues the ping behind the bulk flows."""
+@pytest.mark.parametrize("aqm", ["fq_codel", "cake"])
+def test_flow_queueing_keeps_a_sparse_flow_near_base_rtt_beside_four_bulk_flows(
+        link_path: Callable[..., LinkPath], aqm: str) -> None:
+    """RFC 8290 section 1.3 (and CAKE's DRR++): sparse flows are served ahead of bulk ones, so their delay
+    stays near the base RTT; with the same buffer as a FIFO, the same traffic queues the ping behind the bulk
+    flows."""
     base_ms, target_ms = 20.0, 5.0
     results = {}
-    for aqm in ("fq_codel", "fifo"):
-        path = link_path({"rate_mbit": 50, "aqm": aqm, "buffer_bdp": 4}, rtt_ms=base_ms)
+    for kind in (aqm, "fifo"):
+        path = link_path({"rate_mbit": 50, "aqm": kind, "buffer_bdp": 4}, rtt_ms=base_ms)
         bulk = iperf(path, ["-P", "4", "-C", "cubic"], seconds=9)
         time.sleep(3)
-        results[aqm] = ping_ms(path, count=60, interval_s=0.1)
+        results[kind] = ping_ms(path, count=60, interval_s=0.1)
         bulk.communicate(timeout=30)
         stats = path.emulation.link.stats() if path.emulation.link else {}
         assert stats["out_bytes"] * 8 / 9 > 0.8 * 50e6, stats  # the bulk flows filled the link
         path.emulation.stop()
-    sparse, fifo = sorted(results["fq_codel"]), sorted(results["fifo"])
+    sparse, fifo = sorted(results[aqm]), sorted(results["fifo"])
     assert len(sparse) >= 55
     assert sparse[int(0.95 * len(sparse))] <= base_ms + 2 * target_ms, sparse
     assert statistics.median(fifo) > base_ms + 2 * target_ms, fifo

@@ -544,3 +544,143 @@ TEST(pie_leaves_a_short_queue_alone)
 	CHECK_NEAR(q.pie.drop_prob, 0, 1e-9);
 	lq_free(&q);
 }
+
+/* The queue CAKE gave a flow: the way of its set that carries its tag. */
+static uint32_t cake_queue_of(const struct lq *q, uint32_t hash)
+{
+	for (uint32_t i = 0; i < q->prm.flows; i++)
+		if (q->flow[i].tag == hash)
+			return i;
+	return UINT32_MAX;
+}
+
+static void setup_cake(struct lq *q, uint32_t flows)
+{
+	struct lq_params prm;
+	const char *err = NULL;
+
+	lq_defaults(&prm, LQ_CAKE, FRAME_BYTES);
+	prm.limit_pkts = POOL_PKTS;
+	prm.rate_bps = 100000000;
+	prm.flows = flows;
+	if (lq_init(q, &prm, on_drop, NULL, &err))
+		abort();
+}
+
+/* Two flows whose hashes pick the same slot share a queue in FQ-CoDel but not in CAKE, which finds
+ * them free ways of the slot's set of 8. */
+TEST(cake_set_associative_hashing_separates_flows_of_one_slot)
+{
+	struct lq q;
+	struct lq_pkt *a = frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), *b = NULL;
+	uint32_t slot_a = a->hash % 8;
+
+	for (uint16_t port = 2; port < 2000 && !b; port++) {
+		struct lq_pkt *c = frame(FRAME_BYTES, port, LQ_ECN_NOT_ECT);
+
+		if (c->hash % 8 == slot_a)
+			b = c;
+	}
+	CHECK(b != NULL);
+	setup_cake(&q, 8); /* one set: every flow maps to it */
+	lq_enqueue(&q, a, 0);
+	lq_enqueue(&q, b, 0);
+	CHECK_EQ(q.st.new_flows, 2);
+	CHECK_EQ(q.st.way_collisions, 0);
+	lq_free(&q);
+	/* Nine flows in a set of eight: the ninth collides. */
+	setup_cake(&q, 8);
+	for (uint16_t port = 1; port <= 9; port++)
+		lq_enqueue(&q, frame(FRAME_BYTES, port, LQ_ECN_NOT_ECT), 0);
+	CHECK_EQ(q.st.way_collisions, 1);
+	lq_free(&q);
+}
+
+/* COBALT's schedule starts when the sojourn passes target: the first drop an interval later, then at
+ * interval/sqrt(count) (CoDel's second drop comes a whole interval after its first); when the queue
+ * drains its count decays on schedule rather than resetting. */
+TEST(cake_cobalt_drops_without_codels_interval_of_grace_and_decays_its_count)
+{
+	struct lq q;
+	uint32_t idx, count;
+	struct lq_pkt *p;
+
+	setup_cake(&q, 1024);
+	p = frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT);
+	lq_enqueue(&q, p, 0);
+	idx = cake_queue_of(&q, p->hash);
+	CHECK(idx != UINT32_MAX);
+	for (int i = 0; i < 999; i++)
+		lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), 0);
+	/* First dequeue at 10 ms: over target, the schedule starts; the first drop is one interval later. */
+	for (clock_ns = 10 * MS; clock_ns <= 111 * MS; clock_ns += MS)
+		lq_dequeue(&q, clock_ns);
+	CHECK_EQ(dropped, 1);
+	CHECK_EQ(drop_times[0], 110 * MS);
+	for (; clock_ns <= 400 * MS; clock_ns += MS)
+		lq_dequeue(&q, clock_ns);
+	CHECK_EQ(drop_times[1], 181 * MS); /* 110 + 100/sqrt(2) */
+	CHECK_EQ(drop_times[2], 239 * MS); /* + 100/sqrt(3) */
+	count = q.flow[idx].cb.count;
+
+	CHECK(count >= 4);
+	while (q.backlog_pkts)
+		lq_dequeue(&q, clock_ns);
+	lq_dequeue(&q, clock_ns);
+	/* Emptied: no longer dropping, the count still there and decaying one step per schedule. */
+	CHECK(!q.flow[idx].cb.dropping);
+	CHECK(q.flow[idx].cb.count >= count - 1 && q.flow[idx].cb.count > 0);
+	lq_free(&q);
+}
+
+/* BLUE: overflow raises the drop probability of the queue that overflowed, at most once per target. */
+TEST(cake_blue_steps_up_on_overflow_and_drops_even_ect)
+{
+	struct lq q;
+	struct lq_params prm;
+	const char *err;
+	uint32_t idx;
+	struct lq_pkt *p;
+	int blue_before;
+
+	lq_defaults(&prm, LQ_CAKE, FRAME_BYTES);
+	prm.limit_pkts = 50;
+	prm.rate_bps = 100000000;
+	CHECK_EQ(lq_init(&q, &prm, on_drop, NULL, &err), 0);
+	p = frame(FRAME_BYTES, 1, LQ_ECN_ECT0);
+	lq_enqueue(&q, p, 0);
+	idx = cake_queue_of(&q, p->hash);
+	CHECK(idx != UINT32_MAX);
+	for (clock_ns = 0; clock_ns < 100 * MS; clock_ns += MS / 10)
+		lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_ECT0), clock_ns);
+	CHECK(q.st.drop_overlimit > 100);
+	/* one step per 5 ms target over 100 ms of overflow */
+	CHECK_NEAR(q.flow[idx].cb.p_drop, 20 * LQ_CAKE_BLUE_INC, 2 * LQ_CAKE_BLUE_INC);
+	blue_before = (int)q.st.drop_blue;
+	for (int i = 0; i < 40; i++)
+		lq_dequeue(&q, clock_ns);
+	CHECK(q.st.drop_blue > (uint64_t)blue_before); /* ECT packets are dropped by BLUE, not marked */
+	lq_free(&q);
+}
+
+TEST(cake_never_strands_a_backlog)
+{
+	struct lq q;
+	uint64_t rng = 11;
+
+	setup_cake(&q, 64);
+	q.prm.limit_pkts = 200;
+	for (clock_ns = 0; clock_ns < 3000 * MS; clock_ns += MS / 4) {
+		rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+		for (uint32_t i = 0; i < (rng >> 62); i++)
+			lq_enqueue(&q, frame(FRAME_BYTES, (uint16_t)(1 + (rng >> 40) % 40), LQ_ECN_NOT_ECT),
+				clock_ns);
+		if ((rng >> 33) % 3 == 0) {
+			struct lq_pkt *p = lq_dequeue(&q, clock_ns);
+
+			CHECK(p != NULL || q.backlog_pkts == 0);
+		}
+	}
+	CHECK(q.st.drop_aqm + q.st.drop_overlimit > 0);
+	lq_free(&q);
+}

@@ -392,6 +392,12 @@ def fig21_fqcodel(lk: Lookup) -> Verdict:
                          FAIR_JAIN) for aqm, b in lk.xs(series) if aqm == "fq_codel")
 
 
+def fig21_cake(lk: Lookup) -> Verdict:
+    series = "bbr2 + cubic"
+    return combine(above(f"CAKE, {b} BDP, Jain", _mean(lk, f"{b} BDP", (series, (aqm, b), JAIN), PCT, "%"),
+                         FAIR_JAIN) for aqm, b in lk.xs(series) if aqm == "cake")
+
+
 CHECKS: dict[str, Check] = {
     "rtt_halved": rtt_halved,
     "rtt_range": rtt_range,
@@ -419,4 +425,5 @@ CHECKS: dict[str, Check] = {
     "fig15_fqcodel": fig15_fqcodel,
     "fig21_taildrop": fig21_taildrop,
     "fig21_fqcodel": fig21_fqcodel,
+    "fig21_cake": fig21_cake,
 }

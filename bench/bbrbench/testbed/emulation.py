@@ -31,12 +31,14 @@ LOSS_SCALE = 1_000_000_000
 NETEM_LIMIT_PACKETS = 1_000_000
 AQM_CONFIG = {"fq_codel": "NET_SCH_FQ_CODEL", "codel": "NET_SCH_CODEL", "pie": "NET_SCH_PIE",
               "cake": "NET_SCH_CAKE", "netem": "NET_SCH_NETEM"}
-LINK_AQMS = ("fifo", "codel", "fq_codel", "pie", "step")
+LINK_AQMS = ("fifo", "codel", "fq_codel", "pie", "cake", "step")
 KERNEL = "kernel"
 LINK = "bbrkit-link"
 # What each bbrkit-link queue implements, as recorded in results: never the kernel's name alone.
 LINK_AQM_NAMES = {"fifo": "tail-drop FIFO", "codel": "CoDel (RFC 8289)", "fq_codel": "FQ-CoDel (RFC 8290)",
-                  "pie": "PIE (RFC 8033)", "step": "step marker"}
+                  "pie": "PIE (RFC 8033)", "step": "step marker",
+                  "cake": "cake subset (8-way set-associative queues, DRR++, COBALT; no shaper, host isolation, "
+                          "tins or ACK filter)"}
 
 
 def bottleneck_impl(scenario: Scenario, probe_netns: str) -> str:
