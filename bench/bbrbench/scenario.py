@@ -152,6 +152,9 @@ class Scenario:
     metrics: MetricsSpec
     sweep: SweepSpec | None
     skipped: list[str] = field(default_factory=list)
+    # net.ipv4.tcp_ecn in the hosts: 1 requests ECN on outgoing connections, 2 (Linux's default) only
+    # accepts it, so a sender needs 1 for its flows to be ECN-capable.
+    tcp_ecn: int = 2
 
     def sender(self, name: str) -> Sender:
         return next(s for s in self.senders if s.name == name)
@@ -413,7 +416,7 @@ def prepare_raw(path: Path, profile: str | None, overrides: list[tuple[str, Any]
 # ---------------------------------------------------------------- validation
 
 TOP_KEYS = {
-    "name", "description", "duration_s", "sample_interval_ms", "queue_sample_hz", "trace",
+    "name", "description", "duration_s", "sample_interval_ms", "queue_sample_hz", "trace", "tcp_ecn",
     "bottleneck", "senders", "flows", "socket", "metrics", "sweep", "profiles",
 }
 BOTTLENECK_KEYS = {
@@ -453,6 +456,7 @@ def validate(raw: dict[str, Any], catalog: AlgoCatalog) -> Scenario:
     sample_interval_ms = top.number("sample_interval_ms", 100.0, between(10, 10_000))
     queue_sample_hz = top.number("queue_sample_hz", 100.0, between(50, 1000))
     trace = top.boolean("trace", True)
+    tcp_ecn = top.integer("tcp_ecn", 2, between(0, 2))
 
     senders = _senders(top)
     bottleneck = _bottleneck(_Table(top.table("bottleneck"), "bottleneck", BOTTLENECK_KEYS), senders)
@@ -471,7 +475,7 @@ def validate(raw: dict[str, Any], catalog: AlgoCatalog) -> Scenario:
     return Scenario(
         name=name, description=description, duration_s=duration_s, sample_interval_ms=sample_interval_ms,
         queue_sample_hz=queue_sample_hz, trace=trace, bottleneck=bottleneck, senders=senders, flows=flows,
-        socket_buffer_bytes=socket_bytes, metrics=metrics, sweep=sweep, skipped=skipped,
+        socket_buffer_bytes=socket_bytes, metrics=metrics, sweep=sweep, skipped=skipped, tcp_ecn=tcp_ecn,
     )
 
 

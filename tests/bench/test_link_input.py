@@ -64,6 +64,7 @@ def bad_trace(tmp_path: Path) -> Path:
     ({"bottleneck__emulator": "kernel", "bottleneck__aqm": "step", "bottleneck__aqm_params": {"threshold_ms": 1}},
      "bottleneck.emulator: the kernel has no qdisc for rate traces, burst loss or the step marker"),
     ({"bottleneck__emulator": "netem"}, "bottleneck.emulator: must be one of"),
+    ({"tcp_ecn": 3}, "tcp_ecn: must be"),
 ])
 def test_bad_bottleneck_keys_are_named(changes: dict[str, Any], message: str) -> None:
     assert message in error_of(raw(**changes))

@@ -131,7 +131,7 @@ class Topology:
                 # Autotuning stays on up to the scenario's socket buffer; no cached metrics between flows.
                 sysctls += [f"net.ipv4.tcp_rmem=4096 131072 {sock_max}",
                             f"net.ipv4.tcp_wmem=4096 16384 {sock_max}",
-                            "net.ipv4.tcp_no_metrics_save=1"]
+                            "net.ipv4.tcp_no_metrics_save=1", f"net.ipv4.tcp_ecn={self.scenario.tcp_ecn}"]
             command(["sysctl", "-q", "-w", *sysctls], netns=ns)
             if not self.scenario.bottleneck.offloads:
                 # Without segmentation offloads every queued skb is one MTU-sized packet, so packet limits
