@@ -96,11 +96,13 @@ class Bottleneck:
     rate_trace: str | None = None
     rate_shape: dict[str, Any] | None = None
     gilbert_elliott: dict[str, float] | None = None
+    jitter_ms: float = 0.0
 
     @property
     def needs_link(self) -> bool:
         """What only bbrkit-link can do here: rate traces and shapes, burst loss, the step marker."""
-        return bool(self.rate_trace or self.rate_shape or self.gilbert_elliott or self.aqm == "step")
+        return bool(self.rate_trace or self.rate_shape or self.gilbert_elliott or self.jitter_ms or
+                    self.aqm == "step")
 
     @property
     def rate_bps(self) -> float:
@@ -422,7 +424,7 @@ TOP_KEYS = {
 BOTTLENECK_KEYS = {
     "rate_mbit", "shaper", "burst_bytes", "buffer_packets", "buffer_bytes", "buffer_bdp", "bdp_rtt_ms",
     "loss_pct", "aqm", "aqm_params", "mtu", "offloads", "emulator", "rate_trace", "rate_shape",
-    "gilbert_elliott",
+    "gilbert_elliott", "jitter_ms",
 }
 SENDER_KEYS = {"name", "rtt_ms", "delay_fwd_ms", "delay_rev_ms"}
 FLOW_KEYS = {"algo", "sender", "count", "start_s", "start_step_s", "duration_s", "bytes", "params", "label",
@@ -609,10 +611,11 @@ def _bottleneck(t: _Table, senders: list[Sender]) -> Bottleneck:
         buffer_bytes=buffer_bytes, buffer_bdp=buffer_bdp, bdp_rtt_ms=bdp_rtt_ms, loss_pct=loss_pct, aqm=aqm,
         aqm_params=aqm_params, mtu=mtu, offloads=t.boolean("offloads", False), emulator=emulator,
         rate_trace=rate_trace, rate_shape=rate_shape, gilbert_elliott=gilbert_elliott,
+        jitter_ms=t.number("jitter_ms", 0.0, between(0, 1000)),
     )
     if emulator == "kernel" and bottleneck.needs_link:
-        raise ScenarioError(f"{t.key('emulator')}: the kernel has no qdisc for rate traces, burst loss or the "
-                            f"step marker; use \"bbrkit-link\" or \"auto\"")
+        raise ScenarioError(f"{t.key('emulator')}: the kernel has no qdisc for rate traces, burst loss, jitter "
+                            f"or the step marker; use \"bbrkit-link\" or \"auto\"")
     return bottleneck
 
 

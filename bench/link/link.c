@@ -74,9 +74,10 @@
 
 struct slot {
 	struct lq_pkt p;
-	struct slot *free_next;
-	uint32_t wire_len; /* vnet header + frame */
-	uint8_t buf[];	   /* vnet header, then the frame */
+	struct slot *free_next; /* the free list, or the jitter line while the frame waits there */
+	uint64_t due_ns;	/* jitter: when the frame leaves */
+	uint32_t wire_len;	/* vnet header + frame */
+	uint8_t buf[];		/* vnet header, then the frame */
 };
 
 /* Counters the forwarding thread publishes for the stats lines (relaxed: monotonic or gauges). */
@@ -106,6 +107,7 @@ static struct {
 	struct slot *free_list;
 	FILE *log;
 	uint64_t log_interval_ns;
+	uint64_t jitter_ns;
 } L;
 
 static uint64_t now_ns(void)
@@ -193,7 +195,7 @@ static void tx_flush(void)
 	tx_count = 0;
 }
 
-static void transmit(struct slot *s, uint64_t now)
+static void send_now(struct slot *s, uint64_t now)
 {
 	uint64_t sojourn_us = (now > s->p.enq_ns ? now - s->p.enq_ns : 0) / LQ_NSEC_PER_USEC;
 
@@ -203,6 +205,52 @@ static void transmit(struct slot *s, uint64_t now)
 	tx_pending[tx_count++] = s;
 	if (tx_count == RX_BATCH)
 		tx_flush();
+}
+
+/* Jitter: after the link, each frame waits a uniform 0..jitter_ns more, never leaving before the frame
+ * ahead of it (netem's jitter reorders; this line does not). */
+static struct slot *jitter_head, *jitter_tail;
+static uint64_t jitter_rng;
+
+static uint64_t jitter_draw(void)
+{
+	uint64_t z = (jitter_rng += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return (z ^ (z >> 31)) % (L.jitter_ns + 1);
+}
+
+static void transmit(struct slot *s, uint64_t now)
+{
+	uint64_t due;
+
+	if (!L.jitter_ns) {
+		send_now(s, now);
+		return;
+	}
+	due = now + jitter_draw();
+	if (jitter_tail && due < jitter_tail->due_ns)
+		due = jitter_tail->due_ns;
+	s->due_ns = due;
+	s->free_next = NULL;
+	if (jitter_tail)
+		jitter_tail->free_next = s;
+	else
+		jitter_head = s;
+	jitter_tail = s;
+}
+
+static void jitter_release(uint64_t now)
+{
+	while (jitter_head && jitter_head->due_ns <= now) {
+		struct slot *s = jitter_head;
+
+		jitter_head = s->free_next;
+		if (!jitter_head)
+			jitter_tail = NULL;
+		send_now(s, now);
+	}
 }
 
 /* The link: one frame in service at a time, leaving at cur_finish. */
@@ -289,9 +337,10 @@ static void service_trace(uint64_t now)
 
 static uint64_t next_event(void)
 {
-	if (L.trace_ns)
-		return cur || L.q.backlog_pkts ? opp_time() : UINT64_MAX;
-	return cur ? cur_finish : UINT64_MAX;
+	uint64_t link = L.trace_ns ? (cur || L.q.backlog_pkts ? opp_time() : UINT64_MAX)
+				   : (cur ? cur_finish : UINT64_MAX);
+
+	return jitter_head && jitter_head->due_ns < link ? jitter_head->due_ns : link;
 }
 
 static uint64_t arrival_ns(struct msghdr *msg, uint64_t now)
@@ -441,6 +490,7 @@ static void *forward_main(void *arg)
 			service_trace(now);
 		else
 			service_rate(now);
+		jitter_release(now);
 		tx_flush();
 		got = recv_batch();
 		now = now_ns();
@@ -448,6 +498,7 @@ static void *forward_main(void *arg)
 			service_trace(now);
 		else
 			service_rate(now);
+		jitter_release(now);
 		tx_flush();
 		publish();
 		if (L.log && now >= next_log) {
@@ -687,6 +738,7 @@ static void usage(void)
 	       "  --step-ect1-only       mark only ECT(1) packets (L4S)\n"
 	       "  --ge P,R,LG,LB         Gilbert-Elliott loss: good->bad P, bad->good R per packet,\n"
 	       "                         loss probability LG in good and LB in bad state\n"
+	       "  --jitter-us N          after the link each frame waits a uniform 0..N us more, in order\n"
 	       "  --seed N               seed for the flow hash salt and the loss model (default 1)\n"
 	       "  --mtu N                largest IP packet (default %d)\n"
 	       "  --log FILE             CSV time series of the queue every --log-interval-us, stamped\n"
@@ -722,6 +774,7 @@ int main(int argc, char **argv)
 		O_STEP,
 		O_ECT1,
 		O_GE,
+		O_JITTER,
 		O_SEED,
 		O_MTU,
 		O_LOG,
@@ -748,6 +801,7 @@ int main(int argc, char **argv)
 		{ "step-us", required_argument, NULL, O_STEP },
 		{ "step-ect1-only", no_argument, NULL, O_ECT1 },
 		{ "ge", required_argument, NULL, O_GE },
+		{ "jitter-us", required_argument, NULL, O_JITTER },
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "mtu", required_argument, NULL, O_MTU },
 		{ "log", required_argument, NULL, O_LOG },
@@ -837,6 +891,10 @@ int main(int argc, char **argv)
 			L.ge_on = true;
 			break;
 		}
+		case O_JITTER:
+			L.jitter_ns =
+				parse_u64("--jitter-us", optarg, 0, MAX_PARAM_MS * 1000) * LQ_NSEC_PER_USEC;
+			break;
 		case O_SEED:
 			seed = parse_u64("--seed", optarg, 0, UINT32_MAX);
 			break;
@@ -952,13 +1010,19 @@ int main(int argc, char **argv)
 	if (L.ge_on)
 		lq_ge_init(&L.ge, ge[0], ge[1], ge[2], ge[3], seed);
 	L.seed = (uint32_t)seed;
+	jitter_rng = seed ^ 0x6a09e667f3bcc908ULL;
 
 	/* One slot per packet the queue can hold (a minimum-size frame per 60 bytes of a byte limit)... */
 	slots = prm.limit_pkts ? prm.limit_pkts : (uint32_t)(prm.limit_bytes / 60 + 1);
 	if (slots > MAX_POOL_SLOTS)
 		slots = MAX_POOL_SLOTS;
-	/* ...plus a receive batch, a send batch and the frame in service. */
+	/* ...plus a receive batch, a send batch, the frame in service and, with jitter, a slot per microsecond
+	 * of it (a microsecond carries less than one 1500-byte frame below 12 Gbit/s). */
 	slots += 2 * RX_BATCH + 2;
+	if (L.jitter_ns)
+		slots += (uint32_t)(L.jitter_ns / LQ_NSEC_PER_USEC < MAX_POOL_SLOTS
+				? L.jitter_ns / LQ_NSEC_PER_USEC
+				: MAX_POOL_SLOTS);
 	L.slot_size = VNET_HDR_BYTES + L.frame_max;
 	{
 		size_t stride = (sizeof(struct slot) + L.slot_size + 63) & ~(size_t)63;

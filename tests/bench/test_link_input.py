@@ -62,7 +62,8 @@ def bad_trace(tmp_path: Path) -> Path:
      "bottleneck.gilbert_elliott.r: must be"),
     ({"bottleneck__gilbert_elliott": {"p": 0.1}}, "bottleneck.gilbert_elliott.r: required"),
     ({"bottleneck__emulator": "kernel", "bottleneck__aqm": "step", "bottleneck__aqm_params": {"threshold_ms": 1}},
-     "bottleneck.emulator: the kernel has no qdisc for rate traces, burst loss or the step marker"),
+     "bottleneck.emulator: the kernel has no qdisc for rate traces, burst loss, jitter or the step marker"),
+    ({"bottleneck__jitter_ms": -1}, "bottleneck.jitter_ms: must be"),
     ({"bottleneck__emulator": "netem"}, "bottleneck.emulator: must be one of"),
     ({"tcp_ecn": 3}, "tcp_ecn: must be"),
 ])

@@ -19,6 +19,7 @@ from bbrbench import ratetrace
 from bbrbench.scenario import AlgoCatalog, validate
 from bbrbench.testbed.emulation import LINK, Emulation, bottleneck_impl, check_runnable
 from bbrbench.testbed.netns import Namespaces, command
+from bbrbench.testbed.system import qdisc_available
 from bbrbench.testbed.topology import RECEIVER_ADDR, Topology
 from netutil import NS_PREFIX
 
@@ -200,3 +201,40 @@ def test_pie_holds_a_cubic_queue_near_its_reference_delay(link_path: Callable[..
     assert late and statistics.mean(late) < 30_000, statistics.mean(late) if late else late
     stats = path.emulation.link.stats() if path.emulation.link else {}
     assert stats["drop_aqm"] > 0 and stats["drop_overlimit"] == 0, stats
+
+
+def test_jitter_spreads_delay_without_reordering(link_path: Callable[..., LinkPath]) -> None:
+    """jitter_ms: each packet waits a further uniform 0..5 ms after the link, and none overtakes another
+    (a UDP flow's datagrams arrive in order, where a reordering jitter would swap thousands)."""
+    base_ms, jitter_ms = 20.0, 5.0
+    path = link_path({"rate_mbit": 50, "aqm": "fifo", "buffer_packets": 1000, "jitter_ms": jitter_ms},
+                     rtt_ms=base_ms)
+    udp = iperf(path, ["-u", "-b", "20M", "-l", "1200", "-J"], seconds=4)
+    rtts = sorted(ping_ms(path, count=200, interval_s=0.02))
+    out, _ = udp.communicate(timeout=30)
+    end = json.loads(out)["end"]["sum"]
+    assert end["packets"] > 5000 and end.get("out_of_order", 0) == 0, end
+    assert rtts[0] >= base_ms - 0.5
+    assert rtts[int(0.05 * len(rtts))] < base_ms + 0.2 * jitter_ms + 1, rtts
+    assert rtts[int(0.95 * len(rtts))] > base_ms + 0.8 * jitter_ms, rtts
+
+
+@pytest.mark.parametrize("aqm", ["fq_codel", "codel", "pie"])
+def test_the_link_agrees_with_the_kernels_qdisc(link_path: Callable[..., LinkPath], aqm: str,
+                                                tmp_path: Path) -> None:
+    """Where the kernel has the qdisc, the same CUBIC flow behind it and behind bbrkit-link's
+    implementation keeps a queueing delay within a factor of 1.5 and the same link utilisation within 5%."""
+    with Namespaces() as scratch:
+        if not qdisc_available(aqm, scratch.add(f"{NS_PREFIX}probe")):
+            pytest.skip(f"this kernel has no {aqm} qdisc to compare bbrkit-link's with")
+    results = {}
+    for emulator in ("kernel", "bbrkit-link"):
+        out = tmp_path / emulator
+        run = subprocess.run(["bbrbench", "run", "smoke", "--quiet", "--out", str(out), f"bottleneck.aqm={aqm}",
+                              f"bottleneck.emulator={emulator}", "bottleneck.buffer_packets=1000",
+                              "duration_s=15"], capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        results[emulator] = json.loads((out / "summary.json").read_text())["total"]
+    kernel, link = results["kernel"], results["bbrkit-link"]
+    assert link["utilisation"] == pytest.approx(kernel["utilisation"], rel=0.05)
+    assert 1 / 1.5 <= link["queue_delay_mean_ms"] / kernel["queue_delay_mean_ms"] <= 1.5

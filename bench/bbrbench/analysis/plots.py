@@ -83,6 +83,20 @@ def plot_run(run_dir: Path) -> list[Path]:
         _finish(ax, path, f"{name}: bottleneck queue", "packets", 2)
         written.append(path)
 
+    sojourn = _link_sojourn(run_dir, events_doc)
+    if sojourn is not None:
+        t, mean_ms, max_ms, marks = sojourn
+        fig, ax = plt.subplots(figsize=FIG_SIZE)
+        ax.plot(t, max_ms, linewidth=0.6, alpha=0.6, label="max per interval")
+        ax.plot(t, mean_ms, linewidth=0.9, label="mean per interval")
+        if marks.any():
+            twin = ax.twinx()
+            twin.plot(t, marks, color="black", linewidth=0.8, alpha=0.6)
+            twin.set_ylabel("cumulative CE marks")
+        path = out / "sojourn.png"
+        _finish(ax, path, f"{name}: sojourn time at the bottleneck (bbrkit-link)", "ms", 2)
+        written.append(path)
+
     gains = _pacing_gains(run_dir, scenario, events_doc, data)
     if gains:
         fig, ax = plt.subplots(figsize=FIG_SIZE)
@@ -92,6 +106,21 @@ def plot_run(run_dir: Path) -> list[Path]:
         _finish(ax, path, f"{name}: pacing gain (bbrctl trace; kernel bbr from ss)", "gain", len(gains))
         written.append(path)
     return written
+
+
+def _link_sojourn(run_dir: Path, events_doc: dict[str, Any]
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """bbrkit-link's per-interval sojourn (raw/link.csv) on the run's clock, or None without the link."""
+    path = run_dir / "raw" / "link.csv"
+    if not path.is_file() or "t0_ns" not in events_doc:
+        return None
+    rows = np.genfromtxt(path, delimiter=",", names=True)
+    if rows.size < 2:
+        return None
+    t = rows["t_mono_s"] - events_doc["t0_ns"] / 1e9
+    keep = t >= 0
+    return (t[keep], rows["sojourn_mean_us"][keep] / 1000, rows["sojourn_max_us"][keep] / 1000,
+            rows["marks"][keep] - rows["marks"][keep][0] if keep.any() else rows["marks"][keep])
 
 
 def _pacing_gains(run_dir: Path, scenario: dict[str, Any], events_doc: dict[str, Any],

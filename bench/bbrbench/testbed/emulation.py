@@ -163,6 +163,8 @@ class Emulation:
             opts += ["--ecn", str(int(p["ecn"]))]
         if p.get("ect1_only"):
             opts.append("--step-ect1-only")
+        if b.jitter_ms:
+            opts += ["--jitter-us", str(round(b.jitter_ms * 1000))]
         if b.gilbert_elliott:
             opts += ["--ge", ",".join(f"{b.gilbert_elliott[k]:g}" for k in ("p", "r", "loss_good", "loss_bad"))]
         if self.link_log:
