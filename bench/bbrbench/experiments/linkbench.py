@@ -165,7 +165,7 @@ def report(result: dict[str, Any]) -> Iterator[str]:
     for c in result["capacity"]:
         yield (f"  capacity, {c['aqm']}, {c['flows']} UDP flow(s) of {UDP_PAYLOAD_BYTES}-byte datagrams: "
                f"{c['out_bps'] / 1e6:.0f} Mbit/s ({c['out_pps'] / 1e3:.0f} kpps); socket drops {c['drop_kernel']}, "
-               f"overlimit {c['drop_overlimit']}, AQM {c['drop_aqm']}, queues used {c['new_flows']}")
+               f"overlimit {c['drop_overlimit']}, AQM {c['drop_aqm']}, new-queue activations {c['new_flows']}")
     for name, ok in result["checks"].items():
         yield f"  {'PASS' if ok else 'FAIL'} {name}"
 

@@ -374,10 +374,12 @@ def fig14_fqcodel(lk: Lookup) -> Verdict:
 
 
 def fig15_fqcodel(lk: Lookup) -> Verdict:
-    # "Helps to reduce": no size given, so a reduction of a quarter is the least that counts.
+    # "Helps to reduce": no size given, so a reduction of a quarter is the least that counts. Judged below
+    # 1 BDP, where the paper (Fig 15a) finds Tail Drop's BBRv1 retransmissions high; at larger buffers
+    # Tail Drop retransmits nothing here and there is nothing to reduce.
     return combine(below(f"{b} BDP, bbr1 retransmissions FQ-CoDel / Tail Drop", _ratio(
         lk, f"{b} BDP", ("bbr1", ("fq_codel", b), RETRANS), ("bbr1", ("fifo", b), RETRANS)), 0.75)
-        for aqm, b in lk.xs("bbr1") if aqm == "fq_codel")
+        for aqm, b in lk.xs("bbr1") if aqm == "fq_codel" and b < 1)
 
 
 def fig21_taildrop(lk: Lookup) -> Verdict:
