@@ -54,7 +54,7 @@ WARN_CFLAGS := -Wall -Wextra -Werror
 LIBBPF_CFLAGS := $(shell $(PKG_CONFIG) --cflags libbpf 2>/dev/null)
 LIBBPF_LIBS := $(or $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null),-lbpf -lelf -lz)
 LOADER_CFLAGS := -O2 -g $(WARN_CFLAGS) -I$(BUILD) -Iinclude -Iloader $(LIBBPF_CFLAGS)
-DELAY_CFLAGS := -O2 -g $(WARN_CFLAGS) -pthread
+DELAY_CFLAGS := -O2 -g $(WARN_CFLAGS) -pthread -Ibench/wire
 # The algorithm hooks share one signature and not every algorithm uses every argument.
 UNIT_CFLAGS := -O1 -g $(WARN_CFLAGS) -Wno-unused-parameter -Iinclude -Ibpf -Itests/unit
 
@@ -143,11 +143,11 @@ $(BUILD)/bbrbench.1: scripts/bbrbench-man.py $(wildcard bench/bbrbench/*.py benc
 	$(call msg,GEN,$@)
 	$(Q)PYTHONPATH=bench python3 scripts/bbrbench-man.py > $@
 
-$(BUILD)/bbrkit-delay: $(DELAY_SRCS) $(wildcard bench/delayline/*.h) | $(BUILD)
+$(BUILD)/bbrkit-delay: $(DELAY_SRCS) $(wildcard bench/delayline/*.h) bench/wire/afpacket.h | $(BUILD)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(DELAY_CFLAGS) -o $@ $(DELAY_SRCS)
 
-$(LINK_BIN): bench/link/link.c $(LINK_CORE) | $(BUILD)
+$(LINK_BIN): bench/link/link.c $(LINK_CORE) bench/wire/afpacket.h | $(BUILD)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(DELAY_CFLAGS) -Ibench/link -o $@ bench/link/link.c bench/link/queue.c -lm
 

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 # bpf/, loader/, include/ and tests/unit are hand-aligned and under edit on other branches; they join
 # this list after one `clang-format -i` commit once those have merged.
-CLANG_FORMAT_FILES = sorted(str(p.relative_to(ROOT)) for d in ("bench/delayline", "bench/link")
+CLANG_FORMAT_FILES = sorted(str(p.relative_to(ROOT)) for d in ("bench/delayline", "bench/link", "bench/wire")
                             for p in (ROOT / d).glob("*.[ch]"))
 SHELL_SCRIPTS = [*sorted(str(p.relative_to(ROOT)) for p in (ROOT / "scripts").glob("*.sh")), ".ci/run"]
 

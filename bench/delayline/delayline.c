@@ -42,6 +42,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "afpacket.h"
+
 #define PROG "bbrkit-delay"
 #define NSEC_PER_USEC 1000ULL
 #define NSEC_PER_SEC 1000000000ULL
@@ -64,8 +66,6 @@
 #define FINE_STEP_NS 50000ULL
 #define DEFAULT_GUARD_US 1000ULL
 #define MAX_GUARD_US 100000ULL
-/* A frame read later than this after its kernel timestamp means a clock step. */
-#define MAX_ARRIVAL_AGE_NS (1000ULL * 1000 * 1000)
 
 /* Ring record header; records are 8-byte aligned and contiguous in the ring. */
 struct rec {
@@ -110,14 +110,6 @@ static int stop_pipe[2] = { -1, -1 };
 static atomic_int fatal_error;
 static const char *tag = "";
 static uint64_t guard_ns = DEFAULT_GUARD_US * NSEC_PER_USEC;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
 
 static void fail_runtime(const char *what, int err)
 {
@@ -192,7 +184,7 @@ static void ring_pop(struct dir *d, struct rec *r)
 
 static void send_due(struct dir *d)
 {
-	uint64_t now = now_ns();
+	uint64_t now = wire_now_ns();
 	struct rec *r;
 
 	while ((r = ring_front(d)) != NULL && r->due_ns <= now) {
@@ -216,7 +208,7 @@ static void send_due(struct dir *d)
 			atomic_fetch_add_explicit(&d->c.drop_tx, 1, memory_order_relaxed);
 		}
 		ring_pop(d, r);
-		now = now_ns();
+		now = wire_now_ns();
 	}
 }
 
@@ -229,29 +221,15 @@ static void send_due(struct dir *d)
  */
 static uint64_t arrival_age_ns(struct dir *d, struct msghdr *msg)
 {
-	struct cmsghdr *c;
-	struct timespec now;
+	int64_t age = wire_rx_age_ns(msg);
 
-	for (c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
-			struct timespec ts;
-			int64_t age;
-
-			memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-			clock_gettime(CLOCK_REALTIME, &now);
-			age = ((int64_t)now.tv_sec - ts.tv_sec) * (int64_t)NSEC_PER_SEC +
-				(now.tv_nsec - ts.tv_nsec);
-			if (age >= 0 && (uint64_t)age <= MAX_ARRIVAL_AGE_NS) {
-				if ((uint64_t)age >
-					atomic_load_explicit(&d->c.max_rx_age_ns, memory_order_relaxed))
-					atomic_store_explicit(
-						&d->c.max_rx_age_ns, (uint64_t)age, memory_order_relaxed);
-				return (uint64_t)age;
-			}
-			atomic_fetch_add_explicit(&d->c.bad_tstamp, 1, memory_order_relaxed);
-		}
-	}
-	return 0;
+	if (age == WIRE_BAD_STAMP)
+		atomic_fetch_add_explicit(&d->c.bad_tstamp, 1, memory_order_relaxed);
+	if (age < 0)
+		return 0;
+	if ((uint64_t)age > atomic_load_explicit(&d->c.max_rx_age_ns, memory_order_relaxed))
+		atomic_store_explicit(&d->c.max_rx_age_ns, (uint64_t)age, memory_order_relaxed);
+	return (uint64_t)age;
 }
 
 /* Receives up to RX_BATCH frames without blocking; returns how many. */
@@ -298,7 +276,7 @@ static int recv_batch(struct dir *d)
 			atomic_fetch_add_explicit(&d->c.drop_bad, 1, memory_order_relaxed);
 			continue;
 		}
-		due = now_ns() - arrival_age_ns(d, &msg) + d->delay_ns;
+		due = wire_now_ns() - arrival_age_ns(d, &msg) + d->delay_ns;
 		if (pos == UINT64_MAX) {
 			pos = ring_reserve(d, (REC_HDR + (uint64_t)n + 7) & ~7ULL);
 			if (pos == UINT64_MAX) {
@@ -329,7 +307,7 @@ static void *dir_main(void *arg)
 			continue;
 		r = ring_front(d);
 		if (r) {
-			uint64_t now = now_ns();
+			uint64_t now = wire_now_ns();
 			uint64_t wait = r->due_ns > now ? r->due_ns - now : 0;
 
 			/* Long sleeps can overshoot by milliseconds on a virtual CPU
@@ -429,47 +407,7 @@ static void __attribute__((noreturn)) die_usage(const char *fmt, const char *arg
 
 static uint64_t parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
 {
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	if (*s < '0' || *s > '9')
-		die_usage("%s: not a non-negative integer", opt);
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v < min || v > max) {
-		fprintf(stderr, PROG ": %s: '%s' out of range %" PRIu64 "..%" PRIu64 " (see --help)\n", opt,
-			s, min, max);
-		exit(2);
-	}
-	return v;
-}
-
-static int open_socket(const char *ifname, unsigned int ifindex, bool rx, int bufbytes)
-{
-	int one = 1;
-	int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
-	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_ifindex = (int)ifindex };
-
-	if (fd < 0) {
-		fprintf(stderr, PROG ": AF_PACKET socket: %s (needs CAP_NET_RAW)\n", strerror(errno));
-		exit(1);
-	}
-	if (setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) < 0 ||
-		(rx && setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) < 0) ||
-		setsockopt(fd, SOL_SOCKET, rx ? SO_RCVBUFFORCE : SO_SNDBUFFORCE, &bufbytes,
-			sizeof(bufbytes)) < 0 ||
-		(rx && setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) < 0)) {
-		fprintf(stderr, PROG ": socket options on %s: %s\n", ifname, strerror(errno));
-		exit(1);
-	}
-	/* Protocol 0 on the send socket: it must never receive anything.
-	 * The receive socket gets every frame, but not those we transmit. */
-	sll.sll_protocol = rx ? htons(ETH_P_ALL) : 0;
-	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
-		fprintf(stderr, PROG ": bind to %s: %s\n", ifname, strerror(errno));
-		exit(1);
-	}
-	return fd;
+	return wire_parse_u64(PROG, opt, s, min, max);
 }
 
 static void setup_dir(struct dir *d, const char *name, const char *in_if, int rx_fd, int tx_fd,
@@ -596,10 +534,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": pipe: %s\n", strerror(errno));
 		return 1;
 	}
-	setup_dir(&dirs[0], "lr", left, open_socket(left, lidx, true, sockbuf),
-		open_socket(right, ridx, false, sockbuf), dlr, limit);
-	setup_dir(&dirs[1], "rl", right, open_socket(right, ridx, true, sockbuf),
-		open_socket(left, lidx, false, sockbuf), drl, limit);
+	setup_dir(&dirs[0], "lr", left, wire_open_socket(PROG, left, lidx, true, sockbuf),
+		wire_open_socket(PROG, right, ridx, false, sockbuf), dlr, limit);
+	setup_dir(&dirs[1], "rl", right, wire_open_socket(PROG, right, ridx, true, sockbuf),
+		wire_open_socket(PROG, left, lidx, false, sockbuf), drl, limit);
 
 	pthread_attr_init(&attr);
 	if (prio) {

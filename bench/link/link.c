@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "afpacket.h"
 #include "queue.h"
 
 #define PROG "bbrkit-link"
@@ -68,7 +69,6 @@
  * by milliseconds on a virtual CPU, short ones by microseconds (bbrkit-delay's measurements). */
 #define GUARD_NS 1000000ULL
 #define FINE_STEP_NS 50000ULL
-#define MAX_ARRIVAL_AGE_NS NSEC_PER_SEC
 #define DEFAULT_LOG_INTERVAL_US 10000ULL
 #define MAX_PARAM_MS 10000ULL
 
@@ -109,14 +109,6 @@ static struct {
 	uint64_t log_interval_ns;
 	uint64_t jitter_ns;
 } L;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
 
 static void fail_runtime(const char *what, int err)
 {
@@ -343,22 +335,12 @@ static uint64_t next_event(void)
 	return jitter_head && jitter_head->due_ns < link ? jitter_head->due_ns : link;
 }
 
+/* The frame's arrival on the monotonic clock, from its kernel receive stamp (now without one). */
 static uint64_t arrival_ns(struct msghdr *msg, uint64_t now)
 {
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
-			struct timespec ts, real;
-			int64_t age;
+	int64_t age = wire_rx_age_ns(msg);
 
-			memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-			clock_gettime(CLOCK_REALTIME, &real);
-			age = ((int64_t)real.tv_sec - ts.tv_sec) * (int64_t)NSEC_PER_SEC +
-				(real.tv_nsec - ts.tv_nsec);
-			if (age >= 0 && (uint64_t)age <= MAX_ARRIVAL_AGE_NS)
-				return now - (uint64_t)age;
-		}
-	}
-	return now;
+	return age > 0 ? now - (uint64_t)age : now;
 }
 
 static void publish(void)
@@ -444,7 +426,7 @@ static int recv_batch(void)
 		else if (errno != EAGAIN && errno != EINTR && errno != ENETDOWN)
 			fail_runtime("recv", errno);
 	}
-	now = now_ns();
+	now = wire_now_ns();
 	for (int i = 0; i < got; i++)
 		admit(slots[i], msgs[i].msg_len, &msgs[i].msg_hdr, now);
 	for (int i = got; i < want; i++)
@@ -474,7 +456,7 @@ static uint64_t run_max_sojourn_us;
 
 static void *forward_main(void *arg)
 {
-	uint64_t start = now_ns(), next_log = start;
+	uint64_t start = wire_now_ns(), next_log = start;
 
 	(void)arg;
 	free_at = start;
@@ -483,7 +465,7 @@ static void *forward_main(void *arg)
 		struct pollfd pfd[2] = { { .fd = L.rx_fd, .events = POLLIN },
 			{ .fd = stop_pipe[0], .events = POLLIN } };
 		struct timespec ts, *tsp = NULL;
-		uint64_t now = now_ns(), due, wait;
+		uint64_t now = wire_now_ns(), due, wait;
 		int got;
 
 		if (L.trace_ns)
@@ -493,7 +475,7 @@ static void *forward_main(void *arg)
 		jitter_release(now);
 		tx_flush();
 		got = recv_batch();
-		now = now_ns();
+		now = wire_now_ns();
 		if (L.trace_ns)
 			service_trace(now);
 		else
@@ -606,19 +588,7 @@ static void print_stats(const char *event)
 
 static uint64_t parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
 {
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	if (*s < '0' || *s > '9')
-		die("%s: not a non-negative integer (see --help)", opt);
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v < min || v > max) {
-		fprintf(stderr, PROG ": %s: '%s' out of range %" PRIu64 "..%" PRIu64 " (see --help)\n", opt,
-			s, min, max);
-		exit(2);
-	}
-	return v;
+	return wire_parse_u64(PROG, opt, s, min, max);
 }
 
 static double parse_prob(const char *opt, const char *s)
@@ -680,34 +650,6 @@ static void load_trace(const char *path)
 	if (!L.trace_len || last == 0)
 		die("--trace %s: no delivery opportunity after 0 ms (an empty trace cannot loop)", path);
 	L.trace_period_ns = last * LQ_NSEC_PER_MSEC;
-}
-
-static int open_socket(const char *ifname, bool rx, int bufbytes)
-{
-	int one = 1;
-	unsigned int idx = if_nametoindex(ifname);
-	int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
-	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_ifindex = (int)idx };
-
-	if (fd < 0) {
-		fprintf(stderr, PROG ": AF_PACKET socket: %s (needs CAP_NET_RAW)\n", strerror(errno));
-		exit(1);
-	}
-	if (setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) < 0 ||
-		(rx && setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) < 0) ||
-		setsockopt(fd, SOL_SOCKET, rx ? SO_RCVBUFFORCE : SO_SNDBUFFORCE, &bufbytes,
-			sizeof(bufbytes)) < 0 ||
-		(rx && setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) < 0)) {
-		fprintf(stderr, PROG ": socket options on %s: %s\n", ifname, strerror(errno));
-		exit(1);
-	}
-	/* The send socket binds protocol 0 so that it never receives. */
-	sll.sll_protocol = rx ? htons(ETH_P_ALL) : 0;
-	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
-		fprintf(stderr, PROG ": bind to %s: %s\n", ifname, strerror(errno));
-		exit(1);
-	}
-	return fd;
 }
 
 static void usage(void)
@@ -1060,10 +1002,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	L.left = left;
-	L.rx_fd = open_socket(left, true, sockbuf);
-	L.tx_fd = open_socket(right, false, sockbuf);
-	L.rev_rx_fd = open_socket(right, true, sockbuf);
-	L.rev_tx_fd = open_socket(left, false, sockbuf);
+	L.rx_fd = wire_open_socket(PROG, left, if_nametoindex(left), true, sockbuf);
+	L.tx_fd = wire_open_socket(PROG, right, if_nametoindex(right), false, sockbuf);
+	L.rev_rx_fd = wire_open_socket(PROG, right, if_nametoindex(right), true, sockbuf);
+	L.rev_tx_fd = wire_open_socket(PROG, left, if_nametoindex(left), false, sockbuf);
 
 	pthread_attr_init(&attr);
 	if (prio) {

@@ -22,7 +22,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
@@ -266,16 +266,22 @@ def report(result: dict[str, Any]) -> Iterator[str]:
         yield f"  {'PASS' if ok else 'FAIL'} {name}"
 
 
-def run_benchmark(args: argparse.Namespace) -> str:
-    """Run it (SIGTERM acts as Ctrl-C, so the chain is removed either way) and return the report."""
+def run_reported(name: str, bench: Callable[[argparse.Namespace], dict[str, Any]],
+                 lines: Callable[[dict[str, Any]], Iterator[str]], args: argparse.Namespace) -> str:
+    """Run a chain benchmark (SIGTERM acts as Ctrl-C, so the chain is removed either way), write its
+    result to --out as JSON and return its report."""
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        result = benchmark(args)
+        result = bench(args)
     except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
-        raise HarnessError(f"delaybench: {exc}") from None
+        raise HarnessError(f"{name}: {exc}") from None
     finally:
         signal.signal(signal.SIGTERM, previous)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             json.dump(result, f, indent=2)
-    return "\n".join(report(result))
+    return "\n".join(lines(result))
+
+
+def run_benchmark(args: argparse.Namespace) -> str:
+    return run_reported("delaybench", benchmark, report, args)

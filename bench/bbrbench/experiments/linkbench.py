@@ -16,18 +16,16 @@ exit, Ctrl-C or SIGTERM.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import HarnessError, UsageError
+from ..errors import UsageError
 from ..testbed.linkemu import LinkEmulator
 from ..testbed.netns import command
-from .delaybench import RECEIVER_ADDR, Chain, RttStats, _raise_interrupt, machine, percentile
+from .delaybench import RECEIVER_ADDR, Chain, RttStats, machine, percentile, run_reported
 
 # A rate no 2-vCPU machine forwards: the link's own speed is what the capacity runs measure.
 UNBOUNDED_RATE_BPS = 40_000_000_000
@@ -171,14 +169,4 @@ def report(result: dict[str, Any]) -> Iterator[str]:
 
 
 def run_benchmark(args: argparse.Namespace) -> str:
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
-        result = benchmark(args)
-    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
-        raise HarnessError(f"linkbench: {exc}") from None
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=2)
-    return "\n".join(report(result))
+    return run_reported("linkbench", benchmark, report, args)

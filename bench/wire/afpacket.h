@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the two bump-in-the-wire tools share, bbrkit-delay (bench/delayline) and bbrkit-link
+ * (bench/link): the monotonic clock, whole-number options, AF_PACKET sockets with virtio-net headers
+ * (so offload metadata crosses with each frame) and the age of a frame by its kernel receive stamp.
+ * Errors name the tool and exit: 2 for a bad option, 1 for a socket the system refuses.
+ */
+#ifndef BBRKIT_WIRE_AFPACKET_H
+#define BBRKIT_WIRE_AFPACKET_H
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#define WIRE_NSEC_PER_SEC 1000000000ULL
+/* A frame read later than this after its kernel timestamp means a clock step, not a slow reader. */
+#define WIRE_MAX_RX_AGE_NS WIRE_NSEC_PER_SEC
+#define WIRE_NO_STAMP (-1)
+#define WIRE_BAD_STAMP (-2)
+
+static inline uint64_t wire_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * WIRE_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t wire_parse_u64(
+	const char *prog, const char *opt, const char *s, uint64_t min, uint64_t max)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	if (*s < '0' || *s > '9') {
+		fprintf(stderr, "%s: %s: not a non-negative integer (see --help)\n", prog, opt);
+		exit(2);
+	}
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v < min || v > max) {
+		fprintf(stderr, "%s: %s: '%s' out of range %" PRIu64 "..%" PRIu64 " (see --help)\n", prog,
+			opt, s, min, max);
+		exit(2);
+	}
+	return v;
+}
+
+/*
+ * A socket bound to one interface. A receive socket gets every frame but those sent from this host
+ * (PACKET_IGNORE_OUTGOING) with its kernel timestamp; a send socket binds protocol 0, so it never
+ * receives.
+ */
+static inline int wire_open_socket(
+	const char *prog, const char *ifname, unsigned int ifindex, bool rx, int bufbytes)
+{
+	int one = 1;
+	int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_ifindex = (int)ifindex };
+
+	if (fd < 0) {
+		fprintf(stderr, "%s: AF_PACKET socket: %s (needs CAP_NET_RAW)\n", prog, strerror(errno));
+		exit(1);
+	}
+	if (setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) < 0 ||
+		(rx && setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) < 0) ||
+		setsockopt(fd, SOL_SOCKET, rx ? SO_RCVBUFFORCE : SO_SNDBUFFORCE, &bufbytes,
+			sizeof(bufbytes)) < 0 ||
+		(rx && setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) < 0)) {
+		fprintf(stderr, "%s: socket options on %s: %s\n", prog, ifname, strerror(errno));
+		exit(1);
+	}
+	sll.sll_protocol = rx ? htons(ETH_P_ALL) : 0;
+	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
+		fprintf(stderr, "%s: bind to %s: %s\n", prog, ifname, strerror(errno));
+		exit(1);
+	}
+	return fd;
+}
+
+/*
+ * How long ago the kernel received the frame of @msg, by its SO_TIMESTAMPNS stamp: waking a thread on
+ * a virtual CPU can take hundreds of microseconds, so delays count from the kernel's receive. The stamp
+ * is CLOCK_REALTIME: only its age against the current realtime clock is used. WIRE_NO_STAMP without a
+ * stamp, WIRE_BAD_STAMP for an implausible age (a clock step).
+ */
+static inline int64_t wire_rx_age_ns(struct msghdr *msg)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+			struct timespec ts, now;
+			int64_t age;
+
+			memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+			clock_gettime(CLOCK_REALTIME, &now);
+			age = ((int64_t)now.tv_sec - ts.tv_sec) * (int64_t)WIRE_NSEC_PER_SEC +
+				(now.tv_nsec - ts.tv_nsec);
+			return age >= 0 && (uint64_t)age <= WIRE_MAX_RX_AGE_NS ? age : WIRE_BAD_STAMP;
+		}
+	}
+	return WIRE_NO_STAMP;
+}
+
+#endif
