@@ -1,6 +1,6 @@
 """Command line: bbrbench compare | run | sweep | report | cleanup | check | model | reproduce | fidelity |
 overhead | lockstep | delaybench | cluster. Results go to stdout; diagnostics through logging to stderr (-v, -q).
-Building the parser imports nothing beyond the standard library (scripts/bbrbench-man.py runs it with the
+Building the parser imports nothing beyond the standard library (scripts/bbrbench-gen.py runs it with the
 system's python3)."""
 
 from __future__ import annotations
@@ -310,7 +310,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add(name: str, help_: str) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=help_, description=help_, parents=[common])
+        # A help string is %-formatted, a description is not: "95%%" in one is "95%" in the other.
+        return sub.add_parser(name, help=help_, description=help_.replace("%%", "%"), parents=[common])
 
     def cluster_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--cluster", metavar="tls://HOST:PORT",

@@ -132,5 +132,6 @@ def test_make_install_puts_man_pages_and_completion_in_place(tmp_path) -> None:
     subprocess.run(["make", "-s", "-C", str(ROOT), "install", f"DESTDIR={tmp_path}", "PREFIX=/usr"], check=True,
                    capture_output=True)
     for path in ("usr/bin/bbrctl", "usr/share/man/man8/bbrctl.8", "usr/share/man/man1/bbrbench.1",
-                 "usr/share/bash-completion/completions/bbrctl"):
+                 "usr/share/bash-completion/completions/bbrctl",
+                 "usr/share/bash-completion/completions/bbrbench"):
         assert (tmp_path / path).is_file(), path
