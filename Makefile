@@ -220,11 +220,11 @@ install: $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(DOCS)
 		echo "note: bbrbench needs numpy, scipy, matplotlib, tabulate, tqdm for $(PYTHON):" \
 		"apt-get install python3-numpy python3-scipy python3-matplotlib python3-tabulate python3-tqdm"
 
-# The README's record key list is `bbrctl trace --help`'s: this fails when they differ.
+# The record key list in docs/reference.md is `bbrctl trace --help`'s: this fails when they differ.
 .PHONY: check-readme
 check-readme: $(BUILD)/bbrctl
 	$(Q)$(BUILD)/bbrctl trace --help | sed -n '/^record keys/,$$p' > $(BUILD)/keys.txt
-	$(Q)sed -n '/^<!-- record keys: make check-readme -->/,/^<!-- end record keys -->/p' README.md \
+	$(Q)sed -n '/^<!-- record keys: make check-readme -->/,/^<!-- end record keys -->/p' docs/reference.md \
 	  | sed -e '1,2d' -e '$$d' | sed '$$d' | diff -u - $(BUILD)/keys.txt
 
 clean:
