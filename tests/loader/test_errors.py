@@ -77,11 +77,12 @@ def test_bad_input_is_rejected_and_changes_nothing(args: list[str], expected: st
 
 
 @pytest.mark.parametrize("args,expected,status", [(["flows", "--json", "nope"], "unknown algorithm 'nope'", 2),
-                                                  (["-j", "show", "bbr1"], "not attached", 1),
+                                                  (["-j", "show", "bbr_rttgain"], "not attached", 1),
                                                   (["-j", "flows", "bbr1"], "bbr1 is not attached", 1)],
                          ids=lambda a: " ".join(a) if isinstance(a, list) else "")
 def test_json_errors_are_an_error_object(args: list[str], expected: str, status: int, detached) -> None:
     detached("bbr1")
+    detached("bbr_rttgain")
     result = ctl(*args)
     assert result.returncode == status and len(result.stderr.splitlines()) == 1
     doc = json.loads(result.stdout)
