@@ -29,7 +29,7 @@ LOADER_SRCS := $(sort $(wildcard loader/*.c))
 LOADER_OBJS := $(LOADER_SRCS:loader/%.c=$(BUILD)/loader/%.o)
 # bbrctl-gen links bbrctl's tables without its main().
 GEN_OBJS := $(filter-out $(BUILD)/loader/main.o,$(LOADER_OBJS)) $(BUILD)/loader/bbrctl-gen.o
-DOCS := $(BUILD)/bbrctl.8 $(BUILD)/bbrctl.bash $(BUILD)/bbrbench.1
+DOCS := $(BUILD)/bbrctl.8 $(BUILD)/bbrctl.bash $(BUILD)/bbrbench.1 $(BUILD)/bbrbench.bash
 
 DELAY_SRCS := $(sort $(wildcard bench/delayline/*.c))
 DELAY_BIN := $(if $(DELAY_SRCS),$(BUILD)/bbrkit-delay)
@@ -139,9 +139,13 @@ $(BUILD)/bbrctl.bash: $(BUILD)/bbrctl-gen
 	$(Q)$< completion > $@
 
 # From bbrbench's own argument parser.
-$(BUILD)/bbrbench.1: scripts/bbrbench-man.py $(wildcard bench/bbrbench/*.py bench/bbrbench/*/*.py) | $(BUILD)
+$(BUILD)/bbrbench.1: scripts/bbrbench-gen.py $(wildcard bench/bbrbench/*.py bench/bbrbench/*/*.py) | $(BUILD)
 	$(call msg,GEN,$@)
-	$(Q)PYTHONPATH=bench python3 scripts/bbrbench-man.py > $@
+	$(Q)PYTHONPATH=bench python3 scripts/bbrbench-gen.py man > $@
+
+$(BUILD)/bbrbench.bash: scripts/bbrbench-gen.py $(wildcard bench/bbrbench/*.py bench/bbrbench/*/*.py) | $(BUILD)
+	$(call msg,GEN,$@)
+	$(Q)PYTHONPATH=bench python3 scripts/bbrbench-gen.py completion > $@
 
 $(BUILD)/bbrkit-delay: $(DELAY_SRCS) $(wildcard bench/delayline/*.h) bench/wire/afpacket.h | $(BUILD)
 	$(call msg,CC,$@)
@@ -207,6 +211,7 @@ install: $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(DOCS)
 	$(Q)$(INSTALL) -m 0644 $(BUILD)/bbrctl.8 $(DESTDIR)$(MANDIR)/man8/
 	$(Q)$(INSTALL) -m 0644 $(BUILD)/bbrbench.1 $(DESTDIR)$(MANDIR)/man1/
 	$(Q)$(INSTALL) -m 0644 $(BUILD)/bbrctl.bash $(DESTDIR)$(COMPLETIONDIR)/bbrctl
+	$(Q)$(INSTALL) -m 0644 $(BUILD)/bbrbench.bash $(DESTDIR)$(COMPLETIONDIR)/bbrbench
 	$(call msg,INSTALL,bbrbench)
 	$(Q)rm -rf $(BUILD)/lib  # setuptools builds in there and never removes a file that left the source
 	$(Q)$(PYTHON) -m pip install --quiet --disable-pip-version-check --no-deps --no-warn-script-location \
@@ -215,11 +220,11 @@ install: $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(DOCS)
 		echo "note: bbrbench needs numpy, scipy, matplotlib, tabulate, tqdm for $(PYTHON):" \
 		"apt-get install python3-numpy python3-scipy python3-matplotlib python3-tabulate python3-tqdm"
 
-# The README's record key list is `bbrctl trace --help`'s: this fails when they differ.
+# The record key list in docs/reference.md is `bbrctl trace --help`'s: this fails when they differ.
 .PHONY: check-readme
 check-readme: $(BUILD)/bbrctl
 	$(Q)$(BUILD)/bbrctl trace --help | sed -n '/^record keys/,$$p' > $(BUILD)/keys.txt
-	$(Q)sed -n '/^<!-- record keys: make check-readme -->/,/^<!-- end record keys -->/p' README.md \
+	$(Q)sed -n '/^<!-- record keys: make check-readme -->/,/^<!-- end record keys -->/p' docs/reference.md \
 	  | sed -e '1,2d' -e '$$d' | sed '$$d' | diff -u - $(BUILD)/keys.txt
 
 clean:

@@ -314,7 +314,7 @@ int cmd_attach(const struct cmd_opts *o, int argc, char **argv)
 	(void)argc;
 	a = find_algo_or_fail(argv[0]);
 	if (!a)
-		return EXIT_FAILURE;
+		return EXIT_USAGE;
 	set_context("attach %s", a->name);
 	if (check_features())
 		return EXIT_FAILURE;
@@ -376,7 +376,7 @@ int cmd_detach(const struct cmd_opts *o, int argc, char **argv)
 	(void)argc;
 	a = find_algo_or_fail(argv[0]);
 	if (!a)
-		return EXIT_FAILURE;
+		return EXIT_USAGE;
 	set_context("detach %s", a->name);
 	if (check_root())
 		return EXIT_FAILURE;
@@ -613,7 +613,7 @@ int cmd_upgrade(const struct cmd_opts *o, int argc, char **argv)
 	(void)argc;
 	a = find_algo_or_fail(argv[0]);
 	if (!a)
-		return EXIT_FAILURE;
+		return EXIT_USAGE;
 	set_context("upgrade %s", a->name);
 	if (path && access(path, R_OK))
 		return fail(errno, "cannot read %s", path);

@@ -71,9 +71,18 @@ const struct algo *algo_find(const char *name);
 
 /* util.c: "bbrctl: <context>: message[: strerror]" on stderr. */
 extern bool verbose;
+/* -j before the command or --json after it: stdout carries exactly one JSON document, the command's
+ * or, when it fails, {"error": ..., "command": ..., "exit_status": ...}.
+ */
+extern bool json_output;
+/* Exit statuses (bbrctl(8)): EXIT_SUCCESS, EXIT_FAILURE when the command failed, EXIT_USAGE for a
+ * bad command line (an unknown option, command, algorithm or parameter, a malformed value).
+ */
+#define EXIT_USAGE 2
 void set_context(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int bad_argument(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "bbrctl: <context>: warning: message[: strerror]"; changes nothing, returns nothing. */
 void warn(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void libbpf_log_setup(void);
@@ -181,6 +190,7 @@ struct cli_command {
 };
 extern const struct cli_command cli_commands[];
 const struct cli_command *cli_find(const char *name);
+bool cli_has_json(const struct cli_command *c);
 void cli_usage(const struct cli_command *c, char *buf, size_t size);
 void cli_help(FILE *out, const struct cli_command *c);
 void cli_main_help(FILE *out);

@@ -21,7 +21,8 @@ static const struct cli_opt common_opts[] = {
 #define OPT_AT(field) offsetof(struct cmd_opts, field)
 
 static const struct cli_opt json_opt[] = {
-	{ "json", 'j', NULL, "print one JSON document instead of a table", OPT_AT(json), NULL },
+	{ "json", 'j', NULL, "print one JSON document instead of a table (failing: {\"error\", ...})",
+	  OPT_AT(json), NULL },
 	{},
 };
 
@@ -108,6 +109,14 @@ const struct cli_command cli_commands[] = {
 	{},
 };
 
+bool cli_has_json(const struct cli_command *c)
+{
+	for (const struct cli_opt *o = c->opts; o && o->name; o++)
+		if (!strcmp(o->name, "json"))
+			return true;
+	return false;
+}
+
 const struct cli_command *cli_find(const char *name)
 {
 	for (const struct cli_command *c = cli_commands; c->name; c++)
@@ -160,13 +169,16 @@ void cli_help(FILE *out, const struct cli_command *c)
 
 void cli_main_help(FILE *out)
 {
-	fprintf(out, "usage: bbrctl [-v] COMMAND [ARGS]\n\n"
+	fprintf(out, "usage: bbrctl [-v] [-j] COMMAND [ARGS]\n\n"
 		     "  -v, --verbose         show libbpf's log (and the verifier's) on stderr\n"
+		     "  -j, --json            the command's --json (list, show, flows, features)\n"
 		     "  -V, --version         print bbrctl's version (git describe at build time)\n"
 		     "  -h, --help            print this help\n\n"
 		     "commands (each has --help):\n");
 	for (const struct cli_command *c = cli_commands; c->name; c++)
 		fprintf(out, "  %-9s %s\n", c->name, c->summary);
+	fprintf(out, "\nexit status: 0 done, 1 failed, 2 usage error (an unknown option, command,\n"
+		     "algorithm or parameter, a malformed value)\n");
 	fprintf(out, "\nalgorithms:");
 	for (size_t i = 0; i < nalgos; i++)
 		fprintf(out, " %s", algo_at(i)->name);
@@ -221,6 +233,9 @@ int cli_parse(const struct cli_command *c, int argc, char **argv, struct cmd_opt
 	int ch, nargs;
 
 	cli_usage(c, usage, sizeof(usage));
+	/* --json anywhere on the line makes even an error in an earlier option a JSON document. */
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		json_output |= cli_has_json(c) && (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-j"));
 	for (const struct cli_opt *o = c->opts; o && o->name; o++, n++) {
 		if (n == MAX_OPTS) { /* a table edit: fail every test of the command, never drop the option */
 			fprintf(stderr, "bbrctl: internal error: %s has more than %d options\n", c->name, MAX_OPTS);
@@ -255,7 +270,7 @@ int cli_parse(const struct cli_command *c, int argc, char **argv, struct cmd_opt
 		if (!o)
 			return usage_error(usage, "unknown option '%s'", argv[optind - 1]);
 		if (!set_option(o, optarg, out, usage))
-			return EXIT_FAILURE;
+			return EXIT_USAGE;
 	}
 	nargs = argc - optind;
 	if (nargs < c->min_args) {

@@ -101,13 +101,36 @@ int count_flows(const struct algo *a)
 int cmd_flows(const struct cmd_opts *o, int argc, char **argv)
 {
 	const struct algo *sel[CLI_MANY];
+	struct bbrkit_flow *flows[CLI_MANY] = {};
+	size_t nflows[CLI_MANY] = {}, nsel;
 	bool json = o->json;
 	struct json j;
-	size_t nsel;
+	int ret;
 
-	if (check_root() || select_algos(argc, argv, sel, &nsel))
+	if (check_root())
 		return EXIT_FAILURE;
+	ret = select_algos(argc, argv, sel, &nsel);
+	if (ret)
+		return ret;
+	/* Everything is read before anything is printed: a failure leaves stdout empty (under --json,
+	 * its one document is the error).
+	 */
+	for (size_t i = 0; i < nsel; i++) {
+		int err = read_flows(sel[i], &flows[i], &nflows[i]);
 
+		if (err) {
+			for (size_t k = 0; k < i; k++)
+				free(flows[k]);
+			set_context("flows %s", sel[i]->name);
+			if (err == -EOPNOTSUPP)
+				return fail(0, "not available: the kernel refused both flows iterators when "
+					    "%s was attached (bbrctl features)", sel[i]->name);
+			return fail(err, "cannot read the flows iterator");
+		}
+	}
+	/* With nothing attached there are no flows: an empty table or list (as ss shows none). */
+	if (!nsel)
+		warn(0, "no bbrkit algorithm is attached");
 	json_init(&j, stdout);
 	if (json) {
 		json_object(&j);
@@ -117,28 +140,13 @@ int cmd_flows(const struct cmd_opts *o, int argc, char **argv)
 		record_table_header(stdout);
 	}
 	for (size_t i = 0; i < nsel; i++) {
-		struct bbrkit_flow *f = NULL;
-		size_t n = 0;
-		int err = read_flows(sel[i], &f, &n);
-
-		if (err) {
-			if (json) {
-				json_array_end(&j);
-				json_object_end(&j);
-			}
-			set_context("flows %s", sel[i]->name);
-			if (err == -EOPNOTSUPP)
-				return fail(0, "not available: the kernel refused both flows iterators when "
-					    "%s was attached (bbrctl features)", sel[i]->name);
-			return fail(err, "cannot read the flows iterator");
-		}
-		for (size_t k = 0; k < n; k++) {
+		for (size_t k = 0; k < nflows[i]; k++) {
 			if (json)
-				record_json_object(&j, sel[i], &f[k]);
+				record_json_object(&j, sel[i], &flows[i][k]);
 			else
-				record_table_row(stdout, sel[i], &f[k]);
+				record_table_row(stdout, sel[i], &flows[i][k]);
 		}
-		free(f);
+		free(flows[i]);
 	}
 	if (json) {
 		json_array_end(&j);

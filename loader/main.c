@@ -10,9 +10,12 @@
 #include "bbrctl.h"
 #include "bbrkit_version.h"
 
+#define MAIN_USAGE "bbrctl [-v] [-j] COMMAND [ARGS]"
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = { { "verbose", no_argument, NULL, 'v' },
+					      { "json", no_argument, NULL, 'j' },
 					      { "version", no_argument, NULL, 'V' },
 					      { "help", no_argument, NULL, 'h' }, {} };
 	const struct cli_command *cmd;
@@ -22,10 +25,13 @@ int main(int argc, char **argv)
 	algos_init();
 	libbpf_log_setup();
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+vVh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+vjVh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'v':
 			verbose = true;
+			break;
+		case 'j':
+			json_output = true;
 			break;
 		case 'V':
 			printf("bbrctl %s\nalgorithm objects sha256 %s\n", BBRKIT_VERSION,
@@ -35,24 +41,29 @@ int main(int argc, char **argv)
 			cli_main_help(stdout);
 			return EXIT_SUCCESS;
 		default:
-			fprintf(stderr, "bbrctl: unknown option '%s' (bbrctl --help)\n", argv[optind - 1]);
-			return EXIT_FAILURE;
+			return usage_error(MAIN_USAGE, "unknown option '%s' (bbrctl --help)",
+					   argv[optind - 1]);
 		}
 	}
-	if (optind == argc) {
-		fprintf(stderr, "bbrctl: missing command (bbrctl --help lists them)\n");
-		return EXIT_FAILURE;
-	}
+	if (optind == argc)
+		return usage_error(MAIN_USAGE, "missing command (bbrctl --help lists them)");
 	cmd = cli_find(argv[optind]);
-	if (!cmd) {
-		fprintf(stderr, "bbrctl: unknown command '%s' (bbrctl --help lists them)\n", argv[optind]);
-		return EXIT_FAILURE;
-	}
+	if (!cmd)
+		return usage_error(MAIN_USAGE, "unknown command '%s' (bbrctl --help lists them)",
+				   argv[optind]);
 	argc -= optind;
 	argv += optind;
 	set_context("%s", cmd->name);
+	/* -j is --json for every command that prints a document; the others would put text on a
+	 * stdout that promises JSON.
+	 */
+	if (json_output && !cli_has_json(cmd))
+		return usage_error(MAIN_USAGE, "-j: %s prints no JSON document (-j: list, show, flows, "
+				   "features; trace writes JSON lines by default)", cmd->name);
 	ret = cli_parse(cmd, argc, argv, &o, &first);
 	if (ret)
 		return ret < 0 ? EXIT_SUCCESS : ret;
+	o.json |= json_output;
+	json_output = o.json;
 	return cmd->run(&o, argc - first, argv + first);
 }

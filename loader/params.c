@@ -269,7 +269,7 @@ int cmd_show(const struct cmd_opts *o, int argc, char **argv)
 	(void)argc;
 	a = find_algo_or_fail(argv[0]);
 	if (!a)
-		return EXIT_FAILURE;
+		return EXIT_USAGE;
 	set_context("show %s", a->name);
 	if (check_root())
 		return EXIT_FAILURE;
@@ -317,24 +317,25 @@ static int apply_args(const struct algo *a, int argc, char **argv, void *value)
 		int err;
 
 		if (!eq || eq == argv[i])
-			return fail(0, "'%s' is not KEY=VALUE", argv[i]);
+			return bad_argument("'%s' is not KEY=VALUE", argv[i]);
 		p = find_param(a, argv[i], (size_t)(eq - argv[i]));
 		if (!p)
-			return fail(0, "unknown parameter '%.*s' (known: %s)", (int)(eq - argv[i]),
-				    argv[i], names);
+			return bad_argument("unknown parameter '%.*s' (known: %s)", (int)(eq - argv[i]),
+					    argv[i], names);
 		if (seen[p - a->params])
-			return fail(0, "%s given more than once", p->name);
+			return bad_argument("%s given more than once", p->name);
 		seen[p - a->params] = true;
 		format_value(lo, p, p->min);
 		format_value(hi, p, p->max);
 		err = parse_value(p, eq + 1, &raw);
 		if (err == -EINVAL)
-			return fail(0, "%s: '%s' is not %s", p->name, eq + 1, kind_text(p));
+			return bad_argument("%s: '%s' is not %s", p->name, eq + 1, kind_text(p));
 		if (err == -EDOM)
-			return fail(0, "%s: '%s' has more than 3 decimal places", p->name, eq + 1);
+			return bad_argument("%s: '%s' has more than 3 decimal places", p->name, eq + 1);
 		if (err || raw < p->min || raw > p->max)
-			return fail(0, "%s: %s is out of range (allowed %s to %s%s%s)", p->name, eq + 1,
-				    lo, hi, unit_suffix(p) ? " " : "", unit_suffix(p) ? p->unit : "");
+			return bad_argument("%s: %s is out of range (allowed %s to %s%s%s)", p->name,
+					    eq + 1, lo, hi, unit_suffix(p) ? " " : "",
+					    unit_suffix(p) ? p->unit : "");
 		put_field(value, p, (__u32)raw);
 	}
 	return EXIT_SUCCESS;
@@ -350,14 +351,17 @@ int cmd_set(const struct cmd_opts *o, int argc, char **argv)
 	(void)o;
 	a = find_algo_or_fail(argv[0]);
 	if (!a)
-		return EXIT_FAILURE;
+		return EXIT_USAGE;
 	set_context("set %s", a->name);
 	if (!a->nparams)
-		return fail(0, "%s has no parameters", a->name);
+		return bad_argument("%s has no parameters", a->name);
 	/* Validate against the defaults first: bad input is reported before any state is read. */
 	for (size_t i = 0; i < a->nparams; i++)
 		put_field(value, &a->params[i], a->params[i].def);
-	if (apply_args(a, argc - 1, argv + 1, value) || check_root())
+	err = apply_args(a, argc - 1, argv + 1, value);
+	if (err)
+		return err;
+	if (check_root())
 		return EXIT_FAILURE;
 	fd = open_params(a, 0);
 	if (fd < 0)

@@ -77,13 +77,13 @@ const struct algo *find_algo_or_fail(const char *name)
 
 	if (!a) {
 		list_known(known, sizeof(known));
-		fail(0, "unknown algorithm '%s' (known: %s)", name, known);
+		bad_argument("unknown algorithm '%s' (known: %s)", name, known);
 	}
 	return a;
 }
 
-/* The algorithms named in argv (all attached ones when none is named): unknown and unattached
- * names are errors, so that `flows`/`trace` never silently show less than asked for.
+/* The algorithms named in argv (all attached ones, maybe none, when none is named): unknown and
+ * unattached names are errors, so that `flows`/`trace` never silently show less than asked for.
  */
 int select_algos(int argc, char **argv, const struct algo **out, size_t *n)
 {
@@ -92,8 +92,6 @@ int select_algos(int argc, char **argv, const struct algo **out, size_t *n)
 		for (size_t i = 0; i < nalgos; i++)
 			if (algo_attached(algo_at(i)))
 				out[(*n)++] = algo_at(i);
-		if (*n == 0)
-			return fail(0, "no bbrkit algorithm is attached");
 		return EXIT_SUCCESS;
 	}
 	for (int i = 0; i < argc; i++) {
@@ -101,7 +99,7 @@ int select_algos(int argc, char **argv, const struct algo **out, size_t *n)
 		bool dup = false;
 
 		if (!a)
-			return EXIT_FAILURE;
+			return EXIT_USAGE;
 		if (!algo_attached(a))
 			return fail(0, "%s is not attached", a->name);
 		for (size_t j = 0; j < *n; j++)

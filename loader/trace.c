@@ -166,8 +166,13 @@ int cmd_trace(const struct cmd_opts *opts, int argc, char **argv)
 
 	if (opts->format && !strcmp(opts->format, "csv"))
 		o.fmt = FMT_CSV;
-	if (check_root() || select_algos(argc, argv, sel, &n))
+	if (check_root())
 		return EXIT_FAILURE;
+	ret = select_algos(argc, argv, sel, &n);
+	if (ret)
+		return ret;
+	if (n == 0)
+		return fail(0, "no bbrkit algorithm is attached");
 	o.sel = sel;
 	o.nsel = n;
 	for (size_t i = 0; i < n; i++) {

@@ -11,6 +11,7 @@
 #include "bbrctl.h"
 
 bool verbose;
+bool json_output;
 
 static char context[128];
 static const char WARNING[] = "";
@@ -24,15 +25,46 @@ void set_context(const char *fmt, ...)
 	va_end(ap);
 }
 
-static void vreport(int err, const char *usage, const char *fmt, va_list ap)
+/* Under --json the first error is also stdout's one document; a command that fails has written
+ * nothing there before (each prints its document only once it has everything).
+ */
+static void json_error(const char *message, int status)
 {
-	fprintf(stderr, "bbrctl: %s: %s", context, usage == WARNING ? "warning: " : "");
-	vfprintf(stderr, fmt, ap);
+	static bool written;
+	struct json j;
+
+	if (!json_output || written)
+		return;
+	written = true;
+	json_init(&j, stdout);
+	json_object(&j);
+	json_key(&j, "error");
+	json_string(&j, message);
+	json_key(&j, "command");
+	json_string(&j, context[0] ? context : NULL);
+	json_key(&j, "exit_status");
+	json_uint(&j, (unsigned long long)status);
+	json_object_end(&j);
+	fflush(stdout);
+}
+
+static void vreport(int err, const char *usage, int status, const char *fmt, va_list ap)
+{
+	char message[512];
+	size_t used;
+
+	vsnprintf(message, sizeof(message), fmt, ap);
+	used = strlen(message);
 	if (err)
-		fprintf(stderr, ": %s", strerror(err < 0 ? -err : err));
+		snprintf(message + used, sizeof(message) - used, ": %s", strerror(err < 0 ? -err : err));
+	/* Before a command is known (bbrctl -x) there is no context: "bbrctl: unknown option '-x'". */
+	fprintf(stderr, "bbrctl: %s%s%s%s", context, context[0] ? ": " : "", usage == WARNING ? "warning: " : "",
+		message);
 	if (usage && usage != WARNING)
 		fprintf(stderr, " (usage: %s)", usage);
 	fputc('\n', stderr);
+	if (usage != WARNING)
+		json_error(message, status);
 }
 
 int fail(int err, const char *fmt, ...)
@@ -40,9 +72,20 @@ int fail(int err, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vreport(err, NULL, fmt, ap);
+	vreport(err, NULL, EXIT_FAILURE, fmt, ap);
 	va_end(ap);
 	return EXIT_FAILURE;
+}
+
+/* A command line naming something that does not exist, or a malformed value: a usage error. */
+int bad_argument(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport(0, NULL, EXIT_USAGE, fmt, ap);
+	va_end(ap);
+	return EXIT_USAGE;
 }
 
 void warn(int err, const char *fmt, ...)
@@ -50,7 +93,7 @@ void warn(int err, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vreport(err, WARNING, fmt, ap);
+	vreport(err, WARNING, 0, fmt, ap);
 	va_end(ap);
 }
 
@@ -59,9 +102,9 @@ int usage_error(const char *usage, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vreport(0, usage, fmt, ap);
+	vreport(0, usage, EXIT_USAGE, fmt, ap);
 	va_end(ap);
-	return EXIT_FAILURE;
+	return EXIT_USAGE;
 }
 
 /* libbpf's messages reach stderr only with -v; either way the useful bits are kept for our own

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The project's test command, as root on a Debian 12 machine: installs what is missing (Debian packages;
-# bbrbench and the test tools into .venv), builds everything, checks the README's record keys against
+# bbrbench and the test tools into .venv), builds everything, checks the record keys in docs/reference.md against
 # the build (make check-readme), then runs every suite: first the tests that need no root (lint gate,
 # host unit tests of the BBR core, bbrctl's help/man page/completion, scenarios, metrics, statistics,
 # model, parsing, reports), then the root ones (bbrctl, real transfers, the harness in namespaces).

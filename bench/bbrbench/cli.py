@@ -1,7 +1,7 @@
 """Command line: bbrbench compare | run | sweep | report | cleanup | check | model | reproduce | fidelity |
 overhead | lockstep | delaybench | linkbench | cluster. Results go to stdout; diagnostics through logging to
 stderr (-v, -q).
-Building the parser imports nothing beyond the standard library (scripts/bbrbench-man.py runs it with the
+Building the parser imports nothing beyond the standard library (scripts/bbrbench-gen.py runs it with the
 system's python3)."""
 
 from __future__ import annotations
@@ -34,6 +34,26 @@ DEFAULT_CERTS = Path.home() / ".config" / "bbrbench" / "cluster"
 def _emit(text: str) -> None:
     sys.stdout.write(text.rstrip("\n") + "\n")
     sys.stdout.flush()
+
+
+def _emit_json(doc: dict[str, Any]) -> None:
+    """--json: the one document on stdout (as iperf3 -J), in place of every human line."""
+    _emit(json.dumps(doc, indent=2, default=str))
+
+
+def _result_doc(directory: Path, name: str, kind: str) -> dict[str, Any]:
+    """A results file as --json prints it: its content, and where the results are."""
+    from .results import read_json
+    return {**read_json(directory / name, kind), "results_dir": str(directory.resolve())}
+
+
+def _directory_doc(directory: Path) -> dict[str, Any]:
+    """What `report --json` prints for a compare, sweep or run directory."""
+    if (directory / "compare.json").is_file():
+        return _result_doc(directory, "compare.json", "compare")
+    if (directory / "plan.json").is_file():
+        return _result_doc(directory, "sweep.json", "sweep")
+    return _result_doc(directory, "summary.json", "summary")
 
 
 def _default_out(kind: str, name: str) -> Path:
@@ -75,15 +95,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.report_only:
         if not args.out:
             raise UsageError("--report-only needs --out DIR")
-        _emit(compare.report(Path(args.out), args.delay))
+        text = compare.report(Path(args.out), args.delay)
+        if args.json:
+            _emit_json(_directory_doc(Path(args.out)))
+        else:
+            _emit(text)
         return 0
     catalog = system.catalog()
     plan = compare.plan(raw, catalog, args.algos, args.reps)
     _need_root()
     # No timestamp: rerunning the same compare (compare.sh) resumes it, as reproduce does.
     out = Path(args.out) if args.out else Path.cwd() / "results" / f"compare-{args.profile or 'default'}"
-    _emit(compare.run(plan, catalog, out, args.delay))
-    _emit(f"results: {out} (page: {out / compare.PAGE})")
+    text = compare.run(plan, catalog, out, args.delay)
+    if args.json:
+        _emit_json(_directory_doc(out))
+    else:
+        _emit(text)
+        _emit(f"results: {out} (page: {out / compare.PAGE})")
     return 0
 
 
@@ -96,8 +124,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     _need_root()
     out = Path(args.out) if args.out else _default_out("run", scenario.name)
     runner.run(scenario, raw, out, catalog.bbrkit)
-    _emit(write_report(out, plots=not args.no_plots))
-    _emit(f"results: {out}")
+    text = write_report(out, plots=not args.no_plots)
+    if args.json:
+        _emit_json(_directory_doc(out))
+    else:
+        _emit(text)
+        _emit(f"results: {out}")
     return 0
 
 
@@ -120,15 +152,19 @@ def cmd_report(args: argparse.Namespace) -> int:
     directory = Path(args.dir)
     if (directory / "compare.json").is_file():
         from .experiments import compare
-        _emit(compare.report(directory, args.delay))
+        text = compare.report(directory, args.delay)
     elif (directory / "plan.json").is_file():
         from .experiments.sweep import aggregate
-        _emit(aggregate(directory, args.mix_hosts))
+        text = aggregate(directory, args.mix_hosts)
     elif (directory / "scenario.json").is_file():
         from .analysis.report import write_report
-        _emit(write_report(directory, plots=not args.no_plots))
+        text = write_report(directory, plots=not args.no_plots)
     else:
         raise HarnessError(f"{directory}: not a run, sweep or compare results directory")
+    if args.json:
+        _emit_json(_directory_doc(directory))
+    else:
+        _emit(text)
     return 0
 
 
@@ -283,7 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add(name: str, help_: str) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=help_, description=help_, parents=[common])
+        # A help string is %-formatted, a description is not: "95%%" in one is "95%" in the other.
+        return sub.add_parser(name, help=help_, description=help_.replace("%%", "%"), parents=[common])
 
     def cluster_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--cluster", metavar="tls://HOST:PORT",
@@ -296,6 +333,11 @@ def build_parser() -> argparse.ArgumentParser:
                        "(default 3; runs lost with their worker: the scheduler's allowed failures)")
         p.add_argument("--mix-hosts", action="store_true",
                        help="pool repetitions from hosts whose kernels or algorithm objects differ")
+
+    def json_arg(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--json", action="store_true",
+                       help="print one JSON document on stdout instead of the table (the results file with "
+                            "results_dir; on failure {\"error\", \"exit_status\"})")
 
     def delay_arg(p: argparse.ArgumentParser) -> None:
         # The choices are compare.DELAY_STATS's keys (compare is not imported here: it needs numpy).
@@ -321,6 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="override a key of the compare path, e.g. --set bottleneck.rate_mbit=100")
     co.add_argument("--report-only", action="store_true", help="rebuild table, figures and page of --out")
     delay_arg(co)
+    json_arg(co)
     # The path compare runs on: a scenario file like run's, which --set and --profile modify.
     co.set_defaults(func=cmd_compare, scenario=str(SCENARIO_DIR / "compare.toml"))
 
@@ -328,6 +371,7 @@ def build_parser() -> argparse.ArgumentParser:
     scenario_args(run)
     run.add_argument("--out", help="results directory (default results/run-NAME-TIME)")
     run.add_argument("--no-plots", action="store_true", help="table and summary only")
+    json_arg(run)
     run.set_defaults(func=cmd_run)
 
     sw = add("sweep", "run a parameter grid with repetitions (resumable)")
@@ -345,6 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--mix-hosts", action="store_true",
                      help="pool repetitions from hosts whose kernels or algorithm objects differ")
     delay_arg(rep)
+    json_arg(rep)
     rep.set_defaults(func=cmd_report)
 
     cl = add("cleanup", "remove leftovers of crashed runs (namespaces, processes, attachments)")
@@ -458,33 +503,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     provenance.set_command(argv)
     parser = build_parser()
-    # Overrides may come after options (run smoke --out D KEY=VALUE): argparse leaves those over as extras.
-    args, extras = parser.parse_known_args(argv)
-    stray = [e for e in extras if e.startswith("-") or "=" not in e or not hasattr(args, "overrides")]
-    if stray:
-        parser.error(f"unrecognized arguments: {' '.join(stray)}")
+    try:
+        # Overrides may come after options (run smoke --out D KEY=VALUE): argparse leaves those over as extras.
+        args, extras = parser.parse_known_args(argv)
+        stray = [e for e in extras if e.startswith("-") or "=" not in e or not hasattr(args, "overrides")]
+        if stray:
+            parser.error(f"unrecognized arguments: {' '.join(stray)}")
+    except SystemExit as exc:
+        # argparse has said what is wrong on stderr; --json still gets its one document.
+        if exc.code == EXIT_INVALID and "--json" in argv:
+            _emit_json({"error": "invalid command line (see stderr)", "exit_status": EXIT_INVALID})
+        raise
     if extras:
         args.overrides = list(args.overrides) + extras
     try:
         _setup_logging(args)
         return int(args.func(args))
     except UsageError as exc:
-        log.error("bbrbench: %s", exc)
-        return EXIT_INVALID
+        return _failed(args, EXIT_INVALID, str(exc))
     except ScenarioError as exc:
-        log.error("bbrbench: invalid scenario: %s", exc)
-        return EXIT_INVALID
+        return _failed(args, EXIT_INVALID, f"invalid scenario: {exc}")
     except NotRunnable as exc:
-        log.error("bbrbench: not runnable on this kernel: %s", exc)
-        return EXIT_NOT_RUNNABLE
+        return _failed(args, EXIT_NOT_RUNNABLE, f"not runnable on this kernel: {exc}")
     except HarnessError as exc:
-        log.error("bbrbench: error: %s", exc)
-        return EXIT_FAILED
+        return _failed(args, EXIT_FAILED, str(exc), "error: ")
     except RunsInterrupted as exc:
-        log.error("bbrbench: interrupted; kept %d/%d runs in %s; resume with %s", exc.kept, exc.total, exc.out,
-                  _resume_command(argv, exc.out))
-        return EXIT_INTERRUPTED
+        return _failed(args, EXIT_INTERRUPTED, f"interrupted; kept {exc.kept}/{exc.total} runs in {exc.out}; resume "
+                       f"with {_resume_command(argv, exc.out)}")
     except KeyboardInterrupt:
         # The run's namespaces, processes and bbrkit attachments are gone; what it wrote stays.
-        log.error("bbrbench: interrupted; test network removed, results written so far kept")
-        return EXIT_INTERRUPTED
+        return _failed(args, EXIT_INTERRUPTED, "interrupted; test network removed, results written so far kept")
+
+
+def _failed(args: argparse.Namespace, status: int, what: str, label: str = "") -> int:
+    """One line on stderr, 'bbrbench: LABELWHAT'; under --json also {"error": WHAT} as stdout's document."""
+    log.error("bbrbench: %s%s", label, what)
+    if getattr(args, "json", False):
+        _emit_json({"error": what, "exit_status": status})
+    return status

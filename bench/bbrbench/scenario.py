@@ -129,6 +129,7 @@ class Bottleneck:
 class MetricsSpec:
     convergence_jain: float
     convergence_window_s: float
+    warmup_s: float
 
 
 @dataclass(frozen=True)
@@ -430,7 +431,7 @@ SENDER_KEYS = {"name", "rtt_ms", "delay_fwd_ms", "delay_rev_ms"}
 FLOW_KEYS = {"algo", "sender", "count", "start_s", "start_step_s", "duration_s", "bytes", "params", "label",
              "optional"}
 SOCKET_KEYS = {"buffer_bdp", "buffer_bytes"}
-METRICS_KEYS = {"convergence_jain", "convergence_window_s"}
+METRICS_KEYS = {"convergence_jain", "convergence_window_s", "warmup_s"}
 SWEEP_KEYS = {"repetitions", "grid", "cases", "metrics"}
 # Shaping at 1 ms of line rate absorbs timer slack (hrtimer wake-ups are well under 1 ms here) without
 # letting more than a millisecond's burst through after an idle period.
@@ -440,6 +441,9 @@ DEFAULT_BUFFER_MIN_PACKETS = 10
 
 
 DEFAULT_DURATION_S = 30.0
+# The start-up the steady-state metrics leave out after the last flow's start: BBR's STARTUP and DRAIN and
+# CUBIC's slow-start overshoot with its first recovery end within a second on the paths here (tens of ms).
+DEFAULT_WARMUP_S = 1.0
 
 
 def time_after_last_start_s(raw: dict[str, Any]) -> float:
@@ -468,6 +472,7 @@ def validate(raw: dict[str, Any], catalog: AlgoCatalog) -> Scenario:
     metrics = MetricsSpec(
         convergence_jain=metrics_table.number("convergence_jain", 0.95, between(0.5, 1.0)),
         convergence_window_s=metrics_table.number("convergence_window_s", 1.0, positive),
+        warmup_s=metrics_table.number("warmup_s", DEFAULT_WARMUP_S, at_least(0.0)),
     )
     sweep = _sweep(top) if top.has("sweep") else None
     if top.has("profiles"):
@@ -750,7 +755,8 @@ def _sweep(top: _Table) -> SweepSpec:
         metrics = list(DEFAULT_SWEEP_METRICS)
     for i, m in enumerate(metrics):
         if not isinstance(m, str) or "." not in m:
-            raise ScenarioError(f"sweep.metrics[{i}]: expected 'total.NAME' or 'flow.LABEL.NAME'")
+            raise ScenarioError(f"sweep.metrics[{i}]: expected 'total.NAME', 'steady.NAME', 'algo.ALGO.NAME' or "
+                                f"'flow.LABEL.NAME'")
     return SweepSpec(repetitions=reps, grid=grid, cases=cases, metrics=list(metrics))
 
 

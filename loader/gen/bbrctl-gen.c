@@ -63,7 +63,7 @@ static void man(FILE *out)
 
 	fprintf(out, ".TH BBRCTL 8 \"\" \"bbrkit %s\" \"System Administration\"\n", BBRKIT_VERSION);
 	fputs(".SH NAME\nbbrctl \\- attach, tune and observe bbrkit's BPF TCP congestion controls\n"
-	      ".SH SYNOPSIS\n.B bbrctl\n[\\fB\\-v\\fR] \\fICOMMAND\\fR [\\fIOPTIONS\\fR] [\\fIARGS\\fR]\n.br\n"
+	      ".SH SYNOPSIS\n.B bbrctl\n[\\fB\\-v\\fR] [\\fB\\-j\\fR] \\fICOMMAND\\fR [\\fIOPTIONS\\fR] [\\fIARGS\\fR]\n.br\n"
 	      ".B bbrctl \\-\\-version\n"
 	      ".SH DESCRIPTION\n"
 	      "bbrctl registers bbrkit's congestion controls (BPF struct_ops programs built into it) with the\n"
@@ -71,9 +71,13 @@ static void man(FILE *out)
 	      "changes their parameters, upgrades them in place, and reads their per-flow state. It needs\n"
 	      "root. Errors are one line on stderr,\n"
 	      ".IR \"bbrctl: command algo: what[: errno text]\" ,\n"
-	      "and leave everything as it was.\n"
+	      "and leave everything as it was; under\n.B \\-\\-json\nstdout then holds one JSON object,\n"
+	      ".IR \"{\\(dqerror\\(dq: what, \\(dqcommand\\(dq: command algo, \\(dqexit_status\\(dq: N}\" ,\n"
+	      "instead of the command's document.\n"
 	      ".SH OPTIONS\n"
 	      ".TP\n.BR \\-v \", \" \\-\\-verbose\ncopy libbpf's log, including the verifier's, to stderr (also after the command)\n"
+	      ".TP\n.BR \\-j \", \" \\-\\-json\nthe command's \\-\\-json, for list, show, flows and features\n"
+	      "(any other command refuses it)\n"
 	      ".TP\n.BR \\-V \", \" \\-\\-version\nprint the version (git describe at build time)\n"
 	      ".TP\n.BR \\-h \", \" \\-\\-help\nprint the commands; each command also has \\-\\-help\n"
 	      ".SH COMMANDS\n",
@@ -93,7 +97,10 @@ static void man(FILE *out)
 	      ".B show\nflags it.\n.SH RECORD KEYS\nThe keys of\n.B flows \\-\\-json\nand\n.BR trace .\n",
 	      out);
 	roff_block(out, record_keys_help);
-	fputs(".SH EXIT STATUS\n0 on success, 1 on any error.\n"
+	fputs(".SH EXIT STATUS\n.TP\n0\ndone (also flows with nothing attached: an empty table or list)\n"
+	      ".TP\n1\nthe command failed (not root, the kernel refused, not attached, ...)\n"
+	      ".TP\n2\na usage error: an unknown option, command, algorithm or parameter, a missing or\n"
+	      "extra argument, a malformed or out-of-range value\n"
 	      ".SH ENVIRONMENT\n.TP\n.B BBRCTL_DISABLE\n"
 	      "a comma-separated subset of trace, storage, map\\-iter, tcp\\-iter, link\\-update: attach\n"
 	      "(upgrade for link\\-update) acts as if the kernel lacked those pieces\n"
@@ -119,7 +126,7 @@ static void completion(FILE *out)
 	      out);
 	words(out, "", "|");
 	fputs("__none) cmd=${COMP_WORDS[i]}; break ;;\n\t\tesac\n\tdone\n"
-	      "\tif [[ -z $cmd ]]; then\n\t\tCOMPREPLY=($(compgen -W \"-v --verbose -V --version -h --help",
+	      "\tif [[ -z $cmd ]]; then\n\t\tCOMPREPLY=($(compgen -W \"-v --verbose -j --json -V --version -h --help",
 	      out);
 	words(out, " ", "");
 	fputs("\" -- \"$cur\"))\n\t\treturn\n\tfi\n\tcase $prev in\n"

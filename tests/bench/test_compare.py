@@ -26,7 +26,7 @@ def _stat(values: list[float]) -> dict[str, Any]:
 def _point(algo: str, count: int, goodput: list[float], jain: list[float]) -> dict[str, Any]:
     return {"id": f"{algo}{count}", "status": f"{len(goodput)}/3 repetitions",
             "overrides": {"flows.0.count": count, "flows.0.algo": algo},
-            "metrics": {"total.goodput_mbps": _stat(goodput), "total.jain": _stat(jain)}}
+            "metrics": {"steady.goodput_mbps": _stat(goodput), "steady.jain": _stat(jain)}}
 
 
 def test_rows_carry_ratios_to_bbr_and_jain_only_where_flows_share() -> None:
@@ -37,10 +37,10 @@ def test_rows_carry_ratios_to_bbr_and_jain_only_where_flows_share() -> None:
     rows = compare.summarise(sweep)
     assert [(r["case"], r["algo"]) for r in rows] == [("1 flow", "bbr"), ("1 flow", "cubic"),
                                                       ("2 flows", "bbr"), ("2 flows", "cubic")]
-    cubic1 = rows[1]["metrics"]["total.goodput_mbps"]["ratio_to_reference"]
+    cubic1 = rows[1]["metrics"]["steady.goodput_mbps"]["ratio_to_reference"]
     assert cubic1["ratio"] == pytest.approx(45 / 40)
-    assert rows[0]["metrics"]["total.goodput_mbps"]["ratio_to_reference"] is None
-    assert "total.jain" not in rows[0]["metrics"] and "total.jain" in rows[3]["metrics"]
+    assert rows[0]["metrics"]["steady.goodput_mbps"]["ratio_to_reference"] is None
+    assert "steady.jain" not in rows[0]["metrics"] and "steady.jain" in rows[3]["metrics"]
     text = compare.table(rows)
     # 45 vs 40 with these spreads: an interval that excludes 1, so starred.
     assert "45.0 ± 0.1 (1.12*)" in text
@@ -85,14 +85,14 @@ def test_real_compare_table_figures_and_page_in_a_browser(tmp_path: Path) -> Non
     by = {(r["case"], r["algo"]): r["metrics"] for r in rows}
     for metrics in by.values():
         # One or two flows fill the 50 Mbit/s link: goodput near 50 x 1448/1514 = 47.8 Mbit/s.
-        assert 40 < metrics["total.goodput_mbps"]["mean"] <= 48.5
+        assert 40 < metrics["steady.goodput_mbps"]["mean"] <= 48.5
     # Every run records the bbrbench and the command that made it.
     for run_meta in out.glob("points/*/rep*/scenario.json"):
         made_by = read_json(run_meta, "run")["bbrbench"]
         assert made_by["version"] == bbrbench.__version__ and made_by["command"].startswith("bbrbench compare cubic")
     # cubic fills the 2 BDP FIFO; bbr aims at an empty queue.
-    assert (by[("1 flow", "cubic")]["total.queueing_delay_ms_mean"]["mean"]
-            > by[("1 flow", "bbr")]["total.queueing_delay_ms_mean"]["mean"])
+    assert (by[("1 flow", "cubic")]["steady.queueing_delay_ms_mean"]["mean"]
+            > by[("1 flow", "bbr")]["steady.queueing_delay_ms_mean"]["mean"])
 
     options = webdriver.ChromeOptions()
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--allow-file-access-from-files"):

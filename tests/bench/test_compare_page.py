@@ -48,11 +48,16 @@ def fake_compare(out: Path, plan_: sweep.Plan, reps: int | None = None) -> None:
 
 def test_page_facts_follow_overrides_and_host(tmp_path: Path) -> None:
     plan_ = compare_plan("cubic", "--reps", "2", "--set", "bottleneck.buffer_packets=100",
-                         "--set", "flows.0.start_step_s=5", "--set", "duration_s=10")
+                         "--set", "flows.0.start_step_s=5", "--set", "duration_s=10", "--set", "metrics.warmup_s=3")
     out = tmp_path / "cmp"
     fake_compare(out, plan_)
     compare.report(out)
     page = (out / compare.PAGE).read_text()
+    # The window the table covers, on the page and under the console table.
+    window = "steady state: from 3 s after the last flow&#x27;s start to the end of the run (1 flow: 3-10 s; " \
+             "2 flows: 8-10 s)"
+    assert f"Table and figures cover the {window}." in page
+    assert "Over the steady state: from 3 s after" in (out / "table.txt").read_text()
     # 100 x 1514 bytes over 50 Mbit/s x 20 ms = 125,000 bytes: 1.2 BDP. The file's 2 BDP is gone.
     assert "50 Mbit/s tbf bottleneck, base RTT 20 ms, FIFO of 100 packets (1.2 BDP at 20 ms)." in page
     assert "Each run 10 s; cases: 1 flow; 2 flows, the second starting 5 s after the first." in page
@@ -128,10 +133,10 @@ def test_html_table_marks_significant_ratios_only(tmp_path: Path) -> None:
     html_table = compare.table(rows, "html")
     marked = re.findall(r'<span class="sig" title="([^"]*)">([^<]*)</span>', html_table)
     cubic = next(r for r in rows if r["algo"] == "cubic" and r["flows"] == 1)
-    ratio = cubic["metrics"]["total.queueing_delay_ms_mean"]["ratio_to_reference"]
+    ratio = cubic["metrics"]["steady.queueing_delay_ms_mean"]["ratio_to_reference"]
     # cubic's 30 ms against bbr's 4: significant, marked, with its interval in the tooltip.
     assert (f"ratio to bbr {ratio['ratio']:.3f} ± {ratio['ci95']:.3f}: its 95% interval excludes 1",
-            compare._format(cubic["metrics"]["total.queueing_delay_ms_mean"], compare.COLUMNS[4])
+            compare._format(cubic["metrics"]["steady.queueing_delay_ms_mean"], compare.COLUMNS[4])
             + f" ({ratio['ratio']:.2f}*)") in marked
     # Exactly the starred cells of the text table are marked.
     assert len(marked) == compare.table(rows).count("*)")

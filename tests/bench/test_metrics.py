@@ -103,6 +103,25 @@ def test_run_metrics_by_hand() -> None:
     assert s["by_algo"]["bbr"]["share"] == pytest.approx(0.2)
 
 
+def test_steady_state_window_leaves_out_start_up() -> None:
+    data = make_run()
+    # Both flows are active on [1, 4]; the default 1 s warm-up leaves [2, 4].
+    st = compute(data)["steady"]
+    assert st["window_s"] == [2.0, 4.0] and st["period_s"] == pytest.approx(2.0)
+    # Flow c acknowledges 2e6 bytes in [2, 4] (8 Mbit/s), flow b 0.5e6 (2 Mbit/s).
+    assert st["goodput_mbps"] == pytest.approx(10.0)
+    assert st["jain"] == pytest.approx(100 / 136, abs=1e-4)
+    assert st["retrans_rate"] == pytest.approx(40_000 / 2_500_000, abs=1e-6)  # c's retransmission at 4 s
+    # Samples at 2, 3, 4 s: c 30, 40, 50 ms and b 20, 20, 20 ms; the base RTT is 10 ms.
+    assert st["rtt_ms_mean"] == pytest.approx(30.0) and st["queueing_delay_ms_mean"] == pytest.approx(20.0)
+    assert st["utilisation"] == pytest.approx(0.8)
+    # Queue samples at 2, 2.5, 3, 3.5, 4 s hold 8, 10, 8, 6, 4 packets.
+    assert st["queue_delay_mean_ms"] == pytest.approx(7.2 * FRAME * 8 / 10e6 * 1e3, abs=1e-3)
+    # A warm-up as long as the all-active period leaves no window: no steady-state figures, not wrong ones.
+    data.info.warmup_s = 3.0
+    assert compute(data)["steady"] == {"warmup_s": 3.0, "window_s": None}
+
+
 def test_parse_ss() -> None:
     text = ("0      236024 198.18.0.1:40001 198.19.0.1:5201\n"
             "\t cubic wscale:10,10 rto:232 rtt:29.114/0.584 mss:1448 cwnd:49 ssthresh:42 bytes_sent:2471773 "

@@ -3,6 +3,7 @@ build, and the help, the man page and the completion come from one command table
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import signal
 import subprocess
@@ -33,8 +34,28 @@ def test_every_command_has_help_and_takes_v(command: str) -> None:
         assert "-v, --verbose" in result.stdout
     # -v parses like any other option: a usage error that follows is still reported as such.
     bad = ctl(command, "-v", "--bogus")
-    assert bad.returncode == 1 and bad.stderr == (
+    assert bad.returncode == 2 and bad.stderr == (
         f"bbrctl: {command}: unknown option '--bogus' (usage: {bad.stderr.split('(usage: ')[1]}")
+
+
+@pytest.mark.parametrize("args", [["-x", "list"], ["frob"], [], ["list", "--bogus"], ["list", "extra"],
+                                  ["attach"], ["trace", "--format", "xml"]], ids=lambda a: " ".join(a) or "none")
+def test_usage_errors_exit_2(args: list[str]) -> None:
+    """A bad command line is exit status 2, a failed command 1 (bbrctl(8), EXIT STATUS)."""
+    result = ctl(*args)
+    assert result.returncode == 2 and result.stdout == "" and len(result.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("args", [["-j", "list", "--bogus"], ["list", "--bogus", "--json"], ["-j", "attach", "bbr1"],
+                                  ["-j", "set", "bbr_acd", "rtt_factor=2"]], ids=lambda a: " ".join(a))
+def test_json_usage_errors_are_one_json_document(args: list[str]) -> None:
+    """Under -j or --json stdout holds one JSON object even for a usage error (--json given after the bad
+    option counts too), and a command without a JSON document refuses -j instead of printing text."""
+    result = ctl(*args)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1
+    doc = json.loads(result.stdout)
+    assert doc["exit_status"] == 2 and doc["command"] == args[1 if args[0] == "-j" else 0]
+    assert doc["error"] in result.stderr
 
 
 def test_version_is_git_describe_of_the_build() -> None:
@@ -92,6 +113,7 @@ def test_completion_offers_commands_algorithms_and_parameter_keys() -> None:
     assert complete("bbrctl", "set", "bbr_rttgain", "alpha=0.5", "pr") == ["probe_exit="]
     assert complete("bbrctl", "trace", "--format", "") == ["jsonl", "csv"]
     assert "--object" in complete("bbrctl", "upgrade", "--")
+    assert "-j" in complete("bbrctl", "-")
 
 
 def test_man_page_documents_every_command_option_and_parameter() -> None:
@@ -99,7 +121,8 @@ def test_man_page_documents_every_command_option_and_parameter() -> None:
     assert page.startswith(".TH BBRCTL 8")
     for command in COMMANDS:
         assert f".SS bbrctl {command} [\\-v]" in page
-    for word in ("\\-\\-object", "\\-\\-format", "tolerance_us", "gain_floor", "min_rtt_us", "acd_halvings"):
+    for word in ("\\-\\-object", "\\-\\-format", "tolerance_us", "gain_floor", "min_rtt_us", "acd_halvings",
+                 ".SH EXIT STATUS\n.TP\n0\n", "\n2\na usage error", "\\-\\-json"):
         assert word in page
     rendered = subprocess.run(["man", "-l", "-"], input=page, capture_output=True, text=True)
     assert rendered.returncode == 0 and "warning" not in rendered.stderr
@@ -109,5 +132,6 @@ def test_make_install_puts_man_pages_and_completion_in_place(tmp_path) -> None:
     subprocess.run(["make", "-s", "-C", str(ROOT), "install", f"DESTDIR={tmp_path}", "PREFIX=/usr"], check=True,
                    capture_output=True)
     for path in ("usr/bin/bbrctl", "usr/share/man/man8/bbrctl.8", "usr/share/man/man1/bbrbench.1",
-                 "usr/share/bash-completion/completions/bbrctl"):
+                 "usr/share/bash-completion/completions/bbrctl",
+                 "usr/share/bash-completion/completions/bbrbench"):
         assert (tmp_path / path).is_file(), path

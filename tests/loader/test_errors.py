@@ -1,6 +1,9 @@
-"""bbrctl's error paths: each bad input gets one line on stderr that names the problem, a non-zero
-exit, nothing on stdout, and no change to pins, registrations or parameters."""
+"""bbrctl's error paths: each bad input gets one line on stderr that names the problem, exit status 2
+(a usage error) or 1 (a failure), nothing on stdout (under --json one error object), and no change to
+pins, registrations or parameters."""
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -55,7 +58,9 @@ BAD_INPUT = [
 
 def assert_rejected(result, expected: str) -> None:
     lines = result.stderr.splitlines()
-    assert result.returncode != 0
+    # A failure of the command (1) against a bad command line (2): only these fail on a valid line.
+    failures = ("not attached", "must be run as root")
+    assert result.returncode == (1 if any(f in expected for f in failures) else 2), result.stderr
     assert result.stdout == ""
     assert len(lines) == 1 and lines[0].startswith("bbrctl: "), result.stderr
     assert expected in lines[0], lines[0]
@@ -69,6 +74,35 @@ def test_bad_input_is_rejected_and_changes_nothing(args: list[str], expected: st
     before = snapshot()
     assert_rejected(ctl(*args), expected)
     assert snapshot() == before
+
+
+@pytest.mark.parametrize("args,expected,status", [(["flows", "--json", "nope"], "unknown algorithm 'nope'", 2),
+                                                  (["-j", "show", "bbr_rttgain"], "not attached", 1),
+                                                  (["-j", "flows", "bbr1"], "bbr1 is not attached", 1)],
+                         ids=lambda a: " ".join(a) if isinstance(a, list) else "")
+def test_json_errors_are_an_error_object(args: list[str], expected: str, status: int, detached) -> None:
+    detached("bbr1")
+    detached("bbr_rttgain")
+    result = ctl(*args)
+    assert result.returncode == status and len(result.stderr.splitlines()) == 1
+    doc = json.loads(result.stdout)
+    assert expected in doc["error"] and doc["exit_status"] == status
+
+
+def test_flows_with_nothing_attached_is_an_empty_list(detached) -> None:
+    for algo in ("bbr1", "bbr_rttgain", "bbr_acd", "bbr2", "bbr3"):
+        detached(algo)
+    for args in (["flows", "--json"], ["-j", "flows"]):
+        result = ctl(*args)
+        assert result.returncode == 0 and json.loads(result.stdout) == {"flows": []}
+        assert result.stderr == "bbrctl: flows: warning: no bbrkit algorithm is attached\n"
+    table = ctl("flows")
+    assert table.returncode == 0 and len(table.stdout.splitlines()) == 1   # the header
+
+
+def test_non_root_gets_a_json_error_object(detached) -> None:
+    result = ctl("-j", "list", unprivileged=True)
+    assert result.returncode == 1 and "must be run as root" in json.loads(result.stdout)["error"]
 
 
 def test_set_on_a_detached_algorithm_says_so(detached) -> None:

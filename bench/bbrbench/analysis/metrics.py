@@ -21,6 +21,11 @@
   it is precise to one sample interval; set sample_interval_ms lower for short flows.
 - share of an algorithm: its flows' summed delivery rate over the all-active period divided by all
   flows' (summed goodputs when the flows never all overlap).
+- steady state ("steady" in the summary): the run's totals again over the window from `warmup_s` after
+  the last flow's first sample to the end of the all-active period, so that start-up (BBR's STARTUP
+  queue, CUBIC's slow-start overshoot) neither inflates nor scatters them: goodput, utilisation and
+  retransmission rate from the counters at the window's edges, RTT and queueing delay from the samples
+  inside it, Jain's index of the flows' delivery rates over it. None when the window is empty.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from ..scenario import DEFAULT_WARMUP_S
 
 US_PER_MS = 1000  # flows.csv keeps RTTs in us, as bbrctl's records; the metrics are in ms
 
@@ -53,6 +60,7 @@ class RunInfo:
     convergence_jain: float
     convergence_window_s: float
     flows: list[FlowInfo]
+    warmup_s: float = DEFAULT_WARMUP_S
 
     @classmethod
     def from_scenario(cls, scenario: dict[str, Any]) -> RunInfo:
@@ -65,7 +73,9 @@ class RunInfo:
         return cls(rate_bps=b["rate_mbit"] * 1e6, sample_interval_s=scenario["sample_interval_ms"] / 1e3,
                    limit_bytes=limit_bytes, limit_packets=b["buffer_packets"],
                    convergence_jain=scenario["metrics"]["convergence_jain"],
-                   convergence_window_s=scenario["metrics"]["convergence_window_s"], flows=flows)
+                   convergence_window_s=scenario["metrics"]["convergence_window_s"], flows=flows,
+                   # Runs recorded before the key existed had the same start-up to leave out.
+                   warmup_s=scenario["metrics"].get("warmup_s", DEFAULT_WARMUP_S))
 
 
 @dataclass
@@ -307,7 +317,49 @@ def compute(data: RunData) -> dict[str, Any]:
             total["convergence_time_s"] = _num(convergence_time(rates, edges, info.convergence_jain))
     fcts = [f["fct_s"] for f in flows if f["fct_s"] is not None]
     total["fct_mean_s"] = _num(mean(fcts)) if fcts else None
-    return {"flows": flows, "total": total, "by_algo": by_algo(flows)}
+    return {"flows": flows, "total": total, "steady": steady(data), "by_algo": by_algo(flows)}
+
+
+def steady_window(data: RunData) -> tuple[float, float] | None:
+    """[last flow's first sample + warmup_s, end of the all-active period], or None when that is empty."""
+    both = overlap(data)
+    if both is None or both[1] <= both[0] + data.info.warmup_s:
+        return None
+    return both[0] + data.info.warmup_s, both[1]
+
+
+def steady(data: RunData) -> dict[str, Any]:
+    """The totals over the steady-state window (module docstring); the window itself as window_s."""
+    info = data.info
+    window = steady_window(data)
+    out: dict[str, Any] = {"warmup_s": info.warmup_s, "window_s": None}
+    if window is None:
+        return out
+    edges = np.array(window)
+    length = window[1] - window[0]
+    out["window_s"] = [_num(window[0], 3), _num(window[1], 3)]
+    rates: list[float] = []
+    sent = retrans = 0.0
+    rtts: list[np.ndarray] = []
+    queueing: list[np.ndarray] = []
+    for f in info.flows:
+        series = data.flows[f.index]
+        rates.append(float(window_rates_bps(series.t, series.col("bytes_acked"), edges)[0]))
+        sent += float(np.diff(counter_at(series.t, series.col("bytes_sent"), edges))[0])
+        retrans += float(np.diff(counter_at(series.t, np.nan_to_num(series.col("bytes_retrans")), edges))[0])
+        inside = (series.t >= window[0]) & (series.t <= window[1])
+        rtt = series.col("srtt_us")[inside] / US_PER_MS
+        rtts.append(rtt)
+        queueing.append(rtt - f.base_rtt_ms)
+    out["goodput_mbps"] = _num(sum(rates) / 1e6)
+    out["retrans_rate"] = _num(retrans / sent, 6) if sent > 0 else None
+    out.update({k: _num(v) for k, v in distribution(np.concatenate(rtts), "rtt_ms").items()})
+    out.update({k: _num(v) for k, v in distribution(np.concatenate(queueing), "queueing_delay_ms").items()})
+    queue = queue_metrics(data, window)
+    out.update({k: queue.get(k) for k in ("utilisation", "queue_delay_mean_ms", "queue_delay_p95_ms")})
+    out["jain"] = _num(jain(rates))
+    out["period_s"] = _num(length)
+    return out
 
 
 def by_algo(flows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

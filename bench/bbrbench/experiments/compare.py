@@ -22,6 +22,7 @@ import numpy as np
 from .. import provenance
 from ..analysis import html, plots, tables
 from ..analysis.metrics import US_PER_MS
+from ..analysis.report import summarize
 from ..analysis.rundata import load_flows
 from ..analysis.stats import Ratio, ratio_ci95
 from ..errors import HarnessError, UsageError
@@ -50,14 +51,17 @@ class Column:
     needs_two_flows: bool = False
 
 
+# Every column is over the steady-state window (metrics.steady: start-up left out), which is what lets
+# three short repetitions decide: a BBR flow's STARTUP queue, present in some runs' first second and not
+# in others', made the whole-run RTT of the same algorithm scatter by tens of milliseconds.
 COLUMNS = [
-    Column("total.goodput_mbps", "goodput Mbit/s", 1.0, 1),
-    Column("total.utilisation", "utilisation %", 100.0, 1),
-    Column("total.rtt_ms_mean", "RTT mean ms", 1.0, 1),
-    Column("total.rtt_ms_p95", "RTT p95 ms", 1.0, 1),
-    Column("total.queueing_delay_ms_mean", "queueing delay ms", 1.0, 1),
-    Column("total.retrans_rate", "retrans %", 100.0, 2),
-    Column("total.jain", "Jain", 1.0, 3, needs_two_flows=True),
+    Column("steady.goodput_mbps", "goodput Mbit/s", 1.0, 1),
+    Column("steady.utilisation", "utilisation %", 100.0, 1),
+    Column("steady.rtt_ms_mean", "RTT mean ms", 1.0, 1),
+    Column("steady.rtt_ms_p95", "RTT p95 ms", 1.0, 1),
+    Column("steady.queueing_delay_ms_mean", "queueing delay ms", 1.0, 1),
+    Column("steady.retrans_rate", "retrans %", 100.0, 2),
+    Column("steady.jain", "Jain", 1.0, 3, needs_two_flows=True),
 ]
 
 
@@ -150,24 +154,45 @@ def table(rows: list[dict[str, Any]], form: str = "text") -> str:
     return render(header, body, labels=3)
 
 
-LEGEND = (f"mean ± 95% confidence half-width over repetitions; (x) ratio of means to {REFERENCE} with '*' where its "
-          f"95% interval excludes 1 (on the page also highlighted). Queueing delay: RTT minus the path's base RTT.")
+def window_text(cases: dict[int, Scenario]) -> str:
+    """Which part of each run the table and figures cover, from the resolved scenarios: 'steady state: from
+    1 s after the last flow's start to the end of the run (1 flow: 1-6 s; 2 flows: 3-6 s)'."""
+    spans = []
+    for count, scenario in cases.items():
+        last_start = max(f.start_s for f in scenario.flows)
+        spans.append(f"{case_name(count)}: {last_start + scenario.metrics.warmup_s:g}-{scenario.duration_s:g} s")
+    warmups = sorted({s.metrics.warmup_s for s in cases.values()})
+    return (f"steady state: from {' / '.join(f'{w:g}' for w in warmups)} s after the last flow's start to the end "
+            f"of the run ({'; '.join(spans)})")
+
+
+def legend(cases: dict[int, Scenario]) -> str:
+    return (f"Over the {window_text(cases)}. Mean ± 95% confidence half-width over repetitions; (x) ratio of means "
+            f"to {REFERENCE} with '*' where its 95% interval excludes 1 (on the page also highlighted). Queueing "
+            f"delay: RTT minus the path's base RTT.")
 
 
 def _done_runs(out: Path, point: str) -> list[Path]:
     return [d for d in sorted((out / "points" / point).glob("rep*")) if (d / sweep.DONE_MARK).is_file()]
 
 
-# The delay statistic of the throughput-delay picture (--delay): summary key and axis words.
+# The delay statistic of the throughput-delay picture (--delay): key of the summary's steady section and
+# axis words.
 DELAY_STATS = {"p95": ("queueing_delay_ms_p95", "95th-percentile queueing delay"),
                "mean": ("queueing_delay_ms_mean", "mean queueing delay")}
 DEFAULT_DELAY = "p95"
 
 
 def _rtt_samples_ms(run_dirs: list[Path]) -> np.ndarray:
-    """Every flow's smoothed RTT samples of these runs, pooled."""
-    parts = [series.col("srtt_us") / US_PER_MS for run_dir in run_dirs
-             for series in load_flows(run_dir / "raw" / "flows.csv").values()]
+    """Every flow's smoothed RTT samples of these runs inside each run's steady-state window, pooled."""
+    parts = []
+    for run_dir in run_dirs:
+        window = read_json(run_dir / "summary.json", "summary").get("steady", {}).get("window_s")
+        if window is None:
+            continue
+        for series in load_flows(run_dir / "raw" / "flows.csv").values():
+            inside = (series.t >= window[0]) & (series.t <= window[1])
+            parts.append(series.col("srtt_us")[inside] / US_PER_MS)
     return np.concatenate(parts) if parts else np.array([])
 
 
@@ -187,9 +212,9 @@ def figures(out: Path, rows: list[dict[str, Any]], cases: dict[int, Scenario],
             pairs = []
             runs = _done_runs(out, row["point"])
             for run_dir in runs:
-                total = read_json(run_dir / "summary.json", "summary")["total"]
-                if total.get(key) is not None and total.get("goodput_mbps") is not None:
-                    pairs.append((total[key], total["goodput_mbps"]))
+                steady = read_json(run_dir / "summary.json", "summary").get("steady", {})
+                if steady.get(key) is not None and steady.get("goodput_mbps") is not None:
+                    pairs.append((steady[key], steady["goodput_mbps"]))
             points[row["algo"]] = pairs
             rtts[row["algo"]] = _rtt_samples_ms(runs)
         title = f"Throughput and {words}, {case} (runs as dots; means with standard-error crosses)"
@@ -207,18 +232,29 @@ def figures(out: Path, rows: list[dict[str, Any]], cases: dict[int, Scenario],
 
 
 def report(out: Path, delay: str = DEFAULT_DELAY) -> str:
-    """Recompute the summary, table, figures and page of a finished or partial compare directory."""
-    aggregated = read_json(out / "sweep.json", "sweep")
+    """Recompute the summary, table, figures and page of a finished or partial compare directory. Every
+    run's summary is computed again from its raw samples and the sweep aggregated over the columns' metrics,
+    so a directory an older bbrbench made (whole-run metrics) reports as a new one does."""
     plan_ = sweep.load_plan(out)
+    for point in plan_.points:
+        for run_dir in _done_runs(out, point.id):
+            summarize(run_dir)
+    metrics = [c.metric for c in COLUMNS]
+    if plan_.metrics != metrics:
+        plan_.metrics = metrics
+        write_json(out / "plan.json", "plan", plan_.to_json())
+    sweep.aggregate(out)
+    aggregated = read_json(out / "sweep.json", "sweep")
     rows = summarise(aggregated)
+    cases = resolved_cases(plan_)
     previous = read_json(out / RESULT_FILE, "compare") if (out / RESULT_FILE).is_file() else {}
     doc = {**{k: v for k, v in previous.items() if k != "format"}, "reference": REFERENCE,
-           "repetitions": plan_.repetitions, "scenario": plan_.raw, "rows": rows}
+           "repetitions": plan_.repetitions, "scenario": plan_.raw, "window": window_text(cases), "rows": rows}
     write_json(out / RESULT_FILE, "compare", doc)
-    text = table(rows) + "\n" + LEGEND
+    text = table(rows) + "\n" + legend(cases)
     (out / "table.txt").write_text(text + "\n")
     html.write_page(out / PAGE, "bbrbench compare", describe(plan_, run_hosts(out, rows), doc),
-                    table(rows, "html"), LEGEND, figures(out, rows, resolved_cases(plan_), delay))
+                    table(rows, "html"), legend(cases), figures(out, rows, cases, delay))
     return text
 
 
@@ -286,7 +322,8 @@ def describe(plan_: sweep.Plan, hosts: list[dict[str, Any]], doc: dict[str, Any]
     first = next(iter(cases.values()))
     facts = [_path_fact(first),
              f"Each run {first.duration_s:g} s; cases: {'; '.join(_case_fact(c, s) for c, s in cases.items())}. "
-             f"{plan_.repetitions} repetitions, interleaved (every algorithm and case once, then the next round)."]
+             f"{plan_.repetitions} repetitions, interleaved (every algorithm and case once, then the next round).",
+             f"Table and figures cover the {window_text(cases)}."]
     host = _host_fact(hosts)
     if host:
         facts.append(host)

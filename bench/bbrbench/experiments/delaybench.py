@@ -206,7 +206,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--duration", type=float, default=10.0, help="seconds per loaded run (default 10)")
     ap.add_argument("--rate", default="1G", help="pacing rate of the paced run, iperf3 syntax (default 1G)")
     ap.add_argument("--idle-pings", type=int, default=500, help="ping samples idle (default 500)")
-    ap.add_argument("--out", help="write the results as JSON to this file")
+    ap.add_argument("--out", metavar="FILE", help="write the results as JSON to this file")
 
 
 def check_args(args: argparse.Namespace) -> None:

@@ -248,11 +248,11 @@ def run_sweep(plan_: Plan, out: Path, catalog: AlgoCatalog, executor: Executor |
 
 
 def metric_value(summary: dict[str, Any], path: str) -> float | None:
-    """'total.NAME', 'algo.ALGO.NAME' or 'flow.LABEL.NAME' from a run's summary.json."""
+    """'total.NAME', 'steady.NAME', 'algo.ALGO.NAME' or 'flow.LABEL.NAME' from a run's summary.json."""
     kind, _, rest = path.partition(".")
     value: Any = None
-    if kind == "total":
-        value = summary.get("total", {}).get(rest)
+    if kind in ("total", "steady"):
+        value = (summary.get(kind) or {}).get(rest)
     elif kind == "algo":
         algo, _, name = rest.rpartition(".")
         value = summary.get("by_algo", {}).get(algo, {}).get(name)
