@@ -4,6 +4,7 @@ negative delays and no overprinted labels; figures come as PNG and SVG; signific
 
 from __future__ import annotations
 
+import csv
 import re
 import shutil
 from pathlib import Path
@@ -175,3 +176,20 @@ def test_page_table_cells_do_not_wrap_at_1280_px(tmp_path: Path) -> None:
                                      "return box.scrollWidth <= box.clientWidth")
     finally:
         driver.quit()
+
+
+def test_runs_csv_has_a_row_per_run_and_points_have_readable_names(tmp_path: Path) -> None:
+    """runs.csv: one row per finished run with its overrides, metrics and host; points/by-label links the
+    point directories under their labels."""
+    plan_ = compare_plan("cubic", "bbr1", "--reps", "2")
+    out = tmp_path / "cmp"
+    fake_compare(out, plan_)
+    with (out / "runs.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 2 * len(plan_.points)
+    assert {r["rep"] for r in rows} == {"0", "1"}
+    metric = plan_.metrics[0]
+    assert all(r["host_kernel"] == "6.18.0-test" and r[metric] for r in rows), rows[0]
+    for point in plan_.points:
+        link = next(p for p in (out / "points" / "by-label").iterdir() if p.resolve().name == point.id)
+        assert link.is_symlink() and (link / "rep0").is_dir()

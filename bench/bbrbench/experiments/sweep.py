@@ -275,6 +275,7 @@ def aggregate(out: Path, mix_hosts: bool = False) -> str:
     repetitions from hosts of different kernels or algorithm objects, unless mix_hosts."""
     plan_ = load_plan(out)
     rows: list[dict[str, Any]] = []
+    runs: list[dict[str, Any]] = []
     all_hosts: dict[str, dict[str, Any]] = {}
     for point in plan_.points:
         point_dir = out / "points" / point.id
@@ -293,6 +294,8 @@ def aggregate(out: Path, mix_hosts: bool = False) -> str:
                 if host is not None:
                     hosts.append(host)
                     all_hosts[str(host.get("hostname"))] = host
+                runs.append({"point": point.id, "label": point.label, "rep": rep, "overrides": point.overrides,
+                             "summary": summaries[-1], "host": host or {}})
         _check_hosts(point, hosts, mix_hosts)
         row["hosts"] = sorted({str(h.get("hostname")) for h in hosts})
         row["status"] = f"{len(summaries)}/{plan_.repetitions} repetitions"
@@ -320,9 +323,46 @@ def aggregate(out: Path, mix_hosts: bool = False) -> str:
                     extra = [stat["mean"], "" if stat["ci95"] is None else stat["ci95"], stat["n"]]
                 cells += extra
             writer.writerow(cells)
+    _write_runs_csv(out, plan_, runs, keys)
+    _link_labels(out, plan_)
     text = sweep_table(plan_, rows, hosts_summary)
     (out / "table.txt").write_text(text + "\n")
     return text
+
+
+RUN_HOST_FIELDS = ("hostname", "kernel", "cpus", "bbrctl_version")
+
+
+def _write_runs_csv(out: Path, plan_: Plan, runs: list[dict[str, Any]], keys: list[str]) -> None:
+    """runs.csv: one row per finished run (tidy data for pandas or R), its point's overrides, every
+    metric of the sweep and the host that ran it."""
+    with (out / "runs.csv").open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["point", "label", "rep", *keys, *plan_.metrics, *(f"host_{f}" for f in RUN_HOST_FIELDS)])
+        for r in runs:
+            values = [metric_value(r["summary"], m) for m in plan_.metrics]
+            writer.writerow([r["point"], r["label"], r["rep"], *(r["overrides"].get(k, "") for k in keys),
+                             *("" if v is None else v for v in values),
+                             *(r["host"].get(f, "") for f in RUN_HOST_FIELDS)])
+
+
+LABEL_DIR = "by-label"
+MAX_LABEL_CHARS = 120
+
+
+def _link_labels(out: Path, plan_: Plan) -> None:
+    """points/by-label/<label> -> ../<id>: the point directories under names a person can read (the ids
+    stay the directories' names, which resumption and the reports rely on)."""
+    links = out / "points" / LABEL_DIR
+    links.mkdir(parents=True, exist_ok=True)
+    for point in plan_.points:
+        name = "".join(c if c.isalnum() or c in "._=,-" else "_" for c in point.label)[:MAX_LABEL_CHARS] or point.id
+        link = links / name
+        if not (out / "points" / point.id).is_dir():
+            continue
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(Path("..") / point.id)
 
 
 def sweep_table(plan_: Plan, rows: list[dict[str, Any]], hosts: dict[str, dict[str, Any]]) -> str:

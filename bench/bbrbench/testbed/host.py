@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,37 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+# Tools a run depends on, by the command that names their version (first line of its output).
+TOOL_VERSIONS = {"ip": ["ip", "-V"], "tc": ["tc", "-V"], "nft": ["nft", "--version"], "iperf3": ["iperf3", "--version"],
+                 "ethtool": ["ethtool", "--version"]}
+# The host's defaults that bear on a run (each namespace sets its own TCP buffers and ECN).
+SYSCTLS = ("net.core.default_qdisc", "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_ecn",
+           "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.core.rmem_max", "net.core.wmem_max",
+           "kernel.bpf_stats_enabled")
+
+
+def tool_versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name, cmd in TOOL_VERSIONS.items():
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=5)
+            text = (done.stdout or done.stderr).strip()
+            out[name] = text.splitlines()[0] if text else None
+        except (OSError, subprocess.SubprocessError):
+            out[name] = None
+    return out
+
+
+def sysctls() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for key in SYSCTLS:
+        try:
+            out[key] = " ".join(Path("/proc/sys", *key.split(".")).read_text().split())
+        except OSError:
+            out[key] = None
+    return out
 
 
 def host_record(load_start: tuple[float, float, float]) -> dict[str, Any]:
@@ -52,6 +84,8 @@ def host_record(load_start: tuple[float, float, float]) -> dict[str, Any]:
         # The 1-minute load average at the start and at the end: the end one covers the run's last minute.
         "loadavg_start": list(load_start),
         "loadavg_end": list(os.getloadavg()),
+        "tools": tool_versions(),
+        "sysctls": sysctls(),
     }
 
 
