@@ -94,6 +94,10 @@ const char *libbpf_last_message(void);
 /* state.c: pins, registration and feature checks */
 int pin_path(char *buf, const char *algo, const char *name);
 bool algo_attached(const struct algo *a);
+/* 1 attached, 0 detached, -EACCES where only root can tell (bpffs is root's and the name is
+ * registered): what list and show need without root.
+ */
+int attached_state(const struct algo *a);
 bool kernel_has_cc(const char *name);
 int read_available_cc(char *buf, size_t size);
 int check_root(void);
@@ -209,6 +213,10 @@ int cmd_features(const struct cmd_opts *o, int argc, char **argv);
 int cmd_upgrade(const struct cmd_opts *o, int argc, char **argv);
 /* params.c: every algorithm's parameters, for show's and set's --help. */
 void help_params(FILE *out);
+/* The compiled-in description of one parameter as members of an open JSON object (name, field, kind,
+ * unit, default, min, max, usual_min, usual_max, help): list and show write the same keys.
+ */
+void param_json(struct json *j, const struct param_desc *p);
 /* features.c: 0 when the kernel can swap a struct_ops link's map (bpf_link_update), or -errno. */
 int kernel_link_update(void);
 

@@ -47,9 +47,12 @@ const struct cli_command cli_commands[] = {
 	  "parameters, then the kernel's available congestion controls (" BBRCTL_AVAILABLE_CC ").\n"
 	  "FEATURES says what an attachment has besides the registration: the params map, trace's ring\n"
 	  "buffer, and how `flows` reads state (map-iterator: one pass over all namespaces; iter-tcp: one\n"
-	  "pass per network namespace).\n"
-	  "JSON: {\"algorithms\": [{\"name\", \"attached\", \"registered\", \"params\", \"pin_dir\",\n"
-	  "\"features\" (attached only: {\"params\", \"trace\", \"flows\"})}], \"kernel_available\": [...]}\n",
+	  "pass per network namespace). Needs no root: the parameters come from the tables compiled\n"
+	  "into bbrctl; without root, ATTACHED is ? for a registered name (only root can read the pins).\n"
+	  "JSON: {\"algorithms\": [{\"name\", \"attached\" (null: only root can tell), \"registered\",\n"
+	  "\"params\": [{\"name\", \"field\", \"kind\" (ratio, uint, bool), \"unit\", \"default\", \"min\",\n"
+	  "\"max\", \"usual_min\", \"usual_max\" (null: no band), \"help\"}], \"pin_dir\", \"features\"\n"
+	  "(attached only: {\"params\", \"trace\", \"flows\"})}], \"kernel_available\": [...]}\n",
 	  NULL },
 	{ "attach", cmd_attach, "register an algorithm (stays after bbrctl exits)", "ALGO", 1, 1, NULL,
 	  "Load ALGO, register it as a TCP congestion control and pin it under " BBRKIT_PIN_ROOT "/ALGO so\n"
@@ -78,9 +81,10 @@ const struct cli_command cli_commands[] = {
 	  "A stored value outside the range (a raw write, e.g. with bpftool) acts as the default; a\n"
 	  "warning names the raw value. Values in range but far from the paper's get a warning too\n"
 	  "(a typo such as 0.075 for 0.75).\n"
-	  "JSON: {\"algo\", \"attached\", \"params\": [{\"name\", \"field\", \"value\" (acted on), \"raw\"\n"
-	  "(stored), \"status\" (ok, out-of-range, unusual), \"note\", \"unit\", \"default\", \"min\", \"max\",\n"
-	  "\"help\"}]}; ratios are plain numbers (0.75).\n",
+	  "JSON: {\"algo\", \"attached\", \"params\": [{the keys of `bbrctl list --json`, and while\n"
+	  "attached \"value\" (acted on), \"raw\" (stored), \"status\" (ok, out-of-range, unusual),\n"
+	  "\"note\"}]}; ratios are plain numbers (0.75). For a detached ALGO, --json needs no root and\n"
+	  "describes the parameters from the tables compiled into bbrctl.\n",
 	  help_params },
 	{ "set", cmd_set, "change an algorithm's parameters", "ALGO KEY=VALUE...", 2, CLI_MANY, NULL,
 	  "Set ALGO's parameters in its pinned params map, in human units (e.g. bbrctl set bbr_rttgain\n"

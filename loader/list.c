@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bbrctl.h"
+#include "strbuf.h"
 
 static void list_json(const char *available)
 {
@@ -17,19 +18,26 @@ static void list_json(const char *available)
 	json_array(&j);
 	for (size_t i = 0; i < nalgos; i++) {
 		const struct algo *a = algo_at(i);
+		int state = attached_state(a);
 		char dir[BBRCTL_MAX_PATH];
 
 		json_object(&j);
 		json_key(&j, "name");
 		json_string(&j, a->name);
 		json_key(&j, "attached");
-		json_bool(&j, algo_attached(a));
+		if (state < 0)
+			json_null(&j);
+		else
+			json_bool(&j, state);
 		json_key(&j, "registered");
 		json_bool(&j, kernel_has_cc(a->name));
 		json_key(&j, "params");
 		json_array(&j);
-		for (size_t k = 0; k < a->nparams; k++)
-			json_string(&j, a->params[k].name);
+		for (size_t k = 0; k < a->nparams; k++) {
+			json_object(&j);
+			param_json(&j, &a->params[k]);
+			json_object_end(&j);
+		}
 		json_array_end(&j);
 		json_key(&j, "pin_dir");
 		pin_path(dir, a->name, NULL);
@@ -47,16 +55,18 @@ static void list_json(const char *available)
 	json_object_end(&j);
 }
 
+/* No root needed: the parameters come from the compiled-in tables and the kernel's list is world
+ * readable; only whether a registered name is ours needs root (bpffs is root's), and says so.
+ */
 int cmd_list(const struct cmd_opts *o, int argc, char **argv)
 {
 	char available[1024];
+	bool unknown = false;
 	int err;
 
 	(void)argc;
 	(void)argv;
 	set_context("list");
-	if (check_root())
-		return EXIT_FAILURE;
 	err = read_available_cc(available, sizeof(available));
 	if (err)
 		return fail(err, "cannot read " BBRCTL_AVAILABLE_CC);
@@ -67,17 +77,20 @@ int cmd_list(const struct cmd_opts *o, int argc, char **argv)
 	printf("%-14s %-9s %-46s %s\n", "ALGORITHM", "ATTACHED", "PARAMETERS", "FEATURES");
 	for (size_t i = 0; i < nalgos; i++) {
 		const struct algo *a = algo_at(i);
+		int state = attached_state(a);
 		char names[128] = "-", features[128] = "-";
 		size_t used = 0;
 
-		for (size_t j = 0; j < a->nparams && used < sizeof(names); j++)
-			used += snprintf(names + used, sizeof(names) - used, "%s%s", j ? "," : "",
-					 a->params[j].name);
-		if (algo_attached(a))
+		for (size_t j = 0; j < a->nparams; j++)
+			used = str_append(names, sizeof(names), used, j ? "," : "", a->params[j].name);
+		if (state > 0)
 			attachment_features(a, features, sizeof(features));
-		printf("%-14s %-9s %-46s %s\n", a->name, algo_attached(a) ? "yes" : "no", names, features);
+		unknown |= state < 0;
+		printf("%-14s %-9s %-46s %s\n", a->name, state > 0 ? "yes" : state ? "?" : "no", names, features);
 	}
 	printf("\nkernel available: %s\n", available);
+	if (unknown)
+		printf("?: registered, but only root can read the pins under %s that say whether bbrctl attached it\n",
+		       BBRKIT_PIN_ROOT);
 	return EXIT_SUCCESS;
 }
-

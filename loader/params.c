@@ -188,6 +188,41 @@ static void json_param_value(struct json *j, const char *key, const struct param
 	json_number_text(j, text);
 }
 
+static const char *const kind_names[] = {
+	[PARAM_RATIO] = "ratio",
+	[PARAM_UINT] = "uint",
+	[PARAM_BOOL] = "bool",
+};
+
+void param_json(struct json *j, const struct param_desc *p)
+{
+	bool band = p->usual_min || p->usual_max;
+
+	json_key(j, "name");
+	json_string(j, p->name);
+	json_key(j, "field");
+	json_string(j, p->field);
+	json_key(j, "kind");
+	json_string(j, kind_names[p->kind]);
+	json_key(j, "unit");
+	json_string(j, p->unit);
+	json_param_value(j, "default", p, p->def);
+	json_param_value(j, "min", p, p->min);
+	json_param_value(j, "max", p, p->max);
+	if (band) {
+		json_param_value(j, "usual_min", p, p->usual_min);
+		json_param_value(j, "usual_max", p, p->usual_max);
+	} else {
+		json_key(j, "usual_min");
+		json_null(j);
+		json_key(j, "usual_max");
+		json_null(j);
+	}
+	json_key(j, "help");
+	json_string(j, p->help);
+}
+
+/* value NULL: a detached algorithm, described from the compiled-in table alone. */
 static void show_json(const struct algo *a, const void *value)
 {
 	struct json j;
@@ -197,35 +232,27 @@ static void show_json(const struct algo *a, const void *value)
 	json_key(&j, "algo");
 	json_string(&j, a->name);
 	json_key(&j, "attached");
-	json_bool(&j, algo_attached(a));
+	json_bool(&j, value != NULL || algo_attached(a));
 	attachment_json(&j, a);
 	json_key(&j, "params");
 	json_array(&j);
-	for (size_t i = 0; value && i < a->nparams; i++) {
+	for (size_t i = 0; i < a->nparams; i++) {
 		const struct param_desc *p = &a->params[i];
-		__u32 raw = get_field(value, p);
+		__u32 raw = value ? get_field(value, p) : 0;
 		char note[NOTE_TEXT];
-		enum param_status st = param_status(p, raw, note, sizeof(note));
+		enum param_status st = value ? param_status(p, raw, note, sizeof(note)) : PARAM_OK;
 
 		json_object(&j);
-		json_key(&j, "name");
-		json_string(&j, p->name);
-		json_key(&j, "field");
-		json_string(&j, p->field);
-		json_param_value(&j, "value", p, effective_value(p, raw));
-		json_key(&j, "raw");
-		json_uint(&j, raw);
-		json_key(&j, "status");
-		json_string(&j, status_names[st]);
-		json_key(&j, "note");
-		json_string(&j, st == PARAM_OK ? NULL : note);
-		json_key(&j, "unit");
-		json_string(&j, p->unit);
-		json_param_value(&j, "default", p, p->def);
-		json_param_value(&j, "min", p, p->min);
-		json_param_value(&j, "max", p, p->max);
-		json_key(&j, "help");
-		json_string(&j, p->help);
+		param_json(&j, p);
+		if (value) {
+			json_param_value(&j, "value", p, effective_value(p, raw));
+			json_key(&j, "raw");
+			json_uint(&j, raw);
+			json_key(&j, "status");
+			json_string(&j, status_names[st]);
+			json_key(&j, "note");
+			json_string(&j, st == PARAM_OK ? NULL : note);
+		}
 		json_object_end(&j);
 	}
 	json_array_end(&j);
@@ -271,6 +298,11 @@ int cmd_show(const struct cmd_opts *o, int argc, char **argv)
 	if (!a)
 		return EXIT_USAGE;
 	set_context("show %s", a->name);
+	/* A detached algorithm's parameters are the compiled-in table: no root, nothing to read. */
+	if (json && attached_state(a) == 0) {
+		show_json(a, NULL);
+		return EXIT_SUCCESS;
+	}
 	if (check_root())
 		return EXIT_FAILURE;
 	if (!a->nparams) {

@@ -27,6 +27,18 @@ bool algo_attached(const struct algo *a)
 	return !pin_path(path, a->name, BBRKIT_PIN_LINK) && !access(path, F_OK);
 }
 
+int attached_state(const struct algo *a)
+{
+	char path[BBRCTL_MAX_PATH];
+
+	if (pin_path(path, a->name, BBRKIT_PIN_LINK))
+		return 0;
+	if (!access(path, F_OK))
+		return 1;
+	/* Only a registered name can be attached: an unregistered one is known to be detached. */
+	return errno == EACCES && kernel_has_cc(a->name) ? -EACCES : 0;
+}
+
 int read_available_cc(char *buf, size_t size)
 {
 	FILE *f = fopen(BBRCTL_AVAILABLE_CC, "r");

@@ -172,8 +172,8 @@ class AlgoCatalog:
 
     kernel: frozenset[str]
     bbrkit: frozenset[str]
-    # bbrkit algorithm -> parameter name -> (min, max), or None where bbrctl did not tell the range.
-    params: dict[str, dict[str, tuple[float, float] | None]] = field(default_factory=dict)
+    # bbrkit algorithm -> parameter name -> (min, max); an algorithm missing here has its parameters unchecked.
+    params: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
 
     def known(self, name: str) -> bool:
         return name in self.kernel or name in self.bbrkit
@@ -719,10 +719,9 @@ def _check_params(t: _Table, algo: str, params: dict[str, float], catalog: AlgoC
         if key not in known:
             names = ", ".join(sorted(known)) or "none"
             raise ScenarioError(f"{t.key('params')}.{key}: {algo} has no such parameter (it has: {names})")
-        bounds = known[key]
-        if bounds is not None and not bounds[0] <= value <= bounds[1]:
-            raise ScenarioError(f"{t.key('params')}.{key}: must be between {bounds[0]:g} and {bounds[1]:g} "
-                                f"(got {value:g})")
+        low, high = known[key]
+        if not low <= value <= high:
+            raise ScenarioError(f"{t.key('params')}.{key}: must be between {low:g} and {high:g} (got {value:g})")
 
 
 def _socket(t: _Table, bottleneck: Bottleneck) -> int:

@@ -21,7 +21,7 @@ from bbrbench.scenario import (
 from benchutil import namespaces, popen_cli, run_cli
 
 CATALOG = AlgoCatalog(kernel=frozenset({"cubic", "bbr", "reno"}), bbrkit=frozenset({"bbr_rttgain"}),
-                      params={"bbr_rttgain": {"alpha": (0.001, 1.0), "probe_exit": None}})
+                      params={"bbr_rttgain": {"alpha": (0.001, 1.0), "probe_exit": (1.0, 8.0)}})
 BASE: dict[str, Any] = {
     "name": "t", "duration_s": 10,
     "bottleneck": {"rate_mbit": 10, "buffer_packets": 20},

@@ -1,8 +1,9 @@
 """Every command validates what it was given before it needs root or touches anything, and says what is
 wrong in the user's own words: a user without root is told an unknown name before root, bbrkit's
-algorithms are never called unknown because `bbrctl list` needs root, the smallest scenario the docs
-allow runs with a default buffer, and `model` names its flags. Run without root (as root, bbrctl is run
-as nobody and this process is told it is not root)."""
+algorithms and their parameters' ranges are known without root (`bbrctl list --json`), so a value out of
+range stops a run before anything is built, the smallest scenario the docs allow runs with a default
+buffer, and `model` names its flags. Run without root (as root, bbrctl is run as nobody and this process
+is told it is not root)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from bbrbench import cli
 from bbrbench.scenario import AlgoCatalog, validate
 from bbrbench.testbed import system
 from bbrbench.testbed.netns import find_binary
-from benchutil import run_cli
+from benchutil import namespaces, run_cli
 
 NOBODY = 65534
 
@@ -41,17 +42,40 @@ def _main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str
     return code, out, err
 
 
-def test_bbrkit_names_without_root(as_user: None) -> None:
+def test_bbrkit_names_and_ranges_without_root(as_user: None) -> None:
     catalog = system.catalog()
     assert {"bbr1", "bbr_acd"} <= catalog.bbrkit and "cubic" in catalog.kernel
-    assert not catalog.params
+    assert not catalog.bbrkit & catalog.kernel
+    assert catalog.params["bbr_rttgain"]["alpha"] == (0.004, 1.0)
+    assert catalog.params["bbr_acd"]["steady_acks"] == (2.0, 255.0)
+    assert catalog.params["bbr1"] == {}
 
 
 def test_check_as_user_knows_bbrkit_algorithms(as_user: None, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _main(capsys, "check", "smoke", "flows.0.algo=bbr1")
     assert code == 0, err
     assert json.loads(out)["flows"][0]["algo"] == "bbr1"
-    assert "bbrkit algorithms cannot be listed without root" in err and "unknown" not in err
+    assert "unknown" not in err
+
+
+@pytest.mark.parametrize("who", ["user", "this process"])
+def test_a_parameter_out_of_range_fails_before_anything_is_built(who: str, request: pytest.FixtureRequest,
+                                                                 tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The range comes from bbrctl's compiled-in table, for any user: run and sweep stop at validation, before
+    root is asked for and before a namespace or the output directory exists."""
+    if who == "user":
+        request.getfixturevalue("as_user")
+    elif find_binary("bbrctl", "BBRCTL") is None:
+        pytest.skip("needs build/bbrctl (make)")
+    for argv in (("run", "smoke", "flows.0.algo=bbr_rttgain", "flows.0.params.alpha=7", "--out", str(tmp_path / "r")),
+                 ("sweep", "smoke", "flows.0.algo=bbr_rttgain", "--grid", "flows.0.params.alpha=[0.5,7]",
+                  "--out", str(tmp_path / "s"))):
+        code, _, err = _main(capsys, *argv)
+        assert code == 2, err
+        assert "flows[0].params.alpha: must be between 0.004 and 1 (got 7)" in err and "root" not in err
+    assert namespaces(f"bbrb-{os.getpid()}-") == []
+    assert not (tmp_path / "r").exists() and not (tmp_path / "s").exists()
 
 
 def test_run_and_compare_as_user_ask_for_root_not_call_bbr1_unknown(as_user: None, tmp_path: Path,

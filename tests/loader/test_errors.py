@@ -113,8 +113,10 @@ def test_set_on_a_detached_algorithm_says_so(detached) -> None:
     assert snapshot() == before
 
 
+# list, and show --json of a detached algorithm, need no root (test_catalog.py).
 @pytest.mark.parametrize("args", [["attach", "bbr1"], ["detach", "bbr_rttgain"], ["set", "bbr_rttgain", "alpha=0.5"],
-                                  ["show", "bbr_rttgain"], ["list"], ["flows"], ["trace"], ["features"]],
+                                  ["show", "bbr_rttgain"], ["show", "bbr_rttgain", "--json"], ["show", "bbr1"],
+                                  ["flows"], ["trace"], ["features"]],
                          ids=lambda a: " ".join(a))
 def test_non_root_is_told_to_be_root(args: list[str], attach, detached) -> None:
     attach("bbr_rttgain")

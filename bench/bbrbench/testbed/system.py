@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 from functools import cache
 from pathlib import Path
@@ -17,8 +16,6 @@ from .netns import command, find_binary
 log = logging.getLogger(__name__)
 KERNEL_CC_PATH = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 BBRCTL_TIMEOUT_S = 20.0
-# The line of `bbrctl --help` that names the algorithms built into it (loader/cli.c).
-HELP_ALGORITHMS = "algorithms:"
 
 
 def bbrctl_path() -> Path | None:
@@ -47,29 +44,21 @@ def kernel_ccs() -> set[str]:
     return set(KERNEL_CC_PATH.read_text().split())
 
 
-def bbrkit_names_from_help() -> frozenset[str]:
-    """The algorithms built into bbrctl, from the last line of `bbrctl --help`, which needs no root."""
-    lines = [line for line in bbrctl("--help").splitlines() if line.startswith(HELP_ALGORITHMS)]
-    return frozenset(lines[-1].removeprefix(HELP_ALGORITHMS).split()) if lines else frozenset()
-
-
 def catalog() -> AlgoCatalog:
-    listing = bbrctl_list()
-    if listing is None and bbrctl_path() is not None and os.geteuid() != 0:
-        # Without root, bbrctl list and show fail, and every bbrkit algorithm would read as unknown. --help
-        # names them without root; their parameters' ranges stay unchecked until a run (as root) lists them.
-        names = bbrkit_names_from_help()
-        log.info("note: bbrkit algorithms cannot be listed without root (bbrctl list needs it): names from "
-                 "bbrctl --help (%s), parameters not checked", ", ".join(sorted(names)) or "none")
-        return AlgoCatalog(kernel=frozenset(kernel_ccs() - names), bbrkit=names)
-    algos = [a for a in (listing or {}).get("algorithms", []) if isinstance(a, dict) and "name" in a]
-    bbrkit = {a["name"] for a in algos}
-    params: dict[str, dict[str, tuple[float, float] | None]] = {}
-    for a in algos:
-        ranges = {p["name"]: (float(p["min"]), float(p["max"])) for p in bbrkit_show(a["name"])
-                  if isinstance(p.get("min"), (int, float)) and isinstance(p.get("max"), (int, float))}
-        params[a["name"]] = {name: ranges.get(name) for name in a.get("params", []) if isinstance(name, str)}
-    return AlgoCatalog(kernel=frozenset(kernel_ccs() - bbrkit), bbrkit=frozenset(bbrkit), params=params)
+    """The kernel's congestion controls, bbrkit's, and the range of every bbrkit parameter: one `bbrctl list
+    --json`, which needs no root (the parameter tables are compiled into bbrctl), so a scenario is checked in
+    full before anything is built, by any user. Without bbrctl, the kernel's own are all there is."""
+    if bbrctl_path() is None:
+        return AlgoCatalog(kernel=frozenset(kernel_ccs()), bbrkit=frozenset())
+    try:
+        listing = json.loads(bbrctl("list", "--json"))
+    except ValueError as e:
+        raise HarnessError(f"bbrctl list --json: not JSON ({e})") from e
+    algos = [a for a in listing.get("algorithms", []) if isinstance(a, dict) and isinstance(a.get("name"), str)]
+    bbrkit = frozenset(a["name"] for a in algos)
+    params = {a["name"]: {p["name"]: (float(p["min"]), float(p["max"])) for p in a.get("params", [])}
+              for a in algos}
+    return AlgoCatalog(kernel=frozenset(listing.get("kernel_available", [])) - bbrkit, bbrkit=bbrkit, params=params)
 
 
 def bbrkit_attached() -> set[str]:
