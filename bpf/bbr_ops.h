@@ -55,6 +55,9 @@ struct bbrkit_ctl ctl SEC(".data.ctl") = { .tracers = 0 };
 
 const volatile struct bbrkit_features features SEC(".rodata.features") = { .trace = 1, .storage = 1 };
 
+/* Read by bbrctl only (include/bbrkit.h): records and maps of this object are laid out as this says. */
+const volatile __u32 abi_version SEC(BBRKIT_ABI_SECTION) = BBRKIT_ABI_VERSION;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, BBRKIT_EVENTS_BYTES);

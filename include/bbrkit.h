@@ -105,6 +105,16 @@ struct bbrkit_flow {
 /* The ring buffer's record size is ABI between the BPF objects and the readers. */
 _Static_assert(sizeof(struct bbrkit_flow) == 168, "struct bbrkit_flow changed size: readers must follow");
 
+/* The version of everything bbrctl reads or shares with a BPF object: struct bbrkit_flow, struct
+ * bbrkit_ctl, struct bbrkit_features, the params structs and the pin layout. Each object carries it in
+ * its read-only data (bbr_ops.h) and attach pins it (BBRKIT_PIN_ABI): `upgrade --object` refuses an
+ * object of another version and flows/trace an attachment of another, instead of misreading records.
+ * Bump it with any change to those.
+ */
+#define BBRKIT_ABI_VERSION 1
+/* The section, and so the libbpf map, that holds the object's __u32 ABI version. */
+#define BBRKIT_ABI_SECTION ".rodata.abi"
+
 /* Tracing switch: the BPF side emits trace records only while tracers > 0. */
 struct bbrkit_ctl {
 	__u32 tracers;
@@ -275,6 +285,7 @@ struct bbr3_params {
 /* bpffs layout: BBRKIT_PIN_ROOT/<algo>/<one of the names below>. */
 #define BBRKIT_PIN_ROOT "/sys/fs/bpf/bbrkit"
 #define BBRKIT_PIN_LINK "link"     /* struct_ops link: the registration itself */
+#define BBRKIT_PIN_ABI "abi"       /* the attached object's BBRKIT_ABI_SECTION map */
 #define BBRKIT_PIN_PARAMS "params" /* parameter map, when the algorithm has parameters */
 #define BBRKIT_PIN_CTL "ctl"       /* struct bbrkit_ctl */
 #define BBRKIT_PIN_EVENTS "events" /* trace ring buffer */

@@ -219,6 +219,8 @@ static int load_and_register(const struct algo *a, struct loaded *l)
 	l->obj = open_algo(a);
 	if (!l->obj)
 		return fail(errno, "cannot open the BPF object");
+	if (check_object_abi(l->obj, "the embedded BPF object"))
+		return EXIT_FAILURE;
 	ops = bpf_object__find_map_by_name(l->obj, "ops");
 	if (!ops || bpf_map__type(ops) != BPF_MAP_TYPE_STRUCT_OPS)
 		return fail(0, "the BPF object has no struct_ops map 'ops'");
@@ -287,6 +289,12 @@ static int pin_all(const struct algo *a, const struct loaded *l)
 		if (err)
 			goto out_pin;
 	}
+	fd = find_map_fd(l->obj, BBRKIT_ABI_SECTION);
+	if (fd < 0)
+		goto out_err;
+	err = pin_fd(fd, tmp, BBRKIT_PIN_ABI);
+	if (err)
+		goto out_pin;
 	err = pin_fd(l->link_fd, tmp, BBRKIT_PIN_LINK);
 	if (err)
 		goto out_pin;
@@ -560,6 +568,9 @@ static int upgrade(const struct algo *a, const char *path)
 	obj = open_object(a, path);
 	if (!obj)
 		return fail(errno, "cannot open %s", path ? path : "the embedded BPF object");
+	/* The new object writes into the attached one's ring buffer, ctl and params: one layout for all. */
+	if (check_object_abi(obj, path ? path : "the embedded BPF object") || check_attached_abi(a))
+		goto out;
 	ops = bpf_object__find_map_by_name(obj, "ops");
 	if (!ops || bpf_map__type(ops) != BPF_MAP_TYPE_STRUCT_OPS) {
 		fail(0, "%s has no struct_ops map 'ops'", path ? path : "the embedded BPF object");

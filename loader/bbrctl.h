@@ -104,6 +104,13 @@ int check_root(void);
 const struct algo *find_algo_or_fail(const char *name);
 int count_flows(const struct algo *a);
 
+/* abi.c: the ABI version against this bbrctl's BBRKIT_ABI_VERSION; EXIT_FAILURE after a one-line
+ * error. An object before it is loaded (what names it in the error), or an attachment's pinned one.
+ */
+struct bpf_object;
+int check_object_abi(struct bpf_object *obj, const char *what);
+int check_attached_abi(const struct algo *a);
+
 /* netns.c: fn runs once inside each network namespace (by name or through a process); a
  * non-zero return stops the walk and is returned. The caller is back in its own namespace after.
  */

@@ -95,7 +95,8 @@ const struct algo *find_algo_or_fail(const char *name)
 }
 
 /* The algorithms named in argv (all attached ones, maybe none, when none is named): unknown and
- * unattached names are errors, so that `flows`/`trace` never silently show less than asked for.
+ * unattached names are errors, so that `flows`/`trace` never silently show less than asked for, and so
+ * is an attachment of another ABI version, whose records this bbrctl would misread.
  */
 int select_algos(int argc, char **argv, const struct algo **out, size_t *n)
 {
@@ -104,6 +105,9 @@ int select_algos(int argc, char **argv, const struct algo **out, size_t *n)
 		for (size_t i = 0; i < nalgos; i++)
 			if (algo_attached(algo_at(i)))
 				out[(*n)++] = algo_at(i);
+		for (size_t i = 0; i < *n; i++)
+			if (check_attached_abi(out[i]))
+				return EXIT_FAILURE;
 		return EXIT_SUCCESS;
 	}
 	for (int i = 0; i < argc; i++) {
@@ -114,6 +118,8 @@ int select_algos(int argc, char **argv, const struct algo **out, size_t *n)
 			return EXIT_USAGE;
 		if (!algo_attached(a))
 			return fail(0, "%s is not attached", a->name);
+		if (check_attached_abi(a))
+			return EXIT_FAILURE;
 		for (size_t j = 0; j < *n; j++)
 			dup |= out[j] == a;
 		if (!dup)

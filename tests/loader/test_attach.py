@@ -37,7 +37,7 @@ def test_attach_reattach_detach(algo: str, detached) -> None:
         assert f"{algo} attached" in out
         assert algo in available_ccs()
         flows_pin = "flows" if kernel_features()["map-iter"]["available"] else "flows-tcp"
-        expected = {"link", flows_pin, "events", "ctl"} | ({"params"} if algo != "bbr1" else set())
+        expected = {"link", flows_pin, "events", "ctl", "abi"} | ({"params"} if algo != "bbr1" else set())
         assert set(pins()[algo]) == expected
         assert listed(algo)["attached"] and listed(algo)["registered"]
         first = link_id(algo)
