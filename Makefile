@@ -39,7 +39,8 @@ LINK_BIN := $(BUILD)/bbrkit-link
 # Test-only: the lockstep check of bbr1 against the kernel's BBR. Outside bpf/, so it never joins
 # the algorithm table; its own small loader registers it only while it runs.
 LOCKSTEP_BIN := $(BUILD)/bbrkit-lockstep
-LOCKSTEP_SRCS := $(wildcard tests/lockstep/*.c tests/lockstep/*.h) include/kernel_bbr_tool.h
+# bench/floor/kernel_bbr_tool.h: what the two kernel-BBR tools share, kept beside the floor's.
+LOCKSTEP_SRCS := $(wildcard tests/lockstep/*.c tests/lockstep/*.h) bench/floor/kernel_bbr_tool.h
 
 # Benchmark-only: bbr_floor, the kernel's BBR behind struct_ops (the overhead benchmark's floor).
 # Outside bpf/ for the same reason; bbrkit-floor registers it while it runs.
@@ -166,7 +167,7 @@ $(BUILD)/lockstep/bbr_lockstep.skel.h: $(BUILD)/lockstep/bbr_lockstep.bpf.o
 
 $(LOCKSTEP_BIN): $(BUILD)/lockstep/bbr_lockstep.skel.h $(LOCKSTEP_SRCS) loader/struct_ops_link.h
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LOADER_CFLAGS) -I$(BUILD)/lockstep -Itests/lockstep tests/lockstep/lockstep.c $(LIBBPF_LIBS) -o $@
+	$(Q)$(CC) $(LOADER_CFLAGS) -I$(BUILD)/lockstep -Itests/lockstep -Ibench/floor tests/lockstep/lockstep.c $(LIBBPF_LIBS) -o $@
 
 $(BUILD)/floor/bbr_floor.bpf.o: bench/floor/bbr_floor.bpf.c $(BUILD)/vmlinux.h | $(BUILD)/floor
 	$(call msg,BPF,$@)
@@ -177,7 +178,7 @@ $(BUILD)/floor/bbr_floor.skel.h: $(BUILD)/floor/bbr_floor.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name bbr_floor > $@
 
-$(FLOOR_BIN): bench/floor/floor.c $(BUILD)/floor/bbr_floor.skel.h include/kernel_bbr_tool.h loader/struct_ops_link.h
+$(FLOOR_BIN): bench/floor/floor.c $(BUILD)/floor/bbr_floor.skel.h bench/floor/kernel_bbr_tool.h loader/struct_ops_link.h
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LOADER_CFLAGS) -I$(BUILD)/floor $< $(LIBBPF_LIBS) -o $@
 

@@ -150,6 +150,38 @@ struct attachment {
 struct attachment attachment_of(const struct algo *a);
 /* The same as one line of text: "params yes, trace yes, flows map-iterator". */
 void attachment_features(const struct algo *a, char *buf, size_t size);
+/* load.c: one load of an algorithm's object, shared by attach and upgrade. */
+struct bpf_map;
+struct loaded {
+	struct bpf_object *obj;
+	struct bpf_map *ops; /* the struct_ops map */
+	int link_fd;	     /* attach: the struct_ops link, the registration; -1 before it */
+	struct bbrkit_features have;
+	struct flows_iter flows;
+};
+/* Root, kernel BTF, struct_ops for TCP, bpffs (mounted when missing): each with what is missing. */
+int check_kernel(void);
+/* Opens the object at path (NULL: the one built in), checks its ABI version, readies the optional
+ * pieces and, with share, the attached instance's maps (share_maps), and loads it. What it made is
+ * in *l, for loaded_release() also after a failure.
+ */
+int load_algo(const struct algo *a, const char *path, bool share, struct loaded *l);
+void loaded_release(struct loaded *l);
+/* upgrade.c: the new object reuses the attached instance's params, trace maps and flow storage. */
+int share_maps(const struct algo *a, struct bpf_object *obj);
+
+/* pins.c: the pin directories under BBRKIT_PIN_ROOT and their lock. */
+#define BPFFS_DIR "/sys/fs/bpf"
+bool bpffs_mounted(void);
+/* A locked fd of the pin root, or negative errno (-ENOENT when !create and it is absent). */
+int lock_root(bool create);
+/* Removes a pin directory; unpinning the link first unregisters before anything else goes. */
+int remove_pin_dir(const char *dir);
+/* Leftovers of an interrupted attach (temporary directories) or detach (a directory without its link). */
+int remove_stale(int rootfd);
+/* Pins what l loaded into a temporary directory, the link last, and renames it into place. */
+int pin_all(const struct algo *a, const struct loaded *l);
+
 /* json.c: a streaming writer; each top-level value ends its line. */
 #define JSON_MAX_DEPTH 8
 struct json {

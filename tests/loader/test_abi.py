@@ -47,7 +47,8 @@ def patched(tmp_path: Path, version: int) -> Path:
     return out
 
 
-def test_upgrade_refuses_an_object_of_another_abi(attach, tmp_path: Path) -> None:
+def test_upgrade_refuses_an_object_of_another_abi(detached, attach, tmp_path: Path) -> None:
+    detached("bbr_acd")  # an attachment of our own, whatever another bbrctl build attached
     attach("bbr_acd")
     other = patched(tmp_path, abi_version() + 1)
     before = snapshot()

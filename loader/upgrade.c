@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: GPL-2.0
+/* upgrade: another build of an attached algorithm, loaded as attach loads (load.c) but sharing the
+ * attached instance's maps, swapped into the pinned struct_ops link with bpf_link_update.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bbrctl.h"
+
+/* The sk_storage map of the attached instance, found through its pinned flows iterator (the
+ * iterator program, or the map iterator's link, references it): new connections must store their
+ * flow ids where the pinned iterator reads them. -ENOENT when there is none to share.
+ */
+static int attached_storage_fd(const struct algo *a)
+{
+	const char *pin = attachment_of(a).flows;
+	struct bpf_link_info link = {};
+	struct bpf_prog_info prog = {};
+	__u32 ids[8], n = 0, len;
+	int fd, err;
+
+	if (!pin)
+		return -ENOENT;
+	fd = open_pinned(a, !strcmp(pin, "map-iterator") ? BBRKIT_PIN_FLOWS : BBRKIT_PIN_FLOWS_TCP, 0);
+	if (fd < 0)
+		return fd;
+	len = sizeof(link);
+	err = bpf_obj_get_info_by_fd(fd, &link, &len) ? -errno : 0;
+	close(fd);
+	if (err)
+		return err;
+	if (link.type == BPF_LINK_TYPE_ITER && link.iter.map.map_id)
+		ids[n++] = link.iter.map.map_id;
+	fd = bpf_prog_get_fd_by_id(link.prog_id);
+	if (fd < 0)
+		return -errno;
+	prog.nr_map_ids = sizeof(ids) / sizeof(ids[0]) - n;
+	prog.map_ids = (__u64)(unsigned long)(ids + n);
+	len = sizeof(prog);
+	err = bpf_obj_get_info_by_fd(fd, &prog, &len) ? -errno : 0;
+	close(fd);
+	if (err)
+		return err;
+	n += prog.nr_map_ids < sizeof(ids) / sizeof(ids[0]) - n ? prog.nr_map_ids : 0;
+	for (__u32 i = 0; i < n; i++) {
+		struct bpf_map_info map = {};
+
+		fd = bpf_map_get_fd_by_id(ids[i]);
+		if (fd < 0)
+			continue;
+		len = sizeof(map);
+		if (!bpf_obj_get_info_by_fd(fd, &map, &len) && map.type == BPF_MAP_TYPE_SK_STORAGE)
+			return fd;
+		close(fd);
+	}
+	return -ENOENT;
+}
+
+/* Makes the new object use the attached instance's map instead of creating its own. */
+static int reuse_map(struct bpf_object *obj, const char *name, int fd, const char *what)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(obj, name);
+	int err;
+
+	if (fd < 0)
+		return fail(fd, "cannot open the attached %s", what);
+	err = m ? bpf_map__reuse_fd(m, fd) : -ENOENT;
+	close(fd);
+	if (err)
+		return fail(err, "the new object cannot share the attached %s (map '%s')", what, name);
+	return EXIT_SUCCESS;
+}
+
+int share_maps(const struct algo *a, struct bpf_object *obj)
+{
+	struct attachment at = attachment_of(a);
+	int fd;
+
+	if (at.params && reuse_map(obj, ".data.params", open_pinned(a, BBRKIT_PIN_PARAMS, 0), "params map"))
+		return EXIT_FAILURE;
+	if (at.trace && (reuse_map(obj, ".data.ctl", open_pinned(a, BBRKIT_PIN_CTL, 0), "ctl map") ||
+			 reuse_map(obj, "events", open_pinned(a, BBRKIT_PIN_EVENTS, 0), "ring buffer")))
+		return EXIT_FAILURE;
+	fd = attached_storage_fd(a);
+	if (fd == -ENOENT)
+		return EXIT_SUCCESS;
+	return reuse_map(obj, "flow_storage", fd, "flow storage");
+}
+
+/* Writes the program fds into the map value without registering, for bpf_link_update. libbpf 1.1
+ * does only that (a pseudo-link, disconnected so that it does not delete the element). libbpf >= 1.2
+ * writes the value and then creates a link, which the kernel refuses with EEXIST: the name is
+ * registered already, through the pinned link this map is about to go into.
+ */
+static int fill_struct_ops(struct bpf_map *ops)
+{
+	struct bpf_link *link = bpf_map__attach_struct_ops(ops);
+
+	if (!link)
+#if LIBBPF_MAJOR_VERSION > 1 || LIBBPF_MINOR_VERSION >= 2
+		return errno == EEXIST ? 0 : -errno;
+#else
+		return -errno;
+#endif
+	bpf_link__disconnect(link);
+	bpf_link__destroy(link);
+	return 0;
+}
+
+/* Swaps the loaded object's struct_ops map into the pinned link. */
+static int swap_in(const struct algo *a, const struct loaded *l)
+{
+	int link_fd, err = fill_struct_ops(l->ops);
+
+	if (err)
+		return fail(err, "cannot fill the struct_ops map");
+	link_fd = open_pinned(a, BBRKIT_PIN_LINK, 0);
+	if (link_fd < 0)
+		return fail(link_fd, "cannot open the pinned struct_ops link");
+	err = bpf_link_update(link_fd, bpf_map__fd(l->ops), NULL) ? -errno : 0;
+	close(link_fd);
+	if (err == -EINVAL)
+		return fail(err, "the kernel refused the new object (its congestion control must be named '%s')",
+			    a->name);
+	return err ? fail(err, "cannot update the struct_ops link") : EXIT_SUCCESS;
+}
+
+/* With the root locked: what must hold before anything is loaded. */
+static int check_attached(const struct algo *a)
+{
+	if (!algo_attached(a))
+		return fail(0, "not attached (bbrctl attach %s)", a->name);
+	if (!kernel_has_cc(a->name))
+		return fail(0, "the pinned link's registration is gone (bbrctl attach %s starts over)", a->name);
+	/* The new object writes into the attached one's ring buffer, ctl and params: one layout for all. */
+	return check_attached_abi(a);
+}
+
+int cmd_upgrade(const struct cmd_opts *o, int argc, char **argv)
+{
+	struct loaded l = { .link_fd = -1 };
+	const char *path = o->object;
+	const struct algo *a;
+	int rootfd, err, ret;
+
+	(void)argc;
+	a = find_algo_or_fail(argv[0]);
+	if (!a)
+		return EXIT_USAGE;
+	set_context("upgrade %s", a->name);
+	if (path && access(path, R_OK))
+		return fail(errno, "cannot read %s", path);
+	if (check_kernel())
+		return EXIT_FAILURE;
+	if (feature_disabled("link-update"))
+		return fail(0, "the kernel cannot update a struct_ops link (BBRCTL_DISABLE has "
+			    "'link-update'); detach and attach instead");
+	err = kernel_link_update();
+	if (err)
+		return fail(err, "the kernel cannot update a struct_ops link (bbrctl features: link-update); "
+			    "detach and attach instead");
+	rootfd = lock_root(false);
+	if (rootfd == -ENOENT)
+		return fail(0, "not attached (bbrctl attach %s)", a->name);
+	if (rootfd < 0)
+		return fail(rootfd, "cannot lock " BBRKIT_PIN_ROOT);
+	ret = check_attached(a) || load_algo(a, path, true, &l) || swap_in(a, &l);
+	/* The link now holds the new map; our references go. */
+	loaded_release(&l);
+	close(rootfd);
+	if (ret)
+		return EXIT_FAILURE;
+	printf("%s upgraded: new connections use %s; running ones keep their version\n", a->name,
+	       path ? path : "the object built into bbrctl");
+	return EXIT_SUCCESS;
+}
