@@ -169,7 +169,7 @@ $(LOCKSTEP_BIN): $(BUILD)/lockstep/bbr_lockstep.skel.h $(LOCKSTEP_SRCS) loader/s
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LOADER_CFLAGS) -I$(BUILD)/lockstep -Itests/lockstep -Ibench/floor tests/lockstep/lockstep.c $(LIBBPF_LIBS) -o $@
 
-$(BUILD)/floor/bbr_floor.bpf.o: bench/floor/bbr_floor.bpf.c $(BUILD)/vmlinux.h | $(BUILD)/floor
+$(BUILD)/floor/bbr_floor.bpf.o: bench/floor/bbr_floor.bpf.c bpf/cc_struct_ops.h $(BUILD)/vmlinux.h | $(BUILD)/floor
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 	$(Q)$(LLVM_STRIP) -g $@

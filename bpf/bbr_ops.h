@@ -5,6 +5,9 @@
  * Include it last, after bbr_core.h and the variant hooks, with BBRKIT_ALGO defined to the
  * congestion control's name (at most 15 characters, unique in the kernel).
  *
+ * The struct_ops programs and the tcp_congestion_ops table come from cc_struct_ops.h, as the overhead
+ * floor's do.
+ *
  * Telemetry costs nothing per ACK while nobody traces: records are produced only at the end of
  * a round or on a mode change, and only while ctl.tracers > 0 (a plain load from a global).
  * `bbrctl flows` reads state on demand through an iterator instead, so it costs the data path
@@ -44,9 +47,10 @@ BBR_INLINE void bbrkit_on_ack(struct sock *sk, const struct rate_sample *rs)
 
 #ifdef __bpf__
 
+#include "cc_struct_ops.h"
+
 #define AF_INET 2
 #define AF_INET6 10
-#define TCP_CONG_NON_RESTRICTED 0x1 /* any user may select it, like the kernel's bbr */
 #define BBRKIT_EVENTS_BYTES (512 * 1024) /* ~3000 records: several rounds of 100 flows */
 
 char _license[] SEC("license") = "GPL";
@@ -122,8 +126,10 @@ BBR_INLINE void bbrkit_emit(struct sock *sk, const struct bbr_core *b, u8 event)
 	bpf_ringbuf_submit(f, 0);
 }
 
-SEC("struct_ops")
-void BPF_PROG(bbrkit_init, struct sock *sk)
+/* The callbacks as cc_struct_ops.h calls them: init adds the flow id and a trace record, main the
+ * trace record of bbrkit_on_ack(); the others are the family's own.
+ */
+BBR_INLINE void bbrkit_cb_init(struct sock *sk)
 {
 	struct bbrkit_sk *s;
 
@@ -137,61 +143,20 @@ void BPF_PROG(bbrkit_init, struct sock *sk)
 		bbrkit_emit(sk, bbr_core_of(sk), BBRKIT_EV_INIT);
 }
 
-SEC("struct_ops")
-void BPF_PROG(bbrkit_main, struct sock *sk, u32 ack, int flag, const struct rate_sample *rs)
+BBR_INLINE void bbrkit_cb_main(struct sock *sk, u32 ack, int flag, const struct rate_sample *rs)
 {
 	bbrkit_on_ack(sk, rs);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(bbrkit_ssthresh, struct sock *sk)
-{
-	return BBRKIT_CC(ssthresh)(sk);
-}
+#define bbrkit_cb_ssthresh BBRKIT_CC(ssthresh)
+#define bbrkit_cb_undo_cwnd BBRKIT_CC(undo_cwnd)
+#define bbrkit_cb_cwnd_event BBRKIT_CC(cwnd_event)
+#define bbrkit_cb_set_state BBRKIT_CC(set_state)
+#define bbrkit_cb_sndbuf_expand BBRKIT_CC(sndbuf_expand)
+#define bbrkit_cb_min_tso_segs BBRKIT_CC(min_tso_segs)
+#define BBRKIT_CB(fn) bbrkit_cb_##fn
 
-SEC("struct_ops")
-u32 BPF_PROG(bbrkit_undo_cwnd, struct sock *sk)
-{
-	return BBRKIT_CC(undo_cwnd)(sk);
-}
-
-SEC("struct_ops")
-void BPF_PROG(bbrkit_cwnd_event, struct sock *sk, enum tcp_ca_event event)
-{
-	BBRKIT_CC(cwnd_event)(sk, event);
-}
-
-SEC("struct_ops")
-void BPF_PROG(bbrkit_set_state, struct sock *sk, u8 new_state)
-{
-	BBRKIT_CC(set_state)(sk, new_state);
-}
-
-SEC("struct_ops")
-u32 BPF_PROG(bbrkit_sndbuf, struct sock *sk)
-{
-	return BBRKIT_CC(sndbuf_expand)(sk);
-}
-
-SEC("struct_ops")
-u32 BPF_PROG(bbrkit_tso_segs, struct sock *sk)
-{
-	return BBRKIT_CC(min_tso_segs)(sk);
-}
-
-SEC(".struct_ops")
-struct tcp_congestion_ops ops = {
-	.init = (void *)bbrkit_init,
-	.cong_control = (void *)bbrkit_main,
-	.ssthresh = (void *)bbrkit_ssthresh,
-	.undo_cwnd = (void *)bbrkit_undo_cwnd,
-	.cwnd_event = (void *)bbrkit_cwnd_event,
-	.set_state = (void *)bbrkit_set_state,
-	.sndbuf_expand = (void *)bbrkit_sndbuf,
-	.min_tso_segs = (void *)bbrkit_tso_segs,
-	.flags = TCP_CONG_NON_RESTRICTED,
-	.name = BBRKIT_ALGO,
-};
+CC_STRUCT_OPS(ops, BBRKIT_ALGO, BBRKIT_CB);
 
 /* True when the socket still uses this algorithm (storage outlives a switch to another CC). */
 BBR_INLINE bool bbrkit_uses_us(const struct tcp_sock *tp)
