@@ -69,7 +69,8 @@ static void man(FILE *out)
 	      "bbrctl registers bbrkit's congestion controls (BPF struct_ops programs built into it) with the\n"
 	      "running kernel through pinned struct_ops links under\n.IR " BBRKIT_PIN_ROOT " ,\n"
 	      "changes their parameters, upgrades them in place, and reads their per-flow state. It needs\n"
-	      "root. Errors are one line on stderr,\n"
+	      "root, except list and show \\-\\-json of a detached algorithm, which describe the parameters\n"
+	      "from the tables compiled into bbrctl. Errors are one line on stderr,\n"
 	      ".IR \"bbrctl: command algo: what[: errno text]\" ,\n"
 	      "and leave everything as it was; under\n.B \\-\\-json\nstdout then holds one JSON object,\n"
 	      ".IR \"{\\(dqerror\\(dq: what, \\(dqcommand\\(dq: command algo, \\(dqexit_status\\(dq: N}\" ,\n"
@@ -105,7 +106,8 @@ static void man(FILE *out)
 	      "a comma-separated subset of trace, storage, map\\-iter, tcp\\-iter, link\\-update: attach\n"
 	      "(upgrade for link\\-update) acts as if the kernel lacked those pieces\n"
 	      ".SH FILES\n.TP\n.I " BBRKIT_PIN_ROOT "/ALGO/\n"
-	      "link (the registration), params, ctl, events, flows or flows\\-tcp\n"
+	      "link (the registration), abi (the object's ABI version), params, ctl, events, flows or\n"
+	      "flows\\-tcp\n"
 	      ".TP\n.I " BBRCTL_AVAILABLE_CC "\nthe kernel's registered congestion controls\n"
 	      ".SH SEE ALSO\n.BR bbrbench (1),\n.BR bpftool (8),\n.BR tc (8)\n",
 	      out);
