@@ -30,12 +30,12 @@
  * bbr3_set_bw()), so the core's helpers that read the estimate use v3's. The core's v1 state
  * machine (bbr_main) is compiled but not used: bbr3_main() replaces it.
  *
- * State beyond the 104 bytes: struct bbr3 (96 bytes) lives in BPF_MAP_TYPE_SK_STORAGE, looked up
+ * State beyond the 104 bytes: struct bbr3 (104 bytes) lives in BPF_MAP_TYPE_SK_STORAGE, looked up
  * once per ACK (bbr3_main) and passed down. Packing does not work: the core fields v3 shares take
- * ~56 bytes, leaving 48 (the v1-only max filter, long-term sampling and ext) for a model of 96, and
- * narrowing bandwidths or inflights to 16 bits would change the algorithm. The storage is created
- * at init and, should that fail, on a later ACK; until it exists the flow keeps its cwnd and pacing
- * rate.
+ * ~56 bytes, leaving 48 (the v1-only max filter, long-term sampling and ext) for a model of 92
+ * (plus 12 bytes of telemetry counts), and narrowing bandwidths or inflights to 16 bits would
+ * change the algorithm. The storage is created at init and, should that fail, on a later ACK;
+ * until it exists the flow keeps its cwnd and pacing rate.
  *
  * Signals a stock kernel does not give a congestion control, and what stands in for them:
  * A. rs->tx_in_flight (the flight when the ACKed packet was sent) -> rs->prior_in_flight (the
@@ -168,8 +168,9 @@ struct bbr3 {
 	u32 undo_inflight_hi;
 	u32 alpha_last_delivered; /* tp->delivered at the last ecn_alpha update */
 	u32 alpha_last_delivered_ce;
-	u16 loss_rate;           /* last loss round, permille (telemetry) */
-	u16 ecn_rate;            /* last loss round, permille (telemetry) */
+	u32 last_round_lost;     /* lost, delivered and CE-marked in the last loss round: the */
+	u32 last_round_delivered; /* telemetry's rates, divided by the reader (bbr3_fill_flow) */
+	u32 last_round_ce;
 	u32 initialized : 1,     /* bbr3_state_init() ran */
 	    init_cwnd : 7,       /* cwnd at init */
 	    full_bw_now : 1,     /* the delivery rate plateaued recently */
@@ -388,9 +389,14 @@ BBR_INLINE u32 bbr3_inflight_hi_from_lost(u32 tx_in_flight, u32 lost, u32 pcount
 	return inflight_prev + (u32)prefix;
 }
 
+/* b's estimate is bbr3_set_bw()'s function of bw_hi and bw_lo, republished at every change of
+ * them: a sample that does not raise bw_hi[1] changes nothing.
+ */
 BBR_INLINE void bbr3_take_max_bw_sample(struct bbr_core *b, struct bbr3 *s, u32 bw)
 {
-	s->bw_hi[1] = bbr_max_u32(bw, s->bw_hi[1]);
+	if (bw <= s->bw_hi[1])
+		return;
+	s->bw_hi[1] = bw;
 	bbr3_set_bw(b, s);
 }
 
@@ -620,7 +626,8 @@ BBR_INLINE void bbr3_adapt_lower_bounds(struct sock *sk, struct bbr_core *b, str
 {
 	u32 ecn_inflight_lo = ~0U, beta;
 
-	if (bbr3_is_probing_bandwidth(b))
+	/* Without a signal nothing changes: bw_lo is never below 1 once the model is initialised. */
+	if (bbr3_is_probing_bandwidth(b) || !(s->loss_in_round || s->ecn_in_round))
 		return;
 	if (s->ecn_in_round && bbr3_ecn(sk, b)) {
 		if (s->inflight_lo == ~0U)
@@ -658,23 +665,20 @@ BBR_INLINE void bbr3_update_latest_delivery_signals(struct sock *sk, struct bbr3
 }
 
 /* At a loss round's end: restart the latest-delivery filter, the round's loss/CE counts (the
- * telemetry rates of the round that ended, and approximation B's base).
+ * telemetry of the round that ended, and approximation B's base).
  */
 BBR_INLINE void bbr3_advance_latest_delivery_signals(struct sock *sk, struct bbr3 *s,
 						     const struct rate_sample *rs, u32 sample_bw)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	u32 lost, delivered;
 
 	if (!s->loss_round_start)
 		return;
 	s->bw_latest = sample_bw;
 	s->inflight_latest = (u32)rs->delivered;
-	lost = tp->lost - s->round_lost;
-	delivered = tp->delivered - s->round_delivered;
-	/* Two divisions per round, for telemetry only. */
-	s->loss_rate = lost + delivered ? (u16)((u64)lost * BBRKIT_PERMILLE / (lost + delivered)) : 0;
-	s->ecn_rate = delivered ? (u16)((u64)(tp->delivered_ce - s->round_ce) * BBRKIT_PERMILLE / delivered) : 0;
+	s->last_round_lost = tp->lost - s->round_lost;
+	s->last_round_delivered = tp->delivered - s->round_delivered;
+	s->last_round_ce = tp->delivered_ce - s->round_ce;
 	s->round_lost = tp->lost;
 	s->round_delivered = tp->delivered;
 	s->round_ce = tp->delivered_ce;
@@ -706,7 +710,7 @@ BBR_INLINE u32 bbr3_probe_inflight(struct sock *sk, const struct bbr_core *b, co
 /* Is it time for the next probe? Wall clock or Reno-scale round count, or CE gone. */
 BBR_INLINE bool bbr3_check_time_to_probe_bw(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
 {
-	u32 rounds, v, n = 0;
+	u32 v, n = 0;
 
 	if (BBR3_ECN_REPROBE_GAIN && s->ecn_in_cycle && !s->loss_in_cycle && bbr3_ecn(sk, b) &&
 	    inet_csk(sk)->icsk_ca_state == TCP_CA_Open) {
@@ -719,8 +723,10 @@ BBR_INLINE bool bbr3_check_time_to_probe_bw(struct sock *sk, struct bbr_core *b,
 		bbr3_start_bw_probe_refill(sk, b, s, n);
 		return true;
 	}
-	rounds = bbr_min_u32(BBR3_BW_PROBE_MAX_ROUNDS, bbr3_target_inflight(sk, b));
-	if (bbr3_has_elapsed_in_phase(sk, b, s->probe_wait_us) || s->rounds_since_probe >= rounds) {
+	/* rounds >= min(max rounds, target flight), the target (a TSO goal division) last. */
+	if (bbr3_has_elapsed_in_phase(sk, b, s->probe_wait_us) ||
+	    s->rounds_since_probe >= BBR3_BW_PROBE_MAX_ROUNDS ||
+	    s->rounds_since_probe >= bbr3_target_inflight(sk, b)) {
 		bbr3_start_bw_probe_refill(sk, b, s, 0);
 		return true;
 	}
@@ -1180,17 +1186,20 @@ BBR_INLINE void bbr3_cwnd_event(struct sock *sk, enum tcp_ca_event event)
 BBR_INLINE void bbr3_fill_flow(struct bbrkit_flow *f, struct sock *sk, const struct bbr_core *b, u8 event)
 {
 	const struct bbr3 *s = bbr3_state(sk, false);
+	u32 lost, delivered;
 
 	bbr_fill_flow(f, sk, b, event);
 	f->variant[BBRKIT_VAR_V3_PHASE] = b->mode == BBRKIT_PROBE_BW ? b->cycle_idx : BBRKIT_V3_NONE;
 	if (!s)
 		return;
+	lost = s->last_round_lost;
+	delivered = s->last_round_delivered;
 	f->variant[BBRKIT_VAR_V3_BW_HI] = bbr3_max_bw(s);
 	f->variant[BBRKIT_VAR_V3_BW_LO] = s->bw_lo;
 	f->variant[BBRKIT_VAR_V3_INFLIGHT_HI] = s->inflight_hi;
 	f->variant[BBRKIT_VAR_V3_INFLIGHT_LO] = s->inflight_lo;
-	f->variant[BBRKIT_VAR_V3_LOSS_RATE] = s->loss_rate;
-	f->variant[BBRKIT_VAR_V3_ECN_RATE] = s->ecn_rate;
+	f->variant[BBRKIT_VAR_V3_LOSS_RATE] = lost + delivered ? (u16)((u64)lost * BBRKIT_PERMILLE / (lost + delivered)) : 0;
+	f->variant[BBRKIT_VAR_V3_ECN_RATE] = delivered ? (u16)((u64)s->last_round_ce * BBRKIT_PERMILLE / delivered) : 0;
 	f->variant[BBRKIT_VAR_V3_ECN_ALPHA] = s->ecn_alpha;
 }
 
