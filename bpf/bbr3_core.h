@@ -1029,7 +1029,8 @@ BBR_INLINE void bbr3_bound_cwnd_for_inflight_model(struct sock *sk, struct bbr_c
 		cap = bbr3_inflight_with_headroom(s);
 	cap = bbr_min_u32(cap, s->inflight_lo);
 	cap = bbr_max_u32(cap, BBR_CWND_MIN_TARGET);
-	bbr_out_set_cwnd(sk, b, bbr_min_u32(cap, bbr_out_cwnd(sk, b)));
+	if (cap < bbr_out_cwnd(sk, b)) /* most ACKs: no bound, nothing to write */
+		bbr_out_set_cwnd(sk, b, cap);
 }
 
 BBR_INLINE void bbr3_state_init(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
@@ -1089,7 +1090,8 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 		s->rounds_since_probe = bbr_min_u32(s->rounds_since_probe + 1, 0xFF);
 		bbr3_update_ecn_alpha(sk, b, s);
 	}
-	s->ecn_in_round |= rs->delivered_ce > 0 && bbr3_ecn(sk, b);
+	if (rs->delivered_ce > 0 && bbr3_ecn(sk, b))
+		s->ecn_in_round = 1;
 	/* Rounded up, so that slow flows can grow. */
 	if (rs->interval_us > 0 && rs->delivered >= 0)
 		sample_bw = (u32)(((u64)rs->delivered * BW_UNIT + (u64)rs->interval_us - 1) / (u64)rs->interval_us);
@@ -1110,7 +1112,8 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 
 	bbr3_advance_latest_delivery_signals(sk, s, rs, sample_bw);
 	b->prev_ca_state = inet_csk(sk)->icsk_ca_state;
-	s->ecn_in_cycle |= rs->delivered_ce > 0; /* loss_in_cycle is bbr3_on_losses()' */
+	if (rs->delivered_ce > 0) /* loss_in_cycle is bbr3_on_losses()' */
+		s->ecn_in_cycle = 1;
 }
 
 /* Entering recovery: save cwnd, and the bounds in case the recovery turns out spurious. */
