@@ -707,6 +707,22 @@ BBR_INLINE u32 bbr3_probe_inflight(struct sock *sk, const struct bbr_core *b, co
 	return bbr_packets_in_net_at_edt(sk, b, rs->prior_in_flight);
 }
 
+/* n >= bbr3_target_inflight(), asked on every ACK of CRUISE. The target is min(cwnd, budget(BDP))
+ * and the budget is at least the BDP and BBR_CWND_MIN_TARGET: those bounds settle most ACKs without
+ * the budget's TSO goal, a division.
+ */
+BBR_INLINE bool bbr3_reaches_target_inflight(struct sock *sk, const struct bbr_core *b, u32 n)
+{
+	u32 bdp;
+
+	if (n >= bbr_out_cwnd(sk, b))
+		return true;
+	bdp = bbr_bdp(b, bbr_bw(b), BBR_UNIT);
+	if (n < bdp || n < BBR_CWND_MIN_TARGET)
+		return false;
+	return n >= bbr3_quantization_budget(sk, b, bdp);
+}
+
 /* Is it time for the next probe? Wall clock or Reno-scale round count, or CE gone. */
 BBR_INLINE bool bbr3_check_time_to_probe_bw(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
 {
@@ -723,10 +739,10 @@ BBR_INLINE bool bbr3_check_time_to_probe_bw(struct sock *sk, struct bbr_core *b,
 		bbr3_start_bw_probe_refill(sk, b, s, n);
 		return true;
 	}
-	/* rounds >= min(max rounds, target flight), the target (a TSO goal division) last. */
+	/* rounds >= min(max rounds, target flight), the target last. */
 	if (bbr3_has_elapsed_in_phase(sk, b, s->probe_wait_us) ||
 	    s->rounds_since_probe >= BBR3_BW_PROBE_MAX_ROUNDS ||
-	    s->rounds_since_probe >= bbr3_target_inflight(sk, b)) {
+	    bbr3_reaches_target_inflight(sk, b, s->rounds_since_probe)) {
 		bbr3_start_bw_probe_refill(sk, b, s, 0);
 		return true;
 	}
