@@ -31,8 +31,7 @@ BBR_INLINE void bbr_variant_recovery_start(struct sock *sk, struct bbr_core *b, 
 	bbr_v1_recovery_start(sk, b, acked, cwnd);
 }
 
-BBR_INLINE u32 bbr_variant_conservation_cwnd(struct sock *sk, struct bbr_core *b, u32 acked, u32 cwnd,
-					     u32 bw)
+BBR_INLINE u32 bbr_variant_conservation_cwnd(struct sock *sk, struct bbr_core *b, u32 acked, u32 cwnd, u32 bw)
 {
 	return bbr_v1_conservation_cwnd(sk, acked, cwnd);
 }

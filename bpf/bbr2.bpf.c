@@ -28,17 +28,17 @@
 #define BBR3_UP_FORGETS_UNUSED_ACKS 1
 #include "bbr3_core.h"
 
-BBR_INLINE void bbr3_variant_check_full_bw(struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs,
-					   u32 sample_bw)
+BBR_INLINE void bbr3_variant_check_full_bw(
+	struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw)
 {
 	bbr_check_full_bw_reached(b, rs);
 }
 
-BBR_INLINE bool bbr3_variant_probe_up_done(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
-					   const struct rate_sample *rs, u32 sample_bw)
+BBR_INLINE bool bbr3_variant_probe_up_done(
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw)
 {
 	return bbr3_has_elapsed_in_phase(sk, b, b->min_rtt_us) &&
-	       bbr3_probe_inflight(sk, b, rs) >= bbr3_inflight(sk, b, bbr3_max_bw(s), BBR3_UP_GAIN);
+		bbr3_probe_inflight(sk, b, rs) >= bbr3_inflight(sk, b, bbr3_max_bw(s), BBR3_UP_GAIN);
 }
 
 #define BBRKIT_ALGO "bbr2"

@@ -8,14 +8,14 @@
  */
 #include "bbr3_core.h"
 
-BBR_INLINE void bbr3_variant_check_full_bw(struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs,
-					   u32 sample_bw)
+BBR_INLINE void bbr3_variant_check_full_bw(
+	struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw)
 {
 	bbr3_v3_check_full_bw(b, s, rs, sample_bw);
 }
 
-BBR_INLINE bool bbr3_variant_probe_up_done(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
-					   const struct rate_sample *rs, u32 sample_bw)
+BBR_INLINE bool bbr3_variant_probe_up_done(
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw)
 {
 	return bbr3_v3_probe_up_done(sk, b, s, sample_bw);
 }

@@ -139,8 +139,8 @@
 
 /* How ACKs relate to bandwidth probing (v3's bbr_ack_phase). */
 enum bbr3_ack_phase {
-	BBR3_ACKS_INIT,           /* not probing, no probe feedback */
-	BBR3_ACKS_REFILLING,      /* sending at bw to fill the pipe */
+	BBR3_ACKS_INIT,		  /* not probing, no probe feedback */
+	BBR3_ACKS_REFILLING,	  /* sending at bw to fill the pipe */
 	BBR3_ACKS_PROBE_STARTING, /* inflight rising to probe */
 	BBR3_ACKS_PROBE_FEEDBACK, /* ACKs of the probe */
 	BBR3_ACKS_PROBE_STOPPING, /* probe over, its ACKs still arriving */
@@ -148,48 +148,48 @@ enum bbr3_ack_phase {
 
 /* The v3 model beyond the core, in socket storage. */
 struct bbr3 {
-	u32 bw_hi[2];            /* max delivery rate of the last and this probe cycle, BW_SCALE */
-	u32 bw_lo;               /* short-term bound, ~0U: none */
-	u32 bw_latest;           /* max delivery rate of the last loss round */
-	u32 inflight_hi;         /* long-term bound, packets, ~0U: none */
-	u32 inflight_lo;         /* short-term bound, packets, ~0U: none */
-	u32 inflight_latest;     /* max delivered volume of the last loss round */
-	u32 bw_probe_up_cnt;     /* packets ACKed per inflight_hi increment in UP */
-	u32 bw_probe_up_acks;    /* packets ACKed since the last increment */
-	u32 probe_wait_us;       /* wall-clock wait from DOWN to the next probe */
-	u32 probe_rtt_min_us;    /* min RTT in the probe_rtt_interval window */
-	u32 probe_rtt_min_stamp; /* ticks, when it was measured */
+	u32 bw_hi[2];		  /* max delivery rate of the last and this probe cycle, BW_SCALE */
+	u32 bw_lo;		  /* short-term bound, ~0U: none */
+	u32 bw_latest;		  /* max delivery rate of the last loss round */
+	u32 inflight_hi;	  /* long-term bound, packets, ~0U: none */
+	u32 inflight_lo;	  /* short-term bound, packets, ~0U: none */
+	u32 inflight_latest;	  /* max delivered volume of the last loss round */
+	u32 bw_probe_up_cnt;	  /* packets ACKed per inflight_hi increment in UP */
+	u32 bw_probe_up_acks;	  /* packets ACKed since the last increment */
+	u32 probe_wait_us;	  /* wall-clock wait from DOWN to the next probe */
+	u32 probe_rtt_min_us;	  /* min RTT in the probe_rtt_interval window */
+	u32 probe_rtt_min_stamp;  /* ticks, when it was measured */
 	u32 loss_round_delivered; /* tp->delivered that ends this loss round */
-	u32 round_lost;          /* tp->lost when this loss round began (approximation B) */
-	u32 round_delivered;     /* tp->delivered then */
-	u32 round_ce;            /* tp->delivered_ce then */
-	u32 undo_bw_lo;          /* the bounds before this recovery, for undo */
+	u32 round_lost;		  /* tp->lost when this loss round began (approximation B) */
+	u32 round_delivered;	  /* tp->delivered then */
+	u32 round_ce;		  /* tp->delivered_ce then */
+	u32 undo_bw_lo;		  /* the bounds before this recovery, for undo */
 	u32 undo_inflight_lo;
 	u32 undo_inflight_hi;
 	u32 alpha_last_delivered; /* tp->delivered at the last ecn_alpha update */
 	u32 alpha_last_delivered_ce;
-	u32 last_round_lost;     /* lost, delivered and CE-marked in the last loss round: the */
+	u32 last_round_lost;	  /* lost, delivered and CE-marked in the last loss round: the */
 	u32 last_round_delivered; /* telemetry's rates, divided by the reader (bbr3_fill_flow) */
 	u32 last_round_ce;
-	u32 initialized : 1,     /* bbr3_state_init() ran */
-	    init_cwnd : 7,       /* cwnd at init */
-	    full_bw_now : 1,     /* the delivery rate plateaued recently */
-	    startup_ecn_rounds : 2, /* consecutive high-CE rounds in STARTUP */
-	    loss_in_cycle : 1,   /* loss in this probe cycle */
-	    ecn_in_cycle : 1,    /* CE in this probe cycle */
-	    bw_probe_up_rounds : 5, /* rounds in UP: the slope doubles each */
-	    bw_probe_samples : 1, /* rate samples reflect the probe */
-	    prev_probe_too_high : 1, /* the last UP hit too much loss/CE */
-	    stopped_risky_probe : 1, /* the last UP stopped at inflight_hi */
-	    loss_round_start : 1, /* this ACK starts a loss round */
-	    loss_in_round : 1,   /* loss in this loss round */
-	    ecn_in_round : 1,    /* CE in this loss round */
-	    ack_phase : 3,       /* enum bbr3_ack_phase */
-	    unused_a : 4;
-	u32 ecn_alpha : 9,       /* EWMA of the CE fraction, BBR_UNIT */
-	    rounds_since_probe : 8, /* rounds since the last probe */
-	    loss_events_in_round : 4, /* ACKs reporting losses in this loss round (STARTUP) */
-	    unused_b : 11;
+	u32 initialized : 1,		 /* bbr3_state_init() ran */
+		init_cwnd : 7,		 /* cwnd at init */
+		full_bw_now : 1,	 /* the delivery rate plateaued recently */
+		startup_ecn_rounds : 2,	 /* consecutive high-CE rounds in STARTUP */
+		loss_in_cycle : 1,	 /* loss in this probe cycle */
+		ecn_in_cycle : 1,	 /* CE in this probe cycle */
+		bw_probe_up_rounds : 5,	 /* rounds in UP: the slope doubles each */
+		bw_probe_samples : 1,	 /* rate samples reflect the probe */
+		prev_probe_too_high : 1, /* the last UP hit too much loss/CE */
+		stopped_risky_probe : 1, /* the last UP stopped at inflight_hi */
+		loss_round_start : 1,	 /* this ACK starts a loss round */
+		loss_in_round : 1,	 /* loss in this loss round */
+		ecn_in_round : 1,	 /* CE in this loss round */
+		ack_phase : 3,		 /* enum bbr3_ack_phase */
+		unused_a : 4;
+	u32 ecn_alpha : 9,		  /* EWMA of the CE fraction, BBR_UNIT */
+		rounds_since_probe : 8,	  /* rounds since the last probe */
+		loss_events_in_round : 4, /* ACKs reporting losses in this loss round (STARTUP) */
+		unused_b : 11;
 };
 
 struct bbr3_params params SEC(".data.params") = {
@@ -206,11 +206,11 @@ struct bbr3_params params SEC(".data.params") = {
 
 /* Rule hooks each algorithm file defines. */
 /* The plateau estimator, every ACK: sets b->full_bw_reached in STARTUP, s->full_bw_now for UP. */
-BBR_INLINE void bbr3_variant_check_full_bw(struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs,
-					   u32 sample_bw);
+BBR_INLINE void bbr3_variant_check_full_bw(
+	struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw);
 /* UP, after the inflight_hi check: true ends the probe (no loss or CE too high seen). */
-BBR_INLINE bool bbr3_variant_probe_up_done(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
-					   const struct rate_sample *rs, u32 sample_bw);
+BBR_INLINE bool bbr3_variant_probe_up_done(
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw);
 
 #ifdef __bpf__
 struct {
@@ -267,7 +267,8 @@ BBR_INLINE u32 bbr3_loss_thresh(void) /* BBR_UNIT */
  */
 BBR_INLINE u32 bbr3_beta(void)
 {
-	return BBR_UNIT - bbr3_permille_to_unit(BBRKIT_PERMILLE - BBRKIT_PARAM(params.beta_permille, BBR3_BETA));
+	return BBR_UNIT -
+		bbr3_permille_to_unit(BBRKIT_PERMILLE - BBRKIT_PARAM(params.beta_permille, BBR3_BETA));
 }
 
 BBR_INLINE u32 bbr3_headroom(void) /* BBR_UNIT */
@@ -282,8 +283,8 @@ BBR_INLINE u32 bbr3_ecn_thresh(void) /* BBR_UNIT */
 
 BBR_INLINE u32 bbr3_probe_rtt_win_ticks(void)
 {
-	return BBR_US_TO_TICKS(BBRKIT_PARAM(params.probe_rtt_interval_ms, BBR3_PROBE_RTT_INTERVAL) *
-			       USEC_PER_MSEC);
+	return BBR_US_TO_TICKS(
+		BBRKIT_PARAM(params.probe_rtt_interval_ms, BBR3_PROBE_RTT_INTERVAL) * USEC_PER_MSEC);
 }
 
 /* ECN on for this flow: the parameter and eligibility. Of what it reads, an ACK changes only
@@ -294,7 +295,7 @@ BBR_INLINE bool bbr3_ecn(const struct sock *sk, const struct bbr_core *b)
 	u32 max_rtt = BBRKIT_PARAM(params.ecn_max_rtt_us, BBR3_ECN_MAX_RTT);
 
 	return BBRKIT_PARAM(params.ecn, BBR3_ECN) && (tcp_sk(sk)->ecn_flags & BBR3_TCP_ECN_OK) &&
-	       (!max_rtt || b->min_rtt_us <= max_rtt);
+		(!max_rtt || b->min_rtt_us <= max_rtt);
 }
 
 /* Like the core's budget, but v3 floors cwnd at 3 TSO skbs and 4 packets instead of adding them. */
@@ -331,8 +332,8 @@ BBR_INLINE u32 bbr3_probe_rtt_cwnd(const struct bbr_core *b)
 BBR_INLINE bool bbr3_is_probing_bandwidth(const struct bbr_core *b)
 {
 	return b->mode == BBRKIT_STARTUP ||
-	       (b->mode == BBRKIT_PROBE_BW &&
-		(b->cycle_idx == BBRKIT_V3_REFILL || b->cycle_idx == BBRKIT_V3_UP));
+		(b->mode == BBRKIT_PROBE_BW &&
+			(b->cycle_idx == BBRKIT_V3_REFILL || b->cycle_idx == BBRKIT_V3_UP));
 }
 
 /* An unsigned delta, as the core's v1 cycle clock: right for phases up to 2^32 us (71 min). */
@@ -363,12 +364,12 @@ BBR_INLINE bool bbr3_loss_too_high(u32 tx_in_flight, u32 lost)
  * approximations A and B; delivered_ce is the kernel's own.
  */
 BBR_INLINE bool bbr3_is_inflight_too_high(const struct sock *sk, const struct bbr_core *b, u32 tx_in_flight,
-					  u32 lost, const struct rate_sample *rs)
+	u32 lost, const struct rate_sample *rs)
 {
 	if (bbr3_loss_too_high(tx_in_flight, lost))
 		return true;
 	return rs->delivered_ce > 0 && rs->delivered > 0 && bbr3_ecn(sk, b) &&
-	       (u32)rs->delivered_ce > bbr3_mul_unit((u32)rs->delivered, bbr3_ecn_thresh());
+		(u32)rs->delivered_ce > bbr3_mul_unit((u32)rs->delivered, bbr3_ecn_thresh());
 }
 
 /* The flight at which the loss rate crossed the threshold, assuming the `pcount` packets lost on
@@ -437,8 +438,8 @@ BBR_INLINE void bbr3_handle_queue_too_high_in_startup(struct sock *sk, struct bb
 }
 
 /* ECN is on: the caller's check. */
-BBR_INLINE void bbr3_check_ecn_too_high_in_startup(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
-						   u32 ce_ratio)
+BBR_INLINE void bbr3_check_ecn_too_high_in_startup(
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, u32 ce_ratio)
 {
 	if (b->full_bw_reached)
 		return;
@@ -479,8 +480,8 @@ BBR_INLINE void bbr3_raise_inflight_hi_slope(struct sock *sk, const struct bbr_c
 }
 
 /* UP without too much loss or CE: grow inflight_hi while it limits cwnd. */
-BBR_INLINE void bbr3_probe_inflight_hi_upward(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
-					      const struct rate_sample *rs)
+BBR_INLINE void bbr3_probe_inflight_hi_upward(
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 delta;
@@ -511,8 +512,7 @@ BBR_INLINE void bbr3_pick_probe_wait(struct sock *sk, struct bbr_core *b, struct
 	s->probe_wait_us = base_ms * USEC_PER_MSEC + (rand_us ? bbr_out_random(sk, b) % rand_us : 0);
 }
 
-BBR_INLINE void bbr3_start_bw_probe_refill(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
-					   u32 up_rounds)
+BBR_INLINE void bbr3_start_bw_probe_refill(struct sock *sk, struct bbr_core *b, struct bbr3 *s, u32 up_rounds)
 {
 	bbr3_reset_lower_bounds(b, s);
 	s->bw_probe_up_rounds = up_rounds;
@@ -560,15 +560,15 @@ BBR_INLINE void bbr3_start_bw_probe_cruise(struct bbr_core *b, struct bbr3 *s)
 /* The probe overfilled the path: cut inflight_hi (once per probe) and drain. `cwnd` is the one the
  * flight was sent under.
  */
-BBR_INLINE void bbr3_handle_inflight_too_high(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
-					      u32 tx_in_flight, u32 cwnd, bool app_limited)
+BBR_INLINE void bbr3_handle_inflight_too_high(
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, u32 tx_in_flight, u32 cwnd, bool app_limited)
 {
 	s->prev_probe_too_high = 1;
 	s->bw_probe_samples = 0;
 	/* An app-limited flight did not really probe the path's volume. */
 	if (!app_limited)
-		s->inflight_hi = bbr_max_u32(tx_in_flight,
-					     bbr3_mul_unit(bbr3_target_inflight_at(sk, b, cwnd), bbr3_beta()));
+		s->inflight_hi = bbr_max_u32(
+			tx_in_flight, bbr3_mul_unit(bbr3_target_inflight_at(sk, b, cwnd), bbr3_beta()));
 	if (b->mode == BBRKIT_PROBE_BW && b->cycle_idx == BBRKIT_V3_UP)
 		bbr3_start_bw_probe_down(sk, b, s);
 }
@@ -582,7 +582,8 @@ BBR_INLINE void bbr3_note_loss(struct tcp_sock *tp, struct bbr3 *s)
 }
 
 /* Approximation C of v3's per-skb loss hook: the ACK that reports new losses checks the flight. */
-BBR_INLINE void bbr3_on_losses(struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs)
+BBR_INLINE void bbr3_on_losses(
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 lost, tx_in_flight;
@@ -593,8 +594,9 @@ BBR_INLINE void bbr3_on_losses(struct sock *sk, struct bbr_core *b, struct bbr3 
 	lost = bbr3_lost_in_round(tp, s);
 	tx_in_flight = rs->prior_in_flight;
 	if (bbr3_loss_too_high(tx_in_flight, lost))
-		bbr3_handle_inflight_too_high(sk, b, s, bbr3_inflight_hi_from_lost(tx_in_flight, lost, (u32)rs->losses),
-					      bbr_out_cwnd(sk, b), rs->is_app_limited);
+		bbr3_handle_inflight_too_high(sk, b, s,
+			bbr3_inflight_hi_from_lost(tx_in_flight, lost, (u32)rs->losses), bbr_out_cwnd(sk, b),
+			rs->is_app_limited);
 }
 
 /* An RTO: tcp_enter_loss() has marked the flight lost, then set cwnd to the flight (now ~0) + 1,
@@ -613,7 +615,7 @@ BBR_INLINE void bbr3_on_rto(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
 		return; /* nothing was marked */
 	if (s->bw_probe_samples && bbr3_loss_too_high(flight, lost))
 		bbr3_handle_inflight_too_high(sk, b, s, bbr3_inflight_hi_from_lost(flight, lost, 1),
-					      bbr_max_u32(bbr_out_cwnd(sk, b), b->prior_cwnd), tp->app_limited);
+			bbr_max_u32(bbr_out_cwnd(sk, b), b->prior_cwnd), tp->app_limited);
 	/* After the cut, whose new cycle starts clean: the marks are this round's and cycle's losses. */
 	bbr3_note_loss(tp, s);
 	s->round_lost = tp->lost;
@@ -632,8 +634,8 @@ BBR_INLINE void bbr3_adapt_lower_bounds(struct sock *sk, struct bbr_core *b, str
 	if (s->ecn_in_round && bbr3_ecn(sk, b)) {
 		if (s->inflight_lo == ~0U)
 			s->inflight_lo = bbr_out_cwnd(sk, b);
-		ecn_inflight_lo = bbr3_mul_unit(s->inflight_lo,
-						BBR_UNIT - bbr3_mul_unit(s->ecn_alpha, BBR3_ECN_FACTOR));
+		ecn_inflight_lo = bbr3_mul_unit(
+			s->inflight_lo, BBR_UNIT - bbr3_mul_unit(s->ecn_alpha, BBR3_ECN_FACTOR));
 	}
 	if (s->loss_in_round) {
 		if (s->bw_lo == ~0U)
@@ -650,8 +652,8 @@ BBR_INLINE void bbr3_adapt_lower_bounds(struct sock *sk, struct bbr_core *b, str
 }
 
 /* The max delivery rate and volume of this loss round, and the start of the next. */
-BBR_INLINE void bbr3_update_latest_delivery_signals(struct sock *sk, struct bbr3 *s,
-						    const struct rate_sample *rs, u32 sample_bw)
+BBR_INLINE void bbr3_update_latest_delivery_signals(
+	struct sock *sk, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw)
 {
 	s->loss_round_start = 0;
 	if (rs->interval_us <= 0 || !rs->acked_sacked)
@@ -667,8 +669,8 @@ BBR_INLINE void bbr3_update_latest_delivery_signals(struct sock *sk, struct bbr3
 /* At a loss round's end: restart the latest-delivery filter, the round's loss/CE counts (the
  * telemetry of the round that ended, and approximation B's base).
  */
-BBR_INLINE void bbr3_advance_latest_delivery_signals(struct sock *sk, struct bbr3 *s,
-						     const struct rate_sample *rs, u32 sample_bw)
+BBR_INLINE void bbr3_advance_latest_delivery_signals(
+	struct sock *sk, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
@@ -684,8 +686,8 @@ BBR_INLINE void bbr3_advance_latest_delivery_signals(struct sock *sk, struct bbr
 	s->round_ce = tp->delivered_ce;
 }
 
-BBR_INLINE void bbr3_update_congestion_signals(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
-					       const struct rate_sample *rs, u32 sample_bw)
+BBR_INLINE void bbr3_update_congestion_signals(
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw)
 {
 	if (rs->interval_us <= 0 || !rs->acked_sacked)
 		return;
@@ -729,7 +731,7 @@ BBR_INLINE bool bbr3_check_time_to_probe_bw(struct sock *sk, struct bbr_core *b,
 	u32 v, n = 0;
 
 	if (BBR3_ECN_REPROBE_GAIN && s->ecn_in_cycle && !s->loss_in_cycle && bbr3_ecn(sk, b) &&
-	    inet_csk(sk)->icsk_ca_state == TCP_CA_Open) {
+		inet_csk(sk)->icsk_ca_state == TCP_CA_Open) {
 		/* UP's slope then starts at about reprobe_gain x inflight_hi per round: n = log2 of it. */
 		v = bbr3_mul_unit(s->inflight_hi, BBR3_ECN_REPROBE_GAIN);
 		while (v > 1 && n < BBR3_UP_ROUNDS_MAX) {
@@ -741,8 +743,8 @@ BBR_INLINE bool bbr3_check_time_to_probe_bw(struct sock *sk, struct bbr_core *b,
 	}
 	/* rounds >= min(max rounds, target flight), the target last. */
 	if (bbr3_has_elapsed_in_phase(sk, b, s->probe_wait_us) ||
-	    s->rounds_since_probe >= BBR3_BW_PROBE_MAX_ROUNDS ||
-	    bbr3_reaches_target_inflight(sk, b, s->rounds_since_probe)) {
+		s->rounds_since_probe >= BBR3_BW_PROBE_MAX_ROUNDS ||
+		bbr3_reaches_target_inflight(sk, b, s->rounds_since_probe)) {
 		bbr3_start_bw_probe_refill(sk, b, s, 0);
 		return true;
 	}
@@ -757,11 +759,12 @@ BBR_INLINE u32 bbr3_inflight_with_headroom(const struct bbr3 *s)
 	if (s->inflight_hi == ~0U)
 		return ~0U;
 	headroom = bbr_max_u32(bbr3_mul_unit(s->inflight_hi, bbr3_headroom()), 1);
-	return s->inflight_hi > headroom + BBR_CWND_MIN_TARGET ? s->inflight_hi - headroom : BBR_CWND_MIN_TARGET;
+	return s->inflight_hi > headroom + BBR_CWND_MIN_TARGET ? s->inflight_hi - headroom
+							       : BBR_CWND_MIN_TARGET;
 }
 
-BBR_INLINE bool bbr3_check_time_to_cruise(struct sock *sk, const struct bbr_core *b, const struct bbr3 *s,
-					  u32 inflight, u32 bw)
+BBR_INLINE bool bbr3_check_time_to_cruise(
+	struct sock *sk, const struct bbr_core *b, const struct bbr3 *s, u32 inflight, u32 bw)
 {
 	if (inflight > bbr3_inflight_with_headroom(s))
 		return false;
@@ -771,8 +774,8 @@ BBR_INLINE bool bbr3_check_time_to_cruise(struct sock *sk, const struct bbr_core
 /* Probe feedback: cut inflight_hi when the probe's flight lost (or CE-marked) too much, raise it
  * when a larger flight proved safe. True when it decided a transition.
  */
-BBR_INLINE bool bbr3_adapt_upper_bounds(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
-					const struct rate_sample *rs)
+BBR_INLINE bool bbr3_adapt_upper_bounds(
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs)
 {
 	u32 tx_in_flight = rs->prior_in_flight; /* approximation A */
 
@@ -792,12 +795,12 @@ BBR_INLINE bool bbr3_adapt_upper_bounds(struct sock *sk, struct bbr_core *b, str
 	}
 	if (bbr3_is_inflight_too_high(sk, b, tx_in_flight, bbr3_lost_in_round(tcp_sk(sk), s), rs)) {
 		if (s->bw_probe_samples)
-			bbr3_handle_inflight_too_high(sk, b, s, tx_in_flight, bbr_out_cwnd(sk, b),
-						      rs->is_app_limited);
+			bbr3_handle_inflight_too_high(
+				sk, b, s, tx_in_flight, bbr_out_cwnd(sk, b), rs->is_app_limited);
 		return false;
 	}
 	if (s->inflight_hi == ~0U)
-		return false; /* no bound yet */
+		return false;		   /* no bound yet */
 	if (tx_in_flight > s->inflight_hi) /* a larger flight was safe: robust to random loss */
 		s->inflight_hi = tx_in_flight;
 	if (b->mode == BBRKIT_PROBE_BW && b->cycle_idx == BBRKIT_V3_UP)
@@ -806,8 +809,8 @@ BBR_INLINE bool bbr3_adapt_upper_bounds(struct sock *sk, struct bbr_core *b, str
 }
 
 /* The PROBE_BW sub-phases. */
-BBR_INLINE void bbr3_update_cycle_phase(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
-					const struct rate_sample *rs, u32 sample_bw)
+BBR_INLINE void bbr3_update_cycle_phase(
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw)
 {
 	if (!b->full_bw_reached)
 		return;
@@ -846,16 +849,17 @@ BBR_INLINE void bbr3_update_cycle_phase(struct sock *sk, struct bbr_core *b, str
 }
 
 /* STARTUP ends when a recovery round with many loss events lost too much of its flight. */
-BBR_INLINE void bbr3_check_loss_too_high_in_startup(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
-						    const struct rate_sample *rs)
+BBR_INLINE void bbr3_check_loss_too_high_in_startup(
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs)
 {
 	if (b->full_bw_reached)
 		return;
 	if (rs->losses && s->loss_events_in_round < 0xF)
 		s->loss_events_in_round++;
 	if (s->loss_round_start && inet_csk(sk)->icsk_ca_state == TCP_CA_Recovery &&
-	    s->loss_events_in_round >= BBR3_FULL_LOSS_CNT &&
-	    bbr3_is_inflight_too_high(sk, b, rs->prior_in_flight, bbr3_lost_in_round(tcp_sk(sk), s), rs)) {
+		s->loss_events_in_round >= BBR3_FULL_LOSS_CNT &&
+		bbr3_is_inflight_too_high(
+			sk, b, rs->prior_in_flight, bbr3_lost_in_round(tcp_sk(sk), s), rs)) {
 		bbr3_handle_queue_too_high_in_startup(sk, b, s);
 		return;
 	}
@@ -866,8 +870,8 @@ BBR_INLINE void bbr3_check_loss_too_high_in_startup(struct sock *sk, struct bbr_
 /* v3's plateau estimator: 25% growth of a sample restarts it; 3 rounds without end STARTUP and
  * mark the plateau that ends UP.
  */
-BBR_INLINE void bbr3_v3_check_full_bw(struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs,
-				      u32 sample_bw)
+BBR_INLINE void bbr3_v3_check_full_bw(
+	struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw)
 {
 	if (s->full_bw_now || rs->is_app_limited)
 		return;
@@ -906,8 +910,8 @@ BBR_INLINE void bbr3_check_drain(struct sock *sk, struct bbr_core *b, struct bbr
 		bbr3_reset_congestion_signals(s);
 	}
 	if (b->mode == BBRKIT_DRAIN &&
-	    bbr_packets_in_net_at_edt(sk, b, bbr_packets_in_flight(tp)) <=
-		    bbr3_inflight(sk, b, bbr3_max_bw(s), BBR_UNIT)) {
+		bbr_packets_in_net_at_edt(sk, b, bbr_packets_in_flight(tp)) <=
+			bbr3_inflight(sk, b, bbr3_max_bw(s), BBR_UNIT)) {
 		b->mode = BBRKIT_PROBE_BW;
 		bbr3_start_bw_probe_down(sk, b, s);
 	}
@@ -939,19 +943,20 @@ BBR_INLINE void bbr3_check_probe_rtt_done(struct sock *sk, struct bbr_core *b, s
 /* Two min filters: probe_rtt_min over the PROBE_RTT interval (5 s) times PROBE_RTT, min_rtt over
  * 10 s is the model's. PROBE_RTT holds cwnd at 0.5 x BDP for max(200 ms, one round).
  */
-BBR_INLINE void bbr3_update_min_rtt(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
-				    const struct rate_sample *rs)
+BBR_INLINE void bbr3_update_min_rtt(
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 now = bbr_now_ticks(tp);
 	bool probe_rtt_expired = bbr_after(now, s->probe_rtt_min_stamp + bbr3_probe_rtt_win_ticks());
 
 	if (rs->rtt_us >= 0 &&
-	    ((u64)rs->rtt_us < s->probe_rtt_min_us || (probe_rtt_expired && !rs->is_ack_delayed))) {
+		((u64)rs->rtt_us < s->probe_rtt_min_us || (probe_rtt_expired && !rs->is_ack_delayed))) {
 		s->probe_rtt_min_us = (u32)rs->rtt_us;
 		s->probe_rtt_min_stamp = now;
 	}
-	if (s->probe_rtt_min_us <= b->min_rtt_us || bbr_after(now, b->min_rtt_stamp + BBR_MIN_RTT_WIN_TICKS)) {
+	if (s->probe_rtt_min_us <= b->min_rtt_us ||
+		bbr_after(now, b->min_rtt_stamp + BBR_MIN_RTT_WIN_TICKS)) {
 		b->min_rtt_us = s->probe_rtt_min_us;
 		b->min_rtt_stamp = s->probe_rtt_min_stamp;
 	}
@@ -996,9 +1001,9 @@ BBR_INLINE void bbr3_update_gains(struct bbr_core *b)
 		b->cwnd_gain = BBR3_STARTUP_CWND_GAIN; /* keep cwnd while draining */
 		break;
 	case BBRKIT_PROBE_BW:
-		b->pacing_gain = b->cycle_idx == BBRKIT_V3_UP	  ? BBR3_UP_GAIN :
-				 b->cycle_idx == BBRKIT_V3_DOWN ? BBR3_DOWN_GAIN :
-								  BBR_UNIT;
+		b->pacing_gain = b->cycle_idx == BBRKIT_V3_UP ? BBR3_UP_GAIN
+			: b->cycle_idx == BBRKIT_V3_DOWN      ? BBR3_DOWN_GAIN
+							      : BBR_UNIT;
 		b->cwnd_gain = BBR_CWND_GAIN + (b->cycle_idx == BBRKIT_V3_UP ? BBR3_UP_CWND_EXTRA : 0);
 		break;
 	default: /* BBRKIT_PROBE_RTT */
@@ -1034,8 +1039,7 @@ BBR_INLINE void bbr3_set_cwnd(struct sock *sk, struct bbr_core *b, struct bbr3 *
 /* Cap cwnd by the model: inflight_hi while probing or draining, inflight_hi less headroom while
  * cruising or in PROBE_RTT, and inflight_lo always.
  */
-BBR_INLINE void bbr3_bound_cwnd_for_inflight_model(struct sock *sk, struct bbr_core *b,
-						   const struct bbr3 *s)
+BBR_INLINE void bbr3_bound_cwnd_for_inflight_model(struct sock *sk, struct bbr_core *b, const struct bbr3 *s)
 {
 	u32 cap = ~0U;
 
@@ -1057,7 +1061,7 @@ BBR_INLINE void bbr3_state_init(struct sock *sk, struct bbr_core *b, struct bbr3
 	s->initialized = 1;
 	s->init_cwnd = bbr_min_u32(0x7F, bbr_out_cwnd(sk, b));
 	s->probe_rtt_min_us = tp->rtt_min.s[0].v;
-	s->probe_rtt_min_stamp = b->min_rtt_stamp; /* the core's init clock: tcp_mstamp may be stale */
+	s->probe_rtt_min_stamp = b->min_rtt_stamp;   /* the core's init clock: tcp_mstamp may be stale */
 	s->loss_round_delivered = tp->delivered + 1; /* the first loss round ends with the first flight */
 	s->round_lost = tp->lost;
 	s->round_delivered = tp->delivered;
@@ -1110,7 +1114,8 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 		s->ecn_in_round = 1;
 	/* Rounded up, so that slow flows can grow. */
 	if (rs->interval_us > 0 && rs->delivered >= 0)
-		sample_bw = (u32)(((u64)rs->delivered * BW_UNIT + (u64)rs->interval_us - 1) / (u64)rs->interval_us);
+		sample_bw = (u32)(((u64)rs->delivered * BW_UNIT + (u64)rs->interval_us - 1) /
+			(u64)rs->interval_us);
 	bbr3_update_latest_delivery_signals(sk, s, rs, sample_bw);
 
 	bbr3_update_congestion_signals(sk, b, s, rs, sample_bw);
@@ -1217,8 +1222,10 @@ BBR_INLINE void bbr3_fill_flow(struct bbrkit_flow *f, struct sock *sk, const str
 	f->variant[BBRKIT_VAR_V3_BW_LO] = s->bw_lo;
 	f->variant[BBRKIT_VAR_V3_INFLIGHT_HI] = s->inflight_hi;
 	f->variant[BBRKIT_VAR_V3_INFLIGHT_LO] = s->inflight_lo;
-	f->variant[BBRKIT_VAR_V3_LOSS_RATE] = lost + delivered ? (u16)((u64)lost * BBRKIT_PERMILLE / (lost + delivered)) : 0;
-	f->variant[BBRKIT_VAR_V3_ECN_RATE] = delivered ? (u16)((u64)s->last_round_ce * BBRKIT_PERMILLE / delivered) : 0;
+	f->variant[BBRKIT_VAR_V3_LOSS_RATE] =
+		lost + delivered ? (u16)((u64)lost * BBRKIT_PERMILLE / (lost + delivered)) : 0;
+	f->variant[BBRKIT_VAR_V3_ECN_RATE] =
+		delivered ? (u16)((u64)s->last_round_ce * BBRKIT_PERMILLE / delivered) : 0;
 	f->variant[BBRKIT_VAR_V3_ECN_ALPHA] = s->ecn_alpha;
 }
 
@@ -1243,8 +1250,7 @@ BBR_INLINE void bbr_variant_recovery_start(struct sock *sk, struct bbr_core *b, 
 {
 }
 
-BBR_INLINE u32 bbr_variant_conservation_cwnd(struct sock *sk, struct bbr_core *b, u32 acked, u32 cwnd,
-					     u32 bw)
+BBR_INLINE u32 bbr_variant_conservation_cwnd(struct sock *sk, struct bbr_core *b, u32 acked, u32 cwnd, u32 bw)
 {
 	return cwnd;
 }

@@ -43,10 +43,10 @@ struct bbr_acd_params params SEC(".data.params") = {
 
 struct acd_state {
 	u32 last_rtt_us; /* previous RTT sample */
-	u32 halvings;    /* recoveries in which cwnd was halved */
-	u8 steady;       /* consecutive steady, elevated RTT samples */
-	u8 congested;    /* the detector's verdict on the latest sample */
-	u8 halved;       /* this conservation round already halved (halve_once) */
+	u32 halvings;	 /* recoveries in which cwnd was halved */
+	u8 steady;	 /* consecutive steady, elevated RTT samples */
+	u8 congested;	 /* the detector's verdict on the latest sample */
+	u8 halved;	 /* this conservation round already halved (halve_once) */
 	u8 unused;
 };
 
@@ -84,8 +84,8 @@ BBR_INLINE void bbr_variant_on_ack(struct sock *sk, struct bbr_core *b, const st
 	else
 		st->steady = 0;
 	st->last_rtt_us = rtt;
-	st->congested = st->steady >= steady_needed ||
-			(u64)rtt * BBRKIT_PERMILLE > (u64)factor * b->min_rtt_us;
+	st->congested =
+		st->steady >= steady_needed || (u64)rtt * BBRKIT_PERMILLE > (u64)factor * b->min_rtt_us;
 }
 
 BBR_INLINE bool bbr_variant_end_probe(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs)
@@ -110,8 +110,7 @@ BBR_INLINE void bbr_variant_recovery_start(struct sock *sk, struct bbr_core *b, 
 	st->halvings++;
 }
 
-BBR_INLINE u32 bbr_variant_conservation_cwnd(struct sock *sk, struct bbr_core *b, u32 acked, u32 cwnd,
-					     u32 bw)
+BBR_INLINE u32 bbr_variant_conservation_cwnd(struct sock *sk, struct bbr_core *b, u32 acked, u32 cwnd, u32 bw)
 {
 	struct acd_state *st = acd_state(b);
 

@@ -104,43 +104,43 @@ struct bbr_minmax {
 #define BBR_EXT_WORDS 3
 
 struct bbr_core {
-	u32 min_rtt_us;           /* min RTT in the BBR_MIN_RTT_WIN_TICKS window */
-	u32 min_rtt_stamp;        /* ticks, when min_rtt_us was measured */
-	u32 probe_rtt_done_stamp; /* ticks, end of PROBE_RTT; 0 while not yet armed */
-	struct bbr_minmax bw;     /* max recent delivery rate, packets/us << BW_SCALE */
-	u32 rtt_cnt;              /* packet-timed rounds so far */
-	u32 next_rtt_delivered;   /* tp->delivered at the end of this round */
-	u32 cycle_stamp;          /* us (low 32 bits), start of this gain cycle phase */
-	u32 mode : 3,             /* enum bbrkit_mode */
-	    prev_ca_state : 3,    /* CA state on the previous ACK */
-	    packet_conservation : 1, /* in the first round of recovery */
-	    round_start : 1,      /* this ACK starts a new round */
-	    idle_restart : 1,     /* restarting after idle */
-	    probe_rtt_round_done : 1, /* a PROBE_RTT round at minimum cwnd completed */
-	    lt_is_sampling : 1,   /* taking long-term samples now */
-	    lt_rtt_cnt : 7,       /* rounds in this long-term interval */
-	    lt_use_bw : 1,        /* pace at lt_bw: a policer was detected */
-	    full_bw_reached : 1,  /* STARTUP filled the pipe */
-	    full_bw_cnt : 2,      /* rounds without large bandwidth growth */
-	    cycle_idx : 3,        /* phase in the PROBE_BW gain cycle */
-	    has_seen_rtt : 1,     /* an RTT sample has been seen */
-	    unused_a : 6;
-	u32 lt_bw;                /* long-term delivery rate, packets/us << BW_SCALE */
-	u32 lt_last_delivered;    /* tp->delivered at the start of the LT interval */
-	u32 lt_last_stamp;        /* ms, tp->delivered_mstamp at the start of the LT interval */
-	u32 lt_last_lost;         /* tp->lost at the start of the LT interval */
-	u32 pacing_gain : 10,     /* BBR_UNIT, the state machine's gain */
-	    cwnd_gain : 10,       /* BBR_UNIT */
-	    unused_b : 12;
-	u32 prior_cwnd;           /* cwnd on entering recovery or PROBE_RTT */
-	u32 full_bw;              /* recent bandwidth, to tell if the pipe is full */
-	u32 ack_epoch_stamp;      /* us (low 32 bits), start of the ACK sampling epoch */
-	u16 extra_acked[2];       /* max excess data ACKed in each half of the window */
-	u32 ack_epoch_acked : 20, /* packets (S)ACKed in this epoch */
-	    extra_acked_win_rtts : 5, /* age of extra_acked, in rounds */
-	    extra_acked_win_idx : 1,  /* current half of the extra_acked window */
-	    unused_c : 6;
-	u32 ext[BBR_EXT_WORDS];   /* the variant's own state */
+	u32 min_rtt_us;			  /* min RTT in the BBR_MIN_RTT_WIN_TICKS window */
+	u32 min_rtt_stamp;		  /* ticks, when min_rtt_us was measured */
+	u32 probe_rtt_done_stamp;	  /* ticks, end of PROBE_RTT; 0 while not yet armed */
+	struct bbr_minmax bw;		  /* max recent delivery rate, packets/us << BW_SCALE */
+	u32 rtt_cnt;			  /* packet-timed rounds so far */
+	u32 next_rtt_delivered;		  /* tp->delivered at the end of this round */
+	u32 cycle_stamp;		  /* us (low 32 bits), start of this gain cycle phase */
+	u32 mode : 3,			  /* enum bbrkit_mode */
+		prev_ca_state : 3,	  /* CA state on the previous ACK */
+		packet_conservation : 1,  /* in the first round of recovery */
+		round_start : 1,	  /* this ACK starts a new round */
+		idle_restart : 1,	  /* restarting after idle */
+		probe_rtt_round_done : 1, /* a PROBE_RTT round at minimum cwnd completed */
+		lt_is_sampling : 1,	  /* taking long-term samples now */
+		lt_rtt_cnt : 7,		  /* rounds in this long-term interval */
+		lt_use_bw : 1,		  /* pace at lt_bw: a policer was detected */
+		full_bw_reached : 1,	  /* STARTUP filled the pipe */
+		full_bw_cnt : 2,	  /* rounds without large bandwidth growth */
+		cycle_idx : 3,		  /* phase in the PROBE_BW gain cycle */
+		has_seen_rtt : 1,	  /* an RTT sample has been seen */
+		unused_a : 6;
+	u32 lt_bw;		/* long-term delivery rate, packets/us << BW_SCALE */
+	u32 lt_last_delivered;	/* tp->delivered at the start of the LT interval */
+	u32 lt_last_stamp;	/* ms, tp->delivered_mstamp at the start of the LT interval */
+	u32 lt_last_lost;	/* tp->lost at the start of the LT interval */
+	u32 pacing_gain : 10,	/* BBR_UNIT, the state machine's gain */
+		cwnd_gain : 10, /* BBR_UNIT */
+		unused_b : 12;
+	u32 prior_cwnd;			  /* cwnd on entering recovery or PROBE_RTT */
+	u32 full_bw;			  /* recent bandwidth, to tell if the pipe is full */
+	u32 ack_epoch_stamp;		  /* us (low 32 bits), start of the ACK sampling epoch */
+	u16 extra_acked[2];		  /* max excess data ACKed in each half of the window */
+	u32 ack_epoch_acked : 20,	  /* packets (S)ACKed in this epoch */
+		extra_acked_win_rtts : 5, /* age of extra_acked, in rounds */
+		extra_acked_win_idx : 1,  /* current half of the extra_acked window */
+		unused_c : 6;
+	u32 ext[BBR_EXT_WORDS]; /* the variant's own state */
 };
 
 _Static_assert(sizeof(struct bbr_core) <= 104, "BBR state must fit in icsk_ca_priv");
@@ -156,8 +156,8 @@ BBR_INLINE u32 bbr_variant_pacing_gain(struct sock *sk, struct bbr_core *b, cons
 /* TCP just entered Recovery; may start packet conservation and set *cwnd. */
 BBR_INLINE void bbr_variant_recovery_start(struct sock *sk, struct bbr_core *b, u32 acked, u32 *cwnd);
 /* cwnd during packet conservation, from the current cwnd (already reduced by losses). */
-BBR_INLINE u32 bbr_variant_conservation_cwnd(struct sock *sk, struct bbr_core *b, u32 acked, u32 cwnd,
-					     u32 bw);
+BBR_INLINE u32 bbr_variant_conservation_cwnd(
+	struct sock *sk, struct bbr_core *b, u32 acked, u32 cwnd, u32 bw);
 /* Fill the variant's part of a state record. */
 BBR_INLINE void bbr_variant_fill(struct bbrkit_flow *f, const struct bbr_core *b);
 
@@ -537,9 +537,8 @@ BBR_INLINE void bbr_cwnd_event(struct sock *sk, enum tcp_ca_event event)
 }
 
 /* Recovery: conservation in the first round (as the variant decides), restore on exit. */
-BBR_INLINE bool bbr_set_cwnd_to_recover_or_restore(struct sock *sk, struct bbr_core *b,
-						    const struct rate_sample *rs, u32 acked, u32 bw,
-						    u32 *new_cwnd)
+BBR_INLINE bool bbr_set_cwnd_to_recover_or_restore(
+	struct sock *sk, struct bbr_core *b, const struct rate_sample *rs, u32 acked, u32 bw, u32 *new_cwnd)
 {
 	u8 prev_state = b->prev_ca_state;
 	u8 state = inet_csk(sk)->icsk_ca_state;
@@ -584,8 +583,8 @@ BBR_INLINE u32 bbr_v1_conservation_cwnd(struct sock *sk, u32 acked, u32 cwnd)
 }
 
 /* Slow-start towards the target cwnd, or snap down to it once the pipe is full. */
-BBR_INLINE void bbr_set_cwnd(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs, u32 acked,
-			     u32 bw, u32 gain)
+BBR_INLINE void bbr_set_cwnd(
+	struct sock *sk, struct bbr_core *b, const struct rate_sample *rs, u32 acked, u32 bw, u32 gain)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 cwnd = bbr_out_cwnd(sk, b), target_cwnd;
@@ -694,7 +693,8 @@ BBR_INLINE void bbr_lt_bw_interval_done(struct sock *sk, struct bbr_core *b, u32
 	if (b->lt_bw) {
 		diff = bw > b->lt_bw ? bw - b->lt_bw : b->lt_bw - bw;
 		if ((diff * BBR_UNIT <= BBR_LT_BW_RATIO * b->lt_bw) ||
-		    (bbr_rate_bytes_per_sec(tcp_sk(sk), diff, BBR_UNIT) <= BBR_LT_BW_DIFF_BYTES_PER_SEC)) {
+			(bbr_rate_bytes_per_sec(tcp_sk(sk), diff, BBR_UNIT) <=
+				BBR_LT_BW_DIFF_BYTES_PER_SEC)) {
 			b->lt_bw = (bw + b->lt_bw) >> 1; /* average of the two intervals */
 			b->lt_use_bw = 1;
 			b->pacing_gain = BBR_UNIT; /* avoid drops at the policer */
@@ -716,8 +716,7 @@ BBR_INLINE void bbr_lt_bw_sampling(struct sock *sk, struct bbr_core *b, const st
 	u64 bw;
 
 	if (b->lt_use_bw) {
-		if (b->mode == BBRKIT_PROBE_BW && b->round_start &&
-		    ++b->lt_rtt_cnt >= BBR_LT_BW_MAX_RTTS) {
+		if (b->mode == BBRKIT_PROBE_BW && b->round_start && ++b->lt_rtt_cnt >= BBR_LT_BW_MAX_RTTS) {
 			bbr_reset_lt_bw_sampling(sk, b);
 			bbr_reset_probe_bw_mode(sk, b); /* probe again */
 		}
@@ -834,7 +833,7 @@ BBR_INLINE void bbr_update_ack_aggregation(struct sock *sk, struct bbr_core *b, 
 
 	/* New epoch when ACKs arrive slower than expected, or the epoch is very old. */
 	if (b->ack_epoch_acked <= expected_acked ||
-	    b->ack_epoch_acked + rs->acked_sacked >= BBR_ACK_EPOCH_ACKED_RESET_THRESH) {
+		b->ack_epoch_acked + rs->acked_sacked >= BBR_ACK_EPOCH_ACKED_RESET_THRESH) {
 		b->ack_epoch_acked = 0;
 		b->ack_epoch_stamp = (u32)tp->delivered_mstamp;
 		expected_acked = 0;
@@ -874,8 +873,8 @@ BBR_INLINE void bbr_check_drain(struct sock *sk, struct bbr_core *b)
 		bbr_out_set_ssthresh(sk, b, bbr_inflight(sk, b, bbr_max_bw(b), BBR_UNIT));
 	}
 	if (b->mode == BBRKIT_DRAIN &&
-	    bbr_packets_in_net_at_edt(sk, b, bbr_packets_in_flight(tp)) <=
-		    bbr_inflight(sk, b, bbr_max_bw(b), BBR_UNIT))
+		bbr_packets_in_net_at_edt(sk, b, bbr_packets_in_flight(tp)) <=
+			bbr_inflight(sk, b, bbr_max_bw(b), BBR_UNIT))
 		bbr_reset_probe_bw_mode(sk, b); /* queue drained */
 }
 
@@ -898,8 +897,7 @@ BBR_INLINE void bbr_update_min_rtt(struct sock *sk, struct bbr_core *b, const st
 	u32 now = bbr_now_ticks(tp);
 	bool filter_expired = bbr_after(now, b->min_rtt_stamp + BBR_MIN_RTT_WIN_TICKS);
 
-	if (rs->rtt_us >= 0 &&
-	    ((u64)rs->rtt_us < b->min_rtt_us || (filter_expired && !rs->is_ack_delayed))) {
+	if (rs->rtt_us >= 0 && ((u64)rs->rtt_us < b->min_rtt_us || (filter_expired && !rs->is_ack_delayed))) {
 		b->min_rtt_us = (u32)rs->rtt_us;
 		b->min_rtt_stamp = now;
 	}
@@ -1079,9 +1077,9 @@ BBR_INLINE void bbr_fill_flow(struct bbrkit_flow *f, struct sock *sk, const stru
 	f->ca_state = inet_csk(sk)->icsk_ca_state;
 	f->cycle_idx = b->cycle_idx;
 	f->flags = (b->full_bw_reached ? BBRKIT_F_FULL_BW_REACHED : 0) |
-		   (b->lt_use_bw ? BBRKIT_F_LT_USE_BW : 0) |
-		   (b->packet_conservation ? BBRKIT_F_PACKET_CONSERVATION : 0) |
-		   (b->idle_restart ? BBRKIT_F_IDLE_RESTART : 0);
+		(b->lt_use_bw ? BBRKIT_F_LT_USE_BW : 0) |
+		(b->packet_conservation ? BBRKIT_F_PACKET_CONSERVATION : 0) |
+		(b->idle_restart ? BBRKIT_F_IDLE_RESTART : 0);
 	f->pacing_gain = b->pacing_gain;
 	f->cwnd_gain = b->cwnd_gain;
 	f->bw = bbr_bw(b);

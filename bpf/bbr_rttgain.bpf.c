@@ -76,7 +76,7 @@ BBR_INLINE u32 bbr_variant_pacing_gain(struct sock *sk, struct bbr_core *b, cons
 		return b->pacing_gain;
 	if (rs->rtt_us > 0) {
 		gain = (u32)((u64)rttgain_alpha() * BBR_UNIT * b->min_rtt_us /
-			     ((u64)rs->rtt_us * BBRKIT_PERMILLE));
+			((u64)rs->rtt_us * BBRKIT_PERMILLE));
 		floor = BBRKIT_PARAM(params.gain_floor_permille, BBR_RTTGAIN_GAIN_FLOOR) * BBR_UNIT /
 			BBRKIT_PERMILLE;
 		st->cruise_gain = bbr_max_u32(bbr_max_u32(gain, floor), 1);
@@ -89,8 +89,7 @@ BBR_INLINE void bbr_variant_recovery_start(struct sock *sk, struct bbr_core *b, 
 	bbr_v1_recovery_start(sk, b, acked, cwnd);
 }
 
-BBR_INLINE u32 bbr_variant_conservation_cwnd(struct sock *sk, struct bbr_core *b, u32 acked, u32 cwnd,
-					     u32 bw)
+BBR_INLINE u32 bbr_variant_conservation_cwnd(struct sock *sk, struct bbr_core *b, u32 acked, u32 cwnd, u32 bw)
 {
 	return bbr_v1_conservation_cwnd(sk, acked, cwnd);
 }

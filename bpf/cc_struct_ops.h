@@ -16,59 +16,59 @@
 
 #define CC_NON_RESTRICTED 0x1 /* TCP_CONG_NON_RESTRICTED: any user may select it, like the kernel's bbr */
 
-#define CC_STRUCT_OPS(var, cc_name, impl)                                                          \
-	SEC("struct_ops")                                                                          \
-	void BPF_PROG(bbrkit_init, struct sock *sk)                                                \
-	{                                                                                          \
-		impl(init)(sk);                                                                    \
-	}                                                                                          \
-	SEC("struct_ops")                                                                          \
+#define CC_STRUCT_OPS(var, cc_name, impl) \
+	SEC("struct_ops") \
+	void BPF_PROG(bbrkit_init, struct sock *sk) \
+	{ \
+		impl(init)(sk); \
+	} \
+	SEC("struct_ops") \
 	void BPF_PROG(bbrkit_main, struct sock *sk, u32 ack, int flag, const struct rate_sample *rs) \
-	{                                                                                          \
-		impl(main)(sk, ack, flag, rs);                                                     \
-	}                                                                                          \
-	SEC("struct_ops")                                                                          \
-	u32 BPF_PROG(bbrkit_ssthresh, struct sock *sk)                                             \
-	{                                                                                          \
-		return impl(ssthresh)(sk);                                                         \
-	}                                                                                          \
-	SEC("struct_ops")                                                                          \
-	u32 BPF_PROG(bbrkit_undo_cwnd, struct sock *sk)                                            \
-	{                                                                                          \
-		return impl(undo_cwnd)(sk);                                                        \
-	}                                                                                          \
-	SEC("struct_ops")                                                                          \
-	void BPF_PROG(bbrkit_cwnd_event, struct sock *sk, enum tcp_ca_event event)                 \
-	{                                                                                          \
-		impl(cwnd_event)(sk, event);                                                       \
-	}                                                                                          \
-	SEC("struct_ops")                                                                          \
-	void BPF_PROG(bbrkit_set_state, struct sock *sk, u8 new_state)                             \
-	{                                                                                          \
-		impl(set_state)(sk, new_state);                                                    \
-	}                                                                                          \
-	SEC("struct_ops")                                                                          \
-	u32 BPF_PROG(bbrkit_sndbuf, struct sock *sk)                                               \
-	{                                                                                          \
-		return impl(sndbuf_expand)(sk);                                                    \
-	}                                                                                          \
-	SEC("struct_ops")                                                                          \
-	u32 BPF_PROG(bbrkit_tso_segs, struct sock *sk)                                             \
-	{                                                                                          \
-		return impl(min_tso_segs)(sk);                                                     \
-	}                                                                                          \
-	SEC(".struct_ops")                                                                         \
-	struct tcp_congestion_ops var = {                                                          \
-		.init = (void *)bbrkit_init,                                                       \
-		.cong_control = (void *)bbrkit_main,                                               \
-		.ssthresh = (void *)bbrkit_ssthresh,                                               \
-		.undo_cwnd = (void *)bbrkit_undo_cwnd,                                             \
-		.cwnd_event = (void *)bbrkit_cwnd_event,                                           \
-		.set_state = (void *)bbrkit_set_state,                                             \
-		.sndbuf_expand = (void *)bbrkit_sndbuf,                                            \
-		.min_tso_segs = (void *)bbrkit_tso_segs,                                           \
-		.flags = CC_NON_RESTRICTED,                                                        \
-		.name = cc_name,                                                                   \
+	{ \
+		impl(main)(sk, ack, flag, rs); \
+	} \
+	SEC("struct_ops") \
+	u32 BPF_PROG(bbrkit_ssthresh, struct sock *sk) \
+	{ \
+		return impl(ssthresh)(sk); \
+	} \
+	SEC("struct_ops") \
+	u32 BPF_PROG(bbrkit_undo_cwnd, struct sock *sk) \
+	{ \
+		return impl(undo_cwnd)(sk); \
+	} \
+	SEC("struct_ops") \
+	void BPF_PROG(bbrkit_cwnd_event, struct sock *sk, enum tcp_ca_event event) \
+	{ \
+		impl(cwnd_event)(sk, event); \
+	} \
+	SEC("struct_ops") \
+	void BPF_PROG(bbrkit_set_state, struct sock *sk, u8 new_state) \
+	{ \
+		impl(set_state)(sk, new_state); \
+	} \
+	SEC("struct_ops") \
+	u32 BPF_PROG(bbrkit_sndbuf, struct sock *sk) \
+	{ \
+		return impl(sndbuf_expand)(sk); \
+	} \
+	SEC("struct_ops") \
+	u32 BPF_PROG(bbrkit_tso_segs, struct sock *sk) \
+	{ \
+		return impl(min_tso_segs)(sk); \
+	} \
+	SEC(".struct_ops") \
+	struct tcp_congestion_ops var = { \
+		.init = (void *)bbrkit_init, \
+		.cong_control = (void *)bbrkit_main, \
+		.ssthresh = (void *)bbrkit_ssthresh, \
+		.undo_cwnd = (void *)bbrkit_undo_cwnd, \
+		.cwnd_event = (void *)bbrkit_cwnd_event, \
+		.set_state = (void *)bbrkit_set_state, \
+		.sndbuf_expand = (void *)bbrkit_sndbuf, \
+		.min_tso_segs = (void *)bbrkit_tso_segs, \
+		.flags = CC_NON_RESTRICTED, \
+		.name = cc_name, \
 	}
 
 #endif /* CC_STRUCT_OPS_H */

@@ -23,8 +23,8 @@
 #define BBRKIT_PERMILLE 1000
 
 enum bbrkit_mode {
-	BBRKIT_STARTUP,   /* ramp up sending rate rapidly to fill the pipe */
-	BBRKIT_DRAIN,     /* drain the queue created during startup */
+	BBRKIT_STARTUP,	  /* ramp up sending rate rapidly to fill the pipe */
+	BBRKIT_DRAIN,	  /* drain the queue created during startup */
 	BBRKIT_PROBE_BW,  /* discover and share bandwidth: pace around the estimate */
 	BBRKIT_PROBE_RTT, /* cut inflight to the minimum to probe min_rtt */
 };
@@ -32,39 +32,39 @@ enum bbrkit_mode {
 /* Why a record was produced. */
 enum bbrkit_event {
 	BBRKIT_EV_SNAPSHOT, /* bbrctl flows: state read on demand by the iterator */
-	BBRKIT_EV_INIT,     /* the connection started using the algorithm */
+	BBRKIT_EV_INIT,	    /* the connection started using the algorithm */
 	BBRKIT_EV_ROUND,    /* a packet-timed round trip ended */
-	BBRKIT_EV_MODE,     /* the state machine changed mode */
+	BBRKIT_EV_MODE,	    /* the state machine changed mode */
 };
 
 /* Record flag bits. */
 #define BBRKIT_F_FULL_BW_REACHED (1U << 0)
-#define BBRKIT_F_LT_USE_BW (1U << 1)       /* policer detected: pacing at the long-term rate */
+#define BBRKIT_F_LT_USE_BW (1U << 1) /* policer detected: pacing at the long-term rate */
 #define BBRKIT_F_PACKET_CONSERVATION (1U << 2)
 #define BBRKIT_F_IDLE_RESTART (1U << 3)
 #define BBRKIT_F_IPV6 (1U << 4)
 
 /* Slots of bbrkit_flow.variant for the variants' own state. */
-#define BBRKIT_VAR_RTTGAIN_GAIN 0 /* last RTT-based cruise gain, BBR_UNIT */
-#define BBRKIT_VAR_ACD_STEADY 0   /* consecutive steady elevated RTT samples */
-#define BBRKIT_VAR_ACD_CONGESTED 1 /* 1 when the detector declares congestion */
-#define BBRKIT_VAR_ACD_HALVINGS 2 /* cwnd halvings applied so far */
-#define BBRKIT_VAR_V3_PHASE 0        /* bbr2/bbr3 PROBE_BW sub-phase, enum bbrkit_v3_phase */
-#define BBRKIT_VAR_V3_BW_HI 1        /* long-term max bw, packets/us << BW_SCALE */
-#define BBRKIT_VAR_V3_BW_LO 2        /* short-term bound, same unit; BBRKIT_VAR_NONE: unset */
-#define BBRKIT_VAR_V3_INFLIGHT_HI 3  /* packets; BBRKIT_VAR_NONE: unset */
-#define BBRKIT_VAR_V3_INFLIGHT_LO 4  /* packets; BBRKIT_VAR_NONE: unset */
-#define BBRKIT_VAR_V3_LOSS_RATE 5    /* lost / (lost + delivered) of the last loss round, permille */
-#define BBRKIT_VAR_V3_ECN_RATE 6     /* CE-marked / delivered of the last loss round, permille */
-#define BBRKIT_VAR_V3_ECN_ALPHA 7    /* EWMA of the CE fraction, BBR_UNIT */
+#define BBRKIT_VAR_RTTGAIN_GAIN 0   /* last RTT-based cruise gain, BBR_UNIT */
+#define BBRKIT_VAR_ACD_STEADY 0	    /* consecutive steady elevated RTT samples */
+#define BBRKIT_VAR_ACD_CONGESTED 1  /* 1 when the detector declares congestion */
+#define BBRKIT_VAR_ACD_HALVINGS 2   /* cwnd halvings applied so far */
+#define BBRKIT_VAR_V3_PHASE 0	    /* bbr2/bbr3 PROBE_BW sub-phase, enum bbrkit_v3_phase */
+#define BBRKIT_VAR_V3_BW_HI 1	    /* long-term max bw, packets/us << BW_SCALE */
+#define BBRKIT_VAR_V3_BW_LO 2	    /* short-term bound, same unit; BBRKIT_VAR_NONE: unset */
+#define BBRKIT_VAR_V3_INFLIGHT_HI 3 /* packets; BBRKIT_VAR_NONE: unset */
+#define BBRKIT_VAR_V3_INFLIGHT_LO 4 /* packets; BBRKIT_VAR_NONE: unset */
+#define BBRKIT_VAR_V3_LOSS_RATE 5   /* lost / (lost + delivered) of the last loss round, permille */
+#define BBRKIT_VAR_V3_ECN_RATE 6    /* CE-marked / delivered of the last loss round, permille */
+#define BBRKIT_VAR_V3_ECN_ALPHA 7   /* EWMA of the CE fraction, BBR_UNIT */
 #define BBRKIT_VAR_SLOTS 8
 /* A variant slot with no value (a bound that is not set). */
 #define BBRKIT_VAR_NONE 0xffffffffU
 
 /* PROBE_BW sub-phases of bbr2/bbr3 (the kernel's cycle_idx); NONE outside PROBE_BW. */
 enum bbrkit_v3_phase {
-	BBRKIT_V3_UP,     /* pace at 5/4 x bw to probe for more bandwidth */
-	BBRKIT_V3_DOWN,   /* pace below bw to drain the probe's queue */
+	BBRKIT_V3_UP,	  /* pace at 5/4 x bw to probe for more bandwidth */
+	BBRKIT_V3_DOWN,	  /* pace below bw to drain the probe's queue */
 	BBRKIT_V3_CRUISE, /* pace at bw, leaving headroom below inflight_hi */
 	BBRKIT_V3_REFILL, /* one round at bw with the short-term bounds lifted, before UP */
 	BBRKIT_V3_NONE,
@@ -72,35 +72,35 @@ enum bbrkit_v3_phase {
 
 /* One flow's state: the ring buffer's trace record and the flows iterator's output. */
 struct bbrkit_flow {
-	__u64 t_ns;          /* CLOCK_MONOTONIC, bpf_ktime_get_ns() */
-	__u64 cookie;        /* identifies the flow across records: its start, CLOCK_MONOTONIC ns */
-	__u64 pacing_rate;   /* bytes per second */
-	__u64 bw;            /* bandwidth estimate, packets/us << BW_SCALE */
-	__u8 saddr[16];      /* IPv4 in the first four bytes unless BBRKIT_F_IPV6 */
+	__u64 t_ns;	   /* CLOCK_MONOTONIC, bpf_ktime_get_ns() */
+	__u64 cookie;	   /* identifies the flow across records: its start, CLOCK_MONOTONIC ns */
+	__u64 pacing_rate; /* bytes per second */
+	__u64 bw;	   /* bandwidth estimate, packets/us << BW_SCALE */
+	__u8 saddr[16];	   /* IPv4 in the first four bytes unless BBRKIT_F_IPV6 */
 	__u8 daddr[16];
-	__u16 sport;         /* host byte order */
+	__u16 sport; /* host byte order */
 	__u16 dport;
-	__u8 event;          /* enum bbrkit_event */
-	__u8 mode;           /* enum bbrkit_mode */
-	__u8 ca_state;       /* TCP_CA_Open .. TCP_CA_Loss */
-	__u8 cycle_idx;      /* PROBE_BW gain cycle phase */
-	__u32 flags;         /* BBRKIT_F_* */
-	__u32 netns;         /* network namespace inode number */
-	__u32 pacing_gain;   /* BBR_UNIT */
-	__u32 cwnd_gain;     /* BBR_UNIT */
+	__u8 event;	   /* enum bbrkit_event */
+	__u8 mode;	   /* enum bbrkit_mode */
+	__u8 ca_state;	   /* TCP_CA_Open .. TCP_CA_Loss */
+	__u8 cycle_idx;	   /* PROBE_BW gain cycle phase */
+	__u32 flags;	   /* BBRKIT_F_* */
+	__u32 netns;	   /* network namespace inode number */
+	__u32 pacing_gain; /* BBR_UNIT */
+	__u32 cwnd_gain;   /* BBR_UNIT */
 	__u32 min_rtt_us;
-	__u32 rtt_us;        /* latest RTT sample */
-	__u32 srtt_us;       /* smoothed RTT */
-	__u32 cwnd;          /* packets */
-	__u32 inflight;      /* packets */
-	__u32 round;         /* packet-timed round trips so far */
-	__u32 mss;           /* bytes */
-	__u32 lost;          /* packets lost, total */
-	__u32 retrans;       /* segments retransmitted, total */
-	__u32 delivered;     /* packets delivered, total */
-	__u32 prior_cwnd;    /* cwnd saved on entering recovery or PROBE_RTT */
+	__u32 rtt_us;	  /* latest RTT sample */
+	__u32 srtt_us;	  /* smoothed RTT */
+	__u32 cwnd;	  /* packets */
+	__u32 inflight;	  /* packets */
+	__u32 round;	  /* packet-timed round trips so far */
+	__u32 mss;	  /* bytes */
+	__u32 lost;	  /* packets lost, total */
+	__u32 retrans;	  /* segments retransmitted, total */
+	__u32 delivered;  /* packets delivered, total */
+	__u32 prior_cwnd; /* cwnd saved on entering recovery or PROBE_RTT */
 	__u32 variant[BBRKIT_VAR_SLOTS];
-	__u32 pad;           /* explicit: the record is 8-byte aligned, and readers see no hidden hole */
+	__u32 pad; /* explicit: the record is 8-byte aligned, and readers see no hidden hole */
 };
 /* The ring buffer's record size is ABI between the BPF objects and the readers. */
 _Static_assert(sizeof(struct bbrkit_flow) == 168, "struct bbrkit_flow changed size: readers must follow");
@@ -150,7 +150,7 @@ static inline __attribute__((always_inline)) __u32 bbrkit_param(__u32 raw, __u32
 #define BBRKIT_PARAM(raw, prefix) bbrkit_param(raw, prefix##_MIN, prefix##_MAX, prefix##_DEF)
 
 struct bbr_rttgain_params {
-	__u32 alpha_permille;      /* cruise gain = alpha x min_rtt / rtt */
+	__u32 alpha_permille;	   /* cruise gain = alpha x min_rtt / rtt */
 	__u32 probe_exit_permille; /* probe phase ends when rtt >= probe_exit x min_rtt */
 	__u32 gain_floor_permille; /* lower bound of the cruise gain; 0 keeps the paper's (none) */
 };
@@ -181,18 +181,18 @@ struct bbr_rttgain_params {
 #define BBR_RTTGAIN_GAIN_FLOOR_USUAL_MAX 900 /* near 1 the RTT-based gain no longer acts */
 
 struct bbr_acd_params {
-	__u32 tolerance_us;        /* |rtt - previous rtt| <= tolerance counts as steady */
+	__u32 tolerance_us;	   /* |rtt - previous rtt| <= tolerance counts as steady */
 	__u32 rtt_factor_permille; /* rtt > rtt_factor x min_rtt declares congestion */
-	__u32 steady_acks;         /* consecutive steady elevated ACKs that declare congestion */
-	__u32 halve_once;          /* 0: halve on every ACK of the round (listing); 1: once */
+	__u32 steady_acks;	   /* consecutive steady elevated ACKs that declare congestion */
+	__u32 halve_once;	   /* 0: halve on every ACK of the round (listing); 1: once */
 };
 
 /* Paper alpha = 1000 us; its Table 3 also runs 500 and 1500 us. 0 counts only equal samples. */
 #define BBR_ACD_TOLERANCE_DEF 1000
 #define BBR_ACD_TOLERANCE_MIN 0
 #define BBR_ACD_TOLERANCE_MAX 1000000
-#define BBR_ACD_TOLERANCE_USUAL_MIN 100    /* under 0.1 ms jitter alone keeps the detector quiet */
-#define BBR_ACD_TOLERANCE_USUAL_MAX 10000  /* over 10 ms most queues look steady */
+#define BBR_ACD_TOLERANCE_USUAL_MIN 100	  /* under 0.1 ms jitter alone keeps the detector quiet */
+#define BBR_ACD_TOLERANCE_USUAL_MAX 10000 /* over 10 ms most queues look steady */
 /* Paper: twice min_rtt; 1.0 would call every queue congestion. */
 #define BBR_ACD_RTT_FACTOR_DEF 2000
 #define BBR_ACD_RTT_FACTOR_MIN 1000
@@ -204,7 +204,7 @@ struct bbr_acd_params {
 #define BBR_ACD_STEADY_ACKS_MIN 2
 #define BBR_ACD_STEADY_ACKS_MAX 255
 #define BBR_ACD_STEADY_ACKS_USUAL_MIN 2
-#define BBR_ACD_STEADY_ACKS_USUAL_MAX 16   /* over 16 the steady rule hardly ever fires */
+#define BBR_ACD_STEADY_ACKS_USUAL_MAX 16 /* over 16 the steady rule hardly ever fires */
 #define BBR_ACD_HALVE_ONCE_DEF 0
 #define BBR_ACD_HALVE_ONCE_MIN 0
 #define BBR_ACD_HALVE_ONCE_MAX 1
@@ -216,11 +216,11 @@ struct bbr_acd_params {
  */
 struct bbr3_params {
 	__u32 loss_thresh_permille;  /* a probe that loses more than this share of its flight went too far */
-	__u32 beta_permille;         /* multiplicative factor kept by a loss cut (bw_lo, inflight_lo, _hi) */
+	__u32 beta_permille;	     /* multiplicative factor kept by a loss cut (bw_lo, inflight_lo, _hi) */
 	__u32 headroom_permille;     /* share of inflight_hi left unused while cruising */
-	__u32 ecn;                   /* 1: react to CE marks (needs a shallow-threshold marking path) */
+	__u32 ecn;		     /* 1: react to CE marks (needs a shallow-threshold marking path) */
 	__u32 ecn_thresh_permille;   /* a probe whose ACKs carry more CE than this went too far */
-	__u32 ecn_max_rtt_us;        /* ECN is used only while min_rtt <= this; 0: at any RTT */
+	__u32 ecn_max_rtt_us;	     /* ECN is used only while min_rtt <= this; 0: at any RTT */
 	__u32 probe_rtt_interval_ms; /* enter PROBE_RTT when min_rtt was not refreshed for this long */
 	__u32 probe_wait_base_ms;    /* wall-clock wait between bandwidth probes: base + */
 	__u32 probe_wait_rand_ms;    /* ... a uniform random part below this */
@@ -274,7 +274,7 @@ struct bbr3_params {
 #define BBR3_PROBE_WAIT_BASE_DEF 2000
 #define BBR3_PROBE_WAIT_BASE_MIN 0
 #define BBR3_PROBE_WAIT_BASE_MAX 60000
-#define BBR3_PROBE_WAIT_BASE_USUAL_MIN 500  /* under 0.5 s probes come every few rounds */
+#define BBR3_PROBE_WAIT_BASE_USUAL_MIN 500   /* under 0.5 s probes come every few rounds */
 #define BBR3_PROBE_WAIT_BASE_USUAL_MAX 10000 /* over 10 s new bandwidth goes unnoticed long */
 #define BBR3_PROBE_WAIT_RAND_DEF 1000
 #define BBR3_PROBE_WAIT_RAND_MIN 0
@@ -284,10 +284,10 @@ struct bbr3_params {
 
 /* bpffs layout: BBRKIT_PIN_ROOT/<algo>/<one of the names below>. */
 #define BBRKIT_PIN_ROOT "/sys/fs/bpf/bbrkit"
-#define BBRKIT_PIN_LINK "link"     /* struct_ops link: the registration itself */
-#define BBRKIT_PIN_ABI "abi"       /* the attached object's BBRKIT_ABI_SECTION map */
+#define BBRKIT_PIN_LINK "link"	   /* struct_ops link: the registration itself */
+#define BBRKIT_PIN_ABI "abi"	   /* the attached object's BBRKIT_ABI_SECTION map */
 #define BBRKIT_PIN_PARAMS "params" /* parameter map, when the algorithm has parameters */
-#define BBRKIT_PIN_CTL "ctl"       /* struct bbrkit_ctl */
+#define BBRKIT_PIN_CTL "ctl"	   /* struct bbrkit_ctl */
 #define BBRKIT_PIN_EVENTS "events" /* trace ring buffer */
 #define BBRKIT_PIN_FLOWS "flows"   /* sk_storage map iterator link: one record per live flow */
 /* iter/tcp link, where the kernel refuses map iterators: read it inside each network namespace. */

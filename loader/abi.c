@@ -22,12 +22,14 @@ int check_object_abi(struct bpf_object *obj, const char *what)
 	if (m)
 		value = bpf_map__initial_value(m, &size);
 	if (!value || size != sizeof(version))
-		return fail(0, "%s has no ABI version (section " BBRKIT_ABI_SECTION "): built from an older "
-			    "bbrkit, rebuild it from this one", what);
+		return fail(0,
+			"%s has no ABI version (section " BBRKIT_ABI_SECTION "): built from an older "
+			"bbrkit, rebuild it from this one",
+			what);
 	memcpy(&version, value, sizeof(version));
 	if (version != BBRKIT_ABI_VERSION)
 		return fail(0, "%s has ABI version %u, this bbrctl reads %u: rebuild it from the same bbrkit",
-			    what, version, BBRKIT_ABI_VERSION);
+			what, version, BBRKIT_ABI_VERSION);
 	return EXIT_SUCCESS;
 }
 
@@ -38,8 +40,10 @@ int check_attached_abi(const struct algo *a)
 	int fd = open_pinned(a, BBRKIT_PIN_ABI, BPF_F_RDONLY), err;
 
 	if (fd == -ENOENT)
-		return fail(0, "%s was attached by a bbrctl without ABI versions (no pin '" BBRKIT_PIN_ABI
-			    "'): detach and attach it with this bbrctl", a->name);
+		return fail(0,
+			"%s was attached by a bbrctl without ABI versions (no pin '" BBRKIT_PIN_ABI
+			"'): detach and attach it with this bbrctl",
+			a->name);
 	if (fd < 0)
 		return fail(fd, "cannot open %s's pinned ABI version", a->name);
 	err = bpf_obj_get_info_by_fd(fd, &info, &len) ? -errno : 0;
@@ -51,7 +55,9 @@ int check_attached_abi(const struct algo *a)
 	if (err)
 		return fail(err, "cannot read %s's pinned ABI version", a->name);
 	if (version != BBRKIT_ABI_VERSION)
-		return fail(0, "%s was attached with ABI version %u, this bbrctl reads %u: detach and attach it "
-			    "with this bbrctl", a->name, version, BBRKIT_ABI_VERSION);
+		return fail(0,
+			"%s was attached with ABI version %u, this bbrctl reads %u: detach and attach it "
+			"with this bbrctl",
+			a->name, version, BBRKIT_ABI_VERSION);
 	return EXIT_SUCCESS;
 }

@@ -60,8 +60,10 @@ static int clear_the_way(const struct algo *a, int rootfd, bool *done)
 			return fail(err, "cannot remove the dead registration's pins %s", dir);
 	}
 	if (kernel_has_cc(a->name))
-		return fail(0, "the kernel already has a congestion control named '%s' that bbrctl "
-			    "did not attach (see bpftool struct_ops list)", a->name);
+		return fail(0,
+			"the kernel already has a congestion control named '%s' that bbrctl "
+			"did not attach (see bpftool struct_ops list)",
+			a->name);
 	return EXIT_SUCCESS;
 }
 
@@ -105,9 +107,11 @@ static int unregister(const struct algo *a, const char *dir)
 	int fd, err, live;
 
 	if (netns_defaults_using(a->name, who, sizeof(who)) > 0)
-		return fail(0, "%s is the default congestion control in %s; new connections there "
-			    "would keep using it after detach: set another net.ipv4.tcp_congestion_control "
-			    "there first", a->name, who);
+		return fail(0,
+			"%s is the default congestion control in %s; new connections there "
+			"would keep using it after detach: set another net.ipv4.tcp_congestion_control "
+			"there first",
+			a->name, who);
 	live = count_flows(a);
 	/* Detaching the link unregisters at once, even if some other process holds the link
 	 * open; kernels without struct_ops link detach unregister when the pin goes.
@@ -125,11 +129,13 @@ static int unregister(const struct algo *a, const char *dir)
 	/* The last detach leaves nothing in bpffs; with other algorithms attached this fails, as it should. */
 	rmdir(BBRKIT_PIN_ROOT);
 	if (!wait_unregistered(a->name))
-		return fail(0, "pins removed but the kernel still lists %s after %d ms "
-			    "(is another process holding its link?)", a->name, UNREGISTER_WAIT_MS);
+		return fail(0,
+			"pins removed but the kernel still lists %s after %d ms "
+			"(is another process holding its link?)",
+			a->name, UNREGISTER_WAIT_MS);
 	if (live > 0)
 		printf("%s detached; %d open connection%s keep%s using it until closed\n", a->name, live,
-		       live == 1 ? "" : "s", live == 1 ? "s" : "");
+			live == 1 ? "" : "s", live == 1 ? "s" : "");
 	else
 		printf("%s detached\n", a->name);
 	return EXIT_SUCCESS;

@@ -40,7 +40,7 @@ struct param_desc {
 enum variant_kind {
 	VAR_UINT,     /* plain count */
 	VAR_GAIN,     /* BBR_UNIT fixed point, printed as a float */
-	VAR_BW,       /* packets/us << BW_SCALE, printed in bit/s */
+	VAR_BW,	      /* packets/us << BW_SCALE, printed in bit/s */
 	VAR_PERMILLE, /* thousandths, printed as a fraction */
 	VAR_V3_PHASE, /* enum bbrkit_v3_phase, printed by name */
 };
@@ -125,7 +125,7 @@ struct bpf_link;
 struct flows_iter {
 	struct bpf_object *obj; /* the iterator program's own load */
 	struct bpf_link *link;
-	const char *pin;	/* BBRKIT_PIN_FLOWS or BBRKIT_PIN_FLOWS_TCP; NULL when unavailable */
+	const char *pin; /* BBRKIT_PIN_FLOWS or BBRKIT_PIN_FLOWS_TCP; NULL when unavailable */
 };
 /* BBRCTL_DISABLE=trace,storage,map-iter,tcp-iter makes attach act as if the kernel lacked them;
  * link-update does the same for upgrade.
@@ -140,7 +140,7 @@ void skip_optional_programs(struct bpf_object *obj);
 int probe_cc_load(const struct algo *a, bool storage);
 void describe_load_failure(int err, const char *prog, const char *sec, char *buf, size_t size);
 int load_flows_iterator(const struct algo *a, struct bpf_object *main, const struct bbrkit_features *have,
-			struct flows_iter *out);
+	struct flows_iter *out);
 void flows_iter_release(struct flows_iter *it);
 /* What an attachment has, from its pins. flows: "map-iterator", "iter-tcp" or NULL. */
 struct attachment {
@@ -217,7 +217,7 @@ struct cli_opt {
 	char short_name;
 	const char *metavar; /* NULL: a flag (bool field) */
 	const char *help;
-	size_t offset;		   /* of the field in struct cmd_opts */
+	size_t offset;		    /* of the field in struct cmd_opts */
 	const char *const *choices; /* NULL-terminated allowed values, or NULL: any */
 };
 struct cli_command {
@@ -267,8 +267,8 @@ void record_json(FILE *out, const struct algo *a, const struct bbrkit_flow *f);
 void record_json_object(struct json *j, const struct algo *a, const struct bbrkit_flow *f);
 void record_keys_help(FILE *out);
 void record_csv_header(FILE *out, const struct algo *const *sel, size_t n);
-void record_csv(FILE *out, const struct algo *a, const struct bbrkit_flow *f,
-		const struct algo *const *sel, size_t n);
+void record_csv(FILE *out, const struct algo *a, const struct bbrkit_flow *f, const struct algo *const *sel,
+	size_t n);
 void record_table_header(FILE *out);
 void record_table_row(FILE *out, const struct algo *a, const struct bbrkit_flow *f);
 

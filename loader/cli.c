@@ -22,7 +22,7 @@ static const struct cli_opt common_opts[] = {
 
 static const struct cli_opt json_opt[] = {
 	{ "json", 'j', NULL, "print one JSON document instead of a table (failing: {\"error\", ...})",
-	  OPT_AT(json), NULL },
+		OPT_AT(json), NULL },
 	{},
 };
 
@@ -36,10 +36,12 @@ static const struct cli_opt trace_opts[] = {
 
 static const struct cli_opt upgrade_opts[] = {
 	{ "object", 'o', "FILE", "the build to swap in (default: the one built into bbrctl)", OPT_AT(object),
-	  NULL },
+		NULL },
 	{},
 };
 
+/* Left as written: each help text keeps one source line per printed line, as --help shows it. */
+/* clang-format off */
 const struct cli_command cli_commands[] = {
 	{ "list", cmd_list, "algorithms of this package, which are attached, the kernel's list", "", 0, 0,
 	  json_opt,
@@ -112,6 +114,7 @@ const struct cli_command cli_commands[] = {
 	  NULL },
 	{},
 };
+/* clang-format on */
 
 bool cli_has_json(const struct cli_command *c)
 {
@@ -139,8 +142,8 @@ void cli_usage(const struct cli_command *c, char *buf, size_t size)
 		for (const char *const *ch = o->choices; ch && *ch && used < size; ch++)
 			used += (size_t)snprintf(buf + used, size - used, "%s%s", *ch, ch[1] ? "|" : "");
 		if (used < size)
-			used += (size_t)snprintf(buf + used, size - used, "%s]",
-						 o->metavar && !o->choices ? o->metavar : "");
+			used += (size_t)snprintf(
+				buf + used, size - used, "%s]", o->metavar && !o->choices ? o->metavar : "");
 	}
 	if (c->args[0] && used < size)
 		snprintf(buf + used, size - used, " %s", c->args);
@@ -151,7 +154,7 @@ static void option_help(FILE *out, const struct cli_opt *o)
 	char left[64];
 
 	snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->name, o->metavar ? " " : "",
-		 o->metavar ? o->metavar : "");
+		o->metavar ? o->metavar : "");
 	fprintf(out, "  %-*s%s\n", HELP_COLUMN - 2, left, o->help);
 }
 
@@ -173,16 +176,18 @@ void cli_help(FILE *out, const struct cli_command *c)
 
 void cli_main_help(FILE *out)
 {
-	fprintf(out, "usage: bbrctl [-v] [-j] COMMAND [ARGS]\n\n"
-		     "  -v, --verbose         show libbpf's log (and the verifier's) on stderr\n"
-		     "  -j, --json            the command's --json (list, show, flows, features)\n"
-		     "  -V, --version         print bbrctl's version (git describe at build time)\n"
-		     "  -h, --help            print this help\n\n"
-		     "commands (each has --help):\n");
+	fprintf(out,
+		"usage: bbrctl [-v] [-j] COMMAND [ARGS]\n\n"
+		"  -v, --verbose         show libbpf's log (and the verifier's) on stderr\n"
+		"  -j, --json            the command's --json (list, show, flows, features)\n"
+		"  -V, --version         print bbrctl's version (git describe at build time)\n"
+		"  -h, --help            print this help\n\n"
+		"commands (each has --help):\n");
 	for (const struct cli_command *c = cli_commands; c->name; c++)
 		fprintf(out, "  %-9s %s\n", c->name, c->summary);
-	fprintf(out, "\nexit status: 0 done, 1 failed, 2 usage error (an unknown option, command,\n"
-		     "algorithm or parameter, a malformed value)\n");
+	fprintf(out,
+		"\nexit status: 0 done, 1 failed, 2 usage error (an unknown option, command,\n"
+		"algorithm or parameter, a malformed value)\n");
 	fprintf(out, "\nalgorithms:");
 	for (size_t i = 0; i < nalgos; i++)
 		fprintf(out, " %s", algo_at(i)->name);
@@ -242,11 +247,12 @@ int cli_parse(const struct cli_command *c, int argc, char **argv, struct cmd_opt
 		json_output |= cli_has_json(c) && (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-j"));
 	for (const struct cli_opt *o = c->opts; o && o->name; o++, n++) {
 		if (n == MAX_OPTS) { /* a table edit: fail every test of the command, never drop the option */
-			fprintf(stderr, "bbrctl: internal error: %s has more than %d options\n", c->name, MAX_OPTS);
+			fprintf(stderr, "bbrctl: internal error: %s has more than %d options\n", c->name,
+				MAX_OPTS);
 			exit(EXIT_FAILURE);
 		}
 		longopts[n] = (struct option){ o->name, o->metavar ? required_argument : no_argument, NULL,
-					       o->short_name };
+			o->short_name };
 		shorts[s++] = o->short_name;
 		if (o->metavar)
 			shorts[s++] = ':';

@@ -21,7 +21,6 @@
 #define BPF_STATS_SYSCTL "/proc/sys/kernel/bpf_stats_enabled"
 #define STATUS_TEXT 160
 
-
 struct probe {
 	const char *key;
 	const char *what;
@@ -90,8 +89,8 @@ static int probe_iter(struct btf *btf, const char *target)
 	id = btf__find_by_name_kind(btf, func, BTF_KIND_FUNC);
 	if (id < 0)
 		return -EOPNOTSUPP;
-	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_ITER,
-		    .attach_btf_id = (__u32)id);
+	LIBBPF_OPTS(
+		bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_ITER, .attach_btf_id = (__u32)id);
 	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", ret0, 2, &opts);
 	if (fd < 0)
 		return -errno;
@@ -208,7 +207,7 @@ int cmd_features(const struct cmd_opts *o, int argc, char **argv)
 			json_object_end(&j);
 		} else {
 			printf("%-18s %-42s %s%s%s%s\n", probes[i].key, probes[i].what, err ? "no: " : "yes",
-			       err ? strerror(-err) : "", note[0] ? " -- " : "", note);
+				err ? strerror(-err) : "", note[0] ? " -- " : "", note);
 		}
 	}
 	if (json) {

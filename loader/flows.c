@@ -11,7 +11,6 @@
 
 #include "bbrctl.h"
 
-
 struct records {
 	char *buf;
 	size_t cap, used;
@@ -123,8 +122,10 @@ int cmd_flows(const struct cmd_opts *o, int argc, char **argv)
 				free(flows[k]);
 			set_context("flows %s", sel[i]->name);
 			if (err == -EOPNOTSUPP)
-				return fail(0, "not available: the kernel refused both flows iterators when "
-					    "%s was attached (bbrctl features)", sel[i]->name);
+				return fail(0,
+					"not available: the kernel refused both flows iterators when "
+					"%s was attached (bbrctl features)",
+					sel[i]->name);
 			return fail(err, "cannot read the flows iterator");
 		}
 	}

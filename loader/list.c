@@ -86,11 +86,16 @@ int cmd_list(const struct cmd_opts *o, int argc, char **argv)
 		if (state > 0)
 			attachment_features(a, features, sizeof(features));
 		unknown |= state < 0;
-		printf("%-14s %-9s %-46s %s\n", a->name, state > 0 ? "yes" : state ? "?" : "no", names, features);
+		printf("%-14s %-9s %-46s %s\n", a->name,
+			state > 0	? "yes"
+				: state ? "?"
+					: "no",
+			names, features);
 	}
 	printf("\nkernel available: %s\n", available);
 	if (unknown)
-		printf("?: registered, but only root can read the pins under %s that say whether bbrctl attached it\n",
-		       BBRKIT_PIN_ROOT);
+		printf("?: registered, but only root can read the pins under %s that say whether bbrctl "
+		       "attached it\n",
+			BBRKIT_PIN_ROOT);
 	return EXIT_SUCCESS;
 }

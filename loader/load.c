@@ -27,15 +27,17 @@ int check_kernel(void)
 	if (check_root())
 		return EXIT_FAILURE;
 	if (access(VMLINUX_BTF, R_OK))
-		return fail(errno, "kernel BTF missing (" VMLINUX_BTF "; the kernel needs CONFIG_DEBUG_INFO_BTF=y)");
+		return fail(errno,
+			"kernel BTF missing (" VMLINUX_BTF "; the kernel needs CONFIG_DEBUG_INFO_BTF=y)");
 	btf = btf__load_vmlinux_btf();
 	if (!btf)
 		return fail(errno, "cannot read kernel BTF from " VMLINUX_BTF);
 	id = btf__find_by_name_kind(btf, TCP_CA_STRUCT_OPS_BTF, BTF_KIND_STRUCT);
 	btf__free(btf);
 	if (id < 0)
-		return fail(0, "the kernel has no BPF struct_ops for TCP congestion control (BTF type "
-			    TCP_CA_STRUCT_OPS_BTF " missing; needs CONFIG_BPF_JIT, CONFIG_BPF_SYSCALL)");
+		return fail(0,
+			"the kernel has no BPF struct_ops for TCP congestion control (BTF "
+			"type " TCP_CA_STRUCT_OPS_BTF " missing; needs CONFIG_BPF_JIT, CONFIG_BPF_SYSCALL)");
 	if (!bpffs_mounted() && mount("bpf", BPFFS_DIR, "bpf", 0, "mode=0700"))
 		return fail(errno, "bpffs is not mounted at " BPFFS_DIR " and mounting it failed");
 	return EXIT_SUCCESS;

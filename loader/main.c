@@ -15,9 +15,8 @@
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = { { "verbose", no_argument, NULL, 'v' },
-					      { "json", no_argument, NULL, 'j' },
-					      { "version", no_argument, NULL, 'V' },
-					      { "help", no_argument, NULL, 'h' }, {} };
+		{ "json", no_argument, NULL, 'j' }, { "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' }, {} };
 	const struct cli_command *cmd;
 	struct cmd_opts o = {};
 	int c, first, ret;
@@ -35,22 +34,22 @@ int main(int argc, char **argv)
 			break;
 		case 'V':
 			printf("bbrctl %s\nalgorithm objects sha256 %s\n", BBRKIT_VERSION,
-			       BBRKIT_OBJECTS_SHA256);
+				BBRKIT_OBJECTS_SHA256);
 			return EXIT_SUCCESS;
 		case 'h':
 			cli_main_help(stdout);
 			return EXIT_SUCCESS;
 		default:
-			return usage_error(MAIN_USAGE, "unknown option '%s' (bbrctl --help)",
-					   argv[optind - 1]);
+			return usage_error(
+				MAIN_USAGE, "unknown option '%s' (bbrctl --help)", argv[optind - 1]);
 		}
 	}
 	if (optind == argc)
 		return usage_error(MAIN_USAGE, "missing command (bbrctl --help lists them)");
 	cmd = cli_find(argv[optind]);
 	if (!cmd)
-		return usage_error(MAIN_USAGE, "unknown command '%s' (bbrctl --help lists them)",
-				   argv[optind]);
+		return usage_error(
+			MAIN_USAGE, "unknown command '%s' (bbrctl --help lists them)", argv[optind]);
 	argc -= optind;
 	argv += optind;
 	set_context("%s", cmd->name);
@@ -58,8 +57,10 @@ int main(int argc, char **argv)
 	 * stdout that promises JSON.
 	 */
 	if (json_output && !cli_has_json(cmd))
-		return usage_error(MAIN_USAGE, "-j: %s prints no JSON document (-j: list, show, flows, "
-				   "features; trace writes JSON lines by default)", cmd->name);
+		return usage_error(MAIN_USAGE,
+			"-j: %s prints no JSON document (-j: list, show, flows, "
+			"features; trace writes JSON lines by default)",
+			cmd->name);
 	ret = cli_parse(cmd, argc, argv, &o, &first);
 	if (ret)
 		return ret < 0 ? EXIT_SUCCESS : ret;

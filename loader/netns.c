@@ -121,8 +121,7 @@ static int default_check(void *ctx, const char *label)
 	if (strcmp(cc, s->algo))
 		return 0;
 	if (s->used < s->size)
-		s->used += snprintf(s->who + s->used, s->size - s->used, "%s%s", s->count ? ", " : "",
-				    label);
+		s->used += snprintf(s->who + s->used, s->size - s->used, "%s%s", s->count ? ", " : "", label);
 	s->count++;
 	return 0;
 }

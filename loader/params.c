@@ -16,7 +16,6 @@
 #define VALUE_TEXT 32
 #define NOTE_TEXT 192
 
-
 /* Human text of a stored value: ratios with one decimal at least (750 -> "0.75", 1000 -> "1.0"). */
 static void format_value(char *buf, const struct param_desc *p, __u32 raw)
 {
@@ -133,7 +132,8 @@ static int open_params(const struct algo *a, int flags)
 	if (info.value_size != a->params_size || info.max_entries != 1) {
 		close(fd);
 		return fail(0, "the params map (value size %u) does not match struct %s_params (%zu)",
-			    info.value_size, a->name, a->params_size), -1;
+			       info.value_size, a->name, a->params_size),
+		       -1;
 	}
 	return fd;
 }
@@ -267,7 +267,7 @@ static void show_table(const struct algo *a, const void *value)
 	for (size_t i = 0; i < a->nparams; i++) /* the name column fits the longest name */
 		w = (int)strlen(a->params[i].name) > w ? (int)strlen(a->params[i].name) : w;
 	printf("%-*s %-9s %-10s %-9s %-16s %s\n", w, "PARAMETER", "VALUE", "UNIT", "DEFAULT", "RANGE",
-	       "MEANING");
+		"MEANING");
 	for (size_t i = 0; i < a->nparams; i++) {
 		const struct param_desc *p = &a->params[i];
 		char range[2 * VALUE_TEXT + 4];
@@ -352,8 +352,8 @@ static int apply_args(const struct algo *a, int argc, char **argv, void *value)
 			return bad_argument("'%s' is not KEY=VALUE", argv[i]);
 		p = find_param(a, argv[i], (size_t)(eq - argv[i]));
 		if (!p)
-			return bad_argument("unknown parameter '%.*s' (known: %s)", (int)(eq - argv[i]),
-					    argv[i], names);
+			return bad_argument(
+				"unknown parameter '%.*s' (known: %s)", (int)(eq - argv[i]), argv[i], names);
 		if (seen[p - a->params])
 			return bad_argument("%s given more than once", p->name);
 		seen[p - a->params] = true;
@@ -365,9 +365,8 @@ static int apply_args(const struct algo *a, int argc, char **argv, void *value)
 		if (err == -EDOM)
 			return bad_argument("%s: '%s' has more than 3 decimal places", p->name, eq + 1);
 		if (err || raw < p->min || raw > p->max)
-			return bad_argument("%s: %s is out of range (allowed %s to %s%s%s)", p->name,
-					    eq + 1, lo, hi, unit_suffix(p) ? " " : "",
-					    unit_suffix(p) ? p->unit : "");
+			return bad_argument("%s: %s is out of range (allowed %s to %s%s%s)", p->name, eq + 1,
+				lo, hi, unit_suffix(p) ? " " : "", unit_suffix(p) ? p->unit : "");
 		put_field(value, p, (__u32)raw);
 	}
 	return EXIT_SUCCESS;
@@ -436,8 +435,8 @@ void help_params(FILE *out)
 			format_value(lo, p, p->min);
 			format_value(hi, p, p->max);
 			snprintf(range, sizeof(range), "%s..%s", lo, hi);
-			fprintf(out, "  %-12s %-13s %-9s %-6s %-12s %s\n", a->name, p->name, p->unit, d, range,
-				p->help);
+			fprintf(out, "  %-12s %-13s %-9s %-6s %-12s %s\n", a->name, p->name, p->unit, d,
+				range, p->help);
 		}
 	}
 }

@@ -51,7 +51,8 @@ int lock_root(bool create)
 			close(fd);
 			return err;
 		}
-		if (!fstat(fd, &locked) && !stat(BBRKIT_PIN_ROOT, &current) && locked.st_ino == current.st_ino)
+		if (!fstat(fd, &locked) && !stat(BBRKIT_PIN_ROOT, &current) &&
+			locked.st_ino == current.st_ino)
 			return fd;
 		close(fd);
 		if (!create)
@@ -102,7 +103,8 @@ int remove_stale(int rootfd)
 	}
 	while ((de = readdir(d))) {
 		size_t len = strlen(de->d_name);
-		bool tmp = len > strlen(TMP_SUFFIX) && !strcmp(de->d_name + len - strlen(TMP_SUFFIX), TMP_SUFFIX);
+		bool tmp = len > strlen(TMP_SUFFIX) &&
+			!strcmp(de->d_name + len - strlen(TMP_SUFFIX), TMP_SUFFIX);
 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -145,8 +147,9 @@ static int pin_into(const struct algo *a, const struct loaded *l, const char *tm
 	struct bpf_map *params = bpf_object__find_map_by_name(l->obj, ".data.params");
 	int err;
 
-	if (l->have.trace && (pin_map(l, ".data.ctl", tmp, BBRKIT_PIN_CTL) ||
-			      pin_map(l, "events", tmp, BBRKIT_PIN_EVENTS)))
+	if (l->have.trace &&
+		(pin_map(l, ".data.ctl", tmp, BBRKIT_PIN_CTL) ||
+			pin_map(l, "events", tmp, BBRKIT_PIN_EVENTS)))
 		return EXIT_FAILURE;
 	if (a->params_size && (!params || bpf_map__value_size(params) != a->params_size))
 		return fail(0, "the BPF object's '.data.params' does not match struct %s_params", a->name);

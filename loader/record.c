@@ -80,44 +80,43 @@ struct field_value {
  * column (NULL: not shown there), column width (negative: left-aligned), divisor and decimals of
  * the table's value, meaning.
  */
-#define RECORD_FIELDS(X)                                                                              \
+#define RECORD_FIELDS(X) \
 	X(t_ns, UINT, "ns", f->t_ns, NULL, 0, 1, 0, "CLOCK_MONOTONIC time (Python's time.monotonic_ns())") \
-	X(algo, TEXT, "", a->name, "ALGO", -12, 1, 0, "congestion control")                          \
-	X(event, TEXT, "", NAME_OF(event_names, f->event), NULL, 0, 1, 0,                             \
-	  "why the record was made: snapshot, init, round, mode")                                     \
-	X(cookie, UINT, "", f->cookie, NULL, 0, 1, 0,                                                 \
-	  "flow id: when the flow started using the algorithm, CLOCK_MONOTONIC ns")                  \
-	X(netns, UINT, "", f->netns, NULL, 0, 1, 0, "network namespace inode")                        \
-	X(saddr, TEXT, "", addr_text(text, f, f->saddr), "SOURCE", -21, 1, 0, "source address")       \
-	X(sport, UINT, "", f->sport, NULL, 0, 1, 0, "source port")                                    \
-	X(daddr, TEXT, "", addr_text(text, f, f->daddr), "DESTINATION", -21, 1, 0,                    \
-	  "destination address")                                                                      \
-	X(dport, UINT, "", f->dport, NULL, 0, 1, 0, "destination port")                               \
-	X(mode, TEXT, "", NAME_OF(mode_names, f->mode), "MODE", -9, 1, 0,                             \
-	  "STARTUP, DRAIN, PROBE_BW, PROBE_RTT")                                                      \
-	X(pacing_gain, GAIN, "x", f->pacing_gain, "PGAIN", 5, 1, 2, "pacing gain actually applied")   \
-	X(cwnd_gain, GAIN, "x", f->cwnd_gain, "CGAIN", 5, 1, 2, "cwnd gain")                          \
-	X(bw_bps, UINT, "bit/s", bw_bps(f), "BW_MBPS", 9, 1e6, 2, "bandwidth estimate")               \
-	X(pacing_rate_bps, UINT, "bit/s", f->pacing_rate * BITS_PER_BYTE, "PACE_MBPS", 9, 1e6, 2,     \
-	  "pacing rate")                                                                              \
-	X(min_rtt_us, UINT, "us", f->min_rtt_us, "MINRTTMS", 8, 1e3, 3, "windowed minimum RTT")       \
-	X(rtt_us, UINT, "us", f->rtt_us, "RTT_MS", 8, 1e3, 3, "latest RTT sample")                    \
-	X(srtt_us, UINT, "us", f->srtt_us, NULL, 0, 1, 0, "smoothed RTT")                             \
-	X(cwnd, UINT, "packets", f->cwnd, "CWND", 6, 1, 0, "congestion window")                       \
-	X(inflight, UINT, "packets", f->inflight, "INFLT", 6, 1, 0, "packets in flight")              \
-	X(round, UINT, "", f->round, "ROUND", 6, 1, 0, "packet-timed round trips so far")             \
-	X(ca_state, TEXT, "", NAME_OF(ca_state_names, f->ca_state), "CA", -8, 1, 0,                   \
-	  "open, disorder, cwr, recovery, loss")                                                      \
-	X(lost, UINT, "packets", f->lost, "LOST", 5, 1, 0, "lost so far")                             \
-	X(retrans, UINT, "packets", f->retrans, "RETR", 5, 1, 0, "retransmitted so far")              \
-	X(delivered, UINT, "packets", f->delivered, NULL, 0, 1, 0, "delivered so far")                \
+	X(algo, TEXT, "", a->name, "ALGO", -12, 1, 0, "congestion control") \
+	X(event, TEXT, "", NAME_OF(event_names, f->event), NULL, 0, 1, 0, \
+		"why the record was made: snapshot, init, round, mode") \
+	X(cookie, UINT, "", f->cookie, NULL, 0, 1, 0, \
+		"flow id: when the flow started using the algorithm, CLOCK_MONOTONIC ns") \
+	X(netns, UINT, "", f->netns, NULL, 0, 1, 0, "network namespace inode") \
+	X(saddr, TEXT, "", addr_text(text, f, f->saddr), "SOURCE", -21, 1, 0, "source address") \
+	X(sport, UINT, "", f->sport, NULL, 0, 1, 0, "source port") \
+	X(daddr, TEXT, "", addr_text(text, f, f->daddr), "DESTINATION", -21, 1, 0, "destination address") \
+	X(dport, UINT, "", f->dport, NULL, 0, 1, 0, "destination port") \
+	X(mode, TEXT, "", NAME_OF(mode_names, f->mode), "MODE", -9, 1, 0, \
+		"STARTUP, DRAIN, PROBE_BW, PROBE_RTT") \
+	X(pacing_gain, GAIN, "x", f->pacing_gain, "PGAIN", 5, 1, 2, "pacing gain actually applied") \
+	X(cwnd_gain, GAIN, "x", f->cwnd_gain, "CGAIN", 5, 1, 2, "cwnd gain") \
+	X(bw_bps, UINT, "bit/s", bw_bps(f), "BW_MBPS", 9, 1e6, 2, "bandwidth estimate") \
+	X(pacing_rate_bps, UINT, "bit/s", f->pacing_rate *BITS_PER_BYTE, "PACE_MBPS", 9, 1e6, 2, \
+		"pacing rate") \
+	X(min_rtt_us, UINT, "us", f->min_rtt_us, "MINRTTMS", 8, 1e3, 3, "windowed minimum RTT") \
+	X(rtt_us, UINT, "us", f->rtt_us, "RTT_MS", 8, 1e3, 3, "latest RTT sample") \
+	X(srtt_us, UINT, "us", f->srtt_us, NULL, 0, 1, 0, "smoothed RTT") \
+	X(cwnd, UINT, "packets", f->cwnd, "CWND", 6, 1, 0, "congestion window") \
+	X(inflight, UINT, "packets", f->inflight, "INFLT", 6, 1, 0, "packets in flight") \
+	X(round, UINT, "", f->round, "ROUND", 6, 1, 0, "packet-timed round trips so far") \
+	X(ca_state, TEXT, "", NAME_OF(ca_state_names, f->ca_state), "CA", -8, 1, 0, \
+		"open, disorder, cwr, recovery, loss") \
+	X(lost, UINT, "packets", f->lost, "LOST", 5, 1, 0, "lost so far") \
+	X(retrans, UINT, "packets", f->retrans, "RETR", 5, 1, 0, "retransmitted so far") \
+	X(delivered, UINT, "packets", f->delivered, NULL, 0, 1, 0, "delivered so far") \
 	X(mss, UINT, "bytes", f->mss, NULL, 0, 1, 0, "maximum segment size")
 
 enum field_id {
 #define FIELD_ID(key, ...) FIELD_##key,
 	RECORD_FIELDS(FIELD_ID)
 #undef FIELD_ID
-	NFIELDS
+		NFIELDS
 };
 
 static const struct field_desc {
@@ -139,13 +138,13 @@ static const struct field_desc {
 
 /* text: at least INET6_ADDRSTRLEN bytes, for addresses. */
 static void field_value(enum field_id id, const struct algo *a, const struct bbrkit_flow *f, char *text,
-			struct field_value *v)
+	struct field_value *v)
 {
 	v->kind = fields[id].kind;
 	switch (id) {
 #define FIELD_CASE(key, kind, unit, value, ...) \
-	case FIELD_##key:                       \
-		SET_##kind(v, value);           \
+	case FIELD_##key: \
+		SET_##kind(v, value); \
 		break;
 		RECORD_FIELDS(FIELD_CASE)
 #undef FIELD_CASE
@@ -155,7 +154,11 @@ static void field_value(enum field_id id, const struct algo *a, const struct bbr
 }
 
 static const char *const variant_units[] = {
-	[VAR_UINT] = "", [VAR_GAIN] = "x", [VAR_BW] = "bit/s", [VAR_PERMILLE] = "ratio", [VAR_V3_PHASE] = "",
+	[VAR_UINT] = "",
+	[VAR_GAIN] = "x",
+	[VAR_BW] = "bit/s",
+	[VAR_PERMILLE] = "ratio",
+	[VAR_V3_PHASE] = "",
 };
 
 static const char *const v3_phase_names[] = { "UP", "DOWN", "CRUISE", "REFILL", "-" };
@@ -278,8 +281,8 @@ void record_csv_header(FILE *out, const struct algo *const *sel, size_t n)
 	fputc('\n', out);
 }
 
-void record_csv(FILE *out, const struct algo *a, const struct bbrkit_flow *f,
-		const struct algo *const *sel, size_t n)
+void record_csv(
+	FILE *out, const struct algo *a, const struct bbrkit_flow *f, const struct algo *const *sel, size_t n)
 {
 	char text[INET6_ADDRSTRLEN];
 	struct field_value v;
@@ -339,7 +342,7 @@ static void table_cell(FILE *out, enum field_id id, const struct field_value *v,
 		bool v6 = strchr(v->s, ':') != NULL;
 
 		snprintf(cell, sizeof(cell), v6 ? "[%s]:%u" : "%s:%u", v->s,
-			 id == FIELD_saddr ? f->sport : f->dport);
+			id == FIELD_saddr ? f->sport : f->dport);
 		fprintf(out, "%*s ", d->width, cell);
 	} else {
 		fprintf(out, "%*s ", d->width, v->s);
@@ -393,9 +396,10 @@ void record_keys_help(FILE *out)
 			owners[0] = '\0';
 			for (size_t k = i; k < nalgos; k++)
 				for (size_t m = 0; m < algo_at(k)->nvariants; m++)
-					if (!strcmp(algo_at(k)->variants[m].key, v->key) && used < sizeof(owners))
+					if (!strcmp(algo_at(k)->variants[m].key, v->key) &&
+						used < sizeof(owners))
 						used += snprintf(owners + used, sizeof(owners) - used, "%s%s",
-								 used ? ", " : "", algo_at(k)->name);
+							used ? ", " : "", algo_at(k)->name);
 			fprintf(out, "  %-16s %-8s %s: %s\n", v->key, variant_units[v->kind], owners,
 				v->help ? v->help : "variant state");
 		}

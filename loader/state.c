@@ -13,8 +13,8 @@
 
 int pin_path(char *buf, const char *algo, const char *name)
 {
-	int n = snprintf(buf, BBRCTL_MAX_PATH, "%s/%s%s%s", BBRKIT_PIN_ROOT, algo, name ? "/" : "",
-			 name ? name : "");
+	int n = snprintf(
+		buf, BBRCTL_MAX_PATH, "%s/%s%s%s", BBRKIT_PIN_ROOT, algo, name ? "/" : "", name ? name : "");
 
 	return n < BBRCTL_MAX_PATH ? 0 : -ENAMETOOLONG;
 }
@@ -153,9 +153,9 @@ struct attachment attachment_of(const struct algo *a)
 	return (struct attachment){
 		.params = pinned(a, BBRKIT_PIN_PARAMS),
 		.trace = pinned(a, BBRKIT_PIN_EVENTS) && pinned(a, BBRKIT_PIN_CTL),
-		.flows = pinned(a, BBRKIT_PIN_FLOWS)	   ? "map-iterator"
-			 : pinned(a, BBRKIT_PIN_FLOWS_TCP) ? "iter-tcp"
-							   : NULL,
+		.flows = pinned(a, BBRKIT_PIN_FLOWS)	  ? "map-iterator"
+			: pinned(a, BBRKIT_PIN_FLOWS_TCP) ? "iter-tcp"
+							  : NULL,
 	};
 }
 
@@ -164,8 +164,10 @@ void attachment_features(const struct algo *a, char *buf, size_t size)
 	struct attachment at = attachment_of(a);
 
 	snprintf(buf, size, "params %s, trace %s, flows %s",
-		 !a->params_size ? "none" : at.params ? "yes" : "no", at.trace ? "yes" : "no",
-		 at.flows ? at.flows : "no");
+		!a->params_size	    ? "none"
+			: at.params ? "yes"
+				    : "no",
+		at.trace ? "yes" : "no", at.flows ? at.flows : "no");
 }
 
 void attachment_json(struct json *j, const struct algo *a)

@@ -54,7 +54,7 @@ static int stand_in(struct bpf_object *obj, const char *name)
 	if (!m)
 		return -ENOENT;
 	if (bpf_map__set_type(m, BPF_MAP_TYPE_ARRAY) || bpf_map__set_map_flags(m, 0) ||
-	    bpf_map__set_key_size(m, sizeof(__u32)) || bpf_map__set_max_entries(m, 1))
+		bpf_map__set_key_size(m, sizeof(__u32)) || bpf_map__set_max_entries(m, 1))
 		return -EINVAL;
 	return bpf_map__value_size(m) ? 0 : bpf_map__set_value_size(m, sizeof(__u32));
 }
@@ -105,16 +105,20 @@ int prepare_optional_maps(struct bpf_object *obj, struct bbrkit_features *have)
 	*have = (struct bbrkit_features){ .trace = 1, .storage = 1 };
 	err = feature_disabled("trace") ? -EPERM : probe_map_type(BPF_MAP_TYPE_RINGBUF);
 	if (err < 0) {
-		warn_missing("bbrctl trace", feature_disabled("trace") ? DISABLE_ENV " has 'trace'"
-			     : "the kernel has no BPF ring buffers", feature_disabled("trace") ? 0 : err);
+		warn_missing("bbrctl trace",
+			feature_disabled("trace") ? DISABLE_ENV " has 'trace'"
+						  : "the kernel has no BPF ring buffers",
+			feature_disabled("trace") ? 0 : err);
 		have->trace = 0;
 		if (stand_in(obj, "events"))
 			return fail(0, "cannot replace the BPF object's map 'events'");
 	}
 	err = feature_disabled("storage") ? -EPERM : probe_map_type(BPF_MAP_TYPE_SK_STORAGE);
 	if (err < 0) {
-		warn_missing("flow ids", feature_disabled("storage") ? DISABLE_ENV " has 'storage'"
-			     : "the kernel has no BPF sk_storage maps", feature_disabled("storage") ? 0 : err);
+		warn_missing("flow ids",
+			feature_disabled("storage") ? DISABLE_ENV " has 'storage'"
+						    : "the kernel has no BPF sk_storage maps",
+			feature_disabled("storage") ? 0 : err);
 		have->storage = 0;
 		if (stand_in(obj, "flow_storage"))
 			return fail(0, "cannot replace the BPF object's map 'flow_storage'");
@@ -128,9 +132,8 @@ void skip_optional_programs(struct bpf_object *obj)
 {
 	struct bpf_program *p;
 
-	bpf_object__for_each_program(p, obj)
-		if (bpf_program__type(p) != BPF_PROG_TYPE_STRUCT_OPS)
-			bpf_program__set_autoload(p, false);
+	bpf_object__for_each_program(p, obj) if (bpf_program__type(p) != BPF_PROG_TYPE_STRUCT_OPS)
+		bpf_program__set_autoload(p, false);
 }
 
 /* What a failed program load means: an EPERM/EACCES with no verifier message is the kernel
@@ -141,18 +144,20 @@ void describe_load_failure(int err, const char *prog, const char *sec, char *buf
 	const char *why = libbpf_last_message();
 
 	if (prog && !why && (err == -EPERM || err == -EACCES))
-		snprintf(buf, size, "the kernel refused to load program '%s' (%s): a security policy or "
-			 "the kernel build forbids this program type", prog, sec);
+		snprintf(buf, size,
+			"the kernel refused to load program '%s' (%s): a security policy or "
+			"the kernel build forbids this program type",
+			prog, sec);
 	else if (prog)
-		snprintf(buf, size, "the verifier rejected program '%s' (%s)%s%s", prog, sec,
-			 why ? ": " : "", why ? why : "");
+		snprintf(buf, size, "the verifier rejected program '%s' (%s)%s%s", prog, sec, why ? ": " : "",
+			why ? why : "");
 	else
 		snprintf(buf, size, "loading the BPF object failed%s%s", why ? ": " : "", why ? why : "");
 }
 
 /* Loads program `name` of a's object on its own, sharing main's maps; NULL with errno set. */
-static struct bpf_object *load_alone(const struct algo *a, struct bpf_object *main, const char *name,
-				     char *why, size_t why_size)
+static struct bpf_object *load_alone(
+	const struct algo *a, struct bpf_object *main, const char *name, char *why, size_t why_size)
 {
 	struct bpf_object *obj = open_algo(a);
 	struct bpf_program *p;
@@ -165,7 +170,8 @@ static struct bpf_object *load_alone(const struct algo *a, struct bpf_object *ma
 	}
 	bpf_object__for_each_program(p, obj)
 		bpf_program__set_autoload(p, !strcmp(bpf_program__name(p), name));
-	bpf_object__for_each_map(m, obj) {
+	bpf_object__for_each_map(m, obj)
+	{
 		struct bpf_map *shared = bpf_object__find_map_by_name(main, bpf_map__name(m));
 
 		if (bpf_map__type(m) == BPF_MAP_TYPE_STRUCT_OPS)
@@ -174,7 +180,7 @@ static struct bpf_object *load_alone(const struct algo *a, struct bpf_object *ma
 			err = shared ? bpf_map__reuse_fd(m, bpf_map__fd(shared)) : -ENOENT;
 		if (err) {
 			snprintf(why, why_size, "cannot share map '%s' with the loaded object",
-				 bpf_map__name(m));
+				bpf_map__name(m));
 			goto fail;
 		}
 	}
@@ -193,7 +199,7 @@ fail:
 }
 
 int load_flows_iterator(const struct algo *a, struct bpf_object *main, const struct bbrkit_features *have,
-			struct flows_iter *out)
+	struct flows_iter *out)
 {
 	union bpf_iter_link_info linfo = {};
 	LIBBPF_OPTS(bpf_iter_attach_opts, iter_opts, .link_info = &linfo, .link_info_len = sizeof(linfo));
@@ -202,8 +208,8 @@ int load_flows_iterator(const struct algo *a, struct bpf_object *main, const str
 
 	memset(out, 0, sizeof(*out));
 	if (!have->storage || feature_disabled("map-iter")) {
-		snprintf(why, sizeof(why), "%s", have->storage ? DISABLE_ENV " has 'map-iter'"
-			 : "it needs sk_storage");
+		snprintf(why, sizeof(why), "%s",
+			have->storage ? DISABLE_ENV " has 'map-iter'" : "it needs sk_storage");
 	} else {
 		out->obj = load_alone(a, main, "dump_flows", why, sizeof(why));
 		if (out->obj) {
@@ -223,20 +229,22 @@ int load_flows_iterator(const struct algo *a, struct bpf_object *main, const str
 		}
 	}
 	if (feature_disabled("tcp-iter")) {
-		warn(err, "bbrctl flows unavailable: no map iterator (%s) and " DISABLE_ENV
-		     " has 'tcp-iter'", why);
+		warn(err, "bbrctl flows unavailable: no map iterator (%s) and " DISABLE_ENV " has 'tcp-iter'",
+			why);
 		return EXIT_SUCCESS;
 	}
 	if (verbose)
-		warn(err, "no flows iterator over all namespaces: %s; bbrctl flows reads iter/tcp in "
-		     "each network namespace instead", why);
+		warn(err,
+			"no flows iterator over all namespaces: %s; bbrctl flows reads iter/tcp in "
+			"each network namespace instead",
+			why);
 	out->obj = load_alone(a, main, "dump_tcp_flows", why, sizeof(why));
 	if (!out->obj) {
 		warn(-errno, "bbrctl flows unavailable: %s", why);
 		return EXIT_SUCCESS;
 	}
-	out->link = bpf_program__attach_iter(bpf_object__find_program_by_name(out->obj, "dump_tcp_flows"),
-					     NULL);
+	out->link =
+		bpf_program__attach_iter(bpf_object__find_program_by_name(out->obj, "dump_tcp_flows"), NULL);
 	if (!out->link) {
 		warn(-errno, "bbrctl flows unavailable: cannot attach iterator 'dump_tcp_flows'");
 		bpf_object__close(out->obj);

@@ -23,7 +23,6 @@
 #define POLL_TIMEOUT_MS 100
 #define MAX_TRACED CLI_MANY
 
-
 static volatile sig_atomic_t stop;
 
 struct output {
@@ -82,7 +81,7 @@ static int open_tracer(struct tracer *t)
 		return fail(0, "another bbrctl trace is reading %s (one reader at a time)", t->a->name);
 	if (!attachment_of(t->a).trace)
 		return fail(0, "not available: %s was attached without a ring buffer (bbrctl features)",
-			    t->a->name);
+			t->a->name);
 	t->events_fd = open_pinned(t->a, BBRKIT_PIN_EVENTS, 0);
 	if (t->events_fd < 0)
 		return fail(t->events_fd, "cannot open %s's pinned ring buffer", t->a->name);
@@ -90,7 +89,7 @@ static int open_tracer(struct tracer *t)
 	if (fd < 0)
 		return fail(fd, "cannot open %s's pinned ctl map", t->a->name);
 	if (bpf_obj_get_info_by_fd(fd, &info, &len) || !(info.map_flags & BPF_F_MMAPABLE) ||
-	    info.value_size < sizeof(struct bbrkit_ctl)) {
+		info.value_size < sizeof(struct bbrkit_ctl)) {
 		close(fd);
 		return fail(0, "%s's ctl map is not an mmap()able struct bbrkit_ctl", t->a->name);
 	}

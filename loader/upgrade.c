@@ -84,8 +84,9 @@ int share_maps(const struct algo *a, struct bpf_object *obj)
 
 	if (at.params && reuse_map(obj, ".data.params", open_pinned(a, BBRKIT_PIN_PARAMS, 0), "params map"))
 		return EXIT_FAILURE;
-	if (at.trace && (reuse_map(obj, ".data.ctl", open_pinned(a, BBRKIT_PIN_CTL, 0), "ctl map") ||
-			 reuse_map(obj, "events", open_pinned(a, BBRKIT_PIN_EVENTS, 0), "ring buffer")))
+	if (at.trace &&
+		(reuse_map(obj, ".data.ctl", open_pinned(a, BBRKIT_PIN_CTL, 0), "ctl map") ||
+			reuse_map(obj, "events", open_pinned(a, BBRKIT_PIN_EVENTS, 0), "ring buffer")))
 		return EXIT_FAILURE;
 	fd = attached_storage_fd(a);
 	if (fd == -ENOENT)
@@ -126,8 +127,9 @@ static int swap_in(const struct algo *a, const struct loaded *l)
 	err = bpf_link_update(link_fd, bpf_map__fd(l->ops), NULL) ? -errno : 0;
 	close(link_fd);
 	if (err == -EINVAL)
-		return fail(err, "the kernel refused the new object (its congestion control must be named '%s')",
-			    a->name);
+		return fail(err,
+			"the kernel refused the new object (its congestion control must be named '%s')",
+			a->name);
 	return err ? fail(err, "cannot update the struct_ops link") : EXIT_SUCCESS;
 }
 
@@ -137,7 +139,8 @@ static int check_attached(const struct algo *a)
 	if (!algo_attached(a))
 		return fail(0, "not attached (bbrctl attach %s)", a->name);
 	if (!kernel_has_cc(a->name))
-		return fail(0, "the pinned link's registration is gone (bbrctl attach %s starts over)", a->name);
+		return fail(
+			0, "the pinned link's registration is gone (bbrctl attach %s starts over)", a->name);
 	/* The new object writes into the attached one's ring buffer, ctl and params: one layout for all. */
 	return check_attached_abi(a);
 }
@@ -159,12 +162,14 @@ int cmd_upgrade(const struct cmd_opts *o, int argc, char **argv)
 	if (check_kernel())
 		return EXIT_FAILURE;
 	if (feature_disabled("link-update"))
-		return fail(0, "the kernel cannot update a struct_ops link (BBRCTL_DISABLE has "
-			    "'link-update'); detach and attach instead");
+		return fail(0,
+			"the kernel cannot update a struct_ops link (BBRCTL_DISABLE has "
+			"'link-update'); detach and attach instead");
 	err = kernel_link_update();
 	if (err)
-		return fail(err, "the kernel cannot update a struct_ops link (bbrctl features: link-update); "
-			    "detach and attach instead");
+		return fail(err,
+			"the kernel cannot update a struct_ops link (bbrctl features: link-update); "
+			"detach and attach instead");
 	rootfd = lock_root(false);
 	if (rootfd == -ENOENT)
 		return fail(0, "not attached (bbrctl attach %s)", a->name);
@@ -177,6 +182,6 @@ int cmd_upgrade(const struct cmd_opts *o, int argc, char **argv)
 	if (ret)
 		return EXIT_FAILURE;
 	printf("%s upgraded: new connections use %s; running ones keep their version\n", a->name,
-	       path ? path : "the object built into bbrctl");
+		path ? path : "the object built into bbrctl");
 	return EXIT_SUCCESS;
 }

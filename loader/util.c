@@ -58,8 +58,8 @@ static void vreport(int err, const char *usage, int status, const char *fmt, va_
 	if (err)
 		snprintf(message + used, sizeof(message) - used, ": %s", strerror(err < 0 ? -err : err));
 	/* Before a command is known (bbrctl -x) there is no context: "bbrctl: unknown option '-x'". */
-	fprintf(stderr, "bbrctl: %s%s%s%s", context, context[0] ? ": " : "", usage == WARNING ? "warning: " : "",
-		message);
+	fprintf(stderr, "bbrctl: %s%s%s%s", context, context[0] ? ": " : "",
+		usage == WARNING ? "warning: " : "", message);
 	if (usage && usage != WARNING)
 		fprintf(stderr, " (usage: %s)", usage);
 	fputc('\n', stderr);

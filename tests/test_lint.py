@@ -14,9 +14,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
-# bpf/, loader/, include/ and tests/unit are hand-aligned and under edit on other branches; they join
-# this list after one `clang-format -i` commit once those have merged.
-CLANG_FORMAT_FILES = sorted(str(p.relative_to(ROOT)) for d in ("bench/delayline", "bench/link", "bench/wire")
+CLANG_FORMAT_FILES = sorted(str(p.relative_to(ROOT))
+                            for d in ("bench/delayline", "bench/link", "bench/wire", "bench/floor", "loader",
+                                      "loader/gen", "include", "bpf", "tests/unit", "tests/lockstep")
                             for p in (ROOT / d).glob("*.[ch]"))
 SHELL_SCRIPTS = [*sorted(str(p.relative_to(ROOT)) for p in (ROOT / "scripts").glob("*.sh")), ".ci/run"]
 

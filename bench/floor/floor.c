@@ -28,7 +28,6 @@
 
 #define CC_NAME "bbr_floor"
 
-
 int main(int argc, char **argv)
 {
 	struct bbr_floor *skel = NULL;

@@ -63,10 +63,12 @@ static void man(FILE *out)
 
 	fprintf(out, ".TH BBRCTL 8 \"\" \"bbrkit %s\" \"System Administration\"\n", BBRKIT_VERSION);
 	fputs(".SH NAME\nbbrctl \\- attach, tune and observe bbrkit's BPF TCP congestion controls\n"
-	      ".SH SYNOPSIS\n.B bbrctl\n[\\fB\\-v\\fR] [\\fB\\-j\\fR] \\fICOMMAND\\fR [\\fIOPTIONS\\fR] [\\fIARGS\\fR]\n.br\n"
+	      ".SH SYNOPSIS\n.B bbrctl\n[\\fB\\-v\\fR] [\\fB\\-j\\fR] \\fICOMMAND\\fR [\\fIOPTIONS\\fR] "
+	      "[\\fIARGS\\fR]\n.br\n"
 	      ".B bbrctl \\-\\-version\n"
 	      ".SH DESCRIPTION\n"
-	      "bbrctl registers bbrkit's congestion controls (BPF struct_ops programs built into it) with the\n"
+	      "bbrctl registers bbrkit's congestion controls (BPF struct_ops programs built into it) with "
+	      "the\n"
 	      "running kernel through pinned struct_ops links under\n.IR " BBRKIT_PIN_ROOT " ,\n"
 	      "changes their parameters, upgrades them in place, and reads their per-flow state. It needs\n"
 	      "root, except list and show \\-\\-json of a detached algorithm, which describe the parameters\n"
@@ -76,13 +78,15 @@ static void man(FILE *out)
 	      ".IR \"{\\(dqerror\\(dq: what, \\(dqcommand\\(dq: command algo, \\(dqexit_status\\(dq: N}\" ,\n"
 	      "instead of the command's document.\n"
 	      ".SH OPTIONS\n"
-	      ".TP\n.BR \\-v \", \" \\-\\-verbose\ncopy libbpf's log, including the verifier's, to stderr (also after the command)\n"
-	      ".TP\n.BR \\-j \", \" \\-\\-json\nthe command's \\-\\-json, for list, show, flows and features\n"
+	      ".TP\n.BR \\-v \", \" \\-\\-verbose\ncopy libbpf's log, including the verifier's, to stderr "
+	      "(also after the command)\n"
+	      ".TP\n.BR \\-j \", \" \\-\\-json\nthe command's \\-\\-json, for list, show, flows and "
+	      "features\n"
 	      "(any other command refuses it)\n"
 	      ".TP\n.BR \\-V \", \" \\-\\-version\nprint the version (git describe at build time)\n"
 	      ".TP\n.BR \\-h \", \" \\-\\-help\nprint the commands; each command also has \\-\\-help\n"
 	      ".SH COMMANDS\n",
-	      out);
+		out);
 	for (const struct cli_command *c = cli_commands; c->name; c++) {
 		cli_usage(c, usage, sizeof(usage));
 		fputs(".SS ", out);
@@ -96,7 +100,7 @@ static void man(FILE *out)
 	roff_block(out, help_params);
 	fputs(".PP\nA value written raw (e.g. with bpftool) outside its range acts as the default;\n"
 	      ".B show\nflags it.\n.SH RECORD KEYS\nThe keys of\n.B flows \\-\\-json\nand\n.BR trace .\n",
-	      out);
+		out);
 	roff_block(out, record_keys_help);
 	fputs(".SH EXIT STATUS\n.TP\n0\ndone (also flows with nothing attached: an empty table or list)\n"
 	      ".TP\n1\nthe command failed (not root, the kernel refused, not attached, ...)\n"
@@ -110,7 +114,7 @@ static void man(FILE *out)
 	      "flows\\-tcp\n"
 	      ".TP\n.I " BBRCTL_AVAILABLE_CC "\nthe kernel's registered congestion controls\n"
 	      ".SH SEE ALSO\n.BR bbrbench (1),\n.BR bpftool (8),\n.BR tc (8)\n",
-	      out);
+		out);
 }
 
 static void words(FILE *out, const char *prefix, const char *suffix)
@@ -125,17 +129,18 @@ static void completion(FILE *out)
 	      "_bbrctl()\n{\n\tlocal cur prev cmd i\n\tCOMPREPLY=()\n\tcur=${COMP_WORDS[COMP_CWORD]}\n"
 	      "\tprev=${COMP_WORDS[COMP_CWORD-1]}\n\tcmd=\n"
 	      "\tfor ((i = 1; i < COMP_CWORD; i++)); do\n\t\tcase ${COMP_WORDS[i]} in\n\t\t",
-	      out);
+		out);
 	words(out, "", "|");
 	fputs("__none) cmd=${COMP_WORDS[i]}; break ;;\n\t\tesac\n\tdone\n"
-	      "\tif [[ -z $cmd ]]; then\n\t\tCOMPREPLY=($(compgen -W \"-v --verbose -j --json -V --version -h --help",
-	      out);
+	      "\tif [[ -z $cmd ]]; then\n\t\tCOMPREPLY=($(compgen -W \"-v --verbose -j --json -V --version "
+	      "-h --help",
+		out);
 	words(out, " ", "");
 	fputs("\" -- \"$cur\"))\n\t\treturn\n\tfi\n\tcase $prev in\n"
 	      "\t--out|--object|-o) COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n"
 	      "\t--format|-f) COMPREPLY=($(compgen -W \"jsonl csv\" -- \"$cur\")); return ;;\n\tesac\n"
 	      "\tif [[ $cur == -* ]]; then\n\t\tcase $cmd in\n",
-	      out);
+		out);
 	for (const struct cli_command *c = cli_commands; c->name; c++) {
 		fprintf(out, "\t\t%s) COMPREPLY=($(compgen -W \"-v --verbose -h --help", c->name);
 		for (const struct cli_opt *o = c->opts; o && o->name; o++)
@@ -149,7 +154,7 @@ static void completion(FILE *out)
 	      "\t\t\t[[ ${COMP_WORDS[i]} == -* ]] && continue\n"
 	      "\t\t\t((n++ == 0)) && algo=${COMP_WORDS[i]}\n\t\tdone\n"
 	      "\t\tif [[ -n $algo ]]; then\n\t\t\tlocal keys=\n\t\t\tcase $algo in\n",
-	      out);
+		out);
 	for (size_t i = 0; i < nalgos; i++) {
 		const struct algo *a = algo_at(i);
 
@@ -163,7 +168,7 @@ static void completion(FILE *out)
 	fputs("\t\t\tesac\n\t\t\tcompopt -o nospace 2>/dev/null\n"
 	      "\t\t\tCOMPREPLY=($(compgen -W \"$keys\" -- \"$cur\"))\n\t\t\treturn\n\t\tfi\n\t\t;;\n"
 	      "\tlist|features) return ;;\n\tesac\n\tCOMPREPLY=($(compgen -W \"",
-	      out);
+		out);
 	for (size_t i = 0; i < nalgos; i++)
 		fprintf(out, "%s%s", i ? " " : "", algo_at(i)->name);
 	fputs("\" -- \"$cur\"))\n}\ncomplete -F _bbrctl bbrctl\n", out);

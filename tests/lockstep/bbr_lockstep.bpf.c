@@ -67,20 +67,20 @@ extern unsigned int CONFIG_HZ __kconfig;
  */
 struct bbr___kernel {
 	u32 min_rtt_us;
-	u32 min_rtt_stamp;         /* jiffies */
-	u32 probe_rtt_done_stamp;  /* jiffies */
+	u32 min_rtt_stamp;	  /* jiffies */
+	u32 probe_rtt_done_stamp; /* jiffies */
 	struct minmax bw;
 	u32 rtt_cnt;
 	u32 next_rtt_delivered;
 	u64 cycle_mstamp;
 	u32 mode : 3, prev_ca_state : 3, packet_conservation : 1, round_start : 1, idle_restart : 1,
-	    probe_rtt_round_done : 1, unused : 13, lt_is_sampling : 1, lt_rtt_cnt : 7, lt_use_bw : 1;
+		probe_rtt_round_done : 1, unused : 13, lt_is_sampling : 1, lt_rtt_cnt : 7, lt_use_bw : 1;
 	u32 lt_bw;
 	u32 lt_last_delivered;
-	u32 lt_last_stamp;         /* ms */
+	u32 lt_last_stamp; /* ms */
 	u32 lt_last_lost;
 	u32 pacing_gain : 10, cwnd_gain : 10, full_bw_reached : 1, full_bw_cnt : 2, cycle_idx : 3,
-	    has_seen_rtt : 1, unused_b : 5;
+		has_seen_rtt : 1, unused_b : 5;
 	u32 prior_cwnd;
 	u32 full_bw;
 	u64 ack_epoch_mstamp;
@@ -106,9 +106,9 @@ struct ls_shadow {
 	struct bbr_core core; /* first: the accessors below find the rest from the core's address */
 	struct ls_out out;
 	struct ls_out in;     /* the inputs, saved before the kernel's BBR overwrites them */
-	u32 random;           /* what the core's random draw returns: the kernel's choice */
+	u32 random;	      /* what the core's random draw returns: the kernel's choice */
 	struct ls_state k, s; /* the two sides after the callback (kept here: the stack is too small) */
-	u64 seq;              /* state-changing callbacks compared on this socket */
+	u64 seq;	      /* state-changing callbacks compared on this socket */
 	u32 initialized;      /* init ran on this socket before (the CC was switched away and back) */
 };
 
@@ -228,8 +228,8 @@ BBR_INLINE s64 ls_ticks_rel_us(u32 stamp, const struct ls_now *now)
 	return (s64)(s32)(stamp - now->ticks) << BBR_TICK_SHIFT;
 }
 
-BBR_INLINE void ls_kernel_state(struct sock *sk, struct bbr___kernel *k, struct ls_state *st,
-				const struct ls_now *now)
+BBR_INLINE void ls_kernel_state(
+	struct sock *sk, struct bbr___kernel *k, struct ls_state *st, const struct ls_now *now)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 armed = k->probe_rtt_done_stamp != 0;
@@ -386,34 +386,38 @@ BBR_INLINE u32 ls_diff(const struct ls_state *a, const struct ls_state *b, const
 	m |= ls_nz(a->min_rtt_us ^ b->min_rtt_us) << LS_F_MIN_RTT;
 	m |= ls_nz(a->rtt_cnt ^ b->rtt_cnt) << LS_F_ROUND;
 	m |= ls_nz((a->full_bw_reached ^ b->full_bw_reached) | (a->full_bw_cnt ^ b->full_bw_cnt) |
-		   (a->full_bw ^ b->full_bw)) << LS_F_FULL_BW;
+		     (a->full_bw ^ b->full_bw))
+		<< LS_F_FULL_BW;
 	m |= ls_nz((a->pacing_gain ^ b->pacing_gain) | (a->cwnd_gain ^ b->cwnd_gain)) << LS_F_GAINS;
 	m |= ls_nz((a->lt_use_bw ^ b->lt_use_bw) | (a->lt_bw ^ b->lt_bw) |
-		   (a->lt_is_sampling ^ b->lt_is_sampling)) << LS_F_LT;
+		     (a->lt_is_sampling ^ b->lt_is_sampling))
+		<< LS_F_LT;
 	m |= ls_nz(a->ssthresh ^ b->ssthresh) << LS_F_SSTHRESH;
 	m |= ls_nz(a->prior_cwnd ^ b->prior_cwnd) << LS_F_PRIOR_CWND;
 	m |= ls_nz((a->extra_acked[0] ^ b->extra_acked[0]) | (a->extra_acked[1] ^ b->extra_acked[1]))
-	     << LS_F_ACK_AGG;
+		<< LS_F_ACK_AGG;
 	m |= ls_nz(a->packet_conservation ^ b->packet_conservation) << LS_F_CONSERVATION;
 	m |= ls_nz(a->app_limited ^ b->app_limited) << LS_F_APP_LIMITED;
 	m |= ls_nz(a->pacing_status ^ b->pacing_status) << LS_F_PACING_STATUS;
 	m |= ls_beyond(a->min_rtt_stamp_us - b->min_rtt_stamp_us, slack) << LS_F_MIN_RTT_STAMP;
 	m |= (ls_nz((a->probe_rtt_armed ^ b->probe_rtt_armed) |
-		    (a->probe_rtt_round_done ^ b->probe_rtt_round_done)) |
-	      ls_beyond(a->probe_rtt_done_us - b->probe_rtt_done_us, slack + LS_PROBE_RTT_ROUNDING_US))
-	     << LS_F_PROBE_RTT_STAMP;
+		      (a->probe_rtt_round_done ^ b->probe_rtt_round_done)) |
+		     ls_beyond(a->probe_rtt_done_us - b->probe_rtt_done_us, slack + LS_PROBE_RTT_ROUNDING_US))
+		<< LS_F_PROBE_RTT_STAMP;
 	m |= ls_nz((a->next_rtt_delivered ^ b->next_rtt_delivered) | (a->round_start ^ b->round_start))
-	     << LS_F_NEXT_RTT_DELIVERED;
+		<< LS_F_NEXT_RTT_DELIVERED;
 	m |= ls_nz(a->idle_restart ^ b->idle_restart) << LS_F_IDLE_RESTART;
 	m |= ls_nz((a->ack_epoch_stamp ^ b->ack_epoch_stamp) | (a->ack_epoch_acked ^ b->ack_epoch_acked) |
-		   (a->extra_acked_win_rtts ^ b->extra_acked_win_rtts) |
-		   (a->extra_acked_win_idx ^ b->extra_acked_win_idx)) << LS_F_ACK_EPOCH;
+		     (a->extra_acked_win_rtts ^ b->extra_acked_win_rtts) |
+		     (a->extra_acked_win_idx ^ b->extra_acked_win_idx))
+		<< LS_F_ACK_EPOCH;
 	m |= ls_nz((a->bw_v[1] ^ b->bw_v[1]) | (a->bw_v[2] ^ b->bw_v[2]) | (a->bw_t[0] ^ b->bw_t[0]) |
-		   (a->bw_t[1] ^ b->bw_t[1]) | (a->bw_t[2] ^ b->bw_t[2])) << LS_F_BW_SLOTS;
+		     (a->bw_t[1] ^ b->bw_t[1]) | (a->bw_t[2] ^ b->bw_t[2]))
+		<< LS_F_BW_SLOTS;
 	m |= ls_nz(a->cycle_stamp ^ b->cycle_stamp) << LS_F_CYCLE_STAMP;
 	m |= ls_nz((a->lt_rtt_cnt ^ b->lt_rtt_cnt) | (a->lt_last_delivered ^ b->lt_last_delivered) |
-		   (a->lt_last_stamp ^ b->lt_last_stamp) | (a->lt_last_lost ^ b->lt_last_lost))
-	     << LS_F_LT_INTERVAL;
+		     (a->lt_last_stamp ^ b->lt_last_stamp) | (a->lt_last_lost ^ b->lt_last_lost))
+		<< LS_F_LT_INTERVAL;
 	m |= ls_nz(a->prev_ca_state ^ b->prev_ca_state) << LS_F_PREV_CA_STATE;
 	m |= ls_nz(a->has_seen_rtt ^ b->has_seen_rtt) << LS_F_HAS_SEEN_RTT;
 	m |= ls_nz(a->min_tso_segs ^ b->min_tso_segs) << LS_F_MIN_TSO_SEGS;
@@ -437,8 +441,9 @@ BBR_INLINE void ls_resync(struct ls_shadow *s, struct bbr___kernel *k)
 
 	b->min_rtt_us = k->min_rtt_us;
 	b->min_rtt_stamp = ls_jiffies_to_ticks(k->min_rtt_stamp, now_j, now_t);
-	b->probe_rtt_done_stamp =
-		k->probe_rtt_done_stamp ? (ls_jiffies_to_ticks(k->probe_rtt_done_stamp, now_j, now_t) ?: 1) : 0;
+	b->probe_rtt_done_stamp = k->probe_rtt_done_stamp
+		? (ls_jiffies_to_ticks(k->probe_rtt_done_stamp, now_j, now_t) ?: 1)
+		: 0;
 	b->bw.s[0].t = k->bw.s[0].t;
 	b->bw.s[0].v = k->bw.s[0].v;
 	b->bw.s[1].t = k->bw.s[1].t;
@@ -499,8 +504,8 @@ BBR_INLINE void ls_widest_gap(const struct ls_state *k, const struct ls_state *s
  * sret, the two sides' returns, stand in for ssthresh and cwnd there; for min_tso_segs and
  * sndbuf_expand they are compared as fields of their own.
  */
-BBR_INLINE void ls_compare(struct sock *sk, struct ls_shadow *s, u8 callback, u8 arg, u8 mode_before,
-			   u32 kret, u32 sret)
+BBR_INLINE void ls_compare(
+	struct sock *sk, struct ls_shadow *s, u8 callback, u8 arg, u8 mode_before, u32 kret, u32 sret)
 {
 	struct bbr___kernel *k = ls_kernel_bbr(sk);
 	struct ls_record *r;

@@ -34,19 +34,56 @@
 #define POLL_MS 100 /* how long a poll waits for records before checking for a signal */
 
 static const char *const callback_names[LS_CB_COUNT] = {
-	"ack", "init", "cwnd_event", "ssthresh", "undo_cwnd", "set_state", "min_tso_segs", "sndbuf_expand",
+	"ack",
+	"init",
+	"cwnd_event",
+	"ssthresh",
+	"undo_cwnd",
+	"set_state",
+	"min_tso_segs",
+	"sndbuf_expand",
 };
 
 static const char *const field_names[LS_F_COUNT] = {
-	"mode", "cycle_idx", "cwnd", "pacing_rate", "bw", "min_rtt", "round", "full_bw",
-	"gains", "lt_bw", "ssthresh", "prior_cwnd", "ack_aggregation", "conservation",
-	"app_limited", "pacing_status", "min_rtt_stamp", "probe_rtt_stamp", "next_rtt_delivered",
-	"idle_restart", "ack_epoch", "bw_slots", "cycle_stamp", "lt_interval", "prev_ca_state",
-	"has_seen_rtt", "min_tso_segs", "sndbuf_expand",
+	"mode",
+	"cycle_idx",
+	"cwnd",
+	"pacing_rate",
+	"bw",
+	"min_rtt",
+	"round",
+	"full_bw",
+	"gains",
+	"lt_bw",
+	"ssthresh",
+	"prior_cwnd",
+	"ack_aggregation",
+	"conservation",
+	"app_limited",
+	"pacing_status",
+	"min_rtt_stamp",
+	"probe_rtt_stamp",
+	"next_rtt_delivered",
+	"idle_restart",
+	"ack_epoch",
+	"bw_slots",
+	"cycle_stamp",
+	"lt_interval",
+	"prev_ca_state",
+	"has_seen_rtt",
+	"min_tso_segs",
+	"sndbuf_expand",
 };
 
 static const char *const coverage_names[LS_COV_COUNT] = {
-	"recovery", "loss", "conservation", "lt_sampling", "lt_use_bw", "app_limited", "idle_restart", "rto",
+	"recovery",
+	"loss",
+	"conservation",
+	"lt_sampling",
+	"lt_use_bw",
+	"app_limited",
+	"idle_restart",
+	"rto",
 };
 
 static const char *const mode_names[LS_MODES] = { "STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT" };
@@ -90,11 +127,11 @@ static void print_state(FILE *f, const char *key, const struct ls_state *s)
 		"\"lt_last_lost\":%u,\"prev_ca_state\":%u,\"has_seen_rtt\":%u,\"min_tso_segs\":%u,"
 		"\"sndbuf_expand\":%u}",
 		(long long)s->min_rtt_stamp_us, s->probe_rtt_armed, (long long)s->probe_rtt_done_us,
-		s->probe_rtt_round_done, s->bw_v[0], s->bw_t[0], s->bw_v[1], s->bw_t[1], s->bw_v[2], s->bw_t[2],
-		s->next_rtt_delivered, s->round_start, s->idle_restart, s->cycle_stamp, s->ack_epoch_stamp,
-		s->ack_epoch_acked, s->extra_acked_win_rtts, s->extra_acked_win_idx, s->lt_rtt_cnt,
-		s->lt_last_delivered, s->lt_last_stamp, s->lt_last_lost, s->prev_ca_state, s->has_seen_rtt,
-		s->min_tso_segs, s->sndbuf_expand);
+		s->probe_rtt_round_done, s->bw_v[0], s->bw_t[0], s->bw_v[1], s->bw_t[1], s->bw_v[2],
+		s->bw_t[2], s->next_rtt_delivered, s->round_start, s->idle_restart, s->cycle_stamp,
+		s->ack_epoch_stamp, s->ack_epoch_acked, s->extra_acked_win_rtts, s->extra_acked_win_idx,
+		s->lt_rtt_cnt, s->lt_last_delivered, s->lt_last_stamp, s->lt_last_lost, s->prev_ca_state,
+		s->has_seen_rtt, s->min_tso_segs, s->sndbuf_expand);
 }
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -149,8 +186,8 @@ static void print_summary(const struct ls_counters *c)
 	print_counts("covered_acks", c->covered, coverage_names, LS_COV_COUNT, false);
 	printf("\"resyncs\":%llu,\"stamp_gap_us\":%llu,\"no_shadow\":%llu,\"lost_records\":%llu,"
 	       "\"records_written\":%llu}\n",
-	       (unsigned long long)c->resyncs, (unsigned long long)c->stamp_gap_us,
-	       (unsigned long long)c->no_shadow, (unsigned long long)c->lost_records, records_written);
+		(unsigned long long)c->resyncs, (unsigned long long)c->stamp_gap_us,
+		(unsigned long long)c->no_shadow, (unsigned long long)c->lost_records, records_written);
 	fflush(stdout);
 }
 

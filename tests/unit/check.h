@@ -21,45 +21,45 @@ static struct check_case check_cases[CHECK_MAX_TESTS];
 static int check_count;
 static int check_failed_now;
 
-#define TEST(test_name)                                                         \
-	static void test_name(void);                                            \
+#define TEST(test_name) \
+	static void test_name(void); \
 	__attribute__((constructor)) static void check_register_##test_name(void) \
-	{                                                                       \
-		check_cases[check_count].name = #test_name;                     \
-		check_cases[check_count++].fn = test_name;                      \
-	}                                                                       \
+	{ \
+		check_cases[check_count].name = #test_name; \
+		check_cases[check_count++].fn = test_name; \
+	} \
 	static void test_name(void)
 
-#define CHECK(cond)                                                                      \
-	do {                                                                             \
-		if (!(cond)) {                                                           \
+#define CHECK(cond) \
+	do { \
+		if (!(cond)) { \
 			fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
-			check_failed_now = 1;                                            \
-			return;                                                          \
-		}                                                                        \
+			check_failed_now = 1; \
+			return; \
+		} \
 	} while (0)
 
-#define CHECK_EQ(a, b)                                                                          \
-	do {                                                                                    \
-		uint64_t check_a_ = (uint64_t)(a), check_b_ = (uint64_t)(b);                    \
-		if (check_a_ != check_b_) {                                                     \
-			fprintf(stderr, "%s:%d: %s == %s failed: %" PRIu64 " != %" PRIu64 "\n", \
-				__FILE__, __LINE__, #a, #b, check_a_, check_b_);               \
-			check_failed_now = 1;                                                   \
-			return;                                                                 \
-		}                                                                               \
+#define CHECK_EQ(a, b) \
+	do { \
+		uint64_t check_a_ = (uint64_t)(a), check_b_ = (uint64_t)(b); \
+		if (check_a_ != check_b_) { \
+			fprintf(stderr, "%s:%d: %s == %s failed: %" PRIu64 " != %" PRIu64 "\n", __FILE__, \
+				__LINE__, #a, #b, check_a_, check_b_); \
+			check_failed_now = 1; \
+			return; \
+		} \
 	} while (0)
 
 /* |a - b| <= tol, for rates and other derived quantities. */
-#define CHECK_NEAR(a, b, tol)                                                                        \
-	do {                                                                                         \
-		double check_a_ = (double)(a), check_b_ = (double)(b);                               \
-		if (check_a_ - check_b_ > (tol) || check_b_ - check_a_ > (tol)) {                    \
-			fprintf(stderr, "%s:%d: %s ~ %s failed: %.6g vs %.6g (tolerance %.3g)\n",   \
-				__FILE__, __LINE__, #a, #b, check_a_, check_b_, (double)(tol));      \
-			check_failed_now = 1;                                                        \
-			return;                                                                      \
-		}                                                                                    \
+#define CHECK_NEAR(a, b, tol) \
+	do { \
+		double check_a_ = (double)(a), check_b_ = (double)(b); \
+		if (check_a_ - check_b_ > (tol) || check_b_ - check_a_ > (tol)) { \
+			fprintf(stderr, "%s:%d: %s ~ %s failed: %.6g vs %.6g (tolerance %.3g)\n", __FILE__, \
+				__LINE__, #a, #b, check_a_, check_b_, (double)(tol)); \
+			check_failed_now = 1; \
+			return; \
+		} \
 	} while (0)
 
 static void check_setup(void);

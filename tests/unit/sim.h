@@ -9,7 +9,7 @@
 
 #define SIM_MSS 1448
 #define SIM_START_US 1000000ULL /* the connection starts at t = 1 s */
-#define SIM_RTT_US 20000        /* base RTT of the simulated path */
+#define SIM_RTT_US 20000	/* base RTT of the simulated path */
 #define SIM_TRACE_MAX 1024
 
 static struct tcp_sock sim_tp;
@@ -50,12 +50,12 @@ static void check_setup(void)
 }
 
 struct sim_ack {
-	u32 acked;           /* packets newly delivered */
-	long rtt_us;         /* RTT sample, -1 for none */
-	long interval_us;    /* delivery interval of the rate sample */
-	int losses;          /* packets newly marked lost */
-	u32 delivered_ce;    /* of `acked`, packets that carried a CE mark */
-	bool round_end;      /* the ACKed data was sent after the round began */
+	u32 acked;	  /* packets newly delivered */
+	long rtt_us;	  /* RTT sample, -1 for none */
+	long interval_us; /* delivery interval of the rate sample */
+	int losses;	  /* packets newly marked lost */
+	u32 delivered_ce; /* of `acked`, packets that carried a CE mark */
+	bool round_end;	  /* the ACKed data was sent after the round began */
 	bool app_limited;
 	u32 prior_in_flight;
 };
@@ -94,8 +94,11 @@ static __attribute__((unused)) void sim_advance_us(u64 us)
 static __attribute__((unused)) void sim_round(u32 pkts, long rtt_us)
 {
 	sim_advance_us((u64)rtt_us);
-	sim_ack((struct sim_ack){ .acked = pkts, .rtt_us = rtt_us, .interval_us = rtt_us,
-				  .round_end = true, .prior_in_flight = pkts });
+	sim_ack((struct sim_ack){ .acked = pkts,
+		.rtt_us = rtt_us,
+		.interval_us = rtt_us,
+		.round_end = true,
+		.prior_in_flight = pkts });
 }
 
 /* STARTUP with doubling bandwidth, then flat at `flat_pkts` per round until the pipe is

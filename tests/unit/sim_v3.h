@@ -5,13 +5,20 @@
 #ifndef SIM_V3_H
 #define SIM_V3_H
 
-#define PKTS 90                    /* a 90-packet BDP: 4.5 packets/ms at 20 ms */
+#define PKTS 90 /* a 90-packet BDP: 4.5 packets/ms at 20 ms */
 #define BW sim_bw(PKTS, SIM_RTT_US)
 #define ACKS_PER_ROUND 10
 
 static const struct bbr3_params defaults = {
-	BBR3_LOSS_THRESH_DEF, BBR3_BETA_DEF, BBR3_HEADROOM_DEF, BBR3_ECN_DEF, BBR3_ECN_THRESH_DEF,
-	BBR3_ECN_MAX_RTT_DEF, BBR3_PROBE_RTT_INTERVAL_DEF, BBR3_PROBE_WAIT_BASE_DEF, BBR3_PROBE_WAIT_RAND_DEF,
+	BBR3_LOSS_THRESH_DEF,
+	BBR3_BETA_DEF,
+	BBR3_HEADROOM_DEF,
+	BBR3_ECN_DEF,
+	BBR3_ECN_THRESH_DEF,
+	BBR3_ECN_MAX_RTT_DEF,
+	BBR3_PROBE_RTT_INTERVAL_DEF,
+	BBR3_PROBE_WAIT_BASE_DEF,
+	BBR3_PROBE_WAIT_RAND_DEF,
 };
 
 static __attribute__((unused)) struct bbr3 *st(void)
@@ -23,9 +30,12 @@ static __attribute__((unused)) struct bbr3 *st(void)
 static __attribute__((unused)) void ack(u32 inflight, int losses, bool round_end)
 {
 	sim_advance_us(SIM_RTT_US / ACKS_PER_ROUND);
-	sim_ack((struct sim_ack){ .acked = PKTS / ACKS_PER_ROUND, .rtt_us = SIM_RTT_US,
-				  .interval_us = SIM_RTT_US / ACKS_PER_ROUND, .losses = losses,
-				  .round_end = round_end, .prior_in_flight = inflight });
+	sim_ack((struct sim_ack){ .acked = PKTS / ACKS_PER_ROUND,
+		.rtt_us = SIM_RTT_US,
+		.interval_us = SIM_RTT_US / ACKS_PER_ROUND,
+		.losses = losses,
+		.round_end = round_end,
+		.prior_in_flight = inflight });
 }
 
 /* A round of ACKS_PER_ROUND ACKs, the first of which ends the previous round. */
@@ -88,16 +98,22 @@ static __attribute__((unused)) void lossy_startup_round(int loss_acks, int losse
 	sim_tp.inet_conn.icsk_ca_state = TCP_CA_Recovery;
 	for (int i = 0; i < loss_acks; i++) {
 		sim_advance_us(1000);
-		sim_ack((struct sim_ack){ .acked = 8, .rtt_us = SIM_RTT_US, .interval_us = 1000, .losses = losses,
-					  .prior_in_flight = 100 });
+		sim_ack((struct sim_ack){ .acked = 8,
+			.rtt_us = SIM_RTT_US,
+			.interval_us = 1000,
+			.losses = losses,
+			.prior_in_flight = 100 });
 	}
 }
 
 static __attribute__((unused)) void end_round(void)
 {
 	sim_advance_us(SIM_RTT_US);
-	sim_ack((struct sim_ack){ .acked = 8, .rtt_us = SIM_RTT_US, .interval_us = 1000, .round_end = true,
-				  .prior_in_flight = 100 });
+	sim_ack((struct sim_ack){ .acked = 8,
+		.rtt_us = SIM_RTT_US,
+		.interval_us = 1000,
+		.round_end = true,
+		.prior_in_flight = 100 });
 }
 
 #endif /* SIM_V3_H */

@@ -133,8 +133,11 @@ TEST(app_limited_rounds_do_not_end_startup)
 	sim_round(10, SIM_RTT_US);
 	for (int i = 0; i < 5; i++) {
 		sim_advance_us(SIM_RTT_US);
-		sim_ack((struct sim_ack){ .acked = 10, .rtt_us = SIM_RTT_US, .interval_us = SIM_RTT_US,
-					  .round_end = true, .app_limited = true });
+		sim_ack((struct sim_ack){ .acked = 10,
+			.rtt_us = SIM_RTT_US,
+			.interval_us = SIM_RTT_US,
+			.round_end = true,
+			.app_limited = true });
 	}
 	CHECK(!core()->full_bw_reached);
 	CHECK_EQ(core()->mode, BBRKIT_STARTUP);
@@ -172,7 +175,9 @@ TEST(probe_bw_random_start_is_never_the_drain_phase)
 TEST(probe_bw_gain_cycle)
 {
 	struct bbr_core *b = core();
-	struct sim_ack small = { .acked = 1, .rtt_us = SIM_RTT_US, .interval_us = 1000, .prior_in_flight = 10 };
+	struct sim_ack small = {
+		.acked = 1, .rtt_us = SIM_RTT_US, .interval_us = 1000, .prior_in_flight = 10
+	};
 	struct sim_ack big = small;
 
 	big.prior_in_flight = 10000;
@@ -220,8 +225,8 @@ TEST(probe_phase_ends_on_loss_after_full_length)
 	host_random_value = 0;
 	bbr_reset_probe_bw_mode(sk, b);
 	sim_advance_us(SIM_RTT_US + 1);
-	sim_ack((struct sim_ack){ .acked = 1, .rtt_us = SIM_RTT_US, .interval_us = 1000, .losses = 1,
-				  .prior_in_flight = 10 });
+	sim_ack((struct sim_ack){
+		.acked = 1, .rtt_us = SIM_RTT_US, .interval_us = 1000, .losses = 1, .prior_in_flight = 10 });
 	CHECK_EQ(b->cycle_idx, 1);
 }
 
@@ -306,7 +311,8 @@ TEST(probe_rtt_after_ten_seconds_without_new_min)
 
 	sim_to_probe_bw();
 	/* RTT samples above min_rtt for almost 10 s: no PROBE_RTT yet. */
-	while (bbr_now_ticks(&sim_tp) - b->min_rtt_stamp < BBR_MIN_RTT_WIN_TICKS - BBR_US_TO_TICKS(SIM_RTT_US)) {
+	while (bbr_now_ticks(&sim_tp) - b->min_rtt_stamp <
+		BBR_MIN_RTT_WIN_TICKS - BBR_US_TO_TICKS(SIM_RTT_US)) {
 		sim_round(90, SIM_RTT_US + 1000);
 		acks++;
 		CHECK(b->mode != BBRKIT_PROBE_RTT);
@@ -415,14 +421,20 @@ TEST(long_term_sampling_detects_a_policer)
 	/* Every round loses 30 of 100 packets (>20%) at a steady rate: a token bucket. */
 	for (int i = 0; i < 7; i++) {
 		sim_advance_us(SIM_RTT_US);
-		sim_ack((struct sim_ack){ .acked = 100, .losses = 30, .rtt_us = SIM_RTT_US,
-					  .interval_us = SIM_RTT_US, .round_end = true });
+		sim_ack((struct sim_ack){ .acked = 100,
+			.losses = 30,
+			.rtt_us = SIM_RTT_US,
+			.interval_us = SIM_RTT_US,
+			.round_end = true });
 		CHECK(!b->lt_use_bw);
 	}
 	CHECK_NEAR(b->lt_bw, policed, policed / 100);
 	sim_advance_us(SIM_RTT_US);
-	sim_ack((struct sim_ack){ .acked = 100, .losses = 30, .rtt_us = SIM_RTT_US,
-				  .interval_us = SIM_RTT_US, .round_end = true });
+	sim_ack((struct sim_ack){ .acked = 100,
+		.losses = 30,
+		.rtt_us = SIM_RTT_US,
+		.interval_us = SIM_RTT_US,
+		.round_end = true });
 	CHECK(b->lt_use_bw);
 	CHECK_NEAR(bbr_bw(b), policed, policed / 100);
 	CHECK_EQ(b->pacing_gain, BBR_UNIT);
@@ -442,8 +454,11 @@ TEST(low_loss_is_not_a_policer)
 	sim_to_probe_bw();
 	for (int i = 0; i < 20; i++) {
 		sim_advance_us(SIM_RTT_US);
-		sim_ack((struct sim_ack){ .acked = 100, .losses = 5, .rtt_us = SIM_RTT_US,
-					  .interval_us = SIM_RTT_US, .round_end = true });
+		sim_ack((struct sim_ack){ .acked = 100,
+			.losses = 5,
+			.rtt_us = SIM_RTT_US,
+			.interval_us = SIM_RTT_US,
+			.round_end = true });
 	}
 	CHECK(!b->lt_use_bw);
 }
@@ -595,15 +610,21 @@ TEST(long_term_interval_is_timed_in_milliseconds)
 
 	sim_to_probe_bw();
 	sim_advance_us(SIM_RTT_US + 300); /* off the millisecond and the 1024 us grids */
-	sim_ack((struct sim_ack){ .acked = 100, .losses = 30, .rtt_us = SIM_RTT_US,
-				  .interval_us = SIM_RTT_US, .round_end = true });
+	sim_ack((struct sim_ack){ .acked = 100,
+		.losses = 30,
+		.rtt_us = SIM_RTT_US,
+		.interval_us = SIM_RTT_US,
+		.round_end = true });
 	CHECK(b->lt_is_sampling);
 	start_us = sim_tp.delivered_mstamp;
 	delivered0 = sim_tp.delivered;
 	for (int i = 0; i < 10 && !b->lt_bw; i++) {
 		sim_advance_us(SIM_RTT_US + 170);
-		sim_ack((struct sim_ack){ .acked = 100, .losses = 30, .rtt_us = SIM_RTT_US,
-					  .interval_us = SIM_RTT_US, .round_end = true });
+		sim_ack((struct sim_ack){ .acked = 100,
+			.losses = 30,
+			.rtt_us = SIM_RTT_US,
+			.interval_us = SIM_RTT_US,
+			.round_end = true });
 	}
 	CHECK(b->lt_bw != 0);
 	end_us = sim_tp.delivered_mstamp;

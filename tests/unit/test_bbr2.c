@@ -64,7 +64,8 @@ TEST(startup_loss_exit_sets_inflight_hi_to_bdp)
 TEST(up_ends_once_the_flight_reaches_five_quarters_of_bdp)
 {
 	to_up();
-	u32 target = bbr3_inflight(sk, core(), bbr3_max_bw(st()), BBR3_UP_GAIN) - bbr_tso_segs_goal(sk, core());
+	u32 target =
+		bbr3_inflight(sk, core(), bbr3_max_bw(st()), BBR3_UP_GAIN) - bbr_tso_segs_goal(sk, core());
 	for (int i = 0; i < 4; i++)
 		round_of(target - 1);
 	CHECK_EQ(phase(), BBRKIT_V3_UP);

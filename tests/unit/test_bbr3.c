@@ -100,8 +100,11 @@ TEST(cruise_waits_two_to_three_seconds_on_long_paths)
 	/* 100 ms rounds: 63 rounds would take 6.3 s. */
 	while (phase() == BBRKIT_V3_CRUISE && sim_tp.tcp_mstamp - t0 < 10000000) {
 		sim_advance_us(100000);
-		sim_ack((struct sim_ack){ .acked = 9, .rtt_us = SIM_RTT_US, .interval_us = 2000,
-					  .round_end = true, .prior_in_flight = 80 });
+		sim_ack((struct sim_ack){ .acked = 9,
+			.rtt_us = SIM_RTT_US,
+			.interval_us = 2000,
+			.round_end = true,
+			.prior_in_flight = 80 });
 	}
 	CHECK_EQ(phase(), BBRKIT_V3_REFILL);
 	CHECK_NEAR(sim_tp.tcp_mstamp - t0, 2700000, 100000);
@@ -248,8 +251,12 @@ TEST(a_safe_larger_flight_raises_inflight_hi)
 static void slow_ack(int losses, bool round_end)
 {
 	sim_advance_us(2000);
-	sim_ack((struct sim_ack){ .acked = 3, .rtt_us = SIM_RTT_US, .interval_us = 2000, .losses = losses,
-				  .round_end = round_end, .prior_in_flight = 80 });
+	sim_ack((struct sim_ack){ .acked = 3,
+		.rtt_us = SIM_RTT_US,
+		.interval_us = 2000,
+		.losses = losses,
+		.round_end = round_end,
+		.prior_in_flight = 80 });
 }
 
 TEST(cruise_loss_round_cuts_lower_bounds)
@@ -258,7 +265,7 @@ TEST(cruise_loss_round_cuts_lower_bounds)
 	bbr3_start_bw_probe_down(sk, core(), st());
 	bbr3_start_bw_probe_cruise(core(), st());
 	round_of(80);
-	slow_ack(0, true); /* a round delivering 1.5 packets/ms */
+	slow_ack(0, true);  /* a round delivering 1.5 packets/ms */
 	slow_ack(1, false); /* the loss round restarts here */
 	for (int i = 0; i < 9; i++)
 		slow_ack(0, false);
@@ -322,8 +329,11 @@ TEST(probe_rtt_interval_is_a_live_parameter)
 static void ce_ack(u32 ce)
 {
 	sim_advance_us(2000);
-	sim_ack((struct sim_ack){ .acked = 9, .delivered_ce = ce, .rtt_us = SIM_RTT_US, .interval_us = 2000,
-				  .prior_in_flight = 100 });
+	sim_ack((struct sim_ack){ .acked = 9,
+		.delivered_ce = ce,
+		.rtt_us = SIM_RTT_US,
+		.interval_us = 2000,
+		.prior_in_flight = 100 });
 }
 
 TEST(ecn_off_ignores_ce)

@@ -9,7 +9,7 @@
 static void converged(void)
 {
 	params = (struct bbr_acd_params){ BBR_ACD_TOLERANCE_DEF, BBR_ACD_RTT_FACTOR_DEF,
-					  BBR_ACD_STEADY_ACKS_DEF, BBR_ACD_HALVE_ONCE_DEF };
+		BBR_ACD_STEADY_ACKS_DEF, BBR_ACD_HALVE_ONCE_DEF };
 	sim_set_probe_bw(BW, MIN_RTT_US, 3);
 }
 
@@ -256,7 +256,7 @@ TEST(garbage_rtt_factor_acts_as_the_default)
 		converged();
 		params.rtt_factor_permille = garbage[i];
 		ack(MIN_RTT_US * 19 / 10);
-		CHECK(!congested()); /* 0 clamped to 1.0 would declare congestion here */
+		CHECK(!congested());	   /* 0 clamped to 1.0 would declare congestion here */
 		ack(MIN_RTT_US * 21 / 10); /* 2 ms apart, not steady: only the factor declares */
 		CHECK(congested());
 	}

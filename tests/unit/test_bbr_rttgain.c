@@ -10,7 +10,7 @@
 static void cruise(void)
 {
 	params = (struct bbr_rttgain_params){ BBR_RTTGAIN_ALPHA_DEF, BBR_RTTGAIN_PROBE_EXIT_DEF,
-					      BBR_RTTGAIN_GAIN_FLOOR_DEF };
+		BBR_RTTGAIN_GAIN_FLOOR_DEF };
 	sim_set_probe_bw(BW, MIN_RTT_US, 3);
 }
 
@@ -190,11 +190,11 @@ TEST(startup_and_drain_are_bbr_v1)
 	sim_round(10, SIM_RTT_US * 2);
 	CHECK_EQ(b->mode, BBRKIT_STARTUP);
 	CHECK_EQ(bbr_variant_pacing_gain(sk, b, &(struct rate_sample){ .rtt_us = SIM_RTT_US * 2 }),
-		 BBR_HIGH_GAIN);
+		BBR_HIGH_GAIN);
 	sim_fill_pipe(90, 1000);
 	CHECK_EQ(b->mode, BBRKIT_DRAIN);
 	CHECK_EQ(bbr_variant_pacing_gain(sk, b, &(struct rate_sample){ .rtt_us = SIM_RTT_US * 2 }),
-		 BBR_DRAIN_GAIN);
+		BBR_DRAIN_GAIN);
 }
 
 TEST(trace_reports_the_gain_actually_paced)
