@@ -3,6 +3,7 @@
 with one line that names both versions, changing nothing."""
 from __future__ import annotations
 
+import json
 import shutil
 import struct
 import subprocess
@@ -74,7 +75,10 @@ def test_readers_refuse_an_attachment_of_another_abi(detached, attach) -> None:
          *(str(b) for b in struct.pack("<I", version))])
     expected = f"bbr1 was attached with ABI version {version}, this bbrctl reads {abi_version()}: detach and attach"
     one_line_error(ctl("flows", "bbr1"), f"flows: {expected}")
-    one_line_error(ctl("flows", "--json"), f"flows: {expected}")
+    # Under --json the error is also the one document on stdout.
+    as_json = ctl("flows", "--json")
+    assert as_json.returncode == 1 and expected in json.loads(as_json.stdout)["error"], as_json.stdout
+    assert len(as_json.stderr.splitlines()) == 1 and expected in as_json.stderr
     one_line_error(ctl("trace", "bbr1"), f"trace: {expected}")
     # detach reads no records and is the way out.
     assert "bbr1 detached" in bbrctl("detach", "bbr1").stdout
