@@ -550,6 +550,19 @@ static void step_mark(struct lq *q, struct lq_pkt *p, uint64_t now)
 		q->st.mark_step++;
 }
 
+/* DRR's step shared by FQ-CoDel and CAKE: the list's head in *idx (LQ_NO_FLOW when the list is empty),
+ * or false after moving a head out of deficit to the old list's end with a fresh quantum. */
+static bool drr_head(struct lq *q, struct lq_flow_list *l, uint32_t *idx)
+{
+	*idx = l->head;
+	if (*idx == LQ_NO_FLOW || q->flow[*idx].deficit > 0)
+		return true;
+	q->flow[*idx].deficit += q->prm.quantum;
+	list_pop(q, l);
+	list_append(q, &q->old_list, *idx, LQ_LIST_OLD);
+	return false;
+}
+
 /* RFC 8290 section 4.2: new queues first; a queue out of deficit gets a quantum and goes to the end
  * of the old list; an emptied new queue goes to the old list (so it cannot re-enter as new at once)
  * unless the old list is empty. */
@@ -561,16 +574,11 @@ static struct lq_pkt *fq_codel_dequeue(struct lq *q, uint64_t now)
 		struct lq_pkt *p;
 		uint32_t idx;
 
-		if (l->head == LQ_NO_FLOW)
-			return NULL;
-		idx = l->head;
-		f = &q->flow[idx];
-		if (f->deficit <= 0) {
-			f->deficit += q->prm.quantum;
-			list_pop(q, l);
-			list_append(q, &q->old_list, idx, LQ_LIST_OLD);
+		if (!drr_head(q, l, &idx))
 			continue;
-		}
+		if (idx == LQ_NO_FLOW)
+			return NULL;
+		f = &q->flow[idx];
 		p = codel_dequeue(q, &f->cv, &f->q, now);
 		if (!p) {
 			list_pop(q, l);
@@ -594,16 +602,11 @@ static struct lq_pkt *cake_dequeue(struct lq *q, uint64_t now)
 		struct lq_pkt *p;
 		uint32_t idx;
 
-		if (l->head == LQ_NO_FLOW)
-			return NULL;
-		idx = l->head;
-		f = &q->flow[idx];
-		if (f->deficit <= 0) {
-			f->deficit += q->prm.quantum;
-			list_pop(q, l);
-			list_append(q, &q->old_list, idx, LQ_LIST_OLD);
+		if (!drr_head(q, l, &idx))
 			continue;
-		}
+		if (idx == LQ_NO_FLOW)
+			return NULL;
+		f = &q->flow[idx];
 		p = sub_pop(q, &f->q);
 		if (!p) {
 			bool active;
