@@ -89,13 +89,15 @@ def path(attach, netpair) -> NetPair:
 
 def test_bbr3_cycles_probes_and_probes_rtt(attach, path: NetPair, tmp_path: Path) -> None:
     attach("bbr3")
-    records = traced("bbr3", path, tmp_path, seconds=16)
+    records = traced("bbr3", path, tmp_path, seconds=20)
     runs = phase_runs(records)
     names = [n for n, _, _ in runs]
     # STARTUP exits on the bandwidth plateau here (no loss, 2 BDP of buffer): v3
     # bbr_check_full_bw_reached; a plateau exit sets no inflight_hi (bbr_handle_queue_too_high_in_startup
-    # runs only on loss/ECN).
-    assert names[:3] == ["STARTUP", "DRAIN", "DOWN"], names[:5]
+    # runs only on loss/ECN). DRAIN ends in DOWN (bbr_check_drain -> bbr_start_bw_probe_down), which
+    # leaves for CRUISE as soon as inflight is at the target (bbr_check_time_to_cruise), so it can fall
+    # between per-round records.
+    assert names[:2] == ["STARTUP", "DRAIN"] and names[2] in ("DOWN", "CRUISE"), names[:5]
     drain = next(r for r in records if r["mode"] == "DRAIN")
     assert drain["inflight_hi"] is None, drain
     # PROBE_BW sub-phases in v3's order (bbr_update_cycle_phase): DOWN -> CRUISE -> REFILL -> UP ->
@@ -127,18 +129,26 @@ def test_bbr3_cycles_probes_and_probes_rtt(attach, path: NetPair, tmp_path: Path
     assert len(waits) >= 2, names
     assert all(62 * RTT_MS / 1000 * 0.95 <= w <= 3.0 + 0.2 for w in waits), (waits, names)
     # PROBE_RTT when probe_rtt_min went 5 s without a strictly lower sample (bbr_probe_rtt_win_ms =
-    # 5000, bbr_update_min_rtt): never sooner than 5 s after the flow's start or the last PROBE_RTT's
-    # end (bbr_check_probe_rtt_done restamps), later whenever a drained queue gives a new low: on this
-    # path the first came at 5.1-5.3 s in most runs, at 9.2 s in one of five, and not within 12 s in
-    # one of eight. It lasts max(200 ms, a round) (bbr_probe_rtt_mode_ms) at cwnd 0.5 x BDP
-    # (bbr_probe_rtt_cwnd_gain), 4 at least.
+    # 5000, bbr_update_min_rtt), counted from the flow's start, the last PROBE_RTT's end
+    # (bbr_check_probe_rtt_done restamps) or the last new low. A new low moves min_rtt too (it takes
+    # probe_rtt_min when not above it), so the records show each restamp as a drop of min_rtt_us, one
+    # round late at most. On this path the first PROBE_RTT came at 5.1-5.3 s in most runs; a drained
+    # queue's new low delays it, rarely past 16 s. It lasts max(200 ms, a round)
+    # (bbr_probe_rtt_mode_ms) at cwnd 0.5 x BDP (bbr_probe_rtt_cwnd_gain), 4 at least.
     probe_rtt_runs = [(start, end) for name, start, end in runs if name == "PROBE_RTT"]
-    assert probe_rtt_runs and probe_rtt_runs[0][0] >= 4.9, probe_rtt_runs
-    for (_, end), (start, _) in zip(probe_rtt_runs, probe_rtt_runs[1:], strict=False):
-        assert start - end >= 4.9, probe_rtt_runs
+    restarts = [0.0] + [end for _, end in probe_rtt_runs]
+    restarts += [b["t"] for a, b in zip(records, records[1:], strict=False) if b["min_rtt_us"] < a["min_rtt_us"]]
+    for start, _ in probe_rtt_runs:
+        # The entering ACK itself may bring a new low (an expired filter takes any sample): t < start.
+        last = max(t for t in restarts if t < start)
+        assert start - last >= 4.9, (start, last, probe_rtt_runs)
+    last = max(t for t in restarts if t <= records[-1]["t"])
+    assert any(start >= last for start, _ in probe_rtt_runs) or records[-1]["t"] - last <= 5.5, \
+        (last, records[-1]["t"], probe_rtt_runs)
     assert all(0.15 <= end - start <= 0.5 for start, end in probe_rtt_runs[:-1]), probe_rtt_runs
     cwnds = [r["cwnd"] for r in records if r["mode"] == "PROBE_RTT" and r["event"] == "round"]
-    assert cwnds and max(cwnds) <= 0.5 * BDP_PACKETS * 1.3 + 4, cwnds
+    assert cwnds or not probe_rtt_runs, probe_rtt_runs
+    assert not cwnds or max(cwnds) <= 0.5 * BDP_PACKETS * 1.3 + 4, cwnds
 
 
 def test_bbr3_loss_above_two_percent_cuts_inflight_hi_and_probing_goes_on(path: NetPair, attach,
