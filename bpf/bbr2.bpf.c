@@ -35,10 +35,10 @@ BBR_INLINE void bbr3_variant_check_full_bw(
 }
 
 BBR_INLINE bool bbr3_variant_probe_up_done(
-	struct sock *sk, struct bbr_core *b, struct bbr3 *s, u32 inflight, u32 bw, u32 sample_bw)
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw)
 {
 	return bbr3_has_elapsed_in_phase(sk, b, b->min_rtt_us) &&
-		inflight >= bbr3_inflight(sk, b, bw, BBR3_UP_GAIN);
+		bbr3_probe_inflight(sk, b, rs) >= bbr3_inflight(sk, b, bbr3_max_bw(s), BBR3_UP_GAIN);
 }
 
 #define BBRKIT_ALGO "bbr2"

@@ -15,7 +15,7 @@ BBR_INLINE void bbr3_variant_check_full_bw(
 }
 
 BBR_INLINE bool bbr3_variant_probe_up_done(
-	struct sock *sk, struct bbr_core *b, struct bbr3 *s, u32 inflight, u32 bw, u32 sample_bw)
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw)
 {
 	return bbr3_v3_probe_up_done(sk, b, s, sample_bw);
 }

@@ -30,12 +30,12 @@
  * bbr3_set_bw()), so the core's helpers that read the estimate use v3's. The core's v1 state
  * machine (bbr_main) is compiled but not used: bbr3_main() replaces it.
  *
- * State beyond the 104 bytes: struct bbr3 (96 bytes) lives in BPF_MAP_TYPE_SK_STORAGE, looked up
+ * State beyond the 104 bytes: struct bbr3 (104 bytes) lives in BPF_MAP_TYPE_SK_STORAGE, looked up
  * once per ACK (bbr3_main) and passed down. Packing does not work: the core fields v3 shares take
- * ~56 bytes, leaving 48 (the v1-only max filter, long-term sampling and ext) for a model of 96, and
- * narrowing bandwidths or inflights to 16 bits would change the algorithm. The storage is created
- * at init and, should that fail, on a later ACK; until it exists the flow keeps its cwnd and pacing
- * rate.
+ * ~56 bytes, leaving 48 (the v1-only max filter, long-term sampling and ext) for a model of 92
+ * (plus 12 bytes of telemetry counts), and narrowing bandwidths or inflights to 16 bits would
+ * change the algorithm. The storage is created at init and, should that fail, on a later ACK;
+ * until it exists the flow keeps its cwnd and pacing rate.
  *
  * Signals a stock kernel does not give a congestion control, and what stands in for them:
  * A. rs->tx_in_flight (the flight when the ACKed packet was sent) -> rs->prior_in_flight (the
@@ -81,7 +81,7 @@
  * pacing 710 (bbr2: 739), DRAIN 88, DOWN 232 (bbr2: 192), UP 320, cwnd gain 512 (UP 576), PROBE_RTT
  * cwnd 128, ECN alpha gain 16, ECN factor 85, re-probe 128, plateau growth 320; and from the
  * permille parameters: loss_thresh 5, headroom 38, ecn_thresh 128 (v3's 2%, 15%, 50% of 256, rounded
- * down), beta 180 (v3 rounds the 0.3 cut down to 76 and keeps 256 - 76; see bbr3_read_cfg).
+ * down), beta 180 (v3 rounds the 0.3 cut down to 76 and keeps 256 - 76; see bbr3_beta).
  */
 #ifndef BBR3_STARTUP_PACING_GAIN
 #define BBR3_STARTUP_PACING_GAIN (BBR_UNIT * 277 / 100 + 1) /* 4 ln 2: Reno's slow-start growth */
@@ -168,8 +168,9 @@ struct bbr3 {
 	u32 undo_inflight_hi;
 	u32 alpha_last_delivered; /* tp->delivered at the last ecn_alpha update */
 	u32 alpha_last_delivered_ce;
-	u16 loss_rate;			 /* last loss round, permille (telemetry) */
-	u16 ecn_rate;			 /* last loss round, permille (telemetry) */
+	u32 last_round_lost;	  /* lost, delivered and CE-marked in the last loss round: the */
+	u32 last_round_delivered; /* telemetry's rates, divided by the reader (bbr3_fill_flow) */
+	u32 last_round_ce;
 	u32 initialized : 1,		 /* bbr3_state_init() ran */
 		init_cwnd : 7,		 /* cwnd at init */
 		full_bw_now : 1,	 /* the delivery rate plateaued recently */
@@ -191,16 +192,6 @@ struct bbr3 {
 		unused_b : 11;
 };
 
-/* Parameters read once per ACK, clamped and converted to BBR_UNIT / ticks. */
-struct bbr3_cfg {
-	u32 loss_thresh; /* BBR_UNIT */
-	u32 beta;	 /* factor kept, BBR_UNIT */
-	u32 headroom;	 /* BBR_UNIT */
-	u32 ecn_thresh;	 /* BBR_UNIT */
-	u32 probe_rtt_win_ticks;
-	bool ecn; /* ECN on for this flow: parameter and eligibility */
-};
-
 struct bbr3_params params SEC(".data.params") = {
 	.loss_thresh_permille = BBR3_LOSS_THRESH_DEF,
 	.beta_permille = BBR3_BETA_DEF,
@@ -219,7 +210,7 @@ BBR_INLINE void bbr3_variant_check_full_bw(
 	struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw);
 /* UP, after the inflight_hi check: true ends the probe (no loss or CE too high seen). */
 BBR_INLINE bool bbr3_variant_probe_up_done(
-	struct sock *sk, struct bbr_core *b, struct bbr3 *s, u32 inflight, u32 bw, u32 sample_bw);
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw);
 
 #ifdef __bpf__
 struct {
@@ -263,21 +254,47 @@ BBR_INLINE u32 bbr3_mul_unit(u32 v, u32 gain)
 	return (u32)(((u64)v * gain) >> BBR_SCALE);
 }
 
-BBR_INLINE void bbr3_read_cfg(struct bbr3_cfg *c, const struct tcp_sock *tp, const struct bbr_core *b)
+/* The parameters, each read (they are live), clamped and converted where a decision needs it:
+ * most ACKs need one or two of them, so none is read up front.
+ */
+BBR_INLINE u32 bbr3_loss_thresh(void) /* BBR_UNIT */
+{
+	return bbr3_permille_to_unit(BBRKIT_PARAM(params.loss_thresh_permille, BBR3_LOSS_THRESH));
+}
+
+/* The factor kept by a cut, BBR_UNIT. v3 stores the cut (BBR_UNIT * 30 / 100 = 76) and keeps
+ * BBR_UNIT less it (180/256): the kept factor is rounded up, as there, not down (179/256).
+ */
+BBR_INLINE u32 bbr3_beta(void)
+{
+	return BBR_UNIT -
+		bbr3_permille_to_unit(BBRKIT_PERMILLE - BBRKIT_PARAM(params.beta_permille, BBR3_BETA));
+}
+
+BBR_INLINE u32 bbr3_headroom(void) /* BBR_UNIT */
+{
+	return bbr3_permille_to_unit(BBRKIT_PARAM(params.headroom_permille, BBR3_HEADROOM));
+}
+
+BBR_INLINE u32 bbr3_ecn_thresh(void) /* BBR_UNIT */
+{
+	return bbr3_permille_to_unit(BBRKIT_PARAM(params.ecn_thresh_permille, BBR3_ECN_THRESH));
+}
+
+BBR_INLINE u32 bbr3_probe_rtt_win_ticks(void)
+{
+	return BBR_US_TO_TICKS(
+		BBRKIT_PARAM(params.probe_rtt_interval_ms, BBR3_PROBE_RTT_INTERVAL) * USEC_PER_MSEC);
+}
+
+/* ECN on for this flow: the parameter and eligibility. Of what it reads, an ACK changes only
+ * b->min_rtt_us, in bbr3_update_min_rtt() after the last call: every call on one ACK agrees.
+ */
+BBR_INLINE bool bbr3_ecn(const struct sock *sk, const struct bbr_core *b)
 {
 	u32 max_rtt = BBRKIT_PARAM(params.ecn_max_rtt_us, BBR3_ECN_MAX_RTT);
 
-	c->loss_thresh = bbr3_permille_to_unit(BBRKIT_PARAM(params.loss_thresh_permille, BBR3_LOSS_THRESH));
-	/* v3 stores the cut (BBR_UNIT * 30 / 100 = 76) and keeps BBR_UNIT less it (180/256): the
-	 * kept factor is rounded up, as there, not down (179/256).
-	 */
-	c->beta = BBR_UNIT -
-		bbr3_permille_to_unit(BBRKIT_PERMILLE - BBRKIT_PARAM(params.beta_permille, BBR3_BETA));
-	c->headroom = bbr3_permille_to_unit(BBRKIT_PARAM(params.headroom_permille, BBR3_HEADROOM));
-	c->ecn_thresh = bbr3_permille_to_unit(BBRKIT_PARAM(params.ecn_thresh_permille, BBR3_ECN_THRESH));
-	c->probe_rtt_win_ticks = BBR_US_TO_TICKS(
-		BBRKIT_PARAM(params.probe_rtt_interval_ms, BBR3_PROBE_RTT_INTERVAL) * USEC_PER_MSEC);
-	c->ecn = BBRKIT_PARAM(params.ecn, BBR3_ECN) && (tp->ecn_flags & BBR3_TCP_ECN_OK) &&
+	return BBRKIT_PARAM(params.ecn, BBR3_ECN) && (tcp_sk(sk)->ecn_flags & BBR3_TCP_ECN_OK) &&
 		(!max_rtt || b->min_rtt_us <= max_rtt);
 }
 
@@ -338,44 +355,49 @@ BBR_INLINE u32 bbr3_lost_in_round(const struct tcp_sock *tp, const struct bbr3 *
 	return tp->lost - s->round_lost;
 }
 
-BBR_INLINE bool bbr3_loss_too_high(const struct bbr3_cfg *c, u32 tx_in_flight, u32 lost)
+BBR_INLINE bool bbr3_loss_too_high(u32 tx_in_flight, u32 lost)
 {
-	return lost && tx_in_flight && lost > bbr3_mul_unit(tx_in_flight, c->loss_thresh);
+	return lost && tx_in_flight && lost > bbr3_mul_unit(tx_in_flight, bbr3_loss_thresh());
 }
 
 /* Did the loss (or CE) rate of this flight go past its threshold? tx_in_flight and lost are
  * approximations A and B; delivered_ce is the kernel's own.
  */
-BBR_INLINE bool bbr3_is_inflight_too_high(
-	const struct bbr3_cfg *c, u32 tx_in_flight, u32 lost, const struct rate_sample *rs)
+BBR_INLINE bool bbr3_is_inflight_too_high(const struct sock *sk, const struct bbr_core *b, u32 tx_in_flight,
+	u32 lost, const struct rate_sample *rs)
 {
-	if (bbr3_loss_too_high(c, tx_in_flight, lost))
+	if (bbr3_loss_too_high(tx_in_flight, lost))
 		return true;
-	return c->ecn && rs->delivered_ce > 0 && rs->delivered > 0 &&
-		(u32)rs->delivered_ce > bbr3_mul_unit((u32)rs->delivered, c->ecn_thresh);
+	return rs->delivered_ce > 0 && rs->delivered > 0 && bbr3_ecn(sk, b) &&
+		(u32)rs->delivered_ce > bbr3_mul_unit((u32)rs->delivered, bbr3_ecn_thresh());
 }
 
 /* The flight at which the loss rate crossed the threshold, assuming the `pcount` packets lost on
  * this ACK were sent last: solve (lost_prev + x) / (inflight_prev + x) = loss_thresh for x.
  */
-BBR_INLINE u32 bbr3_inflight_hi_from_lost(const struct bbr3_cfg *c, u32 tx_in_flight, u32 lost, u32 pcount)
+BBR_INLINE u32 bbr3_inflight_hi_from_lost(u32 tx_in_flight, u32 lost, u32 pcount)
 {
-	u32 inflight_prev, lost_prev;
+	u32 inflight_prev, lost_prev, loss_thresh = bbr3_loss_thresh();
 	u64 budget, prefix = 0;
 
 	if (pcount > tx_in_flight || pcount > lost)
 		return tx_in_flight;
 	inflight_prev = tx_in_flight - pcount;
 	lost_prev = lost - pcount;
-	budget = ((u64)inflight_prev * c->loss_thresh + BBR_UNIT - 1) >> BBR_SCALE;
+	budget = ((u64)inflight_prev * loss_thresh + BBR_UNIT - 1) >> BBR_SCALE;
 	if (lost_prev < budget) /* BBR_UNIT - loss_thresh >= 128: loss_thresh is at most 0.5 */
-		prefix = ((budget - lost_prev) << BBR_SCALE) / (BBR_UNIT - c->loss_thresh);
+		prefix = ((budget - lost_prev) << BBR_SCALE) / (BBR_UNIT - loss_thresh);
 	return inflight_prev + (u32)prefix;
 }
 
+/* b's estimate is bbr3_set_bw()'s function of bw_hi and bw_lo, republished at every change of
+ * them: a sample that does not raise bw_hi[1] changes nothing.
+ */
 BBR_INLINE void bbr3_take_max_bw_sample(struct bbr_core *b, struct bbr3 *s, u32 bw)
 {
-	s->bw_hi[1] = bbr_max_u32(bw, s->bw_hi[1]);
+	if (bw <= s->bw_hi[1])
+		return;
+	s->bw_hi[1] = bw;
 	bbr3_set_bw(b, s);
 }
 
@@ -415,12 +437,13 @@ BBR_INLINE void bbr3_handle_queue_too_high_in_startup(struct sock *sk, struct bb
 	s->inflight_hi = BBR3_STARTUP_HI_KEEPS_LATEST ? bbr_max_u32(bdp, s->inflight_latest) : bdp;
 }
 
+/* ECN is on: the caller's check. */
 BBR_INLINE void bbr3_check_ecn_too_high_in_startup(
-	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct bbr3_cfg *c, u32 ce_ratio)
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, u32 ce_ratio)
 {
-	if (b->full_bw_reached || !c->ecn)
+	if (b->full_bw_reached)
 		return;
-	if (ce_ratio >= c->ecn_thresh)
+	if (ce_ratio >= bbr3_ecn_thresh())
 		s->startup_ecn_rounds = bbr_min_u32(s->startup_ecn_rounds + 1, 3);
 	else
 		s->startup_ecn_rounds = 0;
@@ -429,15 +452,14 @@ BBR_INLINE void bbr3_check_ecn_too_high_in_startup(
 }
 
 /* Once per round: the EWMA of the CE fraction, while ECN is on. */
-BBR_INLINE void bbr3_update_ecn_alpha(
-	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct bbr3_cfg *c)
+BBR_INLINE void bbr3_update_ecn_alpha(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 delivered = tp->delivered - s->alpha_last_delivered;
 	u32 delivered_ce = tp->delivered_ce - s->alpha_last_delivered_ce;
 	u32 ce_ratio, alpha;
 
-	if (!c->ecn || !delivered || (s32)delivered < 0 || (s32)delivered_ce < 0)
+	if (!delivered || (s32)delivered < 0 || (s32)delivered_ce < 0 || !bbr3_ecn(sk, b))
 		return;
 	ce_ratio = (u32)(((u64)delivered_ce << BBR_SCALE) / delivered);
 	alpha = bbr3_mul_unit(s->ecn_alpha, BBR_UNIT - BBR3_ECN_ALPHA_GAIN) +
@@ -445,7 +467,7 @@ BBR_INLINE void bbr3_update_ecn_alpha(
 	s->ecn_alpha = bbr_min_u32(alpha, BBR_UNIT);
 	s->alpha_last_delivered = tp->delivered;
 	s->alpha_last_delivered_ce = tp->delivered_ce;
-	bbr3_check_ecn_too_high_in_startup(sk, b, s, c, ce_ratio);
+	bbr3_check_ecn_too_high_in_startup(sk, b, s, ce_ratio);
 }
 
 /* Each round of UP doubles how fast inflight_hi grows. */
@@ -538,15 +560,15 @@ BBR_INLINE void bbr3_start_bw_probe_cruise(struct bbr_core *b, struct bbr3 *s)
 /* The probe overfilled the path: cut inflight_hi (once per probe) and drain. `cwnd` is the one the
  * flight was sent under.
  */
-BBR_INLINE void bbr3_handle_inflight_too_high(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
-	const struct bbr3_cfg *c, u32 tx_in_flight, u32 cwnd, bool app_limited)
+BBR_INLINE void bbr3_handle_inflight_too_high(
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, u32 tx_in_flight, u32 cwnd, bool app_limited)
 {
 	s->prev_probe_too_high = 1;
 	s->bw_probe_samples = 0;
 	/* An app-limited flight did not really probe the path's volume. */
 	if (!app_limited)
 		s->inflight_hi = bbr_max_u32(
-			tx_in_flight, bbr3_mul_unit(bbr3_target_inflight_at(sk, b, cwnd), c->beta));
+			tx_in_flight, bbr3_mul_unit(bbr3_target_inflight_at(sk, b, cwnd), bbr3_beta()));
 	if (b->mode == BBRKIT_PROBE_BW && b->cycle_idx == BBRKIT_V3_UP)
 		bbr3_start_bw_probe_down(sk, b, s);
 }
@@ -560,8 +582,8 @@ BBR_INLINE void bbr3_note_loss(struct tcp_sock *tp, struct bbr3 *s)
 }
 
 /* Approximation C of v3's per-skb loss hook: the ACK that reports new losses checks the flight. */
-BBR_INLINE void bbr3_on_losses(struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct bbr3_cfg *c,
-	const struct rate_sample *rs)
+BBR_INLINE void bbr3_on_losses(
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 lost, tx_in_flight;
@@ -571,10 +593,10 @@ BBR_INLINE void bbr3_on_losses(struct sock *sk, struct bbr_core *b, struct bbr3 
 		return; /* not a flight sent while probing */
 	lost = bbr3_lost_in_round(tp, s);
 	tx_in_flight = rs->prior_in_flight;
-	if (bbr3_loss_too_high(c, tx_in_flight, lost))
-		bbr3_handle_inflight_too_high(sk, b, s, c,
-			bbr3_inflight_hi_from_lost(c, tx_in_flight, lost, (u32)rs->losses),
-			bbr_out_cwnd(sk, b), rs->is_app_limited);
+	if (bbr3_loss_too_high(tx_in_flight, lost))
+		bbr3_handle_inflight_too_high(sk, b, s,
+			bbr3_inflight_hi_from_lost(tx_in_flight, lost, (u32)rs->losses), bbr_out_cwnd(sk, b),
+			rs->is_app_limited);
 }
 
 /* An RTO: tcp_enter_loss() has marked the flight lost, then set cwnd to the flight (now ~0) + 1,
@@ -588,13 +610,11 @@ BBR_INLINE void bbr3_on_rto(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 flight = tp->packets_out - tp->sacked_out, lost = bbr3_lost_in_round(tp, s);
-	struct bbr3_cfg c;
 
 	if (!tp->lost_out)
 		return; /* nothing was marked */
-	bbr3_read_cfg(&c, tp, b);
-	if (s->bw_probe_samples && bbr3_loss_too_high(&c, flight, lost))
-		bbr3_handle_inflight_too_high(sk, b, s, &c, bbr3_inflight_hi_from_lost(&c, flight, lost, 1),
+	if (s->bw_probe_samples && bbr3_loss_too_high(flight, lost))
+		bbr3_handle_inflight_too_high(sk, b, s, bbr3_inflight_hi_from_lost(flight, lost, 1),
 			bbr_max_u32(bbr_out_cwnd(sk, b), b->prior_cwnd), tp->app_limited);
 	/* After the cut, whose new cycle starts clean: the marks are this round's and cycle's losses. */
 	bbr3_note_loss(tp, s);
@@ -604,14 +624,14 @@ BBR_INLINE void bbr3_on_rto(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
 /* Loss or CE while not probing: cut the short-term bounds, never below what the last round
  * delivered.
  */
-BBR_INLINE void bbr3_adapt_lower_bounds(
-	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct bbr3_cfg *c)
+BBR_INLINE void bbr3_adapt_lower_bounds(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
 {
-	u32 ecn_inflight_lo = ~0U;
+	u32 ecn_inflight_lo = ~0U, beta;
 
-	if (bbr3_is_probing_bandwidth(b))
+	/* Without a signal nothing changes: bw_lo is never below 1 once the model is initialised. */
+	if (bbr3_is_probing_bandwidth(b) || !(s->loss_in_round || s->ecn_in_round))
 		return;
-	if (s->ecn_in_round && c->ecn) {
+	if (s->ecn_in_round && bbr3_ecn(sk, b)) {
 		if (s->inflight_lo == ~0U)
 			s->inflight_lo = bbr_out_cwnd(sk, b);
 		ecn_inflight_lo = bbr3_mul_unit(
@@ -622,8 +642,9 @@ BBR_INLINE void bbr3_adapt_lower_bounds(
 			s->bw_lo = bbr3_max_bw(s);
 		if (s->inflight_lo == ~0U)
 			s->inflight_lo = bbr_out_cwnd(sk, b);
-		s->bw_lo = bbr_max_u32(s->bw_latest, bbr3_mul_unit(s->bw_lo, c->beta));
-		s->inflight_lo = bbr_max_u32(s->inflight_latest, bbr3_mul_unit(s->inflight_lo, c->beta));
+		beta = bbr3_beta();
+		s->bw_lo = bbr_max_u32(s->bw_latest, bbr3_mul_unit(s->bw_lo, beta));
+		s->inflight_lo = bbr_max_u32(s->inflight_latest, bbr3_mul_unit(s->inflight_lo, beta));
 	}
 	s->inflight_lo = bbr_min_u32(s->inflight_lo, ecn_inflight_lo);
 	s->bw_lo = bbr_max_u32(1, s->bw_lo);
@@ -646,31 +667,27 @@ BBR_INLINE void bbr3_update_latest_delivery_signals(
 }
 
 /* At a loss round's end: restart the latest-delivery filter, the round's loss/CE counts (the
- * telemetry rates of the round that ended, and approximation B's base).
+ * telemetry of the round that ended, and approximation B's base).
  */
 BBR_INLINE void bbr3_advance_latest_delivery_signals(
 	struct sock *sk, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	u32 lost, delivered;
 
 	if (!s->loss_round_start)
 		return;
 	s->bw_latest = sample_bw;
 	s->inflight_latest = (u32)rs->delivered;
-	lost = tp->lost - s->round_lost;
-	delivered = tp->delivered - s->round_delivered;
-	/* Two divisions per round, for telemetry only. */
-	s->loss_rate = lost + delivered ? (u16)((u64)lost * BBRKIT_PERMILLE / (lost + delivered)) : 0;
-	s->ecn_rate =
-		delivered ? (u16)((u64)(tp->delivered_ce - s->round_ce) * BBRKIT_PERMILLE / delivered) : 0;
+	s->last_round_lost = tp->lost - s->round_lost;
+	s->last_round_delivered = tp->delivered - s->round_delivered;
+	s->last_round_ce = tp->delivered_ce - s->round_ce;
 	s->round_lost = tp->lost;
 	s->round_delivered = tp->delivered;
 	s->round_ce = tp->delivered_ce;
 }
 
-BBR_INLINE void bbr3_update_congestion_signals(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
-	const struct bbr3_cfg *c, const struct rate_sample *rs, u32 sample_bw)
+BBR_INLINE void bbr3_update_congestion_signals(
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw)
 {
 	if (rs->interval_us <= 0 || !rs->acked_sacked)
 		return;
@@ -678,18 +695,42 @@ BBR_INLINE void bbr3_update_congestion_signals(struct sock *sk, struct bbr_core 
 		bbr3_take_max_bw_sample(b, s, sample_bw);
 	if (!s->loss_round_start)
 		return;
-	bbr3_adapt_lower_bounds(sk, b, s, c);
+	bbr3_adapt_lower_bounds(sk, b, s);
 	s->loss_in_round = 0;
 	s->ecn_in_round = 0;
 }
 
-/* Is it time for the next probe? Wall clock or Reno-scale round count, or CE gone. */
-BBR_INLINE bool bbr3_check_time_to_probe_bw(
-	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct bbr3_cfg *c)
+/* The flight the PROBE_BW phases judge: approximation A, less what leaves before the next skb's
+ * departure time. A division, so computed only by the phases that read it (DOWN and UP), on the
+ * ACKs that get that far.
+ */
+BBR_INLINE u32 bbr3_probe_inflight(struct sock *sk, const struct bbr_core *b, const struct rate_sample *rs)
 {
-	u32 rounds, v, n = 0;
+	return bbr_packets_in_net_at_edt(sk, b, rs->prior_in_flight);
+}
 
-	if (BBR3_ECN_REPROBE_GAIN && c->ecn && s->ecn_in_cycle && !s->loss_in_cycle &&
+/* n >= bbr3_target_inflight(), asked on every ACK of CRUISE. The target is min(cwnd, budget(BDP))
+ * and the budget is at least the BDP and BBR_CWND_MIN_TARGET: those bounds settle most ACKs without
+ * the budget's TSO goal, a division.
+ */
+BBR_INLINE bool bbr3_reaches_target_inflight(struct sock *sk, const struct bbr_core *b, u32 n)
+{
+	u32 bdp;
+
+	if (n >= bbr_out_cwnd(sk, b))
+		return true;
+	bdp = bbr_bdp(b, bbr_bw(b), BBR_UNIT);
+	if (n < bdp || n < BBR_CWND_MIN_TARGET)
+		return false;
+	return n >= bbr3_quantization_budget(sk, b, bdp);
+}
+
+/* Is it time for the next probe? Wall clock or Reno-scale round count, or CE gone. */
+BBR_INLINE bool bbr3_check_time_to_probe_bw(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
+{
+	u32 v, n = 0;
+
+	if (BBR3_ECN_REPROBE_GAIN && s->ecn_in_cycle && !s->loss_in_cycle && bbr3_ecn(sk, b) &&
 		inet_csk(sk)->icsk_ca_state == TCP_CA_Open) {
 		/* UP's slope then starts at about reprobe_gain x inflight_hi per round: n = log2 of it. */
 		v = bbr3_mul_unit(s->inflight_hi, BBR3_ECN_REPROBE_GAIN);
@@ -700,8 +741,10 @@ BBR_INLINE bool bbr3_check_time_to_probe_bw(
 		bbr3_start_bw_probe_refill(sk, b, s, n);
 		return true;
 	}
-	rounds = bbr_min_u32(BBR3_BW_PROBE_MAX_ROUNDS, bbr3_target_inflight(sk, b));
-	if (bbr3_has_elapsed_in_phase(sk, b, s->probe_wait_us) || s->rounds_since_probe >= rounds) {
+	/* rounds >= min(max rounds, target flight), the target last. */
+	if (bbr3_has_elapsed_in_phase(sk, b, s->probe_wait_us) ||
+		s->rounds_since_probe >= BBR3_BW_PROBE_MAX_ROUNDS ||
+		bbr3_reaches_target_inflight(sk, b, s->rounds_since_probe)) {
 		bbr3_start_bw_probe_refill(sk, b, s, 0);
 		return true;
 	}
@@ -709,21 +752,21 @@ BBR_INLINE bool bbr3_check_time_to_probe_bw(
 }
 
 /* DOWN ends once inflight leaves headroom below inflight_hi and is at most one BDP. */
-BBR_INLINE u32 bbr3_inflight_with_headroom(const struct bbr3 *s, const struct bbr3_cfg *c)
+BBR_INLINE u32 bbr3_inflight_with_headroom(const struct bbr3 *s)
 {
 	u32 headroom;
 
 	if (s->inflight_hi == ~0U)
 		return ~0U;
-	headroom = bbr_max_u32(bbr3_mul_unit(s->inflight_hi, c->headroom), 1);
+	headroom = bbr_max_u32(bbr3_mul_unit(s->inflight_hi, bbr3_headroom()), 1);
 	return s->inflight_hi > headroom + BBR_CWND_MIN_TARGET ? s->inflight_hi - headroom
 							       : BBR_CWND_MIN_TARGET;
 }
 
-BBR_INLINE bool bbr3_check_time_to_cruise(struct sock *sk, const struct bbr_core *b, const struct bbr3 *s,
-	const struct bbr3_cfg *c, u32 inflight, u32 bw)
+BBR_INLINE bool bbr3_check_time_to_cruise(
+	struct sock *sk, const struct bbr_core *b, const struct bbr3 *s, u32 inflight, u32 bw)
 {
-	if (inflight > bbr3_inflight_with_headroom(s, c))
+	if (inflight > bbr3_inflight_with_headroom(s))
 		return false;
 	return inflight <= bbr3_inflight(sk, b, bw, BBR_UNIT);
 }
@@ -731,8 +774,8 @@ BBR_INLINE bool bbr3_check_time_to_cruise(struct sock *sk, const struct bbr_core
 /* Probe feedback: cut inflight_hi when the probe's flight lost (or CE-marked) too much, raise it
  * when a larger flight proved safe. True when it decided a transition.
  */
-BBR_INLINE bool bbr3_adapt_upper_bounds(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
-	const struct bbr3_cfg *c, const struct rate_sample *rs)
+BBR_INLINE bool bbr3_adapt_upper_bounds(
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs)
 {
 	u32 tx_in_flight = rs->prior_in_flight; /* approximation A */
 
@@ -750,10 +793,10 @@ BBR_INLINE bool bbr3_adapt_upper_bounds(struct sock *sk, struct bbr_core *b, str
 			return true;
 		}
 	}
-	if (bbr3_is_inflight_too_high(c, tx_in_flight, bbr3_lost_in_round(tcp_sk(sk), s), rs)) {
+	if (bbr3_is_inflight_too_high(sk, b, tx_in_flight, bbr3_lost_in_round(tcp_sk(sk), s), rs)) {
 		if (s->bw_probe_samples)
 			bbr3_handle_inflight_too_high(
-				sk, b, s, c, tx_in_flight, bbr_out_cwnd(sk, b), rs->is_app_limited);
+				sk, b, s, tx_in_flight, bbr_out_cwnd(sk, b), rs->is_app_limited);
 		return false;
 	}
 	if (s->inflight_hi == ~0U)
@@ -766,23 +809,19 @@ BBR_INLINE bool bbr3_adapt_upper_bounds(struct sock *sk, struct bbr_core *b, str
 }
 
 /* The PROBE_BW sub-phases. */
-BBR_INLINE void bbr3_update_cycle_phase(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
-	const struct bbr3_cfg *c, const struct rate_sample *rs, u32 sample_bw)
+BBR_INLINE void bbr3_update_cycle_phase(
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw)
 {
-	u32 inflight, bw;
-
 	if (!b->full_bw_reached)
 		return;
-	if (bbr3_adapt_upper_bounds(sk, b, s, c, rs))
+	if (bbr3_adapt_upper_bounds(sk, b, s, rs))
 		return;
 	if (b->mode != BBRKIT_PROBE_BW)
 		return;
 
-	inflight = bbr_packets_in_net_at_edt(sk, b, rs->prior_in_flight);
-	bw = bbr3_max_bw(s);
 	switch (b->cycle_idx) {
 	case BBRKIT_V3_CRUISE:
-		bbr3_check_time_to_probe_bw(sk, b, s, c);
+		bbr3_check_time_to_probe_bw(sk, b, s);
 		break;
 	case BBRKIT_V3_REFILL:
 		/* One round at bw refilled the pipe: what follows reflects the probe. */
@@ -792,26 +831,26 @@ BBR_INLINE void bbr3_update_cycle_phase(struct sock *sk, struct bbr_core *b, str
 		}
 		break;
 	case BBRKIT_V3_UP:
-		if (s->prev_probe_too_high && inflight >= s->inflight_hi) {
+		if (s->prev_probe_too_high && bbr3_probe_inflight(sk, b, rs) >= s->inflight_hi) {
 			s->stopped_risky_probe = 1; /* at the level that was too much last time */
-		} else if (!bbr3_variant_probe_up_done(sk, b, s, inflight, bw, sample_bw)) {
+		} else if (!bbr3_variant_probe_up_done(sk, b, s, rs, sample_bw)) {
 			break;
 		}
 		s->prev_probe_too_high = 0;
 		bbr3_start_bw_probe_down(sk, b, s);
 		break;
 	default: /* BBRKIT_V3_DOWN */
-		if (bbr3_check_time_to_probe_bw(sk, b, s, c))
+		if (bbr3_check_time_to_probe_bw(sk, b, s))
 			break;
-		if (bbr3_check_time_to_cruise(sk, b, s, c, inflight, bw))
+		if (bbr3_check_time_to_cruise(sk, b, s, bbr3_probe_inflight(sk, b, rs), bbr3_max_bw(s)))
 			bbr3_start_bw_probe_cruise(b, s);
 		break;
 	}
 }
 
 /* STARTUP ends when a recovery round with many loss events lost too much of its flight. */
-BBR_INLINE void bbr3_check_loss_too_high_in_startup(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
-	const struct bbr3_cfg *c, const struct rate_sample *rs)
+BBR_INLINE void bbr3_check_loss_too_high_in_startup(
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs)
 {
 	if (b->full_bw_reached)
 		return;
@@ -819,7 +858,8 @@ BBR_INLINE void bbr3_check_loss_too_high_in_startup(struct sock *sk, struct bbr_
 		s->loss_events_in_round++;
 	if (s->loss_round_start && inet_csk(sk)->icsk_ca_state == TCP_CA_Recovery &&
 		s->loss_events_in_round >= BBR3_FULL_LOSS_CNT &&
-		bbr3_is_inflight_too_high(c, rs->prior_in_flight, bbr3_lost_in_round(tcp_sk(sk), s), rs)) {
+		bbr3_is_inflight_too_high(
+			sk, b, rs->prior_in_flight, bbr3_lost_in_round(tcp_sk(sk), s), rs)) {
 		bbr3_handle_queue_too_high_in_startup(sk, b, s);
 		return;
 	}
@@ -903,12 +943,12 @@ BBR_INLINE void bbr3_check_probe_rtt_done(struct sock *sk, struct bbr_core *b, s
 /* Two min filters: probe_rtt_min over the PROBE_RTT interval (5 s) times PROBE_RTT, min_rtt over
  * 10 s is the model's. PROBE_RTT holds cwnd at 0.5 x BDP for max(200 ms, one round).
  */
-BBR_INLINE void bbr3_update_min_rtt(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
-	const struct bbr3_cfg *c, const struct rate_sample *rs)
+BBR_INLINE void bbr3_update_min_rtt(
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 now = bbr_now_ticks(tp);
-	bool probe_rtt_expired = bbr_after(now, s->probe_rtt_min_stamp + c->probe_rtt_win_ticks);
+	bool probe_rtt_expired = bbr_after(now, s->probe_rtt_min_stamp + bbr3_probe_rtt_win_ticks());
 
 	if (rs->rtt_us >= 0 &&
 		((u64)rs->rtt_us < s->probe_rtt_min_us || (probe_rtt_expired && !rs->is_ack_delayed))) {
@@ -999,18 +1039,18 @@ BBR_INLINE void bbr3_set_cwnd(struct sock *sk, struct bbr_core *b, struct bbr3 *
 /* Cap cwnd by the model: inflight_hi while probing or draining, inflight_hi less headroom while
  * cruising or in PROBE_RTT, and inflight_lo always.
  */
-BBR_INLINE void bbr3_bound_cwnd_for_inflight_model(
-	struct sock *sk, struct bbr_core *b, const struct bbr3 *s, const struct bbr3_cfg *c)
+BBR_INLINE void bbr3_bound_cwnd_for_inflight_model(struct sock *sk, struct bbr_core *b, const struct bbr3 *s)
 {
 	u32 cap = ~0U;
 
 	if (b->mode == BBRKIT_PROBE_BW && b->cycle_idx != BBRKIT_V3_CRUISE)
 		cap = s->inflight_hi;
 	else if (b->mode == BBRKIT_PROBE_RTT || b->mode == BBRKIT_PROBE_BW)
-		cap = bbr3_inflight_with_headroom(s, c);
+		cap = bbr3_inflight_with_headroom(s);
 	cap = bbr_min_u32(cap, s->inflight_lo);
 	cap = bbr_max_u32(cap, BBR_CWND_MIN_TARGET);
-	bbr_out_set_cwnd(sk, b, bbr_min_u32(cap, bbr_out_cwnd(sk, b)));
+	if (cap < bbr_out_cwnd(sk, b)) /* most ACKs: no bound, nothing to write */
+		bbr_out_set_cwnd(sk, b, cap);
 }
 
 BBR_INLINE void bbr3_state_init(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
@@ -1052,17 +1092,15 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbr_core *b = bbr_core_of(sk);
 	struct bbr3 *s = bbr3_state(sk, true);
-	struct bbr3_cfg c;
 	u32 sample_bw = 0;
 
 	if (!s)
 		return; /* no memory for the model: keep cwnd and pacing as they are */
 	if (!s->initialized)
 		bbr3_state_init(sk, b, s);
-	bbr3_read_cfg(&c, tp, b);
 
 	if (rs->losses > 0)
-		bbr3_on_losses(sk, b, s, &c, rs);
+		bbr3_on_losses(sk, b, s, rs);
 
 	b->round_start = 0;
 	if (rs->interval_us > 0 && !bbr_after(b->next_rtt_delivered, rs->prior_delivered)) {
@@ -1070,31 +1108,33 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 		b->rtt_cnt++;
 		b->round_start = 1;
 		s->rounds_since_probe = bbr_min_u32(s->rounds_since_probe + 1, 0xFF);
-		bbr3_update_ecn_alpha(sk, b, s, &c);
+		bbr3_update_ecn_alpha(sk, b, s);
 	}
-	s->ecn_in_round |= c.ecn && rs->delivered_ce > 0;
+	if (rs->delivered_ce > 0 && bbr3_ecn(sk, b))
+		s->ecn_in_round = 1;
 	/* Rounded up, so that slow flows can grow. */
 	if (rs->interval_us > 0 && rs->delivered >= 0)
 		sample_bw = (u32)(((u64)rs->delivered * BW_UNIT + (u64)rs->interval_us - 1) /
 			(u64)rs->interval_us);
 	bbr3_update_latest_delivery_signals(sk, s, rs, sample_bw);
 
-	bbr3_update_congestion_signals(sk, b, s, &c, rs, sample_bw);
+	bbr3_update_congestion_signals(sk, b, s, rs, sample_bw);
 	bbr_update_ack_aggregation(sk, b, rs);
-	bbr3_check_loss_too_high_in_startup(sk, b, s, &c, rs);
+	bbr3_check_loss_too_high_in_startup(sk, b, s, rs);
 	bbr3_variant_check_full_bw(b, s, rs, sample_bw);
 	bbr3_check_drain(sk, b, s);
-	bbr3_update_cycle_phase(sk, b, s, &c, rs, sample_bw);
-	bbr3_update_min_rtt(sk, b, s, &c, rs);
+	bbr3_update_cycle_phase(sk, b, s, rs, sample_bw);
+	bbr3_update_min_rtt(sk, b, s, rs);
 	bbr3_update_gains(b);
 
 	bbr_set_pacing_rate(sk, b, bbr_bw(b), b->pacing_gain);
 	bbr3_set_cwnd(sk, b, s, rs->acked_sacked, bbr_bw(b));
-	bbr3_bound_cwnd_for_inflight_model(sk, b, s, &c);
+	bbr3_bound_cwnd_for_inflight_model(sk, b, s);
 
 	bbr3_advance_latest_delivery_signals(sk, s, rs, sample_bw);
 	b->prev_ca_state = inet_csk(sk)->icsk_ca_state;
-	s->ecn_in_cycle |= rs->delivered_ce > 0; /* loss_in_cycle is bbr3_on_losses()' */
+	if (rs->delivered_ce > 0) /* loss_in_cycle is bbr3_on_losses()' */
+		s->ecn_in_cycle = 1;
 }
 
 /* Entering recovery: save cwnd, and the bounds in case the recovery turns out spurious. */
@@ -1170,17 +1210,22 @@ BBR_INLINE void bbr3_cwnd_event(struct sock *sk, enum tcp_ca_event event)
 BBR_INLINE void bbr3_fill_flow(struct bbrkit_flow *f, struct sock *sk, const struct bbr_core *b, u8 event)
 {
 	const struct bbr3 *s = bbr3_state(sk, false);
+	u32 lost, delivered;
 
 	bbr_fill_flow(f, sk, b, event);
 	f->variant[BBRKIT_VAR_V3_PHASE] = b->mode == BBRKIT_PROBE_BW ? b->cycle_idx : BBRKIT_V3_NONE;
 	if (!s)
 		return;
+	lost = s->last_round_lost;
+	delivered = s->last_round_delivered;
 	f->variant[BBRKIT_VAR_V3_BW_HI] = bbr3_max_bw(s);
 	f->variant[BBRKIT_VAR_V3_BW_LO] = s->bw_lo;
 	f->variant[BBRKIT_VAR_V3_INFLIGHT_HI] = s->inflight_hi;
 	f->variant[BBRKIT_VAR_V3_INFLIGHT_LO] = s->inflight_lo;
-	f->variant[BBRKIT_VAR_V3_LOSS_RATE] = s->loss_rate;
-	f->variant[BBRKIT_VAR_V3_ECN_RATE] = s->ecn_rate;
+	f->variant[BBRKIT_VAR_V3_LOSS_RATE] =
+		lost + delivered ? (u16)((u64)lost * BBRKIT_PERMILLE / (lost + delivered)) : 0;
+	f->variant[BBRKIT_VAR_V3_ECN_RATE] =
+		delivered ? (u16)((u64)s->last_round_ce * BBRKIT_PERMILLE / delivered) : 0;
 	f->variant[BBRKIT_VAR_V3_ECN_ALPHA] = s->ecn_alpha;
 }
 
