@@ -15,7 +15,7 @@ import pytest
 from bbrbench.analysis import sharemodel, stats
 from bbrbench.errors import HarnessError
 from bbrbench.experiments import sweep
-from bbrbench.repro import claims, papers, report, reproduce
+from bbrbench.repro import claims, papers, report, reproduce, seed004
 from bbrbench.repro.claims import Outcome, Stat
 from bbrbench.results import write_json
 from bbrbench.scenario import ScenarioError, prepare_raw, time_after_last_start_s
@@ -252,7 +252,7 @@ def test_report_from_fixed_results(tmp_path: Path) -> None:
         assert l2[str(n)]["ours"] == pytest.approx(expected, rel=1e-9)
         assert l2[str(n)]["ours_rms"] == pytest.approx(expected / math.sqrt(len(mine)), rel=1e-9)
         row = next(r for r in rows if r[0] == str(n) and len(r) == 6)
-        assert row[1] == f"{papers.seed004('share')['l2'][n]:.3f}" and row[3] == f"{expected:.3f}"
+        assert row[1] == f"{papers.section_data('seed004/share')['l2'][n]:.3f}" and row[3] == f"{expected:.3f}"
         assert row[5] == ", ".join(f"{q:g}" for q in mine)
     assert next(r for r in rows if r[0] == "9" and len(r) == 6)[3] == "not run in this profile"
     xs, ys = list(truth["cubic"]), list(truth["cubic"].values())
@@ -279,7 +279,7 @@ def test_paper_data_files_load_beside_their_scenarios(tmp_path: Path) -> None:
     assert len(specs) == 17 and {s.key for s in specs} <= keys
     table41 = papers.spec_for("seed000/table4.1")
     assert table41 is not None and table41.paper[("bbr", 20, "total.retrans_rate")] == 36.3
-    assert papers.seed004("share")["l2"][1] == 1.070
+    assert papers.section_data("seed004/share")["l2"][1] == 1.070
     broken = tmp_path / "x.paper.toml"
     broken.write_text('title = "t"\nmeasures = []\n[[claims]]\ntext = "c"\ncheck = "nosuch"\nneeds_s = 1\nwhy = "w"\n')
     with pytest.raises(HarnessError, match="no check named 'nosuch'"):
@@ -289,6 +289,17 @@ def test_paper_data_files_load_beside_their_scenarios(tmp_path: Path) -> None:
         papers._load(broken)
     # Every claim carries its time scale.
     assert all(c.needs_s > 0 and c.why for s in specs for c in s.claims)
+
+
+def test_report_sections_render_the_experiments_their_data_names() -> None:
+    """Seed 004's experiments have no generic table: their data files name the section that renders them, and
+    every section a data file names is registered."""
+    keys = {e.key for e in reproduce.experiments()}
+    named = {k: papers.section_of(k) for k in keys}
+    assert {k for k, s in named.items() if s} == {"seed004/share", "seed004/share-long", "seed004/cubic-count",
+                                                   "seed004/loss"}
+    assert set(named.values()) - {None} <= {s.key for s in report.SECTIONS}
+    assert all(papers.spec_for(k) is None for k, s in named.items() if s)
 
 
 # ---------------------------------------------------------------- verdicts
@@ -356,7 +367,7 @@ def test_not_testable_comes_before_the_numbers() -> None:
     assert short.text.startswith(f"needs {claim.needs_s:g} s after the last flow starts, runs give "
                                  f"{claim.needs_s - 0.5:g} s")
     assert claim.judge(lk, claim.needs_s).outcome is Outcome.HOLDS
-    assert "**not testable in this profile** (needs" in report.verdict_line(claim.text, short)
+    assert "**not testable in this profile** (needs" in claims.verdict_line(claim.text, short)
 
 
 def test_several_points_combine() -> None:
@@ -444,7 +455,7 @@ def test_report_pools_hosts_only_as_a_sweep_does(tmp_path: Path) -> None:
 def test_per_n_l2() -> None:
     rows = [{"n_bbr": n, "queue_bdp": q, "model": m, "measured": {"mean": o, "ci95": None, "n": 1} if o else None}
             for n, q, m, o in ((1, 1, 1.0, 0.6), (1, 4, 0.6, 0.3), (5, 1, 1.0, 0.8), (5, 4, 0.7, None))]
-    per_n = report.per_n_l2(rows)
+    per_n = seed004.per_n_l2(rows)
     assert per_n[1].l2 == pytest.approx(0.5) and per_n[1].queues_bdp == [1, 4]
     assert per_n[1].rms == pytest.approx(0.5 / math.sqrt(2))
     assert per_n[5].l2 == pytest.approx(0.2) and per_n[5].queues_bdp == [1]

@@ -73,6 +73,24 @@ class Verdict:
 
 Check = Callable[[Lookup], Verdict]
 
+VERDICT_LABELS = {
+    Outcome.HOLDS: "**holds** on Linux here",
+    Outcome.FAILS: "**does not hold** on Linux here",
+    Outcome.UNDECIDED: "**undecided** (a 95% interval straddles the claim's boundary)",
+    Outcome.NOT_TESTABLE: "**not testable in this profile**",
+    Outcome.TOO_FEW_RUNS: "**not decided**",
+}
+
+
+def verdict_line(claim: str, v: Verdict) -> str:
+    """A claim's line in the report: its words, the outcome and the intervals that decided it."""
+    head = VERDICT_LABELS[v.outcome]
+    if v.outcome is Outcome.NOT_TESTABLE:
+        return f"- {claim}: {head} ({v.text})."
+    if v.outcome is Outcome.TOO_FEW_RUNS:
+        head += f" (n = {v.min_n}, needs {MIN_N})"
+    return f"- {claim}: {head}: {v.text}."
+
 
 def too_short(needs_s: float, why: str, run_s: float) -> Verdict | None:
     """NOT_TESTABLE when the runs go on for less than the claim's mechanism needs after the last flow

@@ -1,9 +1,10 @@
 """What the seed papers report, read from the data files beside the scenarios: for an experiment
 `scenarios/repro/SEED/NAME.toml`, `NAME.paper.toml` holds its title, how sweep points map to a series and
 an x value, the measures to show, the paper's numbers (text where the paper gives only a figure or a
-sentence), its claims (each naming a check in claims.py and the seconds of running after the last flow has started
-that the claim's mechanism needs, `needs_s`, with `why`) and why our set-up differs. Seed 004's model
-numbers are in its own files (share, loss, cubic-count)."""
+sentence), its claims (each naming a check in claims.py and the seconds of running after the last flow has
+started that the claim's mechanism needs, `needs_s`, with `why`) and why our set-up differs. A data file
+that names a report section (`section = KEY`, e.g. seed 004's) holds that section's numbers instead: its
+experiment has no table of its own, and `section_data` reads it."""
 
 from __future__ import annotations
 
@@ -72,11 +73,19 @@ def _x(value: Any) -> Any:
     return scalar(value)
 
 
-def _load(path: Path) -> Spec:
-    key = f"{path.parent.name}/{path.name.removesuffix(SUFFIX)}"
+def _read(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
-            d = tomllib.load(fh)
+            return tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise HarnessError(f"{path}: not a valid paper data file: {exc}") from None
+
+
+def _load(path: Path, d: dict[str, Any] | None = None) -> Spec:
+    key = f"{path.parent.name}/{path.name.removesuffix(SUFFIX)}"
+    if d is None:
+        d = _read(path)
+    try:
         claims = []
         for i, c in enumerate(d.get("claims", [])):
             if missing := [k for k in CLAIM_KEYS if k not in c]:
@@ -93,14 +102,24 @@ def _load(path: Path) -> Spec:
             paper={(p["series"], _x(p["x"]) if "x" in p else None, p["metric"]): p["value"]
                    for p in d.get("paper", [])},
             claims=claims, notes=d.get("notes", ""))
-    except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError) as exc:
         raise HarnessError(f"{path}: not a valid paper data file: {exc}") from None
+
+
+def _path(key: str) -> Path:
+    return REPRO_DIR / f"{key}{SUFFIX}"
+
+
+@lru_cache(maxsize=1)
+def _files() -> tuple[tuple[Path, dict[str, Any]], ...]:
+    return tuple((p, _read(p)) for p in sorted(REPRO_DIR.glob(f"*/*{SUFFIX}")))
 
 
 @lru_cache(maxsize=1)
 def specs() -> tuple[Spec, ...]:
-    """Every experiment's paper data, in the papers' order (each file's `order`)."""
-    found = [_load(p) for p in sorted(REPRO_DIR.glob(f"*/*{SUFFIX}")) if p.parent.name != "seed004"]
+    """Every experiment's paper data, in the papers' order (each file's `order`); not the data of the
+    experiments a report section renders."""
+    found = [_load(p, d) for p, d in _files() if "section" not in d]
     return tuple(sorted(found, key=lambda s: s.order))
 
 
@@ -108,12 +127,13 @@ def spec_for(key: str) -> Spec | None:
     return next((s for s in specs() if s.key == key), None)
 
 
-def seed004(name: str) -> dict[str, Any]:
-    """Seed 004's numbers for one of its experiments (share, loss, cubic-count); tables keyed by number."""
-    path = REPRO_DIR / "seed004" / f"{name}{SUFFIX}"
-    try:
-        with path.open("rb") as fh:
-            d = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise HarnessError(f"{path}: not a valid paper data file: {exc}") from None
+def section_of(key: str) -> str | None:
+    """The report section that renders experiment `key` (SEED/NAME), None for a table of its own."""
+    path = _path(key)
+    return next((d["section"] for p, d in _files() if p == path and "section" in d), None)
+
+
+def section_data(key: str) -> dict[str, Any]:
+    """The numbers in a section's data file (SEED/NAME); tables keyed by number (e.g. a loss percentage)."""
+    d = _read(_path(key))
     return {k: {scalar(float(n)): v for n, v in t.items()} if isinstance(t, dict) else t for k, t in d.items()}

@@ -1,0 +1,82 @@
+"""Our side of the reproduction: a sweep directory's finished repetitions, read back point by point, and
+the measures the report derives from a run's summary (packet counts, bytes on the wire, a label's share)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..analysis.stats import mean_ci95
+from ..experiments.sweep import DONE_MARK, NOT_RUNNABLE, metric_value, point_raw
+from ..results import read_json
+from ..scenario import time_after_last_start_s
+from .claims import Stat
+
+# Payload bytes per full-sized segment (1500 MTU minus IPv4, TCP and timestamp option headers).
+MSS_BYTES = 1448
+
+
+def value(summary: dict[str, Any], metric: str) -> float | None:
+    """A sweep metric path, or one derived from the run's per-flow results:
+    derived.retrans_packets / derived.sent_packets (full-sized segments), derived.throughput_mbps (bytes
+    put on the wire over the active period), derived.share.LABEL (goodput share of flows whose label
+    starts with LABEL)."""
+    if not metric.startswith("derived."):
+        return metric_value(summary, metric)
+    name = metric.removeprefix("derived.")
+    flows = summary.get("flows", [])
+    if name in ("retrans_packets", "sent_packets"):
+        field_ = "bytes_retrans" if name == "retrans_packets" else "bytes_sent"
+        return sum(f.get(field_) or 0 for f in flows) / MSS_BYTES
+    if name == "throughput_mbps":
+        period = summary.get("total", {}).get("active_period_s")
+        sent = sum(f.get("bytes_sent") or 0 for f in flows)
+        return sent * 8 / period / 1e6 if period else None
+    if name.startswith("share."):
+        label = name.removeprefix("share.")
+        total = sum(f.get("goodput_mbps") or 0.0 for f in flows)
+        mine = sum(f.get("goodput_mbps") or 0.0 for f in flows if str(f.get("label", "")).startswith(label))
+        return mine / total if total else None
+    raise ValueError(f"unknown derived metric {metric!r}")
+
+
+@dataclass
+class PointResult:
+    overrides: dict[str, Any]
+    label: str
+    status: str
+    # Seconds the point's runs go on after their last flow starts.
+    after_last_start_s: float
+    summaries: list[dict[str, Any]] = field(default_factory=list)
+
+    def stat(self, metric: str) -> Stat | None:
+        values = [v for v in (value(s, metric) for s in self.summaries) if v is not None]
+        if not values:
+            return None
+        m, ci = mean_ci95(values)
+        return Stat(m, ci, len(values), tuple(values))
+
+
+def load_experiment(directory: Path) -> list[PointResult]:
+    plan = read_json(directory / "plan.json", "plan")
+    points: list[PointResult] = []
+    for p in plan["points"]:
+        pdir = directory / "points" / p["id"]
+        label = ", ".join(f"{k}={v}" for k, v in p["overrides"].items()) or "(base)"
+        after_s = time_after_last_start_s(point_raw(plan["raw"], p["overrides"]))
+        if (pdir / NOT_RUNNABLE).is_file():
+            why = (pdir / NOT_RUNNABLE).read_text().strip()
+            points.append(PointResult(p["overrides"], label, f"not runnable: {why}", after_s))
+            continue
+        summaries = [read_json(pdir / f"rep{r}" / "summary.json", "summary")
+                     for r in range(plan["repetitions"]) if (pdir / f"rep{r}" / DONE_MARK).is_file()]
+        points.append(PointResult(p["overrides"], label, f"{len(summaries)}/{plan['repetitions']} repetitions",
+                                  after_s, summaries))
+    return points
+
+
+def after_last_start_s(points: list[PointResult]) -> float:
+    """An experiment's run time after the last flow starts: its shortest point's, so that a claim over
+    several points is tested only where every point ran long enough."""
+    return min((p.after_last_start_s for p in points), default=0.0)
