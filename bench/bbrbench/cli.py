@@ -204,7 +204,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from .repro import reproduce
     from .testbed.netns import CHECKOUT_BUILD
     out = Path(args.out) if args.out else Path.cwd() / "results" / f"reproduce-{args.profile}"
-    if args.report_only:
+    if args.from_summary:
+        report = reproduce.rebuild([Path(p) for p in args.from_summary], out)
+    elif args.report_only:
         report = reproduce.report_only(out, args.mix_hosts)
     else:
         # Planning validates every experiment's points; run_all plans again (a second of bbrctl queries).
@@ -418,6 +420,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run only these, e.g. --only seed000 --only seed002/testbed (repeatable)")
     rp.add_argument("--out", help="results directory (default results/reproduce-PROFILE); rerun to resume")
     rp.add_argument("--report-only", action="store_true", help="rebuild the report from --out without running")
+    rp.add_argument("--from-summary", action="append", default=[], metavar="FILE",
+                    help="rebuild the report into --out from reports' summary.json files alone, their runs not at "
+                         "hand: claims decided again on the recorded means and intervals (repeatable; a later "
+                         "file's experiments replace an earlier one's)")
     rp.add_argument("--reps", type=int, metavar="N",
                     help="repetitions per point instead of the profile's; on an existing --out only the missing "
                          "ones run (e.g. --only seed000/fig4.13 --reps 5 where 3 left a claim undecided)")

@@ -37,51 +37,89 @@ class Ratio:
         return self.ratio is not None and self.ci95 is not None and abs(self.ratio - 1.0) > self.ci95
 
 
-def ratio_ci95(x: Sequence[float], y: Sequence[float]) -> Ratio:
+@dataclass(frozen=True)
+class Moments:
+    """What a mean's interval and the intervals below need of a sample: its mean, standard deviation
+    (ddof 1) and size. From the values, or from a recorded mean, 95% half-width and n alone (the half-width
+    is Student's t x sd / sqrt(n), so the sd comes back exactly)."""
+
+    mean: float
+    sd: float
+    n: int
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Moments:
+        x = np.asarray(values, dtype=float)
+        return cls(float(x.mean()), float(x.std(ddof=1)) if len(x) > 1 else 0.0, len(x))
+
+    @classmethod
+    def from_ci95(cls, mean: float, ci95: float, n: int) -> Moments:
+        if n < 2:
+            raise ValueError("a half-width needs at least two values")
+        return cls(mean, ci95 / float(stats.t.ppf((1 + CONFIDENCE) / 2, n - 1)) * math.sqrt(n), n)
+
+
+def _welch(a1: float, a2: float, nx: int, ny: int) -> float:
+    """Welch-Satterthwaite degrees of freedom of two squared standard errors."""
+    return (a1 + a2) ** 2 / (a1 * a1 / (nx - 1) + a2 * a2 / (ny - 1))
+
+
+def ratio_of_moments(x: Moments, y: Moments) -> Ratio:
     """Ratio of means of two independent samples, CI by the delta method with Welch's degrees of freedom.
 
     Var(R) ~ (s_x^2/n_x + R^2 s_y^2/n_y) / m_y^2: written this way (rather than with relative variances)
     it stays finite when the candidate's mean is zero, e.g. a retransmission rate of 0."""
-    if len(x) < 2 or len(y) < 2:
+    if x.n < 2 or y.n < 2:
         raise ValueError("need at least two values on each side for a confidence interval")
-    xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    mx, my = float(xa.mean()), float(ya.mean())
-    if my == 0:
+    if y.mean == 0:
         return Ratio(None, None, None)
-    r = mx / my
-    a1 = float(xa.var(ddof=1)) / len(xa)
-    a2 = r * r * float(ya.var(ddof=1)) / len(ya)
+    r = x.mean / y.mean
+    a1 = x.sd * x.sd / x.n
+    a2 = r * r * y.sd * y.sd / y.n
     if a1 + a2 == 0:
         return Ratio(r, 0.0, None)
-    df = (a1 + a2) ** 2 / (a1 * a1 / (len(xa) - 1) + a2 * a2 / (len(ya) - 1))
-    return Ratio(r, float(stats.t.ppf((1 + CONFIDENCE) / 2, df)) * math.sqrt(a1 + a2) / abs(my), df)
+    df = _welch(a1, a2, x.n, y.n)
+    return Ratio(r, float(stats.t.ppf((1 + CONFIDENCE) / 2, df)) * math.sqrt(a1 + a2) / abs(y.mean), df)
 
 
-def diff_ci95(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, float]:
-    """mean(x) - mean(y) of two independent samples with its 95% Welch interval: (difference, low, high).
-    (scipy's ttest_ind gives the interval itself only from 1.11; Debian 12 has 1.10.)"""
+def ratio_ci95(x: Sequence[float], y: Sequence[float]) -> Ratio:
+    """ratio_of_moments of two samples' values."""
     if len(x) < 2 or len(y) < 2:
         raise ValueError("need at least two values on each side for a confidence interval")
-    xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    d = float(xa.mean() - ya.mean())
-    a1, a2 = float(xa.var(ddof=1)) / len(xa), float(ya.var(ddof=1)) / len(ya)
+    return ratio_of_moments(Moments.of(x), Moments.of(y))
+
+
+def diff_of_moments(x: Moments, y: Moments) -> tuple[float, float, float]:
+    """mean(x) - mean(y) of two independent samples with its 95% Welch interval: (difference, low, high).
+    (scipy's ttest_ind gives the interval itself only from 1.11; Debian 12 has 1.10.)"""
+    if x.n < 2 or y.n < 2:
+        raise ValueError("need at least two values on each side for a confidence interval")
+    d = x.mean - y.mean
+    a1, a2 = x.sd * x.sd / x.n, y.sd * y.sd / y.n
     if a1 + a2 == 0:
         # Welch's t is undefined without spread; the samples pin the difference exactly.
         return d, d, d
-    df = (a1 + a2) ** 2 / (a1 * a1 / (len(xa) - 1) + a2 * a2 / (len(ya) - 1))
-    half = float(stats.t.ppf((1 + CONFIDENCE) / 2, df)) * math.sqrt(a1 + a2)
+    half = float(stats.t.ppf((1 + CONFIDENCE) / 2, _welch(a1, a2, x.n, y.n))) * math.sqrt(a1 + a2)
     return d, d - half, d + half
 
 
+def diff_ci95(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, float]:
+    """diff_of_moments of two samples' values."""
+    if len(x) < 2 or len(y) < 2:
+        raise ValueError("need at least two values on each side for a confidence interval")
+    return diff_of_moments(Moments.of(x), Moments.of(y))
+
+
 def regression(x: Sequence[float], y: Sequence[float]) -> dict[str, float | None]:
-    """Least-squares y = a + b x with R² and the slope's two-sided p-value (None below three points or
-    with x constant)."""
+    """Least-squares y = a + b x with R², the slope's two-sided p-value and the half-width of its 95%
+    interval (Student's t, n - 2 degrees of freedom); None below three points or with x constant."""
     n = len(x)
     if n < 3 or len(set(x)) < 2:
-        return {"slope": None, "intercept": None, "r2": None, "p": None, "n": n}
+        return {"slope": None, "intercept": None, "r2": None, "p": None, "slope_ci95": None, "n": n}
     fit = stats.linregress(x, y)
+    half = float(stats.t.ppf((1 + CONFIDENCE) / 2, n - 2)) * float(fit.stderr)
     return {"slope": float(fit.slope), "intercept": float(fit.intercept), "r2": float(fit.rvalue) ** 2,
-            "p": float(fit.pvalue), "n": n}
+            "p": float(fit.pvalue), "slope_ci95": half, "n": n}
 
 
 def pearson(x: Sequence[float], y: Sequence[float]) -> float:

@@ -1,12 +1,22 @@
-"""The checks behind the papers' claims: each takes our aggregated results (a Lookup) and gives a Verdict
-on whether the claim holds on Linux here. The claims' words, which check each uses and the time scale it
-needs live in the data files beside the scenarios (scenarios/repro/SEED/EXPERIMENT.paper.toml).
+"""The papers' claims, decided on our aggregated results. A claim's data (scenarios/repro/SEED/
+EXPERIMENT.paper.toml) names the quantity it is about (a function here: which means, ratios or
+differences at which points), the seconds of running its mechanism needs, and its decision: the paper's
+magnitude with the margin around it, written before the runs. The numbers live in the data, the
+arithmetic here.
 
-The rule every check follows: a comparison uses only means over at least MIN_N repetitions, and decides
-only when its 95% interval lies entirely on one side of the claim's boundary (a single mean: Student's t;
-a ratio of two means: delta method with Welch's degrees of freedom; a difference: Welch). A claim over
-several points or conditions holds when each holds, does not hold when any decidedly fails, and is
-otherwise undecided (or not decided, when a point lacks repetitions)."""
+The rule, the same for every claim. A quantity is estimated at each point it covers with its 95% interval:
+Student's t for a mean, the delta method with Welch's degrees of freedom for a ratio of two means, Welch's
+interval for a difference; every mean needs MIN_N repetitions. The decision is one of
+  - band [lo, hi]: the paper's magnitude with its margin (equivalence). Holds when the interval lies inside
+    the band, does not hold when it lies wholly outside, else undecided;
+  - at_least b / at_most b: a minimum effect or a bound the paper states. Holds when the interval lies
+    wholly beyond b, does not hold when it lies wholly short of it, else undecided;
+  - paper_factor f / paper_margin m: a band of x/÷ f (ratio scales) or +- m (shares of a whole) around the
+    paper's own value at each point.
+So a missing effect can fail (its interval sits short of the minimum effect) and a tiny one cannot hold.
+A comparison of two means that are both exactly 0 (no event on either side) is undecided: there is
+nothing to compare. A claim over several points holds when each holds, does not hold when any one
+decidedly fails, and is otherwise undecided (or not decided, where a point lacks repetitions)."""
 
 from __future__ import annotations
 
@@ -15,15 +25,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..analysis.stats import diff_ci95, ratio_ci95
+from ..analysis.stats import Moments, diff_of_moments, ratio_of_moments
 
 MIN_N = 3
 
 
 @dataclass(frozen=True)
 class Stat:
-    """A measure's mean over repetitions, the half-width of its 95% interval (None with n = 1), n and the
-    repetitions' values (for intervals of ratios and differences)."""
+    """A measure's mean over repetitions, the half-width of its 95% interval (None with n = 1), n and, when
+    the runs are at hand, the repetitions' values. Ratios and differences need only the moments, which the
+    mean, half-width and n give back exactly: a summary.json is enough to decide."""
 
     mean: float
     ci95: float | None
@@ -39,15 +50,27 @@ class Stat:
     def to_json(self) -> dict[str, Any]:
         return {"mean": self.mean, "ci95": self.ci95, "n": self.n}
 
+    def moments(self, offset: float = 0.0) -> Moments:
+        """Mean (less `offset`), sd and n."""
+        m = Moments.of(self.values) if self.values else Moments.from_ci95(self.mean, self.ci95 or 0.0, self.n)
+        return Moments(m.mean - offset, m.sd, m.n)
+
+    @property
+    def all_zero(self) -> bool:
+        return self.mean == 0 and not self.ci95
+
 
 class Lookup(Protocol):
-    """Our aggregated result: a measure at (series, x), None when not measured."""
+    """Our aggregated result: a measure at (series, x), None when not measured; the paper's number there
+    (in the measure's shown units), None where it gives none or only words."""
 
     def stat(self, series: str, x: Any, metric: str) -> Stat | None: ...
 
     def xs(self, series: str) -> list[Any]: ...
 
     def x_name(self, x: Any) -> str: ...
+
+    def paper(self, series: str, x: Any, metric: str) -> float | None: ...
 
 
 class Outcome(enum.Enum):
@@ -71,12 +94,10 @@ class Verdict:
         return {"outcome": self.outcome.value, "text": self.text, "min_n": self.min_n}
 
 
-Check = Callable[[Lookup], Verdict]
-
 VERDICT_LABELS = {
     Outcome.HOLDS: "**holds** on Linux here",
     Outcome.FAILS: "**does not hold** on Linux here",
-    Outcome.UNDECIDED: "**undecided** (a 95% interval straddles the claim's boundary)",
+    Outcome.UNDECIDED: "**undecided**",
     Outcome.NOT_TESTABLE: "**not testable in this profile**",
     Outcome.TOO_FEW_RUNS: "**not decided**",
 }
@@ -99,21 +120,17 @@ def too_short(needs_s: float, why: str, run_s: float) -> Verdict | None:
         return None
     return Verdict(Outcome.NOT_TESTABLE, f"needs {needs_s:g} s after the last flow starts, runs give {run_s:g} s "
                                          f"— {why}")
-# (series, x, metric): one measure at one point.
-Key = tuple[str, Any, str]
 
-RTT = "total.rtt_ms_mean"
-GOODPUT = "total.goodput_mbps"
-RETRANS = "total.retrans_rate"
-UTIL = "total.utilisation"
-PCT = 100.0
-# Seed 000's Figure 4.12 path: 20 ms propagation RTT.
-SEED000_RTT_MIN_MS = 20.0
+
+# ---------------------------------------------------------------- estimates
 
 
 @dataclass(frozen=True)
 class Interval:
-    """An estimate with the symmetric half-width of its 95% interval, shown scaled."""
+    """An estimate with the symmetric half-width of its 95% interval; `scale` and `unit` give the units it
+    is shown (and decided) in. `limits` are the physical bounds of the quantity in those units (a share
+    lies in 0-100%, a time or a ratio of times is not negative): the interval is cut to them, since the true
+    value lies inside them whatever Student's t says."""
 
     what: str
     estimate: float
@@ -121,28 +138,53 @@ class Interval:
     n: str
     scale: float = 1.0
     unit: str = ""
+    limits: tuple[float | None, float | None] = (None, None)
+
+    def _raw(self) -> tuple[float, float]:
+        e, h = self.estimate * self.scale, self.half * self.scale
+        return e - h, e + h
 
     @property
     def low(self) -> float:
-        return self.estimate - self.half
+        low, floor = self._raw()[0], self.limits[0]
+        return low if floor is None else max(low, floor)
 
     @property
     def high(self) -> float:
-        return self.estimate + self.half
+        high, ceiling = self._raw()[1], self.limits[1]
+        return high if ceiling is None else min(high, ceiling)
 
     def show(self, v: float) -> str:
-        return f"{v * self.scale:.3g}{self.unit}"
+        """A value in the shown units, with the unit."""
+        return f"{v:.3g}{self.unit}"
 
     def __str__(self) -> str:
+        low, high = self._raw()
+        cut = (self.limits[0] is not None and low < self.limits[0]) or \
+            (self.limits[1] is not None and high > self.limits[1])
+        ci = f"95% CI cut to [{self.show(self.low)}, {self.show(self.high)}]" if cut else "95% CI"
         return (f"{self.what} {self.estimate * self.scale:.3g} ± {self.half * self.scale:.2g}{self.unit} "
-                f"(95% CI, {self.n})")
+                f"({ci}, {self.n})")
 
 
-# ---------------------------------------------------------------- intervals from the lookup
+@dataclass(frozen=True)
+class Estimate:
+    """A quantity at one point: its interval, or the verdict that stands in for one (too few runs, not
+    measured, undefined); `paper` is the paper's number there, for a decision relative to it."""
+
+    label: str
+    value: Interval | Verdict
+    paper: float | None = None
+
+
+# (series, x, metric): one measure at one point.
+Key = tuple[str, Any, str]
 
 
 def _few(label: str, stats: list[Stat | None]) -> Verdict | None:
-    n = min(0 if s is None else s.n for s in stats)
+    if any(s is None for s in stats):
+        return Verdict(Outcome.TOO_FEW_RUNS, f"{label}: not measured", 0)
+    n = min(s.n for s in stats if s is not None)
     if n >= MIN_N:
         return None
     return Verdict(Outcome.TOO_FEW_RUNS, f"{label}: not decided: n = {n}, needs {MIN_N}", n)
@@ -152,76 +194,136 @@ def _n_text(a: Stat, b: Stat) -> str:
     return f"n = {a.n} each" if a.n == b.n else f"n = {a.n} and {b.n}"
 
 
-def _mean(lk: Lookup, label: str, key: Key, scale: float = 1.0, unit: str = "") -> Interval | Verdict:
+def _tie(label: str, a: Stat, b: Stat) -> Verdict | None:
+    """Two means that are both exactly 0: no event on either side, nothing to compare."""
+    if a.all_zero and b.all_zero:
+        return Verdict(Outcome.UNDECIDED, f"{label}: 0 on both sides ({_n_text(a, b)}): nothing to compare")
+    return None
+
+
+def mean(lk: Lookup, label: str, key: Key, scale: float = 1.0, unit: str = "") -> Interval | Verdict:
+    """A measure's mean; every measure here is not negative, and one shown in % is a share of a whole."""
     s = lk.stat(*key)
     if (few := _few(label, [s])) is not None or s is None:
         return few or Verdict(Outcome.TOO_FEW_RUNS, f"{label}: not measured", 0)
-    return Interval("mean", s.mean, s.ci95 or 0.0, f"n = {s.n}", scale, unit)
+    return Interval("mean", s.mean, s.ci95 or 0.0, f"n = {s.n}", scale, unit, (0.0, PCT if unit == "%" else None))
 
 
-def _ratio(lk: Lookup, label: str, num: Key, den: Key) -> Interval | Verdict:
+def ratio(lk: Lookup, label: str, num: Key, den: Key, offset: float = 0.0) -> Interval | Verdict:
+    """mean(num) / mean(den), each less `offset` (e.g. the propagation RTT, for queueing delays)."""
     a, b = lk.stat(*num), lk.stat(*den)
     if (few := _few(label, [a, b])) is not None or a is None or b is None:
         return few or Verdict(Outcome.TOO_FEW_RUNS, f"{label}: not measured", 0)
-    r = ratio_ci95(a.values, b.values)
+    if (tie := _tie(label, a, b)) is not None:
+        return tie
+    r = ratio_of_moments(a.moments(offset), b.moments(offset))
     if r.ratio is None or r.ci95 is None:
         return Verdict(Outcome.UNDECIDED, f"{label}: ratio undefined (reference mean is 0)")
-    return Interval("ratio", r.ratio, r.ci95, _n_text(a, b))
+    return Interval("ratio", r.ratio, r.ci95, _n_text(a, b), limits=(0.0, None))
 
 
-def _diff(lk: Lookup, label: str, first: Key, second: Key, scale: float = 1.0, unit: str = "") -> Interval | Verdict:
+def diff(lk: Lookup, label: str, first: Key, second: Key, scale: float = 1.0, unit: str = "") -> Interval | Verdict:
     a, b = lk.stat(*first), lk.stat(*second)
     if (few := _few(label, [a, b])) is not None or a is None or b is None:
         return few or Verdict(Outcome.TOO_FEW_RUNS, f"{label}: not measured", 0)
-    d, low, high = diff_ci95(a.values, b.values)
+    if (tie := _tie(label, a, b)) is not None:
+        return tie
+    d, low, high = diff_of_moments(a.moments(), b.moments())
     return Interval("difference", d, (high - low) / 2, _n_text(a, b), scale, unit)
 
 
-# ---------------------------------------------------------------- decisions against a boundary
+# ---------------------------------------------------------------- the decision
 
 
-def _decide(label: str, iv: Interval | Verdict, bound: float, op: str, neg: str,
-            holds: Callable[[Interval], bool], fails: Callable[[Interval], bool]) -> Verdict:
-    if isinstance(iv, Verdict):
-        return iv
-    b = iv.show(bound)
-    if holds(iv):
-        return Verdict(Outcome.HOLDS, f"{label}: {iv} {op} {b}")
-    if fails(iv):
-        return Verdict(Outcome.FAILS, f"{label}: {iv} {neg} {b}")
-    return Verdict(Outcome.UNDECIDED, f"{label}: {iv} straddles {b}")
+@dataclass(frozen=True)
+class Rule:
+    """A claim's decision as its data file writes it, in the units the verdict shows (module docstring).
+    `startup_over_s`, with paper_factor: the paper's number counts events of start-up alone spread over this
+    many seconds after its last flow started, so over our runs' run_s it lies between the paper's value
+    and that value x startup_over_s / run_s."""
+
+    band: tuple[float, float] | None = None
+    at_least: float | None = None
+    at_most: float | None = None
+    paper_factor: float | None = None
+    paper_margin: float | None = None
+    startup_over_s: float | None = None
+
+    KEYS = ("band", "at_least", "at_most", "paper_factor", "paper_margin")
+
+    @classmethod
+    def from_data(cls, d: dict[str, Any]) -> Rule:
+        given = [k for k in cls.KEYS if k in d]
+        if len(given) != 1:
+            raise ValueError(f"a claim decides by exactly one of {', '.join(cls.KEYS)} (has {given or 'none'})")
+        band = d.get("band")
+        if band is not None and (len(band) != 2 or band[0] > band[1]):
+            raise ValueError(f"band {band}: needs [low, high]")
+        if "startup_over_s" in d and "paper_factor" not in d:
+            raise ValueError("startup_over_s goes with paper_factor")
+        if d.get("paper_factor", 2) <= 1:
+            raise ValueError("paper_factor must exceed 1")
+        return cls(band=None if band is None else (float(band[0]), float(band[1])),
+                   at_least=d.get("at_least"), at_most=d.get("at_most"), paper_factor=d.get("paper_factor"),
+                   paper_margin=d.get("paper_margin"), startup_over_s=d.get("startup_over_s"))
+
+    def describe(self) -> str:
+        """The decision in words, for the report."""
+        if self.band is not None:
+            return f"inside [{self.band[0]:g}, {self.band[1]:g}]"
+        if self.at_least is not None:
+            return f"at least {self.at_least:g}"
+        if self.at_most is not None:
+            return f"at most {self.at_most:g}"
+        around = f"x/÷ {self.paper_factor:g}" if self.paper_margin is None else f"+- {self.paper_margin:g}"
+        startup = (f", the upper edge x {self.startup_over_s:g} s / the run's seconds after the last start"
+                   if self.startup_over_s else "")
+        return f"within {around} of the paper's number at each point{startup}"
+
+    def bounds(self, paper: float | None, run_s: float) -> tuple[float | None, float | None] | None:
+        """(low, high) of the region where the claim holds, None for an open side; None when the bounds
+        come from a paper value there is none of."""
+        if self.band is not None:
+            return self.band
+        if self.paper_factor is None and self.paper_margin is None:
+            return self.at_least, self.at_most
+        if paper is None:
+            return None
+        if self.paper_margin is not None:
+            return paper - self.paper_margin, paper + self.paper_margin
+        assert self.paper_factor is not None
+        k = self.startup_over_s / run_s if self.startup_over_s and run_s > 0 else 1.0
+        return paper * min(1.0, k) / self.paper_factor, paper * max(1.0, k) * self.paper_factor
 
 
-def at_most(label: str, iv: Interval | Verdict, bound: float) -> Verdict:
-    """Claim: value <= bound."""
-    return _decide(label, iv, bound, "<=", ">", lambda i: i.high <= bound, lambda i: i.low > bound)
-
-
-def at_least(label: str, iv: Interval | Verdict, bound: float) -> Verdict:
-    """Claim: value >= bound."""
-    return _decide(label, iv, bound, ">=", "<", lambda i: i.low >= bound, lambda i: i.high < bound)
-
-
-def below(label: str, iv: Interval | Verdict, bound: float) -> Verdict:
-    """Claim: value < bound."""
-    return _decide(label, iv, bound, "<", ">=", lambda i: i.high < bound, lambda i: i.low >= bound)
-
-
-def above(label: str, iv: Interval | Verdict, bound: float) -> Verdict:
-    """Claim: value > bound."""
-    return _decide(label, iv, bound, ">", "<=", lambda i: i.low > bound, lambda i: i.high <= bound)
-
-
-def within(label: str, iv: Interval | Verdict, low: float, high: float) -> Verdict:
-    """Claim: low <= value <= high."""
-    if isinstance(iv, Verdict):
-        return iv
-    span = f"[{iv.show(low)}, {iv.show(high)}]"
-    if low <= iv.low and iv.high <= high:
-        return Verdict(Outcome.HOLDS, f"{label}: {iv} within {span}")
-    if iv.high < low or iv.low > high:
-        return Verdict(Outcome.FAILS, f"{label}: {iv} outside {span}")
-    return Verdict(Outcome.UNDECIDED, f"{label}: {iv} straddles the edge of {span}")
+def decide(est: Estimate, rule: Rule, run_s: float) -> Verdict:
+    """One point's verdict (module docstring)."""
+    if isinstance(est.value, Verdict):
+        return est.value
+    iv = est.value
+    bounds = rule.bounds(est.paper, run_s)
+    if bounds is None:
+        return Verdict(Outcome.UNDECIDED, f"{est.label}: {iv}; the paper gives no number here")
+    lo, hi = bounds
+    if lo is not None and hi is not None:
+        span = f"[{iv.show(lo)}, {iv.show(hi)}]"
+        if lo <= iv.low and iv.high <= hi:
+            return Verdict(Outcome.HOLDS, f"{est.label}: {iv} inside {span}")
+        if iv.high < lo or iv.low > hi:
+            return Verdict(Outcome.FAILS, f"{est.label}: {iv} outside {span}")
+        return Verdict(Outcome.UNDECIDED, f"{est.label}: {iv} straddles an edge of {span}")
+    if lo is not None:
+        if iv.low >= lo:
+            return Verdict(Outcome.HOLDS, f"{est.label}: {iv} >= {iv.show(lo)}")
+        if iv.high < lo:
+            return Verdict(Outcome.FAILS, f"{est.label}: {iv} < {iv.show(lo)}")
+        return Verdict(Outcome.UNDECIDED, f"{est.label}: {iv} straddles {iv.show(lo)}")
+    assert hi is not None
+    if iv.high <= hi:
+        return Verdict(Outcome.HOLDS, f"{est.label}: {iv} <= {iv.show(hi)}")
+    if iv.low > hi:
+        return Verdict(Outcome.FAILS, f"{est.label}: {iv} > {iv.show(hi)}")
+    return Verdict(Outcome.UNDECIDED, f"{est.label}: {iv} straddles {iv.show(hi)}")
 
 
 def combine(verdicts: Iterable[Verdict]) -> Verdict:
@@ -238,212 +340,278 @@ def combine(verdicts: Iterable[Verdict]) -> Verdict:
                    min(ns) if overall is Outcome.TOO_FEW_RUNS and ns else None)
 
 
-# ---------------------------------------------------------------- seed 000
+# ---------------------------------------------------------------- the quantities
 
+Quantity = Callable[[Lookup], list[Estimate]]
 
-def rtt_halved(lk: Lookup) -> Verdict:
-    return combine(at_most(f"{n} flows, alpha 0.75 / original RTT", _ratio(
-        lk, f"{n} flows", ("rttgain_a0.75", n, RTT), ("bbr", n, RTT)), 0.75) for n in lk.xs("bbr"))
-
-
-def rtt_range(lk: Lookup) -> Verdict:
-    return combine(within(f"{n} flows, original RTT / RTT_min", _mean(
-        lk, f"{n} flows", ("bbr", n, RTT), 1 / SEED000_RTT_MIN_MS), 1.8 * SEED000_RTT_MIN_MS,
-        2.7 * SEED000_RTT_MIN_MS) for n in lk.xs("bbr"))
-
-
-def alpha_order(lk: Lookup) -> Verdict:
-    return combine(at_most(f"{n} flows, alpha 0.75 - alpha 1 RTT", _diff(
-        lk, f"{n} flows", ("rttgain_a0.75", n, RTT), ("rttgain_a1", n, RTT), unit=" ms"), 0.0) for n in lk.xs("bbr"))
-
-
-def throughput_cost(lk: Lookup) -> Verdict:
-    return combine(at_least(f"{n} flows, alpha 0.75 / original goodput", _ratio(
-        lk, f"{n} flows", ("rttgain_a0.75", n, GOODPUT), ("bbr", n, GOODPUT)), 0.95) for n in lk.xs("bbr"))
-
-
-def original_47(lk: Lookup) -> Verdict:
-    return combine(at_least(f"{n} flows, original goodput", _mean(
-        lk, f"{n} flows", ("bbr", n, GOODPUT), unit=" Mbit/s"), 45.0) for n in lk.xs("bbr"))
-
-
-def small_buffer_loss(lk: Lookup) -> Verdict:
-    return combine(below(f"{rate} Mbit/s, {s} / original retransmissions", _ratio(
-        lk, f"{rate} Mbit/s, {s}", (s, rate, RETRANS), ("bbr", rate, RETRANS)), 0.2)
-        for rate in lk.xs("bbr") for s in ("rttgain_a0.75", "rttgain_a0.5"))
-
-
-def original_high_loss(lk: Lookup) -> Verdict:
-    return combine(at_least(f"{rate} Mbit/s, original retransmissions", _mean(
-        lk, f"{rate} Mbit/s", ("bbr", rate, RETRANS), PCT, "%"), 0.10) for rate in lk.xs("bbr"))
-
-
-# ---------------------------------------------------------------- seed 002
-
-
-def acd_fewer_retrans(lk: Lookup) -> Verdict:
-    # Only the loss-free scenarios: there every loss comes from congestion.
-    return combine(at_most(f"{lk.x_name(x)}, bbr_acd - bbr retransmitted packets", _diff(
-        lk, lk.x_name(x), ("bbr_acd", x, "derived.retrans_packets"), ("bbr", x, "derived.retrans_packets")), 0.0)
-        for x in lk.xs("bbr") if x[1] == 0)
-
-
-def acd_goodput(lk: Lookup) -> Verdict:
-    return combine(at_least(f"{lk.x_name(x)}, bbr_acd / bbr goodput", _ratio(
-        lk, lk.x_name(x), ("bbr_acd", x, GOODPUT), ("bbr", x, GOODPUT)), 0.99) for x in lk.xs("bbr"))
-
-
-def acd_equilibrium(lk: Lookup) -> Verdict:
-    key = "total.convergence_time_s"
-    return combine(at_most(f"{lk.x_name(x)}, bbr_acd - bbr equilibrium time", _diff(
-        lk, lk.x_name(x), ("bbr_acd", x, key), ("bbr", x, key), unit=" s"), 0.0) for x in lk.xs("bbr"))
-
-
-def sim_acd(lk: Lookup) -> Verdict:
-    return combine([
-        below("acd - bbr retransmission rate", _diff(
-            lk, "retransmissions", ("acd_tol1000", None, RETRANS), ("bbr", None, RETRANS), PCT, " points"), 0.0),
-        at_least("acd - bbr goodput", _diff(
-            lk, "goodput", ("acd_tol1000", None, GOODPUT), ("bbr", None, GOODPUT), unit=" Mbit/s"), 0.0)])
-
-
-def tolerance_order(lk: Lookup) -> Verdict:
-    key = "derived.retrans_packets"
-    return combine(at_least(f"{a} - {b} us retransmitted packets", _diff(
-        lk, f"{a} vs {b} us", (f"acd_tol{a}", None, key), (f"acd_tol{b}", None, key)), 0.0)
-        for a, b in ((500, 1000), (1000, 1500)))
-
-
-# ---------------------------------------------------------------- seed 001
-
-
-def fig8(lk: Lookup) -> Verdict:
-    return combine([
-        above("bbr1 10 flows - 1 flow retransmissions", _diff(
-            lk, "bbr1 10 vs 1 flow", ("bbr1", 10, RETRANS), ("bbr1", 1, RETRANS), PCT, " points"), 0.0),
-        above("10 flows, bbr1 - cubic retransmissions", _diff(
-            lk, "bbr1 vs cubic", ("bbr1", 10, RETRANS), ("cubic", 10, RETRANS), PCT, " points"), 0.0)])
-
-
-def fig9(lk: Lookup) -> Verdict:
-    return above("10 BDP, cubic / bbr1 RTT", _ratio(lk, "10 BDP", ("cubic", 10, RTT), ("bbr1", 10, RTT)), 3.0)
-
-
-def fig10(lk: Lookup) -> Verdict:
-    # Up to 1% loss, where the paper says BBRv1 keeps about 90%.
-    return combine(v for loss in lk.xs("bbr1") if loss <= 1 for v in (
-        at_least(f"{loss}% loss, bbr1 utilisation", _mean(lk, f"{loss}% loss", ("bbr1", loss, UTIL), PCT, "%"), 0.8),
-        above(f"{loss}% loss, bbr1 - cubic utilisation", _diff(
-            lk, f"{loss}% loss", ("bbr1", loss, UTIL), ("cubic", loss, UTIL), PCT, " points"), 0.0)))
-
-
-def fig11(lk: Lookup) -> Verdict:
-    key = "algo.bbr1.share"
-    return below("bbr1 share 1+1, 10 BDP - 1 BDP", _diff(
-        lk, "1+1", ("", (10, None, None), key), ("", (1, None, None), key), PCT, " points"), 0.0)
-
-
-def fig14(lk: Lookup) -> Verdict:
-    # "About 85%" above 3 BDP: 70% keeps the claim's sense with room for the scaled set-up.
-    return combine(at_least(f"{b} BDP, 50 ms flow's share", _mean(
-        lk, f"{b} BDP", ("bbr1", b, "derived.share.rtt50"), PCT, "%"), 0.7) for b in lk.xs("bbr1") if b >= 3)
-
-
-def fig16(lk: Lookup) -> Verdict:
-    key = "total.fct_mean_s"
-    return above("0.1 BDP, cubic - bbr1 mean FCT", _diff(
-        lk, "0.1 BDP", ("cubic", 0.1, key), ("bbr1", 0.1, key), unit=" s"), 0.0)
-
-
-# ---------------------------------------------------------------- seed 001: bbr2 (the paper's BBRv2)
-
-
-def fig8_v2(lk: Lookup) -> Verdict:
-    return below("10 flows, bbr2 / bbr1 retransmissions", _ratio(
-        lk, "10 flows", ("bbr2", 10, RETRANS), ("bbr1", 10, RETRANS)), 0.5)
-
-
-def fig9_v2(lk: Lookup) -> Verdict:
-    return above("10 BDP, cubic / bbr2 RTT", _ratio(lk, "10 BDP", ("cubic", 10, RTT), ("bbr2", 10, RTT)), 3.0)
-
-
-def fig10_v2(lk: Lookup) -> Verdict:
-    return combine(below(f"{loss}% loss, bbr2 - bbr1 utilisation", _diff(
-        lk, f"{loss}% loss", ("bbr2", loss, UTIL), ("bbr1", loss, UTIL), PCT, " points"), 0.0)
-        for loss in lk.xs("bbr2") if loss >= 1)
-
-
-def fig14_v2(lk: Lookup) -> Verdict:
-    return combine(above(f"{b} BDP, bbr2 Jain", _mean(
-        lk, f"{b} BDP", ("bbr2", b, "total.jain"), PCT, "%"), 0.85) for b in lk.xs("bbr2"))
-
-
-# ---------------------------------------------------------------- seed 001: AQM (x = (aqm, buffer))
-
+RTT = "total.rtt_ms_mean"
+GOODPUT = "total.goodput_mbps"
+STEADY_GOODPUT = "steady.goodput_mbps"
+RETRANS = "total.retrans_rate"
+STEADY_RETRANS = "steady.retrans_rate"
+UTIL = "total.utilisation"
 JAIN = "total.jain"
-# "100%" / "approaching 100%" in the paper: held to above 95%, so a fair share passes and a 90% one cannot.
-FAIR_JAIN = 0.95
+PCT = 100.0
+# Seed 000's path: 20 ms propagation RTT.
+SEED000_RTT_MIN_MS = 20.0
 
 
-def fig14_fqcodel(lk: Lookup) -> Verdict:
-    return combine(above(f"{algo}, FQ-CoDel, {b} BDP, Jain", _mean(lk, f"{algo} {b} BDP", (algo, (aqm, b), JAIN),
-                                                                  PCT, "%"), FAIR_JAIN)
-                   for algo in ("bbr1", "bbr2") for aqm, b in lk.xs(algo) if aqm == "fq_codel")
+def _each_mean(lk: Lookup, series: str, metric: str, what: str, scale: float = 1.0, unit: str = "",
+               where: Callable[[Any], bool] = lambda x: True, paper_metric: str | None = None) -> list[Estimate]:
+    """The mean of `metric` at each of the series' points that `where` accepts, with the paper's number for
+    `paper_metric` (default the same metric) there."""
+    return [Estimate(f"{lk.x_name(x)}, {what}", mean(lk, lk.x_name(x), (series, x, metric), scale, unit),
+                     lk.paper(series, x, paper_metric or metric))
+            for x in lk.xs(series) if where(x)]
 
 
-def fig15_fqcodel(lk: Lookup) -> Verdict:
-    # "Helps to reduce": no size given, so a reduction of a quarter is the least that counts. Judged below
-    # 1 BDP, where the paper (Fig 15a) finds Tail Drop's BBRv1 retransmissions high; at larger buffers
+# seed 000
+
+
+def original_rtt_over_min(lk: Lookup) -> list[Estimate]:
+    return _each_mean(lk, "bbr", RTT, "original RTT / RTT_min", 1 / SEED000_RTT_MIN_MS)
+
+
+def rttgain_over_original_rtt(lk: Lookup) -> list[Estimate]:
+    return [Estimate(f"{n} flows, alpha 1 / original RTT", ratio(
+        lk, f"{n} flows", ("rttgain_a1", n, RTT), ("bbr", n, RTT))) for n in lk.xs("bbr")]
+
+
+def alpha_queueing_ratio(lk: Lookup) -> list[Estimate]:
+    return [Estimate(f"{n} flows, alpha 0.75 / alpha 1 queueing delay (RTT - 20 ms)", ratio(
+        lk, f"{n} flows", ("rttgain_a0.75", n, RTT), ("rttgain_a1", n, RTT), SEED000_RTT_MIN_MS))
+        for n in lk.xs("rttgain_a1")]
+
+
+def original_goodput(lk: Lookup) -> list[Estimate]:
+    return _each_mean(lk, "bbr", GOODPUT, "original goodput", unit=" Mbit/s")
+
+
+def alpha_goodput_ratio(lk: Lookup) -> list[Estimate]:
+    return [Estimate(f"{n} flows, alpha 0.75 / original goodput, steady state", ratio(
+        lk, f"{n} flows", ("rttgain_a0.75", n, STEADY_GOODPUT), ("bbr", n, STEADY_GOODPUT))) for n in lk.xs("bbr")]
+
+
+def original_retrans(lk: Lookup) -> list[Estimate]:
+    return _each_mean(lk, "bbr", STEADY_RETRANS, "original retransmissions, steady state", PCT, "%",
+                      paper_metric=RETRANS)
+
+
+def rttgain_retrans(lk: Lookup) -> list[Estimate]:
+    return [e for s in ("rttgain_a0.75", "rttgain_a0.5")
+            for e in _each_mean(lk, s, RETRANS, f"{s} retransmissions, whole run", PCT, "%")]
+
+
+def rttgain_steady_retrans(lk: Lookup) -> list[Estimate]:
+    return [e for s in ("rttgain_a0.75", "rttgain_a0.5")
+            for e in _each_mean(lk, s, STEADY_RETRANS, f"{s} retransmissions after start-up", PCT, "%")]
+
+
+# seed 001
+
+
+def _retrans_vs_paper(series: tuple[str, ...]) -> Quantity:
+    """Each steady-state retransmission rate of the series where the paper gives a number."""
+    return lambda lk: [e for s in series for e in _each_mean(
+        lk, s, STEADY_RETRANS, f"{s} retransmissions, steady state", PCT, "%", paper_metric=RETRANS)
+        if e.paper is not None]
+
+
+def single_flow_retrans(lk: Lookup) -> list[Estimate]:
+    return [e for s in ("bbr2", "cubic")
+            for e in _each_mean(lk, s, STEADY_RETRANS, f"{s} retransmissions, steady state", PCT, "%",
+                                where=lambda x: x == 1)]
+
+
+def bbr2_over_bbr1_retrans(lk: Lookup) -> list[Estimate]:
+    return [Estimate("10 flows, bbr2 / bbr1 retransmissions, steady state", ratio(
+        lk, "10 flows", ("bbr2", 10, STEADY_RETRANS), ("bbr1", 10, STEADY_RETRANS)))]
+
+
+def _flows(n: int) -> Callable[[Any], bool]:
+    return lambda x: isinstance(x, tuple) and x[0] == n
+
+
+def bbr_rtt_10_flows(lk: Lookup) -> list[Estimate]:
+    return [e for s in ("bbr1", "bbr2") for e in _each_mean(lk, s, RTT, f"{s} RTT", unit=" ms", where=_flows(10))]
+
+
+def bbr_rtt_2_flows(lk: Lookup) -> list[Estimate]:
+    return [e for s in ("bbr1", "bbr2") for e in _each_mean(lk, s, RTT, f"{s} RTT", unit=" ms", where=_flows(2))]
+
+
+def cubic_rtt_2_flows_10_bdp(lk: Lookup) -> list[Estimate]:
+    return [Estimate("2 flows, 10 BDP, cubic RTT", mean(lk, "2 flows, 10 BDP", ("cubic", (2, 10), RTT), unit=" ms"))]
+
+
+def cubic_rtt_10_over_2_flows(lk: Lookup) -> list[Estimate]:
+    return [Estimate(f"{b} BDP, cubic RTT 10 / 2 flows", ratio(lk, f"{b} BDP", ("cubic", (10, b), RTT),
+                                                              ("cubic", (2, b), RTT)))
+            for b in sorted({x[1] for x in lk.xs("cubic") if isinstance(x, tuple)})]
+
+
+def _at(buffer: float, loss: float | None = None) -> Callable[[Any], bool]:
+    return lambda x: isinstance(x, tuple) and x[0] == buffer and (loss is None or x[1] == loss)
+
+
+def util_vs_paper_small_buffer(lk: Lookup) -> list[Estimate]:
+    return [e for s in ("bbr1", "bbr2")
+            for e in _each_mean(lk, s, UTIL, f"{s} utilisation", PCT, "%", where=lambda x: x[0] == 0.1)
+            if e.paper is not None]
+
+
+def bbr2_util_1pct(lk: Lookup) -> list[Estimate]:
+    return _each_mean(lk, "bbr2", UTIL, "bbr2 utilisation", PCT, "%", where=_at(1, 1))
+
+
+def bbr2_util_10pct(lk: Lookup) -> list[Estimate]:
+    return _each_mean(lk, "bbr2", UTIL, "bbr2 utilisation", PCT, "%", where=_at(1, 10))
+
+
+def bbr1_over_bbr2_util(lk: Lookup) -> list[Estimate]:
+    return [Estimate(f"{lk.x_name(x)}, bbr1 - bbr2 utilisation", diff(
+        lk, lk.x_name(x), ("bbr1", x, UTIL), ("bbr2", x, UTIL), PCT, " points"))
+        for x in lk.xs("bbr1") if isinstance(x, tuple) and x[0] == 1 and x[1] > 0.1]
+
+
+def bbr_over_cubic_util(lk: Lookup) -> list[Estimate]:
+    return [Estimate(f"{lk.x_name(x)}, {s} - cubic utilisation", diff(
+        lk, lk.x_name(x), (s, x, UTIL), ("cubic", x, UTIL), PCT, " points"))
+        for s in ("bbr1", "bbr2") for x in lk.xs(s) if isinstance(x, tuple) and x[0] == 1 and x[1] <= 1]
+
+
+def bbr1_share_below_1_bdp(lk: Lookup) -> list[Estimate]:
+    return [Estimate(f"{lk.x_name(x)}, bbr1 share", mean(lk, lk.x_name(x), ("", x, "algo.bbr1.share"), PCT, "%"))
+            for x in lk.xs("") if x[1:] == (None, None) and x[0] < 1]
+
+
+def bbr1_share_above_1_bdp(lk: Lookup) -> list[Estimate]:
+    return [Estimate(f"{lk.x_name(x)}, bbr1 share", mean(lk, lk.x_name(x), ("", x, "algo.bbr1.share"), PCT, "%"))
+            for x in lk.xs("") if x[1:] == (None, None) and x[0] > 1]
+
+
+def bbr2_jain_100_bdp(lk: Lookup) -> list[Estimate]:
+    return _each_mean(lk, "bbr2", JAIN, "bbr2 + cubic Jain", PCT, "%", where=lambda x: x == (100, None, None))
+
+
+def bbr1_rtt50_share(lk: Lookup) -> list[Estimate]:
+    return _each_mean(lk, "bbr1", "derived.share.rtt50", "50 ms flow's share", PCT, "%", where=lambda b: b >= 3)
+
+
+def bbr1_rtt_jain(lk: Lookup) -> list[Estimate]:
+    return _each_mean(lk, "bbr1", JAIN, "bbr1 Jain", PCT, "%", where=lambda b: b >= 3)
+
+
+def bbr2_rtt_jain(lk: Lookup) -> list[Estimate]:
+    return _each_mean(lk, "bbr2", JAIN, "bbr2 Jain", PCT, "%")
+
+
+def fqcodel_rtt_jain(lk: Lookup) -> list[Estimate]:
+    return [e for s in ("bbr1", "bbr2")
+            for e in _each_mean(lk, s, JAIN, f"{s} Jain", PCT, "%", where=lambda x: x[0] == "fq_codel")]
+
+
+def fqcodel_retrans_ratio(lk: Lookup) -> list[Estimate]:
+    # Below 1 BDP, where the paper (Fig 15a) finds Tail Drop's BBRv1 retransmissions high; at larger buffers
     # Tail Drop retransmits nothing here and there is nothing to reduce.
-    return combine(below(f"{b} BDP, bbr1 retransmissions FQ-CoDel / Tail Drop", _ratio(
-        lk, f"{b} BDP", ("bbr1", ("fq_codel", b), RETRANS), ("bbr1", ("fifo", b), RETRANS)), 0.75)
-        for aqm, b in lk.xs("bbr1") if aqm == "fq_codel" and b < 1)
+    return [Estimate(f"{b} BDP, bbr1 retransmissions FQ-CoDel / Tail Drop", ratio(
+        lk, f"{b} BDP", ("bbr1", ("fq_codel", b), RETRANS), ("bbr1", ("fifo", b), RETRANS)))
+        for aqm, b in lk.xs("bbr1") if aqm == "fq_codel" and b < 1]
 
 
-def fig21_taildrop(lk: Lookup) -> Verdict:
-    series = "bbr2 + cubic"
-    return combine(below(f"Tail Drop, {b} BDP, Jain", _mean(lk, f"{b} BDP", (series, (aqm, b), JAIN), PCT, "%"),
-                         0.75) for aqm, b in lk.xs(series) if aqm == "fifo" and b >= 100)
+def _fct_ratio(where: Callable[[float], bool]) -> Quantity:
+    return lambda lk: [Estimate(f"{b} BDP, cubic / {s} mean FCT", ratio(
+        lk, f"{b} BDP", ("cubic", b, "total.fct_mean_s"), (s, b, "total.fct_mean_s")))
+        for s in ("bbr1", "bbr2") for b in lk.xs(s) if where(b)]
 
 
-def fig21_fqcodel(lk: Lookup) -> Verdict:
-    series = "bbr2 + cubic"
-    return combine(above(f"FQ-CoDel, {b} BDP, Jain", _mean(lk, f"{b} BDP", (series, (aqm, b), JAIN), PCT, "%"),
-                         FAIR_JAIN) for aqm, b in lk.xs(series) if aqm == "fq_codel")
+FIG21 = "bbr2 + cubic"
 
 
-def fig21_cake(lk: Lookup) -> Verdict:
-    series = "bbr2 + cubic"
-    return combine(above(f"CAKE, {b} BDP, Jain", _mean(lk, f"{b} BDP", (series, (aqm, b), JAIN), PCT, "%"),
-                         FAIR_JAIN) for aqm, b in lk.xs(series) if aqm == "cake")
+def _fig21_jain(aqm: str, where: Callable[[float], bool] = lambda b: True) -> Quantity:
+    return lambda lk: _each_mean(lk, FIG21, JAIN, "Jain", PCT, "%",
+                                 where=lambda x: x[0] == aqm and where(x[1]))
 
 
-CHECKS: dict[str, Check] = {
-    "rtt_halved": rtt_halved,
-    "rtt_range": rtt_range,
-    "alpha_order": alpha_order,
-    "throughput_cost": throughput_cost,
-    "original_47": original_47,
-    "small_buffer_loss": small_buffer_loss,
-    "original_high_loss": original_high_loss,
-    "acd_fewer_retrans": acd_fewer_retrans,
-    "acd_goodput": acd_goodput,
+# seed 002
+
+ACD_RETRANS = "derived.retrans_packets"
+
+
+def _acd_ratio(metric: str, what: str, where: Callable[[Any], bool]) -> Quantity:
+    return lambda lk: [Estimate(f"{lk.x_name(x)}, bbr_acd / bbr {what}", ratio(
+        lk, lk.x_name(x), ("bbr_acd", x, metric), ("bbr", x, metric))) for x in lk.xs("bbr") if where(x)]
+
+
+def acd_equilibrium(lk: Lookup) -> list[Estimate]:
+    key = "total.convergence_time_s"
+    return [Estimate(f"{lk.x_name(x)}, bbr_acd - bbr equilibrium time", diff(
+        lk, lk.x_name(x), ("bbr_acd", x, key), ("bbr", x, key), unit=" s")) for x in lk.xs("bbr")]
+
+
+def sim_retrans_diff(lk: Lookup) -> list[Estimate]:
+    return [Estimate("acd (1000 us) - bbr retransmission rate", diff(
+        lk, "retransmissions", ("acd_tol1000", None, RETRANS), ("bbr", None, RETRANS), PCT, " points"))]
+
+
+def sim_goodput_diff(lk: Lookup) -> list[Estimate]:
+    return [Estimate("acd (1000 us) - bbr goodput", diff(
+        lk, "goodput", ("acd_tol1000", None, GOODPUT), ("bbr", None, GOODPUT), unit=" Mbit/s"))]
+
+
+def tolerance_ratios(lk: Lookup) -> list[Estimate]:
+    """Retransmitted packets at each larger tolerance over the next smaller one, beside the paper's ratio
+    (Table 3's counts)."""
+    out = []
+    for a, b in ((1000, 500), (1500, 1000)):
+        num, den = (f"acd_tol{a}", None, ACD_RETRANS), (f"acd_tol{b}", None, ACD_RETRANS)
+        pa, pb = lk.paper(*num), lk.paper(*den)
+        out.append(Estimate(f"{a} / {b} us retransmitted packets", ratio(lk, f"{a} vs {b} us", num, den),
+                            pa / pb if pa is not None and pb else None))
+    return out
+
+
+QUANTITIES: dict[str, Quantity] = {
+    "original_rtt_over_min": original_rtt_over_min,
+    "rttgain_over_original_rtt": rttgain_over_original_rtt,
+    "alpha_queueing_ratio": alpha_queueing_ratio,
+    "original_goodput": original_goodput,
+    "alpha_goodput_ratio": alpha_goodput_ratio,
+    "original_retrans": original_retrans,
+    "rttgain_retrans": rttgain_retrans,
+    "rttgain_steady_retrans": rttgain_steady_retrans,
+    "bbr1_retrans": _retrans_vs_paper(("bbr1",)),
+    "ten_flow_retrans": _retrans_vs_paper(("bbr2", "cubic")),
+    "single_flow_retrans": single_flow_retrans,
+    "bbr2_over_bbr1_retrans": bbr2_over_bbr1_retrans,
+    "bbr_rtt_10_flows": bbr_rtt_10_flows,
+    "bbr_rtt_2_flows": bbr_rtt_2_flows,
+    "cubic_rtt_2_flows_10_bdp": cubic_rtt_2_flows_10_bdp,
+    "cubic_rtt_10_over_2_flows": cubic_rtt_10_over_2_flows,
+    "util_vs_paper_small_buffer": util_vs_paper_small_buffer,
+    "bbr2_util_1pct": bbr2_util_1pct,
+    "bbr2_util_10pct": bbr2_util_10pct,
+    "bbr1_over_bbr2_util": bbr1_over_bbr2_util,
+    "bbr_over_cubic_util": bbr_over_cubic_util,
+    "bbr1_share_below_1_bdp": bbr1_share_below_1_bdp,
+    "bbr1_share_above_1_bdp": bbr1_share_above_1_bdp,
+    "bbr2_jain_100_bdp": bbr2_jain_100_bdp,
+    "bbr1_rtt50_share": bbr1_rtt50_share,
+    "bbr1_rtt_jain": bbr1_rtt_jain,
+    "bbr2_rtt_jain": bbr2_rtt_jain,
+    "fqcodel_rtt_jain": fqcodel_rtt_jain,
+    "fqcodel_retrans_ratio": fqcodel_retrans_ratio,
+    "cubic_fct_small_buffer": _fct_ratio(lambda b: b < 0.2),
+    "fct_large_buffer": _fct_ratio(lambda b: b >= 0.2),
+    "taildrop_large_jain": _fig21_jain("fifo", lambda b: b >= 100),
+    "taildrop_mid_jain": _fig21_jain("fifo", lambda b: 0.5 <= b <= 10),
+    "fqcodel_jain": _fig21_jain("fq_codel"),
+    "cake_jain": _fig21_jain("cake"),
+    "acd_retrans_small_buffer": _acd_ratio(ACD_RETRANS, "retransmitted packets", lambda x: x[0] == 100),
+    "acd_retrans_random_loss": _acd_ratio(ACD_RETRANS, "retransmitted packets", lambda x: x == (100000, 0.1)),
+    "acd_goodput": _acd_ratio(GOODPUT, "goodput", lambda x: True),
     "acd_equilibrium": acd_equilibrium,
-    "sim_acd": sim_acd,
-    "tolerance_order": tolerance_order,
-    "fig8": fig8,
-    "fig9": fig9,
-    "fig10": fig10,
-    "fig11": fig11,
-    "fig14": fig14,
-    "fig16": fig16,
-    "fig8_v2": fig8_v2,
-    "fig9_v2": fig9_v2,
-    "fig10_v2": fig10_v2,
-    "fig14_v2": fig14_v2,
-    "fig14_fqcodel": fig14_fqcodel,
-    "fig15_fqcodel": fig15_fqcodel,
-    "fig21_taildrop": fig21_taildrop,
-    "fig21_fqcodel": fig21_fqcodel,
-    "fig21_cake": fig21_cake,
+    "sim_retrans_diff": sim_retrans_diff,
+    "sim_goodput_diff": sim_goodput_diff,
+    "tolerance_ratios": tolerance_ratios,
 }

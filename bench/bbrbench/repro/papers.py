@@ -1,8 +1,9 @@
 """What the seed papers report, read from the data files beside the scenarios: for an experiment
 `scenarios/repro/SEED/NAME.toml`, `NAME.paper.toml` holds its title, how sweep points map to a series and
 an x value, the measures to show, the paper's numbers (text where the paper gives only a figure or a
-sentence), its claims (each naming a check in claims.py and the seconds of running after the last flow has
-started that the claim's mechanism needs, `needs_s`, with `why`) and why our set-up differs. A data file
+sentence, with where the paper says it), its claims (each naming a quantity in claims.py, the seconds of
+running after the last flow has started that the claim's mechanism needs, `needs_s`, with `why`, and its
+decision with the margin's reason, `margin`) and why our set-up differs. A data file
 that names a report section (`section = KEY`, e.g. seed 004's) holds that section's numbers instead: its
 experiment has no table of its own, and `section_data` reads it."""
 
@@ -16,13 +17,13 @@ from typing import Any
 
 from ..errors import HarnessError
 from ..scenario import SCENARIO_DIR
-from .claims import CHECKS, Check, Lookup, Verdict, too_short
+from .claims import QUANTITIES, Lookup, Quantity, Rule, Verdict, combine, decide, too_short
 
 REPRO_DIR = SCENARIO_DIR / "repro"
 SUFFIX = ".paper.toml"
 # In a data file's x arrays, "-" stands for a key the point does not set.
 UNSET = "-"
-CLAIM_KEYS = ("text", "check", "needs_s", "why")
+CLAIM_KEYS = ("text", "check", "needs_s", "why", "margin")
 
 
 @dataclass(frozen=True)
@@ -34,14 +35,22 @@ class Measure:
 
 @dataclass(frozen=True)
 class Claim:
+    """The paper's statement with its size and where it says so; the quantity it is about (claims.py); the
+    seconds of running after the last flow starts that its mechanism needs, and why; its decision (the
+    paper's magnitude with the margin around it, or a minimum effect) and why that margin."""
+
     text: str
-    check: Check
+    check: Quantity
     needs_s: float
     why: str
+    rule: Rule
+    margin: str
 
     def judge(self, lk: Lookup, run_s: float) -> Verdict:
-        """The check's verdict, unless the runs (run_s after their last flow starts) are too short."""
-        return too_short(self.needs_s, self.why, run_s) or self.check(lk)
+        """The verdict over every point the quantity covers, unless the runs (run_s after their last flow
+        starts) are too short."""
+        return too_short(self.needs_s, self.why, run_s) or combine(decide(e, self.rule, run_s)
+                                                                   for e in self.check(lk))
 
 
 @dataclass(frozen=True)
@@ -55,9 +64,12 @@ class Spec:
     default_series: str = ""
     x_keys: tuple[str, ...] = ()
     x_title: str = ""
+    # How an x reads in the table and the verdicts ("{} flows", "{0} BDP, {1}% loss"), unless x_names has it.
+    x_format: str = ""
     x_names: dict[Any, str] = field(default_factory=dict)
-    # (series, x, metric) -> the paper's value; x is None for a figure-wide statement.
+    # (series, x, metric) -> the paper's value and where it says so; x is None for a figure-wide statement.
     paper: dict[tuple[str, Any, str], float | str] = field(default_factory=dict)
+    refs: dict[tuple[str, Any, str], str] = field(default_factory=dict)
     claims: list[Claim] = field(default_factory=list)
     notes: str = ""
 
@@ -71,6 +83,10 @@ def _x(value: Any) -> Any:
     if isinstance(value, list):
         return tuple(None if v == UNSET else scalar(v) for v in value)
     return scalar(value)
+
+
+def _paper_key(p: dict[str, Any]) -> tuple[str, Any, str]:
+    return p["series"], _x(p["x"]) if "x" in p else None, p["metric"]
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -90,17 +106,22 @@ def _load(path: Path, d: dict[str, Any] | None = None) -> Spec:
         for i, c in enumerate(d.get("claims", [])):
             if missing := [k for k in CLAIM_KEYS if k not in c]:
                 raise ValueError(f"claims[{i}]: missing {', '.join(missing)}")
-            if c["check"] not in CHECKS:
+            if c["check"] not in QUANTITIES:
                 raise KeyError(f"claims: no check named {c['check']!r}")
-            claims.append(Claim(c["text"], CHECKS[c["check"]], float(c["needs_s"]), c["why"]))
+            try:
+                rule = Rule.from_data(c)
+            except ValueError as exc:
+                raise ValueError(f"claims[{i}]: {exc}") from None
+            claims.append(Claim(c["text"], QUANTITIES[c["check"]], float(c["needs_s"]), c["why"], rule,
+                                c["margin"]))
         return Spec(
             key=key, title=d["title"], order=d.get("order", 0),
             measures=[Measure(m["metric"], m["title"], float(m.get("scale", 1.0))) for m in d["measures"]],
             series_key=d.get("series_key"), default_series=d.get("default_series", ""),
-            x_keys=tuple(d.get("x_keys", ())), x_title=d.get("x_title", ""),
+            x_keys=tuple(d.get("x_keys", ())), x_title=d.get("x_title", ""), x_format=d.get("x_format", ""),
             x_names={_x(n["x"]): n["name"] for n in d.get("x_names", [])},
-            paper={(p["series"], _x(p["x"]) if "x" in p else None, p["metric"]): p["value"]
-                   for p in d.get("paper", [])},
+            paper={_paper_key(p): p["value"] for p in d.get("paper", [])},
+            refs={_paper_key(p): p["ref"] for p in d.get("paper", []) if "ref" in p},
             claims=claims, notes=d.get("notes", ""))
     except (KeyError, TypeError, ValueError) as exc:
         raise HarnessError(f"{path}: not a valid paper data file: {exc}") from None

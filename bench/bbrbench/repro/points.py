@@ -1,11 +1,14 @@
 """Our side of the reproduction: a sweep directory's finished repetitions, read back point by point, and
-the measures the report derives from a run's summary (packet counts, bytes on the wire, a label's share)."""
+the measures the report derives from a run's summary (packet counts, bytes on the wire, a label's share).
+A point can also come back from a report's own summary.json (each measure's mean, half-width and n),
+which is all that ratios and differences need (claims.Stat)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..analysis.stats import mean_ci95
 from ..experiments.sweep import DONE_MARK, NOT_RUNNABLE, metric_value, point_raw
@@ -41,14 +44,39 @@ def value(summary: dict[str, Any], metric: str) -> float | None:
     raise ValueError(f"unknown derived metric {metric!r}")
 
 
+class Point(Protocol):
+    """One sweep point as the report reads it."""
+
+    overrides: dict[str, Any]
+    label: str
+    status: str
+    # Seconds the point's runs go on after their last flow starts.
+    after_last_start_s: float
+
+    @property
+    def measured(self) -> bool: ...
+
+    def stat(self, metric: str) -> Stat | None: ...
+
+
+def label_of(overrides: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in overrides.items()) or "(base)"
+
+
 @dataclass
 class PointResult:
+    """A point from its runs' summaries."""
+
     overrides: dict[str, Any]
     label: str
     status: str
     # Seconds the point's runs go on after their last flow starts.
     after_last_start_s: float
     summaries: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def measured(self) -> bool:
+        return bool(self.summaries)
 
     def stat(self, metric: str) -> Stat | None:
         values = [v for v in (value(s, metric) for s in self.summaries) if v is not None]
@@ -58,12 +86,36 @@ class PointResult:
         return Stat(m, ci, len(values), tuple(values))
 
 
+@dataclass
+class RecordedPoint:
+    """A point from a report's summary.json: the measures that report showed, as mean, half-width and n.
+    A measure it did not show is not measured here."""
+
+    overrides: dict[str, Any]
+    label: str
+    status: str
+    after_last_start_s: float
+    stats: dict[str, Stat]
+
+    @property
+    def measured(self) -> bool:
+        return bool(self.stats)
+
+    def stat(self, metric: str) -> Stat | None:
+        return self.stats.get(metric)
+
+    @classmethod
+    def from_json(cls, p: dict[str, Any], after_last_start_s: float) -> RecordedPoint:
+        stats = {m: Stat(s["mean"], s["ci95"], s["n"]) for m, s in p["metrics"].items() if s}
+        return cls(p["overrides"], label_of(p["overrides"]), p["status"], after_last_start_s, stats)
+
+
 def load_experiment(directory: Path) -> list[PointResult]:
     plan = read_json(directory / "plan.json", "plan")
     points: list[PointResult] = []
     for p in plan["points"]:
         pdir = directory / "points" / p["id"]
-        label = ", ".join(f"{k}={v}" for k, v in p["overrides"].items()) or "(base)"
+        label = label_of(p["overrides"])
         after_s = time_after_last_start_s(point_raw(plan["raw"], p["overrides"]))
         if (pdir / NOT_RUNNABLE).is_file():
             why = (pdir / NOT_RUNNABLE).read_text().strip()
@@ -76,7 +128,7 @@ def load_experiment(directory: Path) -> list[PointResult]:
     return points
 
 
-def after_last_start_s(points: list[PointResult]) -> float:
+def after_last_start_s(points: Sequence[Point]) -> float:
     """An experiment's run time after the last flow starts: its shortest point's, so that a claim over
     several points is tested only where every point ran long enough."""
     return min((p.after_last_start_s for p in points), default=0.0)

@@ -27,6 +27,7 @@ SERIES = "bbr"  # the kernel's own BBR, the paper's "original BBR"
 # Start-up and the first PROBE_RTT after the last flow joins are left out of the window.
 SETTLE_S = 10.0
 US_PER_MS = 1000.0
+FIGURE = "seed000_queue_factors.png"
 DPI = 90
 TITLES = {"srtt": "RTT / RTT_min", "cwnd_bdp": "cwnd / BDP", "gain": "cwnd gain",
           "bandwidth": "sum bw / link", "min_rtt": "min_rtt / RTT_min", "allowance": "cwnd / target"}
@@ -57,10 +58,11 @@ def _window(scenario: dict[str, Any]) -> tuple[float, float, float, float]:
     return rate_bps, base_rtt_us, last_start + SETTLE_S, float(scenario["duration_s"])
 
 
-def section(out: Path, fig_dir: Path, rel: str) -> tuple[list[str], dict[str, Any]]:
-    """The report's lines and summary.json entry; nothing when Figure 4.12 has no kernel-bbr runs with
-    BBR state in their samples (results from before the sampler kept min_rtt)."""
-    rows, js = [], {}
+def collect(out: Path, fig_dir: Path) -> dict[str, Any]:
+    """Per flow count, each factor's mean ± 95% CI over the repetitions (the section's summary.json entry),
+    and the figure of one run; nothing when Figure 4.12 has no kernel-bbr runs with BBR state in their
+    samples (results from before the sampler kept min_rtt)."""
+    js: dict[str, Any] = {}
     example: tuple[int, Path] | None = None
     for count, reps in _runs(out):
         per_rep = []
@@ -75,8 +77,16 @@ def section(out: Path, fig_dir: Path, rel: str) -> tuple[list[str], dict[str, An
             continue
         stats = {name: mean_ci95([r[name] for r in per_rep]) for name in FACTORS}
         js[str(count)] = {name: {"mean": m, "ci95": ci, "n": len(per_rep)} for name, (m, ci) in stats.items()}
-        rows.append([str(count), str(len(per_rep)),
-                     *(f"{m:.2f}" + ("" if ci is None else f" ± {ci:.2f}") for m, ci in stats.values())])
+    if example is not None:
+        _plot(*example, fig_dir)
+    return js
+
+
+def render(js: dict[str, Any], fig_dir: Path, rel: str) -> tuple[list[str], dict[str, Any]]:
+    """The section from its numbers (collect); nothing without them."""
+    rows = [[count, str(factors[FACTORS[0]]["n"]),
+             *(f"{f['mean']:.2f}" + ("" if f["ci95"] is None else f" ± {f['ci95']:.2f}")
+               for f in (factors[name] for name in FACTORS))] for count, factors in js.items()]
     if not rows:
         return [], {}
     lines = ["### What Linux shows that the paper did not: where original BBR's queue comes from", "",
@@ -87,8 +97,8 @@ def section(out: Path, fig_dir: Path, rel: str) -> tuple[list[str], dict[str, An
              "(cwnd / the gain's target, the allowance the kernel adds: ACK-aggregation `extra_acked` and TSO "
              "quanta). Medians over the instants, then mean ± 95% CI over repetitions:", "",
              tables.markdown(["flows", "runs", *(TITLES[n] for n in FACTORS)], rows, labels=2), ""]
-    if example is not None:
-        lines += [f"![where the queue comes from]({rel}/{_plot(*example, fig_dir).name})", ""]
+    if (fig_dir / FIGURE).is_file():
+        lines += [f"![where the queue comes from]({rel}/{FIGURE})", ""]
     return lines, js
 
 
@@ -107,7 +117,7 @@ def _plot(count: int, rep: Path, fig_dir: Path) -> Path:
     ax.legend(fontsize=7, ncol=5)
     ax.set_title(f"Seed 000 Fig 4.12 set-up, kernel bbr, {count} flows ({rep.parent.name}/{rep.name})", fontsize=9)
     fig.tight_layout()
-    path = fig_dir / "seed000_queue_factors.png"
+    path = fig_dir / FIGURE
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path

@@ -10,7 +10,9 @@ flow starts for at least the seconds the claim's data file asks (`needs_s`).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import re
+import shutil
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,11 +24,12 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 import numpy as np  # noqa: E402
 
 from ..analysis import tables  # noqa: E402
+from ..errors import HarnessError  # noqa: E402
 from ..results import read_json  # noqa: E402
 from . import queue, seed004  # noqa: E402
 from .claims import MIN_N, Stat, verdict_line  # noqa: E402
 from .papers import Spec, scalar, section_of, spec_for, specs  # noqa: E402
-from .points import PointResult, after_last_start_s, load_experiment  # noqa: E402
+from .points import Point, RecordedPoint, after_last_start_s, load_experiment  # noqa: E402
 
 DPI = 90
 FIG_SIZE = (11, 3.4)
@@ -37,22 +40,22 @@ SMOKE_PROFILE = "quick"
 class Results:
     """One experiment's points arranged by the spec's series and x."""
 
-    def __init__(self, spec: Spec, points: list[PointResult]) -> None:
+    def __init__(self, spec: Spec, points: Sequence[Point]) -> None:
         self.spec = spec
         self.points = points
 
-    def series_of(self, p: PointResult) -> str:
+    def series_of(self, p: Point) -> str:
         if self.spec.series_key and self.spec.series_key in p.overrides:
             return str(p.overrides[self.spec.series_key])
         return self.spec.default_series
 
-    def x_of(self, p: PointResult) -> Any:
+    def x_of(self, p: Point) -> Any:
         xs = tuple(scalar(p.overrides.get(k)) for k in self.spec.x_keys)
         if not xs:
             return None
         return xs[0] if len(xs) == 1 else xs
 
-    def find(self, series: str, x: Any) -> PointResult | None:
+    def find(self, series: str, x: Any) -> Point | None:
         return next((p for p in self.points if self.series_of(p) == series and self.x_of(p) == scalar(x)), None)
 
     def stat(self, series: str, x: Any, metric: str) -> Stat | None:
@@ -60,11 +63,19 @@ class Results:
         return p.stat(metric) if p else None
 
     def xs(self, series: str) -> list[Any]:
-        return [self.x_of(p) for p in self.points if self.series_of(p) == series and p.summaries]
+        return [self.x_of(p) for p in self.points if self.series_of(p) == series and p.measured]
+
+    def paper(self, series: str, x: Any, metric: str) -> float | None:
+        key = _paper_key(self.spec, series, scalar(x), metric)
+        v = None if key is None else self.spec.paper[key]
+        return float(v) if isinstance(v, (int, float)) else None
 
     def x_name(self, x: Any) -> str:
         if x in self.spec.x_names:
             return self.spec.x_names[x]
+        values = x if isinstance(x, tuple) else (x,)
+        if self.spec.x_format and None not in values:
+            return self.spec.x_format.format(*values)
         if isinstance(x, tuple):
             return ", ".join(str(v) for v in x if v is not None)
         return "" if x is None else str(x)
@@ -73,31 +84,62 @@ class Results:
 # ---------------------------------------------------------------- one experiment
 
 
+def _paper_key(spec: Spec, series: str, x: Any, metric: str) -> tuple[str, Any, str] | None:
+    """The paper's entry for a point: its own, else the series' figure-wide one."""
+    return next((k for k in ((series, x, metric), (series, None, metric)) if k in spec.paper), None)
+
+
 def _paper(spec: Spec, series: str, x: Any, metric: str) -> str:
-    for key in ((series, x, metric), (series, None, metric)):
-        if key in spec.paper:
-            v = spec.paper[key]
-            return f"{v:g}" if isinstance(v, (int, float)) else v
-    return "-"
+    """The paper's number or words for a table cell, with where it says so."""
+    key = _paper_key(spec, series, x, metric)
+    if key is None:
+        return "-"
+    v = spec.paper[key]
+    text = f"{v:g}" if isinstance(v, (int, float)) else v
+    return f"{text} ({spec.refs[key]})" if key in spec.refs else text
 
 
-def experiment_section(spec: Spec, points: list[PointResult], fig_dir: Path, rel: str,
+def run_here(setup: str, points: Sequence[Point], measures: Sequence[str]) -> str:
+    """The set-up as run: the profile's description without its repetition count, which --reps can change,
+    and the repetitions the table's means are actually over."""
+    ns = sorted({max((s.n for s in (p.stat(m) for m in measures) if s), default=0) for p in points} - {0})
+    text = re.sub(r",? \d+ repetitions?(?=[);,]|$)", "", setup)
+    if not ns:
+        return text
+    reps = f"{ns[0]} repetitions" if len(ns) == 1 else f"{ns[0]}-{ns[-1]} repetitions"
+    return f"{text}; the table's means are over {reps} per point"
+
+
+def _row_names(res: Results) -> list[str]:
+    """Each point's x as the table shows it; where two points of a series would show the same, the
+    overrides that tell them apart are added."""
+    names = [res.x_name(res.x_of(p)) or "-" for p in res.points]
+    for i, p in enumerate(res.points):
+        twins = [q for j, q in enumerate(res.points)
+                 if j != i and names[j] == names[i] and res.series_of(q) == res.series_of(p)]
+        if twins:
+            differ = [f"{k}={v}" for k, v in p.overrides.items() if any(q.overrides.get(k) != v for q in twins)]
+            names[i] = f"{names[i]} ({', '.join(differ)})"
+    return names
+
+
+def experiment_section(spec: Spec, points: Sequence[Point], fig_dir: Path, rel: str,
                        setup: str = "") -> tuple[list[str], dict[str, Any]]:
     """One experiment's table, verdicts, figure and notes; setup is the scenario's own description in
-    the profile that ran (scaling, run length, repetitions), so the notes need not depend on it."""
+    the profile that ran (scaling, run length), so the notes need not depend on it."""
     res = Results(spec, points)
     lines = [f"### {spec.title}", ""]
     if setup:
-        lines += [f"Run here: {setup}.", ""]
+        lines += [f"Run here: {run_here(setup, points, [m.metric for m in spec.measures])}.", ""]
     js: dict[str, Any] = {"title": spec.title, "setup": setup, "points": [], "claims": []}
     header = ["series", spec.x_title or "x"]
     for m in spec.measures:
         header += [f"{m.title} paper", f"{m.title} ours"]
     header.append("status")
     body: list[list[str]] = []
-    for p in points:
+    for p, name in zip(points, _row_names(res)):
         series, x = res.series_of(p), res.x_of(p)
-        row = [series or "-", res.x_name(x) or "-"]
+        row = [series or "-", name]
         point_js: dict[str, Any] = {"series": series, "x": x, "overrides": p.overrides, "status": p.status,
                                     "metrics": {}}
         for m in spec.measures:
@@ -115,8 +157,9 @@ def experiment_section(spec: Spec, points: list[PointResult], fig_dir: Path, rel
         lines += [f"Claims (runs go on for {run_s:g} s after their last flow starts):", ""]
         for c in spec.claims:
             v = c.judge(res, run_s)
-            lines.append(verdict_line(c.text, v))
-            js["claims"].append({"claim": c.text, "needs_s": c.needs_s, "why": c.why, "verdict": v.to_json()})
+            lines += [verdict_line(c.text, v), f"  (Decided {c.rule.describe()}: {c.margin}.)"]
+            js["claims"].append({"claim": c.text, "needs_s": c.needs_s, "why": c.why, "rule": c.rule.describe(),
+                                 "margin": c.margin, "verdict": v.to_json()})
         lines.append("")
     figure = plot_experiment(res, fig_dir)
     if figure is not None:
@@ -127,7 +170,7 @@ def experiment_section(spec: Spec, points: list[PointResult], fig_dir: Path, rel
 
 
 def plot_experiment(res: Results, fig_dir: Path) -> Path | None:
-    measured = [p for p in res.points if p.summaries]
+    measured = [p for p in res.points if p.measured]
     if not measured:
         return None
     measures = res.spec.measures[:MAX_PLOTTED_MEASURES]
@@ -184,17 +227,28 @@ def plot_experiment(res: Results, fig_dir: Path) -> Path | None:
 
 
 RULE = (
-    "How a claim is judged. (1) Time scale: each claim's data file names the seconds of running after the last "
-    "flow has started that the mechanism behind it needs (e.g. 3 PROBE_RTT periods: 30 s for BBRv1, 15 s for "
-    "BBRv2/v3); where an experiment's shortest point runs for less, the claim is **not testable in this "
-    f"profile**, whatever the numbers say. (2) Repetitions: every mean a claim uses needs n >= {MIN_N}; otherwise "
-    "it is **not decided**. (3) Intervals: a comparison decides only when its 95% interval lies entirely on "
-    "one side of the claim's boundary: Student's t for a single mean, the delta method with Welch's degrees "
-    "of freedom for a ratio of two means, Welch's interval for a difference of two means. Inside: **holds**; "
-    "wholly on the other side: **does not hold**; straddling it: **undecided**. (4) Several points (flow "
-    "counts, buffers, rates) or conditions: the claim holds if every one holds, does not hold if any one "
-    "decidedly fails, and otherwise stays undecided (or not decided, where a point lacks repetitions). Each "
-    "verdict quotes the intervals that decided it."
+    "How a claim is judged. Each claim states the paper's number (or words) with where it says so, and is "
+    "decided at that magnitude by a margin its data file wrote before the runs it decides. (1) Time scale: "
+    "each claim names the seconds of running after the last flow has started that the mechanism behind it "
+    "needs (e.g. 3 PROBE_RTT periods: 30 s for BBRv1, 15 s for BBRv2/v3); where an experiment's shortest "
+    "point runs for less, the claim is **not testable in this profile**, whatever the numbers say. "
+    f"(2) Repetitions: every mean a claim uses needs n >= {MIN_N}; otherwise it is **not decided**. "
+    "(3) Intervals: 95%, Student's t for a single mean, the delta method with Welch's degrees of freedom for a "
+    "ratio of two means, Welch's interval for a difference; cut to the quantity's physical bounds (a share "
+    "lies in 0-100%, times and ratios of them are not negative). Each verdict says whether it uses the whole "
+    "run or the steady state (from 1 s after the last flow starts), chosen by what the paper's number "
+    "measures. (4) Margins, the same rule for every claim: a number the paper calls 'about' or prints is held "
+    "to x/÷ 1.25 (no paper gives its own spread; a quarter is more than rounding and less than the factors "
+    "their conclusions rest on); a share of a whole (utilisation, share, Jain's index) to +- 5 points; a range "
+    "the paper states, to its ends widened by half the step they are given in; a bound it states, as stated; "
+    "a direction it gives without a size ('lower', 'helps to reduce'), to a change beyond those margins. "
+    "(5) Decision: inside the band around the paper's magnitude (or wholly beyond a bound or minimum effect): "
+    "**holds**; wholly outside it (or short of it): **does not hold**, so a missing effect fails and a far "
+    "larger one is not the paper's; otherwise **undecided**; two means that are both exactly 0 (nothing "
+    "happened on either side) compare to nothing: **undecided**. (6) Several points: the claim holds if every "
+    "one holds, does not hold if any one decidedly fails, and otherwise stays undecided (or not decided, "
+    "where a point lacks repetitions). Each verdict quotes the intervals that decided it, and each claim "
+    "its margin and why."
 )
 
 
@@ -222,6 +276,13 @@ def header_lines(meta: dict[str, Any]) -> list[str]:
         lines.append(f"- `{r['command']}` at revision `{r['revision']}`: {r['started']} - "
                      f"{r.get('finished', 'interrupted')}, wall time {wall}, load {_load_text(r.get('load_1min'))}"
                      f"{machine}")
+    if meta.get("rebuilt_from"):
+        lines += ["", f"**Rebuilt from {', '.join(f'`{p}`' for p in meta['rebuilt_from'])}**, without the runs "
+                  "(`bbrbench reproduce --from-summary`): every table from the recorded means, 95% half-widths and n, "
+                  "and every claim decided again on them (a ratio's or difference's interval needs no more; "
+                  "claims.Stat). The claims and their margins are the data files of this revision; where they were "
+                  "written after the runs they decide, those verdicts are provisional until the next run. A claim on "
+                  "a measure or a point the recorded report did not show is **not decided** here (\"not measured\")."]
     lines += ["", "Each table puts the paper's number (or its words, where it gives only a figure) beside ours "
               "(mean ± 95% confidence half-width over n repetitions; no interval with n = 1). BBRv2 is bbrkit's "
               "bbr2. Scaled runs say so in their notes.", "", RULE, ""]
@@ -230,19 +291,70 @@ def header_lines(meta: dict[str, Any]) -> list[str]:
 
 @dataclass(frozen=True)
 class Section:
-    """A part of a seed's report that is not one experiment's table. It follows the seed's experiments, and
-    its numbers go into summary.json under `key` when it has any. Experiments whose data file names the
-    section (`section = KEY`) are rendered by it alone."""
+    """A part of a seed's report that is not one experiment's table. It follows the seed's experiments;
+    `collect` reads its numbers from the runs (and may draw what only the runs show), `render` writes it
+    from those numbers, which go into summary.json under `key` when there are any, so that the report
+    rebuilds from its summary.json. Experiments whose data file names the section (`section = KEY`) are
+    rendered by it alone."""
 
     seed: str
     key: str
-    render: Callable[[Path, Path, str], tuple[list[str], dict[str, Any]]]
+    collect: Callable[[Path, Path], dict[str, Any]]
+    render: Callable[[dict[str, Any], Path, str], tuple[list[str], dict[str, Any]]]
 
 
 SECTIONS = (
-    Section("seed000", "seed000/queue", queue.section),
-    Section("seed004", "seed004", seed004.section),
+    Section("seed000", "seed000/queue", queue.collect, queue.render),
+    Section("seed004", "seed004", seed004.collect, seed004.render),
 )
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One experiment as the report writes it: its points from the runs or from a summary.json, the
+    profile's description of its set-up."""
+
+    key: str
+    spec: Spec | None
+    points: Sequence[Point]
+    setup: str
+
+
+# One section's numbers: from the runs (Section.collect) or from a summary.json.
+SectionNumbers = Callable[["Section"], dict[str, Any] | None]
+
+
+def _write(out: Path, meta: dict[str, Any], seeds: Sequence[str], experiments: Sequence[Experiment],
+           numbers: SectionNumbers) -> Path:
+    fig_dir = out / "figures"
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    rel = "figures"
+    lines = header_lines(meta)
+    summary: dict[str, Any] = {"meta": meta, "experiments": {}}
+    # In the papers' order (the catalogue's), not the file names'.
+    order = {s.key: s.order for s in specs()}
+    for seed in seeds:
+        lines += [f"## {seed}", ""]
+        mine = [e for e in experiments if e.key.partition("/")[0] == seed]
+        for e in sorted(mine, key=lambda e: (order.get(e.key, len(order)), e.key)):
+            if e.spec is None:
+                lines += [f"### {e.key}", "", "(no paper numbers catalogued)", ""]
+                continue
+            section, js = experiment_section(e.spec, e.points, fig_dir, rel, e.setup)
+            lines += section
+            summary["experiments"][e.key] = js
+        for extra in (s for s in SECTIONS if s.seed == seed):
+            found = numbers(extra)
+            if found is None:
+                continue
+            section, js = extra.render(found, fig_dir, rel)
+            lines += section
+            if js:
+                summary["experiments"][extra.key] = js
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    path = out / "report.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 def write_report(out: Path, mix_hosts: bool = False) -> Path:
@@ -253,36 +365,42 @@ def write_report(out: Path, mix_hosts: bool = False) -> Path:
     for plan_file in sorted(out.glob("seed*/*/plan.json")):
         aggregate(plan_file.parent, mix_hosts)
     meta = json.loads((out / "meta.json").read_text())
-    fig_dir = out / "figures"
-    fig_dir.mkdir(exist_ok=True)
-    rel = "figures"
-    lines = header_lines(meta)
-    summary: dict[str, Any] = {"meta": meta, "experiments": {}}
     seeds = sorted(d.name for d in out.iterdir() if d.is_dir() and d.name.startswith("seed"))
-    # In the papers' order (the catalogue's), not the file names'.
-    order = {s.key: s.order for s in specs()}
-    for seed in seeds:
-        lines += [f"## {seed}", ""]
-        exp_dirs = [d for d in (out / seed).iterdir() if (d / "plan.json").is_file()]
-        for exp_dir in sorted(exp_dirs, key=lambda d: (order.get(f"{seed}/{d.name}", len(order)), d.name)):
-            key = f"{seed}/{exp_dir.name}"
-            if section_of(key) is not None:
-                continue
-            spec = spec_for(key)
-            points = load_experiment(exp_dir)
-            if spec is None:
-                lines += [f"### {key}", "", "(no paper numbers catalogued)", ""]
-                continue
-            setup = str(read_json(exp_dir / "plan.json", "plan")["raw"].get("description", ""))
-            section, js = experiment_section(spec, points, fig_dir, rel, setup)
-            lines += section
-            summary["experiments"][key] = js
-        for extra in (s for s in SECTIONS if s.seed == seed):
-            section, js = extra.render(out, fig_dir, rel)
-            lines += section
-            if js:
-                summary["experiments"][extra.key] = js
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
-    path = out / "report.md"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    experiments = []
+    for plan in sorted(out.glob("seed*/*/plan.json")):
+        key = f"{plan.parent.parent.name}/{plan.parent.name}"
+        if section_of(key) is None:
+            experiments.append(Experiment(key, spec_for(key), load_experiment(plan.parent),
+                                          str(read_json(plan, "plan")["raw"].get("description", ""))))
+    (out / "figures").mkdir(exist_ok=True)
+    return _write(out, meta, seeds, experiments, lambda section: section.collect(out, out / "figures"))
+
+
+def write_report_from_summaries(summaries: Sequence[Path], out: Path) -> Path:
+    """A report rebuilt from earlier reports' summary.json files alone, where their runs are not at hand:
+    every table from the recorded means, half-widths and n, every claim decided again by today's data
+    files (ratios and differences need no more, claims.Stat), each section rendered from its recorded
+    numbers. A later file's experiment replaces an earlier one's; the invocations of all are listed.
+    Measures an earlier report did not show are not measured here, and figures only the runs can draw are
+    copied from beside the inputs."""
+    metas, recorded = [], {}
+    for path in summaries:
+        d = json.loads(path.read_text())
+        metas.append(d["meta"])
+        recorded.update(d["experiments"])
+    profiles = {m["profile"] for m in metas}
+    if len(profiles) != 1:
+        raise HarnessError(f"summaries of different profiles ({', '.join(sorted(profiles))}) do not make one report")
+    meta = {"profile": profiles.pop(), "runs": [r for m in metas for r in m["runs"]],
+            "rebuilt_from": [str(p) for p in summaries]}
+    fig_dir = out / "figures"
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    for path in summaries:
+        for fig in sorted((path.parent / "figures").glob("*.png")):
+            if fig.resolve() != (fig_dir / fig.name).resolve():
+                shutil.copyfile(fig, fig_dir / fig.name)
+    experiments = [Experiment(key, spec, [RecordedPoint.from_json(p, js["after_last_start_s"]) for p in js["points"]],
+                              js.get("setup", ""))
+                   for key, js in recorded.items() if (spec := spec_for(key)) is not None]
+    seeds = sorted({k.partition("/")[0] for k in recorded})
+    return _write(out, meta, seeds, experiments, lambda section: recorded.get(section.key))

@@ -187,6 +187,15 @@ def _prefixed(key: str) -> Callable[[Point], str]:
     return lambda point: f"{key} {point.label}"
 
 
+def rebuild(summaries: Sequence[Path], out: Path) -> Path:
+    """The report rebuilt from earlier reports' summary.json files (report.write_report_from_summaries)."""
+    from .report import write_report_from_summaries
+    for path in summaries:
+        if not path.is_file():
+            raise HarnessError(f"{path}: no such summary.json")
+    return write_report_from_summaries(summaries, out)
+
+
 def report_only(out: Path, mix_hosts: bool = False) -> Path:
     from .report import write_report
     if not (out / META).is_file():

@@ -1,7 +1,9 @@
 """Seed 004's section of the report: Ware et al.'s model of BBR's share against CUBIC beside the measured
 share (the seed's Table 2), the CUBIC-count test (its Table 3) and the random-loss shift (its Table 4).
 Its experiments (share, share-long, cubic-count, loss) have no table of the generic kind: their data files
-name this section, and the numbers they hold are the seed's."""
+name this section, and the numbers they hold are the seed's. `collect` reads the runs into the section's
+summary.json entry; `render` writes the section from such an entry, so a report rebuilds from its own
+summary.json too."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import numpy as np  # noqa: E402
 
 from ..analysis import tables  # noqa: E402
 from ..analysis.sharemodel import l2_error, share_for_link  # noqa: E402
-from ..analysis.stats import pearson_ci95, regression  # noqa: E402
+from ..analysis.stats import mean_ci95, pearson_ci95, regression  # noqa: E402
 from ..results import read_json  # noqa: E402
 from .claims import MIN_N, Outcome, Stat, Verdict, too_short, verdict_line  # noqa: E402
 from .papers import scalar, section_data  # noqa: E402
@@ -30,8 +32,6 @@ DPI = 90
 RATE_MBIT = 10.0
 RTT_MS = 40.0
 SHARE = "algo.bbr.share"
-# "Does not affect the share": a correlation weaker than this in magnitude.
-WEAK_CORRELATION = 0.5
 
 
 def _points(out: Path, name: str) -> list[PointResult]:
@@ -55,7 +55,7 @@ def _span(values: list[float]) -> str:
 # ---------------------------------------------------------------- the model against the measured share
 
 
-def share_rows(out: Path) -> list[dict[str, Any]]:
+def collect_share(out: Path) -> list[dict[str, Any]]:
     """(BBR count, queue in BDP, model share, measured share, status) of every share point, by N then q."""
     rows: list[dict[str, Any]] = []
     for name in ("share", "share-long"):
@@ -159,102 +159,142 @@ def _plot_share(rows: list[dict[str, Any]], fig_dir: Path) -> Path:
 # ---------------------------------------------------------------- the CUBIC count
 
 
-def cubic_count_verdict(corr: tuple[float, float, float] | None, runs: int, short: Verdict | None) -> Verdict:
-    """"The CUBIC count does not affect the share": holds when r's 95% interval lies inside
-    (-WEAK_CORRELATION, WEAK_CORRELATION), does not hold when it lies wholly beyond one of them."""
+def collect_cubic_count(out: Path) -> dict[str, Any]:
+    """(CUBIC count, BBR share) of every run, and how long the runs go on after their last flow starts."""
+    cubic = _points(out, "cubic-count")
+    points = [(float(p.overrides.get("flows.1.count", 1)), v) for p in cubic for summary in p.summaries
+              if (v := value(summary, SHARE)) is not None]
+    return {"points": points, "after_last_start_s": after_last_start_s(cubic)}
+
+
+def cubic_count_verdict(reg: dict[str, Any], span: float, short: Verdict | None) -> Verdict:
+    """"The CUBIC count does not affect the share", decided on the regression slope: its effect over the
+    CUBIC counts run (slope x span, with the slope's 95% interval) holds inside +- the data file's
+    effect_margin and does not hold wholly outside it."""
     if short is not None:
         return short
+    runs = int(reg["n"])
     if runs < MIN_N:
         return Verdict(Outcome.TOO_FEW_RUNS, f"{runs} runs over the CUBIC counts", runs)
-    if corr is None:
-        return Verdict(Outcome.UNDECIDED, "Pearson r undefined: the CUBIC count or the share does not vary")
-    r, low, high = corr
-    iv = f"Pearson r {r:.2f}, 95% CI {low:.2f} to {high:.2f} (n = {runs} runs)"
-    if -WEAK_CORRELATION < low and high < WEAK_CORRELATION:
-        return Verdict(Outcome.HOLDS, f"{iv}, inside ±{WEAK_CORRELATION:g}")
-    if low >= WEAK_CORRELATION or high <= -WEAK_CORRELATION:
-        return Verdict(Outcome.FAILS, f"{iv}, beyond ±{WEAK_CORRELATION:g}")
-    return Verdict(Outcome.UNDECIDED, f"{iv}, straddles ±{WEAK_CORRELATION:g}")
+    if reg["slope"] is None:
+        return Verdict(Outcome.UNDECIDED, "slope undefined: the CUBIC count does not vary")
+    margin = float(section_data(f"{SEED}/cubic-count")["effect_margin"])
+    effect, half = reg["slope"] * span, reg["slope_ci95"] * span
+    iv = (f"slope {reg['slope']:.3g} ± {reg['slope_ci95']:.2g} per CUBIC flow (95% CI, n = {runs} runs), "
+          f"over the {span:g} flows run {effect:.3g} ± {half:.2g}")
+    if -margin <= effect - half and effect + half <= margin:
+        return Verdict(Outcome.HOLDS, f"{iv}, inside ±{margin:g}")
+    if effect + half < -margin or effect - half > margin:
+        return Verdict(Outcome.FAILS, f"{iv}, outside ±{margin:g}")
+    return Verdict(Outcome.UNDECIDED, f"{iv}, straddles ±{margin:g}")
 
 
-def cubic_count_part(out: Path) -> tuple[list[str], dict[str, Any]]:
-    """Pearson r and the single-factor regression of BBR's share on the CUBIC count, over every run."""
+def cubic_count_part(js: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    """The regression of BBR's share on the CUBIC count (and Pearson r) over every run, with the verdict."""
     lines = ["CUBIC count (the model says it does not matter):", ""]
-    cubic = _points(out, "cubic-count")
-    cx, cy = [], []
-    for p in cubic:
-        for summary in p.summaries:
-            v = value(summary, SHARE)
-            if v is not None:
-                cx.append(float(p.overrides.get("flows.1.count", 1)))
-                cy.append(v)
+    points = [(float(x), float(y)) for x, y in js["points"]]
+    cx, cy = [x for x, _ in points], [y for _, y in points]
     reg = regression(cx, cy)
     corr: tuple[float, float, float] | None
     try:
         corr = pearson_ci95(cx, cy)
     except ValueError:
         corr = None
-    js: dict[str, Any] = {"pearson": corr[0] if corr else None, "pearson_ci95": corr[1:] if corr else None,
-                          "regression": reg, "points": list(zip(cx, cy))}
     paper = section_data(f"{SEED}/cubic-count")
     r_text = "-" if corr is None else f"{corr[0]:.3g} (95% CI {corr[1]:.2g} to {corr[2]:.2g})"
-    lines += [tables.markdown(["statistic", "paper", "ours"], [
+    slope = "-" if reg["slope"] is None else f"{reg['slope']:.3g} ± {reg['slope_ci95']:.2g}"
+    lines += [tables.markdown(["statistic", "paper (Table 3)", "ours"], [
         ["Pearson r (share vs CUBIC count)", paper["pearson"], r_text],
-        ["single-factor regression slope per CUBIC flow", None, _f(reg["slope"])],
+        ["single-factor regression slope per CUBIC flow (95% CI)", None, slope],
         ["R²", paper["r2"], _f(reg["r2"])],
         ["slope p-value", paper["slope_p"], _f(reg["p"])],
-        ["runs", f"{paper['runs']} (all of dataset I)", str(reg["n"])]]), ""]
-    for p in cubic:
-        s = p.stat(SHARE)
-        lines.append(f"- {p.label}: BBR share {s.text() if s else '-'} ({p.status})")
-    run_s = after_last_start_s(cubic)
-    verdict = cubic_count_verdict(corr, len(cx), too_short(paper["needs_s"], paper["why"], run_s))
+        ["runs", f"{paper['runs']}: all of dataset I, every BBR count and queue size pooled",
+         f"{reg['n']}: one cell, 5 BBR flows in 4 BDP"]]), ""]
+    for count in sorted(set(cx)):
+        shares = [y for x, y in points if x == count]
+        m, ci = mean_ci95(shares)
+        lines.append(f"- {count:g} CUBIC flows: BBR share {Stat(m, ci, len(shares)).text()}")
+    run_s = float(js["after_last_start_s"])
+    span = max(cx) - min(cx) if cx else 0.0
+    verdict = cubic_count_verdict(reg, span, too_short(paper["needs_s"], paper["why"], run_s))
     lines += ["", f"Runs go on for {run_s:g} s after their last flow starts.", "",
-              verdict_line("The CUBIC count does not affect BBR's share", verdict), ""]
-    js.update(after_last_start_s=run_s, verdict=verdict.to_json())
-    return lines, js
+              verdict_line(paper["text"], verdict), f"  (Decided inside ±{paper['effect_margin']:g} of BBR's "
+              f"share over the CUBIC counts run: {paper['margin']}.)", ""]
+    out = {"pearson": corr[0] if corr else None, "pearson_ci95": corr[1:] if corr else None, "regression": reg,
+           "points": points, "after_last_start_s": run_s, "verdict": verdict.to_json()}
+    return lines, out
 
 
 # ---------------------------------------------------------------- random loss
 
 
-def loss_part(out: Path) -> tuple[list[str], list[dict[str, Any]]]:
-    """BBR's share with random loss minus the loss-free share, beside the seed's Table 4."""
-    lines = ["Random loss (the seed's Table 4: sum of lossy minus loss-free share; one flow mix here, 9 + 9):", ""]
-    loss_rows: list[list[Any]] = []
+def collect_loss(out: Path) -> dict[str, Any]:
+    """BBR's share per random-loss rate, and without loss."""
     loss = _points(out, "loss")
+    shares = {scalar(p.overrides.get("bottleneck.loss_pct")): p.stat(SHARE) for p in loss}
+    base = shares.pop(0, None)
+    return {"loss": [{"loss_pct": pct, "share": s.to_json() if s else None} for pct, s in shares.items()],
+            "loss_free": base.to_json() if base else None}
+
+
+def loss_part(js: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+    """BBR's share with random loss minus the loss-free share, beside the seed's Table 4 (whose L1 sums
+    the shifts of its four flow mixes: a quarter of it is the mean shift per mix)."""
+    lines = ["Random loss (the seed's Table 4 sums lossy minus loss-free share over its four flow mixes of 9 and 13 "
+             "BBR and CUBIC flows; a quarter of it is the mean per mix; ours is one mix, 9 + 9):", ""]
     paper_l1 = section_data(f"{SEED}/loss")["l1"]
-    base = next((p.stat(SHARE) for p in loss if scalar(p.overrides.get("bottleneck.loss_pct")) == 0), None)
-    js = []
-    for p in loss:
-        pct = scalar(p.overrides.get("bottleneck.loss_pct"))
-        if pct == 0:
-            continue
-        s = p.stat(SHARE)
-        diff = s.mean - base.mean if s and base else None
-        js.append({"loss_pct": pct, "share": s.to_json() if s else None, "l1": diff})
-        loss_rows.append([str(pct), paper_l1.get(pct), _f(diff), s.text() if s else None])
-    lines += [tables.markdown(["loss %", "paper L1", "ours (share(loss) - share(0))", "measured share"], loss_rows,
-                              labels=0)]
-    lines += ["", f"Loss-free share: {base.text() if base else '-'}.", ""]
-    return lines, js
+    base = js.get("loss_free")
+    rows: list[list[Any]] = []
+    out = []
+    for e in js["loss"]:
+        s = Stat(**e["share"]) if e["share"] else None
+        diff = s.mean - base["mean"] if s and base else e.get("l1")
+        out.append({"loss_pct": e["loss_pct"], "share": e["share"], "l1": diff})
+        p = paper_l1.get(scalar(e["loss_pct"]))
+        rows.append([str(e["loss_pct"]), p, None if p is None else f"{p / 4:.3g}", _f(diff), s.text() if s else None])
+    lines += [tables.markdown(["loss %", "paper L1 (4 mixes)", "paper per mix", "ours (share(loss) - share(0))",
+                               "measured share"], rows, labels=0), ""]
+    if base:
+        lines += [f"Loss-free share: {Stat(**base).text()}.", ""]
+    return lines, out
 
 
-def differences(out: Path) -> list[str]:
-    durations = sorted({_duration(out, name, p) for name in ("share", "share-long") for p in _points(out, name)})
+def run_here(js: dict[str, Any]) -> str:
+    """What ran, from the section's own numbers (BBR counts, queue sizes, CUBIC counts, loss rates, n)."""
+    rows = [r for r in js["share"] if r["measured"]]
+    ns = sorted({r["measured"]["n"] for r in rows} | {e["share"]["n"] for e in js["loss"] if e["share"]})
+    counts = sorted({int(x) for x, _ in js["cubic_count"]["points"]})
+    reps = "-" if not ns else f"{ns[0]}" if len(ns) == 1 else f"{ns[0]}-{ns[-1]}"
+    return (f"Run here: share with {', '.join(str(n) for n in sorted({r['n_bbr'] for r in rows}))} BBR flows against "
+            f"one CUBIC flow in {', '.join(f'{q:g}' for q in sorted({r['queue_bdp'] for r in rows}))} BDP; 5 BBR "
+            f"flows against {', '.join(str(c) for c in counts)} CUBIC flows in 4 BDP; 9 + 9 flows at "
+            f"{', '.join(str(e['loss_pct']) for e in js['loss'])}% random loss and without; {reps} repetitions "
+            "per point.")
+
+
+def differences(durations: list[float]) -> list[str]:
     run_text = f"share runs of {_span(durations)} s (the paper: 60 s, 100 s at 16 BDP, 200 s at 32 BDP)" \
-        if durations else "no share runs"
+        if durations else "share runs of 60 s, 100 s at 16 BDP"
     return ["Differences: the seed ran a GENI testbed with Linux BBR of 2020 and tc netem; we run the kernel's "
             f"`bbr` (the paper's algorithm) through a userspace delay line on the ACK path and a tbf-shaped "
             f"FIFO, {run_text}, and a subset of BBR counts and queue sizes, so per-N errors sum over fewer "
             "queue sizes than the seed's seven. The model's d is taken as the run's duration.", ""]
 
 
-def section(out: Path, fig_dir: Path, rel: str) -> tuple[list[str], dict[str, Any]]:
-    rows = share_rows(out)
+def collect(out: Path, fig_dir: Path) -> dict[str, Any]:
+    """The section's numbers from the runs (fig_dir unused: its figure is drawn from the numbers)."""
+    durations = sorted({_duration(out, name, p) for name in ("share", "share-long") for p in _points(out, name)})
+    return {"share": collect_share(out), "durations_s": durations, "cubic_count": collect_cubic_count(out),
+            **collect_loss(out)}
+
+
+def render(js: dict[str, Any], fig_dir: Path, rel: str) -> tuple[list[str], dict[str, Any]]:
+    """The section from its numbers; its summary.json entry (the numbers and what the section derives)."""
+    rows = js["share"]
     share_lines, l2 = share_part(rows, fig_dir, rel)
-    cubic_lines, cubic = cubic_count_part(out)
-    loss_lines, loss = loss_part(out)
-    lines = ["### Seed 004: BBR's share against CUBIC, model vs measured", "", *share_lines, *cubic_lines,
-             *loss_lines, *differences(out)]
-    return lines, {"share": rows, "l2": l2, "cubic_count": cubic, "loss": loss}
+    cubic_lines, cubic = cubic_count_part(js["cubic_count"])
+    loss_lines, loss = loss_part(js)
+    lines = ["### Seed 004: BBR's share against CUBIC, model vs measured", "", run_here(js), "", *share_lines,
+             *cubic_lines, *loss_lines, *differences(js.get("durations_s", []))]
+    return lines, {"share": rows, "l2": l2, "cubic_count": cubic, "loss": loss, "loss_free": js.get("loss_free"),
+                   "durations_s": js.get("durations_s", [])}
