@@ -298,6 +298,37 @@ def test_paper_data_files_load_beside_their_scenarios(tmp_path: Path) -> None:
     assert all(c.needs_s > 0 and c.why for s in specs for c in s.claims)
 
 
+def test_transcriptions_match_the_seed_texts() -> None:
+    """Values the audit of issue 22 found misplaced stay where the texts put them; every paper value says
+    where it comes from."""
+    def paper(key: str) -> dict[tuple[str, Any, str], Any]:
+        spec = papers.spec_for(key)
+        assert spec is not None and set(spec.refs) == set(spec.paper)
+        return spec.paper
+
+    rtt = "total.rtt_ms_mean"
+    fig9 = paper("seed001/fig9")
+    # The text's 300 ms and 60 ms are Fig 9(a)'s, two flows; ten flows: 50-75 ms, CUBIC lower than with two.
+    assert fig9[("cubic", (2, 10), rtt)] == 300 and fig9[("bbr1", (10, 10), rtt)] == "50-75"
+    assert ("cubic", (10, 10), rtt) in fig9 and fig9[("cubic", (10, 10), rtt)] != 300
+    fig10 = paper("seed001/fig10")
+    # 900 and 600 Mbit/s are the 0.1 BDP panel's; at 1 BDP BBRv2 falls to 800 at 1% and collapses at 10%.
+    assert fig10[("bbr1", (0.1, 10), "total.utilisation")] == 60 and fig10[("bbr2", (1, 1), "total.utilisation")] == 80
+    assert fig10[("bbr2", (1, 10), "total.utilisation")] == "collapses"
+    assert not any(v == "60-90" for v in fig10.values())
+    fig14 = paper("seed001/fig14-15")
+    assert fig14[("bbr1", 5, "total.jain")] == 60 and ("bbr1", 1, "derived.share.rtt50") not in fig14
+    fig16 = paper("seed001/fig16")
+    assert ("bbr1", 0.1, "total.fct_mean_s") not in fig16 and ("bbr1", 1, "total.fct_mean_s") in fig16
+    fig11 = paper("seed001/fig11-12")
+    assert fig11[("", (0.1, None, None, None), "algo.bbr1.share")] == 90
+    table31 = paper("seed000/table3.1")
+    assert "no average" in table31[("bbr", (None, None, 1), rtt)]
+    sim = paper("seed002/simulation")
+    assert "not retransmissions" in sim[("bbr", None, "total.retrans_rate")]
+    assert isinstance(sim[("bbr", None, "derived.throughput_mbps")], str)
+
+
 def test_report_sections_render_the_experiments_their_data_names() -> None:
     """Seed 004's experiments have no generic table: their data files name the section that renders them, and
     every section a data file names is registered."""

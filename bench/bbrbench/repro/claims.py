@@ -482,16 +482,16 @@ def bbr_over_cubic_util(lk: Lookup) -> list[Estimate]:
 
 def bbr1_share_below_1_bdp(lk: Lookup) -> list[Estimate]:
     return [Estimate(f"{lk.x_name(x)}, bbr1 share", mean(lk, lk.x_name(x), ("", x, "algo.bbr1.share"), PCT, "%"))
-            for x in lk.xs("") if x[1:] == (None, None) and x[0] < 1]
+            for x in lk.xs("") if x[1:] == (None, None, None) and x[0] < 1]
 
 
 def bbr1_share_above_1_bdp(lk: Lookup) -> list[Estimate]:
     return [Estimate(f"{lk.x_name(x)}, bbr1 share", mean(lk, lk.x_name(x), ("", x, "algo.bbr1.share"), PCT, "%"))
-            for x in lk.xs("") if x[1:] == (None, None) and x[0] > 1]
+            for x in lk.xs("") if x[1:] == (None, None, None) and x[0] > 1]
 
 
 def bbr2_jain_100_bdp(lk: Lookup) -> list[Estimate]:
-    return _each_mean(lk, "bbr2", JAIN, "bbr2 + cubic Jain", PCT, "%", where=lambda x: x == (100, None, None))
+    return _each_mean(lk, "bbr2", JAIN, "bbr2 + cubic Jain", PCT, "%", where=lambda x: x == (100, None, None, None))
 
 
 def bbr1_rtt50_share(lk: Lookup) -> list[Estimate]:

@@ -121,7 +121,7 @@ def _load(path: Path, d: dict[str, Any] | None = None) -> Spec:
             x_keys=tuple(d.get("x_keys", ())), x_title=d.get("x_title", ""), x_format=d.get("x_format", ""),
             x_names={_x(n["x"]): n["name"] for n in d.get("x_names", [])},
             paper={_paper_key(p): p["value"] for p in d.get("paper", [])},
-            refs={_paper_key(p): p["ref"] for p in d.get("paper", []) if "ref" in p},
+            refs={_paper_key(p): p["ref"] for p in d.get("paper", [])},
             claims=claims, notes=d.get("notes", ""))
     except (KeyError, TypeError, ValueError) as exc:
         raise HarnessError(f"{path}: not a valid paper data file: {exc}") from None

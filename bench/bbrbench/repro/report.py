@@ -95,8 +95,7 @@ def _paper(spec: Spec, series: str, x: Any, metric: str) -> str:
     if key is None:
         return "-"
     v = spec.paper[key]
-    text = f"{v:g}" if isinstance(v, (int, float)) else v
-    return f"{text} ({spec.refs[key]})" if key in spec.refs else text
+    return f"{v:g} ({spec.refs[key]})" if isinstance(v, (int, float)) else f"{v} ({spec.refs[key]})"
 
 
 def run_here(setup: str, points: Sequence[Point], measures: Sequence[str]) -> str:

@@ -123,8 +123,8 @@ def share_part(rows: list[dict[str, Any]], fig_dir: Path, rel: str) -> tuple[lis
     js = {count: {"paper": paper_l2.get(count), "ours": o.l2, "ours_rms": o.rms, "queues_bdp": o.queues_bdp}
           for count, o in per_n.items()}
     queues = ", ".join(f"{q:g}" for q in paper_queues)
-    lines += [tables.markdown(["BBR flows", f"paper L2 ({queues} BDP)", "paper RMS", "ours L2", "ours RMS",
-                               "our queue sizes (BDP)"], l2_rows, labels=0), ""]
+    lines += [tables.markdown(["BBR flows", f"paper L2 ({paper['ref']}; {queues} BDP)", "paper RMS", "ours L2",
+                               "ours RMS", "our queue sizes (BDP)"], l2_rows, labels=0), ""]
     if rows:
         fig = _plot_share(rows, fig_dir)
         lines += [f"![seed 004 model vs measured]({rel}/{fig.name})", ""]
@@ -203,7 +203,7 @@ def cubic_count_part(js: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
     paper = section_data(f"{SEED}/cubic-count")
     r_text = "-" if corr is None else f"{corr[0]:.3g} (95% CI {corr[1]:.2g} to {corr[2]:.2g})"
     slope = "-" if reg["slope"] is None else f"{reg['slope']:.3g} ± {reg['slope_ci95']:.2g}"
-    lines += [tables.markdown(["statistic", "paper (Table 3)", "ours"], [
+    lines += [tables.markdown(["statistic", f"paper ({paper['ref']})", "ours"], [
         ["Pearson r (share vs CUBIC count)", paper["pearson"], r_text],
         ["single-factor regression slope per CUBIC flow (95% CI)", None, slope],
         ["R²", paper["r2"], _f(reg["r2"])],
@@ -242,7 +242,8 @@ def loss_part(js: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
     the shifts of its four flow mixes: a quarter of it is the mean shift per mix)."""
     lines = ["Random loss (the seed's Table 4 sums lossy minus loss-free share over its four flow mixes of 9 and 13 "
              "BBR and CUBIC flows; a quarter of it is the mean per mix; ours is one mix, 9 + 9):", ""]
-    paper_l1 = section_data(f"{SEED}/loss")["l1"]
+    paper = section_data(f"{SEED}/loss")
+    paper_l1 = paper["l1"]
     base = js.get("loss_free")
     rows: list[list[Any]] = []
     out = []
@@ -252,8 +253,8 @@ def loss_part(js: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
         out.append({"loss_pct": e["loss_pct"], "share": e["share"], "l1": diff})
         p = paper_l1.get(scalar(e["loss_pct"]))
         rows.append([str(e["loss_pct"]), p, None if p is None else f"{p / 4:.3g}", _f(diff), s.text() if s else None])
-    lines += [tables.markdown(["loss %", "paper L1 (4 mixes)", "paper per mix", "ours (share(loss) - share(0))",
-                               "measured share"], rows, labels=0), ""]
+    lines += [tables.markdown(["loss %", f"paper L1 ({paper['ref']}; 4 mixes)", "paper per mix",
+                               "ours (share(loss) - share(0))", "measured share"], rows, labels=0), ""]
     if base:
         lines += [f"Loss-free share: {Stat(**base).text()}.", ""]
     return lines, out
