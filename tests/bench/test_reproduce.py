@@ -17,6 +17,7 @@ from bbrbench.errors import HarnessError
 from bbrbench.experiments import sweep
 from bbrbench.repro import claims, papers, report, reproduce, seed004
 from bbrbench.repro.claims import Outcome, Stat
+from bbrbench.repro.points import RecordedPoint
 from bbrbench.results import write_json
 from bbrbench.scenario import ScenarioError, prepare_raw, time_after_last_start_s
 from bbrbench.testbed import system
@@ -327,6 +328,43 @@ def test_transcriptions_match_the_seed_texts() -> None:
     sim = paper("seed002/simulation")
     assert "not retransmissions" in sim[("bbr", None, "total.retrans_rate")]
     assert isinstance(sim[("bbr", None, "derived.throughput_mbps")], str)
+
+
+def test_coverage_lists_every_experiment_and_names_only_real_ones() -> None:
+    """The overview's data: every experiment of the catalogue decides some table or figure (a section's through
+    its key), and every entry either names experiments or says why it is not reproduced."""
+    keys = {e.key for e in reproduce.experiments()}
+    rendered = {papers.section_of(k) or k for k in keys}
+    listed = {k for c in papers.coverage() for k in c.experiments}
+    assert listed == rendered
+    assert all(c.experiments or c.not_reproduced for c in papers.coverage())
+    assert {c.seed for c in papers.coverage()} == {k.partition("/")[0] for k in keys}
+
+
+def test_overview_counts_the_verdicts_of_the_claims_on_each_item() -> None:
+    experiments = {"seed001/fig14-15": {"claims": [
+        {"claim": "x (Fig 14(a))", "verdict": {"outcome": "holds"}},
+        {"claim": "y (Fig 14(b))", "verdict": {"outcome": "too few runs"}}]},
+        "seed001/fig14-15-fqcodel": {"claims": [
+            {"claim": "z (Fig 14(c, d))", "verdict": {"outcome": "does not hold"}},
+            {"claim": "w (Fig 15(b))", "verdict": {"outcome": "holds"}}]}}
+    text = "\n".join(report.overview_lines(experiments))
+    rows = {r[0]: r for r in ([c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()
+                              if line.startswith("| Fig"))}
+    assert rows["Fig 14 (RTT unfairness, Tail Drop and FQ-CoDel)"][2] == "holds 1, does not hold 1, not decided 1"
+    assert rows["Fig 15 (retransmissions, Tail Drop and FQ-CoDel)"][2] == "holds 1"
+    assert rows["Fig 22 (CUBIC with fixed-rate pacing)"][2] == "not reproduced"
+    assert rows["Fig 8 (retransmissions vs flow count)"][2] == "not reproduced"
+
+
+def test_points_that_would_read_alike_are_told_apart() -> None:
+    """Fig 21's table once showed the same AQM twice: points of one series and x get the overrides that differ."""
+    spec = papers.spec_for("seed001/fig21")
+    assert spec is not None
+    points = [RecordedPoint({"bottleneck.aqm": "fq_codel", "bottleneck.buffer_bdp": 1, "flows.*.algo": a}, "", "",
+                            35, {}) for a in ("bbr1", "cubic")]
+    assert report._row_names(report.Results(spec, points)) == ["fq_codel, 1 BDP (flows.*.algo=bbr1)",
+                                                               "fq_codel, 1 BDP (flows.*.algo=cubic)"]
 
 
 def test_report_sections_render_the_experiments_their_data_names() -> None:

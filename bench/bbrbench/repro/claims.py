@@ -360,9 +360,12 @@ def _each_mean(lk: Lookup, series: str, metric: str, what: str, scale: float = 1
                where: Callable[[Any], bool] = lambda x: True, paper_metric: str | None = None) -> list[Estimate]:
     """The mean of `metric` at each of the series' points that `where` accepts, with the paper's number for
     `paper_metric` (default the same metric) there."""
-    return [Estimate(f"{lk.x_name(x)}, {what}", mean(lk, lk.x_name(x), (series, x, metric), scale, unit),
-                     lk.paper(series, x, paper_metric or metric))
-            for x in lk.xs(series) if where(x)]
+    out = []
+    for x in (x for x in lk.xs(series) if where(x)):
+        label = f"{lk.x_name(x)}, {what}"
+        out.append(Estimate(label, mean(lk, label, (series, x, metric), scale, unit),
+                            lk.paper(series, x, paper_metric or metric)))
+    return out
 
 
 # seed 000

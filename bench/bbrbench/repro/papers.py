@@ -127,6 +127,32 @@ def _load(path: Path, d: dict[str, Any] | None = None) -> Spec:
         raise HarnessError(f"{path}: not a valid paper data file: {exc}") from None
 
 
+@dataclass(frozen=True)
+class Coverage:
+    """A table or figure of a seed paper: the experiments (or report sections) whose claims decide it, keeping
+    to the claims that cite `cites` when set, and what of it is not reproduced, and why."""
+
+    seed: str
+    item: str
+    experiments: tuple[str, ...]
+    cites: str
+    not_reproduced: str
+
+
+COVERAGE = REPRO_DIR / "coverage.toml"
+
+
+@lru_cache(maxsize=1)
+def coverage() -> tuple[Coverage, ...]:
+    """Every seed's tables and figures, in the papers' order (scenarios/repro/coverage.toml)."""
+    try:
+        return tuple(Coverage(seed, c["item"], tuple(c.get("experiments", ())), c.get("cites", ""),
+                              c.get("not_reproduced", ""))
+                     for seed, items in _read(COVERAGE).items() for c in items)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise HarnessError(f"{COVERAGE}: not a valid coverage file: {exc}") from None
+
+
 def _path(key: str) -> Path:
     return REPRO_DIR / f"{key}{SUFFIX}"
 

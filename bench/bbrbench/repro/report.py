@@ -27,8 +27,8 @@ from ..analysis import tables  # noqa: E402
 from ..errors import HarnessError  # noqa: E402
 from ..results import read_json  # noqa: E402
 from . import queue, seed004  # noqa: E402
-from .claims import MIN_N, Stat, verdict_line  # noqa: E402
-from .papers import Spec, scalar, section_of, spec_for, specs  # noqa: E402
+from .claims import MIN_N, Outcome, Stat, verdict_line  # noqa: E402
+from .papers import Spec, coverage, scalar, section_of, spec_for, specs  # noqa: E402
 from .points import Point, RecordedPoint, after_last_start_s, load_experiment  # noqa: E402
 
 DPI = 90
@@ -113,13 +113,14 @@ def _row_names(res: Results) -> list[str]:
     """Each point's x as the table shows it; where two points of a series would show the same, the
     overrides that tell them apart are added."""
     names = [res.x_name(res.x_of(p)) or "-" for p in res.points]
+    shown = list(names)
     for i, p in enumerate(res.points):
         twins = [q for j, q in enumerate(res.points)
                  if j != i and names[j] == names[i] and res.series_of(q) == res.series_of(p)]
         if twins:
             differ = [f"{k}={v}" for k, v in p.overrides.items() if any(q.overrides.get(k) != v for q in twins)]
-            names[i] = f"{names[i]} ({', '.join(differ)})"
-    return names
+            shown[i] = f"{names[i]} ({', '.join(differ)})"
+    return shown
 
 
 def experiment_section(spec: Spec, points: Sequence[Point], fig_dir: Path, rel: str,
@@ -268,13 +269,15 @@ def header_lines(meta: dict[str, Any]) -> list[str]:
         lines += [f"**Smoke result**: the {profile} profile's short runs and few repetitions test that every "
                   "experiment runs and reports, not the papers' claims; its verdicts are mostly \"not testable\" "
                   "or \"not decided\" by design.", ""]
-    lines += [f"Profile: **{profile}**. Produced by (machine load: 1-minute load average min-mean-max):", ""]
+    lines += [f"Profile: **{profile}**. Produced by (machine load: 1-minute load average min-mean-max; a revision "
+              "ending in -dirty ran with uncommitted changes, and its note says which):", ""]
     for r in meta.get("runs", []):
         wall = f"{r['elapsed_s'] / 60:.1f} min" if "elapsed_s" in r else "-"
         machine = f", kernel {r['kernel']}, {r['cpus']} CPUs" if "kernel" in r else ""
+        note = f". {r['note']}" if "note" in r else ""
         lines.append(f"- `{r['command']}` at revision `{r['revision']}`: {r['started']} - "
-                     f"{r.get('finished', 'interrupted')}, wall time {wall}, load {_load_text(r.get('load_1min'))}"
-                     f"{machine}")
+                     f"{r.get('finished', 'no end recorded')}, wall time {wall}, load {_load_text(r.get('load_1min'))}"
+                     f"{machine}{note}")
     if meta.get("rebuilt_from"):
         lines += ["", f"**Rebuilt from {', '.join(f'`{p}`' for p in meta['rebuilt_from'])}**, without the runs "
                   "(`bbrbench reproduce --from-summary`): every table from the recorded means, 95% half-widths and n, "
@@ -308,6 +311,29 @@ SECTIONS = (
 )
 
 
+def _verdict_counts(claims: list[dict[str, Any]]) -> str:
+    counts = {o: sum(c["verdict"]["outcome"] == o.value for c in claims) for o in Outcome}
+    return ", ".join(f"{o.value if o is not Outcome.TOO_FEW_RUNS else 'not decided'} {n}"
+                     for o, n in counts.items() if n) or "no claim"
+
+
+def overview_lines(experiments: dict[str, Any]) -> list[str]:
+    """Per seed, each table and figure: the claims' verdicts of the experiments that reproduce it, and what
+    is not reproduced, and why (scenarios/repro/coverage.toml)."""
+    lines = ["## Overview", "", "Each table and figure of the seed papers: the verdicts of the claims on it below, "
+             "and what of it is not reproduced here, and why.", ""]
+    for seed in dict.fromkeys(c.seed for c in coverage()):
+        rows = []
+        for c in (c for c in coverage() if c.seed == seed):
+            run = [k for k in c.experiments if k in experiments]
+            claims = [cl for k in run for cl in experiments[k].get("claims", []) if c.cites in cl["claim"]]
+            verdicts = _verdict_counts(claims) if run else "not reproduced"
+            rows.append([c.item, ", ".join(run) or "-", verdicts, c.not_reproduced or "-"])
+        header = ["table / figure", "experiments", "verdicts", "not reproduced: why"]
+        lines += [f"### {seed}", "", tables.markdown(header, rows, labels=4), ""]
+    return lines
+
+
 @dataclass(frozen=True)
 class Experiment:
     """One experiment as the report writes it: its points from the runs or from a summary.json, the
@@ -328,7 +354,7 @@ def _write(out: Path, meta: dict[str, Any], seeds: Sequence[str], experiments: S
     fig_dir = out / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
     rel = "figures"
-    lines = header_lines(meta)
+    lines: list[str] = []
     summary: dict[str, Any] = {"meta": meta, "experiments": {}}
     # In the papers' order (the catalogue's), not the file names'.
     order = {s.key: s.order for s in specs()}
@@ -351,8 +377,9 @@ def _write(out: Path, meta: dict[str, Any], seeds: Sequence[str], experiments: S
             if js:
                 summary["experiments"][extra.key] = js
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    head = header_lines(meta)
     path = out / "report.md"
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(head + overview_lines(summary["experiments"]) + lines) + "\n")
     return path
 
 
@@ -390,8 +417,9 @@ def write_report_from_summaries(summaries: Sequence[Path], out: Path) -> Path:
     profiles = {m["profile"] for m in metas}
     if len(profiles) != 1:
         raise HarnessError(f"summaries of different profiles ({', '.join(sorted(profiles))}) do not make one report")
-    meta = {"profile": profiles.pop(), "runs": [r for m in metas for r in m["runs"]],
-            "rebuilt_from": [str(p) for p in summaries]}
+    # An invocation once, however many of the inputs list it (a rebuilt summary lists its inputs').
+    runs = list({(r["command"], r["started"]): r for m in metas for r in m["runs"]}.values())
+    meta = {"profile": profiles.pop(), "runs": runs, "rebuilt_from": [str(p) for p in summaries]}
     fig_dir = out / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
     for path in summaries:

@@ -297,5 +297,6 @@ def render(js: dict[str, Any], fig_dir: Path, rel: str) -> tuple[list[str], dict
     loss_lines, loss = loss_part(js)
     lines = ["### Seed 004: BBR's share against CUBIC, model vs measured", "", run_here(js), "", *share_lines,
              *cubic_lines, *loss_lines, *differences(js.get("durations_s", []))]
+    claim = {"claim": section_data(f"{SEED}/cubic-count")["text"], "verdict": cubic["verdict"]}
     return lines, {"share": rows, "l2": l2, "cubic_count": cubic, "loss": loss, "loss_free": js.get("loss_free"),
-                   "durations_s": js.get("durations_s", [])}
+                   "durations_s": js.get("durations_s", []), "claims": [claim]}
