@@ -31,6 +31,9 @@ class Measure:
     metric: str
     title: str
     scale: float = 1.0
+    # False where the paper's number counts over its own run length (packets in 300 s), so that a figure
+    # would set it beside ours on one axis for nothing.
+    paper_comparable: bool = True
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,8 @@ class Spec:
     # (series, x, metric) -> the paper's value and where it says so; x is None for a figure-wide statement.
     paper: dict[tuple[str, Any, str], float | str] = field(default_factory=dict)
     refs: dict[tuple[str, Any, str], str] = field(default_factory=dict)
+    # The range a value in words states ("50-75", "above 85"), drawn as such: (low, high).
+    ranges: dict[tuple[str, Any, str], tuple[float, float]] = field(default_factory=dict)
     claims: list[Claim] = field(default_factory=list)
     notes: str = ""
 
@@ -116,12 +121,15 @@ def _load(path: Path, d: dict[str, Any] | None = None) -> Spec:
                                 c["margin"]))
         return Spec(
             key=key, title=d["title"], order=d.get("order", 0),
-            measures=[Measure(m["metric"], m["title"], float(m.get("scale", 1.0))) for m in d["measures"]],
+            measures=[Measure(m["metric"], m["title"], float(m.get("scale", 1.0)),
+                              bool(m.get("paper_comparable", True))) for m in d["measures"]],
             series_key=d.get("series_key"), default_series=d.get("default_series", ""),
             x_keys=tuple(d.get("x_keys", ())), x_title=d.get("x_title", ""), x_format=d.get("x_format", ""),
             x_names={_x(n["x"]): n["name"] for n in d.get("x_names", [])},
             paper={_paper_key(p): p["value"] for p in d.get("paper", [])},
             refs={_paper_key(p): p["ref"] for p in d.get("paper", [])},
+            ranges={_paper_key(p): (float(p["range"][0]), float(p["range"][1])) for p in d.get("paper", [])
+                    if "range" in p},
             claims=claims, notes=d.get("notes", ""))
     except (KeyError, TypeError, ValueError) as exc:
         raise HarnessError(f"{path}: not a valid paper data file: {exc}") from None

@@ -34,6 +34,8 @@ from .points import Point, RecordedPoint, after_last_start_s, load_experiment  #
 DPI = 90
 FIG_SIZE = (11, 3.4)
 MAX_PLOTTED_MEASURES = 3
+LEGEND_COLUMNS = 4
+PERCENT = 100.0
 SMOKE_PROFILE = "quick"
 
 
@@ -170,14 +172,21 @@ def experiment_section(spec: Spec, points: Sequence[Point], fig_dir: Path, rel: 
 
 
 def plot_experiment(res: Results, fig_dir: Path) -> Path | None:
+    """Ours (mean and 95% interval) beside the paper's: its numbers as open squares, its words as the range
+    they state. Numeric x on a line per series; categorical x (set-ups, tuples) as markers alone, since a
+    line between categories means nothing. The legend sits below the panels, over no marker."""
     measured = [p for p in res.points if p.measured]
     if not measured:
         return None
-    measures = res.spec.measures[:MAX_PLOTTED_MEASURES]
+    measures = [m for m in res.spec.measures if any(p.stat(m.metric) for p in measured)][:MAX_PLOTTED_MEASURES]
+    if not measures:
+        return None
     fig, axes = plt.subplots(1, len(measures), figsize=FIG_SIZE, squeeze=False)
     xs_all = list(dict.fromkeys(res.x_of(p) for p in measured))
-    numeric = all(isinstance(x, (int, float)) for x in xs_all)
+    # One x value is a category too: an axis around it would only show the axis.
+    numeric = len(xs_all) > 1 and all(isinstance(x, (int, float)) for x in xs_all)
     series_names = list(dict.fromkeys(res.series_of(p) for p in measured))
+    legend: dict[str, Any] = {}
     for ax, m in zip(axes[0], measures):
         for i, series in enumerate(series_names):
             pts = [p for p in measured if res.series_of(p) == series]
@@ -194,29 +203,43 @@ def plot_experiment(res: Results, fig_dir: Path) -> Path | None:
                 continue
             order = np.argsort(xs)
             color = f"C{i}"
-            ax.errorbar(np.array(xs)[order], np.array(ys)[order], yerr=np.array(es)[order], marker="o",
-                        capsize=3, color=color, label=f"{series or 'ours'} (ours)")
-            paper_x, paper_y = [], []
+            name = series or "ours"
+            # Intervals cut to the physical bounds, as the verdicts' are: no measure is negative, none in %
+            # exceeds 100.
+            y, e = np.array(ys)[order], np.array(es)[order]
+            yerr = [np.minimum(e, y), np.minimum(e, 100 - y) if m.scale == PERCENT else e]
+            legend.setdefault(f"{name} (ours)", ax.errorbar(
+                np.array(xs)[order], y, yerr=yerr, marker="o", capsize=3, color=color,
+                linestyle="-" if numeric else "none"))
+            if not m.paper_comparable:
+                continue
             for x in dict.fromkeys(res.x_of(p) for p in pts):
-                v = res.spec.paper.get((series, x, m.metric))
+                key = _paper_key(res.spec, series, x, m.metric)
+                px = x if numeric else xs_all.index(x)
+                if key is None:
+                    continue
+                v = res.spec.paper[key]
                 if isinstance(v, (int, float)):
-                    paper_x.append(x if numeric else xs_all.index(x))
-                    paper_y.append(v)
-            if paper_x:
-                ax.scatter(paper_x, paper_y, marker="s", facecolors="none", edgecolors=color, s=60,
-                           label=f"{series or 'paper'} (paper)")
+                    legend.setdefault(f"{name} (paper)", ax.scatter(
+                        [px], [v], marker="s", facecolors="none", edgecolors=color, s=60))
+                elif key in res.spec.ranges:
+                    lo, hi = res.spec.ranges[key]
+                    legend.setdefault(f"{name} (paper, range in words)", ax.vlines(
+                        px, lo, hi, colors=color, linestyles="dotted", linewidth=4, alpha=0.5))
         if numeric and len(xs_all) > 2 and min(xs_all) > 0 and max(xs_all) / min(xs_all) >= 20:
             ax.set_xscale("log")
         if not numeric:
             ax.set_xticks(range(len(xs_all)))
             ax.set_xticklabels([res.x_name(x) for x in xs_all], rotation=15, fontsize=7)
+            ax.set_xlim(-0.5, len(xs_all) - 0.5)
         ax.set_xlabel(res.spec.x_title)
         ax.set_ylabel(m.title)
         ax.grid(True, alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:  # a measure none of the points has draws nothing to label
-            ax.legend(fontsize=7)
     fig.suptitle(res.spec.title, fontsize=9)
-    fig.tight_layout()
+    rows = -(-len(legend) // LEGEND_COLUMNS)
+    fig.tight_layout(rect=(0, 0.04 + 0.05 * rows, 1, 1))
+    fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=LEGEND_COLUMNS, fontsize=7,
+               frameon=False)
     path = fig_dir / (res.spec.key.replace("/", "_") + ".png")
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
