@@ -91,10 +91,14 @@ def _fake_fig412(root: Path, reps: int = 3) -> Path:
 def test_report_section_factors_the_kernel_bbr_runs(tmp_path: Path) -> None:
     root = _fake_fig412(tmp_path)
     (tmp_path / "figures").mkdir()
-    lines, js = queue.section(root, tmp_path / "figures", "figures")
+    numbers = queue.collect(root, tmp_path / "figures")
+    lines, js = queue.render(numbers, tmp_path / "figures", "figures")
+    assert js == numbers
     entry = js["2"]
     assert entry["cwnd_bdp"]["mean"] == pytest.approx(2 * 2 * 1.5 * 1.2) and entry["cwnd_bdp"]["n"] == 3
     assert entry["bandwidth"]["mean"] == pytest.approx(2.0) and entry["min_rtt"]["mean"] == pytest.approx(1.5)
     assert any("where original BBR's queue comes from" in line for line in lines)
     assert (tmp_path / "figures" / "seed000_queue_factors.png").is_file()
-    assert queue.section(tmp_path / "empty", tmp_path / "figures", "figures") == ([], {})
+    assert any("seed000_queue_factors.png" in line for line in lines)
+    assert queue.collect(tmp_path / "empty", tmp_path / "figures") == {}
+    assert queue.render({}, tmp_path / "figures", "figures") == ([], {})
