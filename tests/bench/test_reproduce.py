@@ -561,10 +561,10 @@ def test_difference_and_single_mean_checks() -> None:
                      ("rttgain_a0.75", 2, claims.RTT): [24.0, 25.0, 23.0]})
     order = _judge(lk, claims.Rule(at_most=0.8), claims.alpha_queueing_ratio)
     assert order.outcome is Outcome.HOLDS and "ratio 0.4 ± " in order.text
-    # Original BBR's RTT / 20 ms: about 2 is inside 1.75-2.75.
-    assert _judge(lk, claims.Rule(band=(1.75, 2.75)), claims.original_rtt_over_min).outcome is Outcome.HOLDS
+    # Original BBR's RTT / 20 ms: 2 ± 0.12 is inside a band of 1.8-2.7, 1 ± 0.12 wholly outside it.
+    assert _judge(lk, claims.Rule(band=(1.8, 2.7)), claims.original_rtt_over_min).outcome is Outcome.HOLDS
     half = FakeLookup({("bbr", 2, claims.RTT): HALF})
-    assert _judge(half, claims.Rule(band=(1.75, 2.75)), claims.original_rtt_over_min).outcome is Outcome.FAILS
+    assert _judge(half, claims.Rule(band=(1.8, 2.7)), claims.original_rtt_over_min).outcome is Outcome.FAILS
 
 
 def test_time_after_last_start_from_the_scenarios() -> None:

@@ -263,7 +263,7 @@ RULE = (
     "measures. (4) Margins, the same rule for every claim: a number the paper calls 'about' or prints is held "
     "to x/÷ 1.25 (no paper gives its own spread; a quarter is more than rounding and less than the factors "
     "their conclusions rest on); a share of a whole (utilisation, share, Jain's index) to +- 5 points; a range "
-    "the paper states, to its ends widened by half the step they are given in; a bound it states, as stated; "
+    "the paper states, to its ends widened by half a unit of their last digit; a bound it states, as stated; "
     "a direction it gives without a size ('lower', 'helps to reduce'), to a change beyond those margins. "
     "(5) Decision: inside the band around the paper's magnitude (or wholly beyond a bound or minimum effect): "
     "**holds**; wholly outside it (or short of it): **does not hold**, so a missing effect fails and a far "
