@@ -91,7 +91,7 @@ void libbpf_log_reset(void);
 const char *libbpf_failed_prog(void);
 const char *libbpf_last_message(void);
 
-/* state.c: pins, registration and feature checks */
+/* state.c: pins, registration and feature checks, what an attachment has */
 int pin_path(char *buf, const char *algo, const char *name);
 bool algo_attached(const struct algo *a);
 /* 1 attached, 0 detached, -EACCES where only root can tell (bpffs is root's and the name is
@@ -102,6 +102,21 @@ bool kernel_has_cc(const char *name);
 int read_available_cc(char *buf, size_t size);
 int check_root(void);
 const struct algo *find_algo_or_fail(const char *name);
+int select_algos(int argc, char **argv, const struct algo **out, size_t *n);
+int open_pinned(const struct algo *a, const char *name, int flags);
+/* What an attachment has, from its pins. flows: "map-iterator", "iter-tcp" or NULL. */
+struct attachment {
+	bool params, trace;
+	const char *flows;
+};
+struct attachment attachment_of(const struct algo *a);
+/* The same as one line of text: "params yes, trace yes, flows map-iterator". */
+void attachment_features(const struct algo *a, char *buf, size_t size);
+/* The same as a "features" member ({"params", "trace", "flows"}); nothing when a is not attached. */
+struct json;
+void attachment_json(struct json *j, const struct algo *a);
+
+/* flows.c: how many connections use a's attachment (detach reports them). */
 int count_flows(const struct algo *a);
 
 /* abi.c: the ABI version against this bbrctl's BBRKIT_ABI_VERSION; EXIT_FAILURE after a one-line
@@ -116,8 +131,6 @@ int check_attached_abi(const struct algo *a);
  */
 int for_each_netns(int (*fn)(void *ctx, const char *label), void *ctx);
 int netns_defaults_using(const char *algo, char *who, size_t size);
-int select_algos(int argc, char **argv, const struct algo **out, size_t *n);
-int open_pinned(const struct algo *a, const char *name, int flags);
 
 /* telemetry.c: the optional pieces of an attachment (see the file's header). */
 struct bpf_object;
@@ -142,14 +155,6 @@ void describe_load_failure(int err, const char *prog, const char *sec, char *buf
 int load_flows_iterator(const struct algo *a, struct bpf_object *main, const struct bbrkit_features *have,
 	struct flows_iter *out);
 void flows_iter_release(struct flows_iter *it);
-/* What an attachment has, from its pins. flows: "map-iterator", "iter-tcp" or NULL. */
-struct attachment {
-	bool params, trace;
-	const char *flows;
-};
-struct attachment attachment_of(const struct algo *a);
-/* The same as one line of text: "params yes, trace yes, flows map-iterator". */
-void attachment_features(const struct algo *a, char *buf, size_t size);
 /* load.c: one load of an algorithm's object, shared by attach and upgrade. */
 struct bpf_map;
 struct loaded {
@@ -202,9 +207,6 @@ void json_bool(struct json *j, bool v);
 void json_null(struct json *j);
 void json_double(struct json *j, double v, int digits);
 void json_number_text(struct json *j, const char *text);
-
-/* The same as a "features" member ({"params", "trace", "flows"}); nothing when a is not attached. */
-void attachment_json(struct json *j, const struct algo *a);
 
 /* cli.c: the command table. Options of all subcommands land in one struct cmd_opts. */
 #define CLI_MANY 64 /* most positional arguments a command takes */

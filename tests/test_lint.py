@@ -5,6 +5,7 @@ scripts/install-deps.sh --test."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -35,3 +36,23 @@ def test_clean(tool: str) -> None:
         pytest.fail(f"{argv[0]} is not installed: run scripts/install-deps.sh --test")
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"{tool} found problems:\n{proc.stdout}{proc.stderr}"
+
+
+def test_bbrctl_header_sections_name_the_files_that_define_them() -> None:
+    """loader/bbrctl.h is the map of loader/: each function declared under a `/* name.c: ... */` label is
+    defined in that file (a declaration filed under the wrong label misleads the reader looking for it)."""
+    label = re.compile(r"^/\* ([a-z_]+\.c):")
+    declaration = re.compile(r"^[a-z].*?[ *]([a-z_0-9]+)\(")
+    definitions = {m.group(1): path.name for path in (ROOT / "loader").glob("*.c")
+                   for line in path.read_text().splitlines()
+                   if (m := declaration.match(line)) and not line.rstrip().endswith(";")}
+    section, misfiled = None, []
+    for line in (ROOT / "loader" / "bbrctl.h").read_text().splitlines():
+        if m := label.match(line):
+            section = m.group(1)
+        elif not line.strip():  # a section runs to the next blank line
+            section = None
+        elif section and (d := declaration.match(line)) and line.rstrip().endswith((";", ",")):
+            if definitions.get(d.group(1)) != section:
+                misfiled.append(f"{d.group(1)}: under {section}, defined in {definitions.get(d.group(1))}")
+    assert not misfiled
