@@ -12,11 +12,13 @@ import math
 import re
 import tomllib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from . import ratetrace
+
+_T = TypeVar("_T")
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 ETH_HEADER_BYTES = 14
@@ -164,6 +166,23 @@ class Scenario:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Scenario:
+        """The scenario a run recorded (its to_dict()). Keys a later version dropped are ignored and
+        fields it added take their defaults, so runs recorded by earlier versions still read."""
+        sweep = d.get("sweep")
+        return _known(cls, d, bottleneck=_known(Bottleneck, d["bottleneck"]),
+                      senders=[_known(Sender, s) for s in d["senders"]],
+                      flows=[_known(Flow, f) for f in d["flows"]],
+                      metrics=_known(MetricsSpec, {"warmup_s": DEFAULT_WARMUP_S, **d["metrics"]}),
+                      sweep=_known(SweepSpec, sweep) if sweep is not None else None)
+
+
+def _known(cls: type[_T], d: dict[str, Any], **typed: Any) -> _T:
+    """cls built from d's keys that name its fields, with `typed` for the nested ones."""
+    names = {f.name for f in fields(cls)} - typed.keys()  # type: ignore[arg-type]
+    return cls(**{k: v for k, v in d.items() if k in names}, **typed)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from bbrbench.analysis.queuegrowth import factor_series, queue_factors
 from bbrbench.experiments.sweep import DONE_MARK
 from bbrbench.repro import queue
 from bbrbench.results import FLOW_FIELDS, write_json
+from bbrbench.scenario import AlgoCatalog, validate
 
 RATE_BPS = 20e6
 BASE_RTT_US = 20_000.0
@@ -61,13 +62,12 @@ def _fake_fig412(root: Path, reps: int = 3) -> Path:
     """seed000/fig4.12 with one kernel-bbr point of 2 flows, each repetition's ss samples showing each flow
     at the whole link's bw (bandwidth 2 x), min_rtt 1.5 x and a 1.2 x allowance: a cwnd of 7.2 BDP."""
     exp = root / "seed000" / "fig4.12"
-    scenario = {"duration_s": 30.0, "sample_interval_ms": 100.0,
-                "bottleneck": {"rate_mbit": RATE_BPS / 1e6, "mtu": 1500, "buffer_bytes": None,
-                               "buffer_packets": 100},
-                "senders": [{"name": "s", "delay_fwd_ms": 10.0, "delay_rev_ms": 10.0}],
-                "metrics": {"convergence_jain": 0.95, "convergence_window_s": 1.0},
-                "flows": [{"index": i, "label": "bbr", "algo": "bbr", "sender": "s", "start_s": 3.0 * i,
-                           "bytes": None} for i in range(2)]}
+    scenario = validate({"name": "fig4.12", "duration_s": 30,
+                         "bottleneck": {"rate_mbit": RATE_BPS / 1e6, "buffer_packets": 100},
+                         "senders": [{"name": "s", "rtt_ms": 20}],
+                         "flows": [{"algo": "bbr", "label": "bbr", "sender": "s", "start_s": 3.0 * i}
+                                   for i in range(2)]},
+                        AlgoCatalog(kernel=frozenset({"bbr"}), bbrkit=frozenset())).to_dict()
     for r in range(reps):
         rep = exp / "points" / "p0" / f"rep{r}"
         (rep / "raw").mkdir(parents=True)

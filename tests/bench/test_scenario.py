@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bbrbench.analysis.metrics import RunInfo
 from bbrbench.scenario import (
     SCENARIO_DIR,
     AlgoCatalog,
+    Scenario,
     ScenarioError,
     apply_override,
     apply_profile,
@@ -161,3 +164,29 @@ def test_cli_rejects_unknown_algorithm_override(tmp_path: Path) -> None:
     proc = run_cli("run", "smoke", "flows.0.algo=nosuchcc")
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("bbrbench: invalid scenario: flows[0].algo: unknown congestion control")
+
+
+@pytest.mark.parametrize("bottleneck", [{"rate_mbit": 10, "buffer_packets": 20},
+                                        {"rate_mbit": 10, "buffer_bytes": 30000}])
+def test_a_recorded_scenario_reads_back_as_the_scenario_and_gives_the_run_info_it_describes(
+        bottleneck: dict[str, Any]) -> None:
+    data = raw(senders=[{"name": "a", "delay_fwd_ms": 5, "delay_rev_ms": 30}],
+               flows=[{"algo": "cubic", "bytes": 5000}, {"algo": "cubic", "start_s": 2}])
+    data["bottleneck"] = {**bottleneck, "mtu": 9000}
+    scenario = validate(data, CATALOG)
+    recorded = json.loads(json.dumps(scenario.to_dict()))
+    assert Scenario.from_dict(recorded) == scenario
+    info = RunInfo.from_scenario(recorded)
+    frame = 9000 + 14
+    assert info.limit_bytes == (20 * frame if bottleneck.get("buffer_packets") else 30000)
+    assert [f.base_rtt_ms for f in info.flows] == [35.0, 35.0]
+    assert [f.nbytes for f in info.flows] == [5000, None]
+    assert info.rate_bps == 10e6
+
+
+def test_a_scenario_recorded_by_an_earlier_version_reads_with_todays_defaults() -> None:
+    recorded = validate(raw(), CATALOG).to_dict()
+    del recorded["tcp_ecn"], recorded["bottleneck"]["jitter_ms"], recorded["metrics"]["warmup_s"]
+    recorded["bottleneck"]["dropped_since"] = 1
+    scenario = Scenario.from_dict(recorded)
+    assert (scenario.tcp_ecn, scenario.bottleneck.jitter_ms, scenario.metrics.warmup_s) == (2, 0.0, 1.0)

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..scenario import DEFAULT_WARMUP_S
+from ..scenario import DEFAULT_WARMUP_S, Scenario
 
 US_PER_MS = 1000  # flows.csv keeps RTTs in us, as bbrctl's records; the metrics are in ms
 
@@ -63,19 +63,16 @@ class RunInfo:
     warmup_s: float = DEFAULT_WARMUP_S
 
     @classmethod
-    def from_scenario(cls, scenario: dict[str, Any]) -> RunInfo:
-        b = scenario["bottleneck"]
-        frame = b["mtu"] + 14
-        limit_bytes = b["buffer_bytes"] if b["buffer_bytes"] is not None else b["buffer_packets"] * frame
-        rtt = {s["name"]: s["delay_fwd_ms"] + s["delay_rev_ms"] for s in scenario["senders"]}
-        flows = [FlowInfo(index=f["index"], label=f["label"], algo=f["algo"], base_rtt_ms=rtt[f["sender"]],
-                          nbytes=f["bytes"]) for f in scenario["flows"]]
-        return cls(rate_bps=b["rate_mbit"] * 1e6, sample_interval_s=scenario["sample_interval_ms"] / 1e3,
-                   limit_bytes=limit_bytes, limit_packets=b["buffer_packets"],
-                   convergence_jain=scenario["metrics"]["convergence_jain"],
-                   convergence_window_s=scenario["metrics"]["convergence_window_s"], flows=flows,
-                   # Runs recorded before the key existed had the same start-up to leave out.
-                   warmup_s=scenario["metrics"].get("warmup_s", DEFAULT_WARMUP_S))
+    def from_scenario(cls, recorded: dict[str, Any]) -> RunInfo:
+        scenario = Scenario.from_dict(recorded)
+        b = scenario.bottleneck
+        flows = [FlowInfo(index=f.index, label=f.label, algo=f.algo, base_rtt_ms=scenario.sender(f.sender).rtt_ms,
+                          nbytes=f.bytes) for f in scenario.flows]
+        return cls(rate_bps=b.rate_bps, sample_interval_s=scenario.sample_interval_ms / 1e3,
+                   limit_bytes=b.limit_bytes, limit_packets=b.buffer_packets,
+                   convergence_jain=scenario.metrics.convergence_jain,
+                   convergence_window_s=scenario.metrics.convergence_window_s, flows=flows,
+                   warmup_s=scenario.metrics.warmup_s)
 
 
 @dataclass
