@@ -134,7 +134,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from .experiments import sweep
+    from . import sweep
     from .testbed import system
     path, raw = _load(args)
     grid = [parse_assignment(g) for g in args.grid]
@@ -154,7 +154,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         from .experiments import compare
         text = compare.report(directory, args.delay)
     elif (directory / "plan.json").is_file():
-        from .experiments.sweep import aggregate
+        from .sweep import aggregate
         text = aggregate(directory, args.mix_hosts)
     elif (directory / "scenario.json").is_file():
         from .analysis.report import write_report

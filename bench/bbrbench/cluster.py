@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import HarnessError, UsageError
-from .experiments.sweep import Job, Outcome
 from .scenario import AlgoCatalog
+from .sweep import Job, Outcome
 
 log = logging.getLogger(__name__)
 

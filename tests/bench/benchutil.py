@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bbrbench import sweep
 from bbrbench.analysis.report import summarize
-from bbrbench.experiments import sweep
 from bbrbench.results import FLOW_FIELDS, QUEUE_FIELDS, write_json
 from bbrbench.scenario import AlgoCatalog, validate
 

@@ -20,8 +20,8 @@ import pytest
 
 from bbrbench.cluster import CA_FILE, CERT_FILE, KEY_FILE, SCRATCH_PREFIX, pack, start_commands, unpack
 from bbrbench.errors import HarnessError
-from bbrbench.experiments.sweep import DONE_MARK, Plan, Point
 from bbrbench.results import write_json
+from bbrbench.sweep import DONE_MARK, Plan, Point
 from bbrbench.testbed.host import host_key
 from benchutil import needs_net, popen_cli, run_cli
 

@@ -16,9 +16,9 @@ from matplotlib.collections import LineCollection, PathCollection
 from matplotlib.figure import Figure
 from matplotlib.transforms import Bbox
 
-from bbrbench import cli
+from bbrbench import cli, sweep
 from bbrbench.analysis import plots
-from bbrbench.experiments import compare, sweep
+from bbrbench.experiments import compare
 from bbrbench.results import read_json, write_json
 from bbrbench.scenario import AlgoCatalog
 from benchutil import write_fake_run
@@ -36,7 +36,7 @@ def compare_plan(*argv: str, catalog: AlgoCatalog = CATALOG) -> sweep.Plan:
 def fake_compare(out: Path, plan_: sweep.Plan, reps: int | None = None) -> None:
     """`reps` repetitions of every point done (default all), as `compare` leaves them, plus compare.json."""
     rng = np.random.default_rng(23)
-    sweep._open_plan(plan_, out)
+    sweep.open_plan(plan_, out)
     for rep in range(plan_.repetitions if reps is None else reps):
         for point in plan_.points:
             write_fake_run(out / "points" / point.id / f"rep{rep}", sweep.point_raw(plan_.raw, point.overrides), rng,

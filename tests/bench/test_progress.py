@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from bbrbench import cli, progress
+from bbrbench import cli, progress, sweep
 from bbrbench.errors import RunsInterrupted
-from bbrbench.experiments import compare, sweep
+from bbrbench.experiments import compare
 from bbrbench.scenario import AlgoCatalog
 from benchutil import FakeExecutor
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import bbrbench
-from bbrbench import cli, provenance
-from bbrbench.experiments import compare, sweep
+from bbrbench import cli, provenance, sweep
+from bbrbench.experiments import compare
 from bbrbench.results import read_json
 from bbrbench.scenario import AlgoCatalog
 from benchutil import FakeExecutor, run_cli
@@ -33,7 +33,7 @@ def test_compare_records_version_and_command(tmp_path: Path, monkeypatch: pytest
     from bbrbench.testbed import system
     monkeypatch.setattr(system, "catalog", lambda: CATALOG)
     monkeypatch.setattr(cli, "_need_root", lambda: None)
-    monkeypatch.setattr(sweep, "LocalExecutor", FakeExecutor)
+    monkeypatch.setattr(sweep.execution, "LocalExecutor", FakeExecutor)
     out = tmp_path / "cmp"
     argv = ["-q", "compare", "cubic", "--reps", "2", "--set", "duration_s=4", "--out", str(out)]
     assert cli.main(argv) == 0

@@ -12,10 +12,10 @@ import pytest
 
 from bbrbench.analysis.metrics import FlowSeries
 from bbrbench.analysis.queuegrowth import factor_series, queue_factors
-from bbrbench.experiments.sweep import DONE_MARK
 from bbrbench.repro import queue
 from bbrbench.results import FLOW_FIELDS, write_json
 from bbrbench.scenario import AlgoCatalog, validate
+from bbrbench.sweep import DONE_MARK
 
 RATE_BPS = 20e6
 BASE_RTT_US = 20_000.0

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from bbrbench import sweep
 from bbrbench.analysis import sharemodel, stats
 from bbrbench.errors import HarnessError
-from bbrbench.experiments import sweep
 from bbrbench.repro import claims, papers, report, reproduce, seed004
 from bbrbench.repro.claims import Outcome, Stat
 from bbrbench.repro.points import RecordedPoint

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bbrbench.experiments.sweep import plan
 from bbrbench.scenario import AlgoCatalog, ScenarioError, find_scenario, load_raw
+from bbrbench.sweep import plan
 from benchutil import needs_net, popen_cli, run_cli
 
 CATALOG = AlgoCatalog(kernel=frozenset({"cubic", "bbr", "reno"}), bbrkit=frozenset())

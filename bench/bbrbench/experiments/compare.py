@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import provenance
+from .. import provenance, sweep
 from ..analysis import html, plots, tables
 from ..analysis.metrics import US_PER_MS
 from ..analysis.report import summarize
@@ -29,7 +29,6 @@ from ..errors import HarnessError, UsageError
 from ..results import read_json, write_json
 from ..scenario import SCENARIO_DIR, AlgoCatalog, Scenario, validate
 from ..testbed.host import read_host
-from . import sweep
 
 log = logging.getLogger(__name__)
 SCENARIO = SCENARIO_DIR / "compare.toml"

@@ -23,7 +23,7 @@ from ..analysis.stats import Ratio, ratio_ci95
 from ..errors import HarnessError
 from ..results import read_json, write_json
 from ..scenario import SCENARIO_DIR, AlgoCatalog
-from .sweep import DONE_MARK, Executor, Plan
+from ..sweep import DONE_MARK, Executor, Plan
 
 DEFAULT_SCENARIO = SCENARIO_DIR / "bench" / "fidelity.toml"
 ALGO_KEY = "flows.0.algo"
@@ -110,7 +110,7 @@ def loadavg() -> list[float]:
 
 def plan(raw: dict[str, Any], catalog: AlgoCatalog, reps: int | None) -> Plan:
     """The sweep, every point validated: called before anything needs root or runs."""
-    from . import sweep
+    from .. import sweep
     for algo in (REFERENCE, CANDIDATE):
         if algo not in catalog.kernel | catalog.bbrkit:
             raise HarnessError(f"{algo}: not available here (kernel module or `make` for bbrctl)")
@@ -123,7 +123,7 @@ def plan(raw: dict[str, Any], catalog: AlgoCatalog, reps: int | None) -> Plan:
 def run(plan_: Plan, catalog: AlgoCatalog, out: Path, executor: Executor | None = None,
         mix_hosts: bool = False) -> str:
     """Run (or resume) the sweep into `out`, then write fidelity.json and return the ratio table."""
-    from . import sweep
+    from .. import sweep
     load_before = loadavg()
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     sweep.run_sweep(plan_, out, catalog, executor, mix_hosts)

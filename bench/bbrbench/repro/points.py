@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..analysis.stats import mean_ci95
-from ..experiments.sweep import DONE_MARK, NOT_RUNNABLE, metric_value, point_raw
 from ..results import read_json
 from ..scenario import time_after_last_start_s
+from ..sweep import DONE_MARK, NOT_RUNNABLE, metric_value, point_raw
 from .claims import Stat
 
 # Payload bytes per full-sized segment (1500 MTU minus IPv4, TCP and timestamp option headers).

@@ -19,8 +19,8 @@ from ..analysis import tables  # noqa: E402
 from ..analysis.queuegrowth import FACTORS, factor_series, queue_factors  # noqa: E402
 from ..analysis.rundata import load_run  # noqa: E402
 from ..analysis.stats import mean_ci95  # noqa: E402
-from ..experiments.sweep import DONE_MARK  # noqa: E402
 from ..results import read_json  # noqa: E402
+from ..sweep import DONE_MARK  # noqa: E402
 
 EXPERIMENT = ("seed000", "fig4.12")
 SERIES = "bbr"  # the kernel's own BBR, the paper's "original BBR"

@@ -410,7 +410,7 @@ def write_report(out: Path, mix_hosts: bool = False) -> Path:
     """The report of a reproduction directory. Each experiment is aggregated first, as `bbrbench report`
     does, so that the report pools repetitions only where a sweep would: HarnessError where a point's
     repetitions come from hosts of different kernels or BPF objects, unless mix_hosts."""
-    from ..experiments.sweep import aggregate
+    from ..sweep import aggregate
     for plan_file in sorted(out.glob("seed*/*/plan.json")):
         aggregate(plan_file.parent, mix_hosts)
     meta = json.loads((out / "meta.json").read_text())

@@ -4,7 +4,7 @@
 Layout of the output directory:
     meta.json                    profile; per invocation: command, git revision, start and end, kernel,
                                  CPU count and the machine's 1-minute load average while it ran
-    <seed>/<experiment>/         one sweep directory per scenario file (see sweep.py)
+    <seed>/<experiment>/         one sweep directory per scenario file (see the sweep package)
     report.md, figures/*.png     the report (repro/report.py); summary.json its numbers
 
 An experiment is named `<seed>/<file stem>` (e.g. seed000/table4.1); `--only` takes such names or a
@@ -32,7 +32,7 @@ from ..scenario import SCENARIO_DIR, ScenarioError, prepare_raw
 from .papers import SUFFIX as PAPER_SUFFIX
 
 if TYPE_CHECKING:
-    from ..experiments.sweep import Executor, Point
+    from ..sweep import Executor, Point
 
 log = logging.getLogger(__name__)
 REPRO_DIR = SCENARIO_DIR / "repro"
@@ -139,7 +139,7 @@ def _end(out: Path, meta: dict[str, Any], load: LoadSampler) -> None:
 def plans(selected: list[Experiment], profile: str, reps: int | None = None) -> list[tuple[Experiment, Any]]:
     """Every selected scenario planned (validated point by point) before the first run starts; `reps`
     overrides the profile's repetitions."""
-    from ..experiments import sweep
+    from .. import sweep
     from ..testbed import system
     catalog = system.catalog()
     out = []
@@ -156,7 +156,7 @@ def run_all(profile: str, only: Sequence[str], out: Path, repo: Path, command: s
             executor: Executor | None = None, mix_hosts: bool = False, reps: int | None = None) -> Path:
     """Run the selected experiments into `out` and write the report. With `reps`, an experiment already
     there gets the repetitions it lacks (5 where 3 left an interval wider than the claim's effect)."""
-    from ..experiments import sweep
+    from .. import sweep
     from ..testbed import system
     selected = select(experiments(), only)
     planned = plans(selected, profile, reps)

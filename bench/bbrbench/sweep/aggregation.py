@@ -1,0 +1,141 @@
+"""Aggregating a sweep: per point the mean and 95% CI of every metric over its finished repetitions
+(never pooling hosts of different kernels or algorithm objects unless asked), sweep.json, sweep.csv,
+runs.csv and the console table."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+from ..analysis import tables
+from ..analysis.stats import mean_ci95
+from ..errors import HarnessError
+from ..results import read_json, write_json
+from ..testbed.host import host_key, read_host
+from .plans import Plan, Point, load_plan
+from .store import DONE_MARK, NOT_RUNNABLE, link_labels
+
+
+def metric_value(summary: dict[str, Any], path: str) -> float | None:
+    """'total.NAME', 'steady.NAME', 'algo.ALGO.NAME' or 'flow.LABEL.NAME' from a run's summary.json."""
+    kind, _, rest = path.partition(".")
+    value: Any = None
+    if kind in ("total", "steady"):
+        value = (summary.get(kind) or {}).get(rest)
+    elif kind == "algo":
+        algo, _, name = rest.rpartition(".")
+        value = summary.get("by_algo", {}).get(algo, {}).get(name)
+    elif kind == "flow":
+        label, _, name = rest.rpartition(".")
+        value = next((f.get(name) for f in summary.get("flows", []) if f.get("label") == label), None)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _check_hosts(point: Point, hosts: list[dict[str, Any]], mix_hosts: bool) -> None:
+    kinds = {host_key(h): h for h in hosts}
+    if len(kinds) > 1 and not mix_hosts:
+        which = "; ".join(f"{h.get('hostname')}: kernel {k[0]}, {k[1][:20]}" for k, h in kinds.items())
+        raise HarnessError(f"point ({point.label}): repetitions ran on hosts whose kernels or algorithm objects "
+                           f"differ ({which}); rerun them on one kind of host or pass --mix-hosts to pool them")
+
+
+def aggregate(out: Path, mix_hosts: bool = False) -> str:
+    """sweep.json, sweep.csv and table.txt from the finished runs. HarnessError when a point would pool
+    repetitions from hosts of different kernels or algorithm objects, unless mix_hosts."""
+    plan_ = load_plan(out)
+    rows: list[dict[str, Any]] = []
+    runs: list[dict[str, Any]] = []
+    all_hosts: dict[str, dict[str, Any]] = {}
+    for point in plan_.points:
+        point_dir = out / "points" / point.id
+        row: dict[str, Any] = {"id": point.id, "overrides": point.overrides, "label": point.label, "metrics": {}}
+        if (point_dir / NOT_RUNNABLE).is_file():
+            row["status"] = "not runnable: " + (point_dir / NOT_RUNNABLE).read_text().strip()
+            rows.append(row)
+            continue
+        summaries = []
+        hosts: list[dict[str, Any]] = []
+        for rep in range(plan_.repetitions):
+            run_dir = point_dir / f"rep{rep}"
+            if (run_dir / DONE_MARK).is_file():
+                summaries.append(read_json(run_dir / "summary.json", "summary"))
+                host = read_host(run_dir)
+                if host is not None:
+                    hosts.append(host)
+                    all_hosts[str(host.get("hostname"))] = host
+                runs.append({"point": point.id, "label": point.label, "rep": rep, "overrides": point.overrides,
+                             "summary": summaries[-1], "host": host or {}})
+        _check_hosts(point, hosts, mix_hosts)
+        row["hosts"] = sorted({str(h.get("hostname")) for h in hosts})
+        row["status"] = f"{len(summaries)}/{plan_.repetitions} repetitions"
+        row["repetitions"] = len(summaries)
+        for metric in plan_.metrics:
+            values = [v for v in (metric_value(s, metric) for s in summaries) if v is not None]
+            if values:
+                m, ci = mean_ci95(values)
+                row["metrics"][metric] = {"mean": m, "ci95": ci, "n": len(values), "values": values}
+        rows.append(row)
+    host_fields = ("kernel", "cpus", "bbrctl_version", "objects_sha256", "algorithms_sha256")
+    hosts_summary = {name: {k: h.get(k) for k in host_fields} for name, h in sorted(all_hosts.items())}
+    write_json(out / "sweep.json", "sweep", {"name": plan_.name, "metrics": plan_.metrics, "points": rows,
+                                             "hosts": hosts_summary})
+    keys = sorted({k for p in plan_.points for k in p.overrides})
+    with (out / "sweep.csv").open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(keys + ["status"] + [f"{m}{s}" for m in plan_.metrics for s in ("_mean", "_ci95", "_n")])
+        for row in rows:
+            cells: list[Any] = [row["overrides"].get(k, "") for k in keys] + [row["status"]]
+            for metric in plan_.metrics:
+                stat = row["metrics"].get(metric)
+                extra: list[Any] = ["", "", 0]
+                if stat:
+                    extra = [stat["mean"], "" if stat["ci95"] is None else stat["ci95"], stat["n"]]
+                cells += extra
+            writer.writerow(cells)
+    write_runs_csv(out, plan_, runs, keys)
+    link_labels(out, plan_)
+    text = sweep_table(plan_, rows, hosts_summary)
+    (out / "table.txt").write_text(text + "\n")
+    return text
+
+
+RUN_HOST_FIELDS = ("hostname", "kernel", "cpus", "bbrctl_version")
+
+
+def write_runs_csv(out: Path, plan_: Plan, runs: list[dict[str, Any]], keys: list[str]) -> None:
+    """runs.csv: one row per finished run (tidy data for pandas or R), its point's overrides, every
+    metric of the sweep and the host that ran it."""
+    with (out / "runs.csv").open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["point", "label", "rep", *keys, *plan_.metrics, *(f"host_{f}" for f in RUN_HOST_FIELDS)])
+        for r in runs:
+            values = [metric_value(r["summary"], m) for m in plan_.metrics]
+            writer.writerow([r["point"], r["label"], r["rep"], *(r["overrides"].get(k, "") for k in keys),
+                             *("" if v is None else v for v in values),
+                             *(r["host"].get(f, "") for f in RUN_HOST_FIELDS)])
+
+
+def sweep_table(plan_: Plan, rows: list[dict[str, Any]], hosts: dict[str, dict[str, Any]]) -> str:
+    """The console table; a sweep whose runs came from more than one host names them per point and below."""
+    mixed = len(hosts) > 1
+    header = ["point"] + [m.split(".", 1)[1] for m in plan_.metrics] + ["status"] + (["hosts"] if mixed else [])
+    body: list[list[str | None]] = []
+    for row in rows:
+        cells: list[str | None] = [row["label"]]
+        for m in plan_.metrics:
+            stat = row["metrics"].get(m)
+            cells.append(None if stat is None else format_mean(stat["mean"], stat["ci95"]))
+        cells.append(row["status"])
+        if mixed:
+            cells.append(", ".join(row.get("hosts", [])))
+        body.append(cells)
+    text = tables.text(header, body) + "\n(mean ± 95% confidence half-width over repetitions)"
+    if mixed:
+        text += "\nhosts: " + "; ".join(f"{name} (kernel {h['kernel']}, {h['cpus']} CPUs, {h['bbrctl_version']})"
+                                        for name, h in hosts.items())
+    return text
+
+
+def format_mean(mean: float, ci95: float | None) -> str:
+    return f"{mean:.3g}" if ci95 is None else f"{mean:.3g} ± {ci95:.2g}"

@@ -1,0 +1,45 @@
+"""What a sweep directory holds run by run: the marks a run leaves (done, not runnable, failed), what is
+still pending, and the by-label links."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .plans import Job, Plan, point_raw
+
+DONE_MARK = "done"
+NOT_RUNNABLE = "not_runnable.txt"
+FAILED = "failed.txt"
+
+
+def pending(plan_: Plan, out: Path) -> list[Job]:
+    """The repetitions not done yet (nor of a point found not runnable), in rounds: every point once, then
+    again, so that a drifting machine load spreads over all points alike."""
+    return [Job(rep, point, point_raw(plan_.raw, point.overrides), out / "points" / point.id / f"rep{rep}")
+            for rep in range(plan_.repetitions) for point in plan_.points
+            if not (out / "points" / point.id / f"rep{rep}" / DONE_MARK).is_file()
+            and not (out / "points" / point.id / NOT_RUNNABLE).is_file()]
+
+
+def runs_done(plan_: Plan, out: Path) -> int:
+    return sum((out / "points" / point.id / f"rep{rep}" / DONE_MARK).is_file()
+               for rep in range(plan_.repetitions) for point in plan_.points)
+
+
+LABEL_DIR = "by-label"
+MAX_LABEL_CHARS = 120
+
+
+def link_labels(out: Path, plan_: Plan) -> None:
+    """points/by-label/<label> -> ../<id>: the point directories under names a person can read (the ids
+    stay the directories' names, which resumption and the reports rely on)."""
+    links = out / "points" / LABEL_DIR
+    links.mkdir(parents=True, exist_ok=True)
+    for point in plan_.points:
+        name = "".join(c if c.isalnum() or c in "._=,-" else "_" for c in point.label)[:MAX_LABEL_CHARS] or point.id
+        link = links / name
+        if not (out / "points" / point.id).is_dir():
+            continue
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(Path("..") / point.id)
