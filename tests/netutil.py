@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bbrbench.testbed.delayline import DelayLine
-from bbrbench.testbed.netns import Namespaces, command
+from bbrbench.testbed.netns import Namespaces
+from bbrbench.testbed.procs import command
 
 ROOT = Path(__file__).resolve().parents[1]
 

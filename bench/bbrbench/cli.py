@@ -169,7 +169,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from .testbed.runner import cleanup_stale
+    from .testbed.cleanup import cleanup_stale
     _need_root()
     removed = cleanup_stale(include_live=args.all)
     _emit(f"cleanup: removed {len(removed)} item(s)" if removed else "cleanup: nothing left behind")
@@ -202,7 +202,7 @@ def cmd_model(args: argparse.Namespace) -> int:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from .repro import reproduce
-    from .testbed.netns import CHECKOUT_BUILD
+    from .testbed.procs import CHECKOUT_BUILD
     out = Path(args.out) if args.out else Path.cwd() / "results" / f"reproduce-{args.profile}"
     if args.from_summary:
         report = reproduce.rebuild([Path(p) for p in args.from_summary], out)

@@ -14,7 +14,7 @@ import pytest
 
 from bbrbench.errors import HarnessError
 from bbrbench.results import read_json, write_json
-from bbrbench.testbed.netns import CHECKOUT_BUILD, find_binary
+from bbrbench.testbed.procs import CHECKOUT_BUILD, find_binary
 from benchutil import run_cli
 
 

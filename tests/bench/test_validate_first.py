@@ -16,7 +16,7 @@ import pytest
 from bbrbench import cli
 from bbrbench.scenario import AlgoCatalog, validate
 from bbrbench.testbed import system
-from bbrbench.testbed.netns import find_binary
+from bbrbench.testbed.procs import find_binary
 from benchutil import namespaces, run_cli
 
 NOBODY = 65534

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bbrbench.testbed.netns import command
+from bbrbench.testbed.procs import command
 from netutil import BBRCTL, available_ccs, bbrctl, flows_json, iperf_pair, iperf_result
 
 pytestmark = pytest.mark.net

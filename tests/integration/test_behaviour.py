@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bbrbench.testbed.netns import command
+from bbrbench.testbed.procs import command
 from netutil import BBRCTL, NetPair, iperf_pair, iperf_result
 
 pytestmark = pytest.mark.net

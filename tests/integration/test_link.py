@@ -18,7 +18,8 @@ import pytest
 from bbrbench import ratetrace
 from bbrbench.scenario import AlgoCatalog, validate
 from bbrbench.testbed.emulation import LINK, Emulation, bottleneck_impl, check_runnable
-from bbrbench.testbed.netns import Namespaces, command
+from bbrbench.testbed.netns import Namespaces
+from bbrbench.testbed.procs import command
 from bbrbench.testbed.system import qdisc_available
 from bbrbench.testbed.topology import RECEIVER_ADDR, Topology
 from netutil import NS_PREFIX

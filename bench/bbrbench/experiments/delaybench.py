@@ -29,7 +29,8 @@ from typing import Any
 
 from ..errors import HarnessError, UsageError
 from ..testbed.delayline import DelayLine, cleanup_stale
-from ..testbed.netns import Namespaces, command
+from ..testbed.netns import Namespaces
+from ..testbed.procs import command
 
 SENDER_ADDR = "198.18.0.1"
 RECEIVER_ADDR = "198.18.0.2"

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..testbed.linkemu import LinkEmulator
-from ..testbed.netns import command
+from ..testbed.procs import command
 from .delaybench import RECEIVER_ADDR, Chain, RttStats, machine, percentile, run_reported
 
 # A rate no 2-vCPU machine forwards: the link's own speed is what the capacity runs measure.

@@ -37,11 +37,12 @@ from typing import Any
 
 from ..errors import HarnessError, NotRunnable
 from ..scenario import Flow, validate
-from ..testbed import delayline, system
-from ..testbed import netns as procs
+from ..testbed import delayline, procs, runstate, system
+from ..testbed.cleanup import cleanup_stale, signals_deferred, signals_interrupt
 from ..testbed.emulation import Emulation, check_runnable
-from ..testbed.netns import Namespaces, ProcessGroup, RunState, command, find_binary
-from ..testbed.runner import cleanup_stale, signals_deferred, signals_interrupt
+from ..testbed.netns import Namespaces
+from ..testbed.procs import ProcessGroup, command, find_binary
+from ..testbed.runstate import RunState
 from ..testbed.topology import RECEIVER_ADDR, Topology
 from ..testbed.traffic import Traffic
 
@@ -392,7 +393,7 @@ def run_scenario(name: str, spec: LockstepScenario, seconds: float, out_dir: Pat
     raw_dir = out_dir / "raw"
     raw_dir.mkdir(exist_ok=True)
     records = out_dir / "records.jsonl"
-    prefix = procs.new_prefix()
+    prefix = runstate.new_prefix()
     os.environ[procs.RUN_ENV] = prefix
     state = RunState(prefix)
     state.save()

@@ -45,8 +45,10 @@ from ..analysis import tables
 from ..analysis.stats import mean_ci95
 from ..errors import HarnessError, NotRunnable
 from ..results import read_json, write_json
-from ..testbed import netns as procs
-from ..testbed.netns import Namespaces, ProcessGroup, RunState, command, find_binary
+from ..testbed import runstate
+from ..testbed.netns import Namespaces
+from ..testbed.procs import ProcessGroup, command, find_binary
+from ..testbed.runstate import RunState
 from ..testbed.system import catalog
 from .fidelity import CANDIDATE, REFERENCE, loadavg
 
@@ -372,7 +374,8 @@ def run(out: Path, reps: int, seconds: int, extra: Sequence[str] = (), pin: bool
         floor: bool = True) -> str:
     """Run bbr, bbr_floor, bbr1 and `extra` once per repetition, `reps` times; write overhead.json and raw/.
     Without the floor a repetition is a third shorter: more pairs of bbr1 and bbr in the same time."""
-    from ..testbed.runner import cleanup_stale, signals_deferred, signals_interrupt, undo_bbrkit, use_bbrkit
+    from ..testbed.attachments import undo_bbrkit, use_bbrkit
+    from ..testbed.cleanup import cleanup_stale, signals_deferred, signals_interrupt
     if reps < 2:
         raise HarnessError(f"--reps: need at least 2 for a confidence interval (got {reps})")
     if seconds < 1:
@@ -387,7 +390,7 @@ def run(out: Path, reps: int, seconds: int, extra: Sequence[str] = (), pin: bool
     cleanup_stale()
     raw_dir = out / "raw"
     raw_dir.mkdir(parents=True, exist_ok=True)
-    prefix = procs.new_prefix()
+    prefix = runstate.new_prefix()
     state = RunState(prefix)
     group = ProcessGroup(prefix)
     pair = Pair(prefix)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import HarnessError
-from .netns import CHECKOUT_BUILD, command, find_binary
+from .procs import CHECKOUT_BUILD, command, find_binary
 
 BINARY_ENV = "BBRKIT_DELAY"
 BINARY_NAME = "bbrkit-delay"

@@ -19,7 +19,7 @@ from .. import ratetrace
 from ..errors import HarnessError, NotRunnable
 from ..scenario import Scenario
 from . import delayline, linkemu
-from .netns import command, find_binary
+from .procs import command, find_binary
 from .system import have_tool, qdisc_available
 from .topology import BOTTLENECK_IF, DELAY_LEFT_IF, DELAY_RIGHT_IF, LINK_LEFT_IF, LINK_RIGHT_IF, Topology
 

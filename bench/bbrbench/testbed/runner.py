@@ -7,172 +7,31 @@ any error). The caller turns the results directory into a summary (analysis.repo
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
-import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .. import progress, provenance
-from ..errors import HarnessError
 from ..results import write_json
 from ..scenario import Scenario
 from . import delayline
-from . import netns as procs
+from .attachments import prepare_bbrkit, undo_bbrkit
+from .cleanup import cleanup_stale, signals_deferred, signals_interrupt
 from .emulation import LINK, Emulation, bottleneck_impl, check_runnable
 from .host import write_host
-from .netns import Namespaces, ProcessGroup, RunState, remove_netns
+from .netns import Namespaces
+from .procs import RUN_ENV, ProcessGroup
+from .runstate import RunState, new_prefix
 from .sampling import FlowSampler, LinkQueueSampler, QueueSampler, TraceRecorder
-from .system import bbrctl, bbrkit_attached, bbrkit_params, bbrkit_without_trace, format_param
+from .system import bbrkit_without_trace
 from .topology import Topology
 from .traffic import Traffic
 
 log = logging.getLogger(__name__)
-
-
-class Interrupted(KeyboardInterrupt):
-    """SIGTERM/SIGHUP, handled like Ctrl-C."""
-
-
-def _raise_interrupted(signum: int, _frame: Any) -> None:
-    raise Interrupted(f"signal {signal.Signals(signum).name}")
-
-
-@contextlib.contextmanager
-def signals_interrupt() -> Iterator[None]:
-    old = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
-
-
-@contextlib.contextmanager
-def signals_deferred() -> Iterator[None]:
-    """Clean-up must run to its end: further Ctrl-C/SIGTERM are ignored while it does."""
-    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    old = {s: signal.signal(s, signal.SIG_IGN) for s in sigs}
-    try:
-        yield
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
-
-
-# ---------------------------------------------------------------- leftovers
-
-
-def cleanup_prefix(prefix: str) -> list[str]:
-    """Remove everything a run with this prefix may have left: processes, namespaces, delay lines,
-    bbrkit attachments and parameter changes. Returns what was removed."""
-    removed: list[str] = []
-    pids = procs.tagged_pids(prefix)
-    if pids:
-        procs.kill_pids(pids)
-        removed.append(f"{len(pids)} process(es)")
-    for ns in procs.list_netns():
-        if ns.startswith(prefix + "-"):
-            remove_netns(ns)
-            removed.append(f"netns {ns}")
-    count = delayline.cleanup_stale(prefix)
-    if count:
-        removed.append(f"{count} delay line(s)")
-    state = RunState.load(procs.STATE_DIR / f"{prefix}.json")
-    if state is not None:
-        undo_bbrkit(state)
-        removed += [f"bbrkit {a} attachment" for a in state.attached]
-        state.remove()
-    return removed
-
-
-def cleanup_stale(include_live: bool = False) -> list[str]:
-    removed: list[str] = []
-    for prefix in sorted(procs.stale_prefixes(include_live)):
-        items = cleanup_prefix(prefix)
-        if items:
-            log.info("cleanup: run %s: removed %s", prefix, ", ".join(items))
-        removed += items
-    return removed
-
-
-# ---------------------------------------------------------------- bbrkit algorithms
-
-
-def prepare_bbrkit(scenario: Scenario, bbrkit: frozenset[str], state: RunState) -> None:
-    """Attach the bbrkit algorithms the flows use, with the scenario's parameters (see use_bbrkit)."""
-    wanted: dict[str, dict[str, float]] = {}
-    for flow in scenario.flows:
-        if flow.algo in bbrkit:
-            wanted.setdefault(flow.algo, flow.params)
-    use_bbrkit(wanted, state)
-
-
-def use_bbrkit(wanted: dict[str, dict[str, float]], state: RunState) -> None:
-    """Attach each wanted bbrkit algorithm and set every parameter (the given value, else the default, so
-    results do not depend on what an earlier session left set), recording in `state` how to undo it.
-
-    Attachments and parameters are global to the machine: a concurrent run may already use an algorithm.
-    It is shared when both want the same parameters and refused otherwise, since each would corrupt the
-    other's results. undo_bbrkit() is the counterpart."""
-    if not wanted:
-        return
-    with procs.state_lock():
-        others = procs.live_states(excluding=state.prefix)
-        attached = bbrkit_attached()
-        for algo, params in wanted.items():
-            settings = {**bbrkit_params(algo, "default"), **params}
-            sharing = [o for o in others if algo in o.uses]
-            for other in sharing:
-                if other.uses[algo] != settings:
-                    raise HarnessError(f"{algo} is in use by run {other.prefix} with other parameters "
-                                       f"({other.uses[algo]}); run these one at a time")
-            state.uses[algo] = settings
-            if algo not in attached:
-                state.attached.append(algo)
-                state.save()
-                bbrctl("attach", algo)
-            if settings and not sharing:
-                state.restore_params[algo] = bbrkit_params(algo)
-                state.save()
-                bbrctl("set", algo, *(f"{k}={format_param(v)}" for k, v in settings.items()))
-            state.save()
-
-
-def undo_bbrkit(state: RunState) -> None:
-    """Restore parameters and detach what this run attached, unless a live run still uses the algorithm:
-    then that run inherits the duty."""
-    with procs.state_lock():
-        others = procs.live_states(excluding=state.prefix)
-        for algo in set(state.restore_params) | set(state.attached):
-            heir = next((o for o in others if algo in o.uses), None)
-            if heir is not None:
-                if algo in state.restore_params:
-                    heir.restore_params.setdefault(algo, state.restore_params[algo])
-                if algo in state.attached and algo not in heir.attached:
-                    heir.attached.append(algo)
-                heir.save()
-                continue
-            if algo not in bbrkit_attached():
-                continue  # never attached (attach failed) or detached by hand: nothing to undo
-            params = state.restore_params.get(algo)
-            if params:
-                try:
-                    bbrctl("set", algo, *(f"{k}={format_param(v)}" for k, v in params.items()))
-                except HarnessError as exc:
-                    log.warning("restoring %s parameters: %s", algo, exc)
-            if algo in state.attached:
-                try:
-                    bbrctl("detach", algo)
-                except HarnessError as exc:
-                    log.warning("detaching %s: %s", algo, exc)
-
-
-# ---------------------------------------------------------------- the run
 
 
 def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit: frozenset[str],
@@ -186,8 +45,8 @@ def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit:
     out_dir.mkdir(parents=True, exist_ok=True)
     raw_dir = out_dir / "raw"
     raw_dir.mkdir(exist_ok=True)
-    prefix = procs.new_prefix()
-    os.environ[procs.RUN_ENV] = prefix
+    prefix = new_prefix()
+    os.environ[RUN_ENV] = prefix
     state = RunState(prefix)
     state.save()
     group = ProcessGroup(prefix)
@@ -266,7 +125,7 @@ def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit:
                     step()
                 except Exception as exc:
                     log.warning("clean-up of %s: %s", what, exc)
-            os.environ.pop(procs.RUN_ENV, None)
+            os.environ.pop(RUN_ENV, None)
             (raw_dir / "events.json").write_text(json.dumps(events, indent=2) + "\n")
 
 

@@ -24,7 +24,7 @@ from typing import IO, Any
 from ..errors import HarnessError
 from ..results import FLOW_FIELDS, QUEUE_FIELDS
 from .emulation import LEAF_HANDLE
-from .netns import ProcessGroup, command
+from .procs import ProcessGroup, command
 from .system import bbrctl_path
 from .topology import BOTTLENECK_IF, Topology
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import HarnessError
 from ..scenario import AlgoCatalog
-from .netns import command, find_binary
+from .procs import command, find_binary
 
 log = logging.getLogger(__name__)
 KERNEL_CC_PATH = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..scenario import Scenario
-from .netns import Namespaces, command
+from .netns import Namespaces
+from .procs import command
 
 RECEIVER_ADDR = "198.19.0.1"
 ROUTER_RX_ADDR = "198.19.0.254"

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import HarnessError
 from ..scenario import Flow, Scenario
-from .netns import ProcessGroup, command
+from .procs import ProcessGroup, command
 from .topology import RECEIVER_ADDR, Topology
 
 SERVER_READY_TIMEOUT_S = 10.0
