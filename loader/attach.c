@@ -70,16 +70,12 @@ static int clear_the_way(const struct algo *a, int rootfd, bool *done)
 int cmd_attach(const struct cmd_opts *o, int argc, char **argv)
 {
 	struct loaded l = { .link_fd = -1 };
-	const struct algo *a;
+	const struct algo *a = o->algo;
 	bool done = false;
 	int rootfd, ret;
 
-	(void)o;
 	(void)argc;
-	a = find_algo_or_fail(argv[0]);
-	if (!a)
-		return EXIT_USAGE;
-	set_context("attach %s", a->name);
+	(void)argv; /* ALGO only: o->algo */
 	if (check_kernel())
 		return EXIT_FAILURE;
 	rootfd = lock_root(true);
@@ -144,15 +140,11 @@ static int unregister(const struct algo *a, const char *dir)
 int cmd_detach(const struct cmd_opts *o, int argc, char **argv)
 {
 	char dir[BBRCTL_MAX_PATH], link[BBRCTL_MAX_PATH];
-	const struct algo *a;
+	const struct algo *a = o->algo;
 	int rootfd, err, ret;
 
-	(void)o;
 	(void)argc;
-	a = find_algo_or_fail(argv[0]);
-	if (!a)
-		return EXIT_USAGE;
-	set_context("detach %s", a->name);
+	(void)argv; /* ALGO only: o->algo */
 	if (check_root())
 		return EXIT_FAILURE;
 	pin_path(dir, a->name, NULL);

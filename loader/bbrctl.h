@@ -210,9 +210,11 @@ void json_number_text(struct json *j, const char *text);
 
 /* cli.c: the command table. Options of all subcommands land in one struct cmd_opts. */
 #define CLI_MANY 64 /* most positional arguments a command takes */
+struct algo;
 struct cmd_opts {
 	bool json;
 	const char *out, *format, *object;
+	const struct algo *algo; /* the command's ALGO, resolved by the parser (takes_algo) */
 };
 struct cli_opt {
 	const char *name;
@@ -232,6 +234,10 @@ struct cli_command {
 	const struct cli_opt *opts; /* terminated by an empty entry; -v and -h come with every command */
 	const char *doc;
 	void (*extra_help)(FILE *out);
+	/* The first positional is ALGO: the parser resolves it (an unknown name is the usage error) into
+	 * cmd_opts.algo and names it in the error context, "attach bbr1: ...".
+	 */
+	bool takes_algo;
 };
 extern const struct cli_command cli_commands[];
 const struct cli_command *cli_find(const char *name);

@@ -55,20 +55,20 @@ const struct cli_command cli_commands[] = {
 	  "\"params\": [{\"name\", \"field\", \"kind\" (ratio, uint, bool), \"unit\", \"default\", \"min\",\n"
 	  "\"max\", \"usual_min\", \"usual_max\" (null: no band), \"help\"}], \"pin_dir\", \"features\"\n"
 	  "(attached only: {\"params\", \"trace\", \"flows\"})}], \"kernel_available\": [...]}\n",
-	  NULL },
+	  NULL, false },
 	{ "attach", cmd_attach, "register an algorithm (stays after bbrctl exits)", "ALGO", 1, 1, NULL,
 	  "Load ALGO, register it as a TCP congestion control and pin it under " BBRKIT_PIN_ROOT "/ALGO so\n"
 	  "that it stays registered after bbrctl exits. Mounts bpffs at /sys/fs/bpf when missing.\n"
 	  "Attaching an attached algorithm changes nothing. Optional pieces the kernel refuses (trace,\n"
 	  "flow ids, the flows iterators) are a warning each, not a failure.\n",
-	  NULL },
+	  NULL, true },
 	{ "detach", cmd_detach, "unregister an algorithm and remove its pins", "ALGO", 1, 1, NULL,
 	  "Unregister ALGO and remove its pins. Connections already using it keep it until they close\n"
 	  "(the kernel holds a reference per socket); new ones can no longer select it. Its flows no\n"
 	  "longer show in `bbrctl flows` or `trace`. Refused while a network namespace has ALGO as its\n"
 	  "default congestion control: that default would keep handing the unregistered ALGO to new\n"
 	  "connections.\n",
-	  NULL },
+	  NULL, true },
 	{ "upgrade", cmd_upgrade, "swap another build into an attached algorithm's registration", "ALGO", 1, 1,
 	  upgrade_opts,
 	  "Swap another build of ALGO into its registration through the pinned struct_ops link\n"
@@ -77,7 +77,7 @@ const struct cli_command cli_commands[] = {
 	  "one's params map (values carry over), trace maps and flow storage. Refused where the kernel\n"
 	  "cannot update struct_ops links (bbrctl features: link-update; BBRCTL_DISABLE=link-update\n"
 	  "acts as if it could not).\n",
-	  NULL },
+	  NULL, true },
 	{ "show", cmd_show, "print an algorithm's parameters", "ALGO", 1, 1, json_opt,
 	  "Print ALGO's parameters: the value flows act on, unit, default and allowed range.\n"
 	  "A stored value outside the range (a raw write, e.g. with bpftool) acts as the default; a\n"
@@ -87,31 +87,31 @@ const struct cli_command cli_commands[] = {
 	  "attached \"value\" (acted on), \"raw\" (stored), \"status\" (ok, out-of-range, unusual),\n"
 	  "\"note\"}]}; ratios are plain numbers (0.75). For a detached ALGO, --json needs no root and\n"
 	  "describes the parameters from the tables compiled into bbrctl.\n",
-	  help_params },
+	  help_params, true },
 	{ "set", cmd_set, "change an algorithm's parameters", "ALGO KEY=VALUE...", 2, CLI_MANY, NULL,
 	  "Set ALGO's parameters in its pinned params map, in human units (e.g. bbrctl set bbr_rttgain\n"
 	  "alpha=0.75 probe_exit=1.25). All keys are checked first and written together in one map\n"
 	  "update, or none is. Running flows use the new values from their next ACK. Values far from\n"
 	  "the paper's are written with a warning.\n",
-	  help_params },
+	  help_params, true },
 	{ "flows", cmd_flows, "print the live flows of attached algorithms", "[ALGO...]", 0, CLI_MANY, json_opt,
 	  "Print the live flows (all network namespaces) of the named attached algorithms, or of all\n"
 	  "attached ones. The table shows gains as multiples, rates in Mbit/s, RTTs in ms, cwnd and\n"
 	  "inflight in packets; VARIANT is the variant's own state. JSON: {\"flows\": [...]}, each flow\n"
 	  "with the record keys below.\n",
-	  record_keys_help },
+	  record_keys_help, false },
 	{ "trace", cmd_trace, "record per-flow state over time (JSON lines or CSV)", "[ALGO...]", 0, CLI_MANY,
 	  trace_opts,
 	  "Record the per-flow state of the named attached algorithms (all attached ones by default), one\n"
 	  "record per flow per round trip and on every mode change, until SIGINT or SIGTERM. Output: JSON\n"
 	  "lines (default) or CSV with a header. One trace at a time may read an algorithm.\n",
-	  record_keys_help },
+	  record_keys_help, false },
 	{ "features", cmd_features, "what this kernel allows bbrkit to do", "", 0, 0, json_opt,
 	  "Probe each kernel capability bbrkit uses and print one line per capability: yes, or no with\n"
 	  "the reason. Probes load small BPF programs and bbrkit's own struct_ops programs without\n"
 	  "registering anything; nothing is changed. Only the first two are needed to attach.\n"
 	  "JSON: {\"features\": [{\"key\", \"what\", \"available\", \"reason\", \"note\"}]}\n",
-	  NULL },
+	  NULL, false },
 	{},
 };
 /* clang-format on */

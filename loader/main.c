@@ -66,5 +66,11 @@ int main(int argc, char **argv)
 		return ret < 0 ? EXIT_SUCCESS : ret;
 	o.json |= json_output;
 	json_output = o.json;
+	if (cmd->takes_algo) {
+		o.algo = find_algo_or_fail(argv[first]);
+		if (!o.algo)
+			return EXIT_USAGE;
+		set_context("%s %s", cmd->name, o.algo->name);
+	}
 	return cmd->run(&o, argc - first, argv + first);
 }

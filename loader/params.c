@@ -288,16 +288,13 @@ static void show_table(const struct algo *a, const void *value)
 int cmd_show(const struct cmd_opts *o, int argc, char **argv)
 {
 	unsigned char value[MAX_PARAMS_SIZE];
-	const struct algo *a;
+	const struct algo *a = o->algo;
 	bool json = o->json;
 	__u32 key = 0;
 	int fd, err;
 
 	(void)argc;
-	a = find_algo_or_fail(argv[0]);
-	if (!a)
-		return EXIT_USAGE;
-	set_context("show %s", a->name);
+	(void)argv; /* ALGO only: o->algo */
 	/* A detached algorithm's parameters are the compiled-in table: no root, nothing to read. */
 	if (json && attached_state(a) == 0) {
 		show_json(a, NULL);
@@ -375,15 +372,10 @@ static int apply_args(const struct algo *a, int argc, char **argv, void *value)
 int cmd_set(const struct cmd_opts *o, int argc, char **argv)
 {
 	unsigned char value[MAX_PARAMS_SIZE];
-	const struct algo *a;
+	const struct algo *a = o->algo;
 	__u32 key = 0;
 	int fd, err;
 
-	(void)o;
-	a = find_algo_or_fail(argv[0]);
-	if (!a)
-		return EXIT_USAGE;
-	set_context("set %s", a->name);
 	if (!a->nparams)
 		return bad_argument("%s has no parameters", a->name);
 	/* Validate against the defaults first: bad input is reported before any state is read. */

@@ -149,14 +149,11 @@ int cmd_upgrade(const struct cmd_opts *o, int argc, char **argv)
 {
 	struct loaded l = { .link_fd = -1 };
 	const char *path = o->object;
-	const struct algo *a;
+	const struct algo *a = o->algo;
 	int rootfd, err, ret;
 
 	(void)argc;
-	a = find_algo_or_fail(argv[0]);
-	if (!a)
-		return EXIT_USAGE;
-	set_context("upgrade %s", a->name);
+	(void)argv; /* ALGO only: o->algo */
 	if (path && access(path, R_OK))
 		return fail(errno, "cannot read %s", path);
 	if (check_kernel())

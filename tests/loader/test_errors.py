@@ -135,3 +135,26 @@ def test_every_subcommand_has_help(command: str) -> None:
     result = ctl(command, "--help")
     assert result.returncode == 0 and result.stderr == ""
     assert result.stdout.startswith(f"usage: bbrctl {command}")
+
+
+def _commands_taking_algo() -> list[str]:
+    """The commands whose usage line starts its positionals with one ALGO (the table's takes_algo)."""
+    listing = ctl("--help").stdout.split("commands (each has --help):\n")[1].split("\n\n")[0]
+    names = [line.split()[0] for line in listing.splitlines()]
+    return [n for n in names if ctl(n, "--help").stdout.splitlines()[0].rsplit("] ", 1)[-1].startswith("ALGO")]
+
+
+def test_every_command_taking_one_algo_rejects_an_unknown_one_alike() -> None:
+    """The parser resolves ALGO once for every such command: the same one-line usage error, context
+    'bbrctl: CMD:', exit status 2, nothing on stdout, and under --json the same error document."""
+    takes = _commands_taking_algo()
+    assert set(takes) == {"attach", "detach", "upgrade", "show", "set"}
+    known = ctl("attach", "nope").stderr.split("(known: ")[1]
+    for cmd in takes:
+        extra = ["alpha=1"] if cmd == "set" else []
+        result = ctl(cmd, "nope", *extra)
+        assert (result.returncode, result.stdout) == (2, "")
+        assert result.stderr == f"bbrctl: {cmd}: unknown algorithm 'nope' (known: {known}"
+    doc = json.loads(ctl("-j", "show", "nope").stdout)
+    assert doc == {"error": f"unknown algorithm 'nope' (known: {known.rstrip()[:-1]})", "command": "show",
+                   "exit_status": 2}
