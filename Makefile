@@ -36,14 +36,14 @@ DELAY_BIN := $(if $(DELAY_SRCS),$(BUILD)/bbrkit-delay)
 LINK_CORE := bench/link/queue.c bench/link/queue.h
 LINK_BIN := $(BUILD)/bbrkit-link
 
-# Test-only: the lockstep check of bbr1 against the kernel's BBR. Outside bpf/, so it never joins
-# the algorithm table; its own small loader registers it only while it runs.
+# bench/kernelbbr/: the two tools that run the kernel's own BBR through struct_ops, side by side with
+# what they share (kernel_bbr_tool.h). Outside bpf/, so neither joins the algorithm table.
+# The lockstep check of bbr1 against the kernel's BBR; its own small loader registers it only while it runs.
 LOCKSTEP_BIN := $(BUILD)/bbrkit-lockstep
-# bench/floor/kernel_bbr_tool.h: what the two kernel-BBR tools share, kept beside the floor's.
-LOCKSTEP_SRCS := $(wildcard tests/lockstep/*.c tests/lockstep/*.h) bench/floor/kernel_bbr_tool.h
+LOCKSTEP_SRCS := $(wildcard bench/kernelbbr/lockstep/*.c bench/kernelbbr/lockstep/*.h) bench/kernelbbr/kernel_bbr_tool.h
 
 # Benchmark-only: bbr_floor, the kernel's BBR behind struct_ops (the overhead benchmark's floor).
-# Outside bpf/ for the same reason; bbrkit-floor registers it while it runs.
+# bbrkit-floor registers it while it runs.
 FLOOR_BIN := $(BUILD)/bbrkit-floor
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
@@ -158,7 +158,7 @@ $(LINK_BIN): bench/link/link.c $(LINK_CORE) bench/wire/afpacket.h | $(BUILD)
 
 $(BUILD)/lockstep/bbr_lockstep.bpf.o: $(LOCKSTEP_SRCS) $(BUILD)/vmlinux.h $(BPF_HDRS) bpf/bbr1.bpf.c | $(BUILD)/lockstep
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -Itests/lockstep -c tests/lockstep/bbr_lockstep.bpf.c -o $@
+	$(Q)$(CLANG) $(BPF_CFLAGS) -Ibench/kernelbbr/lockstep -c bench/kernelbbr/lockstep/bbr_lockstep.bpf.c -o $@
 	$(Q)$(LLVM_STRIP) -g $@
 
 $(BUILD)/lockstep/bbr_lockstep.skel.h: $(BUILD)/lockstep/bbr_lockstep.bpf.o
@@ -167,9 +167,9 @@ $(BUILD)/lockstep/bbr_lockstep.skel.h: $(BUILD)/lockstep/bbr_lockstep.bpf.o
 
 $(LOCKSTEP_BIN): $(BUILD)/lockstep/bbr_lockstep.skel.h $(LOCKSTEP_SRCS) loader/struct_ops_link.h
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LOADER_CFLAGS) -I$(BUILD)/lockstep -Itests/lockstep -Ibench/floor tests/lockstep/lockstep.c $(LIBBPF_LIBS) -o $@
+	$(Q)$(CC) $(LOADER_CFLAGS) -I$(BUILD)/lockstep -Ibench/kernelbbr/lockstep -Ibench/kernelbbr bench/kernelbbr/lockstep/lockstep.c $(LIBBPF_LIBS) -o $@
 
-$(BUILD)/floor/bbr_floor.bpf.o: bench/floor/bbr_floor.bpf.c bpf/cc_struct_ops.h $(BUILD)/vmlinux.h | $(BUILD)/floor
+$(BUILD)/floor/bbr_floor.bpf.o: bench/kernelbbr/floor/bbr_floor.bpf.c bpf/cc_struct_ops.h $(BUILD)/vmlinux.h | $(BUILD)/floor
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 	$(Q)$(LLVM_STRIP) -g $@
@@ -178,9 +178,9 @@ $(BUILD)/floor/bbr_floor.skel.h: $(BUILD)/floor/bbr_floor.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name bbr_floor > $@
 
-$(FLOOR_BIN): bench/floor/floor.c $(BUILD)/floor/bbr_floor.skel.h bench/floor/kernel_bbr_tool.h loader/struct_ops_link.h
+$(FLOOR_BIN): bench/kernelbbr/floor/floor.c $(BUILD)/floor/bbr_floor.skel.h bench/kernelbbr/kernel_bbr_tool.h loader/struct_ops_link.h
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LOADER_CFLAGS) -I$(BUILD)/floor $< $(LIBBPF_LIBS) -o $@
+	$(Q)$(CC) $(LOADER_CFLAGS) -I$(BUILD)/floor -Ibench/kernelbbr $< $(LIBBPF_LIBS) -o $@
 
 # The link emulator's queue core is plain C too, tested on the host like the BBR core.
 $(BUILD)/test_queue: tests/unit/test_queue.c $(LINK_CORE) $(UNIT_HDRS) | $(BUILD)

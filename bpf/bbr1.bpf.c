@@ -40,7 +40,7 @@ BBR_INLINE void bbr_variant_fill(struct bbrkit_flow *f, const struct bbr_core *b
 {
 }
 
-/* The lockstep check (tests/lockstep) runs these hooks under its own glue, without bbr1's. */
+/* The lockstep check (bench/kernelbbr/lockstep) runs these hooks under its own glue, without bbr1's. */
 #ifndef BBRKIT_HOOKS_ONLY
 #define BBRKIT_ALGO "bbr1"
 #include "bbr_ops.h"

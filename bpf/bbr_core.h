@@ -170,7 +170,7 @@ BBR_INLINE struct bbr_core *bbr_core_of(const struct sock *sk)
  * request) and its one random draw go through these accessors, never straight to the socket.
  * The shipped programs and the host tests map them to the socket here: inlined, they are the
  * same loads and stores as before. A build that defines BBR_CUSTOM_OUTPUT defines them itself
- * after including this header: the lockstep check (tests/lockstep) keeps them in a shadow result
+ * after including this header: the lockstep check (bench/kernelbbr/lockstep) keeps them in a shadow result
  * beside a shadow state, and takes the random phase from the kernel's own BBR.
  */
 #ifndef BBR_CUSTOM_OUTPUT

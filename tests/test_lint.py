@@ -16,8 +16,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 CLANG_FORMAT_FILES = sorted(str(p.relative_to(ROOT))
-                            for d in ("bench/delayline", "bench/link", "bench/wire", "bench/floor", "loader",
-                                      "loader/gen", "include", "bpf", "tests/unit", "tests/lockstep")
+                            for d in ("bench/delayline", "bench/link", "bench/wire", "bench/kernelbbr",
+                                      "bench/kernelbbr/floor", "bench/kernelbbr/lockstep", "loader", "loader/gen",
+                                      "include", "bpf", "tests/unit")
                             for p in (ROOT / d).glob("*.[ch]"))
 SHELL_SCRIPTS = [*sorted(str(p.relative_to(ROOT)) for p in (ROOT / "scripts").glob("*.sh")), ".ci/run"]
 

@@ -2,8 +2,8 @@
 /* What the two test/benchmark-only tools that run the kernel's own BBR through struct_ops share
  * (bbrkit-lockstep, bbrkit-floor): their one-line errors, libbpf's log behind -v, and the check that
  * the kernel's BBR is callable from BPF at all. User space only. Define TOOL_NAME before including.
- * A helper of these two tools, not bbrkit's ABI: it lives beside the floor's source, and the lockstep
- * tool's build finds it with -Ibench/floor (Makefile).
+ * A helper of these two tools, not bbrkit's ABI: it lives in their common directory, and both builds
+ * find it with -Ibench/kernelbbr (Makefile).
  */
 #ifndef KERNEL_BBR_TOOL_H
 #define KERNEL_BBR_TOOL_H

@@ -1,4 +1,4 @@
-"""bbr1's core in lockstep with the kernel's BBR on live traffic (tests/lockstep, `bbrbench lockstep`):
+"""bbr1's core in lockstep with the kernel's BBR on live traffic (bench/kernelbbr/lockstep, `bbrbench lockstep`):
 a short run of five scenarios must compare thousands of callbacks, hidden state included, with no
 difference of unknown cause (a PROBE_RTT difference only within its bound), exercise the paths each
 scenario is there for, and leave the test-only congestion control unregistered."""

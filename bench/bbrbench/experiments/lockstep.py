@@ -1,6 +1,6 @@
 """bbrbench lockstep: bbrkit's BBR core against the kernel's BBR, callback by callback, on live traffic.
 
-Each scenario runs its flows with the test-only congestion control bbr_lockstep (tests/lockstep/), which
+Each scenario runs its flows with the test-only congestion control bbr_lockstep (bench/kernelbbr/lockstep/), which
 build/bbrkit-lockstep registers for that scenario only. On every callback the kernel's BBR decides (its
 kfuncs set cwnd and pacing rate on the socket) and bbrkit's core runs beside it on a shadow state fed the
 same inputs; after each callback the decisions and the whole model (hidden state included) are compared,

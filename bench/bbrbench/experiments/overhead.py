@@ -1,6 +1,6 @@
 """Overhead benchmark: CPU per transferred byte of bbr1 against the kernel's bbr, unshaped over one veth.
 
-Three algorithms at least: the kernel's bbr; bbr_floor (bench/floor/), the kernel's BBR called through
+Three algorithms at least: the kernel's bbr; bbr_floor (bench/kernelbbr/floor/), the kernel's BBR called through
 BPF struct_ops and nothing else, which build/bbrkit-floor registers for the benchmark only; and bbr1.
 floor / bbr is what the struct_ops trampolines cost, bbr1 / floor what bbrkit's own logic costs. The other
 bbrkit algorithms can be added. Two namespaces joined by a veth pair, no qdisc shaping, no delay; one

@@ -9,7 +9,7 @@
  * logic (bbr1 - floor).
  *
  * Benchmark-only: it lives outside bpf/ so that bbrctl's algorithm table never sees it, and only
- * bench/floor/floor.c registers it, through a link that dies with that process. Programs and table
+ * bench/kernelbbr/floor/floor.c registers it, through a link that dies with that process. Programs and table
  * come from bpf/cc_struct_ops.h, as bbr1's do, so that each of bbr1's programs has its counterpart
  * here under the same name.
  */

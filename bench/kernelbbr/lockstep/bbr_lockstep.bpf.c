@@ -25,7 +25,7 @@
  * clock itself, is exact only to a jiffy.
  *
  * Never part of bbrctl: it lives outside bpf/ so that the loader's algorithm table does not see
- * it, and only tests/lockstep/lockstep.c registers it, through a link that dies with that process.
+ * it, and only bench/kernelbbr/lockstep/lockstep.c registers it, through a link that dies with that process.
  */
 #define BBR_CUSTOM_OUTPUT
 #define BBRKIT_HOOKS_ONLY
