@@ -24,11 +24,11 @@
  * - PROBE_RTT when min_rtt was not refreshed for 5 s: cwnd 0.5 x BDP for max(200 ms, one round).
  * - Pacing at bw x gain less 1%, as BBRv1.
  *
- * The BBRv1 core (bbr_core.h) keeps its struct in icsk_ca_priv and lends v3 everything the two
- * agree on: rounds, min_rtt, gains, mode, ACK aggregation, pacing, BDP, the EDT inflight estimate,
- * cwnd save/restore. core.bw.s[0].v holds v3's bw (min of bw_hi and bw_lo, kept current by
- * bbr3_set_bw()), so the core's helpers that read the estimate use v3's. The core's v1 state
- * machine (bbr_main) is compiled but not used: bbr3_main() replaces it.
+ * The substrate (bbr_substrate.h), which BBRv1 shares, keeps its struct bbr_core in icsk_ca_priv
+ * and lends v3 everything the two agree on: rounds, min_rtt, gains, mode, ACK aggregation, pacing,
+ * BDP, the EDT inflight estimate, cwnd save/restore. core.bw.s[0].v holds v3's bw (min of bw_hi and
+ * bw_lo, kept current by bbr3_set_bw()), so the substrate's helpers that read the estimate use v3's.
+ * BBRv1's state machine (bbr_core.h) is not included.
  *
  * State beyond the 104 bytes: struct bbr3 (104 bytes) lives in BPF_MAP_TYPE_SK_STORAGE, looked up
  * once per ACK (bbr3_main) and passed down. Packing does not work: the core fields v3 shares take
@@ -67,8 +67,8 @@
  * F. RTO marks: judged in set_state(TCP_CA_Loss), with the flight outstanding at the RTO
  *    (packets_out - sacked_out) and the cwnd saved by ssthresh, as the last marked skb; v3 judges
  *    each skb with its own send-time flight. B's base is then moved past them.
- * Deviations of the shared core: the ACK-aggregation window is 5-10 rounds also in STARTUP (v3: 1-2
- * rounds); time stamps are 1024 us ticks, as in the core.
+ * Where the shared substrate deviates from v3: the ACK-aggregation window is 5-10 rounds also in
+ * STARTUP (v3: 1-2 rounds); time stamps are 1024 us ticks, as in BBRv1.
  *
  * The algorithm file defines the two rule hooks below (bbr3 with v3's rules, bbr2 with v2alpha's)
  * and may override the BBR3_* constants before including this header.
@@ -111,7 +111,7 @@
 #define BBR_STARTUP_PACING_GAIN BBR3_STARTUP_PACING_GAIN
 #define BBRKIT_CC(fn) bbr3_##fn
 
-#include "bbr_core.h"
+#include "bbr_substrate.h"
 
 /* Gain of UP, in BBR_UNIT: probe for 25% more bandwidth. */
 #define BBR3_UP_GAIN (BBR_UNIT * 5 / 4)
@@ -243,7 +243,7 @@ BBR_INLINE u32 bbr3_max_bw(const struct bbr3 *s)
 	return bbr_max_u32(s->bw_hi[0], s->bw_hi[1]);
 }
 
-/* v3's bw = min(bw_hi, bw_lo), published where the core's helpers read their estimate. */
+/* v3's bw = min(bw_hi, bw_lo), published where the substrate's helpers read their estimate. */
 BBR_INLINE void bbr3_set_bw(struct bbr_core *b, const struct bbr3 *s)
 {
 	b->bw.s[0].v = bbr_min_u32(bbr3_max_bw(s), s->bw_lo);
@@ -298,7 +298,7 @@ BBR_INLINE bool bbr3_ecn(const struct sock *sk, const struct bbr_core *b)
 		(!max_rtt || b->min_rtt_us <= max_rtt);
 }
 
-/* Like the core's budget, but v3 floors cwnd at 3 TSO skbs and 4 packets instead of adding them. */
+/* Like BBRv1's budget (bbr_core.h), but v3 floors cwnd at 3 TSO skbs and 4 packets, not adds them. */
 BBR_INLINE u32 bbr3_quantization_budget(struct sock *sk, const struct bbr_core *b, u32 cwnd)
 {
 	cwnd = bbr_max_u32(cwnd, 3 * bbr_tso_segs_goal(sk, b));
@@ -336,7 +336,7 @@ BBR_INLINE bool bbr3_is_probing_bandwidth(const struct bbr_core *b)
 			(b->cycle_idx == BBRKIT_V3_REFILL || b->cycle_idx == BBRKIT_V3_UP));
 }
 
-/* An unsigned delta, as the core's v1 cycle clock: right for phases up to 2^32 us (71 min). */
+/* An unsigned delta, as BBRv1's cycle clock: right for phases up to 2^32 us (71 min). */
 BBR_INLINE bool bbr3_has_elapsed_in_phase(const struct sock *sk, const struct bbr_core *b, u32 us)
 {
 	return bbr_stamp_delta_us(tcp_sk(sk)->tcp_mstamp, b->cycle_stamp) > us;
@@ -1061,7 +1061,7 @@ BBR_INLINE void bbr3_state_init(struct sock *sk, struct bbr_core *b, struct bbr3
 	s->initialized = 1;
 	s->init_cwnd = bbr_min_u32(0x7F, bbr_out_cwnd(sk, b));
 	s->probe_rtt_min_us = tp->rtt_min.s[0].v;
-	s->probe_rtt_min_stamp = b->min_rtt_stamp;   /* the core's init clock: tcp_mstamp may be stale */
+	s->probe_rtt_min_stamp = b->min_rtt_stamp;   /* the reset's clock: tcp_mstamp may be stale */
 	s->loss_round_delivered = tp->delivered + 1; /* the first loss round ends with the first flight */
 	s->round_lost = tp->lost;
 	s->round_delivered = tp->delivered;
@@ -1072,19 +1072,20 @@ BBR_INLINE void bbr3_state_init(struct sock *sk, struct bbr_core *b, struct bbr3
 	bbr3_reset_lower_bounds(b, s);
 }
 
-/* init is the core's (v3 shares its fields), which calls this for v3's own. */
-BBR_INLINE void bbr_variant_init(struct sock *sk, struct bbr_core *b)
+/* The substrate's reset (v3 shares its fields), v3's own state, then the request to pace. */
+BBR_INLINE void bbr3_init(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbr_core *b = bbr_core_of(sk);
 	struct bbr3 *s;
 
+	bbr_core_reset(sk, b);
 	b->prior_cwnd = tp->prior_cwnd;
 	s = bbr3_state(sk, true);
 	if (s)
 		bbr3_state_init(sk, b, s);
+	bbr_out_request_pacing(sk, b);
 }
-
-#define bbr3_init bbr_init
 
 /* cong_control: the per-ACK entry point, with its one storage lookup. */
 BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
@@ -1206,13 +1207,13 @@ BBR_INLINE void bbr3_cwnd_event(struct sock *sk, enum tcp_ca_event event)
 #define bbr3_sndbuf_expand bbr_sndbuf_expand
 #define bbr3_min_tso_segs bbr_min_tso_segs
 
-/* The core's record plus the v3 state. */
+/* The substrate's record plus the v3 state. */
 BBR_INLINE void bbr3_fill_flow(struct bbrkit_flow *f, struct sock *sk, const struct bbr_core *b, u8 event)
 {
 	const struct bbr3 *s = bbr3_state(sk, false);
 	u32 lost, delivered;
 
-	bbr_fill_flow(f, sk, b, event);
+	bbr_fill_flow_common(f, sk, b, event);
 	f->variant[BBRKIT_VAR_V3_PHASE] = b->mode == BBRKIT_PROBE_BW ? b->cycle_idx : BBRKIT_V3_NONE;
 	if (!s)
 		return;
@@ -1227,36 +1228,6 @@ BBR_INLINE void bbr3_fill_flow(struct bbrkit_flow *f, struct sock *sk, const str
 	f->variant[BBRKIT_VAR_V3_ECN_RATE] =
 		delivered ? (u16)((u64)s->last_round_ce * BBRKIT_PERMILLE / delivered) : 0;
 	f->variant[BBRKIT_VAR_V3_ECN_ALPHA] = s->ecn_alpha;
-}
-
-/* bbr_core.h's BBRv1 state machine is compiled along but never runs (bbr3_main replaces
- * bbr_main), so its other variant hooks get inert definitions.
- */
-BBR_INLINE void bbr_variant_on_ack(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs)
-{
-}
-
-BBR_INLINE bool bbr_variant_end_probe(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs)
-{
-	return false;
-}
-
-BBR_INLINE u32 bbr_variant_pacing_gain(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs)
-{
-	return b->pacing_gain;
-}
-
-BBR_INLINE void bbr_variant_recovery_start(struct sock *sk, struct bbr_core *b, u32 acked, u32 *cwnd)
-{
-}
-
-BBR_INLINE u32 bbr_variant_conservation_cwnd(struct sock *sk, struct bbr_core *b, u32 acked, u32 cwnd, u32 bw)
-{
-	return cwnd;
-}
-
-BBR_INLINE void bbr_variant_fill(struct bbrkit_flow *f, const struct bbr_core *b)
-{
 }
 
 #endif /* BBR3_CORE_H */

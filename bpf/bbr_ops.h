@@ -2,8 +2,8 @@
 /* The tcp_congestion_ops glue every bbrkit algorithm shares: per-ACK entry with tracing, the
  * struct_ops callbacks, the trace ring buffer, and the iterators behind `bbrctl flows`.
  *
- * Include it last, after bbr_core.h and the variant hooks, with BBRKIT_ALGO defined to the
- * congestion control's name (at most 15 characters, unique in the kernel).
+ * Include it last, after the family's core (bbr_core.h and the variant hooks, or bbr3_core.h), with
+ * BBRKIT_ALGO defined to the congestion control's name (at most 15 characters, unique in the kernel).
  *
  * The struct_ops programs and the tcp_congestion_ops table come from cc_struct_ops.h, as the overhead
  * floor's do.

@@ -127,7 +127,9 @@ static __attribute__((unused)) u32 sim_bw(u64 pkts, u64 us)
 	return (u32)(pkts * BW_UNIT / us);
 }
 
-/* A converged PROBE_BW state set directly: bw, min_rtt, cruise phase, pipe full. */
+/* A converged PROBE_BW state set directly: bw, min_rtt, phase with its gains (the family's own, so
+ * that the v3 tests need no BBRv1 code), pipe full.
+ */
 static __attribute__((unused)) void sim_set_probe_bw(u32 bw, u32 min_rtt_us, u32 cycle_idx)
 {
 	struct bbr_core *b = core();
@@ -136,8 +138,7 @@ static __attribute__((unused)) void sim_set_probe_bw(u32 bw, u32 min_rtt_us, u32
 	b->full_bw_reached = 1;
 	b->cycle_idx = cycle_idx;
 	b->cycle_stamp = (u32)sim_tp.delivered_mstamp;
-	b->pacing_gain = bbr_cycle_gain(cycle_idx);
-	b->cwnd_gain = BBR_CWND_GAIN;
+	BBRKIT_CC(update_gains)(b);
 	b->min_rtt_us = min_rtt_us;
 	b->min_rtt_stamp = bbr_now_ticks(&sim_tp);
 	bbr_minmax_reset(&b->bw, b->rtt_cnt, bw);
