@@ -7,9 +7,11 @@ first (scripts/test.sh: `pytest -m "not root"`, then `pytest -m root`)."""
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Iterator
 
 import pytest
+from bbrbench.testbed.cleanup import cleanup_stale
 
 from netutil import (
     BBRCTL,
@@ -132,6 +134,12 @@ def _test_left_nothing(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @pytest.fixture(scope="session", autouse=True)
 def _no_leftovers() -> Iterator[None]:
+    if os.geteuid() == 0:
+        # What benchmark runs that died left (their owner process is gone) is removed by the next run's
+        # start; removed here first, so that it is not blamed on whichever test happens to start a run.
+        removed = cleanup_stale()
+        if removed:
+            warnings.warn(f"removed what earlier runs that died left: {', '.join(removed)}", stacklevel=1)
     registered_before = set(available_ccs())
     yield
     left = leftovers() + [f"congestion control {cc}" for cc in sorted(set(available_ccs()) - registered_before)]
