@@ -11,8 +11,8 @@ import warnings
 from collections.abc import Callable, Iterator
 
 import pytest
-from bbrbench.testbed.cleanup import cleanup_stale
 
+from bbrbench.testbed.cleanup import cleanup_stale
 from netutil import (
     BBRCTL,
     NetPair,

@@ -42,7 +42,7 @@ CA_FILE, CERT_FILE, KEY_FILE = "ca.pem", "node.pem", "node-key.pem"
 RESOURCE = "testbed"
 CERT_DAYS = 365
 CONNECT_TIMEOUT_S = 20
-# `bbrbench run` exit statuses (cli.py) that are answers about the run, not a lost worker.
+# `bbrbench run` exit statuses (cli/common.py) that are answers about the run, not a lost worker.
 EXIT_FAILED, EXIT_INVALID, EXIT_NOT_RUNNABLE = 1, 2, 3
 PR_SET_PDEATHSIG = 1
 SCRATCH_PREFIX = "bbrbench-cluster-"

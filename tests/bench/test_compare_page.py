@@ -29,7 +29,7 @@ CATALOG = AlgoCatalog(kernel=frozenset({"cubic", "bbr", "reno"}), bbrkit=frozens
 def compare_plan(*argv: str, catalog: AlgoCatalog = CATALOG) -> sweep.Plan:
     """The plan `bbrbench compare ARGV` would run, through the command line's own resolution."""
     args = cli.build_parser().parse_args(["compare", *argv])
-    _, raw = cli._load(args)
+    _, raw = cli.common.load_scenario(args)
     return compare.plan(raw, catalog, args.algos, args.reps)
 
 

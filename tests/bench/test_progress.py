@@ -44,7 +44,7 @@ def messages() -> Iterator[list[str]]:
 
 def _compare_plan(*argv: str) -> sweep.Plan:
     args = cli.build_parser().parse_args(["compare", *argv])
-    _, raw = cli._load(args)
+    _, raw = cli.common.load_scenario(args)
     return compare.plan(raw, CATALOG, args.algos, args.reps)
 
 
@@ -82,7 +82,7 @@ def test_interrupted_command_says_how_to_resume(monkeypatch: pytest.MonkeyPatch,
     def interrupted(_args: object) -> int:
         raise RunsInterrupted(3, 42, Path("results/compare-quick"))
 
-    monkeypatch.setattr(cli, "cmd_compare", interrupted)
+    monkeypatch.setattr(cli.compare, "run", interrupted)
     assert cli.main(["compare", "--profile", "quick", "bbr", "bbr1"]) == cli.EXIT_INTERRUPTED
     assert capsys.readouterr().err == ("bbrbench: interrupted; kept 3/42 runs in results/compare-quick; resume with "
                                        "bbrbench compare --profile quick bbr bbr1 --out results/compare-quick\n")
@@ -96,7 +96,7 @@ def test_compare_default_out_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyP
     outs: list[Path] = []
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(system, "catalog", lambda: CATALOG)
-    monkeypatch.setattr(cli, "_need_root", lambda: None)
+    monkeypatch.setattr(cli.compare, "need_root", lambda: None)
     monkeypatch.setattr(compare, "run", lambda _plan, _catalog, out, _delay: outs.append(out) or "table")
     for _ in range(2):
         assert cli.main(["-q", "compare", "--profile", "quick"]) == 0

@@ -32,7 +32,7 @@ def test_compare_records_version_and_command(tmp_path: Path, monkeypatch: pytest
                                              capsys: pytest.CaptureFixture[str]) -> None:
     from bbrbench.testbed import system
     monkeypatch.setattr(system, "catalog", lambda: CATALOG)
-    monkeypatch.setattr(cli, "_need_root", lambda: None)
+    monkeypatch.setattr(cli.compare, "need_root", lambda: None)
     monkeypatch.setattr(sweep.execution, "LocalExecutor", FakeExecutor)
     out = tmp_path / "cmp"
     argv = ["-q", "compare", "cubic", "--reps", "2", "--set", "duration_s=4", "--out", str(out)]

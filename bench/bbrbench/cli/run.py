@@ -1,0 +1,39 @@
+"""bbrbench run: one scenario."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .common import (
+    add_json_arg,
+    add_scenario_args,
+    default_out,
+    emit_outcome,
+    load_scenario,
+    need_root,
+)
+
+HELP = "run one scenario"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_scenario_args(p)
+    p.add_argument("--out", help="results directory (default results/run-NAME-TIME)")
+    p.add_argument("--no-plots", action="store_true", help="table and summary only")
+    add_json_arg(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..analysis.report import write_report
+    from ..scenario import validate
+    from ..testbed import runner, system
+    _, raw = load_scenario(args)
+    catalog = system.catalog()
+    scenario = validate(raw, catalog)
+    need_root()
+    out = Path(args.out) if args.out else default_out("run", scenario.name)
+    runner.run(scenario, raw, out, catalog.bbrkit)
+    emit_outcome(args, write_report(out, plots=not args.no_plots), out, f"results: {out}")
+    return 0
