@@ -15,7 +15,7 @@ import pytest
 from bbrbench import sweep
 from bbrbench.analysis import sharemodel, stats
 from bbrbench.errors import HarnessError
-from bbrbench.repro import claims, papers, report, reproduce, seed004
+from bbrbench.repro import claims, papers, report, reproduce, seed004, timeseries
 from bbrbench.repro.claims import Outcome, Stat
 from bbrbench.repro.points import RecordedPoint
 from bbrbench.results import write_json
@@ -334,7 +334,7 @@ def test_coverage_lists_every_experiment_and_names_only_real_ones() -> None:
     """The overview's data: every experiment of the catalogue decides some table or figure (a section's through
     its key), and every entry either names experiments or says why it is not reproduced."""
     keys = {e.key for e in reproduce.experiments()}
-    rendered = {papers.section_of(k) or k for k in keys}
+    rendered = {papers.section_of(k) or k for k in keys} | {f"{f['seed']}/timeseries" for f in timeseries.figures()}
     listed = {k for c in papers.coverage() for k in c.experiments}
     assert listed == rendered
     assert all(c.experiments or c.not_reproduced for c in papers.coverage())

@@ -9,6 +9,7 @@ flow starts for at least the seconds the claim's data file asks (`needs_s`).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
@@ -26,7 +27,7 @@ import numpy as np  # noqa: E402
 from ..analysis import tables  # noqa: E402
 from ..errors import HarnessError  # noqa: E402
 from ..results import read_json  # noqa: E402
-from . import queue, seed004  # noqa: E402
+from . import queue, seed004, timeseries  # noqa: E402
 from .claims import MIN_N, Outcome, Stat, verdict_line  # noqa: E402
 from .papers import Spec, coverage, scalar, section_of, spec_for, specs  # noqa: E402
 from .points import Point, RecordedPoint, after_last_start_s, load_experiment  # noqa: E402
@@ -330,6 +331,8 @@ class Section:
 
 SECTIONS = (
     Section("seed000", "seed000/queue", queue.collect, queue.render),
+    Section("seed000", "seed000/timeseries", functools.partial(timeseries.collect_seed, "seed000"), timeseries.render),
+    Section("seed002", "seed002/timeseries", functools.partial(timeseries.collect_seed, "seed002"), timeseries.render),
     Section("seed004", "seed004", seed004.collect, seed004.render),
 )
 

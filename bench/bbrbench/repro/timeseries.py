@@ -1,0 +1,353 @@
+"""The seed papers' time-series figures (scenarios/repro/timeseries.toml): each drawn from the samples of one
+repetition, each statement on it measured on every repetition of its point and decided by the claims'
+rule. The measures read the samples the harness records for every run: the bottleneck's backlog every
+10 ms (queue.csv), which gives the RTT a packet meets (propagation RTT + backlog / link rate), and each
+flow's ss state every 100 ms (flows.csv: cwnd and unacknowledged packets, bytes sent, acknowledged and
+retransmitted)."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+import numpy as np  # noqa: E402
+
+from ..analysis.rundata import load_run  # noqa: E402
+from ..analysis.stats import mean_ci95  # noqa: E402
+from ..results import read_json  # noqa: E402
+from ..sweep import DONE_MARK  # noqa: E402
+from .claims import MIN_N, Estimate, Interval, Outcome, Rule, Verdict, decide, too_short, verdict_line  # noqa: E402
+from .papers import REPRO_DIR  # noqa: E402
+from .points import MSS_BYTES  # noqa: E402
+
+FIGURES = REPRO_DIR / "timeseries.toml"
+# Start-up, and the first PROBE_RTT after the last flow joins, are left out of the steady window.
+SETTLE_S = 10.0
+# The first flow's Startup and Drain: before a second flow joins, 3 s later in seed 000's set-ups.
+STARTUP_S = 3.0
+# A PROBE_RTT sample: cwnd at bbr_cwnd_min_target (4 packets).
+PROBE_RTT_CWND = 4
+BIN_S = 1.0
+DPI = 90
+
+
+@dataclass(frozen=True)
+class Run:
+    """One repetition's samples, as the measures read them."""
+
+    directory: Path
+    scenario: dict[str, Any]
+    t_q: np.ndarray            # queue sample times, s
+    backlog_bytes: np.ndarray
+    backlog_packets: np.ndarray
+    flows: dict[int, dict[str, np.ndarray]]
+
+    @property
+    def rate_bps(self) -> float:
+        return float(self.scenario["bottleneck"]["rate_mbit"]) * 1e6
+
+    @property
+    def base_rtt_ms(self) -> float:
+        s = self.scenario["senders"][0]
+        return float(s["delay_fwd_ms"] + s["delay_rev_ms"])
+
+    @property
+    def rtt_ms(self) -> np.ndarray:
+        """The RTT a packet entering the bottleneck meets: propagation RTT + the backlog's drain time."""
+        return self.base_rtt_ms + self.backlog_bytes * 8 / self.rate_bps * 1e3
+
+    def starts(self) -> list[float]:
+        return sorted(float(f["start_s"]) for f in self.scenario["flows"])
+
+    @property
+    def steady(self) -> tuple[float, float]:
+        return self.starts()[-1] + SETTLE_S, float(self.scenario["duration_s"])
+
+    @classmethod
+    def load(cls, directory: Path) -> Run:
+        meta, data, _ = load_run(directory)
+        q = data.queue
+        flows = {i: {"t": f.t, **f.columns} for i, f in data.flows.items()}
+        return cls(directory, meta["resolved"], q.get("t_s", np.array([])), q.get("backlog_bytes", np.array([])),
+                   q.get("backlog_packets", np.array([])), flows)
+
+
+def _within(t: np.ndarray, window: tuple[float, float]) -> np.ndarray:
+    return (t >= window[0]) & (t <= window[1])
+
+
+def startup_rtt_peak_ms(run: Run) -> float | None:
+    starts = run.starts()
+    end = min(STARTUP_S, starts[1]) if len(starts) > 1 else STARTUP_S
+    rtt = run.rtt_ms[_within(run.t_q, (0.0, end))]
+    return float(rtt.max()) if rtt.size else None
+
+
+def probe_rtt_peak_ms(run: Run) -> float | None:
+    """The median over the steady window's 1 s bins of each bin's highest RTT: a bin holds several gain
+    cycles, so its peak is a probe phase's; the median leaves out the bins of PROBE_RTT."""
+    lo, hi = run.steady
+    bins = (run.rtt_ms[_within(run.t_q, (t, t + BIN_S))] for t in np.arange(lo, hi - BIN_S, BIN_S))
+    peaks = [b.max() for b in bins if b.size]
+    return float(np.median(peaks)) if peaks else None
+
+
+def probe_rtt_p99_ms(run: Run) -> float | None:
+    rtt = run.rtt_ms[_within(run.t_q, run.steady)]
+    return float(np.percentile(rtt, 99)) if rtt.size else None
+
+
+def queue_packets_median(run: Run) -> float | None:
+    q = run.backlog_packets[_within(run.t_q, run.steady)]
+    return float(np.median(q)) if q.size else None
+
+
+def _probe_rtt_entries(flow: dict[str, np.ndarray]) -> list[float]:
+    """Times of the samples where cwnd first sits at PROBE_RTT's 4 packets, after Startup."""
+    at_min = (flow["cwnd"] <= PROBE_RTT_CWND) & (flow["t"] > STARTUP_S)
+    return [float(flow["t"][i]) for i in np.flatnonzero(at_min) if i == 0 or not at_min[i - 1]]
+
+
+def probe_rtt_interval_s(run: Run) -> float | None:
+    entries = _probe_rtt_entries(run.flows[0])
+    return float(np.mean(np.diff(entries))) if len(entries) >= 2 else None
+
+
+def probe_rtt_inflight_packets(run: Run) -> float | None:
+    """The lowest unacknowledged count each flow reaches in the steady window, averaged over the flows."""
+    lows = [f["unacked"][_within(f["t"], run.steady)].min(initial=np.inf) for f in run.flows.values()]
+    lows = [x for x in lows if np.isfinite(x)]
+    return float(np.mean(lows)) if lows else None
+
+
+def inflight_over_cwnd(run: Run) -> float | None:
+    """Flow 1's unacknowledged packets over its cwnd, median over the steady window outside PROBE_RTT."""
+    f = run.flows[0]
+    keep = _within(f["t"], run.steady) & (f["cwnd"] > PROBE_RTT_CWND)
+    return float(np.median(f["unacked"][keep] / f["cwnd"][keep])) if keep.any() else None
+
+
+def _per_second(f: dict[str, np.ndarray], column: str, edges: np.ndarray) -> np.ndarray:
+    """A cumulative byte counter as full-sized packets per 1 s bin (a counter ss leaves out is 0)."""
+    counter = np.nan_to_num(f[column])
+    at_edges = np.interp(edges, f["t"], counter, left=0.0)
+    return np.diff(at_edges) / MSS_BYTES / np.diff(edges)
+
+
+def _bins(run: Run) -> np.ndarray:
+    return np.arange(0.0, float(run.scenario["duration_s"]) + BIN_S / 2, BIN_S)
+
+
+def retrans_packets(run: Run) -> float:
+    return float(sum(np.nan_to_num(f["bytes_retrans"]).max(initial=0.0) for f in run.flows.values()) / MSS_BYTES)
+
+
+def loss_seconds_share(run: Run) -> float | None:
+    """The share of the 1 s bins after the last flow starts in which some flow retransmitted."""
+    edges = _bins(run)
+    retrans = sum(_per_second(f, "bytes_retrans", edges) for f in run.flows.values())
+    after = edges[:-1] >= run.starts()[-1]
+    return float(np.mean(np.asarray(retrans)[after] > 0)) if after.any() else None
+
+
+MEASURES: dict[str, tuple[Callable[[Run], float | None], str, tuple[float | None, float | None]]] = {
+    # name: (function, unit, physical bounds)
+    "startup_rtt_peak_ms": (startup_rtt_peak_ms, " ms", (0.0, None)),
+    "probe_rtt_peak_ms": (probe_rtt_peak_ms, " ms", (0.0, None)),
+    "probe_rtt_p99_ms": (probe_rtt_p99_ms, " ms", (0.0, None)),
+    "probe_rtt_interval_s": (probe_rtt_interval_s, " s", (0.0, None)),
+    "queue_packets_median": (queue_packets_median, " packets", (0.0, None)),
+    "probe_rtt_inflight_packets": (probe_rtt_inflight_packets, " packets", (0.0, None)),
+    "inflight_over_cwnd": (inflight_over_cwnd, "", (0.0, None)),
+    "retrans_packets": (retrans_packets, " packets", (0.0, None)),
+    "loss_seconds_share": (loss_seconds_share, "", (0.0, 1.0)),
+}
+
+
+def figures() -> list[dict[str, Any]]:
+    with FIGURES.open("rb") as fh:
+        return list(tomllib.load(fh)["figure"])
+
+
+def _matches(overrides: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    return all(overrides.get(k) == v for k, v in wanted.items())
+
+
+def _reps(out: Path, experiment: str, wanted: dict[str, Any]) -> list[Path]:
+    """The finished repetitions of the experiment's point whose overrides include `wanted`."""
+    exp = out / experiment
+    if not (exp / "plan.json").is_file():
+        return []
+    plan = read_json(exp / "plan.json", "plan")
+    found = [p for p in plan["points"] if _matches(p["overrides"], wanted)]
+    if len(found) != 1:
+        return []
+    reps = [exp / "points" / found[0]["id"] / f"rep{r}" for r in range(plan["repetitions"])]
+    # A repetition kept without its samples (its summary alone) has nothing to measure here.
+    return [r for r in reps if (r / DONE_MARK).is_file() and (r / "raw").is_dir()]
+
+
+def _judge(claim: dict[str, Any], runs: list[Run]) -> Verdict:
+    fn, unit, limits = MEASURES[claim["measure"]]
+    run_s = min(r.steady[1] - r.starts()[-1] for r in runs) if runs else 0.0
+    if (short := too_short(float(claim["needs_s"]), claim["why"], run_s)) is not None and runs:
+        return short
+    values = [v for v in (fn(r) for r in runs) if v is not None]
+    if len(values) < MIN_N:
+        return Verdict(Outcome.TOO_FEW_RUNS, f"{claim['measure']}: not decided: n = {len(values)}, needs {MIN_N}",
+                       len(values))
+    m, ci = mean_ci95(values)
+    each = ", ".join(f"{v:.3g}" for v in values)
+    iv = Interval(f"{claim['measure']} (each: {each})", m, ci or 0.0, f"n = {len(values)}", unit=unit, limits=limits)
+    return decide(Estimate(claim["measure"], iv, claim.get("paper")), Rule.from_data(claim), run_s)
+
+
+def collect_seed(seed: str, out: Path, fig_dir: Path) -> dict[str, Any]:
+    """Each of the seed's figures: its claims decided on every repetition, and the drawing of the first;
+    nothing when the runs it needs are not here."""
+    js: dict[str, Any] = {}
+    for fig in (f for f in figures() if f["seed"] == seed):
+        claims: list[dict[str, Any]] = []
+        for claim in fig.get("claims", []):
+            wanted = claim.get("point", fig.get("point", {}))
+            runs = [Run.load(r) for r in _reps(out, fig["experiment"], wanted)]
+            verdict = _judge(claim, runs)
+            rule = Rule.from_data(claim).describe()
+            claims.append({"claim": f"{claim['claim']} [margin: {rule}]", "verdict": verdict.to_json()})
+        name = f"{seed}_{fig['item'].lower().replace(' ', '')}.png"
+        drawn = DRAWINGS[fig["drawing"]](fig, out, fig_dir / name)
+        if drawn or any(c["verdict"]["outcome"] != Outcome.TOO_FEW_RUNS.value for c in claims):
+            js[fig["item"]] = {"title": fig["title"], "claims": claims, "figure": name if drawn else None,
+                               "drawn_from": drawn}
+    return {"claims": [c for f in js.values() for c in f["claims"]], "figures": js} if js else {}
+
+
+def render(js: dict[str, Any], _fig_dir: Path, rel: str) -> tuple[list[str], dict[str, Any]]:
+    if not js:
+        return [], {}
+    lines = ["### Time series", "",
+             "Drawn from one repetition's samples (bottleneck backlog every 10 ms, each flow's ss state every "
+             "100 ms); the RTT is the one a packet meets at the bottleneck, propagation RTT + backlog / link rate. "
+             "Each statement is measured on every repetition of its point and decided like the claims above "
+             f"(steady window: from {SETTLE_S:g} s after the last flow starts).", ""]
+    for item, fig in js["figures"].items():
+        lines += [f"#### {fig['title']}", ""]
+        if fig.get("figure"):
+            lines += [f"![{item}]({rel}/{fig['figure']})", "", f"Drawn from `{fig['drawn_from']}`.", ""]
+        for c in fig["claims"]:
+            v = c["verdict"]
+            lines.append(verdict_line(c["claim"], Verdict(Outcome(v["outcome"]), v["text"], v.get("min_n"))))
+        lines.append("")
+    return lines, js
+
+
+def _marks(ax: Any, fig: dict[str, Any]) -> None:
+    for mark in fig.get("marks", []):
+        ax.axhline(mark["y"], color="grey", linestyle="--", linewidth=0.8)
+        ax.annotate(mark["text"], (0.01, mark["y"]), xycoords=("axes fraction", "data"), fontsize=7,
+                    va="bottom", color="dimgrey")
+
+
+def _draw_rtt(fig: dict[str, Any], out: Path, path: Path) -> str | None:
+    reps = _reps(out, fig["experiment"], fig["point"])
+    if not reps:
+        return None
+    run = Run.load(reps[0])
+    zoom = fig.get("zoom_s")
+    figure, axes = plt.subplots(1, 2 if zoom else 1, figsize=(11 if zoom else 8, 3.4), squeeze=False)
+    ax = axes[0][0]
+    ax.plot(run.t_q, run.rtt_ms, linewidth=0.6, label="RTT at the bottleneck (10 ms samples)")
+    for i, f in run.flows.items():
+        ax.plot(f["t"], f["srtt_us"] / 1e3, ".", markersize=2, label=f"flow {i + 1} srtt (ss, 100 ms)")
+    _marks(ax, fig)
+    ax.set_xlabel("s")
+    ax.set_ylabel("ms")
+    ax.legend(fontsize=7)
+    if zoom:
+        lo = sum(run.steady) / 2
+        keep = _within(run.t_q, (lo, lo + zoom))
+        axes[0][1].plot(run.t_q[keep], run.rtt_ms[keep], linewidth=0.8)
+        _marks(axes[0][1], fig)
+        axes[0][1].set_xlabel("s")
+        axes[0][1].set_title(f"ProbeBW, {zoom:g} s", fontsize=8)
+    figure.suptitle(fig["title"], fontsize=9)
+    _save(figure, path)
+    return str(reps[0].relative_to(out))
+
+
+def _draw_queue_inflight(fig: dict[str, Any], out: Path, path: Path) -> str | None:
+    reps = _reps(out, fig["experiment"], fig["point"])
+    if not reps:
+        return None
+    run = Run.load(reps[0])
+    figure, (a, b, c) = plt.subplots(3, 1, figsize=(9, 7), sharex=True)
+    a.plot(run.t_q, run.backlog_packets, linewidth=0.6)
+    a.set_ylabel("queue, packets")
+    _marks(a, fig)
+    for i, f in run.flows.items():
+        b.plot(f["t"], f["unacked"], linewidth=0.8, label=f"flow {i + 1}")
+    b.set_ylabel("inflight, packets")
+    b.legend(fontsize=7)
+    f0 = run.flows[0]
+    c.plot(f0["t"], f0["cwnd"], linewidth=0.8, label="flow 1 cwnd")
+    c.plot(f0["t"], f0["unacked"], linewidth=0.8, label="flow 1 inflight")
+    c.set_ylabel("packets")
+    c.set_xlabel("s")
+    c.legend(fontsize=7)
+    figure.suptitle(fig["title"], fontsize=9)
+    _save(figure, path)
+    return str(reps[0].relative_to(out))
+
+
+def _draw_sender_rates(fig: dict[str, Any], out: Path, path: Path) -> str | None:
+    panels = [(p["name"], algo, _reps(out, fig["experiment"], {**p["point"], "flows.0.algo": algo}))
+              for p in fig["panels"] for algo in fig["algos"]]
+    if not any(reps for *_, reps in panels):
+        return None
+    ncols = len(fig["algos"])
+    figure, axes = plt.subplots(len(fig["panels"]), ncols, figsize=(11, 2.2 * len(fig["panels"])), squeeze=False,
+                                sharex=True)
+    drawn = []
+    for k, (name, algo, reps) in enumerate(panels):
+        ax = axes[k // ncols][k % ncols]
+        ax.set_title(f"{name}, {algo}", fontsize=8)
+        if not reps:
+            continue
+        run = Run.load(reps[0])
+        drawn.append(str(reps[0].relative_to(out)))
+        edges = _bins(run)
+        by_sender: dict[str, list[int]] = {}
+        for f in run.scenario["flows"]:
+            by_sender.setdefault(f["sender"], []).append(f["index"])
+        for sender, indices in by_sender.items():
+            flows = [run.flows[i] for i in indices if i in run.flows]
+            sent = sum(_per_second(f, "bytes_sent", edges) for f in flows)
+            acked = sum(_per_second(f, "bytes_acked", edges) for f in flows)
+            lost = sum(_per_second(f, "bytes_retrans", edges) for f in flows)
+            line, = ax.plot(edges[:-1], sent, linewidth=0.8, label=f"{sender} in")
+            ax.plot(edges[:-1], acked, linewidth=0.8, linestyle=":", color=line.get_color(), label=f"{sender} out")
+            ax.bar(edges[:-1], lost, width=BIN_S, color=line.get_color(), alpha=0.4, label=f"{sender} retransmitted")
+        ax.set_ylabel("packets/s", fontsize=7)
+    axes[0][0].legend(fontsize=6, ncol=3)
+    for ax in axes[-1]:
+        ax.set_xlabel("s")
+    figure.suptitle(fig["title"], fontsize=9)
+    _save(figure, path)
+    return ", ".join(drawn)
+
+
+def _save(figure: Any, path: Path) -> None:
+    figure.tight_layout()
+    figure.savefig(path, dpi=DPI)
+    plt.close(figure)
+
+
+DRAWINGS: dict[str, Callable[[dict[str, Any], Path, Path], str | None]] = {
+    "rtt": _draw_rtt, "queue_inflight": _draw_queue_inflight, "sender_rates": _draw_sender_rates}

@@ -1,0 +1,81 @@
+"""The time-series measures (repro/timeseries.py) on synthetic samples whose answer is known, their data file,
+and the decision of a statement on them."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bbrbench.repro import timeseries
+from bbrbench.repro.claims import Outcome, Rule
+from bbrbench.repro.timeseries import Run
+
+RATE_MBIT = 20
+BASE_MS = 20.0
+
+
+def bytes_for_ms(ms: np.ndarray) -> np.ndarray:
+    """The backlog that adds `ms` of queueing at RATE_MBIT."""
+    return ms * 1e-3 * RATE_MBIT * 1e6 / 8
+
+
+def make_run(duration_s: float = 40.0, starts: tuple[float, ...] = (0.0,), probe_ms: float = 5.0,
+             probe_rtt_every_s: float = 10.0, retrans_every_other_s: bool = False) -> Run:
+    """A flow in ProbeBW: every 200 ms a 20 ms probe adds `probe_ms` of queue, 1.5 s of Startup at +38 ms,
+    cwnd 40 with 36 packets in flight, and PROBE_RTT (cwnd 4) every probe_rtt_every_s for 200 ms."""
+    t_q = np.arange(0.0, duration_s, 0.01)
+    queue_ms = np.where((t_q % 0.2) < 0.02, probe_ms, 0.0)
+    queue_ms[t_q < 1.5] = 38.0
+    t_f = np.arange(0.0, duration_s, 0.1)
+    in_probe_rtt = (t_f > 3) & ((t_f % probe_rtt_every_s) < 0.25) & (t_f >= probe_rtt_every_s)
+    cwnd = np.where(in_probe_rtt, 4.0, 40.0)
+    # Retransmissions in the middle of every other second, away from the 1 s bins' edges.
+    mid_even_second = ((t_f % 2) > 0.25) & ((t_f % 2) < 0.75)
+    retrans = np.cumsum(np.where(retrans_every_other_s & mid_even_second, 1448.0, 0.0))
+    flow = {"t": t_f, "cwnd": cwnd, "unacked": np.where(in_probe_rtt, 4.0, 36.0), "bytes_retrans": retrans,
+            "srtt_us": np.full(t_f.shape, BASE_MS * 1e3)}
+    scenario = {"bottleneck": {"rate_mbit": RATE_MBIT}, "duration_s": duration_s,
+                "senders": [{"delay_fwd_ms": BASE_MS / 2, "delay_rev_ms": BASE_MS / 2}],
+                "flows": [{"start_s": s, "index": i, "sender": "s"} for i, s in enumerate(starts)]}
+    return Run(Path("run"), scenario, t_q, bytes_for_ms(queue_ms), bytes_for_ms(queue_ms) / 1514,
+               {i: flow for i in range(len(starts))})
+
+
+def test_measures_read_the_known_answer() -> None:
+    run = make_run()
+    assert timeseries.probe_rtt_peak_ms(run) == pytest.approx(BASE_MS + 5.0)
+    assert timeseries.startup_rtt_peak_ms(run) == pytest.approx(BASE_MS + 38.0)
+    assert timeseries.probe_rtt_interval_s(run) == pytest.approx(10.0)
+    assert timeseries.probe_rtt_inflight_packets(run) == 4.0
+    # PROBE_RTT's samples are left out: 36 of 40 elsewhere.
+    assert timeseries.inflight_over_cwnd(run) == pytest.approx(0.9)
+    assert timeseries.retrans_packets(run) == 0.0
+
+
+def test_loss_seconds_counts_the_seconds_after_the_last_start() -> None:
+    run = make_run(starts=(0.0, 10.0), retrans_every_other_s=True)
+    assert timeseries.loss_seconds_share(run) == pytest.approx(0.5, abs=0.05)
+    assert timeseries.retrans_packets(run) > 0
+
+
+def test_a_statement_is_decided_on_every_repetition_at_the_papers_magnitude() -> None:
+    claim = {"measure": "probe_rtt_peak_ms", "needs_s": 20, "why": "steady ProbeBW", "paper": 25,
+             "paper_factor": 1.25}
+    runs = [make_run(probe_ms=p) for p in (4.8, 5.0, 5.2)]
+    assert timeseries._judge(claim, runs).outcome is Outcome.HOLDS
+    # A probe phase that adds 20 ms, not 5, lies outside 25 ms x/÷ 1.25: the statement fails.
+    assert timeseries._judge(claim, [make_run(probe_ms=p) for p in (19.8, 20.0, 20.2)]).outcome is Outcome.FAILS
+    assert timeseries._judge(claim, runs[:2]).outcome is Outcome.TOO_FEW_RUNS
+    assert timeseries._judge(claim, [make_run(duration_s=15.0) for _ in range(3)]).outcome is Outcome.NOT_TESTABLE
+
+
+def test_the_data_file_names_real_measures_drawings_and_rules() -> None:
+    figures = timeseries.figures()
+    assert {f["item"] for f in figures} >= {"Fig 4.1", "Fig 4.3", "Fig 4.9", "Fig 9"}
+    for fig in figures:
+        assert fig["drawing"] in timeseries.DRAWINGS
+        for claim in fig["claims"]:
+            assert claim["measure"] in timeseries.MEASURES
+            assert claim["needs_s"] > 0 and claim["why"]
+            Rule.from_data(claim)
