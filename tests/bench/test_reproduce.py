@@ -622,6 +622,12 @@ def test_rebuilt_from_its_summary_the_report_decides_as_the_runs_do(tmp_path: Pa
     rebuilt = json.loads((again / "summary.json").read_text())
     assert rebuilt["meta"]["rebuilt_from"] == [str(runs / "summary.json")]
     assert rebuilt["experiments"]["seed000/table4.1"]["claims"] == first["experiments"]["seed000/table4.1"]["claims"]
+    # Every repetition's value travels with the summary, into the rebuilt one too.
+    for doc in (first, rebuilt):
+        for point in doc["experiments"]["seed000/table4.1"]["points"]:
+            for stat in filter(None, point["metrics"].values()):
+                assert len(stat["values"]) == stat["n"]
+                assert stat["mean"] == pytest.approx(sum(stat["values"]) / stat["n"])
     text = (again / "report.md").read_text()
     assert "Rebuilt from " in text and (again / "figures" / "seed000_table4.1.png").is_file()
     # Drop a measure from the record: its claim is no longer measured.

@@ -48,7 +48,10 @@ class Stat:
         return f"{m:.3g} ± {self.ci95 * scale:.2g} (n={self.n})"
 
     def to_json(self) -> dict[str, Any]:
-        return {"mean": self.mean, "ci95": self.ci95, "n": self.n}
+        """With every repetition's value where they are known, so that a report rebuilt from its summary.json
+        has them too."""
+        known = {"values": list(self.values)} if self.values else {}
+        return {"mean": self.mean, "ci95": self.ci95, "n": self.n, **known}
 
     def moments(self, offset: float = 0.0) -> Moments:
         """Mean (less `offset`), sd and n."""

@@ -88,8 +88,9 @@ class PointResult:
 
 @dataclass
 class RecordedPoint:
-    """A point from a report's summary.json: the measures that report showed, as mean, half-width and n.
-    A measure it did not show is not measured here."""
+    """A point from a report's summary.json: the measures that report showed, as mean, half-width, n and (in
+    summaries written since they carry them) every repetition's value. A measure it did not show is not
+    measured here."""
 
     overrides: dict[str, Any]
     label: str
@@ -106,7 +107,8 @@ class RecordedPoint:
 
     @classmethod
     def from_json(cls, p: dict[str, Any], after_last_start_s: float) -> RecordedPoint:
-        stats = {m: Stat(s["mean"], s["ci95"], s["n"]) for m, s in p["metrics"].items() if s}
+        stats = {m: Stat(s["mean"], s["ci95"], s["n"], tuple(s.get("values", ())))
+                 for m, s in p["metrics"].items() if s}
         return cls(p["overrides"], label_of(p["overrides"]), p["status"], after_last_start_s, stats)
 
 
