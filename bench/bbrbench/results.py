@@ -18,6 +18,19 @@ FLOW_FIELDS = [
 ]
 QUEUE_FIELDS = ["t_s", "backlog_bytes", "backlog_packets", "drops", "sent_bytes", "sent_packets"]
 
+# The senders' TCP counters a run keeps (summary.json's "tcp"): nstat's name without the TcpExt/Tcp prefix
+# -> what it counts.
+TCP_COUNTERS = {
+    "TCPTimeouts": "retransmission timeouts (RTOs)",
+    "TCPSpuriousRTOs": "RTOs that F-RTO found spurious",
+    "TCPLossProbes": "tail-loss probes sent",
+    "TCPSackRecovery": "SACK-based loss recoveries entered",
+    "TCPLostRetransmit": "retransmissions lost again",
+    "RetransSegs": "segments retransmitted",
+    "OutSegs": "segments sent",
+}
+
+
 FORMAT_KEY = "format"
 # Raise a kind's version whenever a reader of the old layout would misread the new one.
 VERSIONS = {"run": 1, "summary": 1, "plan": 1, "sweep": 1, "compare": 1, "fidelity": 1, "overhead": 1, "host": 1}

@@ -86,10 +86,14 @@ def test_real_compare_table_figures_and_page_in_a_browser(tmp_path: Path) -> Non
     for metrics in by.values():
         # One or two flows fill the 50 Mbit/s link: goodput near 50 x 1448/1514 = 47.8 Mbit/s.
         assert 40 < metrics["steady.goodput_mbps"]["mean"] <= 48.5
-    # Every run records the bbrbench and the command that made it.
+    # Every run records the bbrbench and the command that made it, and its senders' TCP counters: segments
+    # sent, as many as the bytes the run reports over the MSS at least.
     for run_meta in out.glob("points/*/rep*/scenario.json"):
         made_by = read_json(run_meta, "run")["bbrbench"]
         assert made_by["version"] == bbrbench.__version__ and made_by["command"].startswith("bbrbench compare cubic")
+        run_summary = read_json(run_meta.parent / "summary.json", "summary")
+        sent_bytes = sum(f["bytes_sent"] for f in run_summary["flows"])
+        assert run_summary["tcp"]["OutSegs"] >= sent_bytes / 1448 > 0
     # cubic fills the 2 BDP FIFO; bbr aims at an empty queue.
     assert (by[("1 flow", "cubic")]["steady.queueing_delay_ms_mean"]["mean"]
             > by[("1 flow", "bbr")]["steady.queueing_delay_ms_mean"]["mean"])

@@ -5,10 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..results import write_json
+from ..results import TCP_COUNTERS, write_json
 from . import tables
 from .metrics import compute
 from .rundata import load_run, trace_by_flow
+
+# An algorithm's own event counters in its trace records: each flow's last value is its run's count.
+TRACE_COUNTERS = ("acd_halvings",)
 
 
 def summarize(run_dir: Path) -> dict[str, Any]:
@@ -20,9 +23,20 @@ def summarize(run_dir: Path) -> dict[str, Any]:
     summary["skipped"] = scenario.get("skipped", [])
     summary["emulation"] = {k: v for k, v in events_doc.get("emulation", {}).items() if k != "qdisc"}
     summary["sampler_errors"] = events_doc.get("sampler_errors", [])
+    # The senders' TCP counters summed (runs from before they were kept have none).
+    counters = events_doc.get("tcp_counters", {}).values()
+    summary["tcp"] = {name: sum(c.get(name, 0) for c in counters) for name in TCP_COUNTERS} if counters else {}
     trace = trace_by_flow(run_dir, scenario, events_doc)
     for f, spec in zip(summary["flows"], scenario["flows"]):
-        f["trace_records"] = len(trace.get(spec["index"], []))
+        records = trace.get(spec["index"], [])
+        f["trace_records"] = len(records)
+        for name in TRACE_COUNTERS:
+            if records and name in records[-1]:
+                f[name] = records[-1][name]
+    for name in TRACE_COUNTERS:
+        counted = [f[name] for f in summary["flows"] if name in f]
+        if counted:
+            summary["total"][name] = sum(counted)
     write_json(run_dir / "summary.json", "summary", summary)
     return summary
 

@@ -18,10 +18,11 @@ from .store import DONE_MARK, NOT_RUNNABLE, link_labels
 
 
 def metric_value(summary: dict[str, Any], path: str) -> float | None:
-    """'total.NAME', 'steady.NAME', 'algo.ALGO.NAME' or 'flow.LABEL.NAME' from a run's summary.json."""
+    """'total.NAME', 'steady.NAME', 'tcp.COUNTER' (the senders' TCP counters), 'algo.ALGO.NAME' or
+    'flow.LABEL.NAME' from a run's summary.json."""
     kind, _, rest = path.partition(".")
     value: Any = None
-    if kind in ("total", "steady"):
+    if kind in ("total", "steady", "tcp"):
         value = (summary.get(kind) or {}).get(rest)
     elif kind == "algo":
         algo, _, name = rest.rpartition(".")

@@ -18,7 +18,7 @@ from typing import Any
 from .. import progress, provenance
 from ..results import write_json
 from ..scenario import Scenario
-from . import delayline
+from . import delayline, tcpcounters
 from .attachments import prepare_bbrkit, undo_bbrkit
 from .cleanup import cleanup_stale, signals_deferred, signals_interrupt
 from .emulation import LINK, Emulation, bottleneck_impl, check_runnable
@@ -113,6 +113,8 @@ def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit:
                 ("flow events", lambda: events.__setitem__("flows", traffic.events()) if traffic else None),
                 ("emulation statistics", lambda: events.__setitem__("emulation", emulation.stats())
                  if emulation else None),
+                ("TCP counters", lambda: events.__setitem__("tcp_counters", {
+                    h.name: tcpcounters.read(h.netns) for h in topo.hosts.values()}) if traffic else None),
                 ("processes", group.stop_all),
                 ("namespaces", topo.destroy),
                 ("bbrkit", lambda: undo_bbrkit(state)),
