@@ -280,7 +280,7 @@ def test_regression_p_value_matches_known_quantiles() -> None:
 def test_paper_data_files_load_beside_their_scenarios(tmp_path: Path) -> None:
     keys = {e.key for e in reproduce.experiments()}
     specs = papers.specs()
-    assert len(specs) == 17 and {s.key for s in specs} <= keys
+    assert len(specs) == 18 and {s.key for s in specs} <= keys
     table41 = papers.spec_for("seed000/table4.1")
     assert table41 is not None and table41.paper[("bbr", 20, "total.retrans_rate")] == 36.3
     assert papers.section_data("seed004/share")["l2"][1] == 1.070
