@@ -40,18 +40,23 @@ class Stat:
     ci95: float | None
     n: int
     values: tuple[float, ...] = ()
+    # Repetitions whose event (equilibrium) had not happened when the run ended: their value is the run's
+    # length after the last flow started, a lower bound (right-censored), not dropped.
+    censored: int = 0
 
     def text(self, scale: float = 1.0) -> str:
         m = self.mean * scale
+        cut = f", {self.censored} censored" if self.censored else ""
         if self.ci95 is None:
-            return f"{m:.3g} (n={self.n})"
-        return f"{m:.3g} ± {self.ci95 * scale:.2g} (n={self.n})"
+            return f"{m:.3g} (n={self.n}{cut})"
+        return f"{m:.3g} ± {self.ci95 * scale:.2g} (n={self.n}{cut})"
 
     def to_json(self) -> dict[str, Any]:
         """With every repetition's value where they are known, so that a report rebuilt from its summary.json
         has them too."""
         known = {"values": list(self.values)} if self.values else {}
-        return {"mean": self.mean, "ci95": self.ci95, "n": self.n, **known}
+        censored = {"censored": self.censored} if self.censored else {}
+        return {"mean": self.mean, "ci95": self.ci95, "n": self.n, **known, **censored}
 
     def moments(self, offset: float = 0.0) -> Moments:
         """Mean (less `offset`), sd and n."""
@@ -178,6 +183,9 @@ class Estimate:
     label: str
     value: Interval | Verdict
     paper: float | None = None
+    # Outcomes that censored repetitions may have produced (their true values lie beyond the run's end), so
+    # that the decision cannot stand on them: such an outcome becomes undecided.
+    censored_for: frozenset[Outcome] = frozenset()
 
 
 # (series, x, metric): one measure at one point.
@@ -300,7 +308,15 @@ class Rule:
 
 
 def decide(est: Estimate, rule: Rule, run_s: float) -> Verdict:
-    """One point's verdict (module docstring)."""
+    """One point's verdict (module docstring); undecided where censored repetitions may have made it."""
+    verdict = _decide(est, rule, run_s)
+    if verdict.outcome in est.censored_for:
+        return Verdict(Outcome.UNDECIDED, f"{verdict.text}, but censored repetitions (the run ended first) could "
+                                          f"have made that '{verdict.outcome.value}'")
+    return verdict
+
+
+def _decide(est: Estimate, rule: Rule, run_s: float) -> Verdict:
     if isinstance(est.value, Verdict):
         return est.value
     iv = est.value
@@ -550,9 +566,18 @@ def _acd_ratio(metric: str, what: str, where: Callable[[Any], bool]) -> Quantity
 
 
 def acd_equilibrium(lk: Lookup) -> list[Estimate]:
-    key = "total.convergence_time_s"
-    return [Estimate(f"{lk.x_name(x)}, bbr_acd - bbr equilibrium time", diff(
-        lk, lk.x_name(x), ("bbr_acd", x, key), ("bbr", x, key), unit=" s")) for x in lk.xs("bbr")]
+    """A repetition that never reaches equilibrium counts at the run's end (a lower bound): where BBR-ACD's
+    are censored, its true times are longer, so a 'holds' cannot stand on them; where BBR's are, a 'does
+    not hold' cannot."""
+    key = "censored.total.convergence_time_s"
+    found = []
+    for x in lk.xs("bbr"):
+        acd, bbr = lk.stat("bbr_acd", x, key), lk.stat("bbr", x, key)
+        doubtful = ({Outcome.HOLDS} if acd and acd.censored else set()) | \
+                   ({Outcome.FAILS} if bbr and bbr.censored else set())
+        found.append(Estimate(f"{lk.x_name(x)}, bbr_acd - bbr equilibrium time", diff(
+            lk, lk.x_name(x), ("bbr_acd", x, key), ("bbr", x, key), unit=" s"), censored_for=frozenset(doubtful)))
+    return found
 
 
 def sim_retrans_diff(lk: Lookup) -> list[Estimate]:

@@ -16,6 +16,8 @@ from ..scenario import time_after_last_start_s
 from ..sweep import DONE_MARK, NOT_RUNNABLE, metric_value, point_raw
 from .claims import Stat
 
+# A metric's prefix for the time to an event that a run may end before (points.PointResult.stat).
+CENSORED = "censored."
 # Payload bytes per full-sized segment (1500 MTU minus IPv4, TCP and timestamp option headers).
 MSS_BYTES = 1448
 
@@ -79,11 +81,20 @@ class PointResult:
         return bool(self.summaries)
 
     def stat(self, metric: str) -> Stat | None:
-        values = [v for v in (value(s, metric) for s in self.summaries) if v is not None]
+        """The metric over the repetitions that have it. 'censored.METRIC', for the time to an event: a
+        repetition without it (the run ended first) counts at the run's end after the last flow started,
+        right-censored."""
+        if metric.startswith(CENSORED):
+            raw = [value(s, metric.removeprefix(CENSORED)) for s in self.summaries]
+            values = [self.after_last_start_s if v is None else v for v in raw]
+            censored = raw.count(None)
+        else:
+            values = [v for v in (value(s, metric) for s in self.summaries) if v is not None]
+            censored = 0
         if not values:
             return None
         m, ci = mean_ci95(values)
-        return Stat(m, ci, len(values), tuple(values))
+        return Stat(m, ci, len(values), tuple(values), censored)
 
 
 @dataclass
@@ -107,7 +118,7 @@ class RecordedPoint:
 
     @classmethod
     def from_json(cls, p: dict[str, Any], after_last_start_s: float) -> RecordedPoint:
-        stats = {m: Stat(s["mean"], s["ci95"], s["n"], tuple(s.get("values", ())))
+        stats = {m: Stat(s["mean"], s["ci95"], s["n"], tuple(s.get("values", ())), s.get("censored", 0))
                  for m, s in p["metrics"].items() if s}
         return cls(p["overrides"], label_of(p["overrides"]), p["status"], after_last_start_s, stats)
 
