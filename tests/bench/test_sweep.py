@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from bbrbench import sweep
+from bbrbench.errors import HarnessError
 from bbrbench.scenario import AlgoCatalog, ScenarioError, find_scenario, load_raw
 from bbrbench.sweep import plan
-from benchutil import needs_net, popen_cli, run_cli
+from benchutil import FakeExecutor, needs_net, popen_cli, run_cli
 
 CATALOG = AlgoCatalog(kernel=frozenset({"cubic", "bbr", "reno"}), bbrkit=frozenset())
 SWEEP = ("sweep", "smoke", "--quiet", "duration_s=2", "--grid", "bottleneck.rate_mbit=[10, 20]",
@@ -67,3 +69,33 @@ def test_interrupted_sweep_resumes(tmp_path: Path) -> None:
 
     other = run_cli("sweep", "smoke", "--quiet", "duration_s=3", "--out", str(out))
     assert other.returncode == 1 and "different sweep" in other.stderr
+
+
+def _two_invocations(out: Path, second_revision: str, shift_ms: float) -> None:
+    """A 4-repetition sweep of one point whose last two repetitions come from another invocation, their
+    RTTs shifted by shift_ms."""
+    raw = load_raw(find_scenario("smoke"))
+    raw["sweep"] = {"metrics": ["total.rtt_ms_mean"]}
+    sweep.run_sweep(plan(raw, CATALOG, [], 4), out, CATALOG, FakeExecutor())
+    for rep in range(4):
+        run = next(out.glob(f"points/*/rep{rep}"))
+        meta = json.loads((run / "scenario.json").read_text())
+        meta["bbrbench"] = {"revision": "a" if rep < 2 else second_revision, "command": "bbrbench sweep smoke"}
+        (run / "scenario.json").write_text(json.dumps(meta))
+        summary = json.loads((run / "summary.json").read_text())
+        summary["total"]["rtt_ms_mean"] = 40.0 + rep % 2 * 0.1 + (shift_ms if rep >= 2 else 0.0)
+        (run / "summary.json").write_text(json.dumps(summary))
+
+
+def test_invocations_pool_with_a_batch_test_and_never_with_a_dirty_tree(tmp_path: Path) -> None:
+    _two_invocations(tmp_path / "same", "b", 0.0)
+    sweep.aggregate(tmp_path / "same")
+    assert "batch_effects" not in json.loads((tmp_path / "same" / "sweep.json").read_text())["points"][0]
+    _two_invocations(tmp_path / "shifted", "b", 5.0)
+    sweep.aggregate(tmp_path / "shifted")
+    effects = json.loads((tmp_path / "shifted" / "sweep.json").read_text())["points"][0]["batch_effects"]
+    assert effects["total.rtt_ms_mean"] < 0.01
+    _two_invocations(tmp_path / "dirty", "b-dirty", 0.0)
+    with pytest.raises(HarnessError, match=r"dirty tree \(b-dirty\)"):
+        sweep.aggregate(tmp_path / "dirty")
+    sweep.aggregate(tmp_path / "dirty", mix_hosts=True)

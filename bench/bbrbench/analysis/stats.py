@@ -143,3 +143,13 @@ def mean_sem(values: Sequence[float] | np.ndarray) -> tuple[float, float]:
     if len(x) == 0:
         raise ValueError("no values")
     return float(x.mean()), float(stats.sem(x)) if len(x) > 1 else 0.0
+
+
+def batch_effect_p(groups: Sequence[Sequence[float]]) -> float | None:
+    """The p-value of a one-way ANOVA that the groups (one metric's repetitions, grouped by the invocation
+    that ran them) share one mean; None where fewer than two groups have two values each, or no value varies."""
+    usable = [list(g) for g in groups if len(g) >= 2]
+    if len(usable) < 2 or all(np.ptp(g) == 0 for g in usable):
+        return None
+    p = float(stats.f_oneway(*usable).pvalue)
+    return None if math.isnan(p) else p

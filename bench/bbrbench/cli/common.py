@@ -124,7 +124,8 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
 
 def add_mix_hosts_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mix-hosts", action="store_true",
-                   help="pool repetitions from hosts whose kernels or algorithm objects differ")
+                   help="pool repetitions from hosts whose kernels or algorithm objects differ, or a dirty "
+                        "tree's with other invocations'")
 
 
 def add_json_arg(p: argparse.ArgumentParser) -> None:

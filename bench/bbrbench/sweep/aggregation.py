@@ -1,20 +1,24 @@
 """Aggregating a sweep: per point the mean and 95% CI of every metric over its finished repetitions
-(never pooling hosts of different kernels or algorithm objects unless asked), sweep.json, sweep.csv,
-runs.csv and the console table."""
+(never pooling hosts of different kernels or algorithm objects, or a dirty tree's runs with others, unless
+asked; repetitions of several invocations tested for a batch effect), sweep.json, sweep.csv, runs.csv and
+the console table."""
 
 from __future__ import annotations
 
 import csv
+import logging
 from pathlib import Path
 from typing import Any
 
 from ..analysis import tables
-from ..analysis.stats import mean_ci95
+from ..analysis.stats import batch_effect_p, mean_ci95
 from ..errors import HarnessError
 from ..results import read_json, write_json
 from ..testbed.host import host_key, read_host
 from .plans import Plan, Point, load_plan
 from .store import DONE_MARK, NOT_RUNNABLE, link_labels
+
+log = logging.getLogger(__name__)
 
 
 def metric_value(summary: dict[str, Any], path: str) -> float | None:
@@ -41,6 +45,45 @@ def _check_hosts(point: Point, hosts: list[dict[str, Any]], mix_hosts: bool) -> 
                            f"differ ({which}); rerun them on one kind of host or pass --mix-hosts to pool them")
 
 
+# A batch effect worth a warning: the invocations' means differ at this level (one-way ANOVA).
+BATCH_ALPHA = 0.01
+
+
+def _invocation(run_dir: Path) -> tuple[str, str]:
+    """(revision, command) of the bbrbench that ran a repetition; one invocation is one batch. Results
+    without the record (older, or written by other tools) are one unknown batch."""
+    if not (run_dir / "scenario.json").is_file():
+        return "", ""
+    made_by = read_json(run_dir / "scenario.json", "run").get("bbrbench", {})
+    return str(made_by.get("revision", "")), str(made_by.get("command", ""))
+
+
+def _check_invocations(point: Point, invocations: list[tuple[str, str]], mix_hosts: bool) -> None:
+    dirty = sorted({rev for rev, _ in invocations if rev.endswith("-dirty")})
+    if dirty and len(set(invocations)) > 1 and not mix_hosts:
+        raise HarnessError(f"point ({point.label}): repetitions from a dirty tree ({', '.join(dirty)}) would pool "
+                           f"with other invocations'; rerun them from a clean tree or pass --mix-hosts")
+
+
+def _batch_effects(point: Point, metrics: list[str], summaries: list[dict[str, Any]],
+                   invocations: list[tuple[str, str]]) -> dict[str, float]:
+    """Per metric, the p-value of a batch effect between the invocations whose repetitions pool here, where
+    it is below BATCH_ALPHA (logged: pooled, but worth a look)."""
+    found = {}
+    for metric in metrics:
+        groups: dict[tuple[str, str], list[float]] = {}
+        for summary, inv in zip(summaries, invocations):
+            v = metric_value(summary, metric)
+            if v is not None:
+                groups.setdefault(inv, []).append(v)
+        p = batch_effect_p(list(groups.values()))
+        if p is not None and p < BATCH_ALPHA:
+            found[metric] = p
+            log.warning("point (%s): %s differs between the %d invocations pooled here (one-way ANOVA p = %.2g)",
+                        point.label, metric, len(groups), p)
+    return found
+
+
 def aggregate(out: Path, mix_hosts: bool = False) -> str:
     """sweep.json, sweep.csv and table.txt from the finished runs. HarnessError when a point would pool
     repetitions from hosts of different kernels or algorithm objects, unless mix_hosts."""
@@ -56,11 +99,13 @@ def aggregate(out: Path, mix_hosts: bool = False) -> str:
             rows.append(row)
             continue
         summaries = []
+        invocations: list[tuple[str, str]] = []
         hosts: list[dict[str, Any]] = []
         for rep in range(plan_.repetitions):
             run_dir = point_dir / f"rep{rep}"
             if (run_dir / DONE_MARK).is_file():
                 summaries.append(read_json(run_dir / "summary.json", "summary"))
+                invocations.append(_invocation(run_dir))
                 host = read_host(run_dir)
                 if host is not None:
                     hosts.append(host)
@@ -68,6 +113,9 @@ def aggregate(out: Path, mix_hosts: bool = False) -> str:
                 runs.append({"point": point.id, "label": point.label, "rep": rep, "overrides": point.overrides,
                              "summary": summaries[-1], "host": host or {}})
         _check_hosts(point, hosts, mix_hosts)
+        _check_invocations(point, invocations, mix_hosts)
+        if batch := _batch_effects(point, plan_.metrics, summaries, invocations):
+            row["batch_effects"] = batch
         row["hosts"] = sorted({str(h.get("hostname")) for h in hosts})
         row["status"] = f"{len(summaries)}/{plan_.repetitions} repetitions"
         row["repetitions"] = len(summaries)
