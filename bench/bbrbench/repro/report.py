@@ -14,7 +14,7 @@ import json
 import re
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -374,6 +374,8 @@ class Experiment:
     spec: Spec | None
     points: Sequence[Point]
     setup: str
+    # Per point label, the measures whose pooled invocations differ (sweep aggregation's batch test): p-values.
+    batch_effects: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 # One section's numbers: from the runs (Section.collect) or from a summary.json.
@@ -398,6 +400,11 @@ def _write(out: Path, meta: dict[str, Any], seeds: Sequence[str], experiments: S
                 continue
             section, js = experiment_section(e.spec, e.points, fig_dir, rel, e.setup)
             lines += section
+            if e.batch_effects:
+                js["batch_effects"] = e.batch_effects
+                lines += ["Batch effects: the invocations pooled here differ (one-way ANOVA) at "
+                          + "; ".join(f"{label}: {m} p = {p:.2g}" for label, found in e.batch_effects.items()
+                                      for m, p in found.items()) + ".", ""]
             summary["experiments"][e.key] = js
         for extra in (s for s in SECTIONS if s.seed == seed):
             found = numbers(extra)
@@ -427,8 +434,10 @@ def write_report(out: Path, mix_hosts: bool = False) -> Path:
     for plan in sorted(out.glob("seed*/*/plan.json")):
         key = f"{plan.parent.parent.name}/{plan.parent.name}"
         if section_of(key) is None:
+            rows = read_json(plan.parent / "sweep.json", "sweep")["points"]
             experiments.append(Experiment(key, spec_for(key), load_experiment(plan.parent),
-                                          str(read_json(plan, "plan")["raw"].get("description", ""))))
+                                          str(read_json(plan, "plan")["raw"].get("description", "")),
+                                          {r["label"]: r["batch_effects"] for r in rows if "batch_effects" in r}))
     (out / "figures").mkdir(exist_ok=True)
     return _write(out, meta, seeds, experiments, lambda section: section.collect(out, out / "figures"))
 
@@ -458,7 +467,7 @@ def write_report_from_summaries(summaries: Sequence[Path], out: Path) -> Path:
             if fig.resolve() != (fig_dir / fig.name).resolve():
                 shutil.copyfile(fig, fig_dir / fig.name)
     experiments = [Experiment(key, spec, [RecordedPoint.from_json(p, js["after_last_start_s"]) for p in js["points"]],
-                              js.get("setup", ""))
+                              js.get("setup", ""), js.get("batch_effects", {}))
                    for key, js in recorded.items() if (spec := spec_for(key)) is not None]
     seeds = sorted({k.partition("/")[0] for k in recorded})
     return _write(out, meta, seeds, experiments, lambda section: recorded.get(section.key))
