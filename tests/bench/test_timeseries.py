@@ -79,3 +79,14 @@ def test_the_data_file_names_real_measures_drawings_and_rules() -> None:
             assert claim["measure"] in timeseries.MEASURES
             assert claim["needs_s"] > 0 and claim["why"]
             Rule.from_data(claim)
+
+
+def test_jain_after_the_last_start_reads_the_flows_shares() -> None:
+    run = make_run(duration_s=40.0, starts=(0.0, 10.0))
+    equal = {"t": run.flows[0]["t"], "bytes_acked": run.flows[0]["t"] * 1e6}
+    run.flows[0].update(equal)
+    assert timeseries.jain_after_last_start(run) == pytest.approx(1.0)
+    # One flow at three times the other's rate: (1 + 3)^2 / (2 (1 + 9)) = 0.8.
+    run.flows[1] = {**run.flows[0], "bytes_acked": run.flows[0]["t"] * 3e6}
+    assert timeseries.jain_after_last_start(run) == pytest.approx(0.8)
+    assert timeseries.jain_after_last_start(make_run(duration_s=20.0, starts=(0.0, 10.0))) is None

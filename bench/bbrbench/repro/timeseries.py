@@ -157,6 +157,24 @@ def loss_seconds_share(run: Run) -> float | None:
     return float(np.mean(np.asarray(retrans)[after] > 0)) if after.any() else None
 
 
+# The window after the last flow starts in which a flow mix that converges at once is already fair: past
+# the newest flows' start-up, within the paper's shortest equilibrium times (5-10 s for BBR-ACD).
+FAIR_WINDOW_S = (5.0, 15.0)
+
+
+def jain_after_last_start(run: Run) -> float | None:
+    """The mean over FAIR_WINDOW_S's 1 s bins of Jain's index of the flows' delivery rates (bytes acked):
+    how fair the mix is soon after the last flow starts, tolerating no dip and needing no run's end."""
+    start = run.starts()[-1]
+    edges = np.arange(start + FAIR_WINDOW_S[0], start + FAIR_WINDOW_S[1] + BIN_S / 2, BIN_S)
+    if edges[-1] > float(run.scenario["duration_s"]) or not run.flows:
+        return None
+    rates = np.array([_per_second(f, "bytes_acked", edges) for f in run.flows.values()])
+    total, squares = rates.sum(axis=0), (rates ** 2).sum(axis=0)
+    keep = squares > 0
+    return float(np.mean(total[keep] ** 2 / (len(rates) * squares[keep]))) if keep.any() else None
+
+
 MEASURES: dict[str, tuple[Callable[[Run], float | None], str, tuple[float | None, float | None]]] = {
     # name: (function, unit, physical bounds)
     "startup_rtt_peak_ms": (startup_rtt_peak_ms, " ms", (0.0, None)),
@@ -168,6 +186,7 @@ MEASURES: dict[str, tuple[Callable[[Run], float | None], str, tuple[float | None
     "inflight_over_cwnd": (inflight_over_cwnd, "", (0.0, None)),
     "retrans_packets": (retrans_packets, " packets", (0.0, None)),
     "loss_seconds_share": (loss_seconds_share, "", (0.0, 1.0)),
+    "jain_after_last_start": (jain_after_last_start, "", (0.0, 1.0)),
 }
 
 
