@@ -209,8 +209,10 @@ def _fake_tree(root: Path) -> dict[str, Any]:
              for (n, q), s in measured.items()]
     _experiment(root, "seed004/share", 18, share, 1, SEED004_FLOWS)
     cubic_shares = {1: 0.50, 5: 0.52, 9: 0.47}
-    cubic = [({"flows.1.count": m}, [_summary([_flow("bbr", "bbr", s * 10)] +
-                                              [_flow(f"cubic#{k}", "cubic", (1 - s) * 10 / m) for k in range(m)], {})])
+    # BBR's flow holds a cwnd of 25 packets, CUBIC's m flows 30 between them.
+    cubic = [({"flows.1.count": m}, [_summary([{**_flow("bbr", "bbr", s * 10), "cwnd_mean": 25.0}] +
+                                              [{**_flow(f"cubic#{k}", "cubic", (1 - s) * 10 / m), "cwnd_mean": 30 / m}
+                                               for k in range(m)], {})])
              for m, s in cubic_shares.items()]
     _experiment(root, "seed004/cubic-count", 18, cubic, 1, SEED004_FLOWS)
     loss = [({"bottleneck.loss_pct": p},
@@ -263,6 +265,11 @@ def test_report_from_fixed_results(tmp_path: Path) -> None:
     cubic = summary["experiments"]["seed004"]["cubic_count"]
     assert cubic["pearson"] == pytest.approx(stats.pearson(xs, ys))
     assert cubic["regression"]["slope"] == pytest.approx(-0.00375)
+    # The mechanism table, per CUBIC count from every run: CUBIC's summed cwnd over BBR's, and the share.
+    assert cubic["mechanism"]["5"]["summed CUBIC / BBR cwnd"] == [pytest.approx(1.2)]
+    assert cubic["mechanism"]["9"]["cwnd per CUBIC flow"] == [pytest.approx(30 / 9)]
+    assert cubic["mechanism"]["9"]["BBR share %"] == [pytest.approx(0.47)]
+    assert "Why the CUBIC count matters" in text
     assert summary["experiments"]["seed004"]["loss"][0]["l1"] == pytest.approx(0.3)
     assert (tmp_path / "figures" / "seed004_share.png").stat().st_size > 1000
     assert (tmp_path / "figures" / "seed000_table4.1.png").is_file()
