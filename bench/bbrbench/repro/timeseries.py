@@ -267,8 +267,8 @@ def render(js: dict[str, Any], _fig_dir: Path, rel: str) -> tuple[list[str], dic
     return lines, js
 
 
-def _marks(ax: Any, fig: dict[str, Any]) -> None:
-    for mark in fig.get("marks", []):
+def _marks(ax: Any, fig: dict[str, Any], below: float = float("inf")) -> None:
+    for mark in (m for m in fig.get("marks", []) if m["y"] < below):
         ax.axhline(mark["y"], color="grey", linestyle="--", linewidth=0.8)
         ax.annotate(mark["text"], (0.01, mark["y"]), xycoords=("axes fraction", "data"), fontsize=7,
                     va="bottom", color="dimgrey")
@@ -293,7 +293,10 @@ def _draw_rtt(fig: dict[str, Any], out: Path, path: Path) -> str | None:
         lo = sum(run.steady) / 2
         keep = _within(run.t_q, (lo, lo + zoom))
         axes[0][1].plot(run.t_q[keep], run.rtt_ms[keep], linewidth=0.8)
-        _marks(axes[0][1], fig)
+        # The zoom shows the probe phases: marks far above them would flatten it.
+        top = float(run.rtt_ms[keep].max(initial=run.base_rtt_ms)) + 3
+        axes[0][1].set_ylim(run.base_rtt_ms - 1, top)
+        _marks(axes[0][1], fig, below=top)
         axes[0][1].set_xlabel("s")
         axes[0][1].set_title(f"ProbeBW, {zoom:g} s", fontsize=8)
     figure.suptitle(fig["title"], fontsize=9)
