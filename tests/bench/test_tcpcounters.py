@@ -49,10 +49,13 @@ def test_summary_sums_the_senders_counters_and_takes_each_flows_last_trace_count
     events = {"tcp_counters": {"a": {name: 1 for name in TCP_COUNTERS}, "b": {"TCPTimeouts": 2}}}
     (run / "raw" / "events.json").write_text(json.dumps(events))
     port = json.loads((run / "scenario.json").read_text())["resolved"]["flows"][1]["client_port"]
-    records = [{"t_ns": 1, "sport": port, "acd_halvings": 1}, {"t_ns": 2, "sport": port, "acd_halvings": 5}]
+    # Trace times count from t0 (0 ns here): the second flow starts at 0, so both records count.
+    records = [{"t_ns": 1, "sport": port, "acd_halvings": 1, "rtt_gain": 0.5},
+               {"t_ns": 2, "sport": port, "acd_halvings": 5, "rtt_gain": 0.25}]
     (run / "raw" / "trace.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     summarize(run)
     result = summary(run)
     assert result["tcp"]["TCPTimeouts"] == 3 and result["tcp"]["OutSegs"] == 1
     assert [f.get("acd_halvings") for f in result["flows"]] == [None, 5]
+    assert [f.get("rtt_gain_mean") for f in result["flows"]] == [None, 0.375]
     assert metric_value(result, "total.acd_halvings") == 5.0

@@ -12,6 +12,9 @@ from .rundata import load_run, trace_by_flow
 
 # An algorithm's own event counters in its trace records: each flow's last value is its run's count.
 TRACE_COUNTERS = ("acd_halvings",)
+# An algorithm's own state in its trace records, averaged per flow over the records from the last flow's
+# start on (NAME_mean): what it did while every flow competed.
+TRACE_MEANS = ("rtt_gain",)
 
 
 def summarize(run_dir: Path) -> dict[str, Any]:
@@ -27,12 +30,17 @@ def summarize(run_dir: Path) -> dict[str, Any]:
     counters = events_doc.get("tcp_counters", {}).values()
     summary["tcp"] = {name: sum(c.get(name, 0) for c in counters) for name in TCP_COUNTERS} if counters else {}
     trace = trace_by_flow(run_dir, scenario, events_doc)
+    last_start = max((f["start_s"] for f in scenario["flows"]), default=0.0)
     for f, spec in zip(summary["flows"], scenario["flows"]):
         records = trace.get(spec["index"], [])
         f["trace_records"] = len(records)
         for name in TRACE_COUNTERS:
             if records and name in records[-1]:
                 f[name] = records[-1][name]
+        for name in TRACE_MEANS:
+            competing = [r[name] for r in records if r["t_s"] >= last_start and isinstance(r.get(name), (int, float))]
+            if competing:
+                f[f"{name}_mean"] = sum(competing) / len(competing)
     for name in TRACE_COUNTERS:
         counted = [f[name] for f in summary["flows"] if name in f]
         if counted:
