@@ -84,8 +84,9 @@ def test_real_compare_table_figures_and_page_in_a_browser(tmp_path: Path) -> Non
     rows = compare.summarise(read_json(out / "sweep.json", "sweep"))
     by = {(r["case"], r["algo"]): r["metrics"] for r in rows}
     for metrics in by.values():
-        # One or two flows fill the 50 Mbit/s link: goodput near 50 x 1448/1514 = 47.8 Mbit/s.
-        assert 40 < metrics["steady.goodput_mbps"]["mean"] <= 48.5
+        # One or two flows fill the 50 Mbit/s link: goodput near 50 x 1448/1514 = 47.8 Mbit/s. A 4 s run's
+        # steady window is about 2 s, and an ss sample's stamp may be 50 ms off at each end: up to 5% over.
+        assert 40 < metrics["steady.goodput_mbps"]["mean"] <= 47.8 * 1.05
     # Every run records the bbrbench and the command that made it, and its senders' TCP counters: segments
     # sent, as many as the bytes the run reports over the MSS at least.
     for run_meta in out.glob("points/*/rep*/scenario.json"):
