@@ -19,6 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import numpy as np  # noqa: E402
 
+from ..analysis.metrics import window_rates_bps  # noqa: E402
 from ..analysis.rundata import load_run  # noqa: E402
 from ..analysis.stats import mean_ci95  # noqa: E402
 from ..results import read_json  # noqa: E402
@@ -136,9 +137,7 @@ def inflight_over_cwnd(run: Run) -> float | None:
 
 def _per_second(f: dict[str, np.ndarray], column: str, edges: np.ndarray) -> np.ndarray:
     """A cumulative byte counter as full-sized packets per 1 s bin (a counter ss leaves out is 0)."""
-    counter = np.nan_to_num(f[column])
-    at_edges = np.interp(edges, f["t"], counter, left=0.0)
-    return np.diff(at_edges) / MSS_BYTES / np.diff(edges)
+    return window_rates_bps(f["t"], np.nan_to_num(f[column]), edges) / 8 / MSS_BYTES
 
 
 def _bins(run: Run) -> np.ndarray:
