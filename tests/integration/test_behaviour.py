@@ -167,11 +167,12 @@ def test_bbr3_loss_above_two_percent_cuts_inflight_hi_and_probing_goes_on(path: 
     assert first_up_end - first_up_start <= 8 * RTT_MS / 1000 + 0.1, ups[0]
     cut = next((r for r in records if r["t"] > first_up_start and r["inflight_hi"] is not None), None)
     assert cut is not None and cut["t"] <= first_up_end + 0.2, (cut, ups[0])
-    # The cut is the flight at which the loss rate passed 2% (bbr_inflight_hi_from_lost): never above what
-    # UP allowed in flight (its cwnd: 2.25 x the bw estimate's BDP plus the aggregation allowance, which
-    # read up to 2.6 x BDP here), and well under a buffer's worth more.
-    up_cwnd = max(r["cwnd"] for r in records if first_up_start <= r["t"] <= first_up_end)
-    assert cut["inflight_hi"] <= up_cwnd and cut["inflight_hi"] <= 3 * BDP_PACKETS, (cut, up_cwnd)
+    # The cut is the flight at which the loss rate passed 2% (bbr_inflight_hi_from_lost), or beta x the
+    # target inflight where that is larger (bbr_handle_inflight_too_high): at least 0.7 x the BDP (a cut
+    # from a collapsed flight, as an RTO's marks once gave, would be far below) and at most what the path
+    # holds (a BDP on the wire, two in the FIFO). UP's recorded cwnd is no bound: records are per round,
+    # and UP's cwnd grows within a round by what it ACKs (CI once saw a cut of 230 after a recorded 215).
+    assert 0.6 * BDP_PACKETS <= cut["inflight_hi"] <= 3 * BDP_PACKETS, cut
 
 
 def test_bbr3_startup_exits_on_loss(attach, netpair, tmp_path: Path) -> None:

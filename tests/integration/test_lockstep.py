@@ -39,7 +39,9 @@ def test_lockstep_short_run(tmp_path: Path) -> None:
     # 11 s: one PROBE_RTT, where the only known class of difference (its clock) lives.
     deep = lockstep(tmp_path / "deep", 11, "deep")["deep"]
     assert deep["compared"]["ack"] > 5000
-    assert deep["acks_by_mode"]["PROBE_RTT"] > 0 and deep["acks_by_mode"]["DRAIN"] > 0
+    # DRAIN may last no ACK at all: bbr_check_drain leaves it on the ACK that entered it when the flight
+    # is already under the BDP, so the checks name the modes around it.
+    assert all(deep["acks_by_mode"][mode] > 0 for mode in ("STARTUP", "PROBE_BW", "PROBE_RTT")), deep["acks_by_mode"]
     assert_agrees(deep)
 
     short = lockstep(tmp_path / "short", 5, "shallow", "flows", "idle")
