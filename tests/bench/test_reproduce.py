@@ -648,6 +648,24 @@ def test_rebuilt_from_its_summary_the_report_decides_as_the_runs_do(tmp_path: Pa
         reproduce.rebuild([tmp_path / "nothing.json"], again)
 
 
+def test_a_partial_seed004_summary_replaces_only_the_parts_it_ran() -> None:
+    """`--only seed004/cubic-count --only seed004/loss` records an empty share grid: rebuilt after a whole
+    run, the report keeps that run's grid and takes the new CUBIC count, its claim and the loss rows."""
+    whole = {"share": [{"n_bbr": 1}], "l2": {"1": {"ours": 0.4}}, "durations_s": [60.0],
+             "cubic_count": {"points": [[1.0, 0.8]]}, "loss": [{"loss_pct": 1}], "loss_free": None, "claims": ["old"]}
+    partial = {"share": [], "l2": {}, "durations_s": [], "cubic_count": {"points": [[1.0, 0.7]]},
+               "loss": [{"loss_pct": 1, "share": {"mean": 0.8}}], "loss_free": {"mean": 0.78}, "claims": ["new"]}
+    merged = seed004.merge_recorded(whole, partial)
+    assert (merged["share"], merged["l2"], merged["durations_s"]) == (whole["share"], whole["l2"], [60.0])
+    assert (merged["cubic_count"], merged["claims"]) == (partial["cubic_count"], ["new"])
+    assert (merged["loss"], merged["loss_free"]) == (partial["loss"], partial["loss_free"])
+    grid_only = {**partial, "share": [{"n_bbr": 5}], "l2": {"5": {}}, "cubic_count": {"points": []}, "loss": [],
+                 "loss_free": None}
+    merged = seed004.merge_recorded(whole, grid_only)
+    assert merged["share"] == [{"n_bbr": 5}] and merged["claims"] == ["old"]
+    assert (merged["cubic_count"], merged["loss"]) == (whole["cubic_count"], whole["loss"])
+
+
 def test_report_pools_hosts_only_as_a_sweep_does(tmp_path: Path) -> None:
     """Repetitions of one point from two builds of the same BPF objects pool; from other objects, only with
     --mix-hosts; a refusal leaves the earlier report as it was."""

@@ -446,14 +446,18 @@ def write_report_from_summaries(summaries: Sequence[Path], out: Path) -> Path:
     """A report rebuilt from earlier reports' summary.json files alone, where their runs are not at hand:
     every table from the recorded means, half-widths and n, every claim decided again by today's data
     files (ratios and differences need no more, claims.Stat), each section rendered from its recorded
-    numbers. A later file's experiment replaces an earlier one's; the invocations of all are listed.
+    numbers. A later file's experiment replaces an earlier one's (seed 004's section part by part:
+    seed004.merge_recorded); the invocations of all are listed.
     Measures an earlier report did not show are not measured here, and figures only the runs can draw are
     copied from beside the inputs."""
-    metas, recorded = [], {}
+    metas: list[dict[str, Any]] = []
+    recorded: dict[str, Any] = {}
     for path in summaries:
         d = json.loads(path.read_text())
         metas.append(d["meta"])
-        recorded.update(d["experiments"])
+        for key, js in d["experiments"].items():
+            recorded[key] = seed004.merge_recorded(recorded[key], js) if key == seed004.SEED and key in recorded \
+                else js
     profiles = {m["profile"] for m in metas}
     if len(profiles) != 1:
         raise HarnessError(f"summaries of different profiles ({', '.join(sorted(profiles))}) do not make one report")

@@ -338,6 +338,19 @@ def collect(out: Path, fig_dir: Path) -> dict[str, Any]:
             **collect_loss(out)}
 
 
+def merge_recorded(earlier: dict[str, Any], later: dict[str, Any]) -> dict[str, Any]:
+    """Two summaries' seed 004 sections as one: the section draws on four experiments, and a later
+    summary of some of them (`--only seed004/cubic-count`) replaces only the parts those ran."""
+    merged = dict(earlier)
+    if later["share"]:
+        merged.update(share=later["share"], l2=later["l2"], durations_s=later.get("durations_s", []))
+    if later["cubic_count"]["points"]:
+        merged.update(cubic_count=later["cubic_count"], claims=later["claims"])
+    if later["loss"] or later.get("loss_free"):
+        merged.update(loss=later["loss"], loss_free=later.get("loss_free"))
+    return merged
+
+
 def render(js: dict[str, Any], fig_dir: Path, rel: str) -> tuple[list[str], dict[str, Any]]:
     """The section from its numbers; its summary.json entry (the numbers and what the section derives)."""
     rows = js["share"]
