@@ -23,7 +23,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--from-summary", action="append", default=[], metavar="FILE",
                    help="rebuild the report into --out from reports' summary.json files alone, their runs not at "
                         "hand: claims decided again on the recorded means and intervals (repeatable; a later "
-                        "file's experiments replace an earlier one's)")
+                        "file's experiments replace an earlier one's, seed 004's section only in the parts it "
+                        "ran)")
     p.add_argument("--reps", type=int, metavar="N",
                    help="repetitions per point instead of the profile's; on an existing --out only the missing "
                         "ones run (e.g. --only seed000/fig4.13 --reps 5 where 3 left a claim undecided)")
