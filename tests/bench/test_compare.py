@@ -88,13 +88,14 @@ def test_real_compare_table_figures_and_page_in_a_browser(tmp_path: Path) -> Non
         # steady window is about 2 s, and an ss sample's stamp may be 50 ms off at each end: up to 5% over.
         assert 40 < metrics["steady.goodput_mbps"]["mean"] <= 47.8 * 1.05
     # Every run records the bbrbench and the command that made it, and its senders' TCP counters: segments
-    # sent, as many as the bytes the run reports over the MSS at least.
+    # sent, at least the bytes the receivers got over the MSS (not iperf3's bytes written: the send buffer may
+    # still hold some when the run stops; CI once saw 16763 segments for 16797 MSS written).
     for run_meta in out.glob("points/*/rep*/scenario.json"):
         made_by = read_json(run_meta, "run")["bbrbench"]
         assert made_by["version"] == bbrbench.__version__ and made_by["command"].startswith("bbrbench compare cubic")
         run_summary = read_json(run_meta.parent / "summary.json", "summary")
-        sent_bytes = sum(f["bytes_sent"] for f in run_summary["flows"])
-        assert run_summary["tcp"]["OutSegs"] >= sent_bytes / 1448 > 0
+        received = sum(f["received_bytes"] for f in run_summary["flows"])
+        assert run_summary["tcp"]["OutSegs"] >= received / 1448 > 0
     # cubic fills the 2 BDP FIFO; bbr aims at an empty queue.
     assert (by[("1 flow", "cubic")]["steady.queueing_delay_ms_mean"]["mean"]
             > by[("1 flow", "bbr")]["steady.queueing_delay_ms_mean"]["mean"])
