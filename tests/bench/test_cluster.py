@@ -49,10 +49,19 @@ def wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
 
 
 def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
-    """The process and everything it started (its own session)."""
+    """The process and everything it started (its own session), waited for to the last: a worker's run
+    cleans up on SIGTERM for seconds after the worker has gone, and the leak check runs next."""
     if proc.poll() is None:
         os.killpg(proc.pid, sig)
     proc.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            return
+        assert time.monotonic() < deadline, f"process group {proc.pid} outlived its leader by 30 s"
+        time.sleep(0.1)
 
 
 class Cluster:
