@@ -442,6 +442,11 @@ def write_report(out: Path, mix_hosts: bool = False) -> Path:
     return _write(out, meta, seeds, experiments, lambda section: section.collect(out, out / "figures"))
 
 
+# Sections drawn from several experiments: a later summary of some of them replaces only their parts.
+_SECTION_MERGES: dict[str, Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]] = {
+    seed004.SEED: seed004.merge_recorded}
+
+
 def write_report_from_summaries(summaries: Sequence[Path], out: Path) -> Path:
     """A report rebuilt from earlier reports' summary.json files alone, where their runs are not at hand:
     every table from the recorded means, half-widths and n, every claim decided again by today's data
@@ -456,8 +461,8 @@ def write_report_from_summaries(summaries: Sequence[Path], out: Path) -> Path:
         d = json.loads(path.read_text())
         metas.append(d["meta"])
         for key, js in d["experiments"].items():
-            recorded[key] = seed004.merge_recorded(recorded[key], js) if key == seed004.SEED and key in recorded \
-                else js
+            merge = _SECTION_MERGES.get(key)
+            recorded[key] = merge(recorded[key], js) if merge and key in recorded else js
     profiles = {m["profile"] for m in metas}
     if len(profiles) != 1:
         raise HarnessError(f"summaries of different profiles ({', '.join(sorted(profiles))}) do not make one report")
