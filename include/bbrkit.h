@@ -45,19 +45,20 @@ enum bbrkit_event {
 #define BBRKIT_F_IPV6 (1U << 4)
 
 /* Slots of bbrkit_flow.variant for the variants' own state. */
-#define BBRKIT_VAR_RTTGAIN_GAIN 0   /* last RTT-based cruise gain, BBR_UNIT */
-#define BBRKIT_VAR_ACD_STEADY 0	    /* consecutive steady elevated RTT samples */
-#define BBRKIT_VAR_ACD_CONGESTED 1  /* 1 when the detector declares congestion */
-#define BBRKIT_VAR_ACD_HALVINGS 2   /* cwnd halvings applied so far */
-#define BBRKIT_VAR_V3_PHASE 0	    /* bbr2/bbr3 PROBE_BW sub-phase, enum bbrkit_v3_phase */
-#define BBRKIT_VAR_V3_BW_HI 1	    /* long-term max bw, packets/us << BW_SCALE */
-#define BBRKIT_VAR_V3_BW_LO 2	    /* short-term bound, same unit; BBRKIT_VAR_NONE: unset */
-#define BBRKIT_VAR_V3_INFLIGHT_HI 3 /* packets; BBRKIT_VAR_NONE: unset */
-#define BBRKIT_VAR_V3_INFLIGHT_LO 4 /* packets; BBRKIT_VAR_NONE: unset */
-#define BBRKIT_VAR_V3_LOSS_RATE 5   /* lost / (lost + delivered) of the last loss round, permille */
-#define BBRKIT_VAR_V3_ECN_RATE 6    /* CE-marked / delivered of the last loss round, permille */
-#define BBRKIT_VAR_V3_ECN_ALPHA 7   /* EWMA of the CE fraction, BBR_UNIT */
-#define BBRKIT_VAR_SLOTS 8
+#define BBRKIT_VAR_RTTGAIN_GAIN 0     /* last RTT-based cruise gain, BBR_UNIT */
+#define BBRKIT_VAR_ACD_STEADY 0	      /* consecutive steady elevated RTT samples */
+#define BBRKIT_VAR_ACD_CONGESTED 1    /* 1 when the detector declares congestion */
+#define BBRKIT_VAR_ACD_HALVINGS 2     /* cwnd halvings applied so far */
+#define BBRKIT_VAR_V3_PHASE 0	      /* bbr2/bbr3 PROBE_BW sub-phase, enum bbrkit_v3_phase */
+#define BBRKIT_VAR_V3_BW_HI 1	      /* long-term max bw, packets/us << BW_SCALE */
+#define BBRKIT_VAR_V3_BW_LO 2	      /* short-term bound, same unit; BBRKIT_VAR_NONE: unset */
+#define BBRKIT_VAR_V3_INFLIGHT_HI 3   /* packets; BBRKIT_VAR_NONE: unset */
+#define BBRKIT_VAR_V3_INFLIGHT_LO 4   /* packets; BBRKIT_VAR_NONE: unset */
+#define BBRKIT_VAR_V3_LOSS_RATE 5     /* lost / (lost + delivered) of the last loss round, permille */
+#define BBRKIT_VAR_V3_ECN_RATE 6      /* CE-marked / delivered of the last loss round, permille */
+#define BBRKIT_VAR_V3_ECN_ALPHA 7     /* EWMA of the CE fraction, BBR_UNIT */
+#define BBRKIT_VAR_V3_PROBE_RTT_MIN 8 /* us, the min RTT filter that times PROBE_RTT */
+#define BBRKIT_VAR_SLOTS 9
 /* A variant slot with no value (a bound that is not set). */
 #define BBRKIT_VAR_NONE 0xffffffffU
 
@@ -89,18 +90,17 @@ struct bbrkit_flow {
 	__u32 pacing_gain; /* BBR_UNIT */
 	__u32 cwnd_gain;   /* BBR_UNIT */
 	__u32 min_rtt_us;
-	__u32 rtt_us;	  /* latest RTT sample */
-	__u32 srtt_us;	  /* smoothed RTT */
-	__u32 cwnd;	  /* packets */
-	__u32 inflight;	  /* packets */
-	__u32 round;	  /* packet-timed round trips so far */
-	__u32 mss;	  /* bytes */
-	__u32 lost;	  /* packets lost, total */
-	__u32 retrans;	  /* segments retransmitted, total */
-	__u32 delivered;  /* packets delivered, total */
-	__u32 prior_cwnd; /* cwnd saved on entering recovery or PROBE_RTT */
-	__u32 variant[BBRKIT_VAR_SLOTS];
-	__u32 pad; /* explicit: the record is 8-byte aligned, and readers see no hidden hole */
+	__u32 rtt_us;			 /* latest RTT sample */
+	__u32 srtt_us;			 /* smoothed RTT */
+	__u32 cwnd;			 /* packets */
+	__u32 inflight;			 /* packets */
+	__u32 round;			 /* packet-timed round trips so far */
+	__u32 mss;			 /* bytes */
+	__u32 lost;			 /* packets lost, total */
+	__u32 retrans;			 /* segments retransmitted, total */
+	__u32 delivered;		 /* packets delivered, total */
+	__u32 prior_cwnd;		 /* cwnd saved on entering recovery or PROBE_RTT */
+	__u32 variant[BBRKIT_VAR_SLOTS]; /* ends the record 8-byte aligned: no hidden hole */
 };
 /* The ring buffer's record size is ABI between the BPF objects and the readers. */
 _Static_assert(sizeof(struct bbrkit_flow) == 168, "struct bbrkit_flow changed size: readers must follow");
@@ -111,7 +111,7 @@ _Static_assert(sizeof(struct bbrkit_flow) == 168, "struct bbrkit_flow changed si
  * object of another version and flows/trace an attachment of another, instead of misreading records.
  * Bump it with any change to those.
  */
-#define BBRKIT_ABI_VERSION 1
+#define BBRKIT_ABI_VERSION 2
 /* The section, and so the libbpf map, that holds the object's __u32 ABI version. */
 #define BBRKIT_ABI_SECTION ".rodata.abi"
 

@@ -101,6 +101,9 @@ static const struct variant_desc v3_variants[] = {
 	{ "loss_rate", BBRKIT_VAR_V3_LOSS_RATE, VAR_PERMILLE, "lost / sent in the last loss round" },
 	{ "ecn_rate", BBRKIT_VAR_V3_ECN_RATE, VAR_PERMILLE, "CE-marked / delivered in the last round" },
 	{ "ecn_alpha", BBRKIT_VAR_V3_ECN_ALPHA, VAR_GAIN, "smoothed CE fraction" },
+	{ "probe_rtt_min_us", BBRKIT_VAR_V3_PROBE_RTT_MIN, VAR_USEC,
+		"PROBE_RTT's min RTT filter: no new low for probe_rtt_interval_ms starts PROBE_RTT (null: no "
+		"sample)" },
 };
 
 static const struct variant_desc rttgain_variants[] = {

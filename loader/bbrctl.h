@@ -34,7 +34,7 @@ struct param_desc {
 	__u32 usual_min, usual_max; /* `show` warns outside this band; 0, 0: no band */
 };
 
-/* How a variant slot is shown. BBRKIT_VAR_NONE in a VAR_UINT or VAR_BW slot means "not set":
+/* How a variant slot is shown. BBRKIT_VAR_NONE in a VAR_UINT, VAR_BW or VAR_USEC slot means "not set":
  * JSON null, an empty CSV cell, "-" in the table.
  */
 enum variant_kind {
@@ -43,6 +43,7 @@ enum variant_kind {
 	VAR_BW,	      /* packets/us << BW_SCALE, printed in bit/s */
 	VAR_PERMILLE, /* thousandths, printed as a fraction */
 	VAR_V3_PHASE, /* enum bbrkit_v3_phase, printed by name */
+	VAR_USEC,     /* microseconds */
 };
 
 /* One slot of bbrkit_flow.variant as shown by flows and trace. */

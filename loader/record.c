@@ -159,16 +159,17 @@ static const char *const variant_units[] = {
 	[VAR_BW] = "bit/s",
 	[VAR_PERMILLE] = "ratio",
 	[VAR_V3_PHASE] = "",
+	[VAR_USEC] = "us",
 };
 
 static const char *const v3_phase_names[] = { "UP", "DOWN", "CRUISE", "REFILL", "-" };
 
-/* BBRKIT_VAR_NONE in a count or a bandwidth means "not set": JSON null, an empty CSV cell, "-". */
+/* BBRKIT_VAR_NONE in a count, a bandwidth or a time means "not set": JSON null, an empty CSV cell, "-". */
 static void variant_value(const struct variant_desc *d, const struct bbrkit_flow *f, struct field_value *v)
 {
 	__u32 x = f->variant[d->slot];
 
-	if (x == BBRKIT_VAR_NONE && (d->kind == VAR_UINT || d->kind == VAR_BW)) {
+	if (x == BBRKIT_VAR_NONE && (d->kind == VAR_UINT || d->kind == VAR_BW || d->kind == VAR_USEC)) {
 		v->kind = KIND_NULL;
 		return;
 	}
@@ -189,7 +190,7 @@ static void variant_value(const struct variant_desc *d, const struct bbrkit_flow
 		v->kind = KIND_TEXT;
 		v->s = NAME_OF(v3_phase_names, x);
 		break;
-	default: /* VAR_UINT */
+	default: /* VAR_UINT, VAR_USEC */
 		v->kind = KIND_UINT;
 		v->u = x;
 	}
@@ -378,7 +379,7 @@ void record_keys_help(FILE *out)
 {
 	fprintf(out, "record keys (JSON and CSV; the flows table shows some, scaled):\n");
 	for (int id = 0; id < NFIELDS; id++)
-		fprintf(out, "  %-16s %-8s %s\n", fields[id].key, fields[id].unit, fields[id].meaning);
+		fprintf(out, "  %-17s %-8s %s\n", fields[id].key, fields[id].unit, fields[id].meaning);
 	for (size_t i = 0; i < nalgos; i++) {
 		const struct algo *a = algo_at(i);
 
@@ -400,7 +401,7 @@ void record_keys_help(FILE *out)
 						used < sizeof(owners))
 						used += snprintf(owners + used, sizeof(owners) - used, "%s%s",
 							used ? ", " : "", algo_at(k)->name);
-			fprintf(out, "  %-16s %-8s %s: %s\n", v->key, variant_units[v->kind], owners,
+			fprintf(out, "  %-17s %-8s %s: %s\n", v->key, variant_units[v->kind], owners,
 				v->help ? v->help : "variant state");
 		}
 	}

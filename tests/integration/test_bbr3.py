@@ -21,7 +21,7 @@ RTT_MS = 20
 QUEUE_BYTES = 2 * RATE_MBIT * 1_000_000 // 8 * RTT_MS // 1000  # 2 x BDP
 PHASES = {"UP", "DOWN", "CRUISE", "REFILL"}
 V3_KEYS = {"bw_phase", "bw_hi_bps", "bw_lo_bps", "inflight_hi", "inflight_lo", "loss_rate", "ecn_rate",
-           "ecn_alpha"}
+           "ecn_alpha", "probe_rtt_min_us"}
 
 
 @pytest.mark.parametrize("algo", ALGOS)
@@ -45,6 +45,8 @@ def test_fills_the_bottleneck_and_shows_v3_state(algo: str, flows_via: str, atta
     assert 0.5 * RATE_MBIT * 1e6 < flow["bw_hi_bps"] < 1.5 * RATE_MBIT * 1e6
     assert flow["bw_lo_bps"] is None or flow["bw_lo_bps"] > 0
     assert 0 <= flow["loss_rate"] <= 1 and flow["ecn_rate"] == 0
+    # min_rtt takes probe_rtt_min whenever that is not above it (bbr_update_min_rtt).
+    assert RTT_MS * 1000 <= flow["min_rtt_us"] <= flow["probe_rtt_min_us"], flow
     result = iperf_result(client)
     received = result["end"]["sum_received"]["bits_per_second"]
     assert received >= 0.9 * RATE_MBIT * 1e6, f"{algo}: {received / 1e6:.1f} Mbit/s"

@@ -130,14 +130,18 @@ def test_bbr3_cycles_probes_and_probes_rtt(attach, path: NetPair, tmp_path: Path
     assert all(62 * RTT_MS / 1000 * 0.95 <= w <= 3.0 + 0.2 for w in waits), (waits, names)
     # PROBE_RTT when probe_rtt_min went 5 s without a strictly lower sample (bbr_probe_rtt_win_ms =
     # 5000, bbr_update_min_rtt), counted from the flow's start, the last PROBE_RTT's end
-    # (bbr_check_probe_rtt_done restamps) or the last new low. A new low moves min_rtt too (it takes
-    # probe_rtt_min when not above it), so the records show each restamp as a drop of min_rtt_us, one
-    # round late at most. On this path the first PROBE_RTT came at 5.1-5.3 s in most runs; a drained
-    # queue's new low delays it, rarely past 16 s. It lasts max(200 ms, a round)
-    # (bbr_probe_rtt_mode_ms) at cwnd 0.5 x BDP (bbr_probe_rtt_cwnd_gain), 4 at least.
+    # (bbr_check_probe_rtt_done restamps) or the last new low. The records carry probe_rtt_min_us, so a
+    # new low shows as a change of it, one round late at most. min_rtt_us cannot stand in: an expired
+    # filter takes any sample, so probe_rtt_min can sit above min_rtt (the 10 s filter) and a new low
+    # between the two moves only probe_rtt_min (CI: no PROBE_RTT 5.6 s after the last drop of min_rtt;
+    # here, 2 of 4 runs had 4 such new lows each, 20075 -> 20051 us above a min_rtt of 20039). On this
+    # path the first PROBE_RTT came at 5.1-5.3 s in most runs; a drained queue's new low delays it,
+    # rarely past 16 s. It lasts max(200 ms, a round) (bbr_probe_rtt_mode_ms) at cwnd 0.5 x BDP
+    # (bbr_probe_rtt_cwnd_gain), 4 at least.
     probe_rtt_runs = [(start, end) for name, start, end in runs if name == "PROBE_RTT"]
     restarts = [0.0] + [end for _, end in probe_rtt_runs]
-    restarts += [b["t"] for a, b in zip(records, records[1:], strict=False) if b["min_rtt_us"] < a["min_rtt_us"]]
+    restarts += [b["t"] for a, b in zip(records, records[1:], strict=False)
+                 if b["probe_rtt_min_us"] != a["probe_rtt_min_us"]]
     for start, _ in probe_rtt_runs:
         # The entering ACK itself may bring a new low (an expired filter takes any sample): t < start.
         last = max(t for t in restarts if t < start)

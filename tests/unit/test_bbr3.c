@@ -384,6 +384,32 @@ TEST(record_carries_v3_state)
 	CHECK_EQ(f.bw, bbr_bw(core()));
 }
 
+/* The record carries probe_rtt_min, which alone times PROBE_RTT: an expired filter takes any sample,
+ * so it can sit above min_rtt (10 s), and a new low between the two restamps it without moving
+ * min_rtt.
+ */
+TEST(record_carries_probe_rtt_min_that_can_sit_above_min_rtt)
+{
+	struct bbrkit_flow f = { 0 };
+
+	start();
+	round_of(80);
+	st()->probe_rtt_min_stamp -= bbr3_probe_rtt_win_ticks() + 1;
+	sim_advance_us(2000);
+	sim_ack((struct sim_ack){ .acked = 9, .rtt_us = SIM_RTT_US + 900, .interval_us = 2000 });
+	CHECK_EQ(core()->mode, BBRKIT_PROBE_RTT);
+	CHECK_EQ(st()->probe_rtt_min_us, SIM_RTT_US + 900);
+	CHECK_EQ(core()->min_rtt_us, SIM_RTT_US);
+	u32 stamp = st()->probe_rtt_min_stamp;
+	sim_advance_us(20000);
+	sim_ack((struct sim_ack){ .acked = 9, .rtt_us = SIM_RTT_US + 400, .interval_us = 2000 });
+	CHECK(st()->probe_rtt_min_stamp != stamp);
+	CHECK_EQ(core()->min_rtt_us, SIM_RTT_US);
+	bbr3_fill_flow(&f, sk, core(), BBRKIT_EV_SNAPSHOT);
+	CHECK_EQ(f.variant[BBRKIT_VAR_V3_PROBE_RTT_MIN], SIM_RTT_US + 400);
+	CHECK_EQ(f.min_rtt_us, SIM_RTT_US);
+}
+
 /* An RTO as tcp_enter_loss() makes it: the flight is marked lost, ssthresh sees the old cwnd, cwnd
  * falls to the flight (now 0) + 1, then set_state(TCP_CA_Loss); ACKs then come with a flight of ~1.
  */
