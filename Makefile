@@ -32,6 +32,7 @@ GEN_OBJS := $(filter-out $(BUILD)/loader/main.o,$(LOADER_OBJS)) $(BUILD)/loader/
 DOCS := $(BUILD)/bbrctl.8 $(BUILD)/bbrctl.bash $(BUILD)/bbrbench.1 $(BUILD)/bbrbench.bash
 
 DELAY_SRCS := $(sort $(wildcard bench/delayline/*.c))
+WIRE_HDRS := $(wildcard bench/wire/*.h)
 DELAY_BIN := $(if $(DELAY_SRCS),$(BUILD)/bbrkit-delay)
 LINK_CORE := bench/link/queue.c bench/link/queue.h
 LINK_BIN := $(BUILD)/bbrkit-link
@@ -148,11 +149,11 @@ $(BUILD)/bbrbench.bash: scripts/bbrbench-gen.py $(wildcard bench/bbrbench/*.py b
 	$(call msg,GEN,$@)
 	$(Q)PYTHONPATH=bench python3 scripts/bbrbench-gen.py completion > $@
 
-$(BUILD)/bbrkit-delay: $(DELAY_SRCS) $(wildcard bench/delayline/*.h) bench/wire/afpacket.h | $(BUILD)
+$(BUILD)/bbrkit-delay: $(DELAY_SRCS) $(wildcard bench/delayline/*.h) $(WIRE_HDRS) | $(BUILD)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(DELAY_CFLAGS) -o $@ $(DELAY_SRCS)
 
-$(LINK_BIN): bench/link/link.c $(LINK_CORE) bench/wire/afpacket.h | $(BUILD)
+$(LINK_BIN): bench/link/link.c $(LINK_CORE) $(WIRE_HDRS) | $(BUILD)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(DELAY_CFLAGS) -Ibench/link -o $@ bench/link/link.c bench/link/queue.c -lm
 

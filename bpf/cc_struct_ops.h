@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* The struct_ops programs and the tcp_congestion_ops table of a BBR-shaped congestion control, written
- * once for bbrkit's algorithms (bbr_ops.h) and the overhead floor (bench/kernelbbr/floor/bbr_floor.bpf.c).
+ * once for bbrkit's algorithms (bbr_ops.h), the overhead floor (bench/kernelbbr/floor/bbr_floor.bpf.c)
+ * and the lockstep check (bench/kernelbbr/lockstep/bbr_lockstep.bpf.c).
  *
  * CC_STRUCT_OPS(var, name, impl) defines eight programs, each calling impl(callback) with the kernel's
  * arguments, and the table `var` registering them as `name`. impl maps a callback name (init, main,

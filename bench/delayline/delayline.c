@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "afpacket.h"
+#include "process.h"
 
 #define PROG "bbrkit-delay"
 #define NSEC_PER_USEC 1000ULL
@@ -59,11 +60,8 @@
 /* Receive at most this many frames before sending due ones again, so a
  * flood in one direction cannot postpone departures past their due time. */
 #define RX_BATCH 32
-#define MAX_TAG_LEN 64
 /* Departures later than this count as late: a tenth of the accuracy target. */
 #define LATE_NS 50000ULL
-/* Wake-up step in the last guard interval before a departure. */
-#define FINE_STEP_NS 50000ULL
 #define DEFAULT_GUARD_US 1000ULL
 #define MAX_GUARD_US 100000ULL
 
@@ -308,19 +306,8 @@ static void *dir_main(void *arg)
 		r = ring_front(d);
 		if (r) {
 			uint64_t now = wire_now_ns();
-			uint64_t wait = r->due_ns > now ? r->due_ns - now : 0;
 
-			/* Long sleeps can overshoot by milliseconds on a virtual CPU
-			 * while short ones are precise: sleep until guard_ns before
-			 * the departure, then in short steps. */
-			if (wait > guard_ns)
-				wait -= guard_ns;
-			else if (wait > FINE_STEP_NS)
-				wait = FINE_STEP_NS;
-
-			ts.tv_sec = (time_t)(wait / NSEC_PER_SEC);
-			ts.tv_nsec = (long)(wait % NSEC_PER_SEC);
-			tsp = &ts;
+			tsp = wire_departure_timeout(r->due_ns > now ? r->due_ns - now : 0, guard_ns, &ts);
 		}
 		if (ppoll(pfd, 2, tsp, NULL) < 0 && errno != EINTR) {
 			fail_runtime("ppoll", errno);
@@ -393,7 +380,7 @@ static void usage(FILE *f)
 		"Prints one JSON line {\"event\":\"ready\",...} when forwarding, one\n"
 		"{\"event\":\"stats\",...} line of counters on SIGUSR1 and {\"event\":\"exit\",...} on\n"
 		"SIGTERM/SIGINT.\n",
-		MAX_DELAY_US, MAX_DELAY_US, MAX_TAG_LEN, (unsigned long long)DEFAULT_LIMIT_BYTES,
+		MAX_DELAY_US, MAX_DELAY_US, WIRE_MAX_TAG_LEN, (unsigned long long)DEFAULT_LIMIT_BYTES,
 		DEFAULT_SOCKBUF_BYTES, DEFAULT_GUARD_US);
 }
 
@@ -452,7 +439,7 @@ int main(int argc, char **argv)
 	unsigned int lidx, ridx;
 	pthread_attr_t attr;
 	sigset_t sigs;
-	int opt, sig;
+	int opt;
 
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -506,9 +493,7 @@ int main(int argc, char **argv)
 		die_usage("%s is required", "--delay-rl-us");
 	if (!have_tag)
 		die_usage("%s is required", "--tag");
-	if (!*tag || strlen(tag) > MAX_TAG_LEN ||
-		strspn(tag, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
-			strlen(tag))
+	if (!wire_tag_ok(tag))
 		die_usage("--tag '%s': use 1-64 characters from [A-Za-z0-9._-]", tag);
 	if (strcmp(left, right) == 0)
 		die_usage("--left and --right are both '%s'", left);
@@ -519,17 +504,7 @@ int main(int argc, char **argv)
 	if (!ridx)
 		die_usage("--right: no interface '%s' in this network namespace", right);
 
-	/* Only the main thread takes signals, synchronously, via sigwaitinfo(). */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGHUP);
-	sigaddset(&sigs, SIGUSR1);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	/* Default 50 us timer slack would be visible in the delay; ask for 1 ns. */
-	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-
+	wire_block_signals(&sigs);
 	if (pipe2(stop_pipe, O_CLOEXEC) < 0) {
 		fprintf(stderr, PROG ": pipe: %s\n", strerror(errno));
 		return 1;
@@ -539,14 +514,7 @@ int main(int argc, char **argv)
 	setup_dir(&dirs[1], "rl", right, wire_open_socket(PROG, right, ridx, true, sockbuf),
 		wire_open_socket(PROG, left, lidx, false, sockbuf), drl, limit);
 
-	pthread_attr_init(&attr);
-	if (prio) {
-		struct sched_param sp = { .sched_priority = (int)prio };
-
-		pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
-		pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
-		pthread_attr_setschedparam(&attr, &sp);
-	}
+	wire_thread_attr(&attr, prio);
 	for (int i = 0; i < 2; i++) {
 		int err = pthread_create(&dirs[i].thread, &attr, dir_main, &dirs[i]);
 
@@ -558,13 +526,7 @@ int main(int argc, char **argv)
 	printf("{\"event\":\"ready\",\"tag\":\"%s\",\"pid\":%d}\n", tag, (int)getpid());
 	fflush(stdout);
 
-	for (;;) {
-		sig = sigwaitinfo(&sigs, NULL);
-		if (sig == SIGUSR1)
-			print_stats("stats");
-		else if (sig > 0)
-			break;
-	}
+	wire_wait_for_stop(&sigs, print_stats);
 	if (write(stop_pipe[1], "x", 1) < 0)
 		fprintf(stderr, PROG ": stop pipe: %s\n", strerror(errno));
 	for (int i = 0; i < 2; i++)

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "afpacket.h"
+#include "process.h"
 #include "queue.h"
 
 #define PROG "bbrkit-link"
@@ -64,11 +65,9 @@
 #define CATCHUP_NS 1000000ULL
 #define RX_BATCH 64
 #define DEFAULT_SOCKBUF_BYTES (32 << 20)
-#define MAX_TAG_LEN 64
-/* Sleep until this long before the next departure, then in FINE_STEP_NS steps: long sleeps overshoot
- * by milliseconds on a virtual CPU, short ones by microseconds (bbrkit-delay's measurements). */
+/* Wake this long before the next departure, then step (wire_departure_timeout): long sleeps
+ * overshoot by milliseconds on a virtual CPU, short ones by microseconds (bbrkit-delay's measurements). */
 #define GUARD_NS 1000000ULL
-#define FINE_STEP_NS 50000ULL
 #define DEFAULT_LOG_INTERVAL_US 10000ULL
 #define MAX_PARAM_MS 10000ULL
 
@@ -465,7 +464,7 @@ static void *forward_main(void *arg)
 		struct pollfd pfd[2] = { { .fd = L.rx_fd, .events = POLLIN },
 			{ .fd = stop_pipe[0], .events = POLLIN } };
 		struct timespec ts, *tsp = NULL;
-		uint64_t now = wire_now_ns(), due, wait;
+		uint64_t now = wire_now_ns(), due;
 		int got;
 
 		if (L.trace_ns)
@@ -499,14 +498,7 @@ static void *forward_main(void *arg)
 		if (L.log && due > next_log)
 			due = next_log;
 		if (due != UINT64_MAX) {
-			wait = due > now ? due - now : 0;
-			if (wait > GUARD_NS)
-				wait -= GUARD_NS;
-			else if (wait > FINE_STEP_NS)
-				wait = FINE_STEP_NS;
-			ts.tv_sec = (time_t)(wait / NSEC_PER_SEC);
-			ts.tv_nsec = (long)(wait % NSEC_PER_SEC);
-			tsp = &ts;
+			tsp = wire_departure_timeout(due > now ? due - now : 0, GUARD_NS, &ts);
 		}
 		if (ppoll(pfd, 2, tsp, NULL) < 0 && errno != EINTR) {
 			fail_runtime("ppoll", errno);
@@ -692,141 +684,140 @@ static void usage(void)
 	       "\n"
 	       "Prints {\"event\":\"ready\",...} when forwarding, a {\"event\":\"stats\",...} line of\n"
 	       "counters on SIGUSR1 and {\"event\":\"exit\",...} on SIGTERM/SIGINT.\n",
-		MAX_TAG_LEN, MIN_RATE_BPS, MAX_RATE_BPS, TRACE_OPPORTUNITY_BYTES, DEFAULT_MTU,
+		WIRE_MAX_TAG_LEN, MIN_RATE_BPS, MAX_RATE_BPS, TRACE_OPPORTUNITY_BYTES, DEFAULT_MTU,
 		DEFAULT_LOG_INTERVAL_US, DEFAULT_SOCKBUF_BYTES);
 }
 
-int main(int argc, char **argv)
+/* The command line as given; main checks it, then builds the link from it. */
+struct link_args {
+	const char *left, *right, *trace, *aqm, *log_path;
+	uint64_t limit_pkts, limit_bytes, target, interval, tupdate, quantum,
+		flows; /* 0: the queue's default */
+	uint64_t step, mtu, prio, ecn, log_us, seed;
+	int sockbuf;
+	bool ect1, have_tag;
+	double ge[4];
+};
+
+/* Long options only, numbered past every character getopt could return. */
+enum link_opt {
+	O_LEFT = 256,
+	O_RIGHT,
+	O_TAG,
+	O_RATE,
+	O_TRACE,
+	O_AQM,
+	O_LPKTS,
+	O_LBYTES,
+	O_TARGET,
+	O_INTERVAL,
+	O_TUPDATE,
+	O_QUANTUM,
+	O_FLOWS,
+	O_ECN,
+	O_STEP,
+	O_ECT1,
+	O_GE,
+	O_JITTER,
+	O_SEED,
+	O_MTU,
+	O_LOG,
+	O_LOGINT,
+	O_SOCKBUF,
+	O_PRIO,
+	O_HELP
+};
+static const struct option link_opts[] = {
+	{ "left", required_argument, NULL, O_LEFT },
+	{ "right", required_argument, NULL, O_RIGHT },
+	{ "tag", required_argument, NULL, O_TAG },
+	{ "rate-bps", required_argument, NULL, O_RATE },
+	{ "trace", required_argument, NULL, O_TRACE },
+	{ "aqm", required_argument, NULL, O_AQM },
+	{ "limit-pkts", required_argument, NULL, O_LPKTS },
+	{ "limit-bytes", required_argument, NULL, O_LBYTES },
+	{ "target-us", required_argument, NULL, O_TARGET },
+	{ "interval-us", required_argument, NULL, O_INTERVAL },
+	{ "tupdate-us", required_argument, NULL, O_TUPDATE },
+	{ "quantum", required_argument, NULL, O_QUANTUM },
+	{ "flows", required_argument, NULL, O_FLOWS },
+	{ "ecn", required_argument, NULL, O_ECN },
+	{ "step-us", required_argument, NULL, O_STEP },
+	{ "step-ect1-only", no_argument, NULL, O_ECT1 },
+	{ "ge", required_argument, NULL, O_GE },
+	{ "jitter-us", required_argument, NULL, O_JITTER },
+	{ "seed", required_argument, NULL, O_SEED },
+	{ "mtu", required_argument, NULL, O_MTU },
+	{ "log", required_argument, NULL, O_LOG },
+	{ "log-interval-us", required_argument, NULL, O_LOGINT },
+	{ "sockbuf-bytes", required_argument, NULL, O_SOCKBUF },
+	{ "rt-prio", required_argument, NULL, O_PRIO },
+	{ "help", no_argument, NULL, O_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void parse_args(int argc, char **argv, struct link_args *a)
 {
-	enum {
-		O_LEFT = 256,
-		O_RIGHT,
-		O_TAG,
-		O_RATE,
-		O_TRACE,
-		O_AQM,
-		O_LPKTS,
-		O_LBYTES,
-		O_TARGET,
-		O_INTERVAL,
-		O_TUPDATE,
-		O_QUANTUM,
-		O_FLOWS,
-		O_ECN,
-		O_STEP,
-		O_ECT1,
-		O_GE,
-		O_JITTER,
-		O_SEED,
-		O_MTU,
-		O_LOG,
-		O_LOGINT,
-		O_SOCKBUF,
-		O_PRIO,
-		O_HELP
-	};
-	static const struct option opts[] = {
-		{ "left", required_argument, NULL, O_LEFT },
-		{ "right", required_argument, NULL, O_RIGHT },
-		{ "tag", required_argument, NULL, O_TAG },
-		{ "rate-bps", required_argument, NULL, O_RATE },
-		{ "trace", required_argument, NULL, O_TRACE },
-		{ "aqm", required_argument, NULL, O_AQM },
-		{ "limit-pkts", required_argument, NULL, O_LPKTS },
-		{ "limit-bytes", required_argument, NULL, O_LBYTES },
-		{ "target-us", required_argument, NULL, O_TARGET },
-		{ "interval-us", required_argument, NULL, O_INTERVAL },
-		{ "tupdate-us", required_argument, NULL, O_TUPDATE },
-		{ "quantum", required_argument, NULL, O_QUANTUM },
-		{ "flows", required_argument, NULL, O_FLOWS },
-		{ "ecn", required_argument, NULL, O_ECN },
-		{ "step-us", required_argument, NULL, O_STEP },
-		{ "step-ect1-only", no_argument, NULL, O_ECT1 },
-		{ "ge", required_argument, NULL, O_GE },
-		{ "jitter-us", required_argument, NULL, O_JITTER },
-		{ "seed", required_argument, NULL, O_SEED },
-		{ "mtu", required_argument, NULL, O_MTU },
-		{ "log", required_argument, NULL, O_LOG },
-		{ "log-interval-us", required_argument, NULL, O_LOGINT },
-		{ "sockbuf-bytes", required_argument, NULL, O_SOCKBUF },
-		{ "rt-prio", required_argument, NULL, O_PRIO },
-		{ "help", no_argument, NULL, O_HELP },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *left = NULL, *right = NULL, *trace = NULL, *aqm = "fifo", *log_path = NULL;
-	uint64_t limit_pkts = 0, limit_bytes = 0, target = 0, interval = 0, tupdate = 0, quantum = 0,
-		 flows = 0;
-	uint64_t step = 0, mtu = DEFAULT_MTU, prio = 0, ecn = UINT64_MAX;
-	uint64_t log_us = DEFAULT_LOG_INTERVAL_US, seed = 1;
-	int sockbuf = DEFAULT_SOCKBUF_BYTES, opt, sig;
-	bool ect1 = false, have_tag = false;
-	double ge[4] = { 0 };
-	struct lq_params prm;
-	enum lq_kind kind;
-	const char *err = NULL;
-	pthread_t fwd, rev;
-	pthread_attr_t attr;
-	sigset_t sigs;
-	uint32_t slots;
+	int opt;
 
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "", link_opts, NULL)) != -1) {
 		switch (opt) {
 		case O_LEFT:
-			left = optarg;
+			a->left = optarg;
 			break;
 		case O_RIGHT:
-			right = optarg;
+			a->right = optarg;
 			break;
 		case O_TAG:
 			tag = optarg;
-			have_tag = true;
+			a->have_tag = true;
 			break;
 		case O_RATE:
 			L.rate_bps = parse_u64("--rate-bps", optarg, MIN_RATE_BPS, MAX_RATE_BPS);
 			break;
 		case O_TRACE:
-			trace = optarg;
+			a->trace = optarg;
 			break;
 		case O_AQM:
-			aqm = optarg;
+			a->aqm = optarg;
 			break;
 		case O_LPKTS:
-			limit_pkts = parse_u64("--limit-pkts", optarg, 1, MAX_LIMIT_PKTS);
+			a->limit_pkts = parse_u64("--limit-pkts", optarg, 1, MAX_LIMIT_PKTS);
 			break;
 		case O_LBYTES:
-			limit_bytes = parse_u64("--limit-bytes", optarg, 1, MAX_LIMIT_BYTES);
+			a->limit_bytes = parse_u64("--limit-bytes", optarg, 1, MAX_LIMIT_BYTES);
 			break;
 		case O_TARGET:
-			target = parse_u64("--target-us", optarg, 1, MAX_PARAM_MS * 1000);
+			a->target = parse_u64("--target-us", optarg, 1, MAX_PARAM_MS * 1000);
 			break;
 		case O_INTERVAL:
-			interval = parse_u64("--interval-us", optarg, 1, MAX_PARAM_MS * 1000);
+			a->interval = parse_u64("--interval-us", optarg, 1, MAX_PARAM_MS * 1000);
 			break;
 		case O_TUPDATE:
-			tupdate = parse_u64("--tupdate-us", optarg, 1, MAX_PARAM_MS * 1000);
+			a->tupdate = parse_u64("--tupdate-us", optarg, 1, MAX_PARAM_MS * 1000);
 			break;
 		case O_QUANTUM:
-			quantum = parse_u64("--quantum", optarg, 64, 1 << 20);
+			a->quantum = parse_u64("--quantum", optarg, 64, 1 << 20);
 			break;
 		case O_FLOWS:
-			flows = parse_u64("--flows", optarg, 1, LQ_MAX_FLOWS);
+			a->flows = parse_u64("--flows", optarg, 1, LQ_MAX_FLOWS);
 			break;
 		case O_ECN:
-			ecn = parse_u64("--ecn", optarg, 0, 1);
+			a->ecn = parse_u64("--ecn", optarg, 0, 1);
 			break;
 		case O_STEP:
-			step = parse_u64("--step-us", optarg, 1, MAX_PARAM_MS * 1000);
+			a->step = parse_u64("--step-us", optarg, 1, MAX_PARAM_MS * 1000);
 			break;
 		case O_ECT1:
-			ect1 = true;
+			a->ect1 = true;
 			break;
 		case O_GE: {
 			char *copy = strdup(optarg), *save = NULL, *tok = strtok_r(copy, ",", &save);
 			int i;
 
 			for (i = 0; tok && i < 4; i++, tok = strtok_r(NULL, ",", &save))
-				ge[i] = parse_prob("--ge", tok);
+				a->ge[i] = parse_prob("--ge", tok);
 			if (i != 4 || tok)
 				die("--ge '%s': expected four probabilities P,R,LG,LB", optarg);
 			free(copy);
@@ -838,26 +829,26 @@ int main(int argc, char **argv)
 				parse_u64("--jitter-us", optarg, 0, MAX_PARAM_MS * 1000) * LQ_NSEC_PER_USEC;
 			break;
 		case O_SEED:
-			seed = parse_u64("--seed", optarg, 0, UINT32_MAX);
+			a->seed = parse_u64("--seed", optarg, 0, UINT32_MAX);
 			break;
 		case O_MTU:
-			mtu = parse_u64("--mtu", optarg, 576, MAX_MTU);
+			a->mtu = parse_u64("--mtu", optarg, 576, MAX_MTU);
 			break;
 		case O_LOG:
-			log_path = optarg;
+			a->log_path = optarg;
 			break;
 		case O_LOGINT:
-			log_us = parse_u64("--log-interval-us", optarg, 100, 10000000);
+			a->log_us = parse_u64("--log-interval-us", optarg, 100, 10000000);
 			break;
 		case O_SOCKBUF:
-			sockbuf = (int)parse_u64("--sockbuf-bytes", optarg, 65536, INT_MAX / 2);
+			a->sockbuf = (int)parse_u64("--sockbuf-bytes", optarg, 65536, INT_MAX / 2);
 			break;
 		case O_PRIO:
-			prio = parse_u64("--rt-prio", optarg, 1, 99);
+			a->prio = parse_u64("--rt-prio", optarg, 1, 99);
 			break;
 		case O_HELP:
 			usage();
-			return 0;
+			exit(0);
 		default:
 			if (optopt)
 				die("option '%s' needs a value (see --help)", argv[optind - 1]);
@@ -866,96 +857,104 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		die("unexpected argument '%s' (see --help)", argv[optind]);
-	if (!left || !right || !have_tag)
+}
+
+/* Bad input stops here, before any socket, thread or file exists. Returns the queue's kind. */
+static enum lq_kind check_args(const struct link_args *a)
+{
+	enum lq_kind kind;
+
+	if (!a->left || !a->right || !a->have_tag)
 		die("%s are required (see --help)", "--left, --right and --tag");
-	if (!*tag || strlen(tag) > MAX_TAG_LEN ||
-		strspn(tag, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
-			strlen(tag))
+	if (!wire_tag_ok(tag))
 		die("--tag '%s': use 1-64 characters from [A-Za-z0-9._-]", tag);
-	if (!L.rate_bps == !trace)
+	if (!L.rate_bps == !a->trace)
 		die("%s", "give exactly one of --rate-bps and --trace");
-	if (!strcmp(aqm, "fifo"))
+	if (!strcmp(a->aqm, "fifo"))
 		kind = LQ_FIFO;
-	else if (!strcmp(aqm, "codel"))
+	else if (!strcmp(a->aqm, "codel"))
 		kind = LQ_CODEL;
-	else if (!strcmp(aqm, "fq_codel"))
+	else if (!strcmp(a->aqm, "fq_codel"))
 		kind = LQ_FQ_CODEL;
-	else if (!strcmp(aqm, "step"))
+	else if (!strcmp(a->aqm, "step"))
 		kind = LQ_STEP;
-	else if (!strcmp(aqm, "pie"))
+	else if (!strcmp(a->aqm, "pie"))
 		kind = LQ_PIE;
-	else if (!strcmp(aqm, "cake"))
+	else if (!strcmp(a->aqm, "cake"))
 		kind = LQ_CAKE;
 	else
-		die("--aqm '%s': not one of fifo, codel, fq_codel, cake, pie, step", aqm);
-	if (limit_bytes && kind != LQ_FIFO && kind != LQ_STEP)
-		die("--limit-bytes: only for fifo and step (%s limits packets)", aqm);
-	if ((target || ecn != UINT64_MAX) && (kind == LQ_FIFO || kind == LQ_STEP))
-		die("--target-us and --ecn apply to codel, fq_codel, cake and pie, not %s", aqm);
-	if (interval && kind != LQ_CODEL && kind != LQ_FQ_CODEL && kind != LQ_CAKE)
-		die("--interval-us applies to codel, fq_codel and cake, not %s", aqm);
-	if (tupdate && kind != LQ_PIE)
-		die("--tupdate-us applies to pie, not %s", aqm);
-	if ((quantum || flows) && kind != LQ_FQ_CODEL && kind != LQ_CAKE)
-		die("--quantum and --flows apply to fq_codel and cake, not %s", aqm);
-	if (flows % LQ_CAKE_WAYS && kind == LQ_CAKE)
+		die("--aqm '%s': not one of fifo, codel, fq_codel, cake, pie, step", a->aqm);
+	if (a->limit_bytes && kind != LQ_FIFO && kind != LQ_STEP)
+		die("--limit-bytes: only for fifo and step (%s limits packets)", a->aqm);
+	if ((a->target || a->ecn != UINT64_MAX) && (kind == LQ_FIFO || kind == LQ_STEP))
+		die("--target-us and --ecn apply to codel, fq_codel, cake and pie, not %s", a->aqm);
+	if (a->interval && kind != LQ_CODEL && kind != LQ_FQ_CODEL && kind != LQ_CAKE)
+		die("--interval-us applies to codel, fq_codel and cake, not %s", a->aqm);
+	if (a->tupdate && kind != LQ_PIE)
+		die("--tupdate-us applies to pie, not %s", a->aqm);
+	if ((a->quantum || a->flows) && kind != LQ_FQ_CODEL && kind != LQ_CAKE)
+		die("--quantum and --flows apply to fq_codel and cake, not %s", a->aqm);
+	if (a->flows % LQ_CAKE_WAYS && kind == LQ_CAKE)
 		die("--flows: cake's queues come in sets of 8, not %s",
 			"a count that is not a multiple of 8");
-	if (kind == LQ_STEP && !step)
+	if (kind == LQ_STEP && !a->step)
 		die("%s", "--aqm step needs --step-us");
-	if (ect1 && !step)
+	if (a->ect1 && !a->step)
 		die("%s", "--step-ect1-only needs --step-us");
-	if (trace)
-		load_trace(trace);
-	if (strcmp(left, right) == 0)
-		die("--left and --right are both '%s'", left);
-	if (!if_nametoindex(left))
-		die("--left: no interface '%s' in this network namespace", left);
-	if (!if_nametoindex(right))
-		die("--right: no interface '%s' in this network namespace", right);
+	if (a->trace)
+		load_trace(a->trace);
+	if (strcmp(a->left, a->right) == 0)
+		die("--left and --right are both '%s'", a->left);
+	if (!if_nametoindex(a->left))
+		die("--left: no interface '%s' in this network namespace", a->left);
+	if (!if_nametoindex(a->right))
+		die("--right: no interface '%s' in this network namespace", a->right);
+	return kind;
+}
 
-	L.frame_max = (uint32_t)mtu + L2_OVERHEAD_BYTES;
-	lq_defaults(&prm, kind, L.frame_max - 4);
-	if (limit_pkts)
-		prm.limit_pkts = (uint32_t)limit_pkts;
-	if (limit_bytes) {
-		prm.limit_bytes = limit_bytes;
-		prm.limit_pkts = limit_pkts ? (uint32_t)limit_pkts : 0;
+static void queue_params(const struct link_args *a, enum lq_kind kind, struct lq_params *prm)
+{
+	lq_defaults(prm, kind, L.frame_max - 4);
+	if (a->limit_pkts)
+		prm->limit_pkts = (uint32_t)a->limit_pkts;
+	if (a->limit_bytes) {
+		prm->limit_bytes = a->limit_bytes;
+		prm->limit_pkts = a->limit_pkts ? (uint32_t)a->limit_pkts : 0;
 	}
-	if (target)
-		prm.target_ns = target * LQ_NSEC_PER_USEC;
-	if (interval)
-		prm.interval_ns = interval * LQ_NSEC_PER_USEC;
-	if (tupdate)
-		prm.tupdate_ns = tupdate * LQ_NSEC_PER_USEC;
-	if (quantum)
-		prm.quantum = (uint32_t)quantum;
-	if (flows)
-		prm.flows = (uint32_t)flows;
-	if (ecn != UINT64_MAX)
-		prm.ecn = ecn;
-	prm.step_ns = step * LQ_NSEC_PER_USEC;
-	prm.step_ect1_only = ect1;
+	if (a->target)
+		prm->target_ns = a->target * LQ_NSEC_PER_USEC;
+	if (a->interval)
+		prm->interval_ns = a->interval * LQ_NSEC_PER_USEC;
+	if (a->tupdate)
+		prm->tupdate_ns = a->tupdate * LQ_NSEC_PER_USEC;
+	if (a->quantum)
+		prm->quantum = (uint32_t)a->quantum;
+	if (a->flows)
+		prm->flows = (uint32_t)a->flows;
+	if (a->ecn != UINT64_MAX)
+		prm->ecn = a->ecn;
+	prm->step_ns = a->step * LQ_NSEC_PER_USEC;
+	prm->step_ect1_only = a->ect1;
 	/* CAKE sizes its MTU time and quantum from the link rate (a trace's mean rate). */
-	prm.rate_bps = L.rate_bps ? L.rate_bps
-				  : (uint64_t)L.trace_len * TRACE_OPPORTUNITY_BYTES * BITS_PER_BYTE *
+	prm->rate_bps = L.rate_bps ? L.rate_bps
+				   : (uint64_t)L.trace_len * TRACE_OPPORTUNITY_BYTES * BITS_PER_BYTE *
 			NSEC_PER_SEC / L.trace_period_ns;
-	if (kind == LQ_CAKE && !quantum) {
-		uint64_t q = prm.rate_bps / BITS_PER_BYTE >> 12; /* sch_cake: rate/4096, within 300..MTU */
+	if (kind == LQ_CAKE && !a->quantum) {
+		uint64_t q = prm->rate_bps / BITS_PER_BYTE >> 12; /* sch_cake: rate/4096, within 300..MTU */
 
-		prm.quantum = (uint32_t)(q < LQ_CAKE_MIN_QUANTUM ? LQ_CAKE_MIN_QUANTUM
-				: q > prm.mtu_bytes		 ? prm.mtu_bytes
-								 : q);
+		prm->quantum = (uint32_t)(q < LQ_CAKE_MIN_QUANTUM ? LQ_CAKE_MIN_QUANTUM
+				: q > prm->mtu_bytes		  ? prm->mtu_bytes
+								  : q);
 	}
-	if (lq_init(&L.q, &prm, on_drop, NULL, &err))
-		die("queue: %s", err);
-	if (L.ge_on)
-		lq_ge_init(&L.ge, ge[0], ge[1], ge[2], ge[3], seed);
-	L.seed = (uint32_t)seed;
-	jitter_rng = seed ^ 0x6a09e667f3bcc908ULL;
+}
+
+static void alloc_pool(const struct lq_params *prm)
+{
+	uint32_t slots;
+	size_t stride;
 
 	/* One slot per packet the queue can hold (a minimum-size frame per 60 bytes of a byte limit)... */
-	slots = prm.limit_pkts ? prm.limit_pkts : (uint32_t)(prm.limit_bytes / 60 + 1);
+	slots = prm->limit_pkts ? prm->limit_pkts : (uint32_t)(prm->limit_bytes / 60 + 1);
 	if (slots > MAX_POOL_SLOTS)
 		slots = MAX_POOL_SLOTS;
 	/* ...plus a receive batch, a send batch, the frame in service and, with jitter, a slot per microsecond
@@ -966,69 +965,89 @@ int main(int argc, char **argv)
 				? L.jitter_ns / LQ_NSEC_PER_USEC
 				: MAX_POOL_SLOTS);
 	L.slot_size = VNET_HDR_BYTES + L.frame_max;
-	{
-		size_t stride = (sizeof(struct slot) + L.slot_size + 63) & ~(size_t)63;
+	stride = (sizeof(struct slot) + L.slot_size + 63) & ~(size_t)63;
+	/* Pages are touched only as the queue grows, and a LIFO free list reuses the same ones. */
+	L.pool = mmap(NULL, stride * slots, PROT_READ | PROT_WRITE,
+		MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (L.pool == MAP_FAILED)
+		die("cannot map a packet pool of %s", "the queue's limit");
+	for (uint32_t i = slots; i-- > 0;)
+		slot_put((struct slot *)(L.pool + stride * i));
+}
 
-		/* Pages are touched only as the queue grows, and a LIFO free list reuses the same ones. */
-		L.pool = mmap(NULL, stride * slots, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (L.pool == MAP_FAILED)
-			die("cannot map a packet pool of %s", "the queue's limit");
-		for (uint32_t i = slots; i-- > 0;)
-			slot_put((struct slot *)(L.pool + stride * i));
+/* 0, or 2 (bad input) when the log cannot be created. */
+static int open_log(const struct link_args *a)
+{
+	if (!a->log_path)
+		return 0;
+	L.log = fopen(a->log_path, "w");
+	if (!L.log) {
+		fprintf(stderr, PROG ": --log %s: %s\n", a->log_path, strerror(errno));
+		return 2;
 	}
-	if (log_path) {
-		L.log = fopen(log_path, "w");
-		if (!L.log) {
-			fprintf(stderr, PROG ": --log %s: %s\n", log_path, strerror(errno));
-			return 2;
-		}
-		fputs("t_mono_s,backlog_pkts,backlog_bytes,sojourn_mean_us,sojourn_max_us,out_pkts,"
-		      "drop_overlimit,drop_aqm,marks,drop_ge,out_bytes\n",
-			L.log);
-		L.log_interval_ns = log_us * LQ_NSEC_PER_USEC;
-	}
+	fputs("t_mono_s,backlog_pkts,backlog_bytes,sojourn_mean_us,sojourn_max_us,out_pkts,"
+	      "drop_overlimit,drop_aqm,marks,drop_ge,out_bytes\n",
+		L.log);
+	L.log_interval_ns = a->log_us * LQ_NSEC_PER_USEC;
+	return 0;
+}
 
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGHUP);
-	sigaddset(&sigs, SIGUSR1);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+static int start_threads(uint64_t prio, pthread_t *fwd, pthread_t *rev)
+{
+	pthread_attr_t attr;
+
+	wire_thread_attr(&attr, prio);
+	if (pthread_create(fwd, &attr, forward_main, NULL) ||
+		pthread_create(rev, &attr, reverse_main, NULL)) {
+		fprintf(stderr, PROG ": cannot start forwarding threads\n");
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct link_args args = { .aqm = "fifo",
+		.mtu = DEFAULT_MTU,
+		.ecn = UINT64_MAX,
+		.log_us = DEFAULT_LOG_INTERVAL_US,
+		.seed = 1,
+		.sockbuf = DEFAULT_SOCKBUF_BYTES };
+	struct lq_params prm;
+	enum lq_kind kind;
+	const char *err = NULL;
+	pthread_t fwd, rev;
+	sigset_t sigs;
+
+	parse_args(argc, argv, &args);
+	kind = check_args(&args);
+	L.frame_max = (uint32_t)args.mtu + L2_OVERHEAD_BYTES;
+	queue_params(&args, kind, &prm);
+	if (lq_init(&L.q, &prm, on_drop, NULL, &err))
+		die("queue: %s", err);
+	if (L.ge_on)
+		lq_ge_init(&L.ge, args.ge[0], args.ge[1], args.ge[2], args.ge[3], args.seed);
+	L.seed = (uint32_t)args.seed;
+	jitter_rng = args.seed ^ 0x6a09e667f3bcc908ULL;
+	alloc_pool(&prm);
+	if (open_log(&args))
+		return 2;
+
+	wire_block_signals(&sigs);
 	if (pipe2(stop_pipe, O_CLOEXEC) < 0) {
 		fprintf(stderr, PROG ": pipe: %s\n", strerror(errno));
 		return 1;
 	}
-	L.left = left;
-	L.rx_fd = wire_open_socket(PROG, left, if_nametoindex(left), true, sockbuf);
-	L.tx_fd = wire_open_socket(PROG, right, if_nametoindex(right), false, sockbuf);
-	L.rev_rx_fd = wire_open_socket(PROG, right, if_nametoindex(right), true, sockbuf);
-	L.rev_tx_fd = wire_open_socket(PROG, left, if_nametoindex(left), false, sockbuf);
-
-	pthread_attr_init(&attr);
-	if (prio) {
-		struct sched_param sp = { .sched_priority = (int)prio };
-
-		pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
-		pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
-		pthread_attr_setschedparam(&attr, &sp);
-	}
-	if (pthread_create(&fwd, &attr, forward_main, NULL) ||
-		pthread_create(&rev, &attr, reverse_main, NULL)) {
-		fprintf(stderr, PROG ": cannot start forwarding threads\n");
+	L.left = args.left;
+	L.rx_fd = wire_open_socket(PROG, args.left, if_nametoindex(args.left), true, args.sockbuf);
+	L.tx_fd = wire_open_socket(PROG, args.right, if_nametoindex(args.right), false, args.sockbuf);
+	L.rev_rx_fd = wire_open_socket(PROG, args.right, if_nametoindex(args.right), true, args.sockbuf);
+	L.rev_tx_fd = wire_open_socket(PROG, args.left, if_nametoindex(args.left), false, args.sockbuf);
+	if (start_threads(args.prio, &fwd, &rev))
 		return 1;
-	}
 	printf("{\"event\":\"ready\",\"tag\":\"%s\",\"pid\":%d}\n", tag, (int)getpid());
 	fflush(stdout);
-	for (;;) {
-		sig = sigwaitinfo(&sigs, NULL);
-		if (sig == SIGUSR1)
-			print_stats("stats");
-		else if (sig > 0)
-			break;
-	}
+	wire_wait_for_stop(&sigs, print_stats);
 	if (write(stop_pipe[1], "x", 1) < 0)
 		fprintf(stderr, PROG ": stop pipe: %s\n", strerror(errno));
 	pthread_join(fwd, NULL);

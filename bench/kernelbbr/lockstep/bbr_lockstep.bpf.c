@@ -48,6 +48,7 @@
 #undef bbr_min_tso_segs
 #undef bbr_sndbuf_expand
 
+#include "cc_struct_ops.h"
 #include "lockstep.h"
 
 extern void bbr_init(struct sock *sk) __ksym;
@@ -88,7 +89,6 @@ struct bbr___kernel {
 	u32 ack_epoch_acked : 20, extra_acked_win_rtts : 5, extra_acked_win_idx : 1, unused_c : 6;
 } __attribute__((preserve_access_index));
 
-#define TCP_CONG_NON_RESTRICTED 0x1
 #define LS_RECORDS_BYTES (1024 * 1024) /* ~5000 mismatch records between two polls */
 
 char _license[] SEC("license") = "GPL";
@@ -611,8 +611,7 @@ BBR_INLINE struct ls_shadow *ls_get(struct sock *sk)
 	return s;
 }
 
-SEC("struct_ops")
-void BPF_PROG(ls_init, struct sock *sk)
+BBR_INLINE void ls_init(struct sock *sk)
 {
 	struct ls_shadow *s = ls_get(sk);
 
@@ -633,8 +632,7 @@ void BPF_PROG(ls_init, struct sock *sk)
 	ls_compare(sk, s, LS_CB_INIT, 0, BBRKIT_STARTUP, 0, 0);
 }
 
-SEC("struct_ops")
-void BPF_PROG(ls_main, struct sock *sk, u32 ack, int flag, const struct rate_sample *rs)
+BBR_INLINE void ls_main(struct sock *sk, u32 ack, int flag, const struct rate_sample *rs)
 {
 	struct ls_shadow *s = ls_get(sk);
 	u8 mode = ls_kernel_bbr(sk)->mode;
@@ -651,8 +649,7 @@ void BPF_PROG(ls_main, struct sock *sk, u32 ack, int flag, const struct rate_sam
 	ls_cover(sk, rs);
 }
 
-SEC("struct_ops")
-void BPF_PROG(ls_cwnd_event, struct sock *sk, enum tcp_ca_event event)
+BBR_INLINE void ls_cwnd_event(struct sock *sk, enum tcp_ca_event event)
 {
 	struct ls_shadow *s = ls_get(sk);
 	u8 mode = ls_kernel_bbr(sk)->mode;
@@ -670,8 +667,7 @@ void BPF_PROG(ls_cwnd_event, struct sock *sk, enum tcp_ca_event event)
 		ls_count(&counters.covered[LS_COV_IDLE_RESTART]);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(ls_ssthresh, struct sock *sk)
+BBR_INLINE u32 ls_ssthresh(struct sock *sk)
 {
 	struct ls_shadow *s = ls_get(sk);
 	u8 mode = ls_kernel_bbr(sk)->mode;
@@ -686,8 +682,7 @@ u32 BPF_PROG(ls_ssthresh, struct sock *sk)
 	return ret;
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(ls_undo_cwnd, struct sock *sk)
+BBR_INLINE u32 ls_undo_cwnd(struct sock *sk)
 {
 	struct ls_shadow *s = ls_get(sk);
 	u8 mode = ls_kernel_bbr(sk)->mode;
@@ -702,8 +697,7 @@ u32 BPF_PROG(ls_undo_cwnd, struct sock *sk)
 	return ret;
 }
 
-SEC("struct_ops")
-void BPF_PROG(ls_set_state, struct sock *sk, u8 new_state)
+BBR_INLINE void ls_set_state(struct sock *sk, u8 new_state)
 {
 	struct ls_shadow *s = ls_get(sk);
 	u8 mode = ls_kernel_bbr(sk)->mode;
@@ -721,8 +715,7 @@ void BPF_PROG(ls_set_state, struct sock *sk, u8 new_state)
 		ls_count(&counters.covered[LS_COV_RTO]);
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(ls_sndbuf_expand, struct sock *sk)
+BBR_INLINE u32 ls_sndbuf_expand(struct sock *sk)
 {
 	struct ls_shadow *s = ls_get(sk);
 	u8 mode = ls_kernel_bbr(sk)->mode;
@@ -737,8 +730,7 @@ u32 BPF_PROG(ls_sndbuf_expand, struct sock *sk)
 	return ret;
 }
 
-SEC("struct_ops")
-u32 BPF_PROG(ls_min_tso_segs, struct sock *sk)
+BBR_INLINE u32 ls_min_tso_segs(struct sock *sk)
 {
 	struct ls_shadow *s = ls_get(sk);
 	u8 mode = ls_kernel_bbr(sk)->mode;
@@ -753,16 +745,6 @@ u32 BPF_PROG(ls_min_tso_segs, struct sock *sk)
 	return ret;
 }
 
-SEC(".struct_ops")
-struct tcp_congestion_ops lockstep = {
-	.init = (void *)ls_init,
-	.cong_control = (void *)ls_main,
-	.ssthresh = (void *)ls_ssthresh,
-	.undo_cwnd = (void *)ls_undo_cwnd,
-	.cwnd_event = (void *)ls_cwnd_event,
-	.set_state = (void *)ls_set_state,
-	.sndbuf_expand = (void *)ls_sndbuf_expand,
-	.min_tso_segs = (void *)ls_min_tso_segs,
-	.flags = TCP_CONG_NON_RESTRICTED,
-	.name = "bbr_lockstep",
-};
+/* The eight programs and the table, written as for bbrkit's algorithms and the floor. */
+#define LOCKSTEP(fn) ls_##fn
+CC_STRUCT_OPS(lockstep, "bbr_lockstep", LOCKSTEP);
