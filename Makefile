@@ -38,7 +38,7 @@ LINK_CORE := bench/link/queue.c bench/link/queue.h
 LINK_BIN := $(BUILD)/bbrkit-link
 
 # bench/kernelbbr/: the two tools that run the kernel's own BBR through struct_ops, side by side with
-# what they share (kernel_bbr_tool.h). Outside bpf/, so neither joins the algorithm table.
+# what they share (kernel_bbr_tool.h for the loaders, kernel_bbr_kfuncs.h for the BPF programs). Outside bpf/, so neither joins the algorithm table.
 # The lockstep check of bbr1 against the kernel's BBR; its own small loader registers it only while it runs.
 LOCKSTEP_BIN := $(BUILD)/bbrkit-lockstep
 LOCKSTEP_SRCS := $(wildcard bench/kernelbbr/lockstep/*.c bench/kernelbbr/lockstep/*.h) bench/kernelbbr/kernel_bbr_tool.h
@@ -157,9 +157,9 @@ $(LINK_BIN): bench/link/link.c $(LINK_CORE) $(WIRE_HDRS) | $(BUILD)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(DELAY_CFLAGS) -Ibench/link -o $@ bench/link/link.c bench/link/queue.c -lm
 
-$(BUILD)/lockstep/bbr_lockstep.bpf.o: $(LOCKSTEP_SRCS) $(BUILD)/vmlinux.h $(BPF_HDRS) bpf/bbr1.bpf.c | $(BUILD)/lockstep
+$(BUILD)/lockstep/bbr_lockstep.bpf.o: $(LOCKSTEP_SRCS) bench/kernelbbr/kernel_bbr_kfuncs.h $(BUILD)/vmlinux.h $(BPF_HDRS) | $(BUILD)/lockstep
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -Ibench/kernelbbr/lockstep -c bench/kernelbbr/lockstep/bbr_lockstep.bpf.c -o $@
+	$(Q)$(CLANG) $(BPF_CFLAGS) -Ibench/kernelbbr/lockstep -Ibench/kernelbbr -c bench/kernelbbr/lockstep/bbr_lockstep.bpf.c -o $@
 	$(Q)$(LLVM_STRIP) -g $@
 
 $(BUILD)/lockstep/bbr_lockstep.skel.h: $(BUILD)/lockstep/bbr_lockstep.bpf.o
@@ -170,9 +170,9 @@ $(LOCKSTEP_BIN): $(BUILD)/lockstep/bbr_lockstep.skel.h $(LOCKSTEP_SRCS) loader/s
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LOADER_CFLAGS) -I$(BUILD)/lockstep -Ibench/kernelbbr/lockstep -Ibench/kernelbbr bench/kernelbbr/lockstep/lockstep.c $(LIBBPF_LIBS) -o $@
 
-$(BUILD)/floor/bbr_floor.bpf.o: bench/kernelbbr/floor/bbr_floor.bpf.c bpf/cc_struct_ops.h $(BUILD)/vmlinux.h | $(BUILD)/floor
+$(BUILD)/floor/bbr_floor.bpf.o: bench/kernelbbr/floor/bbr_floor.bpf.c bpf/cc_struct_ops.h bench/kernelbbr/kernel_bbr_kfuncs.h $(BUILD)/vmlinux.h | $(BUILD)/floor
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(Q)$(CLANG) $(BPF_CFLAGS) -Ibench/kernelbbr -c $< -o $@
 	$(Q)$(LLVM_STRIP) -g $@
 
 $(BUILD)/floor/bbr_floor.skel.h: $(BUILD)/floor/bbr_floor.bpf.o

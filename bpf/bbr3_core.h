@@ -1204,8 +1204,8 @@ BBR_INLINE void bbr3_cwnd_event(struct sock *sk, enum tcp_ca_event event)
 		bbr3_check_probe_rtt_done(sk, b, s, bbr_now_ticks(tcp_sk(sk)));
 }
 
-#define bbr3_sndbuf_expand bbr_sndbuf_expand
-#define bbr3_min_tso_segs bbr_min_tso_segs
+#define bbr3_sndbuf_expand bbr_core_sndbuf_expand
+#define bbr3_min_tso_segs bbr_core_min_tso_segs
 
 /* The substrate's record plus the v3 state. */
 BBR_INLINE void bbr3_fill_flow(struct bbrkit_flow *f, struct sock *sk, const struct bbr_core *b, u8 event)

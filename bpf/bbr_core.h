@@ -28,6 +28,11 @@
 #ifndef BBR_CORE_H
 #define BBR_CORE_H
 
+/* This core's entry points are bbr1_main(), bbr1_init(), ... (bbr_ops.h calls them through BBRKIT_CC),
+ * not bbr_*(): those are the kernel's own BBR, exported as kfuncs, which the lockstep check calls beside them.
+ */
+#define BBRKIT_CC(fn) bbr1_##fn
+
 #include "bbr_substrate.h"
 
 #define CYCLE_LEN 8 /* phases in a PROBE_BW pacing gain cycle */
@@ -104,7 +109,7 @@ BBR_INLINE void bbr_core_cwnd_event(struct sock *sk, struct bbr_core *b, enum tc
 		bbr_check_probe_rtt_done(sk, b, bbr_now_ticks(tcp_sk(sk)));
 }
 
-BBR_INLINE void bbr_cwnd_event(struct sock *sk, enum tcp_ca_event event)
+BBR_INLINE void bbr1_cwnd_event(struct sock *sk, enum tcp_ca_event event)
 {
 	bbr_core_cwnd_event(sk, bbr_core_of(sk), event);
 }
@@ -417,7 +422,7 @@ BBR_INLINE void bbr_update_min_rtt(struct sock *sk, struct bbr_core *b, const st
 		b->idle_restart = 0;
 }
 
-BBR_INLINE void bbr_update_gains(struct bbr_core *b)
+BBR_INLINE void bbr1_update_gains(struct bbr_core *b)
 {
 	switch (b->mode) {
 	case BBRKIT_STARTUP:
@@ -447,7 +452,7 @@ BBR_INLINE void bbr_update_model(struct sock *sk, struct bbr_core *b, const stru
 	bbr_check_full_bw_reached(b, rs);
 	bbr_check_drain(sk, b);
 	bbr_update_min_rtt(sk, b, rs);
-	bbr_update_gains(b);
+	bbr1_update_gains(b);
 }
 
 /* The callbacks, on the state b: the socket's own (bbr_core_of()) in the shipped programs. */
@@ -501,33 +506,36 @@ BBR_INLINE void bbr_core_set_state(struct sock *sk, struct bbr_core *b, u8 new_s
 	}
 }
 
-BBR_INLINE void bbr_main(struct sock *sk, const struct rate_sample *rs)
+BBR_INLINE void bbr1_main(struct sock *sk, const struct rate_sample *rs)
 {
 	bbr_core_main(sk, bbr_core_of(sk), rs);
 }
 
-BBR_INLINE void bbr_init(struct sock *sk)
+BBR_INLINE void bbr1_init(struct sock *sk)
 {
 	bbr_core_init(sk, bbr_core_of(sk));
 }
 
-BBR_INLINE u32 bbr_undo_cwnd(struct sock *sk)
+BBR_INLINE u32 bbr1_undo_cwnd(struct sock *sk)
 {
 	return bbr_core_undo_cwnd(sk, bbr_core_of(sk));
 }
 
-BBR_INLINE u32 bbr_ssthresh(struct sock *sk)
+BBR_INLINE u32 bbr1_ssthresh(struct sock *sk)
 {
 	return bbr_core_ssthresh(sk, bbr_core_of(sk));
 }
 
-BBR_INLINE void bbr_set_state(struct sock *sk, u8 new_state)
+BBR_INLINE void bbr1_set_state(struct sock *sk, u8 new_state)
 {
 	bbr_core_set_state(sk, bbr_core_of(sk), new_state);
 }
 
+#define bbr1_sndbuf_expand bbr_core_sndbuf_expand
+#define bbr1_min_tso_segs bbr_core_min_tso_segs
+
 /* The substrate's record plus the variant's part; addresses and time are the caller's. */
-BBR_INLINE void bbr_fill_flow(struct bbrkit_flow *f, struct sock *sk, const struct bbr_core *b, u8 event)
+BBR_INLINE void bbr1_fill_flow(struct bbrkit_flow *f, struct sock *sk, const struct bbr_core *b, u8 event)
 {
 	bbr_fill_flow_common(f, sk, b, event);
 	bbr_variant_fill(f, b);

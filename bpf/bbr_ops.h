@@ -24,11 +24,11 @@
 #error "define BBRKIT_ALGO, the congestion control's name, before including bbr_ops.h"
 #endif
 
-/* The callbacks' implementations: BBRv1's bbr_main(), bbr_init(), ... from bbr_core.h unless the
- * algorithm brings its own family (bbr3_core.h defines BBRKIT_CC(fn) as bbr3_##fn).
+/* The callbacks' implementations come from the algorithm's core: BBRKIT_CC(fn) names them (bbr_core.h:
+ * bbr1_main(), bbr1_init(), ...; bbr3_core.h: bbr3_main(), ...).
  */
 #ifndef BBRKIT_CC
-#define BBRKIT_CC(fn) bbr_##fn
+#error "include bbr_core.h or bbr3_core.h, which define BBRKIT_CC, before bbr_ops.h"
 #endif
 
 BBR_INLINE bool bbrkit_tracing(void);

@@ -356,7 +356,7 @@ BBR_INLINE u32 bbr_min_tso_segs_at(u64 pacing_rate)
 	return pacing_rate < (BBR_MIN_TSO_RATE_BIT_PER_SEC >> 3) ? 1 : 2;
 }
 
-BBR_INLINE u32 bbr_min_tso_segs(const struct sock *sk)
+BBR_INLINE u32 bbr_core_min_tso_segs(const struct sock *sk)
 {
 	return bbr_min_tso_segs_at(sk->sk_pacing_rate);
 }
@@ -558,7 +558,7 @@ BBR_INLINE void bbr_core_reset(struct sock *sk, struct bbr_core *b)
 	b->ack_epoch_stamp = (u32)tp->tcp_mstamp;
 }
 
-BBR_INLINE u32 bbr_sndbuf_expand(struct sock *sk)
+BBR_INLINE u32 bbr_core_sndbuf_expand(struct sock *sk)
 {
 	(void)sk;
 	return 3; /* BBR may slow-start even during recovery: provision 3 x cwnd */

@@ -34,7 +34,7 @@ TEST(init_without_rtt_sample_paces_for_a_nominal_1ms)
 	sim_tp.srtt_us = 0;
 	sim_tp.rtt_min.s[0].v = ~0U;
 	memset(sim_tp.inet_conn.icsk_ca_priv, 0, sizeof(sim_tp.inet_conn.icsk_ca_priv));
-	bbr_init(sk);
+	bbr1_init(sk);
 	CHECK_EQ(core()->min_rtt_us, ~0U);
 	CHECK(!core()->has_seen_rtt);
 	CHECK_NEAR(sk->sk_pacing_rate, want, want * 1e-3);
@@ -50,7 +50,7 @@ TEST(init_resets_what_an_ack_before_it_left)
 	/* The ACK of the SYN on a socket given bbr1 before connect() runs before init. */
 	memset(sim_tp.inet_conn.icsk_ca_priv, 0xa5, sizeof(sim_tp.inet_conn.icsk_ca_priv));
 	left = *b;
-	bbr_init(sk);
+	bbr1_init(sk);
 	/* As the kernel's bbr_init(): all but the gains, which the first ACK sets from the mode. */
 	CHECK_EQ(b->pacing_gain, left.pacing_gain);
 	CHECK_EQ(b->cwnd_gain, left.cwnd_gain);
@@ -383,7 +383,7 @@ TEST(recovery_conserves_packets_for_a_round_then_restores)
 	sim_set_probe_bw(sim_bw(10, 1000), SIM_RTT_US, 2);
 	sim_tp.snd_cwnd = 300;
 	sim_tp.packets_out = 250;
-	bbr_ssthresh(sk); /* TCP calls it on entering recovery */
+	bbr1_ssthresh(sk); /* TCP calls it on entering recovery */
 	CHECK_EQ(b->prior_cwnd, 300);
 
 	sim_tp.inet_conn.icsk_ca_state = TCP_CA_Recovery;
@@ -472,7 +472,7 @@ TEST(idle_restart_paces_at_estimate_and_skips_probe_rtt)
 	sim_set_probe_bw(bw, SIM_RTT_US, 0); /* probe phase: gain 5/4 */
 	sim_tp.app_limited = 1;
 	b->min_rtt_stamp -= BBR_MIN_RTT_WIN_TICKS + 1;
-	bbr_cwnd_event(sk, CA_EVENT_TX_START);
+	bbr1_cwnd_event(sk, CA_EVENT_TX_START);
 	CHECK(b->idle_restart);
 	CHECK_NEAR(sk->sk_pacing_rate, want, want * 1e-4);
 	sim_advance_us(1000);
@@ -487,7 +487,7 @@ TEST(rto_ends_the_round_and_resets_full_bw)
 	struct bbr_core *b = core();
 
 	sim_to_probe_bw();
-	bbr_set_state(sk, TCP_CA_Loss);
+	bbr1_set_state(sk, TCP_CA_Loss);
 	CHECK_EQ(b->prev_ca_state, TCP_CA_Loss);
 	CHECK_EQ(b->full_bw, 0);
 	CHECK(b->round_start);
@@ -500,7 +500,7 @@ TEST(undo_restarts_full_pipe_detection)
 	sim_to_probe_bw();
 	b->lt_use_bw = 1;
 	sim_tp.snd_cwnd = 77;
-	CHECK_EQ(bbr_undo_cwnd(sk), 77);
+	CHECK_EQ(bbr1_undo_cwnd(sk), 77);
 	CHECK_EQ(b->full_bw, 0);
 	CHECK_EQ(b->full_bw_cnt, 0);
 	CHECK(!b->lt_use_bw);
@@ -530,11 +530,11 @@ TEST(trace_records_rounds_and_mode_changes_only_when_enabled)
 
 TEST(sndbuf_and_tso_segs)
 {
-	CHECK_EQ(bbr_sndbuf_expand(sk), 3);
+	CHECK_EQ(bbr_core_sndbuf_expand(sk), 3);
 	sk->sk_pacing_rate = BBR_MIN_TSO_RATE_BIT_PER_SEC / 8 - 1;
-	CHECK_EQ(bbr_min_tso_segs(sk), 1);
+	CHECK_EQ(bbr_core_min_tso_segs(sk), 1);
 	sk->sk_pacing_rate = BBR_MIN_TSO_RATE_BIT_PER_SEC / 8;
-	CHECK_EQ(bbr_min_tso_segs(sk), 2);
+	CHECK_EQ(bbr_core_min_tso_segs(sk), 2);
 }
 
 /* Kernel 5.10+: only an RTT below min_rtt restarts the 10 s window. On a path without jitter
@@ -562,7 +562,7 @@ TEST(first_round_counts_from_the_delivered_count_at_init)
 {
 	memset(sim_tp.inet_conn.icsk_ca_priv, 0, sizeof(sim_tp.inet_conn.icsk_ca_priv));
 	sim_tp.delivered = 0x80000005U;
-	bbr_init(sk);
+	bbr1_init(sk);
 	CHECK_EQ(core()->next_rtt_delivered, 0x80000005U);
 	sim_round(10, SIM_RTT_US);
 	CHECK_EQ(core()->rtt_cnt, 1);
@@ -576,7 +576,7 @@ TEST(init_stamps_min_rtt_with_the_current_time)
 {
 	host_clock_us = sim_tp.tcp_mstamp + 20 * USEC_PER_SEC;
 	memset(sim_tp.inet_conn.icsk_ca_priv, 0, sizeof(sim_tp.inet_conn.icsk_ca_priv));
-	bbr_init(sk);
+	bbr1_init(sk);
 	CHECK_EQ(core()->min_rtt_stamp, bbr_ticks(host_clock_us));
 	sim_tp.tcp_mstamp = host_clock_us;
 	sim_round(10, SIM_RTT_US + 2000);
@@ -592,7 +592,7 @@ TEST(gain_cycle_advances_after_a_long_idle)
 	sim_set_probe_bw(sim_bw(10, 1000), SIM_RTT_US, 2);
 	sim_tp.app_limited = 1;
 	sim_advance_us(40ULL * 60 * USEC_PER_SEC);
-	bbr_cwnd_event(sk, CA_EVENT_TX_START);
+	bbr1_cwnd_event(sk, CA_EVENT_TX_START);
 	sim_advance_us(SIM_RTT_US);
 	sim_ack((struct sim_ack){ .acked = 1, .rtt_us = SIM_RTT_US, .interval_us = SIM_RTT_US });
 	CHECK_EQ(b->mode, BBRKIT_PROBE_BW);

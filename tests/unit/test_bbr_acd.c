@@ -114,7 +114,7 @@ TEST(ack_without_rtt_sample_resets_the_steady_count)
 /* Enter recovery on an ACK with the given RTT and losses. */
 static void enter_recovery(long rtt_us, int losses)
 {
-	bbr_ssthresh(sk);
+	bbr1_ssthresh(sk);
 	sim_tp.inet_conn.icsk_ca_state = TCP_CA_Recovery;
 	sim_advance_us(200);
 	sim_ack((struct sim_ack){ .acked = 1, .losses = losses, .rtt_us = rtt_us, .interval_us = 200 });
@@ -303,7 +303,7 @@ TEST(trace_reports_detector_state)
 	ack(15000);
 	ack(15100);
 	ack(15200);
-	bbr_fill_flow(&f, sk, core(), BBRKIT_EV_SNAPSHOT);
+	bbr1_fill_flow(&f, sk, core(), BBRKIT_EV_SNAPSHOT);
 	CHECK_EQ(f.variant[BBRKIT_VAR_ACD_STEADY], 2);
 	CHECK_EQ(f.variant[BBRKIT_VAR_ACD_CONGESTED], 1);
 	CHECK_EQ(f.variant[BBRKIT_VAR_ACD_HALVINGS], 0);

@@ -203,7 +203,7 @@ TEST(trace_reports_the_gain_actually_paced)
 
 	cruise();
 	ack_rtt(MIN_RTT_US * 2);
-	bbr_fill_flow(&f, sk, core(), BBRKIT_EV_SNAPSHOT);
+	bbr1_fill_flow(&f, sk, core(), BBRKIT_EV_SNAPSHOT);
 	CHECK_EQ(f.pacing_gain, BBR_UNIT / 2);
 	CHECK_EQ(f.variant[BBRKIT_VAR_RTTGAIN_GAIN], BBR_UNIT / 2);
 }

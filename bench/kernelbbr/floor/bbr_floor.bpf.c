@@ -18,17 +18,9 @@
 #include <bpf/bpf_tracing.h>
 
 #include "cc_struct_ops.h"
+#include "kernel_bbr_kfuncs.h"
 
 char _license[] SEC("license") = "GPL";
-
-extern void bbr_init(struct sock *sk) __ksym;
-extern void bbr_main(struct sock *sk, u32 ack, int flag, const struct rate_sample *rs) __ksym;
-extern u32 bbr_sndbuf_expand(struct sock *sk) __ksym;
-extern u32 bbr_undo_cwnd(struct sock *sk) __ksym;
-extern void bbr_cwnd_event(struct sock *sk, enum tcp_ca_event event) __ksym;
-extern u32 bbr_ssthresh(struct sock *sk) __ksym;
-extern u32 bbr_min_tso_segs(struct sock *sk) __ksym;
-extern void bbr_set_state(struct sock *sk, u8 new_state) __ksym;
 
 /* The callbacks are the kfuncs of the same name: bbr_init, bbr_main, ... */
 #define FLOOR_CB(fn) bbr_##fn

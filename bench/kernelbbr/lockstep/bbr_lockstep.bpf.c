@@ -28,37 +28,10 @@
  * it, and only bench/kernelbbr/lockstep/lockstep.c registers it, through a link that dies with that process.
  */
 #define BBR_CUSTOM_OUTPUT
-#define BBRKIT_HOOKS_ONLY
-/* The kernel's kfuncs carry the names of the core's entry points: rename the core's. */
-#define bbr_init bbrkit_bbr_init
-#define bbr_main bbrkit_bbr_main
-#define bbr_cwnd_event bbrkit_bbr_cwnd_event
-#define bbr_undo_cwnd bbrkit_bbr_undo_cwnd
-#define bbr_ssthresh bbrkit_bbr_ssthresh
-#define bbr_set_state bbrkit_bbr_set_state
-#define bbr_min_tso_segs bbrkit_bbr_min_tso_segs
-#define bbr_sndbuf_expand bbrkit_bbr_sndbuf_expand
-#include "bbr1.bpf.c"
-#undef bbr_init
-#undef bbr_main
-#undef bbr_cwnd_event
-#undef bbr_undo_cwnd
-#undef bbr_ssthresh
-#undef bbr_set_state
-#undef bbr_min_tso_segs
-#undef bbr_sndbuf_expand
-
+#include "bbr1_hooks.h"
 #include "cc_struct_ops.h"
+#include "kernel_bbr_kfuncs.h"
 #include "lockstep.h"
-
-extern void bbr_init(struct sock *sk) __ksym;
-extern void bbr_main(struct sock *sk, u32 ack, int flag, const struct rate_sample *rs) __ksym;
-extern u32 bbr_sndbuf_expand(struct sock *sk) __ksym;
-extern u32 bbr_undo_cwnd(struct sock *sk) __ksym;
-extern void bbr_cwnd_event(struct sock *sk, enum tcp_ca_event event) __ksym;
-extern u32 bbr_ssthresh(struct sock *sk) __ksym;
-extern u32 bbr_min_tso_segs(struct sock *sk) __ksym;
-extern void bbr_set_state(struct sock *sk, u8 new_state) __ksym;
 
 extern unsigned int CONFIG_HZ __kconfig;
 
@@ -726,7 +699,7 @@ BBR_INLINE u32 ls_sndbuf_expand(struct sock *sk)
 	ls_save_inputs(sk, &s->in);
 	ret = bbr_sndbuf_expand(sk);
 	ls_prepare(s, ls_kernel_bbr(sk));
-	ls_compare(sk, s, LS_CB_SNDBUF_EXPAND, 0, mode, ret, bbrkit_bbr_sndbuf_expand(sk));
+	ls_compare(sk, s, LS_CB_SNDBUF_EXPAND, 0, mode, ret, bbr1_sndbuf_expand(sk));
 	return ret;
 }
 
@@ -741,7 +714,7 @@ BBR_INLINE u32 ls_min_tso_segs(struct sock *sk)
 	ls_save_inputs(sk, &s->in);
 	ret = bbr_min_tso_segs(sk);
 	ls_prepare(s, ls_kernel_bbr(sk));
-	ls_compare(sk, s, LS_CB_MIN_TSO_SEGS, 0, mode, ret, bbrkit_bbr_min_tso_segs(sk));
+	ls_compare(sk, s, LS_CB_MIN_TSO_SEGS, 0, mode, ret, bbr1_min_tso_segs(sk));
 	return ret;
 }
 
