@@ -68,11 +68,9 @@ char _license[] SEC("license") = "GPL";
 
 /* The socket values the kernel's BBR writes: the shadow's result, starting from the inputs. */
 struct ls_out {
-	u64 pacing_rate;
-	u32 cwnd;
-	u32 ssthresh;
-	u32 app_limited;
-	u32 pacing_status;
+#define LS_OUT_MEMBER(type, member, field, socket) type member;
+	LS_OUTPUTS(LS_OUT_MEMBER)
+#undef LS_OUT_MEMBER
 };
 
 struct ls_shadow {
@@ -159,11 +157,9 @@ BBR_INLINE void ls_save_inputs(struct sock *sk, struct ls_out *in)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
-	in->pacing_rate = sk->sk_pacing_rate;
-	in->cwnd = tp->snd_cwnd;
-	in->ssthresh = tp->snd_ssthresh;
-	in->app_limited = tp->app_limited;
-	in->pacing_status = sk->sk_pacing_status;
+#define LS_SAVE(type, member, field, socket) in->member = socket;
+	LS_OUTPUTS(LS_SAVE)
+#undef LS_SAVE
 }
 
 /* Before the shadow runs: its result starts from the saved inputs, and a random draw returns
@@ -207,52 +203,15 @@ BBR_INLINE void ls_kernel_state(
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 armed = k->probe_rtt_done_stamp != 0;
 
-	st->pacing_rate = sk->sk_pacing_rate;
-	st->cwnd = tp->snd_cwnd;
-	st->ssthresh = tp->snd_ssthresh;
-	st->app_limited = tp->app_limited;
-	st->pacing_status = sk->sk_pacing_status;
-	st->bw = k->bw.s[0].v;
-	st->lt_bw = k->lt_bw;
-	st->min_rtt_us = k->min_rtt_us;
-	st->rtt_cnt = k->rtt_cnt;
-	st->full_bw = k->full_bw;
-	st->prior_cwnd = k->prior_cwnd;
-	st->extra_acked[0] = k->extra_acked[0];
-	st->extra_acked[1] = k->extra_acked[1];
-	st->pacing_gain = k->pacing_gain;
-	st->cwnd_gain = k->cwnd_gain;
-	st->mode = k->mode;
-	st->cycle_idx = k->cycle_idx;
-	st->full_bw_reached = k->full_bw_reached;
-	st->full_bw_cnt = k->full_bw_cnt;
-	st->lt_use_bw = k->lt_use_bw;
-	st->lt_is_sampling = k->lt_is_sampling;
-	st->packet_conservation = k->packet_conservation;
+#define LS_FROM_SOCKET(type, member, field, socket) st->member = socket;
+	LS_OUTPUTS(LS_FROM_SOCKET)
+#undef LS_FROM_SOCKET
+#define LS_FROM_KERNEL(type, member, field, kernel, core) st->member = k->kernel;
+	LS_MODEL(LS_FROM_KERNEL)
+#undef LS_FROM_KERNEL
 	st->min_rtt_stamp_us = ls_jiffies_rel_us(k->min_rtt_stamp, now);
 	st->probe_rtt_done_us = armed * ls_jiffies_rel_us(k->probe_rtt_done_stamp, now);
 	st->probe_rtt_armed = armed;
-	st->probe_rtt_round_done = k->probe_rtt_round_done;
-	st->bw_v[0] = k->bw.s[0].v;
-	st->bw_v[1] = k->bw.s[1].v;
-	st->bw_v[2] = k->bw.s[2].v;
-	st->bw_t[0] = k->bw.s[0].t;
-	st->bw_t[1] = k->bw.s[1].t;
-	st->bw_t[2] = k->bw.s[2].t;
-	st->next_rtt_delivered = k->next_rtt_delivered;
-	st->round_start = k->round_start;
-	st->idle_restart = k->idle_restart;
-	st->cycle_stamp = (u32)k->cycle_mstamp;
-	st->ack_epoch_stamp = (u32)k->ack_epoch_mstamp;
-	st->ack_epoch_acked = k->ack_epoch_acked;
-	st->extra_acked_win_rtts = k->extra_acked_win_rtts;
-	st->extra_acked_win_idx = k->extra_acked_win_idx;
-	st->lt_rtt_cnt = k->lt_rtt_cnt;
-	st->lt_last_delivered = k->lt_last_delivered;
-	st->lt_last_stamp = k->lt_last_stamp;
-	st->lt_last_lost = k->lt_last_lost;
-	st->prev_ca_state = k->prev_ca_state;
-	st->has_seen_rtt = k->has_seen_rtt;
 	st->min_tso_segs = 0;
 	st->sndbuf_expand = 0;
 }
@@ -262,52 +221,15 @@ BBR_INLINE void ls_shadow_state(const struct ls_shadow *s, struct ls_state *st, 
 	const struct bbr_core *b = &s->core;
 	u32 armed = b->probe_rtt_done_stamp != 0;
 
-	st->pacing_rate = s->out.pacing_rate;
-	st->cwnd = s->out.cwnd;
-	st->ssthresh = s->out.ssthresh;
-	st->app_limited = s->out.app_limited;
-	st->pacing_status = s->out.pacing_status;
-	st->bw = b->bw.s[0].v;
-	st->lt_bw = b->lt_bw;
-	st->min_rtt_us = b->min_rtt_us;
-	st->rtt_cnt = b->rtt_cnt;
-	st->full_bw = b->full_bw;
-	st->prior_cwnd = b->prior_cwnd;
-	st->extra_acked[0] = b->extra_acked[0];
-	st->extra_acked[1] = b->extra_acked[1];
-	st->pacing_gain = b->pacing_gain;
-	st->cwnd_gain = b->cwnd_gain;
-	st->mode = b->mode;
-	st->cycle_idx = b->cycle_idx;
-	st->full_bw_reached = b->full_bw_reached;
-	st->full_bw_cnt = b->full_bw_cnt;
-	st->lt_use_bw = b->lt_use_bw;
-	st->lt_is_sampling = b->lt_is_sampling;
-	st->packet_conservation = b->packet_conservation;
+#define LS_FROM_RESULT(type, member, field, socket) st->member = s->out.member;
+	LS_OUTPUTS(LS_FROM_RESULT)
+#undef LS_FROM_RESULT
+#define LS_FROM_CORE(type, member, field, kernel, core) st->member = b->core;
+	LS_MODEL(LS_FROM_CORE)
+#undef LS_FROM_CORE
 	st->min_rtt_stamp_us = ls_ticks_rel_us(b->min_rtt_stamp, now);
 	st->probe_rtt_done_us = armed * ls_ticks_rel_us(b->probe_rtt_done_stamp, now);
 	st->probe_rtt_armed = armed;
-	st->probe_rtt_round_done = b->probe_rtt_round_done;
-	st->bw_v[0] = b->bw.s[0].v;
-	st->bw_v[1] = b->bw.s[1].v;
-	st->bw_v[2] = b->bw.s[2].v;
-	st->bw_t[0] = b->bw.s[0].t;
-	st->bw_t[1] = b->bw.s[1].t;
-	st->bw_t[2] = b->bw.s[2].t;
-	st->next_rtt_delivered = b->next_rtt_delivered;
-	st->round_start = b->round_start;
-	st->idle_restart = b->idle_restart;
-	st->cycle_stamp = b->cycle_stamp;
-	st->ack_epoch_stamp = b->ack_epoch_stamp;
-	st->ack_epoch_acked = b->ack_epoch_acked;
-	st->extra_acked_win_rtts = b->extra_acked_win_rtts;
-	st->extra_acked_win_idx = b->extra_acked_win_idx;
-	st->lt_rtt_cnt = b->lt_rtt_cnt;
-	st->lt_last_delivered = b->lt_last_delivered;
-	st->lt_last_stamp = b->lt_last_stamp;
-	st->lt_last_lost = b->lt_last_lost;
-	st->prev_ca_state = b->prev_ca_state;
-	st->has_seen_rtt = b->has_seen_rtt;
 	st->min_tso_segs = 0;
 	st->sndbuf_expand = 0;
 }
@@ -349,50 +271,16 @@ BBR_INLINE s64 ls_stamp_slack_us(const struct ls_now *now)
 BBR_INLINE u32 ls_diff(const struct ls_state *a, const struct ls_state *b, const struct ls_now *now)
 {
 	s64 slack = ls_stamp_slack_us(now);
-	u32 m;
+	u32 m = 0;
 
-	m = ls_nz(a->mode ^ b->mode) << LS_F_MODE;
-	m |= ls_nz(a->cycle_idx ^ b->cycle_idx) << LS_F_CYCLE_IDX;
-	m |= ls_nz(a->cwnd ^ b->cwnd) << LS_F_CWND;
-	m |= ls_nz(a->pacing_rate ^ b->pacing_rate) << LS_F_PACING_RATE;
-	m |= ls_nz(a->bw ^ b->bw) << LS_F_BW;
-	m |= ls_nz(a->min_rtt_us ^ b->min_rtt_us) << LS_F_MIN_RTT;
-	m |= ls_nz(a->rtt_cnt ^ b->rtt_cnt) << LS_F_ROUND;
-	m |= ls_nz((a->full_bw_reached ^ b->full_bw_reached) | (a->full_bw_cnt ^ b->full_bw_cnt) |
-		     (a->full_bw ^ b->full_bw))
-		<< LS_F_FULL_BW;
-	m |= ls_nz((a->pacing_gain ^ b->pacing_gain) | (a->cwnd_gain ^ b->cwnd_gain)) << LS_F_GAINS;
-	m |= ls_nz((a->lt_use_bw ^ b->lt_use_bw) | (a->lt_bw ^ b->lt_bw) |
-		     (a->lt_is_sampling ^ b->lt_is_sampling))
-		<< LS_F_LT;
-	m |= ls_nz(a->ssthresh ^ b->ssthresh) << LS_F_SSTHRESH;
-	m |= ls_nz(a->prior_cwnd ^ b->prior_cwnd) << LS_F_PRIOR_CWND;
-	m |= ls_nz((a->extra_acked[0] ^ b->extra_acked[0]) | (a->extra_acked[1] ^ b->extra_acked[1]))
-		<< LS_F_ACK_AGG;
-	m |= ls_nz(a->packet_conservation ^ b->packet_conservation) << LS_F_CONSERVATION;
-	m |= ls_nz(a->app_limited ^ b->app_limited) << LS_F_APP_LIMITED;
-	m |= ls_nz(a->pacing_status ^ b->pacing_status) << LS_F_PACING_STATUS;
+#define LS_DIFF(type, member, field, ...) m |= ls_nz(a->member ^ b->member) << LS_F_##field;
+	LS_OUTPUTS(LS_DIFF)
+	LS_MODEL(LS_DIFF)
+#undef LS_DIFF
 	m |= ls_beyond(a->min_rtt_stamp_us - b->min_rtt_stamp_us, slack) << LS_F_MIN_RTT_STAMP;
-	m |= (ls_nz((a->probe_rtt_armed ^ b->probe_rtt_armed) |
-		      (a->probe_rtt_round_done ^ b->probe_rtt_round_done)) |
+	m |= (ls_nz(a->probe_rtt_armed ^ b->probe_rtt_armed) |
 		     ls_beyond(a->probe_rtt_done_us - b->probe_rtt_done_us, slack + LS_PROBE_RTT_ROUNDING_US))
 		<< LS_F_PROBE_RTT_STAMP;
-	m |= ls_nz((a->next_rtt_delivered ^ b->next_rtt_delivered) | (a->round_start ^ b->round_start))
-		<< LS_F_NEXT_RTT_DELIVERED;
-	m |= ls_nz(a->idle_restart ^ b->idle_restart) << LS_F_IDLE_RESTART;
-	m |= ls_nz((a->ack_epoch_stamp ^ b->ack_epoch_stamp) | (a->ack_epoch_acked ^ b->ack_epoch_acked) |
-		     (a->extra_acked_win_rtts ^ b->extra_acked_win_rtts) |
-		     (a->extra_acked_win_idx ^ b->extra_acked_win_idx))
-		<< LS_F_ACK_EPOCH;
-	m |= ls_nz((a->bw_v[1] ^ b->bw_v[1]) | (a->bw_v[2] ^ b->bw_v[2]) | (a->bw_t[0] ^ b->bw_t[0]) |
-		     (a->bw_t[1] ^ b->bw_t[1]) | (a->bw_t[2] ^ b->bw_t[2]))
-		<< LS_F_BW_SLOTS;
-	m |= ls_nz(a->cycle_stamp ^ b->cycle_stamp) << LS_F_CYCLE_STAMP;
-	m |= ls_nz((a->lt_rtt_cnt ^ b->lt_rtt_cnt) | (a->lt_last_delivered ^ b->lt_last_delivered) |
-		     (a->lt_last_stamp ^ b->lt_last_stamp) | (a->lt_last_lost ^ b->lt_last_lost))
-		<< LS_F_LT_INTERVAL;
-	m |= ls_nz(a->prev_ca_state ^ b->prev_ca_state) << LS_F_PREV_CA_STATE;
-	m |= ls_nz(a->has_seen_rtt ^ b->has_seen_rtt) << LS_F_HAS_SEEN_RTT;
 	m |= ls_nz(a->min_tso_segs ^ b->min_tso_segs) << LS_F_MIN_TSO_SEGS;
 	m |= ls_nz(a->sndbuf_expand ^ b->sndbuf_expand) << LS_F_SNDBUF_EXPAND;
 	return m;
@@ -406,53 +294,19 @@ BBR_INLINE u32 ls_jiffies_to_ticks(u32 stamp, u32 now_jiffies, u32 now_ticks)
 	return now_ticks + (u32)(us >> BBR_TICK_SHIFT);
 }
 
-/* Copy the kernel's whole model into the shadow, field by field. */
+/* Copy the kernel's whole model into the shadow, field by field; the two jiffies stamps through the clocks. */
 BBR_INLINE void ls_resync(struct ls_shadow *s, struct bbr___kernel *k)
 {
 	struct bbr_core *b = &s->core;
 	u32 now_j = (u32)bpf_jiffies64(), now_t = bbr_ticks(bbr_clock_us());
 
-	b->min_rtt_us = k->min_rtt_us;
+#define LS_COPY(type, member, field, kernel, core) b->core = k->kernel;
+	LS_MODEL(LS_COPY)
+#undef LS_COPY
 	b->min_rtt_stamp = ls_jiffies_to_ticks(k->min_rtt_stamp, now_j, now_t);
 	b->probe_rtt_done_stamp = k->probe_rtt_done_stamp
 		? (ls_jiffies_to_ticks(k->probe_rtt_done_stamp, now_j, now_t) ?: 1)
 		: 0;
-	b->bw.s[0].t = k->bw.s[0].t;
-	b->bw.s[0].v = k->bw.s[0].v;
-	b->bw.s[1].t = k->bw.s[1].t;
-	b->bw.s[1].v = k->bw.s[1].v;
-	b->bw.s[2].t = k->bw.s[2].t;
-	b->bw.s[2].v = k->bw.s[2].v;
-	b->rtt_cnt = k->rtt_cnt;
-	b->next_rtt_delivered = k->next_rtt_delivered;
-	b->cycle_stamp = (u32)k->cycle_mstamp;
-	b->mode = k->mode;
-	b->prev_ca_state = k->prev_ca_state;
-	b->packet_conservation = k->packet_conservation;
-	b->round_start = k->round_start;
-	b->idle_restart = k->idle_restart;
-	b->probe_rtt_round_done = k->probe_rtt_round_done;
-	b->lt_is_sampling = k->lt_is_sampling;
-	b->lt_rtt_cnt = k->lt_rtt_cnt;
-	b->lt_use_bw = k->lt_use_bw;
-	b->full_bw_reached = k->full_bw_reached;
-	b->full_bw_cnt = k->full_bw_cnt;
-	b->cycle_idx = k->cycle_idx;
-	b->has_seen_rtt = k->has_seen_rtt;
-	b->lt_bw = k->lt_bw;
-	b->lt_last_delivered = k->lt_last_delivered;
-	b->lt_last_stamp = k->lt_last_stamp;
-	b->lt_last_lost = k->lt_last_lost;
-	b->pacing_gain = k->pacing_gain;
-	b->cwnd_gain = k->cwnd_gain;
-	b->prior_cwnd = k->prior_cwnd;
-	b->full_bw = k->full_bw;
-	b->ack_epoch_stamp = (u32)k->ack_epoch_mstamp;
-	b->extra_acked[0] = k->extra_acked[0];
-	b->extra_acked[1] = k->extra_acked[1];
-	b->ack_epoch_acked = k->ack_epoch_acked;
-	b->extra_acked_win_rtts = k->extra_acked_win_rtts;
-	b->extra_acked_win_idx = k->extra_acked_win_idx;
 }
 
 BBR_INLINE void ls_count(u64 *counter)

@@ -33,58 +33,11 @@
 #define CC_NAME "bbr_lockstep"
 #define POLL_MS 100 /* how long a poll waits for records before checking for a signal */
 
-static const char *const callback_names[LS_CB_COUNT] = {
-	"ack",
-	"init",
-	"cwnd_event",
-	"ssthresh",
-	"undo_cwnd",
-	"set_state",
-	"min_tso_segs",
-	"sndbuf_expand",
-};
-
-static const char *const field_names[LS_F_COUNT] = {
-	"mode",
-	"cycle_idx",
-	"cwnd",
-	"pacing_rate",
-	"bw",
-	"min_rtt",
-	"round",
-	"full_bw",
-	"gains",
-	"lt_bw",
-	"ssthresh",
-	"prior_cwnd",
-	"ack_aggregation",
-	"conservation",
-	"app_limited",
-	"pacing_status",
-	"min_rtt_stamp",
-	"probe_rtt_stamp",
-	"next_rtt_delivered",
-	"idle_restart",
-	"ack_epoch",
-	"bw_slots",
-	"cycle_stamp",
-	"lt_interval",
-	"prev_ca_state",
-	"has_seen_rtt",
-	"min_tso_segs",
-	"sndbuf_expand",
-};
-
-static const char *const coverage_names[LS_COV_COUNT] = {
-	"recovery",
-	"loss",
-	"conservation",
-	"lt_sampling",
-	"lt_use_bw",
-	"app_limited",
-	"idle_restart",
-	"rto",
-};
+#define LS_NAME(id, name) name,
+static const char *const callback_names[LS_CB_COUNT] = { LS_CALLBACKS(LS_NAME) };
+static const char *const field_names[LS_F_COUNT] = { LS_FIELDS(LS_NAME) };
+static const char *const coverage_names[LS_COV_COUNT] = { LS_COVERAGE(LS_NAME) };
+#undef LS_NAME
 
 static const char *const mode_names[LS_MODES] = { "STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT" };
 
@@ -108,30 +61,13 @@ static bool already_registered(void)
 
 static void print_state(FILE *f, const char *key, const struct ls_state *s)
 {
-	fprintf(f,
-		"\"%s\":{\"mode\":%u,\"cycle_idx\":%u,\"cwnd\":%u,\"pacing_rate\":%llu,\"bw\":%u,"
-		"\"min_rtt_us\":%u,\"round\":%u,\"full_bw_reached\":%u,\"full_bw_cnt\":%u,\"full_bw\":%u,"
-		"\"pacing_gain\":%u,\"cwnd_gain\":%u,\"lt_use_bw\":%u,\"lt_bw\":%u,\"lt_is_sampling\":%u,"
-		"\"ssthresh\":%u,\"prior_cwnd\":%u,\"extra_acked\":[%u,%u],\"conservation\":%u,"
-		"\"app_limited\":%u,\"pacing_status\":%u,",
-		key, s->mode, s->cycle_idx, s->cwnd, (unsigned long long)s->pacing_rate, s->bw, s->min_rtt_us,
-		s->rtt_cnt, s->full_bw_reached, s->full_bw_cnt, s->full_bw, s->pacing_gain, s->cwnd_gain,
-		s->lt_use_bw, s->lt_bw, s->lt_is_sampling, s->ssthresh, s->prior_cwnd, s->extra_acked[0],
-		s->extra_acked[1], s->packet_conservation, s->app_limited, s->pacing_status);
-	fprintf(f,
-		"\"min_rtt_stamp_us\":%lld,\"probe_rtt_armed\":%u,\"probe_rtt_done_us\":%lld,"
-		"\"probe_rtt_round_done\":%u,\"bw_slots\":[[%u,%u],[%u,%u],[%u,%u]],"
-		"\"next_rtt_delivered\":%u,\"round_start\":%u,\"idle_restart\":%u,\"cycle_stamp\":%u,"
-		"\"ack_epoch_stamp\":%u,\"ack_epoch_acked\":%u,\"extra_acked_win_rtts\":%u,"
-		"\"extra_acked_win_idx\":%u,\"lt_rtt_cnt\":%u,\"lt_last_delivered\":%u,\"lt_last_stamp\":%u,"
-		"\"lt_last_lost\":%u,\"prev_ca_state\":%u,\"has_seen_rtt\":%u,\"min_tso_segs\":%u,"
-		"\"sndbuf_expand\":%u}",
-		(long long)s->min_rtt_stamp_us, s->probe_rtt_armed, (long long)s->probe_rtt_done_us,
-		s->probe_rtt_round_done, s->bw_v[0], s->bw_t[0], s->bw_v[1], s->bw_t[1], s->bw_v[2],
-		s->bw_t[2], s->next_rtt_delivered, s->round_start, s->idle_restart, s->cycle_stamp,
-		s->ack_epoch_stamp, s->ack_epoch_acked, s->extra_acked_win_rtts, s->extra_acked_win_idx,
-		s->lt_rtt_cnt, s->lt_last_delivered, s->lt_last_stamp, s->lt_last_lost, s->prev_ca_state,
-		s->has_seen_rtt, s->min_tso_segs, s->sndbuf_expand);
+	fprintf(f, "\"%s\":{\"min_rtt_stamp_us\":%lld,\"probe_rtt_armed\":%u,\"probe_rtt_done_us\":%lld", key,
+		(long long)s->min_rtt_stamp_us, s->probe_rtt_armed, (long long)s->probe_rtt_done_us);
+#define LS_PRINT(type, member, ...) fprintf(f, ",\"" #member "\":%llu", (unsigned long long)s->member);
+	LS_OUTPUTS(LS_PRINT)
+	LS_MODEL(LS_PRINT)
+#undef LS_PRINT
+	fprintf(f, ",\"min_tso_segs\":%u,\"sndbuf_expand\":%u}", s->min_tso_segs, s->sndbuf_expand);
 }
 
 static int on_record(void *ctx, void *data, size_t size)

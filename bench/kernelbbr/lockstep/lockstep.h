@@ -5,74 +5,137 @@
 #ifndef LOCKSTEP_H
 #define LOCKSTEP_H
 
-/* The callbacks compared, by the congestion control op that ran. */
-enum ls_callback {
-	LS_CB_ACK, /* cong_control */
-	LS_CB_INIT,
-	LS_CB_CWND_EVENT,
-	LS_CB_SSTHRESH,
-	LS_CB_UNDO,
-	LS_CB_SET_STATE,
-	LS_CB_MIN_TSO_SEGS, /* returns only: these two change no state, so they never re-sync */
-	LS_CB_SNDBUF_EXPAND,
-	LS_CB_COUNT,
-};
+/* The callbacks compared, X(ID, name), by the congestion control op that ran. */
+#define LS_CALLBACKS(X) \
+	X(ACK, "ack") /* cong_control */ \
+	X(INIT, "init") \
+	X(CWND_EVENT, "cwnd_event") \
+	X(SSTHRESH, "ssthresh") \
+	X(UNDO, "undo_cwnd") \
+	X(SET_STATE, "set_state") \
+	X(MIN_TSO_SEGS, "min_tso_segs") /* returns only: these two change no state, so they never re-sync */ \
+	X(SNDBUF_EXPAND, "sndbuf_expand")
 
-/* The fields compared; a mismatch record carries a bit mask of these. */
-enum ls_field {
-	LS_F_MODE,
-	LS_F_CYCLE_IDX,
-	LS_F_CWND, /* snd_cwnd, or undo_cwnd's return */
-	LS_F_PACING_RATE,
-	LS_F_BW, /* max filter, packets/us << 24 */
-	LS_F_MIN_RTT,
-	LS_F_ROUND,    /* packet-timed round count */
-	LS_F_FULL_BW,  /* full_bw_reached, full_bw_cnt, full_bw */
-	LS_F_GAINS,    /* pacing_gain, cwnd_gain */
-	LS_F_LT,       /* lt_use_bw, lt_bw, lt_is_sampling */
-	LS_F_SSTHRESH, /* snd_ssthresh, or ssthresh's return */
-	LS_F_PRIOR_CWND,
-	LS_F_ACK_AGG,	    /* extra_acked[2] */
-	LS_F_CONSERVATION,  /* packet_conservation */
-	LS_F_APP_LIMITED,   /* tp->app_limited (PROBE_RTT marks it) */
-	LS_F_PACING_STATUS, /* sk_pacing_status (init asks for pacing) */
-	/* Hidden state: what no decision shows at once but later ones follow from. The two stamps
-	 * kept in different clocks (kernel jiffies, core 1024 us ticks) are compared as times relative
-	 * to the comparison, within both clocks' rounding (ls_stamp_slack_us() in the BPF program).
-	 */
-	LS_F_MIN_RTT_STAMP,
-	LS_F_PROBE_RTT_STAMP,	 /* probe_rtt_done_stamp (armed, when), probe_rtt_round_done */
-	LS_F_NEXT_RTT_DELIVERED, /* next_rtt_delivered, round_start */
-	LS_F_IDLE_RESTART,
-	LS_F_ACK_EPOCH,	  /* epoch start (us, low 32 bits), packets in it, window age and half */
-	LS_F_BW_SLOTS,	  /* max filter slots 1-2 (value, round) and slot 0's round */
-	LS_F_CYCLE_STAMP, /* start of the gain cycle phase (us, low 32 bits) */
-	LS_F_LT_INTERVAL, /* lt_rtt_cnt, lt_last_delivered, lt_last_stamp (ms), lt_last_lost */
-	LS_F_PREV_CA_STATE,
-	LS_F_HAS_SEEN_RTT,
-	LS_F_MIN_TSO_SEGS,  /* min_tso_segs' return */
-	LS_F_SNDBUF_EXPAND, /* sndbuf_expand's return */
-	LS_F_COUNT,
-};
+/* The fields compared, X(ID, name); a mismatch record carries a bit mask of them. Which members of
+ * struct ls_state each one covers is in LS_OUTPUTS and LS_MODEL below, or, for the stamps and the
+ * returns, in ls_diff() (bbr_lockstep.bpf.c).
+ */
+#define LS_FIELDS(X) \
+	X(MODE, "mode") \
+	X(CYCLE_IDX, "cycle_idx") \
+	X(CWND, "cwnd") /* snd_cwnd, or undo_cwnd's return */ \
+	X(PACING_RATE, "pacing_rate") \
+	X(BW, "bw") /* max filter, packets/us << 24 */ \
+	X(MIN_RTT, "min_rtt") \
+	X(ROUND, "round") /* packet-timed round count */ \
+	X(FULL_BW, "full_bw") \
+	X(GAINS, "gains") \
+	X(LT, "lt_bw") \
+	X(SSTHRESH, "ssthresh") /* snd_ssthresh, or ssthresh's return */ \
+	X(PRIOR_CWND, "prior_cwnd") \
+	X(ACK_AGG, "ack_aggregation") \
+	X(CONSERVATION, "conservation") \
+	X(APP_LIMITED, "app_limited")	  /* tp->app_limited (PROBE_RTT marks it) */ \
+	X(PACING_STATUS, "pacing_status") /* sk_pacing_status (init asks for pacing) */ \
+	/* Hidden state: what no decision shows at once but later ones follow from. The two stamps kept \
+	 * in different clocks (kernel jiffies, core 1024 us ticks) are compared as times relative to the \
+	 * comparison, within both clocks' rounding (ls_stamp_slack_us() in the BPF program). \
+	 */ \
+	X(MIN_RTT_STAMP, "min_rtt_stamp") \
+	X(PROBE_RTT_STAMP, "probe_rtt_stamp") /* probe_rtt_done_stamp (armed, when), probe_rtt_round_done */ \
+	X(NEXT_RTT_DELIVERED, "next_rtt_delivered") \
+	X(IDLE_RESTART, "idle_restart") \
+	X(ACK_EPOCH, "ack_epoch") /* epoch start (us, low 32 bits), packets in it, window age and half */ \
+	X(BW_SLOTS, "bw_slots")	  /* max filter slots 1-2 (value, round) and slot 0's round */ \
+	X(CYCLE_STAMP, "cycle_stamp") /* start of the gain cycle phase (us, low 32 bits) */ \
+	X(LT_INTERVAL, "lt_interval") \
+	X(PREV_CA_STATE, "prev_ca_state") \
+	X(HAS_SEEN_RTT, "has_seen_rtt") \
+	X(MIN_TSO_SEGS, "min_tso_segs")	  /* min_tso_segs' return; these two last: see LS_STATE_FIELDS */ \
+	X(SNDBUF_EXPAND, "sndbuf_expand") /* sndbuf_expand's return */
+
+/* What the compared ACKs exercised (the kernel's state after the ACK), X(ID, name), to show a run's
+ * coverage; idle restarts are counted at the transmit start that begins them (the next ACK ends them),
+ * RTOs at the switch to TCP_CA_Loss (an undo may end it before any ACK is compared in it).
+ */
+#define LS_COVERAGE(X) \
+	X(RECOVERY, "recovery")		/* TCP in Recovery */ \
+	X(LOSS, "loss")			/* TCP in Loss (after an RTO) */ \
+	X(CONSERVATION, "conservation") /* packet conservation */ \
+	X(LT_SAMPLING, "lt_sampling")	/* long-term sampling running */ \
+	X(LT_USE_BW, "lt_use_bw")	/* pacing at the policed rate */ \
+	X(APP_LIMITED, "app_limited")	/* an app-limited rate sample */ \
+	X(IDLE_RESTART, "idle_restart") /* transmit starts after idle while app-limited */ \
+	X(RTO, "rto")			/* set_state(TCP_CA_Loss): retransmission timeouts (events) */
+
+/* The socket values the kernel's BBR writes, X(type, member, field, socket): the kernel's side reads
+ * them from the socket after the callback, the shadow's from its own result (struct ls_out, which
+ * starts from the same socket values saved before the callback).
+ */
+#define LS_OUTPUTS(X) \
+	X(__u64, pacing_rate, PACING_RATE, sk->sk_pacing_rate) \
+	X(__u32, cwnd, CWND, tp->snd_cwnd) \
+	X(__u32, ssthresh, SSTHRESH, tp->snd_ssthresh) \
+	X(__u32, app_limited, APP_LIMITED, tp->app_limited) \
+	X(__u32, pacing_status, PACING_STATUS, sk->sk_pacing_status)
+
+/* The model, X(type, member, field, kernel, core): every member of the kernel's struct bbr that a
+ * re-sync copies (core = kernel), read as k->kernel and b->core on the two sides, and compared in
+ * field. The two u64 us stamps are kept by the core as their low 32 bits (type truncates the kernel's).
+ */
+#define LS_MODEL(X) \
+	X(__u32, bw, BW, bw.s[0].v, bw.s[0].v) \
+	X(__u32, bw_t0, BW_SLOTS, bw.s[0].t, bw.s[0].t) \
+	X(__u32, bw_v1, BW_SLOTS, bw.s[1].v, bw.s[1].v) \
+	X(__u32, bw_t1, BW_SLOTS, bw.s[1].t, bw.s[1].t) \
+	X(__u32, bw_v2, BW_SLOTS, bw.s[2].v, bw.s[2].v) \
+	X(__u32, bw_t2, BW_SLOTS, bw.s[2].t, bw.s[2].t) \
+	X(__u32, min_rtt_us, MIN_RTT, min_rtt_us, min_rtt_us) \
+	X(__u32, rtt_cnt, ROUND, rtt_cnt, rtt_cnt) \
+	X(__u32, full_bw, FULL_BW, full_bw, full_bw) \
+	X(__u32, lt_bw, LT, lt_bw, lt_bw) \
+	X(__u32, prior_cwnd, PRIOR_CWND, prior_cwnd, prior_cwnd) \
+	X(__u32, next_rtt_delivered, NEXT_RTT_DELIVERED, next_rtt_delivered, next_rtt_delivered) \
+	X(__u32, cycle_stamp, CYCLE_STAMP, cycle_mstamp, cycle_stamp) \
+	X(__u32, ack_epoch_stamp, ACK_EPOCH, ack_epoch_mstamp, ack_epoch_stamp) \
+	X(__u32, ack_epoch_acked, ACK_EPOCH, ack_epoch_acked, ack_epoch_acked) \
+	X(__u32, lt_last_delivered, LT_INTERVAL, lt_last_delivered, lt_last_delivered) \
+	X(__u32, lt_last_stamp, LT_INTERVAL, lt_last_stamp, lt_last_stamp) /* ms */ \
+	X(__u32, lt_last_lost, LT_INTERVAL, lt_last_lost, lt_last_lost) \
+	X(__u16, extra_acked0, ACK_AGG, extra_acked[0], extra_acked[0]) \
+	X(__u16, extra_acked1, ACK_AGG, extra_acked[1], extra_acked[1]) \
+	X(__u16, pacing_gain, GAINS, pacing_gain, pacing_gain) \
+	X(__u16, cwnd_gain, GAINS, cwnd_gain, cwnd_gain) \
+	X(__u8, mode, MODE, mode, mode) \
+	X(__u8, cycle_idx, CYCLE_IDX, cycle_idx, cycle_idx) \
+	X(__u8, full_bw_reached, FULL_BW, full_bw_reached, full_bw_reached) \
+	X(__u8, full_bw_cnt, FULL_BW, full_bw_cnt, full_bw_cnt) \
+	X(__u8, lt_use_bw, LT, lt_use_bw, lt_use_bw) \
+	X(__u8, lt_is_sampling, LT, lt_is_sampling, lt_is_sampling) \
+	X(__u8, packet_conservation, CONSERVATION, packet_conservation, packet_conservation) \
+	X(__u8, probe_rtt_round_done, PROBE_RTT_STAMP, probe_rtt_round_done, probe_rtt_round_done) \
+	X(__u8, round_start, NEXT_RTT_DELIVERED, round_start, round_start) \
+	X(__u8, idle_restart, IDLE_RESTART, idle_restart, idle_restart) \
+	X(__u8, extra_acked_win_rtts, ACK_EPOCH, extra_acked_win_rtts, extra_acked_win_rtts) \
+	X(__u8, extra_acked_win_idx, ACK_EPOCH, extra_acked_win_idx, extra_acked_win_idx) \
+	X(__u8, lt_rtt_cnt, LT_INTERVAL, lt_rtt_cnt, lt_rtt_cnt) \
+	X(__u8, prev_ca_state, PREV_CA_STATE, prev_ca_state, prev_ca_state) \
+	X(__u8, has_seen_rtt, HAS_SEEN_RTT, has_seen_rtt, has_seen_rtt)
+
+#define LS_ENUM_CB(id, name) LS_CB_##id,
+enum ls_callback { LS_CALLBACKS(LS_ENUM_CB) LS_CB_COUNT };
+#undef LS_ENUM_CB
+
+#define LS_ENUM_F(id, name) LS_F_##id,
+enum ls_field { LS_FIELDS(LS_ENUM_F) LS_F_COUNT };
+#undef LS_ENUM_F
 
 /* Fields whose difference re-syncs the shadow: all but the two returns computed from the socket alone. */
 #define LS_STATE_FIELDS ((1U << LS_F_MIN_TSO_SEGS) - 1)
 
-/* What the compared ACKs exercised (the kernel's state after the ACK), to show a run's coverage;
- * idle restarts are counted at the transmit start that begins them (the next ACK ends them), RTOs
- * at the switch to TCP_CA_Loss (an undo may end it before any ACK is compared in it).
- */
-enum ls_coverage {
-	LS_COV_RECOVERY,     /* TCP in Recovery */
-	LS_COV_LOSS,	     /* TCP in Loss (after an RTO) */
-	LS_COV_CONSERVATION, /* packet conservation */
-	LS_COV_LT_SAMPLING,  /* long-term sampling running */
-	LS_COV_LT_USE_BW,    /* pacing at the policed rate */
-	LS_COV_APP_LIMITED,  /* an app-limited rate sample */
-	LS_COV_IDLE_RESTART, /* transmit starts after idle while app-limited */
-	LS_COV_RTO,	     /* set_state(TCP_CA_Loss): retransmission timeouts (events) */
-	LS_COV_COUNT,
-};
+#define LS_ENUM_COV(id, name) LS_COV_##id,
+enum ls_coverage { LS_COVERAGE(LS_ENUM_COV) LS_COV_COUNT };
+#undef LS_ENUM_COV
 
 #define LS_MODES 4 /* STARTUP, DRAIN, PROBE_BW, PROBE_RTT: the same numbers in both */
 
@@ -80,47 +143,13 @@ enum ls_coverage {
 struct ls_state {
 	__s64 min_rtt_stamp_us;	 /* stamp minus the moment of comparison, us (so <= 0) */
 	__s64 probe_rtt_done_us; /* end of PROBE_RTT minus the moment of comparison, us; 0 if not armed */
-	__u64 pacing_rate;
-	__u32 cwnd;
-	__u32 ssthresh;
-	__u32 app_limited;
-	__u32 bw;
-	__u32 lt_bw;
-	__u32 min_rtt_us;
-	__u32 rtt_cnt;
-	__u32 full_bw;
-	__u32 prior_cwnd;
-	__u32 bw_v[3]; /* max filter slots: value (bw above is slot 0's) ... */
-	__u32 bw_t[3]; /* ... and round */
-	__u32 next_rtt_delivered;
-	__u32 cycle_stamp;     /* us, low 32 bits */
-	__u32 ack_epoch_stamp; /* us, low 32 bits */
-	__u32 ack_epoch_acked;
-	__u32 lt_last_delivered;
-	__u32 lt_last_stamp; /* ms */
-	__u32 lt_last_lost;
+#define LS_MEMBER(type, member, ...) type member;
+	LS_OUTPUTS(LS_MEMBER)
+	LS_MODEL(LS_MEMBER)
+#undef LS_MEMBER
 	__u32 min_tso_segs;  /* the return, in min_tso_segs' records only */
 	__u32 sndbuf_expand; /* the return, in sndbuf_expand's records only */
-	__u16 extra_acked[2];
-	__u16 pacing_gain;
-	__u16 cwnd_gain;
-	__u8 mode;
-	__u8 cycle_idx;
-	__u8 full_bw_reached;
-	__u8 full_bw_cnt;
-	__u8 lt_use_bw;
-	__u8 lt_is_sampling;
-	__u8 packet_conservation;
-	__u8 pacing_status;
 	__u8 probe_rtt_armed;
-	__u8 probe_rtt_round_done;
-	__u8 round_start;
-	__u8 idle_restart;
-	__u8 extra_acked_win_rtts;
-	__u8 extra_acked_win_idx;
-	__u8 lt_rtt_cnt;
-	__u8 prev_ca_state;
-	__u8 has_seen_rtt;
 };
 
 /* A callback after which the two sides differed (then the shadow is re-synced when any of
