@@ -748,3 +748,120 @@ def test_a_failed_invocation_still_records_its_end(tmp_path: Path, monkeypatch: 
         reproduce.run_all("quick", ["seed000/table4.1"], tmp_path, tmp_path, "bbrbench reproduce")
     run = json.loads((tmp_path / reproduce.META).read_text())["runs"][0]
     assert "finished" in run and run["elapsed_s"] >= 0 and "samples" in run["load_1min"]
+
+
+def test_fieller_interval_matches_its_closed_form_and_inverts_its_test() -> None:
+    """Fieller's interval (Fieller 1954, independent samples, no covariance) against the closed form as the
+    literature writes it, (r -+ (t / m_y) sqrt(v_x (1 - g) + r^2 v_y)) / (1 - g), g = t^2 v_y / m_y^2, and
+    against its definition: at each end, x - rho y is exactly t standard errors from 0."""
+    x, y = stats.Moments(0.43, 0.30, 3), stats.Moments(1.0, 0.35, 3)
+    r = stats.fieller_of_moments(x, y)
+    vx, vy = x.sd ** 2 / x.n, y.sd ** 2 / y.n
+    assert r.df is not None and r.bounds is not None
+    t = float(stats.stats.t.ppf(0.975, r.df))
+    g = t * t * vy / y.mean ** 2
+    q = x.mean / y.mean
+    half = t / y.mean * math.sqrt(vx * (1 - g) + q * q * vy)
+    assert r.bounds == pytest.approx(((q - half) / (1 - g), (q + half) / (1 - g)))
+    for rho in r.bounds:
+        assert abs(x.mean - rho * y.mean) / math.sqrt(vx + rho * rho * vy) == pytest.approx(t)
+    # Skewed away from the small denominators: the upper end lies further from the estimate than the lower.
+    assert r.bounds[1] - q > q - r.bounds[0]
+    # A denominator whose own interval reaches 0: unbounded, no decision.
+    assert stats.fieller_of_moments(x, stats.Moments(1.0, 2.0, 3)).bounds is None
+    # g far below FIELLER_G: the ratio keeps the delta method, and the two agree closely.
+    tight = stats.Moments(100.0, 1.0, 5)
+    delta = stats.ratio_of_moments(stats.Moments(50.0, 1.0, 5), tight)
+    fieller = stats.fieller_of_moments(stats.Moments(50.0, 1.0, 5), tight)
+    assert delta.method == "delta" and delta.bounds is not None and fieller.bounds is not None
+    assert delta.bounds == pytest.approx(fieller.bounds, rel=1e-3)
+    # seed 002 #4's ratio (0.43 with the reference's CV large) goes to Fieller's.
+    assert stats.ratio_of_moments(x, y).method == "fieller"
+
+
+def test_a_zero_width_interval_is_not_certainty() -> None:
+    """Identical repetitions (a quantised measure) give a zero-width interval: the verdict says so and counts
+    as fragile; an edge at the quantity's physical bound (Jain's 100%) is not one a rerun could cross."""
+    lk = FakeLookup({("bbr", 2, "total.rtt_ms_mean"): [40.0, 40.0, 40.0]})
+    v = _judge(lk, claims.Rule(band=(1.9, 2.5)), claims.original_rtt_over_min)
+    assert v.outcome is Outcome.HOLDS and "zero width" in v.text and v.fragile == "zero-width interval"
+    jain = FakeLookup({("bbr2", 5, "total.jain"): [0.9999, 0.9998, 1.0]})
+    held = _judge(jain, claims.Rule(band=(95, 100)), claims.bbr2_rtt_jain)
+    assert held.outcome is Outcome.HOLDS and held.fragile == ""
+    near = FakeLookup({("bbr2", 5, "total.jain"): [0.962, 0.965, 0.968]})
+    assert _judge(near, claims.Rule(band=(95, 100)), claims.bbr2_rtt_jain).fragile.startswith("0.")
+
+
+def test_the_second_margin_family() -> None:
+    """x/÷ 1.5 for 'about', +- 10 points for shares, stated bounds unchanged, a minimum effect grown with the
+    margin, and the data file's own where it writes one."""
+    about = claims.Rule.from_data({"band": [0.4, 0.625], "family": "factor"}).widened()
+    assert about.band == pytest.approx((0.5 / 1.5, 0.5 * 1.5))
+    assert claims.Rule.from_data({"at_most": 0.8, "family": "factor"}).widened().at_most == pytest.approx(1 / 1.5)
+    share = claims.Rule.from_data({"band": [55, 65], "family": "points"}).widened()
+    assert share.band == (50, 70)
+    assert claims.Rule.from_data({"at_least": 5, "family": "points"}).widened().at_least == 10
+    assert claims.Rule.from_data({"paper_factor": 1.25}).widened().paper_factor == pytest.approx(1.5)
+    assert claims.Rule.from_data({"paper_margin": 5}).widened().paper_margin == 10
+    stated = claims.Rule.from_data({"at_least": 85, "family": "stated"})
+    assert stated.widened() == stated
+    negative = claims.Rule.from_data({"band": [-48.4, -31], "family": "factor"}).widened()
+    assert negative.band is not None and negative.band[0] < -48.4 and -31 < negative.band[1] < 0
+    own = claims.Rule.from_data({"band": [0.9375, 0.96], "family": "factor", "wide": {"band": [0.925, 0.9667]}})
+    assert own.widened().band == (0.925, 0.9667)
+    with pytest.raises(ValueError, match="family"):
+        claims.Rule.from_data({"band": [1, 2], "family": "loose"})
+
+
+def test_every_claim_file_claim_names_its_family_and_its_n() -> None:
+    """The second family needs each band's or bound's family; the next run needs each claim's n, declared
+    before it (issue 34)."""
+    for spec in papers.specs():
+        for c in spec.claims:
+            assert c.rule.family in claims.FAMILIES, (spec.key, c.text)
+            assert c.n is not None and c.n >= claims.MIN_N, (spec.key, c.text)
+
+
+def test_claim_lines_show_scaling_post_hoc_hedges_and_the_second_family() -> None:
+    """What the data file says of a claim stands at its verdict."""
+    base = papers.spec_for("seed001/fig14-15")
+    assert base is not None
+    c = papers.Claim("c", claims.bbr2_rtt_jain, 10, "w", claims.Rule(band=(55, 65), family="points"), "m", 5,
+                     post_hoc="margin written on 2026-11-26, after the data", scaled="100 Mbit/s for 1 Gbit/s (x 0.1)",
+                     hedge="no run isolates it")
+    lk = FakeLookup({("bbr2", 5, "total.jain"): [0.69, 0.70, 0.71]})
+    lines, js = report.claim_lines(c, lk, 60)
+    text = "\n".join(lines)
+    assert "**does not hold**" in lines[0]
+    assert "(Second margins, inside [50, 70]: **undecided** (differs: depends on the margin).)" in text
+    assert "(Scaled: 100 Mbit/s for 1 Gbit/s (x 0.1).)" in text and "(Post-hoc: margin written" in text
+    assert "(Unproven: no run isolates it.)" in text and "(n declared for the next run: 5.)" in text
+    assert js["wide"]["verdict"]["outcome"] == "undecided" and js["post_hoc"].startswith("margin")
+    untestable = papers.Claim("c", claims.bbr2_rtt_jain, 10, "w", claims.Rule(band=(55, 65)), "m",
+                              untestable="not testable at this scale: why")
+    assert untestable.judge(lk, 60).outcome is Outcome.NOT_TESTABLE
+
+
+def test_each_experiment_of_a_merged_summary_keeps_its_invocation(tmp_path: Path) -> None:
+    """A rebuilt report lists, per experiment, the invocations that produced it: those its summary keeps, else
+    those of its summary's meta whose --only covers it."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    _long_table41(runs)
+    reproduce.report_only(runs)
+    doc = json.loads((runs / "summary.json").read_text())
+    other = {"command": "bbrbench reproduce --only seed001", "only": ["seed001"], "revision": "abc",
+             "started": "2026-11-25 10:00:00 UTC"}
+    doc["meta"]["runs"].append(other)
+    (runs / "summary.json").write_text(json.dumps(doc))
+    out = tmp_path / "again"
+    reproduce.rebuild([runs / "summary.json"], out)
+    merged = json.loads((out / "summary.json").read_text())
+    kept = merged["invocations"]["seed000/table4.1"]
+    assert kept and all(r["command"] != other["command"] for r in kept)
+    assert report.covers(other, "seed001/fig8") and not report.covers(other, "seed000/table4.1")
+    assert "Produced by `" in (out / "report.md").read_text()
+    # Rebuilt again from the rebuilt summary: the per-experiment record travels, not the whole meta.
+    again = tmp_path / "third"
+    reproduce.rebuild([out / "summary.json"], again)
+    assert json.loads((again / "summary.json").read_text())["invocations"]["seed000/table4.1"] == kept

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ..analysis.stats import Moments, diff_of_moments, ratio_of_moments
@@ -97,9 +97,14 @@ class Verdict:
     outcome: Outcome
     text: str
     min_n: int | None = None
+    # A decided outcome (holds, does not hold) that one interval width would move to the edge of its region,
+    # or that stands on an interval of zero width (every repetition the same value: the measure's resolution,
+    # not certainty): why it is fragile, else "".
+    fragile: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"outcome": self.outcome.value, "text": self.text, "min_n": self.min_n}
+        fragile = {"fragile": self.fragile} if self.fragile else {}
+        return {"outcome": self.outcome.value, "text": self.text, "min_n": self.min_n, **fragile}
 
 
 VERDICT_LABELS = {
@@ -147,8 +152,14 @@ class Interval:
     scale: float = 1.0
     unit: str = ""
     limits: tuple[float | None, float | None] = (None, None)
+    # Fieller's interval of a ratio (not symmetric): its (low, high), replacing estimate +- half.
+    fieller: tuple[float, float] | None = None
+    # Every repetition gave the same value: a zero half-width is the measure's resolution, not certainty.
+    zero_spread: bool = False
 
     def _raw(self) -> tuple[float, float]:
+        if self.fieller is not None:
+            return self.fieller[0] * self.scale, self.fieller[1] * self.scale
         e, h = self.estimate * self.scale, self.half * self.scale
         return e - h, e + h
 
@@ -171,6 +182,11 @@ class Interval:
         cut = (self.limits[0] is not None and low < self.limits[0]) or \
             (self.limits[1] is not None and high > self.limits[1])
         ci = f"95% CI cut to [{self.show(self.low)}, {self.show(self.high)}]" if cut else "95% CI"
+        if self.zero_spread:
+            ci += " of zero width: every repetition gave the same value, the measure's resolution, not certainty"
+        if self.fieller is not None:
+            return (f"{self.what} {self.estimate * self.scale:.3g}{self.unit} (Fieller's 95% CI "
+                    f"[{self.show(self.low)}, {self.show(self.high)}], the reference's mean being uncertain, {self.n})")
         return (f"{self.what} {self.estimate * self.scale:.3g} ± {self.half * self.scale:.2g}{self.unit} "
                 f"({ci}, {self.n})")
 
@@ -217,7 +233,8 @@ def mean(lk: Lookup, label: str, key: Key, scale: float = 1.0, unit: str = "") -
     s = lk.stat(*key)
     if (few := _few(label, [s])) is not None or s is None:
         return few or Verdict(Outcome.TOO_FEW_RUNS, f"{label}: not measured", 0)
-    return Interval("mean", s.mean, s.ci95 or 0.0, f"n = {s.n}", scale, unit, (0.0, PCT if unit == "%" else None))
+    return Interval("mean", s.mean, s.ci95 or 0.0, f"n = {s.n}", scale, unit, (0.0, PCT if unit == "%" else None),
+                    zero_spread=s.ci95 == 0)
 
 
 def ratio(lk: Lookup, label: str, num: Key, den: Key, offset: float = 0.0) -> Interval | Verdict:
@@ -228,9 +245,14 @@ def ratio(lk: Lookup, label: str, num: Key, den: Key, offset: float = 0.0) -> In
     if (tie := _tie(label, a, b)) is not None:
         return tie
     r = ratio_of_moments(a.moments(offset), b.moments(offset))
-    if r.ratio is None or r.ci95 is None:
+    if r.ratio is None:
         return Verdict(Outcome.UNDECIDED, f"{label}: ratio undefined (reference mean is 0)")
-    return Interval("ratio", r.ratio, r.ci95, _n_text(a, b), limits=(0.0, None))
+    if r.method == "fieller":
+        if r.bounds is None:
+            return Verdict(Outcome.UNDECIDED, f"{label}: ratio {r.ratio:.3g}, {r.interval_text()}: any ratio "
+                                              f"is possible ({_n_text(a, b)})")
+        return Interval("ratio", r.ratio, 0.0, _n_text(a, b), limits=(0.0, None), fieller=r.bounds)
+    return Interval("ratio", r.ratio, r.ci95 or 0.0, _n_text(a, b), limits=(0.0, None), zero_spread=r.zero_spread)
 
 
 def diff(lk: Lookup, label: str, first: Key, second: Key, scale: float = 1.0, unit: str = "") -> Interval | Verdict:
@@ -240,10 +262,21 @@ def diff(lk: Lookup, label: str, first: Key, second: Key, scale: float = 1.0, un
     if (tie := _tie(label, a, b)) is not None:
         return tie
     d, low, high = diff_of_moments(a.moments(), b.moments())
-    return Interval("difference", d, (high - low) / 2, _n_text(a, b), scale, unit)
+    return Interval("difference", d, (high - low) / 2, _n_text(a, b), scale, unit, zero_spread=low == high)
 
 
 # ---------------------------------------------------------------- the decision
+
+
+# The margins of the rule (report.RULE): 'about' x/÷ FACTOR, a share +- POINTS; the second family, published
+# beside the first so that a reader sees which verdicts depend on the margin: x/÷ WIDE_FACTOR, +- WIDE_POINTS.
+FACTOR = 1.25
+POINTS = 5.0
+WIDE_FACTOR = 1.5
+WIDE_POINTS = 10.0
+# factor: bounds x/÷ FACTOR around the paper's number (or a change beyond it); points: +- POINTS of a share;
+# stated: a bound or range the paper itself states, the same in both families.
+FAMILIES = ("factor", "points", "stated")
 
 
 @dataclass(frozen=True)
@@ -259,6 +292,10 @@ class Rule:
     paper_factor: float | None = None
     paper_margin: float | None = None
     startup_over_s: float | None = None
+    # Which of the margins the bounds come from (FAMILIES), so that the second family can be derived; `wide`
+    # where the data file writes it (a margin on a derived quantity, e.g. a cost of 5% decided on a ratio).
+    family: str = "stated"
+    wide: Rule | None = None
 
     KEYS = ("band", "at_least", "at_most", "paper_factor", "paper_margin")
 
@@ -274,9 +311,47 @@ class Rule:
             raise ValueError("startup_over_s goes with paper_factor")
         if d.get("paper_factor", 2) <= 1:
             raise ValueError("paper_factor must exceed 1")
+        family = d.get("family", "factor" if "paper_factor" in d else "points" if "paper_margin" in d else "stated")
+        if family not in FAMILIES:
+            raise ValueError(f"family {family!r}: the margin's family is one of {', '.join(FAMILIES)}")
+        wide = d.get("wide")
+        if wide is not None and (not isinstance(wide, dict) or "wide" in wide):
+            raise ValueError("wide: the second family's decision, a table with one of band, at_least, at_most")
         return cls(band=None if band is None else (float(band[0]), float(band[1])),
                    at_least=d.get("at_least"), at_most=d.get("at_most"), paper_factor=d.get("paper_factor"),
-                   paper_margin=d.get("paper_margin"), startup_over_s=d.get("startup_over_s"))
+                   paper_margin=d.get("paper_margin"), startup_over_s=d.get("startup_over_s"), family=family,
+                   wide=None if wide is None else cls.from_data({"family": "stated", **wide}))
+
+    def widened(self) -> Rule:
+        """The same claim under the second margin family (x/÷ WIDE_FACTOR for 'about', +- WIDE_POINTS for
+        shares): a band around the paper's magnitude widens; a minimum effect ('a change beyond the margin')
+        grows with the margin; a bound or range the paper states stays as stated."""
+        if self.wide is not None:
+            return self.wide
+        if self.family == "stated":
+            return self
+        f = WIDE_FACTOR / FACTOR
+        p = WIDE_POINTS - POINTS
+
+        def lower(v: float) -> float:
+            return v / f if self.family == "factor" else v - p
+
+        def upper(v: float) -> float:
+            return v * f if self.family == "factor" else v + p
+        if self.band is not None:
+            lo, hi = self.band
+            if self.family == "factor" and lo < 0:
+                # a negative magnitude (a difference): widen away from 0 on each side
+                return replace(self, band=(lo * f, hi / f))
+            return replace(self, band=(lower(lo), upper(hi)))
+        if self.at_least is not None:
+            return replace(self, at_least=upper(self.at_least))
+        if self.at_most is not None:
+            return replace(self, at_most=lower(self.at_most))
+        if self.paper_factor is not None:
+            return replace(self, paper_factor=self.paper_factor * f)
+        assert self.paper_margin is not None
+        return replace(self, paper_margin=self.paper_margin + p)
 
     def describe(self) -> str:
         """The decision in words, for the report."""
@@ -317,6 +392,35 @@ def decide(est: Estimate, rule: Rule, run_s: float) -> Verdict:
 
 
 def _decide(est: Estimate, rule: Rule, run_s: float) -> Verdict:
+    verdict = _decide_interval(est, rule, run_s)
+    if isinstance(est.value, Verdict) or verdict.outcome not in (Outcome.HOLDS, Outcome.FAILS):
+        return verdict
+    return replace(verdict, fragile=_fragility(est.value, rule.bounds(est.paper, run_s) or (None, None),
+                                               verdict.outcome))
+
+
+def _fragility(iv: Interval, bounds: tuple[float | None, float | None], outcome: Outcome) -> str:
+    """Why a decided outcome is fragile: it stands on a zero-width interval, or the interval lies within one
+    of its own widths of the edge that decided it (a rerun at the same n could well land across it)."""
+    if iv.zero_spread:
+        return "zero-width interval"
+    lo, hi = bounds
+    # An edge at or beyond the quantity's physical bound (a Jain index's 100%) is one no rerun can cross.
+    floor, ceiling = iv.limits
+    lo = None if lo is not None and floor is not None and lo <= floor else lo
+    hi = None if hi is not None and ceiling is not None and hi >= ceiling else hi
+    width = iv.high - iv.low
+    if outcome is Outcome.HOLDS:
+        gaps = [g for g in ((iv.low - lo) if lo is not None else None, (hi - iv.high) if hi is not None else None)
+                if g is not None]
+    else:
+        gaps = [g for g in ((lo - iv.high) if lo is not None and iv.high < lo else None,
+                            (iv.low - hi) if hi is not None and iv.low > hi else None) if g is not None]
+    gap = min(gaps, default=float("inf"))
+    return f"{gap:.3g} from the edge, interval width {width:.3g}" if gap < width else ""
+
+
+def _decide_interval(est: Estimate, rule: Rule, run_s: float) -> Verdict:
     if isinstance(est.value, Verdict):
         return est.value
     iv = est.value
@@ -355,8 +459,16 @@ def combine(verdicts: Iterable[Verdict]) -> Verdict:
     overall = next((o for o in (Outcome.FAILS, Outcome.TOO_FEW_RUNS, Outcome.UNDECIDED) if o in outcomes),
                    Outcome.HOLDS)
     ns = [v.min_n for v in vs if v.min_n is not None]
+    # Holds is fragile if any point's is; does not hold only if every point that fails is (one firm failure
+    # suffices).
+    deciding = [v for v in vs if v.outcome is overall]
+    fragile = ""
+    if overall is Outcome.HOLDS:
+        fragile = next((v.fragile for v in vs if v.fragile), "")
+    elif overall is Outcome.FAILS and all(v.fragile for v in deciding):
+        fragile = deciding[0].fragile
     return Verdict(overall, "; ".join(v.text for v in vs),
-                   min(ns) if overall is Outcome.TOO_FEW_RUNS and ns else None)
+                   min(ns) if overall is Outcome.TOO_FEW_RUNS and ns else None, fragile)
 
 
 # ---------------------------------------------------------------- the quantities
