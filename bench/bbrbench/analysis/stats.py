@@ -181,6 +181,25 @@ def diff_of_moments(x: Moments, y: Moments) -> tuple[float, float, float]:
     return d, d - half, d + half
 
 
+def diff_of_ratios(x1: Moments, y1: Moments, x2: Moments, y2: Moments) -> tuple[float, float, float]:
+    """mean(x1) / mean(y1) - mean(x2) / mean(y2) of four independent samples with its 95% interval by the
+    delta method, Welch-Satterthwaite degrees of freedom over the four terms: (difference, low, high)."""
+    if min(m.n for m in (x1, y1, x2, y2)) < 2:
+        raise ValueError("need at least two values on each side for a confidence interval")
+    if y1.mean == 0 or y2.mean == 0:
+        raise ValueError("a reference mean is 0: no ratio")
+    r1, r2 = x1.mean / y1.mean, x2.mean / y2.mean
+    terms = [(x1.sd / y1.mean) ** 2 / x1.n, (r1 * y1.sd / y1.mean) ** 2 / y1.n,
+             (x2.sd / y2.mean) ** 2 / x2.n, (r2 * y2.sd / y2.mean) ** 2 / y2.n]
+    d = r1 - r2
+    var = sum(terms)
+    if var == 0:
+        return d, d, d
+    df = var * var / sum(t * t / (m.n - 1) for t, m in zip(terms, (x1, y1, x2, y2)))
+    half = float(stats.t.ppf((1 + CONFIDENCE) / 2, df)) * math.sqrt(var)
+    return d, d - half, d + half
+
+
 def diff_ci95(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, float]:
     """diff_of_moments of two samples' values."""
     if len(x) < 2 or len(y) < 2:

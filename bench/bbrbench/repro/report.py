@@ -503,11 +503,15 @@ def robustness_lines(experiments: dict[str, Any], profile: str) -> list[str]:
     claims declare (else the n they were decided on), and the verdicts that differ under the second margins."""
     fragile: dict[str, list[str]] = {}
     differ = []
+    ns: dict[str, list[int]] = {}
     for key, js in experiments.items():
         for c in js.get("claims", []) if isinstance(js, dict) else []:
             v = c["verdict"]
+            # A section's claim names the experiment that decides it.
+            where = c.get("experiment", key)
+            ns.setdefault(where, []).append(int(c.get("n") or 0))
             if v.get("fragile"):
-                fragile.setdefault(key, []).append(f"{c['claim']}: {v['outcome']} ({v['fragile']})")
+                fragile.setdefault(where, []).append(f"{c['claim']}: {v['outcome']} ({v['fragile']})")
             w = c.get("wide", {}).get("verdict")
             if w and w["outcome"] != v["outcome"]:
                 differ.append(f"- {key}: {c['claim']}: {v['outcome']}; under {c['wide']['rule']}: {w['outcome']}")
@@ -517,10 +521,11 @@ def robustness_lines(experiments: dict[str, Any], profile: str) -> list[str]:
              "resolution, not certainty). Each experiment below is to be rerun from scratch at the same n, into a "
              "directory of its own, on a quiet machine; the verdicts stand as provisional until then.", ""]
     for key, found in fragile.items():
-        ns = [int(c["n"]) for c in experiments[key]["claims"] if c.get("n")] or \
-            [max((m["n"] for p in experiments[key]["points"] for m in p["metrics"].values() if m), default=3)]
-        lines += [f"- {key}: `bbrbench -q reproduce --profile {profile} --only {key} --reps {max(ns)} --out "
-                  f"results/rerun-{key.replace('/', '-')}`"] + [f"  - {f}" for f in found]
+        points = experiments.get(key, {}).get("points", [])
+        recorded = max((m["n"] for p in points for m in p["metrics"].values() if m), default=MIN_N)
+        lines += [f"- {key}: `bbrbench -q reproduce --profile {profile} --only {key} --reps "
+                  f"{max(ns.get(key, []) + [recorded])} --out results/rerun-{key.replace('/', '-')}`"]
+        lines += [f"  - {f}" for f in found]
     if not fragile:
         lines.append("- none")
     lines += ["", "### Verdicts that depend on the margin", "",
