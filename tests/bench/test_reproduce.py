@@ -871,6 +871,8 @@ def test_each_experiment_of_a_merged_summary_keeps_its_invocation(tmp_path: Path
     kept = merged["invocations"]["seed000/table4.1"]
     assert kept and all(r["command"] != other["command"] for r in kept)
     assert report.covers(other, "seed001/fig8") and not report.covers(other, "seed000/table4.1")
+    assert report.covers({"only": ["seed004/loss"]}, "seed004") and not report.covers({"only": ["seed004/loss"]},
+                                                                                        "seed004/share")
     assert "Produced by `" in (out / "report.md").read_text()
     # Rebuilt again from the rebuilt summary: the per-experiment record travels, not the whole meta.
     again = tmp_path / "third"

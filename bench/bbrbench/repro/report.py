@@ -433,10 +433,12 @@ class Experiment:
 
 def covers(run: dict[str, Any], key: str) -> bool:
     """Whether an invocation (a meta.json run) ran experiment or section `key` (SEED/NAME or SEED): its
-    --only names it, its seed, or nothing (every experiment)."""
+    --only names it, its seed, one of the seed's experiments (for a section named by its seed), or nothing."""
     only = run.get("only") or []
     seed = key.partition("/")[0]
-    return not only or any(o.strip("/") in (key, seed) or key.startswith(f"{o.strip('/')}/") for o in only)
+    # A section named by its seed (seed004) draws on that seed's experiments.
+    return not only or any(o.strip("/") in (key, seed) or key.startswith(f"{o.strip('/')}/")
+                           or ("/" not in key and o.startswith(f"{key}/")) for o in only)
 
 
 def invocation(run: dict[str, Any]) -> dict[str, Any]:
