@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import platform
 import time
 from pathlib import Path
@@ -878,3 +879,41 @@ def test_each_experiment_of_a_merged_summary_keeps_its_invocation(tmp_path: Path
     again = tmp_path / "third"
     reproduce.rebuild([out / "summary.json"], again)
     assert json.loads((again / "summary.json").read_text())["invocations"]["seed000/table4.1"] == kept
+
+
+README = Path(__file__).resolve().parents[2] / "docs" / "reproduction" / "README.md"
+
+
+def test_the_readme_states_only_what_its_summary_holds() -> None:
+    """Issue 34: the reproduction README contradicted its report. Its verdicts are now generated from the
+    summary it cites, and outside that block it states no measured figure (no interval, no measured
+    decimal in ms or Mbit/s, no verdict in bold): a README figure that differs from the summary fails here."""
+    text = README.read_text()
+    head, _, rest = text.partition(report.README_BEGIN)
+    block, _, tail = rest.partition(report.README_END)
+    cited = next(line for line in block.splitlines() if line.startswith("From `"))
+    summary = Path(__file__).resolve().parents[2] / cited.split("`")[1]
+    expected = report.readme_overview(json.loads(summary.read_text()), cited.split("`")[1])
+    assert report.README_BEGIN + block + report.README_END == "\n".join(expected), \
+        "README's overview differs from its summary: rebuild with bbrbench reproduce --readme"
+    prose = "\n".join(part for i, part in enumerate((head + tail).split("```")) if i % 2 == 0)
+    assert "±" not in prose and "+-" not in prose.replace("+- 5", "").replace("+- 10", "")
+    assert not re.search(r"\d+\.\d+\s?(ms|Mbit/s)\b", prose)
+    assert not re.search(r"\*\*(holds|does not hold|undecided|not decided)\*\*", prose)
+
+
+def test_readme_overview_is_rewritten_in_place(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n\n{report.README_BEGIN}\nstale\n{report.README_END}\n\noutro\n")
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps({"experiments": {"seed000/fig4.12": {"claims": [
+        {"claim": "c", "verdict": {"outcome": "holds", "text": "t"}, "post_hoc": "after",
+         "wide": {"rule": "r", "verdict": {"outcome": "undecided", "text": "t"}}}]}}}))
+    report.write_readme_overview(readme, summary)
+    text = readme.read_text()
+    assert text.startswith("intro\n\n") and text.endswith("\n\noutro\n") and "stale" not in text
+    assert "**seed000**: holds 1." in text and "| fig4.12      | c       |     holds |        undecided | post-hoc |" \
+        in text
+    readme.write_text("no markers\n")
+    with pytest.raises(HarnessError, match="no generated overview"):
+        report.write_readme_overview(readme, summary)

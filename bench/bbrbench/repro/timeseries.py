@@ -285,10 +285,12 @@ def render(js: dict[str, Any], _fig_dir: Path, rel: str) -> tuple[list[str], dic
             lines += _notes(next((d for d in now["claims"] if c["claim"].startswith(d["claim"])), {}))
         # Claims written after this record: its summary holds no samples to measure them on.
         for d in (d for d in now["claims"] if d["claim"] not in recorded):
-            lines.append(verdict_line(f"{d['claim']} [margin: {Rule.from_data(d).describe()}]", Verdict(
-                Outcome.TOO_FEW_RUNS, f"{d['measure']}: not measured: the record holds no samples; the next run "
-                                      "decides it", 0)))
-            lines += _notes(d)
+            claim = f"{d['claim']} [margin: {Rule.from_data(d).describe()}]"
+            verdict = Verdict(Outcome.TOO_FEW_RUNS, f"{d['measure']}: not measured: the record holds no samples; "
+                                                    "the next run decides it", 0)
+            lines += [verdict_line(claim, verdict), *_notes(d)]
+            fig["claims"].append({"claim": claim, "verdict": verdict.to_json()})
+            js["claims"].append(fig["claims"][-1])
         lines.append("")
     return lines, js
 
