@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import platform
+import re
 import time
 from pathlib import Path
 from typing import Any
