@@ -875,10 +875,22 @@ def test_each_experiment_of_a_merged_summary_keeps_its_invocation(tmp_path: Path
     assert report.covers({"only": ["seed004/loss"]}, "seed004") and not report.covers({"only": ["seed004/loss"]},
                                                                                         "seed004/share")
     assert "Produced by `" in (out / "report.md").read_text()
-    # Rebuilt again from the rebuilt summary: the per-experiment record travels, not the whole meta.
+    # A later summary of the same experiment replaces its invocations too; rebuilt again from that merged
+    # summary, whose meta lists both runs, the per-experiment record travels, not the whole meta.
+    later = json.loads((runs / "summary.json").read_text())
+    rerun = {"command": "bbrbench reproduce --only seed000 --reps 5", "only": ["seed000"], "revision": "def",
+             "started": "2026-11-26 10:00:00 UTC"}
+    later["meta"]["runs"] = [rerun]
+    later.pop("invocations")
+    (tmp_path / "later.json").write_text(json.dumps(later))
+    merged_path = tmp_path / "merged"
+    reproduce.rebuild([runs / "summary.json", tmp_path / "later.json"], merged_path)
+    assert json.loads((merged_path / "summary.json").read_text())["invocations"]["seed000/table4.1"] == \
+        [report.invocation(rerun)]
     again = tmp_path / "third"
-    reproduce.rebuild([out / "summary.json"], again)
-    assert json.loads((again / "summary.json").read_text())["invocations"]["seed000/table4.1"] == kept
+    reproduce.rebuild([merged_path / "summary.json"], again)
+    assert json.loads((again / "summary.json").read_text())["invocations"]["seed000/table4.1"] == \
+        [report.invocation(rerun)]
 
 
 README = Path(__file__).resolve().parents[2] / "docs" / "reproduction" / "README.md"
