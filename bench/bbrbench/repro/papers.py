@@ -28,10 +28,11 @@ CLAIM_KEYS = ("text", "check", "needs_s", "why", "margin")
 # why its margin or scope was written after the data it decides were seen (shown at its verdict);
 # `scaled`, the set-up's departure from the paper's, with its factor (shown at its verdict); `untestable`,
 # why a scaled or short set-up cannot decide it (its verdict is then "not testable", whatever the numbers);
-# `hedge`, what the verdict does not show (an explanation without a run of its own); `with`, another
-# experiment whose points the claim also reads (SEED/NAME).
-CLAIM_OPTIONAL = ("n", "post_hoc", "scaled", "untestable", "hedge", "with", "family", "wide", "band", "at_least",
-                  "at_most", "paper_factor", "paper_margin", "startup_over_s")
+# `hedge`, what the verdict does not show (an explanation without a run of its own); `looks`, repetitions
+# added after a look at the verdict (no correction for the repeated looks); `with`, another experiment whose
+# points the claim also reads (SEED/NAME).
+CLAIM_OPTIONAL = ("n", "post_hoc", "scaled", "untestable", "hedge", "looks", "with", "family", "wide", "band",
+                  "at_least", "at_most", "paper_factor", "paper_margin", "startup_over_s")
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class Claim:
     untestable: str = ""
     hedge: str = ""
     with_: str = ""
+    looks: str = ""
 
     def judge(self, lk: Lookup, run_s: float, rule: Rule | None = None) -> Verdict:
         """The verdict over every point the quantity covers (by `rule`, default the claim's), unless the runs
@@ -140,7 +142,7 @@ def _load(path: Path, d: dict[str, Any] | None = None) -> Spec:
             claims.append(Claim(c["text"], QUANTITIES[c["check"]], float(c["needs_s"]), c["why"], rule,
                                 c["margin"], int(c["n"]) if "n" in c else None, c.get("post_hoc", ""),
                                 c.get("scaled", ""), c.get("untestable", ""), c.get("hedge", ""),
-                                c.get("with", "")))
+                                c.get("with", ""), c.get("looks", "")))
         return Spec(
             key=key, title=d["title"], order=d.get("order", 0),
             measures=[Measure(m["metric"], m["title"], float(m.get("scale", 1.0)),

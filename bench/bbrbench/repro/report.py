@@ -156,7 +156,7 @@ def claim_lines(c: Claim, lk: Any, run_s: float) -> tuple[list[str], dict[str, A
     if wide != c.rule or w.outcome is not v.outcome:
         same = "the same" if w.outcome is v.outcome else f"**{w.outcome.value}** (differs: depends on the margin)"
         lines.append(f"  (Second margins, {wide.describe()}: {same}.)")
-    notes = [("Scaled", c.scaled), ("Post-hoc", c.post_hoc), ("Unproven", c.hedge)]
+    notes = [("Scaled", c.scaled), ("Post-hoc", c.post_hoc), ("Repeated looks", c.looks), ("Unproven", c.hedge)]
     lines += [f"  ({label}: {text}.)" for label, text in notes if text]
     if v.fragile:
         lines.append(f"  (Fragile: {v.fragile}.)")
@@ -164,8 +164,8 @@ def claim_lines(c: Claim, lk: Any, run_s: float) -> tuple[list[str], dict[str, A
         lines.append(f"  (n declared for the next run: {c.n}.)")
     js = {"claim": c.text, "needs_s": c.needs_s, "why": c.why, "rule": c.rule.describe(), "margin": c.margin,
           "verdict": v.to_json(), "wide": {"rule": wide.describe(), "verdict": w.to_json()},
-          **{k: val for k, val in (("n", c.n), ("scaled", c.scaled), ("post_hoc", c.post_hoc), ("hedge", c.hedge))
-             if val}}
+          **{k: val for k, val in (("n", c.n), ("scaled", c.scaled), ("post_hoc", c.post_hoc), ("looks", c.looks),
+                                   ("hedge", c.hedge)) if val}}
     return lines, js
 
 
@@ -627,6 +627,7 @@ def readme_overview(summary: dict[str, Any], summary_path: str) -> list[str]:
                 v = c["verdict"]
                 wide = c.get("wide", {}).get("verdict")
                 notes = [label for label, present in (("post-hoc", c.get("post_hoc")), ("scaled", c.get("scaled")),
+                                                      ("repeated looks", c.get("looks")),
                                                       ("fragile", v.get("fragile"))) if present]
                 rows.append([key.partition("/")[2] or key, c["claim"].split(" [margin: ")[0], v["outcome"],
                              "-" if wide is None else wide["outcome"], ", ".join(notes) or "-"])
