@@ -929,3 +929,22 @@ def test_readme_overview_is_rewritten_in_place(tmp_path: Path) -> None:
     readme.write_text("no markers\n")
     with pytest.raises(HarnessError, match="no generated overview"):
         report.write_readme_overview(readme, summary)
+
+
+def test_table2s_best_count_is_decided_on_rms_differences_with_intervals() -> None:
+    """Seed 004 Table 2's 'best at 13 BBR flows' (issue 34): with one queue size per count each RMS error is
+    |measured - model|, so the difference's interval is Welch's on the two measured means."""
+    def row(n: int, values: list[float], model: float) -> dict[str, Any]:
+        m, ci = stats.mean_ci95(values)
+        return {"n_bbr": n, "queue_bdp": 4.0, "model": model, "measured": {"mean": m, "ci95": ci, "n": len(values)}}
+    five, thirteen = [0.70, 0.72, 0.71], [0.64, 0.65, 0.66]
+    rows = [row(5, five, 0.60), row(13, thirteen, 0.60)]
+    (est,) = seed004.best_fit_estimates(rows, 13)
+    assert isinstance(est.value, claims.Interval)
+    d, low, high = stats.diff_ci95(five, thirteen)
+    assert est.value.estimate == pytest.approx(d) and est.value.half == pytest.approx((high - low) / 2)
+    rule = claims.Rule(at_least=0)
+    assert claims.decide(est, rule, 60).outcome is Outcome.HOLDS
+    # Five flows nearer the model than thirteen: 13 is not the best.
+    (worse,) = seed004.best_fit_estimates([row(5, thirteen, 0.60), row(13, five, 0.60)], 13)
+    assert claims.decide(worse, rule, 60).outcome is Outcome.FAILS

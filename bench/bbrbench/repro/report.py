@@ -506,12 +506,15 @@ def robustness_lines(experiments: dict[str, Any], profile: str) -> list[str]:
     fragile: dict[str, list[str]] = {}
     differ = []
     ns: dict[str, list[int]] = {}
+    # Experiments a section's claim draws on besides its own (seed 004's share-long beside share).
+    also: dict[str, set[str]] = {}
     for key, js in experiments.items():
         for c in js.get("claims", []) if isinstance(js, dict) else []:
             v = c["verdict"]
             # A section's claim names the experiment that decides it.
             where = c.get("experiment", key)
             ns.setdefault(where, []).append(int(c.get("n") or 0))
+            also.setdefault(where, set()).update(c.get("also", []))
             if v.get("fragile"):
                 fragile.setdefault(where, []).append(f"{c['claim']}: {v['outcome']} ({v['fragile']})")
             w = c.get("wide", {}).get("verdict")
@@ -525,7 +528,8 @@ def robustness_lines(experiments: dict[str, Any], profile: str) -> list[str]:
     for key, found in fragile.items():
         points = experiments.get(key, {}).get("points", [])
         recorded = max((m["n"] for p in points for m in p["metrics"].values() if m), default=MIN_N)
-        lines += [f"- {key}: `bbrbench -q reproduce --profile {profile} --only {key} --reps "
+        only = " ".join(f"--only {k}" for k in [key, *sorted(also.get(key, set()))])
+        lines += [f"- {key}: `bbrbench -q reproduce --profile {profile} {only} --reps "
                   f"{max(ns.get(key, []) + [recorded])} --out results/rerun-{key.replace('/', '-')}`"]
         lines += [f"  - {f}" for f in found]
     if not fragile:
