@@ -47,6 +47,19 @@ def test_rows_carry_ratios_to_bbr_and_jain_only_where_flows_share() -> None:
     assert "0.800 ± 0.100 (0.81" in text
 
 
+def test_ratio_marks_do_not_show_a_quantised_zero_as_certainty() -> None:
+    """Issue 34: a candidate with 0 retransmissions in every run against bbr's 0.32 +- 1.38 was "(0.00*)",
+    the delta method's zero width read as certainty. Against so uncertain a reference Fieller's interval is
+    unbounded ('?'); against a tight one the zero width is the count's resolution ('='), never '*'."""
+    def rows(candidate: list[float], reference: list[float]) -> str:
+        sweep = {"points": [_point("cubic", 1, candidate, [1.0, 1.0, 1.0]),
+                            _point("bbr", 1, reference, [1.0, 1.0, 1.0])]}
+        return compare.table(compare.summarise(sweep))
+    assert "(0.00?)" in rows([0.0, 0.0, 0.0], [0.0, 0.0, 0.96])
+    assert "(0.00=)" in rows([0.0, 0.0, 0.0], [0.31, 0.32, 0.33])
+    assert "(1.00=)" in rows([2.0, 2.0, 2.0], [2.0, 2.0, 2.0])
+
+
 def test_algorithms_bbr_always_and_unknown_refused() -> None:
     assert compare.choose_algos([], CATALOG) == ["cubic", "bbr", "bbr1"]
     assert compare.choose_algos(["bbr1", "cubic", "bbr1"], CATALOG) == ["bbr", "bbr1", "cubic"]

@@ -16,14 +16,20 @@ from bbrbench.results import write_json
 
 
 def test_ratio_of_means_with_delta_method_ci() -> None:
-    # x: mean 3, var 2; y: mean 2, var 2 -> R = 1.5; terms 2/2 = 1 and 1.5^2 * 2/2 = 2.25;
+    # x: mean 300, var 2; y: mean 200, var 2 -> R = 1.5; terms 2/2 = 1 and 1.5^2 * 2/2 = 2.25;
     # Welch df = 3.25^2 / (1 + 2.25^2) = 1.74, so t(0.975, df) lies between the table's 4.303 (2 df) and
-    # 12.706 (1 df); half-width t * sqrt(3.25) / 2.
-    r = ratio_ci95([2.0, 4.0], [1.0, 3.0])
-    assert r.ratio == pytest.approx(1.5)
+    # 12.706 (1 df); half-width t * sqrt(3.25) / 200. The reference's g (t^2 x 1 / 40000) is below 0.05.
+    r = ratio_ci95([299.0, 301.0], [199.0, 201.0])
+    assert r.ratio == pytest.approx(1.5) and r.method == "delta"
     assert r.df == pytest.approx(3.25 ** 2 / (1 + 2.25 ** 2))
-    assert r.ci95 is not None and 4.303 < r.ci95 / (math.sqrt(3.25) / 2) < 12.706
-    assert not r.excludes_one
+    assert r.ci95 is not None and 4.303 < r.ci95 / (math.sqrt(3.25) / 200) < 12.706
+    assert r.excludes_one
+
+
+def test_an_uncertain_reference_gives_fieller_not_the_delta_method() -> None:
+    # y: mean 2, sd 1.41 over 2 values: its own interval reaches 0, so any ratio is possible.
+    r = ratio_ci95([2.0, 4.0], [1.0, 3.0])
+    assert r.method == "fieller" and r.bounds is None and not r.excludes_one
 
 
 def test_tight_samples_exclude_one_and_identical_samples_do_not() -> None:
@@ -35,8 +41,12 @@ def test_tight_samples_exclude_one_and_identical_samples_do_not() -> None:
 def test_zero_reference_has_no_ratio_and_zero_candidate_stays_finite() -> None:
     none = ratio_ci95([0.01, 0.02], [0.0, 0.0])
     assert none.ratio is None and format_ratio({"ratio": None, "ci95": None, "df": None}).startswith("n/a")
-    zero = ratio_ci95([0.0, 0.0, 0.0], [0.01, 0.02, 0.03])
-    assert zero.ratio == 0.0 and zero.ci95 == 0.0
+    zero = ratio_ci95([0.0, 0.0, 0.0], [0.019, 0.02, 0.021])
+    # 0 in every run: a zero width that is the count's resolution, not a ratio known to be 0.
+    assert zero.ratio == 0.0 and zero.ci95 == 0.0 and zero.zero_spread and not zero.excludes_one
+    # Against a reference whose own interval reaches 0 (0.02 +- 0.025) any ratio is possible.
+    loose = ratio_ci95([0.0, 0.0, 0.0], [0.01, 0.02, 0.03])
+    assert loose.bounds is None and not loose.excludes_one
 
 
 def test_needs_two_values_per_side() -> None:

@@ -6,6 +6,7 @@ import json
 import math
 import os
 import platform
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -28,9 +29,10 @@ BBRKIT = {"bbr1", "bbr_rttgain", "bbr_acd"}
 QUICK_BUDGET_S = 3600
 RUN_OVERHEAD_S = 4
 # The standard profile: the whole catalogue in about 4.3 h (measured before the AQM experiments; about 5 h
-# planned with them), every run three of BBRv1's 10 s PROBE_RTT
-# periods past the last flow's start (or the paper's run, if shorter), at least 3 repetitions.
-STANDARD_BUDGET_S = 5.25 * 3600
+# planned with them; 5.4 h since fig21-long's 145 s runs, which Tail Drop at 100 BDP needs, issue 34), every
+# run three of BBRv1's 10 s PROBE_RTT periods past the last flow's start (or the paper's run, if shorter), at
+# least 3 repetitions.
+STANDARD_BUDGET_S = 5.5 * 3600
 PROBE_RTT_PERIODS_S = 3 * 10
 STANDARD_MIN_REPS = 3
 
@@ -287,7 +289,7 @@ def test_regression_p_value_matches_known_quantiles() -> None:
 def test_paper_data_files_load_beside_their_scenarios(tmp_path: Path) -> None:
     keys = {e.key for e in reproduce.experiments()}
     specs = papers.specs()
-    assert len(specs) == 18 and {s.key for s in specs} <= keys
+    assert len(specs) == 19 and {s.key for s in specs} <= keys
     table41 = papers.spec_for("seed000/table4.1")
     assert table41 is not None and table41.paper[("bbr", 20, "total.retrans_rate")] == 36.3
     assert papers.section_data("seed004/share")["l2"][1] == 1.070
@@ -463,10 +465,19 @@ def test_a_tiny_effect_cannot_hold_at_the_papers_magnitude() -> None:
 def test_a_missing_effect_can_fail_a_minimum_effect() -> None:
     """A difference whose interval sits wholly short of the minimum effect does not hold; one that reaches
     it is undecided; one beyond it holds."""
-    key = "total.retrans_rate"
+    # The difference of two ratios' interval: with the senders' counts constant, it is Welch's on the drops.
+    d, low, high = stats.diff_of_ratios(stats.Moments(3.0, 1.0, 3), stats.Moments(10.0, 0.0, 3),
+                                        stats.Moments(2.0, 1.0, 3), stats.Moments(10.0, 0.0, 3))
+    assert (d, low, high) == pytest.approx(stats.diff_of_moments(stats.Moments(0.3, 0.1, 3),
+                                                                 stats.Moments(0.2, 0.1, 3)))
+    sent = [10000.0, 10000.0, 10000.0]
+
     def sim(acd: list[float], bbr: tuple[float, ...] = (0.22, 0.23, 0.21)) -> claims.Verdict:
-        lk = FakeLookup({("bbr", None, key): list(bbr), ("acd_tol1000", None, key): acd})
-        return _judge(lk, claims.Rule(band=(-48.4, -31)), claims.sim_retrans_diff)
+        """Drop rates as drops over a constant 10000 packets sent (seed 002's loss, issue 34)."""
+        lk = FakeLookup({("bbr", None, claims.DROPS): [x * 1e4 for x in bbr], ("bbr", None, claims.SENT): sent,
+                         ("acd_tol1000", None, claims.DROPS): [x * 1e4 for x in acd],
+                         ("acd_tol1000", None, claims.SENT): sent})
+        return _judge(lk, claims.Rule(band=(-48.4, -31)), claims.sim_drop_diff)
     # Seed 002's simulation: the paper's 3.3% against 42%; ours without the effect.
     none = sim([0.22, 0.24, 0.21])
     assert none.outcome is Outcome.FAILS and "outside [-48.4 points, -31 points]" in none.text
@@ -613,7 +624,8 @@ def test_report_decides_on_long_runs(tmp_path: Path) -> None:
     assert "(Decided within x/÷ 1.25 of the paper's number at each point, the upper edge x 87 s" in text
     verdicts = [c["verdict"]["outcome"] for c in
                 json.loads((tmp_path / "summary.json").read_text())["experiments"]["seed000/table4.1"]["claims"]]
-    assert verdicts == ["holds", "holds", "holds"]
+    # Fig 4.4's claim (issue 34) reads the RTT, which these runs do not record.
+    assert verdicts == ["holds", "holds", "holds", "too few runs"]
 
 
 def test_rebuilt_from_its_summary_the_report_decides_as_the_runs_do(tmp_path: Path) -> None:
@@ -748,3 +760,191 @@ def test_a_failed_invocation_still_records_its_end(tmp_path: Path, monkeypatch: 
         reproduce.run_all("quick", ["seed000/table4.1"], tmp_path, tmp_path, "bbrbench reproduce")
     run = json.loads((tmp_path / reproduce.META).read_text())["runs"][0]
     assert "finished" in run and run["elapsed_s"] >= 0 and "samples" in run["load_1min"]
+
+
+def test_fieller_interval_matches_its_closed_form_and_inverts_its_test() -> None:
+    """Fieller's interval (Fieller 1954, independent samples, no covariance) against the closed form as the
+    literature writes it, (r -+ (t / m_y) sqrt(v_x (1 - g) + r^2 v_y)) / (1 - g), g = t^2 v_y / m_y^2, and
+    against its definition: at each end, x - rho y is exactly t standard errors from 0."""
+    x, y = stats.Moments(0.43, 0.30, 3), stats.Moments(1.0, 0.35, 3)
+    r = stats.fieller_of_moments(x, y)
+    vx, vy = x.sd ** 2 / x.n, y.sd ** 2 / y.n
+    assert r.df is not None and r.bounds is not None
+    t = float(stats.stats.t.ppf(0.975, r.df))
+    g = t * t * vy / y.mean ** 2
+    q = x.mean / y.mean
+    half = t / y.mean * math.sqrt(vx * (1 - g) + q * q * vy)
+    assert r.bounds == pytest.approx(((q - half) / (1 - g), (q + half) / (1 - g)))
+    for rho in r.bounds:
+        assert abs(x.mean - rho * y.mean) / math.sqrt(vx + rho * rho * vy) == pytest.approx(t)
+    # Skewed away from the small denominators: the upper end lies further from the estimate than the lower.
+    assert r.bounds[1] - q > q - r.bounds[0]
+    # A denominator whose own interval reaches 0: unbounded, no decision.
+    assert stats.fieller_of_moments(x, stats.Moments(1.0, 2.0, 3)).bounds is None
+    # g far below FIELLER_G: the ratio keeps the delta method, and the two agree closely.
+    tight = stats.Moments(100.0, 1.0, 5)
+    delta = stats.ratio_of_moments(stats.Moments(50.0, 1.0, 5), tight)
+    fieller = stats.fieller_of_moments(stats.Moments(50.0, 1.0, 5), tight)
+    assert delta.method == "delta" and delta.bounds is not None and fieller.bounds is not None
+    assert delta.bounds == pytest.approx(fieller.bounds, rel=1e-3)
+    # seed 002 #4's ratio (0.43 with the reference's CV large) goes to Fieller's.
+    assert stats.ratio_of_moments(x, y).method == "fieller"
+
+
+def test_a_zero_width_interval_is_not_certainty() -> None:
+    """Identical repetitions (a quantised measure) give a zero-width interval: the verdict says so and counts
+    as fragile; an edge at the quantity's physical bound (Jain's 100%) is not one a rerun could cross."""
+    lk = FakeLookup({("bbr", 2, "total.rtt_ms_mean"): [40.0, 40.0, 40.0]})
+    v = _judge(lk, claims.Rule(band=(1.9, 2.5)), claims.original_rtt_over_min)
+    assert v.outcome is Outcome.HOLDS and "zero width" in v.text and v.fragile == "zero-width interval"
+    jain = FakeLookup({("bbr2", 5, "total.jain"): [0.9999, 0.9998, 1.0]})
+    held = _judge(jain, claims.Rule(band=(95, 100)), claims.bbr2_rtt_jain)
+    assert held.outcome is Outcome.HOLDS and held.fragile == ""
+    near = FakeLookup({("bbr2", 5, "total.jain"): [0.962, 0.965, 0.968]})
+    assert _judge(near, claims.Rule(band=(95, 100)), claims.bbr2_rtt_jain).fragile.startswith("0.")
+
+
+def test_the_second_margin_family() -> None:
+    """x/÷ 1.5 for 'about', +- 10 points for shares, stated bounds unchanged, a minimum effect grown with the
+    margin, and the data file's own where it writes one."""
+    about = claims.Rule.from_data({"band": [0.4, 0.625], "family": "factor"}).widened()
+    assert about.band == pytest.approx((0.5 / 1.5, 0.5 * 1.5))
+    assert claims.Rule.from_data({"at_most": 0.8, "family": "factor"}).widened().at_most == pytest.approx(1 / 1.5)
+    share = claims.Rule.from_data({"band": [55, 65], "family": "points"}).widened()
+    assert share.band == (50, 70)
+    assert claims.Rule.from_data({"at_least": 5, "family": "points"}).widened().at_least == 10
+    assert claims.Rule.from_data({"paper_factor": 1.25}).widened().paper_factor == pytest.approx(1.5)
+    assert claims.Rule.from_data({"paper_margin": 5}).widened().paper_margin == 10
+    stated = claims.Rule.from_data({"at_least": 85, "family": "stated"})
+    assert stated.widened() == stated
+    negative = claims.Rule.from_data({"band": [-48.4, -31], "family": "factor"}).widened()
+    assert negative.band is not None and negative.band[0] < -48.4 and -31 < negative.band[1] < 0
+    own = claims.Rule.from_data({"band": [0.9375, 0.96], "family": "factor", "wide": {"band": [0.925, 0.9667]}})
+    assert own.widened().band == (0.925, 0.9667)
+    with pytest.raises(ValueError, match="family"):
+        claims.Rule.from_data({"band": [1, 2], "family": "loose"})
+
+
+def test_every_claim_file_claim_names_its_family_and_its_n() -> None:
+    """The second family needs each band's or bound's family; the next run needs each claim's n, declared
+    before it (issue 34)."""
+    for spec in papers.specs():
+        for c in spec.claims:
+            assert c.rule.family in claims.FAMILIES, (spec.key, c.text)
+            assert c.n is not None and c.n >= claims.MIN_N, (spec.key, c.text)
+
+
+def test_claim_lines_show_scaling_post_hoc_hedges_and_the_second_family() -> None:
+    """What the data file says of a claim stands at its verdict."""
+    base = papers.spec_for("seed001/fig14-15")
+    assert base is not None
+    c = papers.Claim("c", claims.bbr2_rtt_jain, 10, "w", claims.Rule(band=(55, 65), family="points"), "m", 5,
+                     post_hoc="margin written on 2026-11-26, after the data", scaled="100 Mbit/s for 1 Gbit/s (x 0.1)",
+                     hedge="no run isolates it")
+    lk = FakeLookup({("bbr2", 5, "total.jain"): [0.69, 0.70, 0.71]})
+    lines, js = report.claim_lines(c, lk, 60)
+    text = "\n".join(lines)
+    assert "**does not hold**" in lines[0]
+    assert "(Second margins, inside [50, 70]: **undecided** (differs: depends on the margin).)" in text
+    assert "(Scaled: 100 Mbit/s for 1 Gbit/s (x 0.1).)" in text and "(Post-hoc: margin written" in text
+    assert "(Unproven: no run isolates it.)" in text and "(n declared for the next run: 5.)" in text
+    assert js["wide"]["verdict"]["outcome"] == "undecided" and js["post_hoc"].startswith("margin")
+    untestable = papers.Claim("c", claims.bbr2_rtt_jain, 10, "w", claims.Rule(band=(55, 65)), "m",
+                              untestable="not testable at this scale: why")
+    assert untestable.judge(lk, 60).outcome is Outcome.NOT_TESTABLE
+
+
+def test_each_experiment_of_a_merged_summary_keeps_its_invocation(tmp_path: Path) -> None:
+    """A rebuilt report lists, per experiment, the invocations that produced it: those its summary keeps, else
+    those of its summary's meta whose --only covers it."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    _long_table41(runs)
+    reproduce.report_only(runs)
+    doc = json.loads((runs / "summary.json").read_text())
+    other = {"command": "bbrbench reproduce --only seed001", "only": ["seed001"], "revision": "abc",
+             "started": "2026-11-25 10:00:00 UTC"}
+    doc["meta"]["runs"].append(other)
+    (runs / "summary.json").write_text(json.dumps(doc))
+    out = tmp_path / "again"
+    reproduce.rebuild([runs / "summary.json"], out)
+    merged = json.loads((out / "summary.json").read_text())
+    kept = merged["invocations"]["seed000/table4.1"]
+    assert kept and all(r["command"] != other["command"] for r in kept)
+    assert report.covers(other, "seed001/fig8") and not report.covers(other, "seed000/table4.1")
+    assert report.covers({"only": ["seed004/loss"]}, "seed004") and not report.covers({"only": ["seed004/loss"]},
+                                                                                        "seed004/share")
+    assert "Produced by `" in (out / "report.md").read_text()
+    # A later summary of the same experiment replaces its invocations too; rebuilt again from that merged
+    # summary, whose meta lists both runs, the per-experiment record travels, not the whole meta.
+    later = json.loads((runs / "summary.json").read_text())
+    rerun = {"command": "bbrbench reproduce --only seed000 --reps 5", "only": ["seed000"], "revision": "def",
+             "started": "2026-11-26 10:00:00 UTC"}
+    later["meta"]["runs"] = [rerun]
+    later.pop("invocations")
+    (tmp_path / "later.json").write_text(json.dumps(later))
+    merged_path = tmp_path / "merged"
+    reproduce.rebuild([runs / "summary.json", tmp_path / "later.json"], merged_path)
+    assert json.loads((merged_path / "summary.json").read_text())["invocations"]["seed000/table4.1"] == \
+        [report.invocation(rerun)]
+    again = tmp_path / "third"
+    reproduce.rebuild([merged_path / "summary.json"], again)
+    assert json.loads((again / "summary.json").read_text())["invocations"]["seed000/table4.1"] == \
+        [report.invocation(rerun)]
+
+
+README = Path(__file__).resolve().parents[2] / "docs" / "reproduction" / "README.md"
+
+
+def test_the_readme_states_only_what_its_summary_holds() -> None:
+    """Issue 34: the reproduction README contradicted its report. Its verdicts are now generated from the
+    summary it cites, and outside that block it states no measured figure (no interval, no measured
+    decimal in ms or Mbit/s, no verdict in bold): a README figure that differs from the summary fails here."""
+    text = README.read_text()
+    head, _, rest = text.partition(report.README_BEGIN)
+    block, _, tail = rest.partition(report.README_END)
+    cited = next(line for line in block.splitlines() if line.startswith("From `"))
+    summary = Path(__file__).resolve().parents[2] / cited.split("`")[1]
+    expected = report.readme_overview(json.loads(summary.read_text()), cited.split("`")[1])
+    assert report.README_BEGIN + block + report.README_END == "\n".join(expected), \
+        "README's overview differs from its summary: rebuild with bbrbench reproduce --readme"
+    prose = "\n".join(part for i, part in enumerate((head + tail).split("```")) if i % 2 == 0)
+    assert "±" not in prose and "+-" not in prose.replace("+- 5", "").replace("+- 10", "")
+    assert not re.search(r"\d+\.\d+\s?(ms|Mbit/s)\b", prose)
+    assert not re.search(r"\*\*(holds|does not hold|undecided|not decided)\*\*", prose)
+
+
+def test_readme_overview_is_rewritten_in_place(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n\n{report.README_BEGIN}\nstale\n{report.README_END}\n\noutro\n")
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps({"experiments": {"seed000/fig4.12": {"claims": [
+        {"claim": "c", "verdict": {"outcome": "holds", "text": "t"}, "post_hoc": "after",
+         "wide": {"rule": "r", "verdict": {"outcome": "undecided", "text": "t"}}}]}}}))
+    report.write_readme_overview(readme, summary)
+    text = readme.read_text()
+    assert text.startswith("intro\n\n") and text.endswith("\n\noutro\n") and "stale" not in text
+    assert "**seed000**: holds 1." in text and "| fig4.12      | c       |     holds |        undecided | post-hoc |" \
+        in text
+    readme.write_text("no markers\n")
+    with pytest.raises(HarnessError, match="no generated overview"):
+        report.write_readme_overview(readme, summary)
+
+
+def test_table2s_best_count_is_decided_on_rms_differences_with_intervals() -> None:
+    """Seed 004 Table 2's 'best at 13 BBR flows' (issue 34): with one queue size per count each RMS error is
+    |measured - model|, so the difference's interval is Welch's on the two measured means."""
+    def row(n: int, values: list[float], model: float) -> dict[str, Any]:
+        m, ci = stats.mean_ci95(values)
+        return {"n_bbr": n, "queue_bdp": 4.0, "model": model, "measured": {"mean": m, "ci95": ci, "n": len(values)}}
+    five, thirteen = [0.70, 0.72, 0.71], [0.64, 0.65, 0.66]
+    rows = [row(5, five, 0.60), row(13, thirteen, 0.60)]
+    (est,) = seed004.best_fit_estimates(rows, 13)
+    assert isinstance(est.value, claims.Interval)
+    d, low, high = stats.diff_ci95(five, thirteen)
+    assert est.value.estimate == pytest.approx(d) and est.value.half == pytest.approx((high - low) / 2)
+    rule = claims.Rule(at_least=0)
+    assert claims.decide(est, rule, 60).outcome is Outcome.HOLDS
+    # Five flows nearer the model than thirteen: 13 is not the best.
+    (worse,) = seed004.best_fit_estimates([row(5, thirteen, 0.60), row(13, five, 0.60)], 13)
+    assert claims.decide(worse, rule, 60).outcome is Outcome.FAILS

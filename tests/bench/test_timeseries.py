@@ -21,7 +21,8 @@ def bytes_for_ms(ms: np.ndarray) -> np.ndarray:
 
 
 def make_run(duration_s: float = 40.0, starts: tuple[float, ...] = (0.0,), probe_ms: float = 5.0,
-             probe_rtt_every_s: float = 10.0, retrans_every_other_s: bool = False) -> Run:
+             probe_rtt_every_s: float = 10.0, retrans_every_other_s: bool = False,
+             full_buffer_ms: float = 0.0) -> Run:
     """A flow in ProbeBW: every 200 ms a 20 ms probe adds `probe_ms` of queue, 1.5 s of Startup at +38 ms,
     cwnd 40 with 36 packets in flight, and PROBE_RTT (cwnd 4) every probe_rtt_every_s for 200 ms."""
     t_q = np.arange(0.0, duration_s, 0.01)
@@ -30,16 +31,19 @@ def make_run(duration_s: float = 40.0, starts: tuple[float, ...] = (0.0,), probe
     t_f = np.arange(0.0, duration_s, 0.1)
     in_probe_rtt = (t_f > 3) & ((t_f % probe_rtt_every_s) < 0.25) & (t_f >= probe_rtt_every_s)
     cwnd = np.where(in_probe_rtt, 4.0, 40.0)
-    # Retransmissions in the middle of every other second, away from the 1 s bins' edges.
-    mid_even_second = ((t_f % 2) > 0.25) & ((t_f % 2) < 0.75)
-    retrans = np.cumsum(np.where(retrans_every_other_s & mid_even_second, 1448.0, 0.0))
-    flow = {"t": t_f, "cwnd": cwnd, "unacked": np.where(in_probe_rtt, 4.0, 36.0), "bytes_retrans": retrans,
+    # Drops at the bottleneck in the middle of every other second, away from the 1 s bins' edges.
+    mid_even_second = ((t_q % 2) > 0.25) & ((t_q % 2) < 0.75)
+    drops = np.cumsum(np.where(retrans_every_other_s & mid_even_second, 1.0, 0.0))
+    # A buffer of full_buffer_ms: the probes' queue fills it when they reach it.
+    limit = bytes_for_ms(np.array(full_buffer_ms or 1000.0))
+    flow = {"t": t_f, "cwnd": cwnd, "unacked": np.where(in_probe_rtt, 4.0, 36.0),
             "srtt_us": np.full(t_f.shape, BASE_MS * 1e3)}
     scenario = {"bottleneck": {"rate_mbit": RATE_MBIT}, "duration_s": duration_s,
                 "senders": [{"delay_fwd_ms": BASE_MS / 2, "delay_rev_ms": BASE_MS / 2}],
                 "flows": [{"start_s": s, "index": i, "sender": "s"} for i, s in enumerate(starts)]}
-    return Run(Path("run"), scenario, t_q, bytes_for_ms(queue_ms), bytes_for_ms(queue_ms) / 1514,
-               {i: flow for i in range(len(starts))})
+    backlog = np.minimum(bytes_for_ms(queue_ms), limit)
+    return Run(Path("run"), scenario, t_q, backlog, backlog / 1514, {i: flow for i in range(len(starts))}, drops,
+               float(limit))
 
 
 def test_measures_read_the_known_answer() -> None:
@@ -50,13 +54,25 @@ def test_measures_read_the_known_answer() -> None:
     assert timeseries.probe_rtt_inflight_packets(run) == 4.0
     # PROBE_RTT's samples are left out: 36 of 40 elsewhere.
     assert timeseries.inflight_over_cwnd(run) == pytest.approx(0.9)
-    assert timeseries.retrans_packets(run) == 0.0
+    assert timeseries.queue_drops(run) == 0.0
 
 
-def test_loss_seconds_counts_the_seconds_after_the_last_start() -> None:
+def test_drop_seconds_count_the_bottlenecks_drops_after_the_last_start() -> None:
+    """Seed 002's loss statements on the bottleneck's drop counter (issue 34), not the senders' retransmissions."""
     run = make_run(starts=(0.0, 10.0), retrans_every_other_s=True)
-    assert timeseries.loss_seconds_share(run) == pytest.approx(0.5, abs=0.05)
-    assert timeseries.retrans_packets(run) > 0
+    assert timeseries.drop_seconds_share(run) == pytest.approx(0.5, abs=0.05)
+    # 50 samples of 10 ms in every other second of 40.
+    assert timeseries.queue_drops(run) == pytest.approx(20 * 50, abs=50)
+
+
+def test_full_buffer_share_tells_a_filling_flow_from_one_that_does_not() -> None:
+    """Fig 4.9's statement made able to fail (issue 34): a flow whose 5 ms probes fill a 5 ms buffer keeps it
+    full during the probes (a tenth of the time), one whose probes reach only half of a 10 ms buffer never
+    fills it; the RTT bound at the buffer's size holds for both."""
+    filling = make_run(full_buffer_ms=5.0)
+    assert timeseries.full_buffer_share(filling) == pytest.approx(0.1, abs=0.02)
+    assert timeseries.full_buffer_share(make_run(full_buffer_ms=10.0)) == 0.0
+    assert timeseries.steady_rtt_max_ms(filling) <= BASE_MS + 5.0 + 1e-9
 
 
 def test_a_statement_is_decided_on_every_repetition_at_the_papers_magnitude() -> None:

@@ -25,6 +25,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "hand: claims decided again on the recorded means and intervals (repeatable; a later "
                         "file's experiments replace an earlier one's, seed 004's section only in the parts it "
                         "ran)")
+    p.add_argument("--readme", metavar="FILE",
+                   help="with --from-summary or --report-only: also rewrite FILE's generated overview of the claims "
+                        "(docs/reproduction/README.md) from the report's summary.json")
     p.add_argument("--reps", type=int, metavar="N",
                    help="repetitions per point instead of the profile's; on an existing --out only the missing "
                         "ones run (e.g. --only seed000/fig4.13 --reps 5 where 3 left a claim undecided)")
@@ -47,5 +50,8 @@ def run(args: argparse.Namespace) -> int:
         with executor(args) as where:
             report = reproduce.run_all(args.profile, args.only, out, CHECKOUT_BUILD.parent,
                                        provenance.command_line(), where, args.mix_hosts, args.reps)
+    if args.readme:
+        from ..repro.report import write_readme_overview
+        write_readme_overview(Path(args.readme), report.parent / "summary.json")
     emit(f"report: {report}")
     return 0

@@ -5,7 +5,8 @@ The path and the cases (one flow; two flows 2 s apart) are scenarios/compare.tom
 sweep grid dimension over flows.0.algo, so runs interleave (every algorithm and case once, then the next
 repetition) and a drifting machine load spreads over all algorithms alike, and an interrupted compare
 resumes like any sweep. Per case and algorithm the table gives each metric's mean with its 95% interval
-and the ratio of means to bbr (delta-method interval, '*' where it excludes 1). Writes compare.json,
+and the ratio of means to bbr (delta-method interval, Fieller's where bbr's own mean is uncertain; '*' where
+it excludes 1, '?' where it is unbounded, '=' where no repetition on either side varied). Writes compare.json,
 table.txt, compare.html and plots/ into the sweep directory.
 """
 
@@ -94,14 +95,24 @@ def _format(stat: dict[str, Any] | None, col: Column) -> str | None:
         f"{mean:.{col.digits}f} ± {stat['ci95'] * col.scale:.{col.digits}f}"
 
 
+def _mark(r: Ratio) -> str:
+    """'*' the interval excludes 1; '?' it is unbounded (bbr's mean could be 0); '=' no repetition varied,
+    so a zero-width interval is the measure's resolution and says nothing of certainty."""
+    if r.zero_spread:
+        return "="
+    if r.bounds is None:
+        return "?"
+    return "*" if r.excludes_one else ""
+
+
 def _ratio_text(ratio: dict[str, Any] | None) -> str:
     if ratio is None or ratio["ratio"] is None:
         return ""
-    return f" ({ratio['ratio']:.2f}{'*' if _significant(ratio) else ''})"
+    return f" ({ratio['ratio']:.2f}{_mark(Ratio.from_json(ratio))})"
 
 
 def _significant(ratio: dict[str, Any] | None) -> bool:
-    return ratio is not None and Ratio(ratio["ratio"], ratio["ci95"], ratio["df"]).excludes_one
+    return ratio is not None and Ratio.from_json(ratio).excludes_one
 
 
 def summarise(aggregated: dict[str, Any]) -> list[dict[str, Any]]:
@@ -143,9 +154,10 @@ def table(rows: list[dict[str, Any]], form: str = "text") -> str:
             if text is None:
                 cells.append(None)
             elif form == "html" and _significant(ratio):
+                ci = Ratio.from_json(ratio).interval_text()
                 cells.append(tables.Marked(text + _ratio_text(ratio), "sig",
-                                           f"ratio to {REFERENCE} {ratio['ratio']:.3f} ± {ratio['ci95']:.3f}: "
-                                           f"its 95% interval excludes 1"))
+                                           f"ratio to {REFERENCE} {ratio['ratio']:.3f} {ci}: "
+                                           "its 95% interval excludes 1"))
             else:
                 cells.append(text + _ratio_text(ratio))
         body.append(cells)
@@ -167,7 +179,9 @@ def window_text(cases: dict[int, Scenario]) -> str:
 
 def legend(cases: dict[int, Scenario]) -> str:
     return (f"Over the {window_text(cases)}. Mean ± 95% confidence half-width over repetitions; (x) ratio of means "
-            f"to {REFERENCE} with '*' where its 95% interval excludes 1 (on the page also highlighted). Queueing "
+            f"to {REFERENCE} with '*' where its 95% interval excludes 1 (on the page also highlighted), '?' where it "
+            f"is unbounded (Fieller's, {REFERENCE}'s mean uncertain), '=' where no repetition varied (no interval, "
+            f"not certainty). Queueing "
             f"delay: RTT minus the path's base RTT.")
 
 

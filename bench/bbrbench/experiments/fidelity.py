@@ -88,9 +88,10 @@ def failed_flow_runs(out: Path) -> list[Path]:
 def format_ratio(stat: dict[str, Any]) -> str:
     if stat["ratio"] is None:
         return f"n/a ({REFERENCE} 0)"
-    ci = "" if stat["ci95"] is None else f" ± {stat['ci95']:.3f}"
+    r = Ratio.from_json(stat)
+    ci = f" {r.interval_text()}" if r.interval_text() else ""
     # '*': the interval excludes 1, i.e. bbr1 differs from bbr at the 5% level.
-    star = " *" if Ratio(stat["ratio"], stat["ci95"], stat["df"]).excludes_one else ""
+    star = " *" if r.excludes_one else ""
     return f"{stat['ratio']:.3f}{ci}{star}"
 
 

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from ..analysis.stats import Moments, diff_of_moments, ratio_of_moments
+from ..analysis.stats import Moments, diff_of_moments, diff_of_ratios, ratio_of_moments
 
 MIN_N = 3
 
@@ -97,9 +97,14 @@ class Verdict:
     outcome: Outcome
     text: str
     min_n: int | None = None
+    # A decided outcome (holds, does not hold) that one interval width would move to the edge of its region,
+    # or that stands on an interval of zero width (every repetition the same value: the measure's resolution,
+    # not certainty): why it is fragile, else "".
+    fragile: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"outcome": self.outcome.value, "text": self.text, "min_n": self.min_n}
+        fragile = {"fragile": self.fragile} if self.fragile else {}
+        return {"outcome": self.outcome.value, "text": self.text, "min_n": self.min_n, **fragile}
 
 
 VERDICT_LABELS = {
@@ -147,8 +152,14 @@ class Interval:
     scale: float = 1.0
     unit: str = ""
     limits: tuple[float | None, float | None] = (None, None)
+    # Fieller's interval of a ratio (not symmetric): its (low, high), replacing estimate +- half.
+    fieller: tuple[float, float] | None = None
+    # Every repetition gave the same value: a zero half-width is the measure's resolution, not certainty.
+    zero_spread: bool = False
 
     def _raw(self) -> tuple[float, float]:
+        if self.fieller is not None:
+            return self.fieller[0] * self.scale, self.fieller[1] * self.scale
         e, h = self.estimate * self.scale, self.half * self.scale
         return e - h, e + h
 
@@ -171,6 +182,11 @@ class Interval:
         cut = (self.limits[0] is not None and low < self.limits[0]) or \
             (self.limits[1] is not None and high > self.limits[1])
         ci = f"95% CI cut to [{self.show(self.low)}, {self.show(self.high)}]" if cut else "95% CI"
+        if self.zero_spread:
+            ci += " of zero width: every repetition gave the same value, the measure's resolution, not certainty"
+        if self.fieller is not None:
+            return (f"{self.what} {self.estimate * self.scale:.3g}{self.unit} (Fieller's 95% CI "
+                    f"[{self.show(self.low)}, {self.show(self.high)}], the reference's mean being uncertain, {self.n})")
         return (f"{self.what} {self.estimate * self.scale:.3g} ± {self.half * self.scale:.2g}{self.unit} "
                 f"({ci}, {self.n})")
 
@@ -212,12 +228,15 @@ def _tie(label: str, a: Stat, b: Stat) -> Verdict | None:
     return None
 
 
-def mean(lk: Lookup, label: str, key: Key, scale: float = 1.0, unit: str = "") -> Interval | Verdict:
-    """A measure's mean; every measure here is not negative, and one shown in % is a share of a whole."""
+def mean(lk: Lookup, label: str, key: Key, scale: float = 1.0, unit: str = "",
+         offset: float = 0.0) -> Interval | Verdict:
+    """A measure's mean (less `offset`); every measure here is not negative, and one shown in % is a share
+    of a whole."""
     s = lk.stat(*key)
     if (few := _few(label, [s])) is not None or s is None:
         return few or Verdict(Outcome.TOO_FEW_RUNS, f"{label}: not measured", 0)
-    return Interval("mean", s.mean, s.ci95 or 0.0, f"n = {s.n}", scale, unit, (0.0, PCT if unit == "%" else None))
+    return Interval("mean", s.mean - offset, s.ci95 or 0.0, f"n = {s.n}", scale, unit,
+                    (0.0, PCT if unit == "%" else None), zero_spread=s.ci95 == 0)
 
 
 def ratio(lk: Lookup, label: str, num: Key, den: Key, offset: float = 0.0) -> Interval | Verdict:
@@ -228,9 +247,14 @@ def ratio(lk: Lookup, label: str, num: Key, den: Key, offset: float = 0.0) -> In
     if (tie := _tie(label, a, b)) is not None:
         return tie
     r = ratio_of_moments(a.moments(offset), b.moments(offset))
-    if r.ratio is None or r.ci95 is None:
+    if r.ratio is None:
         return Verdict(Outcome.UNDECIDED, f"{label}: ratio undefined (reference mean is 0)")
-    return Interval("ratio", r.ratio, r.ci95, _n_text(a, b), limits=(0.0, None))
+    if r.method == "fieller":
+        if r.bounds is None:
+            return Verdict(Outcome.UNDECIDED, f"{label}: ratio {r.ratio:.3g}, {r.interval_text()}: any ratio "
+                                              f"is possible ({_n_text(a, b)})")
+        return Interval("ratio", r.ratio, 0.0, _n_text(a, b), limits=(0.0, None), fieller=r.bounds)
+    return Interval("ratio", r.ratio, r.ci95 or 0.0, _n_text(a, b), limits=(0.0, None), zero_spread=r.zero_spread)
 
 
 def diff(lk: Lookup, label: str, first: Key, second: Key, scale: float = 1.0, unit: str = "") -> Interval | Verdict:
@@ -240,10 +264,36 @@ def diff(lk: Lookup, label: str, first: Key, second: Key, scale: float = 1.0, un
     if (tie := _tie(label, a, b)) is not None:
         return tie
     d, low, high = diff_of_moments(a.moments(), b.moments())
-    return Interval("difference", d, (high - low) / 2, _n_text(a, b), scale, unit)
+    return Interval("difference", d, (high - low) / 2, _n_text(a, b), scale, unit, zero_spread=low == high)
+
+
+def diff_ratios(lk: Lookup, label: str, first: tuple[Key, Key], second: tuple[Key, Key], scale: float = 1.0,
+                unit: str = "") -> Interval | Verdict:
+    """mean(first num) / mean(first den) - mean(second num) / mean(second den)."""
+    keys = [*first, *second]
+    found = [lk.stat(*k) for k in keys]
+    if (few := _few(label, found)) is not None:
+        return few
+    m = [s.moments() for s in found if s is not None]
+    if m[1].mean == 0 or m[3].mean == 0:
+        return Verdict(Outcome.UNDECIDED, f"{label}: ratio undefined (reference mean is 0)")
+    d, low, high = diff_of_ratios(*m)
+    n = "n = " + ", ".join(str(s.n) for s in found if s is not None)
+    return Interval("difference of ratios", d, (high - low) / 2, n, scale, unit, zero_spread=low == high)
 
 
 # ---------------------------------------------------------------- the decision
+
+
+# The margins of the rule (report.RULE): 'about' x/÷ FACTOR, a share +- POINTS; the second family, published
+# beside the first so that a reader sees which verdicts depend on the margin: x/÷ WIDE_FACTOR, +- WIDE_POINTS.
+FACTOR = 1.25
+POINTS = 5.0
+WIDE_FACTOR = 1.5
+WIDE_POINTS = 10.0
+# factor: bounds x/÷ FACTOR around the paper's number (or a change beyond it); points: +- POINTS of a share;
+# stated: a bound or range the paper itself states, the same in both families.
+FAMILIES = ("factor", "points", "stated")
 
 
 @dataclass(frozen=True)
@@ -259,6 +309,10 @@ class Rule:
     paper_factor: float | None = None
     paper_margin: float | None = None
     startup_over_s: float | None = None
+    # Which of the margins the bounds come from (FAMILIES), so that the second family can be derived; `wide`
+    # where the data file writes it (a margin on a derived quantity, e.g. a cost of 5% decided on a ratio).
+    family: str = "stated"
+    wide: Rule | None = None
 
     KEYS = ("band", "at_least", "at_most", "paper_factor", "paper_margin")
 
@@ -274,9 +328,47 @@ class Rule:
             raise ValueError("startup_over_s goes with paper_factor")
         if d.get("paper_factor", 2) <= 1:
             raise ValueError("paper_factor must exceed 1")
+        family = d.get("family", "factor" if "paper_factor" in d else "points" if "paper_margin" in d else "stated")
+        if family not in FAMILIES:
+            raise ValueError(f"family {family!r}: the margin's family is one of {', '.join(FAMILIES)}")
+        wide = d.get("wide")
+        if wide is not None and (not isinstance(wide, dict) or "wide" in wide):
+            raise ValueError("wide: the second family's decision, a table with one of band, at_least, at_most")
         return cls(band=None if band is None else (float(band[0]), float(band[1])),
                    at_least=d.get("at_least"), at_most=d.get("at_most"), paper_factor=d.get("paper_factor"),
-                   paper_margin=d.get("paper_margin"), startup_over_s=d.get("startup_over_s"))
+                   paper_margin=d.get("paper_margin"), startup_over_s=d.get("startup_over_s"), family=family,
+                   wide=None if wide is None else cls.from_data({"family": "stated", **wide}))
+
+    def widened(self) -> Rule:
+        """The same claim under the second margin family (x/÷ WIDE_FACTOR for 'about', +- WIDE_POINTS for
+        shares): a band around the paper's magnitude widens; a minimum effect ('a change beyond the margin')
+        grows with the margin; a bound or range the paper states stays as stated."""
+        if self.wide is not None:
+            return self.wide
+        if self.family == "stated":
+            return self
+        f = WIDE_FACTOR / FACTOR
+        p = WIDE_POINTS - POINTS
+
+        def lower(v: float) -> float:
+            return v / f if self.family == "factor" else v - p
+
+        def upper(v: float) -> float:
+            return v * f if self.family == "factor" else v + p
+        if self.band is not None:
+            lo, hi = self.band
+            if self.family == "factor" and lo < 0:
+                # a negative magnitude (a difference): widen away from 0 on each side
+                return replace(self, band=(lo * f, hi / f))
+            return replace(self, band=(lower(lo), upper(hi)))
+        if self.at_least is not None:
+            return replace(self, at_least=upper(self.at_least))
+        if self.at_most is not None:
+            return replace(self, at_most=lower(self.at_most))
+        if self.paper_factor is not None:
+            return replace(self, paper_factor=self.paper_factor * f)
+        assert self.paper_margin is not None
+        return replace(self, paper_margin=self.paper_margin + p)
 
     def describe(self) -> str:
         """The decision in words, for the report."""
@@ -317,6 +409,35 @@ def decide(est: Estimate, rule: Rule, run_s: float) -> Verdict:
 
 
 def _decide(est: Estimate, rule: Rule, run_s: float) -> Verdict:
+    verdict = _decide_interval(est, rule, run_s)
+    if isinstance(est.value, Verdict) or verdict.outcome not in (Outcome.HOLDS, Outcome.FAILS):
+        return verdict
+    return replace(verdict, fragile=_fragility(est.value, rule.bounds(est.paper, run_s) or (None, None),
+                                               verdict.outcome))
+
+
+def _fragility(iv: Interval, bounds: tuple[float | None, float | None], outcome: Outcome) -> str:
+    """Why a decided outcome is fragile: it stands on a zero-width interval, or the interval lies within one
+    of its own widths of the edge that decided it (a rerun at the same n could well land across it)."""
+    if iv.zero_spread:
+        return "zero-width interval"
+    lo, hi = bounds
+    # An edge at or beyond the quantity's physical bound (a Jain index's 100%) is one no rerun can cross.
+    floor, ceiling = iv.limits
+    lo = None if lo is not None and floor is not None and lo <= floor else lo
+    hi = None if hi is not None and ceiling is not None and hi >= ceiling else hi
+    width = iv.high - iv.low
+    if outcome is Outcome.HOLDS:
+        gaps = [g for g in ((iv.low - lo) if lo is not None else None, (hi - iv.high) if hi is not None else None)
+                if g is not None]
+    else:
+        gaps = [g for g in ((lo - iv.high) if lo is not None and iv.high < lo else None,
+                            (iv.low - hi) if hi is not None and iv.low > hi else None) if g is not None]
+    gap = min(gaps, default=float("inf"))
+    return f"{gap:.3g} from the edge, interval width {width:.3g}" if gap < width else ""
+
+
+def _decide_interval(est: Estimate, rule: Rule, run_s: float) -> Verdict:
     if isinstance(est.value, Verdict):
         return est.value
     iv = est.value
@@ -355,8 +476,16 @@ def combine(verdicts: Iterable[Verdict]) -> Verdict:
     overall = next((o for o in (Outcome.FAILS, Outcome.TOO_FEW_RUNS, Outcome.UNDECIDED) if o in outcomes),
                    Outcome.HOLDS)
     ns = [v.min_n for v in vs if v.min_n is not None]
+    # Holds is fragile if any point's is; does not hold only if every point that fails is (one firm failure
+    # suffices).
+    deciding = [v for v in vs if v.outcome is overall]
+    fragile = ""
+    if overall is Outcome.HOLDS:
+        fragile = next((v.fragile for v in vs if v.fragile), "")
+    elif overall is Outcome.FAILS and all(v.fragile for v in deciding):
+        fragile = deciding[0].fragile
     return Verdict(overall, "; ".join(v.text for v in vs),
-                   min(ns) if overall is Outcome.TOO_FEW_RUNS and ns else None)
+                   min(ns) if overall is Outcome.TOO_FEW_RUNS and ns else None, fragile)
 
 
 # ---------------------------------------------------------------- the quantities
@@ -373,16 +502,19 @@ JAIN = "total.jain"
 PCT = 100.0
 # Seed 000's path: 20 ms propagation RTT.
 SEED000_RTT_MIN_MS = 20.0
+# Seed 000's small buffer: 0.8 BDP holds 16 ms of queueing at any rate (Fig 4.4, p. 24: 20 + 16 = 36 ms).
+SEED000_SMALL_BUFFER_MS = 16.0
 
 
 def _each_mean(lk: Lookup, series: str, metric: str, what: str, scale: float = 1.0, unit: str = "",
-               where: Callable[[Any], bool] = lambda x: True, paper_metric: str | None = None) -> list[Estimate]:
-    """The mean of `metric` at each of the series' points that `where` accepts, with the paper's number for
-    `paper_metric` (default the same metric) there."""
+               where: Callable[[Any], bool] = lambda x: True, paper_metric: str | None = None,
+               offset: float = 0.0) -> list[Estimate]:
+    """The mean of `metric` (less `offset`) at each of the series' points that `where` accepts, with the
+    paper's number for `paper_metric` (default the same metric) there."""
     out = []
     for x in (x for x in lk.xs(series) if where(x)):
         label = f"{lk.x_name(x)}, {what}"
-        out.append(Estimate(label, mean(lk, label, (series, x, metric), scale, unit),
+        out.append(Estimate(label, mean(lk, label, (series, x, metric), scale, unit, offset),
                             lk.paper(series, x, paper_metric or metric)))
     return out
 
@@ -427,6 +559,38 @@ def rttgain_retrans(lk: Lookup) -> list[Estimate]:
 def rttgain_steady_retrans(lk: Lookup) -> list[Estimate]:
     return [e for s in ("rttgain_a0.75", "rttgain_a0.5")
             for e in _each_mean(lk, s, STEADY_RETRANS, f"{s} retransmissions after start-up", PCT, "%")]
+
+
+def original_small_buffer_queue(lk: Lookup) -> list[Estimate]:
+    """Fig 4.4: original BBR's mean queueing delay (RTT - 20 ms) over the 0.8 BDP buffer's 16 ms."""
+    return _each_mean(lk, "bbr", RTT, "original queueing delay / the buffer's 16 ms",
+                      1 / SEED000_SMALL_BUFFER_MS, where=lambda x: x == 20, offset=SEED000_RTT_MIN_MS)
+
+
+def rttgain_rtt_over_min_60ms(lk: Lookup) -> list[Estimate]:
+    """Fig 4.7: alpha 1's RTT over a 60 ms RTT_min (Table 3.2's point)."""
+    return _each_mean(lk, "rttgain_a1", RTT, "alpha 1 RTT / RTT_min (60 ms)", 1 / 60,
+                      where=lambda x: x == (60, None, None))
+
+
+def rttgain_rtt_200_over_20_mbit(lk: Lookup) -> list[Estimate]:
+    """Fig 4.8: alpha 1's RTT at 200 Mbit/s (Table 3.2) over the same at 20 Mbit/s (Fig 4.12's 2 flows)."""
+    return [Estimate("2 flows, alpha 1 RTT at 200 / at 20 Mbit/s", ratio(
+        lk, "200 vs 20 Mbit/s", ("rttgain_a1", (None, 200, None), RTT), ("rttgain_a1", 2, RTT)))]
+
+
+def alpha_cost_falls_with_flows(lk: Lookup) -> list[Estimate]:
+    """L624: alpha 0.75's steady goodput over original's, 6 flows less 2 flows (positive: a smaller cost)."""
+    six = (("rttgain_a0.75", 6, STEADY_GOODPUT), ("bbr", 6, STEADY_GOODPUT))
+    two = (("rttgain_a0.75", 2, STEADY_GOODPUT), ("bbr", 2, STEADY_GOODPUT))
+    return [Estimate("alpha 0.75 / original goodput, 6 flows - 2 flows", diff_ratios(
+        lk, "6 vs 2 flows", six, two, PCT, " points"))]
+
+
+def rttgain_queue_grows_with_flows(lk: Lookup) -> list[Estimate]:
+    """L624: alpha 1's queueing delay (RTT - 20 ms) with 6 flows over 2."""
+    return [Estimate("alpha 1 queueing delay (RTT - 20 ms), 6 / 2 flows", ratio(
+        lk, "6 vs 2 flows", ("rttgain_a1", 6, RTT), ("rttgain_a1", 2, RTT), SEED000_RTT_MIN_MS))]
 
 
 # seed 001
@@ -541,6 +705,47 @@ def fqcodel_retrans_ratio(lk: Lookup) -> list[Estimate]:
         for aqm, b in lk.xs("bbr1") if aqm == "fq_codel" and b < 1]
 
 
+def taildrop_bbr1_jain_below_1_bdp(lk: Lookup) -> list[Estimate]:
+    return _each_mean(lk, "bbr1", JAIN, "bbr1 Jain, Tail Drop", PCT, "%", where=lambda x: x[0] == "fifo" and x[1] < 1)
+
+
+def fqcodel_retrans_change_large_buffer(lk: Lookup) -> list[Estimate]:
+    """FQ-CoDel's bbr1 retransmission rate less Tail Drop's at 1 BDP and above, in points: where Tail Drop
+    retransmits nothing there is no ratio, but a rise still decides against a reduction."""
+    return [Estimate(f"{b} BDP, bbr1 retransmissions FQ-CoDel - Tail Drop", diff(
+        lk, f"{b} BDP", ("bbr1", ("fq_codel", b), RETRANS), ("bbr1", ("fifo", b), RETRANS), PCT, " points"))
+        for aqm, b in lk.xs("bbr1") if aqm == "fq_codel" and b >= 1]
+
+
+def taildrop_bbr1_over_bbr2_retrans(lk: Lookup) -> list[Estimate]:
+    """Fig 15(a): BBRv1's Tail Drop retransmissions below 1 BDP over BBRv2's there."""
+    return [Estimate(f"{b} BDP, Tail Drop, bbr1 / bbr2 retransmissions", ratio(
+        lk, f"{b} BDP", ("bbr1", ("fifo", b), RETRANS), ("bbr2", ("fifo", b), RETRANS)))
+        for aqm, b in lk.xs("bbr1") if aqm == "fifo" and b < 1]
+
+
+def bbr2_retrans_low_everywhere(lk: Lookup) -> list[Estimate]:
+    """Fig 15(a, b): BBRv2's retransmissions at every AQM and buffer over BBRv1's with Tail Drop below 1 BDP
+    (the rate the paper calls high)."""
+    high = [x for x in lk.xs("bbr1") if x[0] == "fifo" and x[1] < 1]
+    return [Estimate(f"{lk.x_name(x)}, bbr2 / bbr1 (Tail Drop, {h[1]} BDP) retransmissions", ratio(
+        lk, lk.x_name(x), ("bbr2", x, RETRANS), ("bbr1", h, RETRANS))) for h in high for x in lk.xs("bbr2")]
+
+
+def bbr2_over_bbr1_retrans_1_bdp(lk: Lookup) -> list[Estimate]:
+    """Fig 10(d): BBRv2's retransmission rate over BBRv1's at 1 BDP, at each loss rate."""
+    return [Estimate(f"{lk.x_name(x)}, bbr2 / bbr1 retransmissions", ratio(
+        lk, lk.x_name(x), ("bbr2", x, RETRANS), ("bbr1", x, RETRANS))) for x in lk.xs("bbr1") if x[0] == 1]
+
+
+def bbr2_over_bbr1_cubic_jain(lk: Lookup) -> list[Estimate]:
+    """Finding 5: Jain's index of one bbr2 and one cubic flow (fig11-bbrv2) less that of one bbr1 and one
+    cubic flow (fig11-12, series ''), at each buffer both ran."""
+    return [Estimate(f"{lk.x_name(x)}, Jain bbr2 + cubic - bbr1 + cubic", diff(
+        lk, lk.x_name(x), ("bbr2", x, JAIN), ("", x, JAIN), PCT, " points"))
+        for x in lk.xs("bbr2") if x in lk.xs("")]
+
+
 def _fct_ratio(where: Callable[[float], bool]) -> Quantity:
     return lambda lk: [Estimate(f"{b} BDP, cubic / {s} mean FCT", ratio(
         lk, f"{b} BDP", ("cubic", b, "total.fct_mean_s"), (s, b, "total.fct_mean_s")))
@@ -558,6 +763,8 @@ def _fig21_jain(aqm: str, where: Callable[[float], bool] = lambda b: True) -> Qu
 # seed 002
 
 ACD_RETRANS = "derived.retrans_packets"
+DROPS = "total.queue_drops"
+SENT = "derived.sent_packets"
 
 
 def _acd_ratio(metric: str, what: str, where: Callable[[Any], bool]) -> Quantity:
@@ -580,9 +787,11 @@ def acd_equilibrium(lk: Lookup) -> list[Estimate]:
     return found
 
 
-def sim_retrans_diff(lk: Lookup) -> list[Estimate]:
-    return [Estimate("acd (1000 us) - bbr retransmission rate", diff(
-        lk, "retransmissions", ("acd_tol1000", None, RETRANS), ("bbr", None, RETRANS), PCT, " points"))]
+def sim_drop_diff(lk: Lookup) -> list[Estimate]:
+    """The bottleneck's drops over the packets sent, BBR-ACD (1000 us) less BBR, in points."""
+    return [Estimate("acd (1000 us) - bbr bottleneck drops / sent packets", diff_ratios(
+        lk, "drops", (("acd_tol1000", None, DROPS), ("acd_tol1000", None, SENT)),
+        (("bbr", None, DROPS), ("bbr", None, SENT)), PCT, " points"))]
 
 
 def sim_goodput_diff(lk: Lookup) -> list[Estimate]:
@@ -632,9 +841,21 @@ QUANTITIES: dict[str, Quantity] = {
     "bbr2_rtt_jain": bbr2_rtt_jain,
     "fqcodel_rtt_jain": fqcodel_rtt_jain,
     "fqcodel_retrans_ratio": fqcodel_retrans_ratio,
+    "original_small_buffer_queue": original_small_buffer_queue,
+    "rttgain_rtt_over_min_60ms": rttgain_rtt_over_min_60ms,
+    "rttgain_rtt_200_over_20_mbit": rttgain_rtt_200_over_20_mbit,
+    "alpha_cost_falls_with_flows": alpha_cost_falls_with_flows,
+    "rttgain_queue_grows_with_flows": rttgain_queue_grows_with_flows,
+    "taildrop_bbr1_jain_below_1_bdp": taildrop_bbr1_jain_below_1_bdp,
+    "fqcodel_retrans_change_large_buffer": fqcodel_retrans_change_large_buffer,
+    "taildrop_bbr1_over_bbr2_retrans": taildrop_bbr1_over_bbr2_retrans,
+    "bbr2_retrans_low_everywhere": bbr2_retrans_low_everywhere,
+    "bbr2_over_bbr1_retrans_1_bdp": bbr2_over_bbr1_retrans_1_bdp,
+    "bbr2_over_bbr1_cubic_jain": bbr2_over_bbr1_cubic_jain,
     "cubic_fct_small_buffer": _fct_ratio(lambda b: b < 0.2),
     "fct_large_buffer": _fct_ratio(lambda b: b >= 0.2),
     "taildrop_large_jain": _fig21_jain("fifo", lambda b: b >= 100),
+    "taildrop_jain_long": lambda lk: _each_mean(lk, FIG21, JAIN, "Tail Drop, 100 BDP, Jain", PCT, "%"),
     "taildrop_mid_jain": _fig21_jain("fifo", lambda b: 0.5 <= b <= 10),
     "fqcodel_jain": _fig21_jain("fq_codel"),
     "cake_jain": _fig21_jain("cake"),
@@ -642,7 +863,7 @@ QUANTITIES: dict[str, Quantity] = {
     "acd_retrans_random_loss": _acd_ratio(ACD_RETRANS, "retransmitted packets", lambda x: x == (100000, 0.1)),
     "acd_goodput": _acd_ratio(GOODPUT, "goodput", lambda x: True),
     "acd_equilibrium": acd_equilibrium,
-    "sim_retrans_diff": sim_retrans_diff,
+    "sim_drop_diff": sim_drop_diff,
     "sim_goodput_diff": sim_goodput_diff,
     "tolerance_ratios": tolerance_ratios,
 }

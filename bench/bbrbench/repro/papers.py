@@ -17,13 +17,22 @@ from typing import Any
 
 from ..errors import HarnessError
 from ..scenario import SCENARIO_DIR
-from .claims import QUANTITIES, Lookup, Quantity, Rule, Verdict, combine, decide, too_short
+from .claims import QUANTITIES, Lookup, Outcome, Quantity, Rule, Verdict, combine, decide, too_short
 
 REPRO_DIR = SCENARIO_DIR / "repro"
 SUFFIX = ".paper.toml"
 # In a data file's x arrays, "-" stands for a key the point does not set.
 UNSET = "-"
 CLAIM_KEYS = ("text", "check", "needs_s", "why", "margin")
+# A claim's optional keys: `n`, the repetitions declared for it before its next run; `post_hoc`, when and
+# why its margin or scope was written after the data it decides were seen (shown at its verdict);
+# `scaled`, the set-up's departure from the paper's, with its factor (shown at its verdict); `untestable`,
+# why a scaled or short set-up cannot decide it (its verdict is then "not testable", whatever the numbers);
+# `hedge`, what the verdict does not show (an explanation without a run of its own); `looks`, repetitions
+# added after a look at the verdict (no correction for the repeated looks); `with`, another experiment whose
+# points the claim also reads (SEED/NAME).
+CLAIM_OPTIONAL = ("n", "post_hoc", "scaled", "untestable", "hedge", "looks", "with", "family", "wide", "band",
+                  "at_least", "at_most", "paper_factor", "paper_margin", "startup_over_s")
 
 
 @dataclass(frozen=True)
@@ -48,12 +57,21 @@ class Claim:
     why: str
     rule: Rule
     margin: str
+    n: int | None = None
+    post_hoc: str = ""
+    scaled: str = ""
+    untestable: str = ""
+    hedge: str = ""
+    with_: str = ""
+    looks: str = ""
 
-    def judge(self, lk: Lookup, run_s: float) -> Verdict:
-        """The verdict over every point the quantity covers, unless the runs (run_s after their last flow
-        starts) are too short."""
-        return too_short(self.needs_s, self.why, run_s) or combine(decide(e, self.rule, run_s)
-                                                                   for e in self.check(lk))
+    def judge(self, lk: Lookup, run_s: float, rule: Rule | None = None) -> Verdict:
+        """The verdict over every point the quantity covers (by `rule`, default the claim's), unless the runs
+        (run_s after their last flow starts) are too short or the set-up cannot decide it."""
+        if self.untestable:
+            return Verdict(Outcome.NOT_TESTABLE, self.untestable)
+        rule = rule or self.rule
+        return too_short(self.needs_s, self.why, run_s) or combine(decide(e, rule, run_s) for e in self.check(lk))
 
 
 @dataclass(frozen=True)
@@ -111,14 +129,20 @@ def _load(path: Path, d: dict[str, Any] | None = None) -> Spec:
         for i, c in enumerate(d.get("claims", [])):
             if missing := [k for k in CLAIM_KEYS if k not in c]:
                 raise ValueError(f"claims[{i}]: missing {', '.join(missing)}")
+            if unknown := [k for k in c if k not in CLAIM_KEYS + CLAIM_OPTIONAL]:
+                raise ValueError(f"claims[{i}]: unknown key {', '.join(unknown)}")
             if c["check"] not in QUANTITIES:
                 raise KeyError(f"claims: no check named {c['check']!r}")
             try:
                 rule = Rule.from_data(c)
             except ValueError as exc:
                 raise ValueError(f"claims[{i}]: {exc}") from None
+            if "family" not in c and not {"paper_factor", "paper_margin"} & set(c):
+                raise ValueError(f"claims[{i}]: a band or bound needs its margin's family (factor, points, stated)")
             claims.append(Claim(c["text"], QUANTITIES[c["check"]], float(c["needs_s"]), c["why"], rule,
-                                c["margin"]))
+                                c["margin"], int(c["n"]) if "n" in c else None, c.get("post_hoc", ""),
+                                c.get("scaled", ""), c.get("untestable", ""), c.get("hedge", ""),
+                                c.get("with", ""), c.get("looks", "")))
         return Spec(
             key=key, title=d["title"], order=d.get("order", 0),
             measures=[Measure(m["metric"], m["title"], float(m.get("scale", 1.0)),

@@ -29,7 +29,7 @@ from ..errors import HarnessError  # noqa: E402
 from ..results import read_json  # noqa: E402
 from . import queue, seed004, timeseries  # noqa: E402
 from .claims import MIN_N, Outcome, Stat, verdict_line  # noqa: E402
-from .papers import Spec, coverage, scalar, section_of, spec_for, specs  # noqa: E402
+from .papers import Claim, Spec, coverage, scalar, section_of, spec_for, specs  # noqa: E402
 from .points import Point, RecordedPoint, after_last_start_s, load_experiment  # noqa: E402
 
 DPI = 90
@@ -126,10 +126,54 @@ def _row_names(res: Results) -> list[str]:
     return shown
 
 
+class Joined:
+    """A claim's view of its experiment and the one its data file names in `with`: a point's measure from the
+    first that has it (the two experiments' series do not overlap)."""
+
+    def __init__(self, first: Results, second: Results) -> None:
+        self.first, self.second = first, second
+
+    def stat(self, series: str, x: Any, metric: str) -> Stat | None:
+        return self.first.stat(series, x, metric) or self.second.stat(series, x, metric)
+
+    def xs(self, series: str) -> list[Any]:
+        return list(dict.fromkeys(self.first.xs(series) + self.second.xs(series)))
+
+    def x_name(self, x: Any) -> str:
+        return self.first.x_name(x)
+
+    def paper(self, series: str, x: Any, metric: str) -> float | None:
+        return self.first.paper(series, x, metric)
+
+
+def claim_lines(c: Claim, lk: Any, run_s: float) -> tuple[list[str], dict[str, Any]]:
+    """A claim's verdict line, then its margin, its verdict under the second margin family, and what the
+    data file says of it (scaling, a margin written after the data, a hedge, the n declared for its next run)."""
+    v = c.judge(lk, run_s)
+    wide = c.rule.widened()
+    w = c.judge(lk, run_s, wide)
+    lines = [verdict_line(c.text, v), f"  (Decided {c.rule.describe()}: {c.margin}.)"]
+    if wide != c.rule or w.outcome is not v.outcome:
+        same = "the same" if w.outcome is v.outcome else f"**{w.outcome.value}** (differs: depends on the margin)"
+        lines.append(f"  (Second margins, {wide.describe()}: {same}.)")
+    notes = [("Scaled", c.scaled), ("Post-hoc", c.post_hoc), ("Repeated looks", c.looks), ("Unproven", c.hedge)]
+    lines += [f"  ({label}: {text}.)" for label, text in notes if text]
+    if v.fragile:
+        lines.append(f"  (Fragile: {v.fragile}.)")
+    if c.n is not None:
+        lines.append(f"  (n declared for the next run: {c.n}.)")
+    js = {"claim": c.text, "needs_s": c.needs_s, "why": c.why, "rule": c.rule.describe(), "margin": c.margin,
+          "verdict": v.to_json(), "wide": {"rule": wide.describe(), "verdict": w.to_json()},
+          **{k: val for k, val in (("n", c.n), ("scaled", c.scaled), ("post_hoc", c.post_hoc), ("looks", c.looks),
+                                   ("hedge", c.hedge)) if val}}
+    return lines, js
+
+
 def experiment_section(spec: Spec, points: Sequence[Point], fig_dir: Path, rel: str,
-                       setup: str = "") -> tuple[list[str], dict[str, Any]]:
+                       setup: str = "", others: dict[str, Results] | None = None) -> tuple[list[str], dict[str, Any]]:
     """One experiment's table, verdicts, figure and notes; setup is the scenario's own description in
-    the profile that ran (scaling, run length), so the notes need not depend on it."""
+    the profile that ran (scaling, run length), so the notes need not depend on it. `others`: the report's
+    other experiments, for a claim that also reads one (`with`)."""
     res = Results(spec, points)
     lines = [f"### {spec.title}", ""]
     if setup:
@@ -159,10 +203,10 @@ def experiment_section(spec: Spec, points: Sequence[Point], fig_dir: Path, rel: 
     if spec.claims:
         lines += [f"Claims (runs go on for {run_s:g} s after their last flow starts):", ""]
         for c in spec.claims:
-            v = c.judge(res, run_s)
-            lines += [verdict_line(c.text, v), f"  (Decided {c.rule.describe()}: {c.margin}.)"]
-            js["claims"].append({"claim": c.text, "needs_s": c.needs_s, "why": c.why, "rule": c.rule.describe(),
-                                 "margin": c.margin, "verdict": v.to_json()})
+            other = (others or {}).get(c.with_)
+            claim_text, claim_js = claim_lines(c, Joined(res, other) if other else res, run_s)
+            lines += claim_text
+            js["claims"].append(claim_js)
         lines.append("")
     figure = plot_experiment(res, fig_dir)
     if figure is not None:
@@ -258,10 +302,14 @@ RULE = (
     "point runs for less, the claim is **not testable in this profile**, whatever the numbers say. "
     f"(2) Repetitions: every mean a claim uses needs n >= {MIN_N}; otherwise it is **not decided**. "
     "(3) Intervals: 95%, Student's t for a single mean, the delta method with Welch's degrees of freedom for a "
-    "ratio of two means, Welch's interval for a difference; cut to the quantity's physical bounds (a share "
-    "lies in 0-100%, times and ratios of them are not negative). Each verdict says whether it uses the whole "
-    "run or the steady state (from 1 s after the last flow starts), chosen by what the paper's number "
-    "measures. A time to an event the run may end before (seed 002's equilibrium) counts at the run's end "
+    "ratio of two means (Fieller's interval where the denominator's mean is uncertain, Fieller's g >= 0.05; "
+    "unbounded, so undecided, where the denominator's own interval reaches 0), Welch's interval for a "
+    "difference; cut to the quantity's physical bounds (a share "
+    "lies in 0-100%, times and ratios of them are not negative). An interval of zero width (every repetition "
+    "gave the same value) is the measure's resolution, not certainty: the verdict says so and counts as "
+    "fragile. Each verdict says whether it uses the whole run or the steady state (from 1 s after the last "
+    "flow starts), chosen by what the paper's number measures. A time to an event the run may end before "
+    "(seed 002's equilibrium) counts at the run's end "
     "when the event never came (right-censored, a lower bound, the count shown), and a verdict such "
     "repetitions could have produced is **undecided**. Repetitions of several invocations pool only when they "
     "ran on one kind of host and none from a dirty tree, and each measure is tested for a batch effect between "
@@ -277,7 +325,12 @@ RULE = (
     "happened on either side) compare to nothing: **undecided**. (6) Several points: the claim holds if every "
     "one holds, does not hold if any one decidedly fails, and otherwise stays undecided (or not decided, "
     "where a point lacks repetitions). Each verdict quotes the intervals that decided it, and each claim "
-    "its margin and why."
+    "its margin and why. (7) Every claim is decided again under a second margin family (x/÷ 1.5, +- 10 points; "
+    "stated bounds as stated), shown where it moves the margin; a decided verdict within one interval width "
+    "of its edge is marked fragile; both are listed at the end (Robustness), the fragile ones with the "
+    "command that reruns them. A claim whose margin or scope was written after its data were seen says so "
+    "(post-hoc) at its verdict; a scaled set-up says its factor, and one that cannot decide the claim makes it "
+    "**not testable**."
 )
 
 
@@ -378,19 +431,42 @@ class Experiment:
     batch_effects: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
+def covers(run: dict[str, Any], key: str) -> bool:
+    """Whether an invocation (a meta.json run) ran experiment or section `key` (SEED/NAME or SEED): its
+    --only names it, its seed, one of the seed's experiments (for a section named by its seed), or nothing."""
+    only = run.get("only") or []
+    seed = key.partition("/")[0]
+    # A section named by its seed (seed004) draws on that seed's experiments.
+    return not only or any(o.strip("/") in (key, seed) or key.startswith(f"{o.strip('/')}/")
+                           or ("/" not in key and o.startswith(f"{key}/")) for o in only)
+
+
+def invocation(run: dict[str, Any]) -> dict[str, Any]:
+    """What a merged summary keeps of an invocation for each experiment it produced."""
+    return {k: run[k] for k in ("command", "revision", "started", "finished") if k in run}
+
+
+def invocation_lines(runs: Sequence[dict[str, Any]]) -> list[str]:
+    if not runs:
+        return []
+    return ["Produced by " + "; ".join(f"`{r['command']}` at `{r['revision'][:12]}`, {r['started']}" for r in runs)
+            + ".", ""]
+
+
 # One section's numbers: from the runs (Section.collect) or from a summary.json.
 SectionNumbers = Callable[["Section"], dict[str, Any] | None]
 
 
 def _write(out: Path, meta: dict[str, Any], seeds: Sequence[str], experiments: Sequence[Experiment],
-           numbers: SectionNumbers) -> Path:
+           numbers: SectionNumbers, invocations: dict[str, list[dict[str, Any]]]) -> Path:
     fig_dir = out / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
     rel = "figures"
     lines: list[str] = []
-    summary: dict[str, Any] = {"meta": meta, "experiments": {}}
+    summary: dict[str, Any] = {"meta": meta, "experiments": {}, "invocations": invocations}
     # In the papers' order (the catalogue's), not the file names'.
     order = {s.key: s.order for s in specs()}
+    every = {e.key: Results(e.spec, e.points) for e in experiments if e.spec is not None}
     for seed in seeds:
         lines += [f"## {seed}", ""]
         mine = [e for e in experiments if e.key.partition("/")[0] == seed]
@@ -398,7 +474,8 @@ def _write(out: Path, meta: dict[str, Any], seeds: Sequence[str], experiments: S
             if e.spec is None:
                 lines += [f"### {e.key}", "", "(no paper numbers catalogued)", ""]
                 continue
-            section, js = experiment_section(e.spec, e.points, fig_dir, rel, e.setup)
+            section, js = experiment_section(e.spec, e.points, fig_dir, rel, e.setup, every)
+            section[2:2] = invocation_lines(invocations.get(e.key, []))
             lines += section
             if e.batch_effects:
                 js["batch_effects"] = e.batch_effects
@@ -417,8 +494,51 @@ def _write(out: Path, meta: dict[str, Any], seeds: Sequence[str], experiments: S
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     head = header_lines(meta)
     path = out / "report.md"
-    path.write_text("\n".join(head + overview_lines(summary["experiments"]) + lines) + "\n")
+    path.write_text("\n".join(head + overview_lines(summary["experiments"]) + lines
+                              + robustness_lines(summary["experiments"], meta["profile"])) + "\n")
     return path
+
+
+def robustness_lines(experiments: dict[str, Any], profile: str) -> list[str]:
+    """The decided verdicts a rerun could move (fragile: within one interval width of the edge that decided
+    them, or on a zero-width interval) with the command that reruns each experiment from scratch at the n its
+    claims declare (else the n they were decided on), and the verdicts that differ under the second margins."""
+    fragile: dict[str, list[str]] = {}
+    differ = []
+    ns: dict[str, list[int]] = {}
+    # Experiments a section's claim draws on besides its own (seed 004's share-long beside share).
+    also: dict[str, set[str]] = {}
+    for key, js in experiments.items():
+        for c in js.get("claims", []) if isinstance(js, dict) else []:
+            v = c["verdict"]
+            # A section's claim names the experiment that decides it.
+            where = c.get("experiment", key)
+            ns.setdefault(where, []).append(int(c.get("n") or 0))
+            also.setdefault(where, set()).update(c.get("also", []))
+            if v.get("fragile"):
+                fragile.setdefault(where, []).append(f"{c['claim']}: {v['outcome']} ({v['fragile']})")
+            w = c.get("wide", {}).get("verdict")
+            if w and w["outcome"] != v["outcome"]:
+                differ.append(f"- {key}: {c['claim']}: {v['outcome']}; under {c['wide']['rule']}: {w['outcome']}")
+    lines = ["## Robustness", "", "### Fragile decided verdicts", "",
+             "A decided verdict (holds, does not hold) is fragile when its interval lies within one of its own widths "
+             "of the edge that decided it, or has zero width (every repetition gave the same value: the measure's "
+             "resolution, not certainty). Each experiment below is to be rerun from scratch at the same n, into a "
+             "directory of its own, on a quiet machine; the verdicts stand as provisional until then.", ""]
+    for key, found in fragile.items():
+        points = experiments.get(key, {}).get("points", [])
+        recorded = max((m["n"] for p in points for m in p["metrics"].values() if m), default=MIN_N)
+        only = " ".join(f"--only {k}" for k in [key, *sorted(also.get(key, set()))])
+        lines += [f"- {key}: `bbrbench -q reproduce --profile {profile} {only} --reps "
+                  f"{max(ns.get(key, []) + [recorded])} --out results/rerun-{key.replace('/', '-')}`"]
+        lines += [f"  - {f}" for f in found]
+    if not fragile:
+        lines.append("- none")
+    lines += ["", "### Verdicts that depend on the margin", "",
+              "Each claim is decided again under the second margin family (x/÷ 1.5 for 'about', +- 10 points for "
+              "shares; bounds and ranges the papers state stay as stated); these verdicts differ:", ""]
+    lines += differ or ["- none"]
+    return lines + [""]
 
 
 def write_report(out: Path, mix_hosts: bool = False) -> Path:
@@ -439,7 +559,9 @@ def write_report(out: Path, mix_hosts: bool = False) -> Path:
                                           str(read_json(plan, "plan")["raw"].get("description", "")),
                                           {r["label"]: r["batch_effects"] for r in rows if "batch_effects" in r}))
     (out / "figures").mkdir(exist_ok=True)
-    return _write(out, meta, seeds, experiments, lambda section: section.collect(out, out / "figures"))
+    keys = [e.key for e in experiments] + [s.key for s in SECTIONS]
+    invocations = {k: [invocation(r) for r in meta.get("runs", []) if covers(r, k)] for k in keys}
+    return _write(out, meta, seeds, experiments, lambda section: section.collect(out, out / "figures"), invocations)
 
 
 # Sections drawn from several experiments: a later summary of some of them replaces only their parts.
@@ -457,12 +579,18 @@ def write_report_from_summaries(summaries: Sequence[Path], out: Path) -> Path:
     copied from beside the inputs."""
     metas: list[dict[str, Any]] = []
     recorded: dict[str, Any] = {}
+    invocations: dict[str, list[dict[str, Any]]] = {}
     for path in summaries:
         d = json.loads(path.read_text())
         metas.append(d["meta"])
         for key, js in d["experiments"].items():
             merge = _SECTION_MERGES.get(key)
             recorded[key] = merge(recorded[key], js) if merge and key in recorded else js
+            # The invocations that produced it: those its summary keeps for it, else those of that summary's
+            # meta whose --only covers it; a merged section keeps its parts'.
+            runs = d.get("invocations", {}).get(key) or [invocation(r) for r in d["meta"]["runs"] if covers(r, key)]
+            kept = invocations.get(key, []) if merge else []
+            invocations[key] = kept + [r for r in runs if r not in kept]
     profiles = {m["profile"] for m in metas}
     if len(profiles) != 1:
         raise HarnessError(f"summaries of different profiles ({', '.join(sorted(profiles))}) do not make one report")
@@ -479,4 +607,46 @@ def write_report_from_summaries(summaries: Sequence[Path], out: Path) -> Path:
                               js.get("setup", ""), js.get("batch_effects", {}))
                    for key, js in recorded.items() if (spec := spec_for(key)) is not None]
     seeds = sorted({k.partition("/")[0] for k in recorded})
-    return _write(out, meta, seeds, experiments, lambda section: recorded.get(section.key))
+    return _write(out, meta, seeds, experiments, lambda section: recorded.get(section.key), invocations)
+
+
+# ---------------------------------------------------------------- the README's generated overview
+
+README_BEGIN = "<!-- generated by `bbrbench reproduce --readme`: do not edit by hand -->"
+README_END = "<!-- end of generated overview -->"
+
+
+def readme_overview(summary: dict[str, Any], summary_path: str) -> list[str]:
+    """Every claim of a summary.json with its verdict, its verdict under the second margins and what the claim
+    file says of it, and the counts per seed: the only figures the reproduction README states, so that none
+    can differ from the summary it cites."""
+    lines = [README_BEGIN, "", f"From `{summary_path}` (the report beside it has every interval and margin):", ""]
+    experiments = summary["experiments"]
+    for seed in sorted({k.partition("/")[0] for k in experiments}):
+        rows = []
+        for key, js in experiments.items():
+            if key.partition("/")[0] != seed or not isinstance(js, dict):
+                continue
+            for c in js.get("claims", []):
+                v = c["verdict"]
+                wide = c.get("wide", {}).get("verdict")
+                notes = [label for label, present in (("post-hoc", c.get("post_hoc")), ("scaled", c.get("scaled")),
+                                                      ("repeated looks", c.get("looks")),
+                                                      ("fragile", v.get("fragile"))) if present]
+                rows.append([key.partition("/")[2] or key, c["claim"].split(" [margin: ")[0], v["outcome"],
+                             "-" if wide is None else wide["outcome"], ", ".join(notes) or "-"])
+        counts = {o: sum(r[2] == o.value for r in rows) for o in Outcome}
+        lines += [f"**{seed}**: " + ", ".join(f"{o.value} {n}" for o, n in counts.items() if n) + ".", "",
+                  tables.markdown(["experiment", "claim", "verdict", "second margins", "notes"], rows, labels=2), ""]
+    return [*lines, README_END]
+
+
+def write_readme_overview(readme: Path, summary_path: Path) -> None:
+    """Replace the README's generated overview with the one of `summary_path`."""
+    text = readme.read_text()
+    if README_BEGIN not in text or README_END not in text:
+        raise HarnessError(f"{readme}: no generated overview to replace (its markers are missing)")
+    head, _, rest = text.partition(README_BEGIN)
+    _, _, tail = rest.partition(README_END)
+    block = readme_overview(json.loads(summary_path.read_text()), str(summary_path))
+    readme.write_text(head + "\n".join(block) + tail)

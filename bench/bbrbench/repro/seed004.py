@@ -18,12 +18,26 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import numpy as np  # noqa: E402
+from scipy.stats import t as student_t  # noqa: E402
 
 from ..analysis import tables  # noqa: E402
 from ..analysis.sharemodel import l2_error, share_for_link  # noqa: E402
-from ..analysis.stats import mean_ci95, pearson_ci95, regression  # noqa: E402
+from ..analysis.stats import Moments, mean_ci95, pearson_ci95, regression  # noqa: E402
 from ..results import read_json  # noqa: E402
-from .claims import MIN_N, Outcome, Stat, Verdict, too_short, verdict_line  # noqa: E402
+from .claims import (  # noqa: E402
+    MIN_N,
+    Estimate,
+    Interval,
+    Outcome,
+    Rule,
+    Stat,
+    Verdict,
+    combine,
+    decide,
+    diff,
+    too_short,
+    verdict_line,
+)
 from .papers import scalar, section_data  # noqa: E402
 from .points import PointResult, after_last_start_s, load_experiment, value  # noqa: E402
 
@@ -33,6 +47,9 @@ DPI = 90
 RATE_MBIT = 10.0
 RTT_MS = 40.0
 SHARE = "algo.bbr.share"
+# The loss claims' runs are 60 s with every flow at the start: their needs_s is met by the plan (the CUBIC
+# count's section checks the same), so their decision takes the run length as given.
+SETTLED_S = 60.0
 
 
 def _points(out: Path, name: str) -> list[PointResult]:
@@ -94,6 +111,59 @@ def per_n_l2(rows: list[dict[str, Any]]) -> dict[int, PerN]:
     return out
 
 
+def _rms_terms(rows: list[dict[str, Any]], n: int) -> tuple[float, list[tuple[float, int]]] | None:
+    """One BBR count's RMS error between model and measured mean share over its queue sizes, with the
+    delta method's variance terms (one per queue size: (error / (count x RMS))^2 x the mean's squared
+    standard error) and their degrees of freedom; None without an interval at every queue size."""
+    mine = [r for r in rows if r["n_bbr"] == n and r["measured"]]
+    if not mine or any(r["measured"]["n"] < 2 for r in mine):
+        return None
+    errors = [r["measured"]["mean"] - r["model"] for r in mine]
+    rms = math.sqrt(sum(e * e for e in errors) / len(errors))
+    if rms == 0:
+        return None
+    terms = []
+    for r, e in zip(mine, errors):
+        m = Moments.from_ci95(r["measured"]["mean"], r["measured"]["ci95"] or 0.0, r["measured"]["n"])
+        terms.append(((e / (len(errors) * rms)) ** 2 * m.sd * m.sd / m.n, m.n - 1))
+    return rms, terms
+
+
+def best_fit_estimates(rows: list[dict[str, Any]], best: int) -> list[Estimate]:
+    """Each other BBR count's RMS error less `best`'s: positive where `best` fits better. The interval is
+    Student's t at the Welch-Satterthwaite degrees of freedom of the delta method's terms."""
+    mine = _rms_terms(rows, best)
+    found = []
+    for n in sorted({r["n_bbr"] for r in rows} - {best}):
+        label = f"RMS error at {n} BBR flows less at {best}"
+        other = _rms_terms(rows, n)
+        if mine is None or other is None:
+            found.append(Estimate(label, Verdict(Outcome.TOO_FEW_RUNS, f"{label}: not measured", 0)))
+            continue
+        terms = other[1] + mine[1]
+        var = sum(t for t, _ in terms)
+        df = var * var / sum(t * t / k for t, k in terms) if var > 0 else 1.0
+        half = float(student_t.ppf(0.975, df)) * math.sqrt(var)
+        found.append(Estimate(label, Interval("difference", other[0] - mine[0], half, "delta method over the "
+                                              "queue sizes' means"), None))
+    return found
+
+
+def table2_claim(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The data file's claim that the model fits one BBR count best, decided on our RMS errors."""
+    claim = next(iter(section_data(f"{SEED}/share").get("claims", [])), None)
+    if claim is None or not rows:
+        return None
+    rule = Rule.from_data(claim)
+    estimates = best_fit_estimates(rows, int(claim["best_n"]))
+    v = combine(decide(e, rule, SETTLED_S) for e in estimates)
+    w = combine(decide(e, rule.widened(), SETTLED_S) for e in estimates)
+    return {"claim": claim["text"], "experiment": f"{SEED}/share", "also": [f"{SEED}/share-long"], "n": claim.get("n"),
+            "line": verdict_line(claim["text"], v), "verdict": v.to_json(), "rule": rule.describe(),
+            "margin": claim["margin"], "post_hoc": claim["post_hoc"],
+            "wide": {"rule": rule.widened().describe(), "verdict": w.to_json()}}
+
+
 def share_part(rows: list[dict[str, Any]], fig_dir: Path, rel: str) -> tuple[list[str], dict[int, Any]]:
     """The model and measured share per (N, q), the per-N L2 table beside the seed's Table 2, the figure."""
     share_table = []
@@ -126,6 +196,9 @@ def share_part(rows: list[dict[str, Any]], fig_dir: Path, rel: str) -> tuple[lis
     queues = ", ".join(f"{q:g}" for q in paper_queues)
     lines += [tables.markdown(["BBR flows", f"paper L2 ({paper['ref']}; {queues} BDP)", "paper RMS", "ours L2",
                                "ours RMS", "our queue sizes (BDP)"], l2_rows, labels=0), ""]
+    if (best := table2_claim(rows)) is not None:
+        lines += [best["line"], f"  (Decided {best['rule']}: {best['margin']}.)",
+                  f"  (Post-hoc: {best['post_hoc']}.)", ""]
     if rows:
         fig = _plot_share(rows, fig_dir)
         lines += [f"![seed 004 model vs measured]({rel}/{fig.name})", ""]
@@ -306,7 +379,55 @@ def loss_part(js: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
                                "ours (share(loss) - share(0))", "measured share"], rows, labels=0), ""]
     if base:
         lines += [f"Loss-free share: {Stat(**base).text()}.", ""]
-    return lines, out
+    verdicts = loss_claims(js)
+    for c in verdicts:
+        lines += [c["line"], f"  (Decided {c['rule']}: {c['margin']}.)",
+                  f"  (Second margins, {c['wide']['rule']}: {c['wide']['verdict']['outcome']}.)",
+                  f"  (Post-hoc: {c['post_hoc']}.)"]
+    if verdicts:
+        lines.append("")
+    return lines, [*out, *({k: v for k, v in c.items() if k != "line"} for c in verdicts)]
+
+
+def loss_claims(js: dict[str, Any]) -> list[dict[str, Any]]:
+    """The loss data file's claims on the shift (lossy less loss-free share), each by its rule and the
+    second margin family's."""
+    base = js.get("loss_free")
+    found = []
+    for claim in section_data(f"{SEED}/loss").get("claims", []):
+        entry = next((e for e in js["loss"] if scalar(e["loss_pct"]) == scalar(claim["loss_pct"])), None)
+        label = f"{claim['loss_pct']:g}% loss, BBR share less the loss-free share"
+        if entry is None or not entry["share"] or not base:
+            est = Estimate(label, Verdict(Outcome.TOO_FEW_RUNS, f"{label}: not measured", 0))
+        else:
+            lk = _ShiftLookup(Stat(**entry["share"]), Stat(**base))
+            est = Estimate(label, diff(lk, label, ("", 1, SHARE), ("", 0, SHARE)))
+        rule = Rule.from_data(claim)
+        v, w = decide(est, rule, SETTLED_S), decide(est, rule.widened(), SETTLED_S)
+        found.append({"claim": claim["text"], "experiment": f"{SEED}/loss", "n": claim.get("n"),
+                      "line": verdict_line(claim["text"], v), "verdict": v.to_json(),
+                      "rule": rule.describe(), "margin": claim["margin"], "post_hoc": claim["post_hoc"],
+                      "wide": {"rule": rule.widened().describe(), "verdict": w.to_json()}})
+    return found
+
+
+class _ShiftLookup:
+    """The two shares a shift compares, as the claims' Lookup reads them: x 1 lossy, x 0 loss-free."""
+
+    def __init__(self, lossy: Stat, free: Stat) -> None:
+        self.shares = {1: lossy, 0: free}
+
+    def stat(self, series: str, x: Any, metric: str) -> Stat | None:
+        return self.shares.get(x)
+
+    def xs(self, series: str) -> list[Any]:
+        return [1, 0]
+
+    def x_name(self, x: Any) -> str:
+        return str(x)
+
+    def paper(self, series: str, x: Any, metric: str) -> float | None:
+        return None
 
 
 def run_here(js: dict[str, Any]) -> str:
@@ -360,5 +481,9 @@ def render(js: dict[str, Any], fig_dir: Path, rel: str) -> tuple[list[str], dict
     lines = ["### Seed 004: BBR's share against CUBIC, model vs measured", "", run_here(js), "", *share_lines,
              *cubic_lines, *loss_lines, *differences(js.get("durations_s", []))]
     claim = {"claim": section_data(f"{SEED}/cubic-count")["text"], "verdict": cubic["verdict"]}
-    return lines, {"share": rows, "l2": l2, "cubic_count": cubic, "loss": loss, "loss_free": js.get("loss_free"),
-                   "durations_s": js.get("durations_s", []), "claims": [claim]}
+    shifts = [c for c in loss if "claim" in c]
+    best = table2_claim(rows)
+    shifts = [*([{k: v for k, v in best.items() if k != "line"}] if best else []), *shifts]
+    return lines, {"share": rows, "l2": l2, "cubic_count": cubic, "loss": [e for e in loss if "claim" not in e],
+                   "loss_free": js.get("loss_free"), "durations_s": js.get("durations_s", []),
+                   "claims": [claim, *shifts]}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,8 @@ class Run:
     backlog_bytes: np.ndarray
     backlog_packets: np.ndarray
     flows: dict[int, dict[str, np.ndarray]]
+    drops: np.ndarray = field(default_factory=lambda: np.array([]))  # the bottleneck's cumulative drops
+    limit_bytes: float = 0.0   # the bottleneck buffer's size
 
     @property
     def rate_bps(self) -> float:
@@ -77,7 +79,8 @@ class Run:
         q = data.queue
         flows = {i: {"t": f.t, **f.columns} for i, f in data.flows.items()}
         return cls(directory, meta["resolved"], q.get("t_s", np.array([])), q.get("backlog_bytes", np.array([])),
-                   q.get("backlog_packets", np.array([])), flows)
+                   q.get("backlog_packets", np.array([])), flows, q.get("drops", np.array([])),
+                   float(data.info.limit_bytes))
 
 
 def _within(t: np.ndarray, window: tuple[float, float]) -> np.ndarray:
@@ -144,16 +147,29 @@ def _bins(run: Run) -> np.ndarray:
     return np.arange(0.0, float(run.scenario["duration_s"]) + BIN_S / 2, BIN_S)
 
 
-def retrans_packets(run: Run) -> float:
-    return float(sum(np.nan_to_num(f["bytes_retrans"]).max(initial=0.0) for f in run.flows.values()) / MSS_BYTES)
+def queue_drops(run: Run) -> float | None:
+    """Packets the bottleneck's queue dropped over the run (its own counter, not the senders' retransmissions:
+    a sender retransmits on a timeout what was not lost, and its byte counters give fractional packets)."""
+    return float(run.drops[-1] - run.drops[0]) if run.drops.size >= 2 else None
 
 
-def loss_seconds_share(run: Run) -> float | None:
-    """The share of the 1 s bins after the last flow starts in which some flow retransmitted."""
+def drop_seconds_share(run: Run) -> float | None:
+    """The share of the 1 s bins after the last flow starts in which the bottleneck dropped a packet."""
+    if run.drops.size < 2:
+        return None
     edges = _bins(run)
-    retrans = sum(_per_second(f, "bytes_retrans", edges) for f in run.flows.values())
+    at = np.interp(edges, run.t_q, run.drops)
     after = edges[:-1] >= run.starts()[-1]
-    return float(np.mean(np.asarray(retrans)[after] > 0)) if after.any() else None
+    return float(np.mean(np.diff(at)[after] > 0)) if after.any() else None
+
+
+def full_buffer_share(run: Run) -> float | None:
+    """The share of the steady window's queue samples with the buffer full (less than one full-sized packet
+    free): what an RTT bound at the buffer's size cannot tell apart, since no algorithm exceeds it."""
+    keep = _within(run.t_q, run.steady)
+    if not keep.any() or run.limit_bytes <= 0:
+        return None
+    return float(np.mean(run.backlog_bytes[keep] >= run.limit_bytes - MSS_BYTES))
 
 
 # The window after the last flow starts in which a flow mix that converges at once is already fair: past
@@ -183,9 +199,10 @@ MEASURES: dict[str, tuple[Callable[[Run], float | None], str, tuple[float | None
     "queue_packets_median": (queue_packets_median, " packets", (0.0, None)),
     "probe_rtt_inflight_packets": (probe_rtt_inflight_packets, " packets", (0.0, None)),
     "inflight_over_cwnd": (inflight_over_cwnd, "", (0.0, None)),
-    "retrans_packets": (retrans_packets, " packets", (0.0, None)),
-    "loss_seconds_share": (loss_seconds_share, "", (0.0, 1.0)),
     "jain_after_last_start": (jain_after_last_start, "", (0.0, 1.0)),
+    "queue_drops": (queue_drops, " packets", (0.0, None)),
+    "drop_seconds_share": (drop_seconds_share, "", (0.0, 1.0)),
+    "full_buffer_share": (full_buffer_share, "", (0.0, 1.0)),
 }
 
 
@@ -259,11 +276,30 @@ def render(js: dict[str, Any], _fig_dir: Path, rel: str) -> tuple[list[str], dic
         lines += [f"#### {fig['title']}", ""]
         if fig.get("figure"):
             lines += [f"![{item}]({rel}/{fig['figure']})", "", f"Drawn from `{fig['drawn_from']}`.", ""]
+        now: dict[str, Any] = next((f for f in figures() if f["item"] == item and f["title"] == fig["title"]),
+                                   {"claims": []})
+        recorded = {c["claim"].split(" [margin: ")[0] for c in fig["claims"]}
         for c in fig["claims"]:
             v = c["verdict"]
             lines.append(verdict_line(c["claim"], Verdict(Outcome(v["outcome"]), v["text"], v.get("min_n"))))
+            lines += _notes(next((d for d in now["claims"] if c["claim"].startswith(d["claim"])), {}))
+        # Claims written after this record: its summary holds no samples to measure them on.
+        for d in (d for d in now["claims"] if d["claim"] not in recorded):
+            claim = f"{d['claim']} [margin: {Rule.from_data(d).describe()}]"
+            verdict = Verdict(Outcome.TOO_FEW_RUNS, f"{d['measure']}: not measured: the record holds no samples; "
+                                                    "the next run decides it", 0)
+            lines += [verdict_line(claim, verdict), *_notes(d)]
+            fig["claims"].append({"claim": claim, "verdict": verdict.to_json()})
+            js["claims"].append(fig["claims"][-1])
         lines.append("")
     return lines, js
+
+
+def _notes(claim: dict[str, Any]) -> list[str]:
+    """What the data file says of a claim beyond its rule: a hedge, a margin written after the data."""
+    notes = (("Cannot fail", "cannot_fail"), ("Unproven", "hedge"), ("Post-hoc", "post_hoc"),
+             ("Measure", "measure_note"))
+    return [f"  ({label}: {claim[key]}.)" for label, key in notes if claim.get(key)]
 
 
 def _marks(ax: Any, fig: dict[str, Any], below: float = float("inf")) -> None:
