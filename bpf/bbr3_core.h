@@ -171,6 +171,9 @@ struct bbr3 {
 	u32 last_round_lost;	  /* lost, delivered and CE-marked in the last loss round: the */
 	u32 last_round_delivered; /* telemetry's rates, divided by the reader (bbr3_fill_flow) */
 	u32 last_round_ce;
+	u32 ack_delivered_ce; /* tp->delivered_ce after the last ACK: a rise is this ACK's CE (v3: is_ece) */
+	u32 pp_inflight_hi;   /* per-packet path: inflight_hi from the lost skb that crossed loss_thresh, */
+	u32 pp_cwnd;	      /* and the cwnd when it was marked; applied by the next callback */
 	u32 initialized : 1,		 /* bbr3_state_init() ran */
 		init_cwnd : 7,		 /* cwnd at init */
 		full_bw_now : 1,	 /* the delivery rate plateaued recently */
@@ -189,7 +192,12 @@ struct bbr3 {
 	u32 ecn_alpha : 9,		  /* EWMA of the CE fraction, BBR_UNIT */
 		rounds_since_probe : 8,	  /* rounds since the last probe */
 		loss_events_in_round : 4, /* ACKs reporting losses in this loss round (STARTUP) */
-		unused_b : 11;
+		pp_on : 1,		  /* the per-packet path judges this flow's lost skbs */
+		pp_pending : 1,		  /* a lost skb crossed loss_thresh: pp_inflight_hi awaits */
+		pp_app_limited : 1,	  /* that skb was sent app-limited */
+		pp_marks_after : 1,	  /* skbs were marked lost after it */
+		pp_missed : 1,		  /* a lost skb had no send record: judge this ACK's losses as before */
+		unused_b : 6;
 };
 
 struct bbr3_params params SEC(".data.params") = {
@@ -212,6 +220,31 @@ BBR_INLINE void bbr3_variant_check_full_bw(
 BBR_INLINE bool bbr3_variant_probe_up_done(
 	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw);
 
+/* Send records of the per-packet loss path, per flow: a flight of up to this many skbs (a TSO skb
+ * carries up to 64 KB), 6 KB of socket storage.
+ */
+#define BBR3_TX_RING_BITS 9
+#define BBR3_TX_RING (1U << BBR3_TX_RING_BITS)
+#define BBR3_TX_RING_MASK (BBR3_TX_RING - 1)
+
+/* What v3 keeps in an skb's control block at transmit and a stock kernel does not. */
+struct bbr3_tx {
+	u32 seq;       /* first sequence number of the skb at its first transmit */
+	u32 in_flight; /* packets in flight with it, at that transmit (v3's tx.in_flight) */
+	u32 lost;      /* tp->lost at its latest transmit (v3's tx.lost) */
+};
+
+/* The per-packet path's socket storage, written by the tracing programs only: its existence marks
+ * a flow of ours to them. Records of first transmits are in sequence order, the newest at head - 1.
+ */
+struct bbr3_pp {
+	u32 head;      /* records written */
+	u32 end_seq;   /* end of the newest record; a record ends where the next begins */
+	u32 decisions; /* lost skbs judged with their own send record */
+	u32 misses;    /* lost skbs without one (evicted, or sent before the record began) */
+	struct bbr3_tx ring[BBR3_TX_RING];
+};
+
 #ifdef __bpf__
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
@@ -220,16 +253,38 @@ struct {
 	__type(value, struct bbr3);
 } bbr3_storage SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct bbr3_pp);
+} bbr3_pp_storage SEC(".maps");
+
+/* 1 once bbrctl has attached the tracing programs: flows that start then use the per-packet path. */
+__u32 bbr3_pp_live SEC(".data.pp") = 0;
+
 BBR_INLINE struct bbr3 *bbr3_state(struct sock *sk, bool create)
 {
 	return bpf_sk_storage_get(&bbr3_storage, sk, 0, create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
 }
+
+BBR_INLINE struct bbr3_pp *bbr3_pp_state(struct sock *sk, bool create)
+{
+	return bpf_sk_storage_get(&bbr3_pp_storage, sk, 0, create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
+}
 #else
 static struct bbr3 host_bbr3; /* the unit tests' one socket */
+static struct bbr3_pp host_bbr3_pp;
+static __u32 bbr3_pp_live;
 
 BBR_INLINE struct bbr3 *bbr3_state(struct sock *sk, bool create)
 {
 	return &host_bbr3;
+}
+
+BBR_INLINE struct bbr3_pp *bbr3_pp_state(struct sock *sk, bool create)
+{
+	return &host_bbr3_pp;
 }
 #endif
 
@@ -581,7 +636,112 @@ BBR_INLINE void bbr3_note_loss(struct tcp_sock *tp, struct bbr3 *s)
 	s->loss_in_cycle = 1;
 }
 
-/* Approximation C of v3's per-skb loss hook: the ACK that reports new losses checks the flight. */
+/* The per-packet path: v3's skb_marked_lost on a stock kernel. A tracing program on the kernel's
+ * tcp_rate_skb_sent() records each skb's send state (bbr3_pp_sent), one on tcp_mark_skb_lost()
+ * judges each lost skb with it (bbr3_pp_lost), and the next callback of the congestion control,
+ * the same ACK's cong_control or an RTO's ssthresh, applies the decision (bbr3_pp_apply).
+ */
+
+/* The record whose range holds seq, found by bisection (records are in sequence order); *end is
+ * where that range ends. NULL when seq is outside the records.
+ */
+BBR_INLINE struct bbr3_tx *bbr3_pp_find(struct bbr3_pp *pp, u32 seq, u32 *end)
+{
+	u32 n = bbr_min_u32(pp->head, BBR3_TX_RING), lo = pp->head - n, hi = pp->head, base, mid;
+	int i;
+
+	if (!n)
+		return NULL;
+	base = pp->ring[lo & BBR3_TX_RING_MASK].seq; /* offsets from the oldest survive wrap */
+	if (seq - base >= pp->end_seq - base)
+		return NULL;
+	for (i = 0; i <= BBR3_TX_RING_BITS && hi - lo > 1; i++) {
+		mid = lo + (hi - lo) / 2;
+		if (pp->ring[mid & BBR3_TX_RING_MASK].seq - base <= seq - base)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*end = lo + 1 == pp->head ? pp->end_seq : pp->ring[(lo + 1) & BBR3_TX_RING_MASK].seq;
+	return &pp->ring[lo & BBR3_TX_RING_MASK];
+}
+
+/* A transmit, before the kernel counts it in packets_out: v3 stamps the flight with this skb at
+ * its first transmit (new data: seq == snd_nxt) and the loss count at every transmit.
+ */
+BBR_INLINE void bbr3_pp_sent(struct bbr3_pp *pp, const struct tcp_sock *tp, u32 seq, u32 end_seq, u32 pcount)
+{
+	struct bbr3_tx *t;
+	u32 end;
+
+	if (seq == tp->snd_nxt) {
+		t = &pp->ring[pp->head & BBR3_TX_RING_MASK];
+		t->seq = seq;
+		t->in_flight = bbr_packets_in_flight(tp) + pcount;
+		t->lost = tp->lost;
+		pp->head++;
+		pp->end_seq = end_seq;
+		return;
+	}
+	t = bbr3_pp_find(pp, seq, &end);
+	if (t)
+		t->lost = tp->lost;
+}
+
+/* A new loss mark, before the kernel counts it in tp->lost: v3's rule on this skb alone, with the
+ * flight it was sent in and the losses since (this skb's own included). The first skb to cross
+ * loss_thresh while probing sets the decision; later ones only count as marks after it. A part
+ * of a split skb was sent with fewer packets after it: v3 lowers its in_flight by them.
+ */
+BBR_INLINE void bbr3_pp_lost(struct bbr3_pp *pp, struct bbr3 *s, const struct tcp_sock *tp, u32 seq,
+	u32 end_seq, u32 pcount, bool app_limited)
+{
+	u32 end, in_flight, lost;
+	struct bbr3_tx *t = bbr3_pp_find(pp, seq, &end);
+
+	if (!t) {
+		pp->misses++;
+		s->pp_missed = 1;
+		return;
+	}
+	pp->decisions++;
+	if (s->pp_pending) {
+		s->pp_marks_after = 1;
+		return;
+	}
+	if (!s->bw_probe_samples)
+		return;
+	in_flight = t->in_flight;
+	if (end != end_seq) /* rare: a division only for a split skb */
+		in_flight -= bbr_min_u32(in_flight, (end - end_seq + tp->mss_cache - 1) / tp->mss_cache);
+	lost = tp->lost + pcount - t->lost;
+	if (!bbr3_loss_too_high(in_flight, lost))
+		return;
+	s->pp_inflight_hi = bbr3_inflight_hi_from_lost(in_flight, lost, pcount);
+	s->pp_cwnd = tp->snd_cwnd;
+	s->pp_app_limited = app_limited;
+	s->pp_pending = 1;
+}
+
+/* The pending decision, as v3 took it at the mark: the loss, the cut, and the marks after it. */
+BBR_INLINE void bbr3_pp_apply(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (!s->pp_pending)
+		return;
+	s->pp_pending = 0;
+	bbr3_note_loss(tp, s);
+	if (s->bw_probe_samples)
+		bbr3_handle_inflight_too_high(sk, b, s, s->pp_inflight_hi, s->pp_cwnd, s->pp_app_limited);
+	if (s->pp_marks_after)
+		bbr3_note_loss(tp, s);
+	s->pp_marks_after = 0;
+}
+
+/* Approximation C of v3's per-skb loss hook, where the per-packet path does not run or missed an
+ * skb: the ACK that reports new losses checks the flight.
+ */
 BBR_INLINE void bbr3_on_losses(
 	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs)
 {
@@ -589,8 +749,8 @@ BBR_INLINE void bbr3_on_losses(
 	u32 lost, tx_in_flight;
 
 	bbr3_note_loss(tp, s);
-	if (!s->bw_probe_samples)
-		return; /* not a flight sent while probing */
+	if (!s->bw_probe_samples || (s->pp_on && !s->pp_missed))
+		return; /* not a flight sent while probing, or judged per skb */
 	lost = bbr3_lost_in_round(tp, s);
 	tx_in_flight = rs->prior_in_flight;
 	if (bbr3_loss_too_high(tx_in_flight, lost))
@@ -613,7 +773,8 @@ BBR_INLINE void bbr3_on_rto(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
 
 	if (!tp->lost_out)
 		return; /* nothing was marked */
-	if (s->bw_probe_samples && bbr3_loss_too_high(flight, lost))
+	bbr3_pp_apply(sk, b, s);
+	if (s->bw_probe_samples && (!s->pp_on || s->pp_missed) && bbr3_loss_too_high(flight, lost))
 		bbr3_handle_inflight_too_high(sk, b, s, bbr3_inflight_hi_from_lost(flight, lost, 1),
 			bbr_max_u32(bbr_out_cwnd(sk, b), b->prior_cwnd), tp->app_limited);
 	/* After the cut, whose new cycle starts clean: the marks are this round's and cycle's losses. */
@@ -693,6 +854,9 @@ BBR_INLINE void bbr3_update_congestion_signals(
 		return;
 	if (!rs->is_app_limited || sample_bw >= bbr3_max_bw(s))
 		bbr3_take_max_bw_sample(b, s, sample_bw);
+	/* Again after the loss hook: a probe it ended reset the signals, and this loss is DOWN's. */
+	if (rs->losses > 0)
+		s->loss_in_round = 1;
 	if (!s->loss_round_start)
 		return;
 	bbr3_adapt_lower_bounds(sk, b, s);
@@ -1066,10 +1230,27 @@ BBR_INLINE void bbr3_state_init(struct sock *sk, struct bbr_core *b, struct bbr3
 	s->round_lost = tp->lost;
 	s->round_delivered = tp->delivered;
 	s->round_ce = tp->delivered_ce;
+	s->ack_delivered_ce = tp->delivered_ce;
 	s->inflight_hi = ~0U;
 	s->bw_probe_up_cnt = ~0U;
 	s->ecn_alpha = BBR_UNIT; /* respond at once if the path is congested from the start */
 	bbr3_reset_lower_bounds(b, s);
+}
+
+/* With the tracing programs attached, the flow's send records: their storage is what makes the
+ * programs record this flow (a restarted flow's old records are dropped).
+ */
+BBR_INLINE void bbr3_pp_init(struct sock *sk, struct bbr3 *s)
+{
+	struct bbr3_pp *pp;
+
+	if (!bbr3_pp_live)
+		return;
+	pp = bbr3_pp_state(sk, true);
+	if (!pp)
+		return; /* no memory: the ACK-time path */
+	pp->head = 0;
+	s->pp_on = 1;
 }
 
 /* The substrate's reset (v3 shares its fields), v3's own state, then the request to pace. */
@@ -1082,8 +1263,10 @@ BBR_INLINE void bbr3_init(struct sock *sk)
 	bbr_core_reset(sk, b);
 	b->prior_cwnd = tp->prior_cwnd;
 	s = bbr3_state(sk, true);
-	if (s)
+	if (s) {
 		bbr3_state_init(sk, b, s);
+		bbr3_pp_init(sk, s);
+	}
 	bbr_out_request_pacing(sk, b);
 }
 
@@ -1093,15 +1276,19 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbr_core *b = bbr_core_of(sk);
 	struct bbr3 *s = bbr3_state(sk, true);
-	u32 sample_bw = 0;
+	u32 sample_bw = 0, lost;
 
 	if (!s)
 		return; /* no memory for the model: keep cwnd and pacing as they are */
 	if (!s->initialized)
 		bbr3_state_init(sk, b, s);
 
-	if (rs->losses > 0)
+	lost = bbr3_lost_in_round(tp, s);
+	if (s->pp_pending)
+		bbr3_pp_apply(sk, b, s);
+	else if (rs->losses > 0)
 		bbr3_on_losses(sk, b, s, rs);
+	s->pp_missed = 0;
 
 	b->round_start = 0;
 	if (rs->interval_us > 0 && !bbr_after(b->next_rtt_delivered, rs->prior_delivered)) {
@@ -1111,8 +1298,11 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 		s->rounds_since_probe = bbr_min_u32(s->rounds_since_probe + 1, 0xFF);
 		bbr3_update_ecn_alpha(sk, b, s);
 	}
-	if (rs->delivered_ce > 0 && bbr3_ecn(sk, b))
-		s->ecn_in_round = 1;
+	if (tp->delivered_ce != s->ack_delivered_ce) { /* this ACK carried CE feedback */
+		s->ack_delivered_ce = tp->delivered_ce;
+		if (bbr3_ecn(sk, b))
+			s->ecn_in_round = 1;
+	}
 	/* Rounded up, so that slow flows can grow. */
 	if (rs->interval_us > 0 && rs->delivered >= 0)
 		sample_bw = (u32)(((u64)rs->delivered * BW_UNIT + (u64)rs->interval_us - 1) /
@@ -1134,7 +1324,9 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 
 	bbr3_advance_latest_delivery_signals(sk, s, rs, sample_bw);
 	b->prev_ca_state = inet_csk(sk)->icsk_ca_state;
-	if (rs->delivered_ce > 0) /* loss_in_cycle is bbr3_on_losses()' */
+	if (lost) /* losses since the ACKed skb was sent: approximation B */
+		s->loss_in_cycle = 1;
+	if (rs->delivered_ce > 0)
 		s->ecn_in_cycle = 1;
 }
 
@@ -1146,6 +1338,7 @@ BBR_INLINE u32 bbr3_ssthresh(struct sock *sk)
 
 	bbr_save_cwnd(sk, b);
 	if (s) {
+		bbr3_pp_apply(sk, b, s); /* v3 took it at the mark, before this */
 		s->undo_bw_lo = s->bw_lo;
 		s->undo_inflight_lo = s->inflight_lo;
 		s->undo_inflight_hi = s->inflight_hi;
@@ -1211,6 +1404,7 @@ BBR_INLINE void bbr3_cwnd_event(struct sock *sk, enum tcp_ca_event event)
 BBR_INLINE void bbr3_fill_flow(struct bbrkit_flow *f, struct sock *sk, const struct bbr_core *b, u8 event)
 {
 	const struct bbr3 *s = bbr3_state(sk, false);
+	const struct bbr3_pp *pp;
 	u32 lost, delivered;
 
 	bbr_fill_flow_common(f, sk, b, event);
@@ -1229,6 +1423,61 @@ BBR_INLINE void bbr3_fill_flow(struct bbrkit_flow *f, struct sock *sk, const str
 		delivered ? (u16)((u64)s->last_round_ce * BBRKIT_PERMILLE / delivered) : 0;
 	f->variant[BBRKIT_VAR_V3_ECN_ALPHA] = s->ecn_alpha;
 	f->variant[BBRKIT_VAR_V3_PROBE_RTT_MIN] = s->probe_rtt_min_us;
+	pp = s->pp_on ? bbr3_pp_state(sk, false) : NULL;
+	f->variant[BBRKIT_VAR_V3_PP_DECISIONS] = pp ? pp->decisions : BBRKIT_VAR_NONE;
+	f->variant[BBRKIT_VAR_V3_PP_MISSES] = pp ? pp->misses : BBRKIT_VAR_NONE;
 }
+
+#ifdef __bpf__
+/* The kernel's TCPCB_* bits of tcp_skb_cb.sacked (#defines, so not in BTF). */
+#define BBR3_TCPCB_SACKED_ACKED 0x01
+#define BBR3_TCPCB_SACKED_RETRANS 0x02
+#define BBR3_TCPCB_LOST 0x04
+
+/* Every transmit of every TCP socket on the host passes here: a flow without send-record storage
+ * (not ours) costs one storage lookup, which finds the socket's storage list empty or without it.
+ */
+SEC("fentry/tcp_rate_skb_sent")
+int BPF_PROG(bbr3_pp_on_sent, struct sock *sk, struct sk_buff *skb)
+{
+	struct bbr3_pp *pp = bbr3_pp_state(sk, false);
+	struct tcp_sock *tp;
+	struct tcp_skb_cb cb;
+
+	if (!pp)
+		return 0;
+	tp = bpf_skc_to_tcp_sock(sk);
+	if (!tp || bpf_probe_read_kernel(&cb, sizeof(cb), skb->cb))
+		return 0;
+	bbr3_pp_sent(pp, tp, cb.seq, cb.end_seq, cb.tcp_gso_segs);
+	return 0;
+}
+
+/* Runs at the start of tcp_mark_skb_lost(): only a new loss event (not SACKed; not marked before,
+ * unless its retransmit is the one lost) is judged, and, as in v3, not an skb whose rate sample
+ * state was cleared.
+ */
+SEC("fentry/tcp_mark_skb_lost")
+int BPF_PROG(bbr3_pp_on_lost, struct sock *sk, struct sk_buff *skb)
+{
+	struct bbr3_pp *pp = bbr3_pp_state(sk, false);
+	struct tcp_sock *tp;
+	struct tcp_skb_cb cb;
+	struct bbr3 *s;
+
+	if (!pp)
+		return 0;
+	tp = bpf_skc_to_tcp_sock(sk);
+	s = bbr3_state(sk, false);
+	if (!tp || !s || bpf_probe_read_kernel(&cb, sizeof(cb), skb->cb))
+		return 0;
+	if ((cb.sacked & BBR3_TCPCB_SACKED_ACKED) ||
+		((cb.sacked & BBR3_TCPCB_LOST) && !(cb.sacked & BBR3_TCPCB_SACKED_RETRANS)) ||
+		!cb.tx.delivered_mstamp)
+		return 0;
+	bbr3_pp_lost(pp, s, tp, cb.seq, cb.end_seq, cb.tcp_gso_segs, cb.tx.is_app_limited);
+	return 0;
+}
+#endif
 
 #endif /* BBR3_CORE_H */

@@ -69,6 +69,7 @@ struct tcp_sock {
 	u32 total_retrans;
 	u32 mss_cache;
 	u32 app_limited;
+	u32 snd_nxt;
 	u32 packets_out;
 	u32 sacked_out;
 	u32 lost_out;
