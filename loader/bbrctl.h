@@ -62,6 +62,7 @@ struct algo {
 	size_t params_size; /* size of the params struct; 0 when there are no parameters */
 	const struct variant_desc *variants;
 	size_t nvariants;
+	bool per_packet; /* has the per-packet loss programs (bbr3_core.h) */
 };
 
 /* algos.c */
@@ -107,7 +108,7 @@ int select_algos(int argc, char **argv, const struct algo **out, size_t *n);
 int open_pinned(const struct algo *a, const char *name, int flags);
 /* What an attachment has, from its pins. flows: "map-iterator", "iter-tcp" or NULL. */
 struct attachment {
-	bool params, trace;
+	bool params, trace, per_packet;
 	const char *flows;
 };
 struct attachment attachment_of(const struct algo *a);
@@ -156,6 +157,16 @@ void describe_load_failure(int err, const char *prog, const char *sec, char *buf
 int load_flows_iterator(const struct algo *a, struct bpf_object *main, const struct bbrkit_features *have,
 	struct flows_iter *out);
 void flows_iter_release(struct flows_iter *it);
+/* bbr2/bbr3's per-packet loss path: the tracing programs, loaded beside main and sharing its maps. */
+struct pp_links {
+	struct bpf_object *obj;
+	struct bpf_link *sent, *lost; /* NULL when the path does not run */
+};
+/* Loads and attaches them, then tells main's flows to use them; a refusal is a one-line warning. */
+int load_per_packet(const struct algo *a, struct bpf_object *main, struct pp_links *out);
+void pp_links_release(struct pp_links *pp);
+/* Loads a's tracing programs on their own (nothing attached): 0 or -errno, with why. */
+int probe_per_packet_load(const struct algo *a, char *why, size_t size);
 /* load.c: one load of an algorithm's object, shared by attach and upgrade. */
 struct bpf_map;
 struct loaded {
@@ -164,6 +175,7 @@ struct loaded {
 	int link_fd;	     /* attach: the struct_ops link, the registration; -1 before it */
 	struct bbrkit_features have;
 	struct flows_iter flows;
+	struct pp_links pp;
 };
 /* Root, kernel BTF, struct_ops for TCP, bpffs (mounted when missing): each with what is missing. */
 int check_kernel(void);

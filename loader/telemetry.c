@@ -155,7 +155,9 @@ void describe_load_failure(int err, const char *prog, const char *sec, char *buf
 		snprintf(buf, size, "loading the BPF object failed%s%s", why ? ": " : "", why ? why : "");
 }
 
-/* Loads program `name` of a's object on its own, sharing main's maps; NULL with errno set. */
+/* Loads the programs of a's object whose names begin with `name` on their own, sharing main's maps
+ * (all maps new without main); NULL with errno set.
+ */
 static struct bpf_object *load_alone(
 	const struct algo *a, struct bpf_object *main, const char *name, char *why, size_t why_size)
 {
@@ -169,13 +171,15 @@ static struct bpf_object *load_alone(
 		return NULL;
 	}
 	bpf_object__for_each_program(p, obj)
-		bpf_program__set_autoload(p, !strcmp(bpf_program__name(p), name));
+		bpf_program__set_autoload(p, !strncmp(bpf_program__name(p), name, strlen(name)));
 	bpf_object__for_each_map(m, obj)
 	{
-		struct bpf_map *shared = bpf_object__find_map_by_name(main, bpf_map__name(m));
+		struct bpf_map *shared = main ? bpf_object__find_map_by_name(main, bpf_map__name(m)) : NULL;
 
 		if (bpf_map__type(m) == BPF_MAP_TYPE_STRUCT_OPS)
 			err = bpf_map__set_autocreate(m, false);
+		else if (!main)
+			err = 0;
 		else
 			err = shared ? bpf_map__reuse_fd(m, bpf_map__fd(shared)) : -ENOENT;
 		if (err) {
@@ -187,8 +191,10 @@ static struct bpf_object *load_alone(
 	libbpf_log_reset();
 	err = bpf_object__load(obj);
 	if (err) {
-		p = bpf_object__find_program_by_name(obj, name);
-		describe_load_failure(err, name, p ? bpf_program__section_name(p) : "?", why, why_size);
+		const char *failed = libbpf_failed_prog() ? libbpf_failed_prog() : name;
+
+		p = bpf_object__find_program_by_name(obj, failed);
+		describe_load_failure(err, failed, p ? bpf_program__section_name(p) : "?", why, why_size);
 		goto fail;
 	}
 	return obj;
@@ -260,4 +266,67 @@ void flows_iter_release(struct flows_iter *it)
 	bpf_link__destroy(it->link);
 	bpf_object__close(it->obj);
 	memset(it, 0, sizeof(*it));
+}
+
+#define PP_PREFIX "bbr3_pp_on_" /* the per-packet path's programs (bbr3_core.h) */
+#define PP_LIVE_MAP ".data.pp"
+
+int probe_per_packet_load(const struct algo *a, char *why, size_t size)
+{
+	struct bpf_object *obj = load_alone(a, NULL, PP_PREFIX, why, size);
+
+	if (!obj)
+		return -errno;
+	bpf_object__close(obj);
+	return 0;
+}
+
+static struct bpf_link *attach_pp(struct bpf_object *obj, const char *name, char *why, size_t size)
+{
+	struct bpf_link *l = bpf_program__attach_trace(bpf_object__find_program_by_name(obj, name));
+
+	if (!l)
+		snprintf(why, size, "cannot attach '%s'", name);
+	return l;
+}
+
+int load_per_packet(const struct algo *a, struct bpf_object *main, struct pp_links *out)
+{
+	struct bpf_map *live = bpf_object__find_map_by_name(main, PP_LIVE_MAP);
+	char why[512] = "";
+	__u32 zero = 0, on = 1;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (!a->per_packet)
+		return EXIT_SUCCESS;
+	if (feature_disabled("per-packet")) {
+		warn(0, "per-packet loss decisions off (" DISABLE_ENV " has 'per-packet'); %s judges losses at "
+			"ACK time", a->name);
+		return EXIT_SUCCESS;
+	}
+	out->obj = load_alone(a, main, PP_PREFIX, why, sizeof(why));
+	err = out->obj ? 0 : -errno;
+	if (!err) {
+		out->sent = attach_pp(out->obj, PP_PREFIX "sent", why, sizeof(why));
+		out->lost = out->sent ? attach_pp(out->obj, PP_PREFIX "lost", why, sizeof(why)) : NULL;
+		err = out->lost ? 0 : -errno;
+	}
+	if (!err && (!live || bpf_map_update_elem(bpf_map__fd(live), &zero, &on, BPF_ANY))) {
+		err = live ? -errno : -ENOENT;
+		snprintf(why, sizeof(why), "cannot switch the flows to it (map '" PP_LIVE_MAP "')");
+	}
+	if (err) {
+		warn(err, "per-packet loss decisions unavailable (%s); %s judges losses at ACK time", why, a->name);
+		pp_links_release(out);
+	}
+	return EXIT_SUCCESS;
+}
+
+void pp_links_release(struct pp_links *pp)
+{
+	bpf_link__destroy(pp->lost);
+	bpf_link__destroy(pp->sent);
+	bpf_object__close(pp->obj);
+	memset(pp, 0, sizeof(*pp));
 }
