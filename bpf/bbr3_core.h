@@ -171,11 +171,11 @@ struct bbr3 {
 	u32 last_round_lost;	  /* lost, delivered and CE-marked in the last loss round: the */
 	u32 last_round_delivered; /* telemetry's rates, divided by the reader (bbr3_fill_flow) */
 	u32 last_round_ce;
-	u32 ack_delivered_ce; /* tp->delivered_ce after the last ACK: a rise is this ACK's CE (v3: is_ece) */
-	u32 pp_inflight_hi;   /* per-packet path: inflight_hi from the lost skb that crossed loss_thresh, */
-	u32 pp_cwnd;	      /* and the cwnd when it was marked; applied by the next callback */
-	u32 initialized : 1,		 /* bbr3_state_init() ran */
-		init_cwnd : 7,		 /* cwnd at init */
+	u32 ack_delivered_ce;  /* tp->delivered_ce after the last ACK: a rise is this ACK's CE (v3: is_ece) */
+	u32 pp_inflight_hi;    /* per-packet path: inflight_hi from the lost skb that crossed loss_thresh, */
+	u32 pp_cwnd;	       /* and the cwnd when it was marked; applied by the next callback */
+	u32 initialized : 1,   /* bbr3_state_init() ran */
+		init_cwnd : 7, /* cwnd at init */
 		full_bw_now : 1,	 /* the delivery rate plateaued recently */
 		startup_ecn_rounds : 2,	 /* consecutive high-CE rounds in STARTUP */
 		loss_in_cycle : 1,	 /* loss in this probe cycle */
@@ -196,7 +196,7 @@ struct bbr3 {
 		pp_pending : 1,		  /* a lost skb crossed loss_thresh: pp_inflight_hi awaits */
 		pp_app_limited : 1,	  /* that skb was sent app-limited */
 		pp_marks_after : 1,	  /* skbs were marked lost after it */
-		pp_missed : 1,		  /* a lost skb had no send record: judge this ACK's losses as before */
+		pp_missed : 1, /* a lost skb had no send record: judge this ACK's losses as before */
 		unused_b : 6;
 };
 

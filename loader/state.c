@@ -169,7 +169,7 @@ void attachment_features(const struct algo *a, char *buf, size_t size)
 			: at.params ? "yes"
 				    : "no",
 		at.trace ? "yes" : "no", at.flows ? at.flows : "no", a->per_packet ? ", loss decisions " : "",
-		!a->per_packet ? ""
+		!a->per_packet		? ""
 			: at.per_packet ? "per-packet"
 					: "ack-time");
 }

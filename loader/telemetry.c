@@ -301,8 +301,11 @@ int load_per_packet(const struct algo *a, struct bpf_object *main, struct pp_lin
 	if (!a->per_packet)
 		return EXIT_SUCCESS;
 	if (feature_disabled("per-packet")) {
-		warn(0, "per-packet loss decisions off (" DISABLE_ENV " has 'per-packet'); %s judges losses at "
-			"ACK time", a->name);
+		warn(0,
+			"per-packet loss decisions off (" DISABLE_ENV
+			" has 'per-packet'); %s judges losses at "
+			"ACK time",
+			a->name);
 		return EXIT_SUCCESS;
 	}
 	out->obj = load_alone(a, main, PP_PREFIX, why, sizeof(why));
@@ -317,7 +320,8 @@ int load_per_packet(const struct algo *a, struct bpf_object *main, struct pp_lin
 		snprintf(why, sizeof(why), "cannot switch the flows to it (map '" PP_LIVE_MAP "')");
 	}
 	if (err) {
-		warn(err, "per-packet loss decisions unavailable (%s); %s judges losses at ACK time", why, a->name);
+		warn(err, "per-packet loss decisions unavailable (%s); %s judges losses at ACK time", why,
+			a->name);
 		pp_links_release(out);
 	}
 	return EXIT_SUCCESS;
