@@ -172,8 +172,6 @@ struct bbr3 {
 	u32 last_round_delivered; /* telemetry's rates, divided by the reader (bbr3_fill_flow) */
 	u32 last_round_ce;
 	u32 ack_delivered_ce;  /* tp->delivered_ce after the last ACK: a rise is this ACK's CE (v3: is_ece) */
-	u32 pp_inflight_hi;    /* per-packet path: inflight_hi from the lost skb that crossed loss_thresh, */
-	u32 pp_cwnd;	       /* and the cwnd when it was marked; applied by the next callback */
 	u32 initialized : 1,   /* bbr3_state_init() ran */
 		init_cwnd : 7, /* cwnd at init */
 		full_bw_now : 1,	 /* the delivery rate plateaued recently */
@@ -193,11 +191,7 @@ struct bbr3 {
 		rounds_since_probe : 8,	  /* rounds since the last probe */
 		loss_events_in_round : 4, /* ACKs reporting losses in this loss round (STARTUP) */
 		pp_on : 1,		  /* the per-packet path judges this flow's lost skbs */
-		pp_pending : 1,		  /* a lost skb crossed loss_thresh: pp_inflight_hi awaits */
-		pp_app_limited : 1,	  /* that skb was sent app-limited */
-		pp_marks_after : 1,	  /* skbs were marked lost after it */
-		pp_missed : 1, /* a lost skb had no send record: judge this ACK's losses as before */
-		unused_b : 6;
+		unused_b : 10;
 };
 
 struct bbr3_params params SEC(".data.params") = {
@@ -221,7 +215,7 @@ BBR_INLINE bool bbr3_variant_probe_up_done(
 	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw);
 
 /* Send records of the per-packet loss path, per flow: a flight of up to this many skbs (a TSO skb
- * carries up to 64 KB), 6 KB of socket storage.
+ * carries up to 64 KB), 6 KB per flow.
  */
 #define BBR3_TX_RING_BITS 9
 #define BBR3_TX_RING (1U << BBR3_TX_RING_BITS)
@@ -234,15 +228,33 @@ struct bbr3_tx {
 	u32 lost;      /* tp->lost at its latest transmit (v3's tx.lost) */
 };
 
-/* The per-packet path's socket storage, written by the tracing programs only: its existence marks
- * a flow of ours to them. Records of first transmits are in sequence order, the newest at head - 1.
+/* The per-packet path's state of one flow, written by the kprobes and read by the congestion
+ * control on the ACKs that report losses: its existence marks the flow as ours to the kprobes.
+ * Records of first transmits are in sequence order, the newest at head - 1.
  */
 struct bbr3_pp {
-	u32 head;      /* records written */
-	u32 end_seq;   /* end of the newest record; a record ends where the next begins */
-	u32 decisions; /* lost skbs judged with their own send record */
-	u32 misses;    /* lost skbs without one (evicted, or sent before the record began) */
+	u32 head;	 /* records written */
+	u32 end_seq;	 /* end of the newest record; a record ends where the next begins */
+	u32 decisions;	 /* lost skbs judged with their own send record */
+	u32 misses;	 /* lost skbs without one (evicted, or sent before the record began) */
+	u32 inflight_hi; /* the first lost skb to cross loss_thresh: inflight_hi from it, */
+	u32 cwnd;	 /* the cwnd when it was marked (v3's target is taken then), */
+	u8 pending;	 /* set until the next callback applies it */
+	u8 app_limited;	 /* that skb was sent app-limited */
+	u8 marks_after;	 /* skbs were marked lost after it */
+	u8 missed;	 /* a lost skb had no record: the ACK-time path judges this ACK's losses */
 	struct bbr3_tx ring[BBR3_TX_RING];
+};
+
+/* The socket's counts the per-packet path reads, copied by the kprobes (they may not dereference
+ * kernel pointers) or, on the host, from the test's socket.
+ */
+struct bbr3_pp_sock {
+	u32 snd_nxt;
+	u32 in_flight; /* tcp_packets_in_flight() */
+	u32 lost;
+	u32 cwnd;
+	u32 mss;
 };
 
 #ifdef __bpf__
@@ -253,14 +265,29 @@ struct {
 	__type(value, struct bbr3);
 } bbr3_storage SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct bbr3_pp);
-} bbr3_pp_storage SEC(".maps");
+/* Flows on the per-packet path (most at a time; a flow beyond falls back to the ACK-time path),
+ * keyed by the socket's address: kprobes cannot reach socket storage. Entries go with the socket
+ * (tcp_destroy_sock) or with a new init on the same address.
+ */
+#define BBR3_PP_FLOWS 4096
 
-/* 1 once bbrctl has attached the tracing programs: flows that start then use the per-packet path. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, BBR3_PP_FLOWS);
+	__type(key, u64);
+	__type(value, struct bbr3_pp);
+} bbr3_pp_flows SEC(".maps");
+
+/* A zeroed value to start a flow's entry from (too large for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct bbr3_pp);
+} bbr3_pp_zero SEC(".maps");
+
+/* 1 once bbrctl has attached the kprobes: flows that start then use the per-packet path. */
 __u32 bbr3_pp_live SEC(".data.pp") = 0;
 
 BBR_INLINE struct bbr3 *bbr3_state(struct sock *sk, bool create)
@@ -268,9 +295,21 @@ BBR_INLINE struct bbr3 *bbr3_state(struct sock *sk, bool create)
 	return bpf_sk_storage_get(&bbr3_storage, sk, 0, create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
 }
 
-BBR_INLINE struct bbr3_pp *bbr3_pp_state(struct sock *sk, bool create)
+BBR_INLINE struct bbr3_pp *bbr3_pp_state(struct sock *sk)
 {
-	return bpf_sk_storage_get(&bbr3_pp_storage, sk, 0, create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
+	u64 key = (u64)sk;
+
+	return bpf_map_lookup_elem(&bbr3_pp_flows, &key);
+}
+
+/* A new entry for the flow, replacing a dead socket's at the same address. */
+BBR_INLINE bool bbr3_pp_create(struct sock *sk)
+{
+	u64 key = (u64)sk;
+	u32 zero = 0;
+	struct bbr3_pp *z = bpf_map_lookup_elem(&bbr3_pp_zero, &zero);
+
+	return z && !bpf_map_update_elem(&bbr3_pp_flows, &key, z, BPF_ANY);
 }
 #else
 static struct bbr3 host_bbr3; /* the unit tests' one socket */
@@ -282,9 +321,15 @@ BBR_INLINE struct bbr3 *bbr3_state(struct sock *sk, bool create)
 	return &host_bbr3;
 }
 
-BBR_INLINE struct bbr3_pp *bbr3_pp_state(struct sock *sk, bool create)
+BBR_INLINE struct bbr3_pp *bbr3_pp_state(struct sock *sk)
 {
 	return &host_bbr3_pp;
+}
+
+BBR_INLINE bool bbr3_pp_create(struct sock *sk)
+{
+	memset(&host_bbr3_pp, 0, sizeof(host_bbr3_pp));
+	return true;
 }
 #endif
 
@@ -636,10 +681,11 @@ BBR_INLINE void bbr3_note_loss(struct tcp_sock *tp, struct bbr3 *s)
 	s->loss_in_cycle = 1;
 }
 
-/* The per-packet path: v3's skb_marked_lost on a stock kernel. A tracing program on the kernel's
+/* The per-packet path: v3's skb_marked_lost on a stock kernel. A kprobe on the kernel's
  * tcp_rate_skb_sent() records each skb's send state (bbr3_pp_sent), one on tcp_mark_skb_lost()
- * judges each lost skb with it (bbr3_pp_lost), and the next callback of the congestion control,
- * the same ACK's cong_control or an RTO's ssthresh, applies the decision (bbr3_pp_apply).
+ * judges each lost skb with it (bbr3_pp_lost), and the next callback of the congestion control
+ * that sees losses, the same ACK's cong_control or an RTO's ssthresh, applies the decision
+ * (bbr3_pp_apply).
  */
 
 /* The record whose range holds seq, found by bisection (records are in sequence order); *end is
@@ -669,7 +715,8 @@ BBR_INLINE struct bbr3_tx *bbr3_pp_find(struct bbr3_pp *pp, u32 seq, u32 *end)
 /* A transmit, before the kernel counts it in packets_out: v3 stamps the flight with this skb at
  * its first transmit (new data: seq == snd_nxt) and the loss count at every transmit.
  */
-BBR_INLINE void bbr3_pp_sent(struct bbr3_pp *pp, const struct tcp_sock *tp, u32 seq, u32 end_seq, u32 pcount)
+BBR_INLINE void bbr3_pp_sent(
+	struct bbr3_pp *pp, const struct bbr3_pp_sock *tp, u32 seq, u32 end_seq, u32 pcount)
 {
 	struct bbr3_tx *t;
 	u32 end;
@@ -677,7 +724,7 @@ BBR_INLINE void bbr3_pp_sent(struct bbr3_pp *pp, const struct tcp_sock *tp, u32 
 	if (seq == tp->snd_nxt) {
 		t = &pp->ring[pp->head & BBR3_TX_RING_MASK];
 		t->seq = seq;
-		t->in_flight = bbr_packets_in_flight(tp) + pcount;
+		t->in_flight = tp->in_flight + pcount;
 		t->lost = tp->lost;
 		pp->head++;
 		pp->end_seq = end_seq;
@@ -690,66 +737,77 @@ BBR_INLINE void bbr3_pp_sent(struct bbr3_pp *pp, const struct tcp_sock *tp, u32 
 
 /* A new loss mark, before the kernel counts it in tp->lost: v3's rule on this skb alone, with the
  * flight it was sent in and the losses since (this skb's own included). The first skb to cross
- * loss_thresh while probing sets the decision; later ones only count as marks after it. A part
- * of a split skb was sent with fewer packets after it: v3 lowers its in_flight by them.
+ * loss_thresh sets the decision, later ones only count as marks after it; whether the flow was
+ * probing (v3 judges only then) is the congestion control's to check when it applies it, and
+ * cannot change between the marks of one ACK. A part of a split skb was sent with fewer packets
+ * after it: v3 lowers its in_flight by them.
  */
-BBR_INLINE void bbr3_pp_lost(struct bbr3_pp *pp, struct bbr3 *s, const struct tcp_sock *tp, u32 seq,
-	u32 end_seq, u32 pcount, bool app_limited)
+BBR_INLINE void bbr3_pp_lost(
+	struct bbr3_pp *pp, const struct bbr3_pp_sock *tp, u32 seq, u32 end_seq, u32 pcount, bool app_limited)
 {
 	u32 end, in_flight, lost;
 	struct bbr3_tx *t = bbr3_pp_find(pp, seq, &end);
 
 	if (!t) {
 		pp->misses++;
-		s->pp_missed = 1;
+		pp->missed = 1;
 		return;
 	}
 	pp->decisions++;
-	if (s->pp_pending) {
-		s->pp_marks_after = 1;
+	if (pp->pending) {
+		pp->marks_after = 1;
 		return;
 	}
-	if (!s->bw_probe_samples)
-		return;
 	in_flight = t->in_flight;
-	if (end != end_seq) /* rare: a division only for a split skb */
-		in_flight -= bbr_min_u32(in_flight, (end - end_seq + tp->mss_cache - 1) / tp->mss_cache);
+	if (end != end_seq && tp->mss) /* rare: a division only for a split skb */
+		in_flight -= bbr_min_u32(in_flight, (end - end_seq + tp->mss - 1) / tp->mss);
 	lost = tp->lost + pcount - t->lost;
 	if (!bbr3_loss_too_high(in_flight, lost))
 		return;
-	s->pp_inflight_hi = bbr3_inflight_hi_from_lost(in_flight, lost, pcount);
-	s->pp_cwnd = tp->snd_cwnd;
-	s->pp_app_limited = app_limited;
-	s->pp_pending = 1;
+	pp->inflight_hi = bbr3_inflight_hi_from_lost(in_flight, lost, pcount);
+	pp->cwnd = tp->cwnd;
+	pp->app_limited = app_limited;
+	pp->pending = 1;
 }
 
-/* The pending decision, as v3 took it at the mark: the loss, the cut, and the marks after it. */
-BBR_INLINE void bbr3_pp_apply(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
+/* The pending decision, as v3 took it at the mark: the loss, the cut while probing, and the marks
+ * after it. False when there was nothing to cut: the caller notes the loss as for any ACK.
+ * *missed: some skb had no record, so the ACK-time path judges as well.
+ */
+BBR_INLINE bool bbr3_pp_apply(struct sock *sk, struct bbr_core *b, struct bbr3 *s, bool *missed)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbr3_pp *pp = bbr3_pp_state(sk);
+	bool cut;
 
-	if (!s->pp_pending)
-		return;
-	s->pp_pending = 0;
-	bbr3_note_loss(tp, s);
-	if (s->bw_probe_samples)
-		bbr3_handle_inflight_too_high(sk, b, s, s->pp_inflight_hi, s->pp_cwnd, s->pp_app_limited);
-	if (s->pp_marks_after)
+	*missed = !pp;
+	if (!pp)
+		return false;
+	*missed = pp->missed;
+	pp->missed = 0;
+	cut = pp->pending && s->bw_probe_samples;
+	pp->pending = 0;
+	if (cut) {
 		bbr3_note_loss(tp, s);
-	s->pp_marks_after = 0;
+		bbr3_handle_inflight_too_high(sk, b, s, pp->inflight_hi, pp->cwnd, pp->app_limited);
+		if (pp->marks_after)
+			bbr3_note_loss(tp, s);
+	}
+	pp->marks_after = 0;
+	return cut;
 }
 
 /* Approximation C of v3's per-skb loss hook, where the per-packet path does not run or missed an
  * skb: the ACK that reports new losses checks the flight.
  */
 BBR_INLINE void bbr3_on_losses(
-	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs)
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, bool judged)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 lost, tx_in_flight;
 
 	bbr3_note_loss(tp, s);
-	if (!s->bw_probe_samples || (s->pp_on && !s->pp_missed))
+	if (!s->bw_probe_samples || judged)
 		return; /* not a flight sent while probing, or judged per skb */
 	lost = bbr3_lost_in_round(tp, s);
 	tx_in_flight = rs->prior_in_flight;
@@ -771,10 +829,13 @@ BBR_INLINE void bbr3_on_rto(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 flight = tp->packets_out - tp->sacked_out, lost = bbr3_lost_in_round(tp, s);
 
+	bool missed = true;
+
 	if (!tp->lost_out)
 		return; /* nothing was marked */
-	bbr3_pp_apply(sk, b, s);
-	if (s->bw_probe_samples && (!s->pp_on || s->pp_missed) && bbr3_loss_too_high(flight, lost))
+	if (s->pp_on)
+		bbr3_pp_apply(sk, b, s, &missed);
+	if (s->bw_probe_samples && missed && bbr3_loss_too_high(flight, lost))
 		bbr3_handle_inflight_too_high(sk, b, s, bbr3_inflight_hi_from_lost(flight, lost, 1),
 			bbr_max_u32(bbr_out_cwnd(sk, b), b->prior_cwnd), tp->app_limited);
 	/* After the cut, whose new cycle starts clean: the marks are this round's and cycle's losses. */
@@ -1242,15 +1303,7 @@ BBR_INLINE void bbr3_state_init(struct sock *sk, struct bbr_core *b, struct bbr3
  */
 BBR_INLINE void bbr3_pp_init(struct sock *sk, struct bbr3 *s)
 {
-	struct bbr3_pp *pp;
-
-	if (!bbr3_pp_live)
-		return;
-	pp = bbr3_pp_state(sk, true);
-	if (!pp)
-		return; /* no memory: the ACK-time path */
-	pp->head = 0;
-	s->pp_on = 1;
+	s->pp_on = bbr3_pp_live && bbr3_pp_create(sk); /* a full table: the ACK-time path */
 }
 
 /* The substrate's reset (v3 shares its fields), v3's own state, then the request to pace. */
@@ -1277,6 +1330,7 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 	struct bbr_core *b = bbr_core_of(sk);
 	struct bbr3 *s = bbr3_state(sk, true);
 	u32 sample_bw = 0, lost;
+	bool missed = true;
 
 	if (!s)
 		return; /* no memory for the model: keep cwnd and pacing as they are */
@@ -1284,11 +1338,9 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 		bbr3_state_init(sk, b, s);
 
 	lost = bbr3_lost_in_round(tp, s);
-	if (s->pp_pending)
-		bbr3_pp_apply(sk, b, s);
-	else if (rs->losses > 0)
-		bbr3_on_losses(sk, b, s, rs);
-	s->pp_missed = 0;
+	/* The one lookup of the per-packet path, on the ACKs that marked skbs lost. */
+	if (rs->losses > 0 && !(s->pp_on && bbr3_pp_apply(sk, b, s, &missed)))
+		bbr3_on_losses(sk, b, s, rs, s->pp_on && !missed);
 
 	b->round_start = 0;
 	if (rs->interval_us > 0 && !bbr_after(b->next_rtt_delivered, rs->prior_delivered)) {
@@ -1335,10 +1387,12 @@ BBR_INLINE u32 bbr3_ssthresh(struct sock *sk)
 {
 	struct bbr_core *b = bbr_core_of(sk);
 	struct bbr3 *s = bbr3_state(sk, false);
+	bool missed;
 
 	bbr_save_cwnd(sk, b);
 	if (s) {
-		bbr3_pp_apply(sk, b, s); /* v3 took it at the mark, before this */
+		if (s->pp_on) /* v3 took it at the mark, before this */
+			bbr3_pp_apply(sk, b, s, &missed);
 		s->undo_bw_lo = s->bw_lo;
 		s->undo_inflight_lo = s->inflight_lo;
 		s->undo_inflight_hi = s->inflight_hi;
@@ -1423,7 +1477,7 @@ BBR_INLINE void bbr3_fill_flow(struct bbrkit_flow *f, struct sock *sk, const str
 		delivered ? (u16)((u64)s->last_round_ce * BBRKIT_PERMILLE / delivered) : 0;
 	f->variant[BBRKIT_VAR_V3_ECN_ALPHA] = s->ecn_alpha;
 	f->variant[BBRKIT_VAR_V3_PROBE_RTT_MIN] = s->probe_rtt_min_us;
-	pp = s->pp_on ? bbr3_pp_state(sk, false) : NULL;
+	pp = s->pp_on ? bbr3_pp_state(sk) : NULL;
 	f->variant[BBRKIT_VAR_V3_PP_DECISIONS] = pp ? pp->decisions : BBRKIT_VAR_NONE;
 	f->variant[BBRKIT_VAR_V3_PP_MISSES] = pp ? pp->misses : BBRKIT_VAR_NONE;
 }
@@ -1434,22 +1488,31 @@ BBR_INLINE void bbr3_fill_flow(struct bbrkit_flow *f, struct sock *sk, const str
 #define BBR3_TCPCB_SACKED_RETRANS 0x02
 #define BBR3_TCPCB_LOST 0x04
 
-/* Every transmit of every TCP socket on the host passes here: a flow without send-record storage
- * (not ours) costs one storage lookup, which finds the socket's storage list empty or without it.
- */
-SEC("fentry/tcp_rate_skb_sent")
-int BPF_PROG(bbr3_pp_on_sent, struct sock *sk, struct sk_buff *skb)
+/* The counts bbr3_pp_sent/lost read, with the kernel's tcp_packets_in_flight(). */
+BBR_INLINE void bbr3_pp_read_sock(struct bbr3_pp_sock *c, const struct tcp_sock *tp)
 {
-	struct bbr3_pp *pp = bbr3_pp_state(sk, false);
-	struct tcp_sock *tp;
+	c->snd_nxt = BPF_CORE_READ(tp, snd_nxt);
+	c->in_flight = BPF_CORE_READ(tp, packets_out) - BPF_CORE_READ(tp, sacked_out) -
+		BPF_CORE_READ(tp, lost_out) + BPF_CORE_READ(tp, retrans_out);
+	c->lost = BPF_CORE_READ(tp, lost);
+	c->cwnd = BPF_CORE_READ(tp, snd_cwnd);
+	c->mss = BPF_CORE_READ(tp, mss_cache);
+}
+
+/* Every transmit of every TCP socket on the host passes here: a socket that is not ours costs one
+ * hash lookup of its address.
+ */
+BBR_INLINE int bbr3_pp_on_sent(struct sock *sk, struct sk_buff *skb)
+{
+	u64 key = (u64)sk;
+	struct bbr3_pp *pp = bpf_map_lookup_elem(&bbr3_pp_flows, &key);
+	struct bbr3_pp_sock c;
 	struct tcp_skb_cb cb;
 
-	if (!pp)
+	if (!pp || bpf_probe_read_kernel(&cb, sizeof(cb), &skb->cb))
 		return 0;
-	tp = bpf_skc_to_tcp_sock(sk);
-	if (!tp || bpf_probe_read_kernel(&cb, sizeof(cb), skb->cb))
-		return 0;
-	bbr3_pp_sent(pp, tp, cb.seq, cb.end_seq, cb.tcp_gso_segs);
+	bbr3_pp_read_sock(&c, (const struct tcp_sock *)sk);
+	bbr3_pp_sent(pp, &c, cb.seq, cb.end_seq, cb.tcp_gso_segs);
 	return 0;
 }
 
@@ -1457,25 +1520,58 @@ int BPF_PROG(bbr3_pp_on_sent, struct sock *sk, struct sk_buff *skb)
  * unless its retransmit is the one lost) is judged, and, as in v3, not an skb whose rate sample
  * state was cleared.
  */
-SEC("fentry/tcp_mark_skb_lost")
-int BPF_PROG(bbr3_pp_on_lost, struct sock *sk, struct sk_buff *skb)
+BBR_INLINE int bbr3_pp_on_lost(struct sock *sk, struct sk_buff *skb)
 {
-	struct bbr3_pp *pp = bbr3_pp_state(sk, false);
-	struct tcp_sock *tp;
+	u64 key = (u64)sk;
+	struct bbr3_pp *pp = bpf_map_lookup_elem(&bbr3_pp_flows, &key);
+	struct bbr3_pp_sock c;
 	struct tcp_skb_cb cb;
-	struct bbr3 *s;
 
-	if (!pp)
-		return 0;
-	tp = bpf_skc_to_tcp_sock(sk);
-	s = bbr3_state(sk, false);
-	if (!tp || !s || bpf_probe_read_kernel(&cb, sizeof(cb), skb->cb))
+	if (!pp || bpf_probe_read_kernel(&cb, sizeof(cb), &skb->cb))
 		return 0;
 	if ((cb.sacked & BBR3_TCPCB_SACKED_ACKED) ||
 		((cb.sacked & BBR3_TCPCB_LOST) && !(cb.sacked & BBR3_TCPCB_SACKED_RETRANS)) ||
 		!cb.tx.delivered_mstamp)
 		return 0;
-	bbr3_pp_lost(pp, s, tp, cb.seq, cb.end_seq, cb.tcp_gso_segs, cb.tx.is_app_limited);
+	bbr3_pp_read_sock(&c, (const struct tcp_sock *)sk);
+	bbr3_pp_lost(pp, &c, cb.seq, cb.end_seq, cb.tcp_gso_segs, cb.tx.is_app_limited);
+	return 0;
+}
+
+/* The same two hooks as fentry programs (cheapest) and as kprobes, for kernels that refuse one
+ * (bbrctl tries fentry first).
+ */
+SEC("fentry/tcp_rate_skb_sent")
+int BPF_PROG(bbr3_pp_fentry_sent, struct sock *sk, struct sk_buff *skb)
+{
+	return bbr3_pp_on_sent(sk, skb);
+}
+
+SEC("fentry/tcp_mark_skb_lost")
+int BPF_PROG(bbr3_pp_fentry_lost, struct sock *sk, struct sk_buff *skb)
+{
+	return bbr3_pp_on_lost(sk, skb);
+}
+
+SEC("kprobe/tcp_rate_skb_sent")
+int BPF_KPROBE(bbr3_pp_kprobe_sent, struct sock *sk, struct sk_buff *skb)
+{
+	return bbr3_pp_on_sent(sk, skb);
+}
+
+SEC("kprobe/tcp_mark_skb_lost")
+int BPF_KPROBE(bbr3_pp_kprobe_lost, struct sock *sk, struct sk_buff *skb)
+{
+	return bbr3_pp_on_lost(sk, skb);
+}
+
+/* The socket's entry goes with it. */
+SEC("tp_btf/tcp_destroy_sock")
+int BPF_PROG(bbr3_pp_destroy, struct sock *sk)
+{
+	u64 key = (u64)sk;
+
+	bpf_map_delete_elem(&bbr3_pp_flows, &key);
 	return 0;
 }
 #endif

@@ -294,8 +294,11 @@ struct bbr3_params {
 #define BBRKIT_PIN_FLOWS "flows"   /* sk_storage map iterator link: one record per live flow */
 /* iter/tcp link, where the kernel refuses map iterators: read it inside each network namespace. */
 #define BBRKIT_PIN_FLOWS_TCP "flows-tcp"
-/* bbr2/bbr3's per-packet loss path: fentry links on the kernel's transmit and loss-marking hooks. */
+/* bbr2/bbr3's per-packet loss path: kprobe links on the kernel's transmit and loss marking, and a
+ * tracepoint link on socket destruction.
+ */
 #define BBRKIT_PIN_PP_SENT "pp-sent"
 #define BBRKIT_PIN_PP_LOST "pp-lost"
+#define BBRKIT_PIN_PP_DESTROY "pp-destroy"
 
 #endif /* BBRKIT_H */

@@ -157,15 +157,23 @@ void describe_load_failure(int err, const char *prog, const char *sec, char *buf
 int load_flows_iterator(const struct algo *a, struct bpf_object *main, const struct bbrkit_features *have,
 	struct flows_iter *out);
 void flows_iter_release(struct flows_iter *it);
-/* bbr2/bbr3's per-packet loss path: the tracing programs, loaded beside main and sharing its maps. */
+/* bbr2/bbr3's per-packet loss path: its programs (kprobes on the kernel's transmit and loss marking,
+ * a tracepoint on socket destruction), loaded beside main and sharing its maps.
+ */
+#define PP_PROGS 3
 struct pp_links {
 	struct bpf_object *obj;
-	struct bpf_link *sent, *lost; /* NULL when the path does not run */
+	struct bpf_link *link[PP_PROGS]; /* NULL when the path does not run */
 };
-/* Loads and attaches them, then tells main's flows to use them; a refusal is a one-line warning. */
+/* Their program names (the hooks' after the mechanism's prefix) and pin names, in link[] order. */
+extern const char *const pp_progs[PP_PROGS];
+extern const char *const pp_pins[PP_PROGS];
+/* Loads and attaches them, then tells main's new flows to use them; a refusal is a one-line warning. */
 int load_per_packet(const struct algo *a, struct bpf_object *main, struct pp_links *out);
 void pp_links_release(struct pp_links *pp);
-/* Loads a's tracing programs on their own (nothing attached): 0 or -errno, with why. */
+/* Loads a's per-packet programs on their own (nothing attached), fentry or else kprobe: 0 with the
+ * mechanism in why, or -errno with why not.
+ */
 int probe_per_packet_load(const struct algo *a, char *why, size_t size);
 /* load.c: one load of an algorithm's object, shared by attach and upgrade. */
 struct bpf_map;

@@ -130,7 +130,7 @@ static int probe_sk_storage(struct btf *btf, char *note, size_t size)
 	return probe_cc_load(algo_at(0), true);
 }
 
-/* The per-packet loss path's tracing programs load (their attach points verified), attached to nothing. */
+/* The per-packet loss path's programs load, attached to nothing; the functions they probe exist. */
 static int probe_per_packet(struct btf *btf, char *note, size_t size)
 {
 	const struct algo *a = algo_find("bbr3");
@@ -144,10 +144,7 @@ static int probe_per_packet(struct btf *btf, char *note, size_t size)
 	}
 	if (!a)
 		return -ENOENT;
-	err = probe_per_packet_load(a, note, size);
-	if (!err)
-		snprintf(note, size, "fentry on tcp_rate_skb_sent and tcp_mark_skb_lost load");
-	return err;
+	return probe_per_packet_load(a, note, size);
 }
 
 static int probe_bpffs(struct btf *btf, char *note, size_t size)

@@ -153,7 +153,8 @@ struct attachment attachment_of(const struct algo *a)
 	return (struct attachment){
 		.params = pinned(a, BBRKIT_PIN_PARAMS),
 		.trace = pinned(a, BBRKIT_PIN_EVENTS) && pinned(a, BBRKIT_PIN_CTL),
-		.per_packet = pinned(a, BBRKIT_PIN_PP_SENT) && pinned(a, BBRKIT_PIN_PP_LOST),
+		.per_packet = pinned(a, BBRKIT_PIN_PP_SENT) && pinned(a, BBRKIT_PIN_PP_LOST) &&
+			pinned(a, BBRKIT_PIN_PP_DESTROY),
 		.flows = pinned(a, BBRKIT_PIN_FLOWS)	  ? "map-iterator"
 			: pinned(a, BBRKIT_PIN_FLOWS_TCP) ? "iter-tcp"
 							  : NULL,

@@ -74,6 +74,16 @@ static u32 pkt_in_flight(void)
 	return bbr_packets_in_flight(&sim_tp);
 }
 
+/* What the kprobes copy from the socket. */
+static struct bbr3_pp_sock pkt_sock(void)
+{
+	return (struct bbr3_pp_sock){ .snd_nxt = sim_tp.snd_nxt,
+		.in_flight = pkt_in_flight(),
+		.lost = sim_tp.lost,
+		.cwnd = sim_tp.snd_cwnd,
+		.mss = SIM_MSS };
+}
+
 /* v3's rule on one lost skb, from the sender's own per-packet state: is it too high, and where
  * did the loss rate cross the threshold (bbr_inflight_hi_from_lost_skb, one packet)?
  */
@@ -111,8 +121,10 @@ static void pkt_mark(u32 i, bool *ref_done, u32 *ref_hi)
 	struct bbr3 *s = &host_bbr3;
 	u32 hi;
 
+	struct bbr3_pp_sock c = pkt_sock();
+
 	if (s->pp_on)
-		bbr3_pp_lost(&host_bbr3_pp, s, &sim_tp, i * SIM_MSS, (i + 1) * SIM_MSS, 1, false);
+		bbr3_pp_lost(&host_bbr3_pp, &c, i * SIM_MSS, (i + 1) * SIM_MSS, 1, false);
 	if (!*ref_done && s->bw_probe_samples && ref_too_high(p, sim_tp.lost + 1, &hi)) {
 		*ref_done = true;
 		*ref_hi = hi;
@@ -141,7 +153,7 @@ static void pkt_judge(bool ref, u32 ref_hi, u32 losses, u32 prior_in_flight, boo
 		return;
 	}
 	if (s->pp_on) {
-		pkt_score(ref, ref_hi, s->pp_pending, s->pp_inflight_hi);
+		pkt_score(ref, ref_hi, host_bbr3_pp.pending, host_bbr3_pp.inflight_hi);
 		return;
 	}
 	got = bbr3_loss_too_high(flight, lost);
@@ -154,9 +166,12 @@ static void pkt_send(u32 i, bool rexmit)
 	u32 rate = pkt_p.step_at_us && pkt_now >= pkt_p.step_at_us ? pkt_p.step_rate_x1000 : pkt_p.rate_x1000;
 	u64 svc = 1000000 / rate, depart;
 
+	struct bbr3_pp_sock c;
+
 	sim_tp.snd_nxt = pkt_nxt * SIM_MSS;
+	c = pkt_sock();
 	if (host_bbr3.pp_on)
-		bbr3_pp_sent(&host_bbr3_pp, &sim_tp, i * SIM_MSS, (i + 1) * SIM_MSS, 1);
+		bbr3_pp_sent(&host_bbr3_pp, &c, i * SIM_MSS, (i + 1) * SIM_MSS, 1);
 	if (!rexmit)
 		p->in_flight = pkt_in_flight() + 1;
 	p->lost = sim_tp.lost;
@@ -298,7 +313,6 @@ static struct pkt_stats pkt_run(const struct pkt_path *p, bool pp, u64 us)
 	pkt_rng = p->seed;
 	pkt_una = pkt_nxt = pkt_qhead = pkt_qtail = pkt_ups = 0;
 	pkt_hole_from = p->blackhole_in_up ? 0 : p->blackhole_at_us;
-	memset(&host_bbr3_pp, 0, sizeof(host_bbr3_pp));
 	bbr3_pp_live = pp;
 	params = defaults;
 	check_setup();
