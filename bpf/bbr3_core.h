@@ -30,29 +30,33 @@
  * bw_lo, kept current by bbr3_set_bw()), so the substrate's helpers that read the estimate use v3's.
  * BBRv1's state machine (bbr_core.h) is not included.
  *
- * State beyond the 104 bytes: struct bbr3 (104 bytes) lives in BPF_MAP_TYPE_SK_STORAGE, looked up
+ * State beyond the 104 bytes: struct bbr3 (108 bytes) lives in BPF_MAP_TYPE_SK_STORAGE, looked up
  * once per ACK (bbr3_main) and passed down. Packing does not work: the core fields v3 shares take
- * ~56 bytes, leaving 48 (the v1-only max filter, long-term sampling and ext) for a model of 92
+ * ~56 bytes, leaving 48 (the v1-only max filter, long-term sampling and ext) for a model of 96
  * (plus 12 bytes of telemetry counts), and narrowing bandwidths or inflights to 16 bits would
  * change the algorithm. The storage is created at init and, should that fail, on a later ACK;
  * until it exists the flow keeps its cwnd and pacing rate.
  *
  * Signals a stock kernel does not give a congestion control, and what stands in for them:
- * A. rs->tx_in_flight (the flight when the ACKed packet was sent) -> rs->prior_in_flight (the
- *    flight when the ACK arrived). Differs while the flight grows or shrinks within a round: in UP
- *    the stand-in is larger by the packets sent since, so inflight_hi is set a little higher; in
- *    recovery the flight shrinks (cwnd cut, lost packets leave it), so the stand-in is lower and an
- *    inflight_hi set from it is lower too. After an RTO it would be ~1: see F.
- * B. rs->lost (packets lost since the ACKed packet was sent) -> tp->lost minus its value when the
- *    current loss round began (bbr3_lost_in_round()). Differs early in a round: losses of the previous
- *    round's tail are not counted, so a loss cut may come up to one round later.
- * C. skb_marked_lost (a hook per lost skb, with that skb's tx_in_flight and tx.lost) -> the first
- *    ACK that reports new losses (rs->losses > 0) runs the same check with A and B; the flight at
- *    which the loss rate crossed the threshold is solved with pcount = rs->losses. Differs when one
- *    ACK marks several skbs: they are taken as one, so inflight_hi may be a few packets higher.
- * D. rs->is_ece -> rs->delivered_ce > 0 (this ACK newly acknowledged CE-marked data); ECN
- *    eligibility: the `ecn` parameter, ECN negotiated (TCP_ECN_OK) and min_rtt <= ecn_max_rtt_us,
- *    since the kernel's per-route "shallow-threshold ECN" flag (TCP_ECN_LOW) does not exist here.
+ * C. skb_marked_lost (a hook per lost skb, with that skb's tx.in_flight and tx.lost): the
+ *    per-packet path (bbr3_pp_*, below), programs on the kernel's tcp_rate_skb_sent() and
+ *    tcp_mark_skb_lost() that bbrctl attaches as fentry or kprobes, judges each lost skb as v3 does
+ *    and leaves the decision for the next callback that sees losses. Where the kernel refuses both
+ *    (bbrctl warns once; records then carry no pp_decisions), or for an skb sent beyond its 512
+ *    records, the ACK that reports new losses (rs->losses > 0) judges them as one, with A and B, the
+ *    crossing solved with pcount = rs->losses: not v3's decisions (tests/unit/test_bbr3_pp.c).
+ * A. rs->tx_in_flight (the flight when the ACKed packet was sent), read by the per-ACK checks
+ *    (adapt_upper_bounds, STARTUP's loss exit) and C's fallback -> rs->prior_in_flight (the flight
+ *    when the ACK arrived). Larger while UP grows the flight, smaller in recovery (cwnd cut, lost
+ *    packets leave it).
+ * B. rs->lost (packets lost since the ACKed packet was sent), read by the same and by
+ *    loss_in_cycle -> tp->lost minus its value when the current loss round began
+ *    (bbr3_lost_in_round()). Differs early in a round: losses of the previous round's tail are not
+ *    counted.
+ * D. rs->is_ece (this ACK's ECE) -> this ACK's rise of tp->delivered_ce, which the kernel raises by
+ *    the ACK's delivered packets exactly when it carries ECE; ECN eligibility: the `ecn` parameter,
+ *    ECN negotiated (TCP_ECN_OK) and min_rtt <= ecn_max_rtt_us, since the kernel's per-route
+ *    "shallow-threshold ECN" flag (TCP_ECN_LOW) does not exist here.
  * E. Not done: the TLP-repaired-loss event, rs->is_acking_tlp_retrans_seq, PLB, fast_ack_mode,
  *    v3's app-limited fast path (a CPU saving: the full model runs every ACK), and
  *    - the min_rtt-based TSO allowance: 64 KB halved per 512 us of min_rtt, so under one MSS from
@@ -64,9 +68,10 @@
  *      bpf_tcp_send_ack), not implemented here; with classic RFC 3168 feedback the receiver sets ECE
  *      on every ACK from a CE mark until the sender's CWR, so delivered_ce, and the CE fraction that
  *      ecn_thresh and ecn_alpha read, is overstated.
- * F. RTO marks: judged in set_state(TCP_CA_Loss), with the flight outstanding at the RTO
- *    (packets_out - sacked_out) and the cwnd saved by ssthresh, as the last marked skb; v3 judges
- *    each skb with its own send-time flight. B's base is then moved past them.
+ * F. RTO marks: on the per-packet path each marked skb is judged with its own record, the decision
+ *    applied in ssthresh (tcp_enter_loss() marks, then calls it). Otherwise they are judged in
+ *    set_state(TCP_CA_Loss), with the flight outstanding at the RTO (packets_out - sacked_out) and
+ *    the cwnd saved by ssthresh, as the last marked skb. B's base is then moved past them.
  * Where the shared substrate deviates from v3: the ACK-aggregation window is 5-10 rounds also in
  * STARTUP (v3: 1-2 rounds); time stamps are 1024 us ticks, as in BBRv1.
  *
