@@ -1504,20 +1504,30 @@ BBR_INLINE void bbr3_pp_read_sock(struct bbr3_pp_sock *c, const struct tcp_sock 
 	c->mss = BPF_CORE_READ(tp, mss_cache);
 }
 
-/* Every transmit of every TCP socket on the host passes here: a socket that is not ours costs one
- * hash lookup of its address.
+/* The flow's entry, with the skb's control block and the socket's counts; NULL for a socket that is
+ * not ours. Every transmit of every TCP socket on the host comes here: such a socket costs one hash
+ * lookup of its address.
  */
-BBR_INLINE int bbr3_pp_on_sent(struct sock *sk, struct sk_buff *skb)
+BBR_INLINE struct bbr3_pp *bbr3_pp_hook(
+	struct sock *sk, struct sk_buff *skb, struct tcp_skb_cb *cb, struct bbr3_pp_sock *c)
 {
 	u64 key = (u64)sk;
 	struct bbr3_pp *pp = bpf_map_lookup_elem(&bbr3_pp_flows, &key);
-	struct bbr3_pp_sock c;
-	struct tcp_skb_cb cb;
 
-	if (!pp || bpf_probe_read_kernel(&cb, sizeof(cb), &skb->cb))
-		return 0;
-	bbr3_pp_read_sock(&c, (const struct tcp_sock *)sk);
-	bbr3_pp_sent(pp, &c, cb.seq, cb.end_seq, cb.tcp_gso_segs);
+	if (!pp || bpf_probe_read_kernel(cb, sizeof(*cb), &skb->cb))
+		return NULL;
+	bbr3_pp_read_sock(c, (const struct tcp_sock *)sk);
+	return pp;
+}
+
+BBR_INLINE int bbr3_pp_on_sent(struct sock *sk, struct sk_buff *skb)
+{
+	struct tcp_skb_cb cb;
+	struct bbr3_pp_sock c;
+	struct bbr3_pp *pp = bbr3_pp_hook(sk, skb, &cb, &c);
+
+	if (pp)
+		bbr3_pp_sent(pp, &c, cb.seq, cb.end_seq, cb.tcp_gso_segs);
 	return 0;
 }
 
@@ -1527,48 +1537,35 @@ BBR_INLINE int bbr3_pp_on_sent(struct sock *sk, struct sk_buff *skb)
  */
 BBR_INLINE int bbr3_pp_on_lost(struct sock *sk, struct sk_buff *skb)
 {
-	u64 key = (u64)sk;
-	struct bbr3_pp *pp = bpf_map_lookup_elem(&bbr3_pp_flows, &key);
-	struct bbr3_pp_sock c;
 	struct tcp_skb_cb cb;
+	struct bbr3_pp_sock c;
+	struct bbr3_pp *pp = bbr3_pp_hook(sk, skb, &cb, &c);
 
-	if (!pp || bpf_probe_read_kernel(&cb, sizeof(cb), &skb->cb))
-		return 0;
-	if ((cb.sacked & BBR3_TCPCB_SACKED_ACKED) ||
+	if (!pp || (cb.sacked & BBR3_TCPCB_SACKED_ACKED) ||
 		((cb.sacked & BBR3_TCPCB_LOST) && !(cb.sacked & BBR3_TCPCB_SACKED_RETRANS)) ||
 		!cb.tx.delivered_mstamp)
 		return 0;
-	bbr3_pp_read_sock(&c, (const struct tcp_sock *)sk);
 	bbr3_pp_lost(pp, &c, cb.seq, cb.end_seq, cb.tcp_gso_segs, cb.tx.is_app_limited);
 	return 0;
 }
 
-/* The same two hooks as fentry programs (cheapest) and as kprobes, for kernels that refuse one
- * (bbrctl tries fentry first).
+/* Each hook as an fentry program (cheapest) and as a kprobe, for kernels that refuse fentry (bbrctl
+ * tries fentry first).
  */
-SEC("fentry/tcp_rate_skb_sent")
-int BPF_PROG(bbr3_pp_fentry_sent, struct sock *sk, struct sk_buff *skb)
-{
-	return bbr3_pp_on_sent(sk, skb);
-}
+#define BBR3_PP_HOOK(kernel_fn, hook) \
+	SEC("fentry/" #kernel_fn) \
+	int BPF_PROG(bbr3_pp_fentry_##hook, struct sock *sk, struct sk_buff *skb) \
+	{ \
+		return bbr3_pp_on_##hook(sk, skb); \
+	} \
+	SEC("kprobe/" #kernel_fn) \
+	int BPF_KPROBE(bbr3_pp_kprobe_##hook, struct sock *sk, struct sk_buff *skb) \
+	{ \
+		return bbr3_pp_on_##hook(sk, skb); \
+	}
 
-SEC("fentry/tcp_mark_skb_lost")
-int BPF_PROG(bbr3_pp_fentry_lost, struct sock *sk, struct sk_buff *skb)
-{
-	return bbr3_pp_on_lost(sk, skb);
-}
-
-SEC("kprobe/tcp_rate_skb_sent")
-int BPF_KPROBE(bbr3_pp_kprobe_sent, struct sock *sk, struct sk_buff *skb)
-{
-	return bbr3_pp_on_sent(sk, skb);
-}
-
-SEC("kprobe/tcp_mark_skb_lost")
-int BPF_KPROBE(bbr3_pp_kprobe_lost, struct sock *sk, struct sk_buff *skb)
-{
-	return bbr3_pp_on_lost(sk, skb);
-}
+BBR3_PP_HOOK(tcp_rate_skb_sent, sent)
+BBR3_PP_HOOK(tcp_mark_skb_lost, lost)
 
 /* The socket's entry goes with it. */
 SEC("tp_btf/tcp_destroy_sock")

@@ -37,28 +37,27 @@ static u32 compare(const char *what, struct pkt_path p)
 	return ack.differ + ack.extra;
 }
 
-TEST(per_packet_path_decides_as_v3_at_0_1_percent_loss)
+static u32 random_loss(const char *what, u32 ppm)
 {
 	struct pkt_path p = deep;
 
-	p.loss_ppm = 1000;
-	compare("0.1% random loss", p);
+	p.loss_ppm = ppm;
+	return compare(what, p);
+}
+
+TEST(per_packet_path_decides_as_v3_at_0_1_percent_loss)
+{
+	random_loss("0.1% random loss", 1000);
 }
 
 TEST(per_packet_path_decides_as_v3_at_1_percent_loss)
 {
-	struct pkt_path p = deep;
-
-	p.loss_ppm = 10000;
-	CHECK(compare("1% random loss", p) > 0);
+	CHECK(random_loss("1% random loss", 10000) > 0);
 }
 
 TEST(per_packet_path_decides_as_v3_at_5_percent_loss)
 {
-	struct pkt_path p = deep;
-
-	p.loss_ppm = 50000;
-	CHECK(compare("5% random loss", p) > 0);
+	CHECK(random_loss("5% random loss", 50000) > 0);
 }
 
 TEST(per_packet_path_decides_as_v3_with_a_shallow_buffer)
