@@ -142,7 +142,7 @@ struct flows_iter {
 	struct bpf_link *link;
 	const char *pin; /* BBRKIT_PIN_FLOWS or BBRKIT_PIN_FLOWS_TCP; NULL when unavailable */
 };
-/* BBRCTL_DISABLE=trace,storage,map-iter,tcp-iter makes attach act as if the kernel lacked them;
+/* BBRCTL_DISABLE=trace,storage,map-iter,tcp-iter,per-packet makes attach act as if the kernel lacked them;
  * link-update does the same for upgrade.
  */
 bool feature_disabled(const char *key);
