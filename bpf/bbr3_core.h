@@ -248,6 +248,7 @@ struct bbr3_pp {
 	u8 app_limited;	 /* that skb was sent app-limited */
 	u8 marks_after;	 /* skbs were marked lost after it */
 	u8 missed;	 /* a lost skb had no record: the ACK-time path judges this ACK's losses */
+	u32 marked;	 /* packets the loss hook saw marked since the last ACK that reported losses */
 	struct bbr3_tx ring[BBR3_TX_RING];
 };
 
@@ -747,12 +748,16 @@ BBR_INLINE void bbr3_pp_sent(
  * cannot change between the marks of one ACK. A part of a split skb was sent with fewer packets
  * after it: v3 lowers its in_flight by them.
  */
-BBR_INLINE void bbr3_pp_lost(
-	struct bbr3_pp *pp, const struct bbr3_pp_sock *tp, u32 seq, u32 end_seq, u32 pcount, bool app_limited)
+BBR_INLINE void bbr3_pp_lost(struct bbr3_pp *pp, const struct bbr3_pp_sock *tp, u32 seq, u32 end_seq,
+	u32 pcount, bool app_limited, bool judged)
 {
 	u32 end, in_flight, lost;
-	struct bbr3_tx *t = bbr3_pp_find(pp, seq, &end);
+	struct bbr3_tx *t;
 
+	pp->marked += pcount;
+	if (!judged)
+		return; /* as v3: an skb whose rate sample state was cleared */
+	t = bbr3_pp_find(pp, seq, &end);
 	if (!t) {
 		pp->misses++;
 		pp->missed = 1;
@@ -777,9 +782,11 @@ BBR_INLINE void bbr3_pp_lost(
 
 /* The pending decision, as v3 took it at the mark: the loss, the cut while probing, and the marks
  * after it. False when there was nothing to cut: the caller notes the loss as for any ACK.
- * *missed: some skb had no record, so the ACK-time path judges as well.
+ * *missed: some lost skb was not judged per packet (no record, or the hook saw fewer packets than
+ * `losses`, the ACK's count: the hooks were detached), so the ACK-time path judges as well. With
+ * losses 0 (ssthresh, amid the ACK's callbacks) the counts are left for the ACK.
  */
-BBR_INLINE bool bbr3_pp_apply(struct sock *sk, struct bbr_core *b, struct bbr3 *s, bool *missed)
+BBR_INLINE bool bbr3_pp_apply(struct sock *sk, struct bbr_core *b, struct bbr3 *s, u32 losses, bool *missed)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbr3_pp *pp = bbr3_pp_state(sk);
@@ -788,8 +795,11 @@ BBR_INLINE bool bbr3_pp_apply(struct sock *sk, struct bbr_core *b, struct bbr3 *
 	*missed = !pp;
 	if (!pp)
 		return false;
-	*missed = pp->missed;
-	pp->missed = 0;
+	*missed = pp->missed || pp->marked < losses;
+	if (losses) {
+		pp->missed = 0;
+		pp->marked = 0;
+	}
 	cut = pp->pending && s->bw_probe_samples;
 	pp->pending = 0;
 	if (cut) {
@@ -839,7 +849,7 @@ BBR_INLINE void bbr3_on_rto(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
 	if (!tp->lost_out)
 		return; /* nothing was marked */
 	if (s->pp_on)
-		bbr3_pp_apply(sk, b, s, &missed);
+		bbr3_pp_apply(sk, b, s, 1, &missed);
 	if (s->bw_probe_samples && missed && bbr3_loss_too_high(flight, lost))
 		bbr3_handle_inflight_too_high(sk, b, s, bbr3_inflight_hi_from_lost(flight, lost, 1),
 			bbr_max_u32(bbr_out_cwnd(sk, b), b->prior_cwnd), tp->app_limited);
@@ -1344,7 +1354,7 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 
 	lost = bbr3_lost_in_round(tp, s);
 	/* The one lookup of the per-packet path, on the ACKs that marked skbs lost. */
-	if (rs->losses > 0 && !(s->pp_on && bbr3_pp_apply(sk, b, s, &missed)))
+	if (rs->losses > 0 && !(s->pp_on && bbr3_pp_apply(sk, b, s, (u32)rs->losses, &missed)))
 		bbr3_on_losses(sk, b, s, rs, s->pp_on && !missed);
 
 	b->round_start = 0;
@@ -1397,7 +1407,7 @@ BBR_INLINE u32 bbr3_ssthresh(struct sock *sk)
 	bbr_save_cwnd(sk, b);
 	if (s) {
 		if (s->pp_on) /* v3 took it at the mark, before this */
-			bbr3_pp_apply(sk, b, s, &missed);
+			bbr3_pp_apply(sk, b, s, 0, &missed);
 		s->undo_bw_lo = s->bw_lo;
 		s->undo_inflight_lo = s->inflight_lo;
 		s->undo_inflight_hi = s->inflight_hi;
@@ -1532,8 +1542,7 @@ BBR_INLINE int bbr3_pp_on_sent(struct sock *sk, struct sk_buff *skb)
 }
 
 /* Runs at the start of tcp_mark_skb_lost(): only a new loss event (not SACKed; not marked before,
- * unless its retransmit is the one lost) is judged, and, as in v3, not an skb whose rate sample
- * state was cleared.
+ * unless its retransmit is the one lost) counts, as it does in tp->lost.
  */
 BBR_INLINE int bbr3_pp_on_lost(struct sock *sk, struct sk_buff *skb)
 {
@@ -1542,10 +1551,10 @@ BBR_INLINE int bbr3_pp_on_lost(struct sock *sk, struct sk_buff *skb)
 	struct bbr3_pp *pp = bbr3_pp_hook(sk, skb, &cb, &c);
 
 	if (!pp || (cb.sacked & BBR3_TCPCB_SACKED_ACKED) ||
-		((cb.sacked & BBR3_TCPCB_LOST) && !(cb.sacked & BBR3_TCPCB_SACKED_RETRANS)) ||
-		!cb.tx.delivered_mstamp)
+		((cb.sacked & BBR3_TCPCB_LOST) && !(cb.sacked & BBR3_TCPCB_SACKED_RETRANS)))
 		return 0;
-	bbr3_pp_lost(pp, &c, cb.seq, cb.end_seq, cb.tcp_gso_segs, cb.tx.is_app_limited);
+	bbr3_pp_lost(pp, &c, cb.seq, cb.end_seq, cb.tcp_gso_segs, cb.tx.is_app_limited,
+		cb.tx.delivered_mstamp != 0);
 	return 0;
 }
 

@@ -124,7 +124,7 @@ static void pkt_mark(u32 i, bool *ref_done, u32 *ref_hi)
 	struct bbr3_pp_sock c = pkt_sock();
 
 	if (s->pp_on)
-		bbr3_pp_lost(&host_bbr3_pp, &c, i * SIM_MSS, (i + 1) * SIM_MSS, 1, false);
+		bbr3_pp_lost(&host_bbr3_pp, &c, i * SIM_MSS, (i + 1) * SIM_MSS, 1, false, true);
 	if (!*ref_done && s->bw_probe_samples && ref_too_high(p, sim_tp.lost + 1, &hi)) {
 		*ref_done = true;
 		*ref_hi = hi;

@@ -538,3 +538,19 @@ TEST(ecn_in_round_is_this_acks_ce_only)
 	CHECK(!st()->loss_round_start);
 	CHECK(st()->ecn_in_round);
 }
+
+/* The per-packet path's hooks gone (detached, or the kernel never called them) while a flow runs on
+ * it: an ACK that reports losses the loss hook did not see is judged the ACK-time way, so a probe
+ * that lost too much still ends.
+ */
+TEST(losses_the_hook_did_not_see_are_judged_at_ack_time)
+{
+	bbr3_pp_live = 1;
+	check_setup();
+	bbr3_pp_live = 0;
+	CHECK(st()->pp_on);
+	to_up();
+	ack(100, 5, false);
+	CHECK_EQ(phase(), BBRKIT_V3_DOWN);
+	CHECK(st()->prev_probe_too_high);
+}
