@@ -540,8 +540,9 @@ TEST(ecn_in_round_is_this_acks_ce_only)
 }
 
 /* The per-packet path's hooks gone (detached, or the kernel never called them) while a flow runs on
- * it: an ACK that reports losses the loss hook did not see is judged the ACK-time way, so a probe
- * that lost too much still ends.
+ * it: an ACK that reports losses the loss hook did not see is judged the ACK-time way (C: inflight_hi
+ * where the loss crossed 2%, 97 as in up_ends_on_loss_and_sets_inflight_hi), not left to the per-ACK
+ * check alone (which would keep the flight, 100).
  */
 TEST(losses_the_hook_did_not_see_are_judged_at_ack_time)
 {
@@ -552,5 +553,5 @@ TEST(losses_the_hook_did_not_see_are_judged_at_ack_time)
 	to_up();
 	ack(100, 5, false);
 	CHECK_EQ(phase(), BBRKIT_V3_DOWN);
-	CHECK(st()->prev_probe_too_high);
+	CHECK_EQ(st()->inflight_hi, 97);
 }
