@@ -45,14 +45,14 @@
  *    (bbrctl warns once; records then carry no pp_decisions), or for an skb sent beyond its 512
  *    records, the ACK that reports new losses (rs->losses > 0) judges them as one, with A and B, the
  *    crossing solved with pcount = rs->losses: not v3's decisions (tests/unit/test_bbr3_pp.c).
- * A. rs->tx_in_flight (the flight when the ACKed packet was sent), read by the per-ACK checks
- *    (adapt_upper_bounds, STARTUP's loss exit) and C's fallback -> rs->prior_in_flight (the flight
- *    when the ACK arrived). Larger while UP grows the flight, smaller in recovery (cwnd cut, lost
- *    packets leave it).
+  * A. rs->tx_in_flight (the flight when the ACKed packet was sent), read by the per-ACK checks
+ *    (adapt_upper_bounds, STARTUP's loss exit) and C's fallback -> in a loss round on the per-packet
+ *    path, the ACKed skb's record (bbr3_pp_acked); otherwise rs->prior_in_flight (the flight when
+ *    the ACK arrived). Larger while UP grows the flight, smaller in recovery (cwnd cut, lost packets
+ *    leave it); outside loss rounds it only decides whether a larger flight raises inflight_hi.
  * B. rs->lost (packets lost since the ACKed packet was sent), read by the same and by
- *    loss_in_cycle -> tp->lost minus its value when the current loss round began
- *    (bbr3_lost_in_round()). Differs early in a round: losses of the previous round's tail are not
- *    counted.
+ *    loss_in_cycle -> the per-packet path's record; otherwise tp->lost minus its value when the
+ *    current loss round began (bbr3_lost_in_round()), which leaves out the previous round's tail.
  * D. rs->is_ece (this ACK's ECE) -> this ACK's rise of tp->delivered_ce, which the kernel raises by
  *    the ACK's delivered packets exactly when it carries ECE; ECN eligibility: the `ecn` parameter,
  *    ECN negotiated (TCP_ECN_OK) and min_rtt <= ecn_max_rtt_us, since the kernel's per-route
@@ -255,6 +255,12 @@ struct bbr3_pp {
 /* The socket's counts the per-packet path reads, copied by the kprobes (they may not dereference
  * kernel pointers) or, on the host, from the test's socket.
  */
+/* The ACKed skb's send state as this ACK's checks read it: v3's rs->tx_in_flight and rs->lost. */
+struct bbr3_acked {
+	u32 tx_in_flight;
+	u32 lost;
+};
+
 struct bbr3_pp_sock {
 	u32 snd_nxt;
 	u32 in_flight; /* tcp_packets_in_flight() */
@@ -812,6 +818,27 @@ BBR_INLINE bool bbr3_pp_apply(struct sock *sk, struct bbr_core *b, struct bbr3 *
 	return cut;
 }
 
+/* The ACKed skb's record (the rate sample's skb ends at rs->last_end_seq): its flight at send, less
+ * the packets after it for a split skb, and the losses since its last transmit.
+ */
+BBR_INLINE void bbr3_pp_acked(struct sock *sk, const struct rate_sample *rs, struct bbr3_acked *acked)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbr3_pp *pp = bbr3_pp_state(sk);
+	struct bbr3_tx *t;
+	u32 end, in_flight;
+
+	t = pp ? bbr3_pp_find(pp, rs->last_end_seq - 1, &end) : NULL;
+	if (!t)
+		return; /* A and B stand */
+	in_flight = t->in_flight;
+	if (end != rs->last_end_seq && tp->mss_cache) /* rare: a division only for a split skb */
+		in_flight -=
+			bbr_min_u32(in_flight, (end - rs->last_end_seq + tp->mss_cache - 1) / tp->mss_cache);
+	acked->tx_in_flight = in_flight;
+	acked->lost = tp->lost - t->lost;
+}
+
 /* Approximation C of v3's per-skb loss hook, where the per-packet path does not run or missed an
  * skb: the ACK that reports new losses checks the flight.
  */
@@ -1014,10 +1041,10 @@ BBR_INLINE bool bbr3_check_time_to_cruise(
 /* Probe feedback: cut inflight_hi when the probe's flight lost (or CE-marked) too much, raise it
  * when a larger flight proved safe. True when it decided a transition.
  */
-BBR_INLINE bool bbr3_adapt_upper_bounds(
-	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs)
+BBR_INLINE bool bbr3_adapt_upper_bounds(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
+	const struct rate_sample *rs, const struct bbr3_acked *acked)
 {
-	u32 tx_in_flight = rs->prior_in_flight; /* approximation A */
+	u32 tx_in_flight = acked->tx_in_flight;
 
 	if (s->ack_phase == BBR3_ACKS_PROBE_STARTING && b->round_start)
 		s->ack_phase = BBR3_ACKS_PROBE_FEEDBACK;
@@ -1033,7 +1060,7 @@ BBR_INLINE bool bbr3_adapt_upper_bounds(
 			return true;
 		}
 	}
-	if (bbr3_is_inflight_too_high(sk, b, tx_in_flight, bbr3_lost_in_round(tcp_sk(sk), s), rs)) {
+	if (bbr3_is_inflight_too_high(sk, b, tx_in_flight, acked->lost, rs)) {
 		if (s->bw_probe_samples)
 			bbr3_handle_inflight_too_high(
 				sk, b, s, tx_in_flight, bbr_out_cwnd(sk, b), rs->is_app_limited);
@@ -1049,12 +1076,12 @@ BBR_INLINE bool bbr3_adapt_upper_bounds(
 }
 
 /* The PROBE_BW sub-phases. */
-BBR_INLINE void bbr3_update_cycle_phase(
-	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw)
+BBR_INLINE void bbr3_update_cycle_phase(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
+	const struct rate_sample *rs, const struct bbr3_acked *acked, u32 sample_bw)
 {
 	if (!b->full_bw_reached)
 		return;
-	if (bbr3_adapt_upper_bounds(sk, b, s, rs))
+	if (bbr3_adapt_upper_bounds(sk, b, s, rs, acked))
 		return;
 	if (b->mode != BBRKIT_PROBE_BW)
 		return;
@@ -1089,8 +1116,8 @@ BBR_INLINE void bbr3_update_cycle_phase(
 }
 
 /* STARTUP ends when a recovery round with many loss events lost too much of its flight. */
-BBR_INLINE void bbr3_check_loss_too_high_in_startup(
-	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs)
+BBR_INLINE void bbr3_check_loss_too_high_in_startup(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
+	const struct rate_sample *rs, const struct bbr3_acked *acked)
 {
 	if (b->full_bw_reached)
 		return;
@@ -1098,8 +1125,7 @@ BBR_INLINE void bbr3_check_loss_too_high_in_startup(
 		s->loss_events_in_round++;
 	if (s->loss_round_start && inet_csk(sk)->icsk_ca_state == TCP_CA_Recovery &&
 		s->loss_events_in_round >= BBR3_FULL_LOSS_CNT &&
-		bbr3_is_inflight_too_high(
-			sk, b, rs->prior_in_flight, bbr3_lost_in_round(tcp_sk(sk), s), rs)) {
+		bbr3_is_inflight_too_high(sk, b, acked->tx_in_flight, acked->lost, rs)) {
 		bbr3_handle_queue_too_high_in_startup(sk, b, s);
 		return;
 	}
@@ -1344,7 +1370,8 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbr_core *b = bbr_core_of(sk);
 	struct bbr3 *s = bbr3_state(sk, true);
-	u32 sample_bw = 0, lost;
+	struct bbr3_acked acked;
+	u32 sample_bw = 0;
 	bool missed = true;
 
 	if (!s)
@@ -1352,8 +1379,14 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 	if (!s->initialized)
 		bbr3_state_init(sk, b, s);
 
-	lost = bbr3_lost_in_round(tp, s);
-	/* The one lookup of the per-packet path, on the ACKs that marked skbs lost. */
+	/* Approximations A and B; in a loss round, where the checks act on them, the per-packet path's
+	 * record of the ACKed skb gives v3's own.
+	 */
+	acked.tx_in_flight = rs->prior_in_flight;
+	acked.lost = bbr3_lost_in_round(tp, s);
+	if (acked.lost && s->pp_on)
+		bbr3_pp_acked(sk, rs, &acked);
+	/* The per-packet path's decision, on the ACKs that marked skbs lost. */
 	if (rs->losses > 0 && !(s->pp_on && bbr3_pp_apply(sk, b, s, (u32)rs->losses, &missed)))
 		bbr3_on_losses(sk, b, s, rs, s->pp_on && !missed);
 
@@ -1378,10 +1411,10 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 
 	bbr3_update_congestion_signals(sk, b, s, rs, sample_bw);
 	bbr_update_ack_aggregation(sk, b, rs);
-	bbr3_check_loss_too_high_in_startup(sk, b, s, rs);
+	bbr3_check_loss_too_high_in_startup(sk, b, s, rs, &acked);
 	bbr3_variant_check_full_bw(b, s, rs, sample_bw);
 	bbr3_check_drain(sk, b, s);
-	bbr3_update_cycle_phase(sk, b, s, rs, sample_bw);
+	bbr3_update_cycle_phase(sk, b, s, rs, &acked, sample_bw);
 	bbr3_update_min_rtt(sk, b, s, rs);
 	bbr3_update_gains(b);
 
@@ -1391,7 +1424,7 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 
 	bbr3_advance_latest_delivery_signals(sk, s, rs, sample_bw);
 	b->prev_ca_state = inet_csk(sk)->icsk_ca_state;
-	if (lost) /* losses since the ACKed skb was sent: approximation B */
+	if (acked.lost) /* losses since the ACKed skb was sent */
 		s->loss_in_cycle = 1;
 	if (rs->delivered_ce > 0)
 		s->ecn_in_cycle = 1;

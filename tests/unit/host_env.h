@@ -96,6 +96,7 @@ struct rate_sample {
 	int losses;
 	u32 acked_sacked;
 	u32 prior_in_flight;
+	u32 last_end_seq;
 	bool is_app_limited;
 	bool is_retrans;
 	bool is_ack_delayed;

@@ -289,6 +289,7 @@ static void pkt_ack(u32 i)
 	pkt_judge(ref, ref_hi, losses, prior_in_flight, false);
 	rs.losses = (int)(sim_tp.lost - lost);
 	rs.acked_sacked = 1;
+	rs.last_end_seq = (i + 1) * SIM_MSS;
 	rs.prior_in_flight = prior_in_flight;
 	if (sim_tp.inet_conn.icsk_ca_state >= TCP_CA_Recovery && pkt_una * SIM_MSS >= sim_tp.snd_nxt)
 		pkt_set_state(TCP_CA_Open);
