@@ -506,17 +506,9 @@ TEST(loss_that_ends_up_is_a_loss_of_down)
 /* An ACK whose rate sample spans earlier CE marks but that carries none itself. */
 static void ack_with_old_ce(u32 interval_ce)
 {
-	struct rate_sample rs = { 0 };
+	struct rate_sample rs = ack_sample(80);
 
-	sim_advance_us(2000);
-	rs.prior_delivered = core()->next_rtt_delivered - 1;
-	rs.delivered = 9;
-	rs.acked_sacked = 9;
-	rs.interval_us = 2000;
-	rs.rtt_us = SIM_RTT_US;
-	rs.prior_in_flight = 80;
 	rs.delivered_ce = (s32)interval_ce;
-	sim_tp.delivered += 9;
 	bbrkit_on_ack(sk, &rs);
 }
 

@@ -127,7 +127,7 @@ TEST(per_packet_path_decides_as_v3_on_an_rto_in_up)
  */
 TEST(per_ack_check_reads_the_acked_skbs_record)
 {
-	struct rate_sample rs = { 0 };
+	struct rate_sample rs;
 
 	bbr3_pp_live = 1;
 	check_setup();
@@ -137,15 +137,8 @@ TEST(per_ack_check_reads_the_acked_skbs_record)
 	host_bbr3_pp.head = 1;
 	host_bbr3_pp.ring[0] = (struct bbr3_tx){ .seq = 0, .in_flight = 200, .lost = sim_tp.lost - 3 };
 	host_bbr3_pp.end_seq = 10 * SIM_MSS;
-	sim_advance_us(2000);
-	rs.prior_delivered = core()->next_rtt_delivered - 1;
-	rs.delivered = 9;
-	rs.acked_sacked = 9;
-	rs.interval_us = 2000;
-	rs.rtt_us = SIM_RTT_US;
-	rs.prior_in_flight = 100;
+	rs = ack_sample(100);
 	rs.last_end_seq = 10 * SIM_MSS;
-	sim_tp.delivered += 9;
 	bbrkit_on_ack(sk, &rs);
 	CHECK_EQ(phase(), BBRKIT_V3_UP);
 	CHECK(st()->bw_probe_samples);
