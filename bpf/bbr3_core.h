@@ -30,29 +30,33 @@
  * bw_lo, kept current by bbr3_set_bw()), so the substrate's helpers that read the estimate use v3's.
  * BBRv1's state machine (bbr_core.h) is not included.
  *
- * State beyond the 104 bytes: struct bbr3 (104 bytes) lives in BPF_MAP_TYPE_SK_STORAGE, looked up
+ * State beyond the 104 bytes: struct bbr3 (108 bytes) lives in BPF_MAP_TYPE_SK_STORAGE, looked up
  * once per ACK (bbr3_main) and passed down. Packing does not work: the core fields v3 shares take
- * ~56 bytes, leaving 48 (the v1-only max filter, long-term sampling and ext) for a model of 92
+ * ~56 bytes, leaving 48 (the v1-only max filter, long-term sampling and ext) for a model of 96
  * (plus 12 bytes of telemetry counts), and narrowing bandwidths or inflights to 16 bits would
  * change the algorithm. The storage is created at init and, should that fail, on a later ACK;
  * until it exists the flow keeps its cwnd and pacing rate.
  *
  * Signals a stock kernel does not give a congestion control, and what stands in for them:
- * A. rs->tx_in_flight (the flight when the ACKed packet was sent) -> rs->prior_in_flight (the
- *    flight when the ACK arrived). Differs while the flight grows or shrinks within a round: in UP
- *    the stand-in is larger by the packets sent since, so inflight_hi is set a little higher; in
- *    recovery the flight shrinks (cwnd cut, lost packets leave it), so the stand-in is lower and an
- *    inflight_hi set from it is lower too. After an RTO it would be ~1: see F.
- * B. rs->lost (packets lost since the ACKed packet was sent) -> tp->lost minus its value when the
- *    current loss round began (bbr3_lost_in_round()). Differs early in a round: losses of the previous
- *    round's tail are not counted, so a loss cut may come up to one round later.
- * C. skb_marked_lost (a hook per lost skb, with that skb's tx_in_flight and tx.lost) -> the first
- *    ACK that reports new losses (rs->losses > 0) runs the same check with A and B; the flight at
- *    which the loss rate crossed the threshold is solved with pcount = rs->losses. Differs when one
- *    ACK marks several skbs: they are taken as one, so inflight_hi may be a few packets higher.
- * D. rs->is_ece -> rs->delivered_ce > 0 (this ACK newly acknowledged CE-marked data); ECN
- *    eligibility: the `ecn` parameter, ECN negotiated (TCP_ECN_OK) and min_rtt <= ecn_max_rtt_us,
- *    since the kernel's per-route "shallow-threshold ECN" flag (TCP_ECN_LOW) does not exist here.
+ * C. skb_marked_lost (a hook per lost skb, with that skb's tx.in_flight and tx.lost): the
+ *    per-packet path (bbr3_pp_*, below), programs on the kernel's tcp_rate_skb_sent() and
+ *    tcp_mark_skb_lost() that bbrctl attaches as fentry or kprobes, judges each lost skb as v3 does
+ *    and leaves the decision for the next callback that sees losses. Where the kernel refuses both
+ *    (bbrctl warns once; records then carry no pp_decisions), or for an skb sent beyond its 512
+ *    records, the ACK that reports new losses (rs->losses > 0) judges them as one, with A and B, the
+ *    crossing solved with pcount = rs->losses: not v3's decisions (tests/unit/test_bbr3_pp.c).
+  * A. rs->tx_in_flight (the flight when the ACKed packet was sent), read by the per-ACK checks
+ *    (adapt_upper_bounds, STARTUP's loss exit) and C's fallback -> in a loss round on the per-packet
+ *    path, the ACKed skb's record (bbr3_pp_acked); otherwise rs->prior_in_flight (the flight when
+ *    the ACK arrived). Larger while UP grows the flight, smaller in recovery (cwnd cut, lost packets
+ *    leave it); outside loss rounds it only decides whether a larger flight raises inflight_hi.
+ * B. rs->lost (packets lost since the ACKed packet was sent), read by the same and by
+ *    loss_in_cycle -> the per-packet path's record; otherwise tp->lost minus its value when the
+ *    current loss round began (bbr3_lost_in_round()), which leaves out the previous round's tail.
+ * D. rs->is_ece (this ACK's ECE) -> this ACK's rise of tp->delivered_ce, which the kernel raises by
+ *    the ACK's delivered packets exactly when it carries ECE; ECN eligibility: the `ecn` parameter,
+ *    ECN negotiated (TCP_ECN_OK) and min_rtt <= ecn_max_rtt_us, since the kernel's per-route
+ *    "shallow-threshold ECN" flag (TCP_ECN_LOW) does not exist here.
  * E. Not done: the TLP-repaired-loss event, rs->is_acking_tlp_retrans_seq, PLB, fast_ack_mode,
  *    v3's app-limited fast path (a CPU saving: the full model runs every ACK), and
  *    - the min_rtt-based TSO allowance: 64 KB halved per 512 us of min_rtt, so under one MSS from
@@ -64,9 +68,10 @@
  *      bpf_tcp_send_ack), not implemented here; with classic RFC 3168 feedback the receiver sets ECE
  *      on every ACK from a CE mark until the sender's CWR, so delivered_ce, and the CE fraction that
  *      ecn_thresh and ecn_alpha read, is overstated.
- * F. RTO marks: judged in set_state(TCP_CA_Loss), with the flight outstanding at the RTO
- *    (packets_out - sacked_out) and the cwnd saved by ssthresh, as the last marked skb; v3 judges
- *    each skb with its own send-time flight. B's base is then moved past them.
+ * F. RTO marks: on the per-packet path each marked skb is judged with its own record, the decision
+ *    applied in ssthresh (tcp_enter_loss() marks, then calls it). Otherwise they are judged in
+ *    set_state(TCP_CA_Loss), with the flight outstanding at the RTO (packets_out - sacked_out) and
+ *    the cwnd saved by ssthresh, as the last marked skb. B's base is then moved past them.
  * Where the shared substrate deviates from v3: the ACK-aggregation window is 5-10 rounds also in
  * STARTUP (v3: 1-2 rounds); time stamps are 1024 us ticks, as in BBRv1.
  *
@@ -171,8 +176,9 @@ struct bbr3 {
 	u32 last_round_lost;	  /* lost, delivered and CE-marked in the last loss round: the */
 	u32 last_round_delivered; /* telemetry's rates, divided by the reader (bbr3_fill_flow) */
 	u32 last_round_ce;
-	u32 initialized : 1,		 /* bbr3_state_init() ran */
-		init_cwnd : 7,		 /* cwnd at init */
+	u32 ack_delivered_ce;  /* tp->delivered_ce after the last ACK: a rise is this ACK's CE (v3: is_ece) */
+	u32 initialized : 1,   /* bbr3_state_init() ran */
+		init_cwnd : 7, /* cwnd at init */
 		full_bw_now : 1,	 /* the delivery rate plateaued recently */
 		startup_ecn_rounds : 2,	 /* consecutive high-CE rounds in STARTUP */
 		loss_in_cycle : 1,	 /* loss in this probe cycle */
@@ -189,7 +195,8 @@ struct bbr3 {
 	u32 ecn_alpha : 9,		  /* EWMA of the CE fraction, BBR_UNIT */
 		rounds_since_probe : 8,	  /* rounds since the last probe */
 		loss_events_in_round : 4, /* ACKs reporting losses in this loss round (STARTUP) */
-		unused_b : 11;
+		pp_on : 1,		  /* the per-packet path judges this flow's lost skbs */
+		unused_b : 10;
 };
 
 struct bbr3_params params SEC(".data.params") = {
@@ -212,6 +219,56 @@ BBR_INLINE void bbr3_variant_check_full_bw(
 BBR_INLINE bool bbr3_variant_probe_up_done(
 	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw);
 
+/* Send records of the per-packet loss path, per flow: a flight of up to this many skbs (a TSO skb
+ * carries up to 64 KB), 6 KB per flow.
+ */
+#define BBR3_TX_RING_BITS 9
+#define BBR3_TX_RING (1U << BBR3_TX_RING_BITS)
+#define BBR3_TX_RING_MASK (BBR3_TX_RING - 1)
+
+/* What v3 keeps in an skb's control block at transmit and a stock kernel does not. */
+struct bbr3_tx {
+	u32 seq;       /* first sequence number of the skb at its first transmit */
+	u32 in_flight; /* packets in flight with it, at that transmit (v3's tx.in_flight) */
+	u32 lost;      /* tp->lost at its latest transmit (v3's tx.lost) */
+};
+
+/* The per-packet path's state of one flow, written by the kprobes and read by the congestion
+ * control on the ACKs that report losses: its existence marks the flow as ours to the kprobes.
+ * Records of first transmits are in sequence order, the newest at head - 1.
+ */
+struct bbr3_pp {
+	u32 head;	 /* records written */
+	u32 end_seq;	 /* end of the newest record; a record ends where the next begins */
+	u32 decisions;	 /* lost skbs judged with their own send record */
+	u32 misses;	 /* lost skbs without one (evicted, or sent before the record began) */
+	u32 inflight_hi; /* the first lost skb to cross loss_thresh: inflight_hi from it, */
+	u32 cwnd;	 /* the cwnd when it was marked (v3's target is taken then), */
+	u8 pending;	 /* set until the next callback applies it */
+	u8 app_limited;	 /* that skb was sent app-limited */
+	u8 marks_after;	 /* skbs were marked lost after it */
+	u8 missed;	 /* a lost skb had no record: the ACK-time path judges this ACK's losses */
+	u32 marked;	 /* packets the loss hook saw marked since the last ACK that reported losses */
+	struct bbr3_tx ring[BBR3_TX_RING];
+};
+
+/* The socket's counts the per-packet path reads, copied by the kprobes (they may not dereference
+ * kernel pointers) or, on the host, from the test's socket.
+ */
+/* The ACKed skb's send state as this ACK's checks read it: v3's rs->tx_in_flight and rs->lost. */
+struct bbr3_acked {
+	u32 tx_in_flight;
+	u32 lost;
+};
+
+struct bbr3_pp_sock {
+	u32 snd_nxt;
+	u32 in_flight; /* tcp_packets_in_flight() */
+	u32 lost;
+	u32 cwnd;
+	u32 mss;
+};
+
 #ifdef __bpf__
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
@@ -220,16 +277,71 @@ struct {
 	__type(value, struct bbr3);
 } bbr3_storage SEC(".maps");
 
+/* Flows on the per-packet path (most at a time; a flow beyond falls back to the ACK-time path),
+ * keyed by the socket's address: kprobes cannot reach socket storage. Entries go with the socket
+ * (tcp_destroy_sock) or with a new init on the same address.
+ */
+#define BBR3_PP_FLOWS 4096
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, BBR3_PP_FLOWS);
+	__type(key, u64);
+	__type(value, struct bbr3_pp);
+} bbr3_pp_flows SEC(".maps");
+
+/* A zeroed value to start a flow's entry from (too large for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct bbr3_pp);
+} bbr3_pp_zero SEC(".maps");
+
+/* 1 once bbrctl has attached the kprobes: flows that start then use the per-packet path. */
+__u32 bbr3_pp_live SEC(".data.pp") = 0;
+
 BBR_INLINE struct bbr3 *bbr3_state(struct sock *sk, bool create)
 {
 	return bpf_sk_storage_get(&bbr3_storage, sk, 0, create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
 }
+
+BBR_INLINE struct bbr3_pp *bbr3_pp_state(struct sock *sk)
+{
+	u64 key = (u64)sk;
+
+	return bpf_map_lookup_elem(&bbr3_pp_flows, &key);
+}
+
+/* A new entry for the flow, replacing a dead socket's at the same address. */
+BBR_INLINE bool bbr3_pp_create(struct sock *sk)
+{
+	u64 key = (u64)sk;
+	u32 zero = 0;
+	struct bbr3_pp *z = bpf_map_lookup_elem(&bbr3_pp_zero, &zero);
+
+	return z && !bpf_map_update_elem(&bbr3_pp_flows, &key, z, BPF_ANY);
+}
 #else
 static struct bbr3 host_bbr3; /* the unit tests' one socket */
+static struct bbr3_pp host_bbr3_pp;
+static __u32 bbr3_pp_live;
 
 BBR_INLINE struct bbr3 *bbr3_state(struct sock *sk, bool create)
 {
 	return &host_bbr3;
+}
+
+BBR_INLINE struct bbr3_pp *bbr3_pp_state(struct sock *sk)
+{
+	return &host_bbr3_pp;
+}
+
+BBR_INLINE bool bbr3_pp_create(struct sock *sk)
+{
+	memset(&host_bbr3_pp, 0, sizeof(host_bbr3_pp));
+	return true;
 }
 #endif
 
@@ -581,16 +693,164 @@ BBR_INLINE void bbr3_note_loss(struct tcp_sock *tp, struct bbr3 *s)
 	s->loss_in_cycle = 1;
 }
 
-/* Approximation C of v3's per-skb loss hook: the ACK that reports new losses checks the flight. */
+/* The per-packet path: v3's skb_marked_lost on a stock kernel. A kprobe on the kernel's
+ * tcp_rate_skb_sent() records each skb's send state (bbr3_pp_sent), one on tcp_mark_skb_lost()
+ * judges each lost skb with it (bbr3_pp_lost), and the next callback of the congestion control
+ * that sees losses, the same ACK's cong_control or an RTO's ssthresh, applies the decision
+ * (bbr3_pp_apply).
+ */
+
+/* The record whose range holds seq, found by bisection (records are in sequence order); *end is
+ * where that range ends. NULL when seq is outside the records.
+ */
+BBR_INLINE struct bbr3_tx *bbr3_pp_find(struct bbr3_pp *pp, u32 seq, u32 *end)
+{
+	u32 n = bbr_min_u32(pp->head, BBR3_TX_RING), lo = pp->head - n, hi = pp->head, base, mid;
+	int i;
+
+	if (!n)
+		return NULL;
+	base = pp->ring[lo & BBR3_TX_RING_MASK].seq; /* offsets from the oldest survive wrap */
+	if (seq - base >= pp->end_seq - base)
+		return NULL;
+	for (i = 0; i <= BBR3_TX_RING_BITS && hi - lo > 1; i++) {
+		mid = lo + (hi - lo) / 2;
+		if (pp->ring[mid & BBR3_TX_RING_MASK].seq - base <= seq - base)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*end = lo + 1 == pp->head ? pp->end_seq : pp->ring[(lo + 1) & BBR3_TX_RING_MASK].seq;
+	return &pp->ring[lo & BBR3_TX_RING_MASK];
+}
+
+/* A transmit, before the kernel counts it in packets_out: v3 stamps the flight with this skb at
+ * its first transmit (new data: seq == snd_nxt) and the loss count at every transmit.
+ */
+BBR_INLINE void bbr3_pp_sent(
+	struct bbr3_pp *pp, const struct bbr3_pp_sock *tp, u32 seq, u32 end_seq, u32 pcount)
+{
+	struct bbr3_tx *t;
+	u32 end;
+
+	if (seq == tp->snd_nxt) {
+		t = &pp->ring[pp->head & BBR3_TX_RING_MASK];
+		t->seq = seq;
+		t->in_flight = tp->in_flight + pcount;
+		t->lost = tp->lost;
+		pp->head++;
+		pp->end_seq = end_seq;
+		return;
+	}
+	t = bbr3_pp_find(pp, seq, &end);
+	if (t)
+		t->lost = tp->lost;
+}
+
+/* A new loss mark, before the kernel counts it in tp->lost: v3's rule on this skb alone, with the
+ * flight it was sent in and the losses since (this skb's own included). The first skb to cross
+ * loss_thresh sets the decision, later ones only count as marks after it; whether the flow was
+ * probing (v3 judges only then) is the congestion control's to check when it applies it, and
+ * cannot change between the marks of one ACK. A part of a split skb was sent with fewer packets
+ * after it: v3 lowers its in_flight by them.
+ */
+BBR_INLINE void bbr3_pp_lost(struct bbr3_pp *pp, const struct bbr3_pp_sock *tp, u32 seq, u32 end_seq,
+	u32 pcount, bool app_limited, bool judged)
+{
+	u32 end, in_flight, lost;
+	struct bbr3_tx *t;
+
+	pp->marked += pcount;
+	if (!judged)
+		return; /* as v3: an skb whose rate sample state was cleared */
+	t = bbr3_pp_find(pp, seq, &end);
+	if (!t) {
+		pp->misses++;
+		pp->missed = 1;
+		return;
+	}
+	pp->decisions++;
+	if (pp->pending) {
+		pp->marks_after = 1;
+		return;
+	}
+	in_flight = t->in_flight;
+	if (end != end_seq && tp->mss) /* rare: a division only for a split skb */
+		in_flight -= bbr_min_u32(in_flight, (end - end_seq + tp->mss - 1) / tp->mss);
+	lost = tp->lost + pcount - t->lost;
+	if (!bbr3_loss_too_high(in_flight, lost))
+		return;
+	pp->inflight_hi = bbr3_inflight_hi_from_lost(in_flight, lost, pcount);
+	pp->cwnd = tp->cwnd;
+	pp->app_limited = app_limited;
+	pp->pending = 1;
+}
+
+/* The pending decision, as v3 took it at the mark: the loss, the cut while probing, and the marks
+ * after it. False when there was nothing to cut: the caller notes the loss as for any ACK.
+ * *missed: some lost skb was not judged per packet (no record, or the hook saw fewer packets than
+ * `losses`, the ACK's count: the hooks were detached), so the ACK-time path judges as well. With
+ * losses 0 (ssthresh, amid the ACK's callbacks) the counts are left for the ACK.
+ */
+BBR_INLINE bool bbr3_pp_apply(struct sock *sk, struct bbr_core *b, struct bbr3 *s, u32 losses, bool *missed)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbr3_pp *pp = bbr3_pp_state(sk);
+	bool cut;
+
+	*missed = !pp;
+	if (!pp)
+		return false;
+	*missed = pp->missed || pp->marked < losses;
+	if (losses) {
+		pp->missed = 0;
+		pp->marked = 0;
+	}
+	cut = pp->pending && s->bw_probe_samples;
+	pp->pending = 0;
+	if (cut) {
+		bbr3_note_loss(tp, s);
+		bbr3_handle_inflight_too_high(sk, b, s, pp->inflight_hi, pp->cwnd, pp->app_limited);
+		if (pp->marks_after)
+			bbr3_note_loss(tp, s);
+	}
+	pp->marks_after = 0;
+	return cut;
+}
+
+/* The ACKed skb's record (the rate sample's skb ends at rs->last_end_seq): its flight at send, less
+ * the packets after it for a split skb, and the losses since its last transmit.
+ */
+BBR_INLINE void bbr3_pp_acked(struct sock *sk, const struct rate_sample *rs, struct bbr3_acked *acked)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct bbr3_pp *pp = bbr3_pp_state(sk);
+	struct bbr3_tx *t;
+	u32 end, in_flight;
+
+	t = pp ? bbr3_pp_find(pp, rs->last_end_seq - 1, &end) : NULL;
+	if (!t)
+		return; /* A and B stand */
+	in_flight = t->in_flight;
+	if (end != rs->last_end_seq && tp->mss_cache) /* rare: a division only for a split skb */
+		in_flight -=
+			bbr_min_u32(in_flight, (end - rs->last_end_seq + tp->mss_cache - 1) / tp->mss_cache);
+	acked->tx_in_flight = in_flight;
+	acked->lost = tp->lost - t->lost;
+}
+
+/* Approximation C of v3's per-skb loss hook, where the per-packet path does not run or missed an
+ * skb: the ACK that reports new losses checks the flight.
+ */
 BBR_INLINE void bbr3_on_losses(
-	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs)
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, bool judged)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 lost, tx_in_flight;
 
 	bbr3_note_loss(tp, s);
-	if (!s->bw_probe_samples)
-		return; /* not a flight sent while probing */
+	if (!s->bw_probe_samples || judged)
+		return; /* not a flight sent while probing, or judged per skb */
 	lost = bbr3_lost_in_round(tp, s);
 	tx_in_flight = rs->prior_in_flight;
 	if (bbr3_loss_too_high(tx_in_flight, lost))
@@ -611,9 +871,13 @@ BBR_INLINE void bbr3_on_rto(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 flight = tp->packets_out - tp->sacked_out, lost = bbr3_lost_in_round(tp, s);
 
+	bool missed = true;
+
 	if (!tp->lost_out)
 		return; /* nothing was marked */
-	if (s->bw_probe_samples && bbr3_loss_too_high(flight, lost))
+	if (s->pp_on)
+		bbr3_pp_apply(sk, b, s, 1, &missed);
+	if (s->bw_probe_samples && missed && bbr3_loss_too_high(flight, lost))
 		bbr3_handle_inflight_too_high(sk, b, s, bbr3_inflight_hi_from_lost(flight, lost, 1),
 			bbr_max_u32(bbr_out_cwnd(sk, b), b->prior_cwnd), tp->app_limited);
 	/* After the cut, whose new cycle starts clean: the marks are this round's and cycle's losses. */
@@ -693,6 +957,9 @@ BBR_INLINE void bbr3_update_congestion_signals(
 		return;
 	if (!rs->is_app_limited || sample_bw >= bbr3_max_bw(s))
 		bbr3_take_max_bw_sample(b, s, sample_bw);
+	/* Again after the loss hook: a probe it ended reset the signals, and this loss is DOWN's. */
+	if (rs->losses > 0)
+		s->loss_in_round = 1;
 	if (!s->loss_round_start)
 		return;
 	bbr3_adapt_lower_bounds(sk, b, s);
@@ -774,10 +1041,10 @@ BBR_INLINE bool bbr3_check_time_to_cruise(
 /* Probe feedback: cut inflight_hi when the probe's flight lost (or CE-marked) too much, raise it
  * when a larger flight proved safe. True when it decided a transition.
  */
-BBR_INLINE bool bbr3_adapt_upper_bounds(
-	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs)
+BBR_INLINE bool bbr3_adapt_upper_bounds(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
+	const struct rate_sample *rs, const struct bbr3_acked *acked)
 {
-	u32 tx_in_flight = rs->prior_in_flight; /* approximation A */
+	u32 tx_in_flight = acked->tx_in_flight;
 
 	if (s->ack_phase == BBR3_ACKS_PROBE_STARTING && b->round_start)
 		s->ack_phase = BBR3_ACKS_PROBE_FEEDBACK;
@@ -793,7 +1060,7 @@ BBR_INLINE bool bbr3_adapt_upper_bounds(
 			return true;
 		}
 	}
-	if (bbr3_is_inflight_too_high(sk, b, tx_in_flight, bbr3_lost_in_round(tcp_sk(sk), s), rs)) {
+	if (bbr3_is_inflight_too_high(sk, b, tx_in_flight, acked->lost, rs)) {
 		if (s->bw_probe_samples)
 			bbr3_handle_inflight_too_high(
 				sk, b, s, tx_in_flight, bbr_out_cwnd(sk, b), rs->is_app_limited);
@@ -809,12 +1076,12 @@ BBR_INLINE bool bbr3_adapt_upper_bounds(
 }
 
 /* The PROBE_BW sub-phases. */
-BBR_INLINE void bbr3_update_cycle_phase(
-	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw)
+BBR_INLINE void bbr3_update_cycle_phase(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
+	const struct rate_sample *rs, const struct bbr3_acked *acked, u32 sample_bw)
 {
 	if (!b->full_bw_reached)
 		return;
-	if (bbr3_adapt_upper_bounds(sk, b, s, rs))
+	if (bbr3_adapt_upper_bounds(sk, b, s, rs, acked))
 		return;
 	if (b->mode != BBRKIT_PROBE_BW)
 		return;
@@ -849,8 +1116,8 @@ BBR_INLINE void bbr3_update_cycle_phase(
 }
 
 /* STARTUP ends when a recovery round with many loss events lost too much of its flight. */
-BBR_INLINE void bbr3_check_loss_too_high_in_startup(
-	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs)
+BBR_INLINE void bbr3_check_loss_too_high_in_startup(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
+	const struct rate_sample *rs, const struct bbr3_acked *acked)
 {
 	if (b->full_bw_reached)
 		return;
@@ -858,8 +1125,7 @@ BBR_INLINE void bbr3_check_loss_too_high_in_startup(
 		s->loss_events_in_round++;
 	if (s->loss_round_start && inet_csk(sk)->icsk_ca_state == TCP_CA_Recovery &&
 		s->loss_events_in_round >= BBR3_FULL_LOSS_CNT &&
-		bbr3_is_inflight_too_high(
-			sk, b, rs->prior_in_flight, bbr3_lost_in_round(tcp_sk(sk), s), rs)) {
+		bbr3_is_inflight_too_high(sk, b, acked->tx_in_flight, acked->lost, rs)) {
 		bbr3_handle_queue_too_high_in_startup(sk, b, s);
 		return;
 	}
@@ -1066,10 +1332,19 @@ BBR_INLINE void bbr3_state_init(struct sock *sk, struct bbr_core *b, struct bbr3
 	s->round_lost = tp->lost;
 	s->round_delivered = tp->delivered;
 	s->round_ce = tp->delivered_ce;
+	s->ack_delivered_ce = tp->delivered_ce;
 	s->inflight_hi = ~0U;
 	s->bw_probe_up_cnt = ~0U;
 	s->ecn_alpha = BBR_UNIT; /* respond at once if the path is congested from the start */
 	bbr3_reset_lower_bounds(b, s);
+}
+
+/* With the tracing programs attached, the flow's send records: their storage is what makes the
+ * programs record this flow (a restarted flow's old records are dropped).
+ */
+BBR_INLINE void bbr3_pp_init(struct sock *sk, struct bbr3 *s)
+{
+	s->pp_on = bbr3_pp_live && bbr3_pp_create(sk); /* a full table: the ACK-time path */
 }
 
 /* The substrate's reset (v3 shares its fields), v3's own state, then the request to pace. */
@@ -1082,8 +1357,10 @@ BBR_INLINE void bbr3_init(struct sock *sk)
 	bbr_core_reset(sk, b);
 	b->prior_cwnd = tp->prior_cwnd;
 	s = bbr3_state(sk, true);
-	if (s)
+	if (s) {
 		bbr3_state_init(sk, b, s);
+		bbr3_pp_init(sk, s);
+	}
 	bbr_out_request_pacing(sk, b);
 }
 
@@ -1093,15 +1370,25 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbr_core *b = bbr_core_of(sk);
 	struct bbr3 *s = bbr3_state(sk, true);
+	struct bbr3_acked acked;
 	u32 sample_bw = 0;
+	bool missed = true;
 
 	if (!s)
 		return; /* no memory for the model: keep cwnd and pacing as they are */
 	if (!s->initialized)
 		bbr3_state_init(sk, b, s);
 
-	if (rs->losses > 0)
-		bbr3_on_losses(sk, b, s, rs);
+	/* Approximations A and B; in a loss round, where the checks act on them, the per-packet path's
+	 * record of the ACKed skb gives v3's own.
+	 */
+	acked.tx_in_flight = rs->prior_in_flight;
+	acked.lost = bbr3_lost_in_round(tp, s);
+	if (acked.lost && s->pp_on)
+		bbr3_pp_acked(sk, rs, &acked);
+	/* The per-packet path's decision, on the ACKs that marked skbs lost. */
+	if (rs->losses > 0 && !(s->pp_on && bbr3_pp_apply(sk, b, s, (u32)rs->losses, &missed)))
+		bbr3_on_losses(sk, b, s, rs, s->pp_on && !missed);
 
 	b->round_start = 0;
 	if (rs->interval_us > 0 && !bbr_after(b->next_rtt_delivered, rs->prior_delivered)) {
@@ -1111,8 +1398,11 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 		s->rounds_since_probe = bbr_min_u32(s->rounds_since_probe + 1, 0xFF);
 		bbr3_update_ecn_alpha(sk, b, s);
 	}
-	if (rs->delivered_ce > 0 && bbr3_ecn(sk, b))
-		s->ecn_in_round = 1;
+	if (tp->delivered_ce != s->ack_delivered_ce) { /* this ACK carried CE feedback */
+		s->ack_delivered_ce = tp->delivered_ce;
+		if (bbr3_ecn(sk, b))
+			s->ecn_in_round = 1;
+	}
 	/* Rounded up, so that slow flows can grow. */
 	if (rs->interval_us > 0 && rs->delivered >= 0)
 		sample_bw = (u32)(((u64)rs->delivered * BW_UNIT + (u64)rs->interval_us - 1) /
@@ -1121,10 +1411,10 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 
 	bbr3_update_congestion_signals(sk, b, s, rs, sample_bw);
 	bbr_update_ack_aggregation(sk, b, rs);
-	bbr3_check_loss_too_high_in_startup(sk, b, s, rs);
+	bbr3_check_loss_too_high_in_startup(sk, b, s, rs, &acked);
 	bbr3_variant_check_full_bw(b, s, rs, sample_bw);
 	bbr3_check_drain(sk, b, s);
-	bbr3_update_cycle_phase(sk, b, s, rs, sample_bw);
+	bbr3_update_cycle_phase(sk, b, s, rs, &acked, sample_bw);
 	bbr3_update_min_rtt(sk, b, s, rs);
 	bbr3_update_gains(b);
 
@@ -1134,7 +1424,9 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 
 	bbr3_advance_latest_delivery_signals(sk, s, rs, sample_bw);
 	b->prev_ca_state = inet_csk(sk)->icsk_ca_state;
-	if (rs->delivered_ce > 0) /* loss_in_cycle is bbr3_on_losses()' */
+	if (acked.lost) /* losses since the ACKed skb was sent */
+		s->loss_in_cycle = 1;
+	if (rs->delivered_ce > 0)
 		s->ecn_in_cycle = 1;
 }
 
@@ -1143,9 +1435,12 @@ BBR_INLINE u32 bbr3_ssthresh(struct sock *sk)
 {
 	struct bbr_core *b = bbr_core_of(sk);
 	struct bbr3 *s = bbr3_state(sk, false);
+	bool missed;
 
 	bbr_save_cwnd(sk, b);
 	if (s) {
+		if (s->pp_on) /* v3 took it at the mark, before this */
+			bbr3_pp_apply(sk, b, s, 0, &missed);
 		s->undo_bw_lo = s->bw_lo;
 		s->undo_inflight_lo = s->inflight_lo;
 		s->undo_inflight_hi = s->inflight_hi;
@@ -1211,6 +1506,7 @@ BBR_INLINE void bbr3_cwnd_event(struct sock *sk, enum tcp_ca_event event)
 BBR_INLINE void bbr3_fill_flow(struct bbrkit_flow *f, struct sock *sk, const struct bbr_core *b, u8 event)
 {
 	const struct bbr3 *s = bbr3_state(sk, false);
+	const struct bbr3_pp *pp;
 	u32 lost, delivered;
 
 	bbr_fill_flow_common(f, sk, b, event);
@@ -1229,6 +1525,99 @@ BBR_INLINE void bbr3_fill_flow(struct bbrkit_flow *f, struct sock *sk, const str
 		delivered ? (u16)((u64)s->last_round_ce * BBRKIT_PERMILLE / delivered) : 0;
 	f->variant[BBRKIT_VAR_V3_ECN_ALPHA] = s->ecn_alpha;
 	f->variant[BBRKIT_VAR_V3_PROBE_RTT_MIN] = s->probe_rtt_min_us;
+	pp = s->pp_on ? bbr3_pp_state(sk) : NULL;
+	f->variant[BBRKIT_VAR_V3_PP_DECISIONS] = pp ? pp->decisions : BBRKIT_VAR_NONE;
+	f->variant[BBRKIT_VAR_V3_PP_MISSES] = pp ? pp->misses : BBRKIT_VAR_NONE;
 }
+
+#ifdef __bpf__
+/* The kernel's TCPCB_* bits of tcp_skb_cb.sacked (#defines, so not in BTF). */
+#define BBR3_TCPCB_SACKED_ACKED 0x01
+#define BBR3_TCPCB_SACKED_RETRANS 0x02
+#define BBR3_TCPCB_LOST 0x04
+
+/* The counts bbr3_pp_sent/lost read, with the kernel's tcp_packets_in_flight(). */
+BBR_INLINE void bbr3_pp_read_sock(struct bbr3_pp_sock *c, const struct tcp_sock *tp)
+{
+	c->snd_nxt = BPF_CORE_READ(tp, snd_nxt);
+	c->in_flight = BPF_CORE_READ(tp, packets_out) - BPF_CORE_READ(tp, sacked_out) -
+		BPF_CORE_READ(tp, lost_out) + BPF_CORE_READ(tp, retrans_out);
+	c->lost = BPF_CORE_READ(tp, lost);
+	c->cwnd = BPF_CORE_READ(tp, snd_cwnd);
+	c->mss = BPF_CORE_READ(tp, mss_cache);
+}
+
+/* The flow's entry, with the skb's control block and the socket's counts; NULL for a socket that is
+ * not ours. Every transmit of every TCP socket on the host comes here: such a socket costs one hash
+ * lookup of its address.
+ */
+BBR_INLINE struct bbr3_pp *bbr3_pp_hook(
+	struct sock *sk, struct sk_buff *skb, struct tcp_skb_cb *cb, struct bbr3_pp_sock *c)
+{
+	u64 key = (u64)sk;
+	struct bbr3_pp *pp = bpf_map_lookup_elem(&bbr3_pp_flows, &key);
+
+	if (!pp || bpf_probe_read_kernel(cb, sizeof(*cb), &skb->cb))
+		return NULL;
+	bbr3_pp_read_sock(c, (const struct tcp_sock *)sk);
+	return pp;
+}
+
+BBR_INLINE int bbr3_pp_on_sent(struct sock *sk, struct sk_buff *skb)
+{
+	struct tcp_skb_cb cb;
+	struct bbr3_pp_sock c;
+	struct bbr3_pp *pp = bbr3_pp_hook(sk, skb, &cb, &c);
+
+	if (pp)
+		bbr3_pp_sent(pp, &c, cb.seq, cb.end_seq, cb.tcp_gso_segs);
+	return 0;
+}
+
+/* Runs at the start of tcp_mark_skb_lost(): only a new loss event (not SACKed; not marked before,
+ * unless its retransmit is the one lost) counts, as it does in tp->lost.
+ */
+BBR_INLINE int bbr3_pp_on_lost(struct sock *sk, struct sk_buff *skb)
+{
+	struct tcp_skb_cb cb;
+	struct bbr3_pp_sock c;
+	struct bbr3_pp *pp = bbr3_pp_hook(sk, skb, &cb, &c);
+
+	if (!pp || (cb.sacked & BBR3_TCPCB_SACKED_ACKED) ||
+		((cb.sacked & BBR3_TCPCB_LOST) && !(cb.sacked & BBR3_TCPCB_SACKED_RETRANS)))
+		return 0;
+	bbr3_pp_lost(pp, &c, cb.seq, cb.end_seq, cb.tcp_gso_segs, cb.tx.is_app_limited,
+		cb.tx.delivered_mstamp != 0);
+	return 0;
+}
+
+/* Each hook as an fentry program (cheapest) and as a kprobe, for kernels that refuse fentry (bbrctl
+ * tries fentry first).
+ */
+#define BBR3_PP_HOOK(kernel_fn, hook) \
+	SEC("fentry/" #kernel_fn) \
+	int BPF_PROG(bbr3_pp_fentry_##hook, struct sock *sk, struct sk_buff *skb) \
+	{ \
+		return bbr3_pp_on_##hook(sk, skb); \
+	} \
+	SEC("kprobe/" #kernel_fn) \
+	int BPF_KPROBE(bbr3_pp_kprobe_##hook, struct sock *sk, struct sk_buff *skb) \
+	{ \
+		return bbr3_pp_on_##hook(sk, skb); \
+	}
+
+BBR3_PP_HOOK(tcp_rate_skb_sent, sent)
+BBR3_PP_HOOK(tcp_mark_skb_lost, lost)
+
+/* The socket's entry goes with it. */
+SEC("tp_btf/tcp_destroy_sock")
+int BPF_PROG(bbr3_pp_destroy, struct sock *sk)
+{
+	u64 key = (u64)sk;
+
+	bpf_map_delete_elem(&bbr3_pp_flows, &key);
+	return 0;
+}
+#endif
 
 #endif /* BBR3_CORE_H */

@@ -11,6 +11,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 
 #define BBR_INLINE static __always_inline

@@ -58,7 +58,9 @@ enum bbrkit_event {
 #define BBRKIT_VAR_V3_ECN_RATE 6      /* CE-marked / delivered of the last loss round, permille */
 #define BBRKIT_VAR_V3_ECN_ALPHA 7     /* EWMA of the CE fraction, BBR_UNIT */
 #define BBRKIT_VAR_V3_PROBE_RTT_MIN 8 /* us, the min RTT filter that times PROBE_RTT */
-#define BBRKIT_VAR_SLOTS 9
+#define BBRKIT_VAR_V3_PP_DECISIONS 9  /* lost skbs judged per packet; BBRKIT_VAR_NONE: ACK-time path */
+#define BBRKIT_VAR_V3_PP_MISSES 10    /* lost skbs with no send record; BBRKIT_VAR_NONE: ACK-time path */
+#define BBRKIT_VAR_SLOTS 11
 /* A variant slot with no value (a bound that is not set). */
 #define BBRKIT_VAR_NONE 0xffffffffU
 
@@ -103,7 +105,7 @@ struct bbrkit_flow {
 	__u32 variant[BBRKIT_VAR_SLOTS]; /* ends the record 8-byte aligned: no hidden hole */
 };
 /* The ring buffer's record size is ABI between the BPF objects and the readers. */
-_Static_assert(sizeof(struct bbrkit_flow) == 168, "struct bbrkit_flow changed size: readers must follow");
+_Static_assert(sizeof(struct bbrkit_flow) == 176, "struct bbrkit_flow changed size: readers must follow");
 
 /* The version of everything bbrctl reads or shares with a BPF object: struct bbrkit_flow, struct
  * bbrkit_ctl, struct bbrkit_features, the params structs and the pin layout. Each object carries it in
@@ -111,7 +113,7 @@ _Static_assert(sizeof(struct bbrkit_flow) == 168, "struct bbrkit_flow changed si
  * object of another version and flows/trace an attachment of another, instead of misreading records.
  * Bump it with any change to those.
  */
-#define BBRKIT_ABI_VERSION 2
+#define BBRKIT_ABI_VERSION 3
 /* The section, and so the libbpf map, that holds the object's __u32 ABI version. */
 #define BBRKIT_ABI_SECTION ".rodata.abi"
 
@@ -292,5 +294,11 @@ struct bbr3_params {
 #define BBRKIT_PIN_FLOWS "flows"   /* sk_storage map iterator link: one record per live flow */
 /* iter/tcp link, where the kernel refuses map iterators: read it inside each network namespace. */
 #define BBRKIT_PIN_FLOWS_TCP "flows-tcp"
+/* bbr2/bbr3's per-packet loss path: kprobe links on the kernel's transmit and loss marking, and a
+ * tracepoint link on socket destruction.
+ */
+#define BBRKIT_PIN_PP_SENT "pp-sent"
+#define BBRKIT_PIN_PP_LOST "pp-lost"
+#define BBRKIT_PIN_PP_DESTROY "pp-destroy"
 
 #endif /* BBRKIT_H */

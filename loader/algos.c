@@ -104,6 +104,10 @@ static const struct variant_desc v3_variants[] = {
 	{ "probe_rtt_min_us", BBRKIT_VAR_V3_PROBE_RTT_MIN, VAR_USEC,
 		"PROBE_RTT's min RTT filter: no new low for probe_rtt_interval_ms starts PROBE_RTT (null: no "
 		"sample)" },
+	{ "pp_decisions", BBRKIT_VAR_V3_PP_DECISIONS, VAR_UINT,
+		"lost skbs judged per packet with their send-time flight (null: ACK-time path)" },
+	{ "pp_misses", BBRKIT_VAR_V3_PP_MISSES, VAR_UINT,
+		"lost skbs without a send record, judged at ACK time (null: ACK-time path)" },
 };
 
 static const struct variant_desc rttgain_variants[] = {
@@ -134,13 +138,15 @@ static const struct algo extras[] = {
 		.nparams = ARRAY_SIZE(v3_params),
 		.params_size = sizeof(struct bbr3_params),
 		.variants = v3_variants,
-		.nvariants = ARRAY_SIZE(v3_variants) },
+		.nvariants = ARRAY_SIZE(v3_variants),
+		.per_packet = true },
 	{ .name = "bbr3",
 		.params = v3_params,
 		.nparams = ARRAY_SIZE(v3_params),
 		.params_size = sizeof(struct bbr3_params),
 		.variants = v3_variants,
-		.nvariants = ARRAY_SIZE(v3_variants) },
+		.nvariants = ARRAY_SIZE(v3_variants),
+		.per_packet = true },
 	{ .name = "bbr_acd",
 		.params = acd_params,
 		.nparams = ARRAY_SIZE(acd_params),
@@ -189,6 +195,7 @@ void algos_init(void)
 		table[i].params_size = x->params_size;
 		table[i].variants = x->variants;
 		table[i].nvariants = x->nvariants;
+		table[i].per_packet = x->per_packet;
 	}
 }
 

@@ -36,7 +36,7 @@ static int register_algo(const struct algo *a, struct loaded *l)
 		return fail(0, "the kernel already has a congestion control named '%s'", a->name);
 	if (l->link_fd < 0)
 		return fail(l->link_fd, "cannot register the congestion control");
-	return load_flows_iterator(a, l->obj, &l->have, &l->flows);
+	return load_flows_iterator(a, l->obj, &l->have, &l->flows) || load_per_packet(a, l->obj, &l->pp);
 }
 
 /* With the root locked: EXIT_SUCCESS with *done set when there is nothing to attach. */

@@ -62,6 +62,7 @@ struct algo {
 	size_t params_size; /* size of the params struct; 0 when there are no parameters */
 	const struct variant_desc *variants;
 	size_t nvariants;
+	bool per_packet; /* has the per-packet loss programs (bbr3_core.h) */
 };
 
 /* algos.c */
@@ -107,7 +108,7 @@ int select_algos(int argc, char **argv, const struct algo **out, size_t *n);
 int open_pinned(const struct algo *a, const char *name, int flags);
 /* What an attachment has, from its pins. flows: "map-iterator", "iter-tcp" or NULL. */
 struct attachment {
-	bool params, trace;
+	bool params, trace, per_packet;
 	const char *flows;
 };
 struct attachment attachment_of(const struct algo *a);
@@ -141,7 +142,7 @@ struct flows_iter {
 	struct bpf_link *link;
 	const char *pin; /* BBRKIT_PIN_FLOWS or BBRKIT_PIN_FLOWS_TCP; NULL when unavailable */
 };
-/* BBRCTL_DISABLE=trace,storage,map-iter,tcp-iter makes attach act as if the kernel lacked them;
+/* BBRCTL_DISABLE=trace,storage,map-iter,tcp-iter,per-packet makes attach act as if the kernel lacked them;
  * link-update does the same for upgrade.
  */
 bool feature_disabled(const char *key);
@@ -156,6 +157,24 @@ void describe_load_failure(int err, const char *prog, const char *sec, char *buf
 int load_flows_iterator(const struct algo *a, struct bpf_object *main, const struct bbrkit_features *have,
 	struct flows_iter *out);
 void flows_iter_release(struct flows_iter *it);
+/* bbr2/bbr3's per-packet loss path: its programs (kprobes on the kernel's transmit and loss marking,
+ * a tracepoint on socket destruction), loaded beside main and sharing its maps.
+ */
+#define PP_PROGS 3
+struct pp_links {
+	struct bpf_object *obj;
+	struct bpf_link *link[PP_PROGS]; /* NULL when the path does not run */
+};
+/* Their program names (the hooks' after the mechanism's prefix) and pin names, in link[] order. */
+extern const char *const pp_progs[PP_PROGS];
+extern const char *const pp_pins[PP_PROGS];
+/* Loads and attaches them, then tells main's new flows to use them; a refusal is a one-line warning. */
+int load_per_packet(const struct algo *a, struct bpf_object *main, struct pp_links *out);
+void pp_links_release(struct pp_links *pp);
+/* Loads a's per-packet programs on their own (nothing attached), fentry or else kprobe: 0 with the
+ * mechanism in why, or -errno with why not.
+ */
+int probe_per_packet_load(const struct algo *a, char *why, size_t size);
 /* load.c: one load of an algorithm's object, shared by attach and upgrade. */
 struct bpf_map;
 struct loaded {
@@ -164,6 +183,7 @@ struct loaded {
 	int link_fd;	     /* attach: the struct_ops link, the registration; -1 before it */
 	struct bbrkit_features have;
 	struct flows_iter flows;
+	struct pp_links pp;
 };
 /* Root, kernel BTF, struct_ops for TCP, bpffs (mounted when missing): each with what is missing. */
 int check_kernel(void);

@@ -130,6 +130,23 @@ static int probe_sk_storage(struct btf *btf, char *note, size_t size)
 	return probe_cc_load(algo_at(0), true);
 }
 
+/* The per-packet loss path's programs load, attached to nothing; the functions they probe exist. */
+static int probe_per_packet(struct btf *btf, char *note, size_t size)
+{
+	const struct algo *a = algo_find("bbr3");
+	int err = btf_has(btf, "tcp_mark_skb_lost", BTF_KIND_FUNC);
+
+	if (!err)
+		err = btf_has(btf, "tcp_rate_skb_sent", BTF_KIND_FUNC);
+	if (err) {
+		snprintf(note, size, "kernel BTF lacks tcp_mark_skb_lost or tcp_rate_skb_sent");
+		return err;
+	}
+	if (!a)
+		return -ENOENT;
+	return probe_per_packet_load(a, note, size);
+}
+
 static int probe_bpffs(struct btf *btf, char *note, size_t size)
 {
 	struct statfs st;
@@ -165,6 +182,7 @@ static const struct probe probes[] = {
 	{ "iter-tcp", "iter/tcp (flows, one pass per netns)", probe_iter_tcp },
 	{ "ringbuf", "BPF ring buffer (trace)", probe_ringbuf },
 	{ "sk-storage", "sk_storage from struct_ops (flow ids)", probe_sk_storage },
+	{ "per-packet", "per-packet loss decisions (bbr2, bbr3)", probe_per_packet },
 	{ "bpffs", "bpffs at " BPFFS_DIR " (pins)", probe_bpffs },
 	{ "bpf-stats", "kernel BPF run-time stats", probe_stats },
 };

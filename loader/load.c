@@ -84,6 +84,7 @@ int load_algo(const struct algo *a, const char *path, bool share, struct loaded 
 void loaded_release(struct loaded *l)
 {
 	flows_iter_release(&l->flows);
+	pp_links_release(&l->pp);
 	if (l->link_fd >= 0)
 		close(l->link_fd);
 	bpf_object__close(l->obj);

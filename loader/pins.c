@@ -160,6 +160,11 @@ static int pin_into(const struct algo *a, const struct loaded *l, const char *tm
 		if (err)
 			return fail(err, "cannot pin the flows iterator into %s", tmp);
 	}
+	for (int i = 0; l->pp.link[0] && i < PP_PROGS; i++) {
+		err = pin_fd(bpf_link__fd(l->pp.link[i]), tmp, pp_pins[i]);
+		if (err)
+			return fail(err, "cannot pin the per-packet loss programs into %s", tmp);
+	}
 	if (pin_map(l, BBRKIT_ABI_SECTION, tmp, BBRKIT_PIN_ABI))
 		return EXIT_FAILURE;
 	err = pin_fd(l->link_fd, tmp, BBRKIT_PIN_LINK);

@@ -153,6 +153,8 @@ struct attachment attachment_of(const struct algo *a)
 	return (struct attachment){
 		.params = pinned(a, BBRKIT_PIN_PARAMS),
 		.trace = pinned(a, BBRKIT_PIN_EVENTS) && pinned(a, BBRKIT_PIN_CTL),
+		.per_packet = pinned(a, BBRKIT_PIN_PP_SENT) && pinned(a, BBRKIT_PIN_PP_LOST) &&
+			pinned(a, BBRKIT_PIN_PP_DESTROY),
 		.flows = pinned(a, BBRKIT_PIN_FLOWS)	  ? "map-iterator"
 			: pinned(a, BBRKIT_PIN_FLOWS_TCP) ? "iter-tcp"
 							  : NULL,
@@ -163,11 +165,14 @@ void attachment_features(const struct algo *a, char *buf, size_t size)
 {
 	struct attachment at = attachment_of(a);
 
-	snprintf(buf, size, "params %s, trace %s, flows %s",
+	snprintf(buf, size, "params %s, trace %s, flows %s%s%s",
 		!a->params_size	    ? "none"
 			: at.params ? "yes"
 				    : "no",
-		at.trace ? "yes" : "no", at.flows ? at.flows : "no");
+		at.trace ? "yes" : "no", at.flows ? at.flows : "no", a->per_packet ? ", loss decisions " : "",
+		!a->per_packet		? ""
+			: at.per_packet ? "per-packet"
+					: "ack-time");
 }
 
 void attachment_json(struct json *j, const struct algo *a)
@@ -184,5 +189,9 @@ void attachment_json(struct json *j, const struct algo *a)
 	json_bool(j, at.trace);
 	json_key(j, "flows");
 	json_string(j, at.flows);
+	if (a->per_packet) {
+		json_key(j, "loss_decisions");
+		json_string(j, at.per_packet ? "per-packet" : "ack-time");
+	}
 	json_object_end(j);
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -155,7 +156,21 @@ void describe_load_failure(int err, const char *prog, const char *sec, char *buf
 		snprintf(buf, size, "loading the BPF object failed%s%s", why ? ": " : "", why ? why : "");
 }
 
-/* Loads program `name` of a's object on its own, sharing main's maps; NULL with errno set. */
+/* Does a program name begin with one of the comma-separated prefixes? */
+static bool name_in(const char *name, const char *prefixes)
+{
+	for (const char *p = prefixes; *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
+		size_t n = strcspn(p, ",");
+
+		if (!strncmp(name, p, n))
+			return true;
+	}
+	return false;
+}
+
+/* Loads the programs of a's object whose names begin with one of the comma-separated prefixes in
+ * `name` on their own, sharing main's maps (all maps new without main); NULL with errno set.
+ */
 static struct bpf_object *load_alone(
 	const struct algo *a, struct bpf_object *main, const char *name, char *why, size_t why_size)
 {
@@ -169,13 +184,15 @@ static struct bpf_object *load_alone(
 		return NULL;
 	}
 	bpf_object__for_each_program(p, obj)
-		bpf_program__set_autoload(p, !strcmp(bpf_program__name(p), name));
+		bpf_program__set_autoload(p, name_in(bpf_program__name(p), name));
 	bpf_object__for_each_map(m, obj)
 	{
-		struct bpf_map *shared = bpf_object__find_map_by_name(main, bpf_map__name(m));
+		struct bpf_map *shared = main ? bpf_object__find_map_by_name(main, bpf_map__name(m)) : NULL;
 
 		if (bpf_map__type(m) == BPF_MAP_TYPE_STRUCT_OPS)
 			err = bpf_map__set_autocreate(m, false);
+		else if (!main)
+			err = 0;
 		else
 			err = shared ? bpf_map__reuse_fd(m, bpf_map__fd(shared)) : -ENOENT;
 		if (err) {
@@ -187,8 +204,10 @@ static struct bpf_object *load_alone(
 	libbpf_log_reset();
 	err = bpf_object__load(obj);
 	if (err) {
-		p = bpf_object__find_program_by_name(obj, name);
-		describe_load_failure(err, name, p ? bpf_program__section_name(p) : "?", why, why_size);
+		const char *failed = libbpf_failed_prog() ? libbpf_failed_prog() : name;
+
+		p = bpf_object__find_program_by_name(obj, failed);
+		describe_load_failure(err, failed, p ? bpf_program__section_name(p) : "?", why, why_size);
 		goto fail;
 	}
 	return obj;
@@ -260,4 +279,111 @@ void flows_iter_release(struct flows_iter *it)
 	bpf_link__destroy(it->link);
 	bpf_object__close(it->obj);
 	memset(it, 0, sizeof(*it));
+}
+
+#define PP_LIVE_MAP ".data.pp"
+#define KPROBE_PMU "/sys/bus/event_source/devices/kprobe/type" /* how libbpf attaches kprobes */
+
+/* The per-packet path's programs (bbr3_core.h): two hooks by one mechanism, and the cleanup. */
+static const char *const pp_mechanisms[] = { "fentry", "kprobe" };
+const char *const pp_progs[PP_PROGS] = { "sent", "lost", "bbr3_pp_destroy" };
+const char *const pp_pins[PP_PROGS] = { BBRKIT_PIN_PP_SENT, BBRKIT_PIN_PP_LOST, BBRKIT_PIN_PP_DESTROY };
+
+static void pp_prog_name(char *buf, size_t size, const char *mechanism, int i)
+{
+	if (i == PP_PROGS - 1)
+		snprintf(buf, size, "%s", pp_progs[i]);
+	else
+		snprintf(buf, size, "bbr3_pp_%s_%s", mechanism, pp_progs[i]);
+}
+
+/* Loads and attaches one mechanism's programs: 0, or -errno with why. */
+static int pp_try(const struct algo *a, struct bpf_object *main, const char *mechanism, struct pp_links *out,
+	char *why, size_t size)
+{
+	char names[128], name[64];
+	int err;
+
+	if (!strcmp(mechanism, "kprobe") && access(KPROBE_PMU, F_OK)) {
+		snprintf(why, size, "the kernel has no kprobes (" KPROBE_PMU " missing: CONFIG_KPROBES)");
+		return -EOPNOTSUPP;
+	}
+	snprintf(names, sizeof(names), "bbr3_pp_%s_,bbr3_pp_destroy", mechanism);
+	out->obj = load_alone(a, main, names, why, size);
+	err = out->obj ? 0 : -errno;
+	for (int i = 0; !err && main && i < PP_PROGS; i++) {
+		pp_prog_name(name, sizeof(name), mechanism, i);
+		out->link[i] = bpf_program__attach(bpf_object__find_program_by_name(out->obj, name));
+		if (!out->link[i]) {
+			err = -errno;
+			snprintf(why, size, "cannot attach '%s'", name);
+		}
+	}
+	if (err || !main)
+		pp_links_release(out);
+	return err;
+}
+
+int probe_per_packet_load(const struct algo *a, char *why, size_t size)
+{
+	struct pp_links pp = { 0 };
+	char first[256] = "";
+	int err = pp_try(a, NULL, pp_mechanisms[0], &pp, first, sizeof(first));
+
+	if (!err) {
+		snprintf(why, size, "%s", pp_mechanisms[0]);
+		return 0;
+	}
+	err = pp_try(a, NULL, pp_mechanisms[1], &pp, why, size);
+	if (!err)
+		snprintf(why, size, "%s (fentry refused)", pp_mechanisms[1]);
+	else
+		snprintf(why + strlen(why), size - strlen(why), "; fentry: %s", first);
+	return err;
+}
+
+int load_per_packet(const struct algo *a, struct bpf_object *main, struct pp_links *out)
+{
+	struct bpf_map *live = bpf_object__find_map_by_name(main, PP_LIVE_MAP);
+	char why[2][384] = { "", "" };
+	__u32 zero = 0, on = 1;
+	int err = 0, m;
+
+	memset(out, 0, sizeof(*out));
+	if (!a->per_packet)
+		return EXIT_SUCCESS;
+	if (feature_disabled("per-packet")) {
+		warn(0,
+			"per-packet loss decisions off (" DISABLE_ENV
+			" has 'per-packet'); %s judges losses at "
+			"ACK time",
+			a->name);
+		return EXIT_SUCCESS;
+	}
+	for (m = 0; m < 2; m++) {
+		err = pp_try(a, main, pp_mechanisms[m], out, why[m], sizeof(why[m]));
+		if (!err)
+			break;
+	}
+	if (!err && (!live || bpf_map_update_elem(bpf_map__fd(live), &zero, &on, BPF_ANY))) {
+		err = live ? -errno : -ENOENT;
+		snprintf(why[1], sizeof(why[1]), "cannot switch the flows to it (map '" PP_LIVE_MAP "')");
+		pp_links_release(out);
+	}
+	if (err)
+		warn(err,
+			"per-packet loss decisions unavailable (fentry: %s; kprobe: %s); %s judges losses at "
+			"ACK time",
+			why[0], why[1], a->name);
+	else if (verbose)
+		fprintf(stderr, "bbrctl: per-packet loss decisions by %s\n", pp_mechanisms[m]);
+	return EXIT_SUCCESS;
+}
+
+void pp_links_release(struct pp_links *pp)
+{
+	for (int i = PP_PROGS - 1; i >= 0; i--)
+		bpf_link__destroy(pp->link[i]);
+	bpf_object__close(pp->obj);
+	memset(pp, 0, sizeof(*pp));
 }

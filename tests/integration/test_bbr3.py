@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bbrbench.testbed.procs import command
-from netutil import BBRCTL, available_ccs, bbrctl, flows_json, iperf_pair, iperf_result
+from netutil import BBRCTL, available_ccs, bbrctl, flows_json, iperf_pair, iperf_result, kernel_features
 
 pytestmark = pytest.mark.net
 
@@ -138,3 +138,28 @@ def test_rto_during_up_recovers_the_link(attach, netpair, tmp_path: Path) -> Non
             bits = (end["delivered"] - start["delivered"]) * start["mss"] * 8
             best = max(best, bits / ((end["t_ns"] - start["t_ns"]) / 1e9))
     assert best >= 0.9 * rate_mbit * 1e6, f"best 1 s window after the blackhole: {best / 1e6:.1f} Mbit/s"
+
+
+def test_loss_decisions_run_on_the_path_the_kernel_allows(attach, netpair) -> None:
+    """Issue 30: with the kernel's leave, bbr3 judges each lost skb with its send-time flight (the
+    per-packet counter rises on a lossy transfer, few lost skbs lack a send record); without it,
+    the ACK-time path runs, named as such in `bbrctl list` and in the records, and the flow still
+    fills the link. A buffer of a quarter BDP makes every probe lose."""
+    per_packet = kernel_features()["per-packet"]["available"]
+    attach("bbr3")
+    listed = json.loads(bbrctl("list", "--json").stdout)["algorithms"]
+    path = next(a for a in listed if a["name"] == "bbr3")["features"]["loss_decisions"]
+    assert path == ("per-packet" if per_packet else "ack-time")
+    pair = netpair(rate_mbit=RATE_MBIT, queue_bytes=QUEUE_BYTES // 8, rtt_ms=RTT_MS)
+    client = iperf_pair(pair, "bbr3", seconds=8, extra=("-O", "1"))
+    time.sleep(6)
+    flow = flows_json("bbr3", pair.netns_inode(pair.sender))[0]
+    result = iperf_result(client)
+    assert flow["lost"] > 0, "the quarter-BDP buffer lost nothing: no loss decision was exercised"
+    if per_packet:
+        assert flow["pp_decisions"] > 0, flow
+        assert flow["pp_misses"] <= max(2, flow["pp_decisions"] // 20), flow
+    else:
+        assert flow["pp_decisions"] is None and flow["pp_misses"] is None, flow
+    received = result["end"]["sum_received"]["bits_per_second"]
+    assert received >= 0.7 * RATE_MBIT * 1e6, f"{received / 1e6:.1f} Mbit/s"

@@ -227,7 +227,7 @@ def test_trace_records_counts_itself_and_allows_one_reader(attach, netpair, tmp_
 
 
 FEATURE_KEYS = ["btf", "struct-ops-tcp-cc", "struct-ops-link", "link-update", "map-iter", "iter-tcp", "ringbuf",
-                "sk-storage", "bpffs", "bpf-stats"]
+                "sk-storage", "per-packet", "bpffs", "bpf-stats"]
 
 
 def test_features_probe_every_capability_and_change_nothing() -> None:

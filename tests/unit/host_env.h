@@ -69,6 +69,7 @@ struct tcp_sock {
 	u32 total_retrans;
 	u32 mss_cache;
 	u32 app_limited;
+	u32 snd_nxt;
 	u32 packets_out;
 	u32 sacked_out;
 	u32 lost_out;
@@ -95,6 +96,7 @@ struct rate_sample {
 	int losses;
 	u32 acked_sacked;
 	u32 prior_in_flight;
+	u32 last_end_seq;
 	bool is_app_limited;
 	bool is_retrans;
 	bool is_ack_delayed;

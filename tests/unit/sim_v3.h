@@ -38,6 +38,24 @@ static __attribute__((unused)) void ack(u32 inflight, int losses, bool round_end
 		.prior_in_flight = inflight });
 }
 
+/* A 2 ms ACK of 9 packets, not ending a round, with `inflight` in flight before it; the caller sets
+ * what it tests in rs (which starts zeroed) before it goes in.
+ */
+static __attribute__((unused)) struct rate_sample ack_sample(u32 inflight)
+{
+	struct rate_sample rs = { 0 };
+
+	sim_advance_us(2000);
+	rs.prior_delivered = core()->next_rtt_delivered - 1;
+	rs.delivered = 9;
+	rs.acked_sacked = 9;
+	rs.interval_us = 2000;
+	rs.rtt_us = SIM_RTT_US;
+	rs.prior_in_flight = inflight;
+	sim_tp.delivered += 9;
+	return rs;
+}
+
 /* A round of ACKS_PER_ROUND ACKs, the first of which ends the previous round. */
 static __attribute__((unused)) void round_of(u32 inflight)
 {

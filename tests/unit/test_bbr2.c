@@ -5,6 +5,7 @@
 #include "bbr2.bpf.c"
 #include "sim.h"
 #include "sim_v3.h"
+#include "sim_pkt.h"
 
 TEST(startup_paces_and_sizes_cwnd_at_2_885)
 {
@@ -91,4 +92,19 @@ TEST(up_forgets_acks_while_not_cwnd_limited)
 	sim_tp.is_cwnd_limited = 0;
 	ack(100, 0, false);
 	CHECK_EQ(st()->bw_probe_up_acks, 0);
+}
+
+/* v2alpha judges each lost skb as v3 does (tcp_bbr2.c: bbr2_skb_marked_lost, the same 2% rule and
+ * inflight_hi from the lost skb): the per-packet path takes exactly the reference's decisions in
+ * the closed loop of sim_pkt.h, at 1% random loss.
+ */
+TEST(per_packet_path_decides_as_v2alpha_at_1_percent_loss)
+{
+	struct pkt_path p = {
+		.rate_x1000 = 5000, .buffer = 200, .rtt_us = 20000, .loss_ppm = 10000, .seed = 2
+	};
+	struct pkt_stats s = pkt_run(&p, true, 20000000);
+
+	CHECK(s.ref_cuts > 0);
+	CHECK_EQ(s.differ + s.extra, 0);
 }

@@ -483,3 +483,67 @@ TEST(undo_restores_bounds)
 	CHECK_EQ(st()->inflight_hi, 150);
 	CHECK_EQ(st()->inflight_lo, 120);
 }
+
+/* Issue 30 (1), v3's bbr_update_congestion_signals: the loss that ends UP is still a loss of the
+ * round DOWN starts in (loss_in_round |= rs->losses > 0 after the loss hook's reset), and of the cycle
+ * (loss_in_cycle |= rs->lost > 0 at the end of the ACK); the next loss round's start in DOWN cuts
+ * bw_lo and inflight_lo by beta.
+ */
+TEST(loss_that_ends_up_is_a_loss_of_down)
+{
+	to_up();
+	ack(100, 5, false);
+	CHECK_EQ(phase(), BBRKIT_V3_DOWN);
+	CHECK(st()->loss_in_round);
+	CHECK(st()->loss_in_cycle);
+	CHECK_EQ(st()->inflight_lo, ~0U);
+	ack(100, 0, true);
+	CHECK(st()->loss_round_start);
+	CHECK(st()->inflight_lo != ~0U);
+	CHECK(st()->bw_lo != ~0U);
+}
+
+/* An ACK whose rate sample spans earlier CE marks but that carries none itself. */
+static void ack_with_old_ce(u32 interval_ce)
+{
+	struct rate_sample rs = ack_sample(80);
+
+	rs.delivered_ce = (s32)interval_ce;
+	bbrkit_on_ack(sk, &rs);
+}
+
+/* Issue 30 (2): v3 raises ecn_in_round from this ACK's ECE (rs->is_ece), here its rise of
+ * tp->delivered_ce, not from CE anywhere in the rate sample's interval (rs->delivered_ce).
+ */
+TEST(ecn_in_round_is_this_acks_ce_only)
+{
+	sim_tp.ecn_flags = BBR3_TCP_ECN_OK;
+	start();
+	params.ecn = 1;
+	params.ecn_max_rtt_us = 0;
+	round_of(80);
+	ack_with_old_ce(4);
+	CHECK(!st()->loss_round_start);
+	CHECK(!st()->ecn_in_round);
+	sim_tp.delivered_ce += 2; /* this ACK's ECE: tcp_ecn... counts its delivered packets as CE */
+	ack_with_old_ce(2);
+	CHECK(!st()->loss_round_start);
+	CHECK(st()->ecn_in_round);
+}
+
+/* The per-packet path's hooks gone (detached, or the kernel never called them) while a flow runs on
+ * it: an ACK that reports losses the loss hook did not see is judged the ACK-time way (C: inflight_hi
+ * where the loss crossed 2%, 97 as in up_ends_on_loss_and_sets_inflight_hi), not left to the per-ACK
+ * check alone (which would keep the flight, 100).
+ */
+TEST(losses_the_hook_did_not_see_are_judged_at_ack_time)
+{
+	bbr3_pp_live = 1;
+	check_setup();
+	bbr3_pp_live = 0;
+	CHECK(st()->pp_on);
+	to_up();
+	ack(100, 5, false);
+	CHECK_EQ(phase(), BBRKIT_V3_DOWN);
+	CHECK_EQ(st()->inflight_hi, 97);
+}

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import HarnessError
 from ..results import read_json, write_json
-from .system import bbrctl, bbrctl_path
+from .system import bbrctl, bbrctl_path, bbrkit_attachments
 
 HOST_FILE = "host.json"
 # bbrctl --version's second line: the SHA-256 of the BPF objects it embeds, in algorithm order.
@@ -81,6 +81,8 @@ def host_record(load_start: tuple[float, float, float]) -> dict[str, Any]:
         "bbrctl_version": version,
         "objects_sha256": objects,
         "algorithms_sha256": _sha256(path) if path is not None else None,
+        # How each attached bbrkit algorithm ran: bbr2/bbr3's loss decisions per packet or at ACK time.
+        "bbrkit_attachments": bbrkit_attachments() if path is not None else {},
         # The 1-minute load average at the start and at the end: the end one covers the run's last minute.
         "loadavg_start": list(load_start),
         "loadavg_end": list(os.getloadavg()),

@@ -66,6 +66,14 @@ def bbrkit_attached() -> set[str]:
     return {a["name"] for a in listing.get("algorithms", []) if isinstance(a, dict) and a.get("attached")}
 
 
+def bbrkit_attachments() -> dict[str, dict[str, Any]]:
+    """What each attached bbrkit algorithm runs with, as `bbrctl list --json` names it: params, trace,
+    flows and, for bbr2/bbr3, loss_decisions ("per-packet" or "ack-time")."""
+    listing = bbrctl_list() or {}
+    return {a["name"]: dict(a.get("features") or {}) for a in listing.get("algorithms", [])
+            if isinstance(a, dict) and a.get("attached") and isinstance(a.get("name"), str)}
+
+
 def bbrkit_without_trace(algos: list[str]) -> list[str]:
     """Those of the attached algorithms whose attachment has no trace ring buffer (bbrctl features)."""
     listing = bbrctl_list() or {}

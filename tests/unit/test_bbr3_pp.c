@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: GPL-2.0
+/* bbr3's per-packet loss path (issue 30) in a closed loop (sim_pkt.h): every skb marked lost is
+ * judged by v3's rule (google/bbr v3, net/ipv4/tcp_bbr.c: bbr_skb_marked_lost ->
+ * bbr_is_inflight_too_high with the skb's tx.in_flight and tp->lost - tx.lost, then
+ * bbr_inflight_hi_from_lost_skb), computed here from the sender's own per-packet state. The
+ * per-packet path must take exactly those decisions; the ACK-time path (approximations A-C, F of
+ * bbr3_core.h), the fallback, is shown to take others.
+ */
+#include "bbr3.bpf.c"
+#include "sim.h"
+#include "sim_v3.h"
+#include "sim_pkt.h"
+
+#define RUN_US 20000000ULL /* 20 s: several probe cycles */
+
+static const struct pkt_path deep = { .rate_x1000 = 5000, .buffer = 200, .rtt_us = 20000, .seed = 1 };
+
+#define SEEDS 5 /* runs per case, each with its own random drops */
+
+static void show(const char *what, const struct pkt_stats *s, int runs)
+{
+	printf("  %-26s v3 cuts %3u  agree %3u  differ %3u  extra %3u  %5.1f Mbit/s, lost %.2f%%\n", what,
+		s->ref_cuts, s->agree, s->differ, s->extra,
+		(double)s->delivered * SIM_MSS * 8 / ((double)RUN_US * runs), 100.0 * s->lost / s->sent);
+}
+
+static void add(struct pkt_stats *sum, const struct pkt_stats *s)
+{
+	sum->ref_cuts += s->ref_cuts;
+	sum->agree += s->agree;
+	sum->differ += s->differ;
+	sum->extra += s->extra;
+	sum->sent += s->sent;
+	sum->lost += s->lost;
+	sum->delivered += s->delivered;
+}
+
+/* Both paths on one path, SEEDS runs each: the per-packet one takes v3's decisions at every mark,
+ * and there were some to take; returns the ACK-time path's count of decisions unlike v3's.
+ */
+static u32 compare(const char *what, struct pkt_path p)
+{
+	struct pkt_stats pp = { 0 }, ack = { 0 }, one;
+
+	for (p.seed = 1; p.seed <= SEEDS; p.seed++) {
+		one = pkt_run(&p, true, RUN_US);
+		add(&pp, &one);
+		one = pkt_run(&p, false, RUN_US);
+		add(&ack, &one);
+	}
+	show(what, &pp, SEEDS);
+	show("  (ACK-time path)", &ack, SEEDS);
+	if (!pp.ref_cuts || pp.differ || pp.extra) {
+		fprintf(stderr, "%s: the per-packet path differs from v3's rule\n", what);
+		check_failed_now = 1;
+	}
+	return ack.differ + ack.extra;
+}
+
+static u32 random_loss(const char *what, u32 ppm)
+{
+	struct pkt_path p = deep;
+
+	p.loss_ppm = ppm;
+	return compare(what, p);
+}
+
+TEST(per_packet_path_decides_as_v3_at_0_1_percent_loss)
+{
+	random_loss("0.1% random loss", 1000);
+}
+
+TEST(per_packet_path_decides_as_v3_at_1_percent_loss)
+{
+	CHECK(random_loss("1% random loss", 10000) > 0);
+}
+
+TEST(per_packet_path_decides_as_v3_at_5_percent_loss)
+{
+	CHECK(random_loss("5% random loss", 50000) > 0);
+}
+
+TEST(per_packet_path_decides_as_v3_with_a_shallow_buffer)
+{
+	struct pkt_path p = deep;
+
+	p.buffer = 25;
+	CHECK(compare("shallow buffer (1/4 BDP)", p) > 0);
+}
+
+TEST(per_packet_path_decides_as_v3_over_rate_steps)
+{
+	struct pkt_path p = deep;
+
+	p.buffer = 50;
+	p.step_at_us = SIM_START_US + RUN_US / 2;
+	p.step_rate_x1000 = 2500;
+	CHECK(compare("rate step 5 -> 2.5 pkt/ms", p) > 0);
+}
+
+/* An RTO in UP: v3 judges each marked skb with its own send-time flight; the ACK-time path's
+ * stand-in (F) judges them as one, with the flight outstanding at the RTO.
+ */
+TEST(per_packet_path_decides_as_v3_on_an_rto_in_up)
+{
+	struct pkt_path p = deep;
+	struct pkt_stats pp, ack;
+
+	p.blackhole_in_up = true;
+	p.blackhole_us = 250000;
+	p.seed = 1;
+	pp = pkt_run(&p, true, RUN_US);
+	ack = pkt_run(&p, false, RUN_US);
+	show("RTO during UP", &pp, 1);
+	show("  (ACK-time path)", &ack, 1);
+	printf("  inflight_hi after the RTO: per-packet %u, ACK-time %u\n", pp.hi_after_rto,
+		ack.hi_after_rto);
+	CHECK(pp.ref_cuts > 0);
+	CHECK_EQ(pp.differ + pp.extra, 0);
+	CHECK(ack.differ + ack.extra > 0);
+}
+
+/* In a loss round the per-ACK check reads the ACKed skb's own record, as v3 reads rs->tx_in_flight
+ * and rs->lost: 3 losses since a 200-packet flight was sent are within 2% (200 x 5/256 = 3), so UP
+ * goes on, where approximations A and B (a flight of 100 at the ACK, 10 losses since the loss round
+ * began) would end it.
+ */
+TEST(per_ack_check_reads_the_acked_skbs_record)
+{
+	struct rate_sample rs;
+
+	bbr3_pp_live = 1;
+	check_setup();
+	bbr3_pp_live = 0;
+	to_up();
+	sim_tp.lost += 10;
+	host_bbr3_pp.head = 1;
+	host_bbr3_pp.ring[0] = (struct bbr3_tx){ .seq = 0, .in_flight = 200, .lost = sim_tp.lost - 3 };
+	host_bbr3_pp.end_seq = 10 * SIM_MSS;
+	rs = ack_sample(100);
+	rs.last_end_seq = 10 * SIM_MSS;
+	bbrkit_on_ack(sk, &rs);
+	CHECK_EQ(phase(), BBRKIT_V3_UP);
+	CHECK(st()->bw_probe_samples);
+}
