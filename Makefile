@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
-# bbrkit build: BPF congestion controls, their skeletons, the bbrctl loader, the delay line and
-# the host unit tests. Everything generated goes to build/. `make V=1` shows the commands.
+# bbrkit build: BPF congestion controls, their skeletons, the bbrctl loader, the testbed's wire tools
+# (bbrkit-delay, bbrkit-link), the kernel-BBR tools (bbrkit-lockstep, bbrkit-floor) and the host unit
+# tests. Everything generated goes to build/. `make V=1` shows the commands.
 
 CLANG ?= clang
 LLVM_STRIP ?= llvm-strip

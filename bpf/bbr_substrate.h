@@ -39,7 +39,11 @@
 #define BBR_CWND_MIN_TARGET 4U
 /* Bandwidth growth, in BBR_UNIT, that counts as "still growing" in STARTUP (25%). */
 #define BBR_FULL_BW_THRESH (BBR_UNIT * 5 / 4)
-/* Rounds without that growth after which the pipe is taken to be full. */
+/* Rounds without that growth after which the pipe is taken to be full. Three, because a receiver's
+ * window can hold the first round back: in one round autotuning grows the window, in the next the
+ * sender fills it, only in the third do the delivery-rate samples show the larger rate (and transient
+ * cross traffic or radio noise has a chance to pass).
+ */
 #define BBR_FULL_BW_CNT 3
 /* Gain, in BBR_UNIT, applied to the measured ACK aggregation when sizing cwnd. */
 #define BBR_EXTRA_ACKED_GAIN BBR_UNIT
@@ -69,7 +73,7 @@ struct bbr_minmax {
 	struct bbr_minmax_sample s[3];
 };
 
-/* Bytes of icsk_ca_priv left over for a variant's own state. */
+/* 32-bit words (12 bytes) of icsk_ca_priv left over for a variant's own state. */
 #define BBR_EXT_WORDS 3
 
 struct bbr_core {
