@@ -19,10 +19,12 @@ BUILD := build
 VMLINUX_BTF := /sys/kernel/btf/vmlinux
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
-BPF_SRCS := $(sort $(wildcard bpf/*.bpf.c))
+# bpf/policy.bpf.c is the policy's sockops program, not a congestion control: bbrctl embeds it apart.
+POLICY_SRC := bpf/policy.bpf.c
+BPF_SRCS := $(filter-out $(POLICY_SRC),$(sort $(wildcard bpf/*.bpf.c)))
 ALGOS := $(patsubst bpf/%.bpf.c,%,$(BPF_SRCS))
 BPF_OBJS := $(ALGOS:%=$(BUILD)/%.bpf.o)
-SKELS := $(ALGOS:%=$(BUILD)/%.skel.h)
+SKELS := $(ALGOS:%=$(BUILD)/%.skel.h) $(BUILD)/policy.skel.h
 BPF_HDRS := $(wildcard bpf/*.h include/*.h)
 
 LOADER_SRCS := $(sort $(wildcard loader/*.c))
@@ -56,6 +58,8 @@ WARN_CFLAGS := -Wall -Wextra -Werror
 LIBBPF_CFLAGS := $(shell $(PKG_CONFIG) --cflags libbpf 2>/dev/null)
 LIBBPF_LIBS := $(or $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null),-lbpf -lelf -lz)
 LOADER_CFLAGS := -O2 -g $(WARN_CFLAGS) -I$(BUILD) -Iinclude -Iloader $(LIBBPF_CFLAGS)
+# bbrctl export serves HTTP through libmicrohttpd.
+MHD_LIBS := $(or $(shell $(PKG_CONFIG) --libs libmicrohttpd 2>/dev/null),-lmicrohttpd)
 DELAY_CFLAGS := -O2 -g $(WARN_CFLAGS) -pthread -Ibench/wire
 # The algorithm hooks share one signature and not every algorithm uses every argument.
 UNIT_CFLAGS := -O1 -g $(WARN_CFLAGS) -Wno-unused-parameter -Iinclude -Ibpf -Itests/unit
@@ -126,11 +130,11 @@ $(BUILD)/loader/%.o: loader/%.c $(BUILD)/bbrkit_algos.h $(SKELS) | $(BUILD)/load
 
 $(BUILD)/bbrctl: $(LOADER_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LOADER_CFLAGS) $^ $(LIBBPF_LIBS) -o $@
+	$(Q)$(CC) $(LOADER_CFLAGS) $^ $(LIBBPF_LIBS) $(MHD_LIBS) -lm -o $@
 
 $(BUILD)/bbrctl-gen: $(GEN_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LOADER_CFLAGS) $^ $(LIBBPF_LIBS) -o $@
+	$(Q)$(CC) $(LOADER_CFLAGS) $^ $(LIBBPF_LIBS) $(MHD_LIBS) -lm -o $@
 
 $(BUILD)/bbrctl.8: $(BUILD)/bbrctl-gen
 	$(call msg,GEN,$@)

@@ -51,16 +51,28 @@ static int read_records(struct records *r)
 	return err;
 }
 
+int read_iterator(const char *path, char **buf, size_t *used)
+{
+	struct records r = { .path = path };
+	int err = read_records(&r);
+
+	if (err) {
+		free(r.buf);
+		return err;
+	}
+	*buf = r.buf;
+	*used = r.used;
+	return 0;
+}
+
 static int read_records_here(void *ctx, const char *label)
 {
 	(void)label;
 	return read_records(ctx);
 }
 
-/* All records of a's flows iterator in a malloc()ed array; negative errno on failure. The map
- * iterator sees every namespace at once; iter/tcp sees the reader's, so it is read in each.
- */
-static int read_flows(const struct algo *a, struct bbrkit_flow **out, size_t *n)
+/* The map iterator sees every namespace at once; iter/tcp sees the reader's, so it is read in each. */
+int read_flows(const struct algo *a, struct bbrkit_flow **out, size_t *n)
 {
 	char map_iter[BBRCTL_MAX_PATH], tcp_iter[BBRCTL_MAX_PATH];
 	struct records r = { .path = map_iter };
