@@ -207,7 +207,7 @@ reproduce: all
 	$(Q)PATH="$(CURDIR)/$(BUILD):$$PATH" .venv/bin/bbrbench reproduce --profile quick
 
 # bbrbench goes to $(PYTHON)'s prefix scheme without its dependencies: on Debian they are the packages
-# python3-numpy, python3-scipy, python3-matplotlib, python3-tabulate and python3-tqdm (their Debian 12
+# python3-numpy, python3-scipy, python3-matplotlib, python3-tabulate, python3-tqdm and python3-prometheus-client (their Debian 12
 # versions are the tested minimums). The harness then finds bbrctl and bbrkit-delay on PATH.
 install: $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(DOCS)
 	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
@@ -222,9 +222,9 @@ install: $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(DOCS)
 	$(Q)rm -rf $(BUILD)/lib  # setuptools builds in there and never removes a file that left the source
 	$(Q)$(PYTHON) -m pip install --quiet --disable-pip-version-check --no-deps --no-warn-script-location \
 		--root-user-action=ignore --ignore-installed --root "$(or $(DESTDIR),/)" --prefix "$(PREFIX)" .
-	$(Q)$(PYTHON) -c 'import numpy, scipy, matplotlib, tabulate, tqdm' 2>/dev/null || \
-		echo "note: bbrbench needs numpy, scipy, matplotlib, tabulate, tqdm for $(PYTHON):" \
-		"apt-get install python3-numpy python3-scipy python3-matplotlib python3-tabulate python3-tqdm"
+	$(Q)$(PYTHON) -c 'import numpy, scipy, matplotlib, tabulate, tqdm, prometheus_client' 2>/dev/null || \
+		echo "note: bbrbench needs numpy, scipy, matplotlib, tabulate, tqdm, prometheus_client for $(PYTHON):" \
+		"apt-get install python3-numpy python3-scipy python3-matplotlib python3-tabulate python3-tqdm python3-prometheus-client"
 
 # The record key list in docs/reference.md is `bbrctl trace --help`'s: this fails when they differ.
 .PHONY: check-readme
