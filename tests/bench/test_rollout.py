@@ -56,8 +56,8 @@ def test_scrape_reads_only_the_rule() -> None:
 
 def test_interval_sample_units() -> None:
     a, b = arm(0, 8e6, 0, retrans_per_s=10), arm(2, 8e6, 3, retrans_per_s=10)
-    s = interval_sample({f"bbrkit_policy_{k}": v for k, v in a.items()}, {f"bbrkit_policy_{k}": v for k, v in b.items()},
-                        2.0)
+    s = interval_sample({f"bbrkit_policy_{k}": v for k, v in a.items()},
+                        {f"bbrkit_policy_{k}": v for k, v in b.items()}, 2.0)
     assert s is not None
     assert s["goodput_bps"] == pytest.approx(8e6)
     assert s["retrans_rate"] == pytest.approx(10 / 1000)
