@@ -300,15 +300,24 @@ def test_split_within_two_percent_and_prometheus(attach: Callable[[str], None], 
     wrk.wait(timeout=30)
 
 
-def test_guard_reverts_starving_arm(attach: Callable[[str], None], keep_params: Callable[[str], None],
-                                    netpair: Callable[..., NetPair], rules: Callable[..., None], procs: Procs,
+@pytest.fixture
+def starving_rttgain(attach: Callable[[str], None]) -> Iterator[None]:
+    """bbr_rttgain attached with alpha 0.004; the alpha it had is written back afterwards."""
+    attach("bbr_rttgain")
+    shown = json.loads(bbrctl("show", "bbr_rttgain", "--json").stdout)["params"]
+    alpha = next(p["value"] for p in shown if p["name"] == "alpha")
+    bbrctl("set", "bbr_rttgain", "alpha=0.004")
+    try:
+        yield
+    finally:
+        bbrctl("set", "bbr_rttgain", f"alpha={alpha}", check=False)
+
+
+def test_guard_reverts_starving_arm(starving_rttgain: None, netpair: Callable[..., NetPair], rules: Callable[..., None], procs: Procs,
                                     tmp_path: Path, exporter: Callable[..., str]) -> None:
     """bbr_rttgain with alpha 0.004 (its cruise gain a 250th of the bandwidth) against cubic behind a 20 Mbit/s,
     20 ms path: its flows stop delivering for many RTTs while data waits, and bbrbench rollout's stall guard
     reverts the rule to cubic within the window; new connections then get cubic."""
-    attach("bbr_rttgain")
-    keep_params("bbr_rttgain")
-    bbrctl("set", "bbr_rttgain", "alpha=0.004")
     pair = netpair(rate_mbit=20, queue_bytes=100_000, rtt_ms=20)
     rules("canary", "lport=18084", "arms=bbr_rttgain:50,cubic:50", "holdback=cubic")
     procs.start(["ip", "netns", "exec", pair.sender, "nginx",
