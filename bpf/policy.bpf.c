@@ -43,7 +43,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, BBRKIT_POLICY_RULES * BBRKIT_POLICY_ARMS);
+	__uint(max_entries, BBRKIT_POLICY_RULES *BBRKIT_POLICY_ARMS);
 	__type(key, __u32);
 	__type(value, struct bbrkit_policy_stats);
 } stats SEC(".maps");
@@ -266,7 +266,8 @@ int policy_sockops(struct bpf_sock_ops *ops)
 }
 
 /* One struct bbrkit_sock: tcp_info's fields, from the same struct tcp_sock the kernel fills it from. */
-static __always_inline void write_sock(struct seq_file *seq, struct tcp_sock *tp, const struct bbrkit_policy_sk *s)
+static __always_inline void write_sock(
+	struct seq_file *seq, struct tcp_sock *tp, const struct bbrkit_policy_sk *s)
 {
 	const struct sock_common *c = &tp->inet_conn.icsk_inet.sk.__sk_common;
 	struct bbrkit_sock o = {};
@@ -296,7 +297,8 @@ static __always_inline void write_sock(struct seq_file *seq, struct tcp_sock *tp
 	o.ca_state = BPF_CORE_READ_BITFIELD(&tp->inet_conn, icsk_ca_state);
 	o.bytes_acked = tp->bytes_acked;
 	o.bytes_received = tp->bytes_received;
-	o.delivery_age_us = tp->delivered_mstamp && now_us > tp->delivered_mstamp ? now_us - tp->delivered_mstamp : 0;
+	o.delivery_age_us =
+		tp->delivered_mstamp && now_us > tp->delivered_mstamp ? now_us - tp->delivered_mstamp : 0;
 	o.srtt_us = tp->srtt_us >> 3;
 	o.min_rtt_us = tp->rtt_min.s[0].v;
 	o.mss = tp->mss_cache;

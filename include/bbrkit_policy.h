@@ -15,15 +15,15 @@
 #include <linux/types.h>
 #endif
 
-#define BBRKIT_POLICY_RULES 32 /* slots; one bit each in the LPM trie's rule set (a __u32) */
-#define BBRKIT_POLICY_ARMS 4   /* arms of a split: a candidate, a holdback and two more to compare */
+#define BBRKIT_POLICY_RULES 32	  /* slots; one bit each in the LPM trie's rule set (a __u32) */
+#define BBRKIT_POLICY_ARMS 4	  /* arms of a split: a candidate, a holdback and two more to compare */
 #define BBRKIT_POLICY_NAME_MAX 16 /* rule names and algorithm names, as the kernel's TCP_CA_NAME_MAX */
 /* Weights are in basis points: 1% steps are too coarse for a 0.5% canary, and 10000 fits a __u32
  * comparison against a 16-bit hash fraction without a division.
  */
 #define BBRKIT_POLICY_WEIGHT_TOTAL 10000
-#define BBRKIT_POLICY_PREFIXES 256 /* LPM trie entries: destination prefixes over all rules */
-#define BBRKIT_POLICY_DSTS 4	   /* destination prefixes of one rule */
+#define BBRKIT_POLICY_PREFIXES 256  /* LPM trie entries: destination prefixes over all rules */
+#define BBRKIT_POLICY_DSTS 4	    /* destination prefixes of one rule */
 #define BBRKIT_POLICY_CGROUP_MAX 96 /* a rule's cgroup path as given, for list and show */
 
 /* Rule flags. */
@@ -46,7 +46,7 @@ struct bbrkit_policy_arm {
 /* One slot of the "rules" map. A slot with narms == 0 is free. */
 struct bbrkit_policy_rule {
 	char name[BBRKIT_POLICY_NAME_MAX];
-	__u64 cgroup_id;   /* cgroup v2 id (the directory's inode); 0: any cgroup */
+	__u64 cgroup_id;    /* cgroup v2 id (the directory's inode); 0: any cgroup */
 	__u32 cgroup_level; /* its depth below the cgroup2 root: the ancestor of the socket's to compare */
 	__u32 priority;	    /* lower first; ties by slot */
 	__u32 generation;   /* bumped on every write of the slot: storage of older sockets is left out */
@@ -60,7 +60,6 @@ struct bbrkit_policy_rule {
 	struct bbrkit_policy_prefix dst[BBRKIT_POLICY_DSTS];
 	char cgroup_path[BBRKIT_POLICY_CGROUP_MAX];
 };
-
 
 /* Per rule slot and arm (index slot * BBRKIT_POLICY_ARMS + arm), per CPU. Counters of closed
  * connections are added when the socket leaves ESTABLISHED-or-later for CLOSE, so that their bytes
@@ -92,20 +91,20 @@ struct bbrkit_policy_sk {
  * (struct tcp_sock, the fields tcp_info reports).
  */
 struct bbrkit_sock {
-	__u64 start_ns;		 /* 0: not chosen by the policy */
-	__u64 bytes_acked;	 /* tcpi_bytes_acked */
-	__u64 bytes_received;	 /* tcpi_bytes_received */
-	__u64 delivery_age_us;	 /* since the last delivery (tp->delivered_mstamp) */
-	__u8 saddr[16];		 /* IPv6, or IPv4-mapped as above */
+	__u64 start_ns;	       /* 0: not chosen by the policy */
+	__u64 bytes_acked;     /* tcpi_bytes_acked */
+	__u64 bytes_received;  /* tcpi_bytes_received */
+	__u64 delivery_age_us; /* since the last delivery (tp->delivered_mstamp) */
+	__u8 saddr[16];	       /* IPv6, or IPv4-mapped as above */
 	__u8 daddr[16];
 	char cc[BBRKIT_POLICY_NAME_MAX];
-	__u16 sport, dport;	 /* host byte order */
-	__u32 netns;		 /* network namespace inode */
-	__u32 slot;		 /* BBRKIT_POLICY_RULES: not chosen by the policy */
+	__u16 sport, dport; /* host byte order */
+	__u32 netns;	    /* network namespace inode */
+	__u32 slot;	    /* BBRKIT_POLICY_RULES: not chosen by the policy */
 	__u32 generation;
 	__u8 arm;
 	__u8 fallback;
-	__u8 state;		 /* TCP_ESTABLISHED ... */
+	__u8 state; /* TCP_ESTABLISHED ... */
 	__u8 ca_state;
 	__u32 srtt_us;
 	__u32 min_rtt_us;
@@ -113,12 +112,12 @@ struct bbrkit_sock {
 	__u32 cwnd;
 	__u32 packets_out;
 	__u32 retrans_out;
-	__u32 total_retrans;	 /* segments retransmitted, total */
-	__u32 lost;		 
+	__u32 total_retrans; /* segments retransmitted, total */
+	__u32 lost;
 	__u32 segs_out;
 	__u32 delivered;
 	__u32 delivered_ce;
-	__u32 rate_delivered;	 /* last rate sample: packets over rate_interval_us (tcpi_delivery_rate) */
+	__u32 rate_delivered; /* last rate sample: packets over rate_interval_us (tcpi_delivery_rate) */
 	__u32 rate_interval_us;
 };
 _Static_assert(sizeof(struct bbrkit_sock) == 152, "struct bbrkit_sock changed size: readers must follow");

@@ -43,10 +43,12 @@ static const struct cli_opt upgrade_opts[] = {
 static const struct cli_opt export_opts[] = {
 	{ "listen", 'l', "ADDR", "serve /metrics on ADDR (HOST:PORT, [V6]:PORT; default 127.0.0.1:9563)",
 		OPT_AT(listen), NULL },
-	{ "flows", 'F', "N", "also export per-flow series, at most N flows (default 0: none)", OPT_AT(flow_limit),
-		NULL },
-	{ "stall-rtts", 's', "N", "a flow with data in flight and no delivery for N smoothed RTTs is stalled "
-		"(default 4)", OPT_AT(stall_rtts), NULL },
+	{ "flows", 'F', "N", "also export per-flow series, at most N flows (default 0: none)",
+		OPT_AT(flow_limit), NULL },
+	{ "stall-rtts", 's', "N",
+		"a flow with data in flight and no delivery for N smoothed RTTs is stalled "
+		"(default 4)",
+		OPT_AT(stall_rtts), NULL },
 	{},
 };
 

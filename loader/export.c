@@ -24,7 +24,7 @@
 #include "bbrctl.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:9563" /* bbrkit's pick in the range Prometheus exporters use */
-#define DEFAULT_STALL_RTTS 4		/* BBR's probes take about 1 RTT each: 4 without delivery is not pacing */
+#define DEFAULT_STALL_RTTS 4 /* BBR's probes take about 1 RTT each: 4 without delivery is not pacing */
 #define MAX_STALL_RTTS 1000
 #define MAX_FLOW_LIMIT 100000 /* per-flow series: past this a scrape is a dump, not a metric */
 #define USEC_PER_SEC 1e6
@@ -107,7 +107,8 @@ static double mean(double sum, unsigned long n)
 		family(o, "bbrkit_algo_" metric, "gauge", help); \
 		for (size_t i = 0; i < nsel; i++) { \
 			const struct algo_sums *s = &sums[i]; \
-			fprintf(o, "bbrkit_algo_" metric "{algo=\"%s\"} %.9g\n", sel[i]->name, (double)(expr)); \
+			fprintf(o, "bbrkit_algo_" metric "{algo=\"%s\"} %.9g\n", sel[i]->name, \
+				(double)(expr)); \
 		} \
 	} while (0)
 
@@ -163,22 +164,26 @@ static void write_algos(FILE *o)
 	for (size_t i = 0; i < nsel; i++) {
 		if (!has_variant(sel[i], VAR_V3_PHASE))
 			continue;
-		fprintf(o, "bbrkit_algo_inflight_bound_packets{algo=\"%s\",bound=\"hi\"} %.6g\n", sel[i]->name,
-			mean(sums[i].hi, sums[i].hi_n));
-		fprintf(o, "bbrkit_algo_inflight_bound_packets{algo=\"%s\",bound=\"lo\"} %.6g\n", sel[i]->name,
-			mean(sums[i].lo, sums[i].lo_n));
+		fprintf(o, "bbrkit_algo_inflight_bound_packets{algo=\"%s\",bound=\"hi\"} %.6g\n",
+			sel[i]->name, mean(sums[i].hi, sums[i].hi_n));
+		fprintf(o, "bbrkit_algo_inflight_bound_packets{algo=\"%s\",bound=\"lo\"} %.6g\n",
+			sel[i]->name, mean(sums[i].lo, sums[i].lo_n));
 		fprintf(o, "bbrkit_algo_inflight_bound_flows{algo=\"%s\",bound=\"hi\"} %lu\n", sel[i]->name,
 			sums[i].hi_n);
 		fprintf(o, "bbrkit_algo_inflight_bound_flows{algo=\"%s\",bound=\"lo\"} %lu\n", sel[i]->name,
 			sums[i].lo_n);
 	}
-	family(o, "bbrkit_algo_loss_rate", "gauge", "bbr2/bbr3: mean loss rate of the flows' last loss round");
-	family(o, "bbrkit_algo_ecn_rate", "gauge", "bbr2/bbr3: mean CE-marked share of the flows' last round");
+	family(o, "bbrkit_algo_loss_rate", "gauge",
+		"bbr2/bbr3: mean loss rate of the flows' last loss round");
+	family(o, "bbrkit_algo_ecn_rate", "gauge",
+		"bbr2/bbr3: mean CE-marked share of the flows' last round");
 	for (size_t i = 0; i < nsel; i++) {
 		if (!has_variant(sel[i], VAR_V3_PHASE))
 			continue;
-		fprintf(o, "bbrkit_algo_loss_rate{algo=\"%s\"} %.6g\n", sel[i]->name, mean(sums[i].loss, sums[i].v3_n));
-		fprintf(o, "bbrkit_algo_ecn_rate{algo=\"%s\"} %.6g\n", sel[i]->name, mean(sums[i].ecn, sums[i].v3_n));
+		fprintf(o, "bbrkit_algo_loss_rate{algo=\"%s\"} %.6g\n", sel[i]->name,
+			mean(sums[i].loss, sums[i].v3_n));
+		fprintf(o, "bbrkit_algo_ecn_rate{algo=\"%s\"} %.6g\n", sel[i]->name,
+			mean(sums[i].ecn, sums[i].v3_n));
 	}
 }
 
@@ -193,7 +198,9 @@ struct arm_sums {
 double sock_delivery_rate_bps(const struct bbrkit_sock *k)
 {
 	/* As tcp_info's tcpi_delivery_rate: the last rate sample's packets over its interval. */
-	return k->rate_interval_us ? (double)k->rate_delivered * k->mss * 8 * USEC_PER_SEC / k->rate_interval_us : 0;
+	return k->rate_interval_us
+		? (double)k->rate_delivered * k->mss * 8 * USEC_PER_SEC / k->rate_interval_us
+		: 0;
 }
 
 bool sock_stalled(const struct bbrkit_sock *k, unsigned long stall_rtts)
@@ -207,7 +214,8 @@ static void label_arm(FILE *o, const struct bbrkit_policy_rule *r, unsigned int 
 		arm == r->holdback ? "true" : "false");
 }
 
-static void write_flow(FILE *o, const struct exporter *x, const struct bbrkit_policy_rule *r, const struct bbrkit_sock *k)
+static void write_flow(
+	FILE *o, const struct exporter *x, const struct bbrkit_policy_rule *r, const struct bbrkit_sock *k)
 {
 	char src[INET6_ADDRSTRLEN + 8], dst[INET6_ADDRSTRLEN + 8];
 	struct bbrkit_policy_prefix p = { .prefixlen = 128 };
@@ -277,14 +285,17 @@ static void write_policy(FILE *o, struct exporter *x)
 	}
 #define ARMS(metric, type, help, expr) \
 	do { \
-		family(o, !strcmp(type, "counter") ? "bbrkit_policy_" metric "_total" : "bbrkit_policy_" metric, type, \
-			help); \
+		family(o, \
+			!strcmp(type, "counter") ? "bbrkit_policy_" metric "_total" \
+						 : "bbrkit_policy_" metric, \
+			type, help); \
 		for (__u32 s = 0; s < BBRKIT_POLICY_RULES; s++) \
 			for (__u32 a = 0; a < rules[s].narms; a++) { \
 				const struct arm_sums *m = &sums[s][a]; \
 				const struct bbrkit_policy_stats *c = &st[s][a]; \
 				(void)m, (void)c; \
-				fprintf(o, "bbrkit_policy_" metric "%s{", !strcmp(type, "counter") ? "_total" : ""); \
+				fprintf(o, "bbrkit_policy_" metric "%s{", \
+					!strcmp(type, "counter") ? "_total" : ""); \
 				label_arm(o, &rules[s], a); \
 				fprintf(o, "} %.17g\n", (double)(expr)); \
 			} \
@@ -296,20 +307,26 @@ static void write_policy(FILE *o, struct exporter *x)
 	ARMS("closed", "counter", "placed connections closed since", c->closed);
 	ARMS("flows", "gauge", "live placed connections", m->flows);
 	ARMS("busy_flows", "gauge", "live placed connections with data in flight", m->busy);
-	ARMS("stalled_flows", "gauge", "busy connections with no delivery for --stall-rtts smoothed RTTs", m->stalled);
+	ARMS("stalled_flows", "gauge", "busy connections with no delivery for --stall-rtts smoothed RTTs",
+		m->stalled);
 	ARMS("bytes_acked", "counter", "bytes sent and acknowledged (tcpi_bytes_acked), closed and live",
 		c->closed_bytes_acked + m->bytes_acked);
-	ARMS("bytes_received", "counter", "bytes received (tcpi_bytes_received)", c->closed_bytes_received + m->bytes_received);
+	ARMS("bytes_received", "counter", "bytes received (tcpi_bytes_received)",
+		c->closed_bytes_received + m->bytes_received);
 	ARMS("segs_out", "counter", "segments sent (tcpi_segs_out)", c->closed_segs_out + m->segs_out);
-	ARMS("retrans_segs", "counter", "segments retransmitted (tcpi_total_retrans)", c->closed_retrans + m->retrans);
-	ARMS("delivered_packets", "counter", "packets delivered (tcpi_delivered)", c->closed_delivered + m->delivered);
+	ARMS("retrans_segs", "counter", "segments retransmitted (tcpi_total_retrans)",
+		c->closed_retrans + m->retrans);
+	ARMS("delivered_packets", "counter", "packets delivered (tcpi_delivered)",
+		c->closed_delivered + m->delivered);
 	ARMS("delivered_ce_packets", "counter", "packets delivered with an ECN CE echo (tcpi_delivered_ce)",
 		c->closed_delivered_ce + m->delivered_ce);
 	ARMS("lost_packets", "counter", "packets lost (tp->lost)", c->closed_lost + m->lost);
-	ARMS("delivery_rate_bps", "gauge", "mean last delivery rate sample of live flows (tcpi_delivery_rate), bit/s",
+	ARMS("delivery_rate_bps", "gauge",
+		"mean last delivery rate sample of live flows (tcpi_delivery_rate), bit/s",
 		mean(m->rate, m->flows));
 	ARMS("srtt_seconds", "gauge", "mean smoothed RTT of live flows", mean(m->srtt, m->flows));
-	ARMS("min_rtt_seconds", "gauge", "mean minimum RTT of live flows (tcpi_min_rtt)", mean(m->min_rtt, m->flows));
+	ARMS("min_rtt_seconds", "gauge", "mean minimum RTT of live flows (tcpi_min_rtt)",
+		mean(m->min_rtt, m->flows));
 #undef ARMS
 	if (x->flow_limit) {
 		static const char *const names[][2] = {
@@ -340,7 +357,8 @@ static void write_policy(FILE *o, struct exporter *x)
 		}
 		write_flow(o, x, &rules[k->slot], k);
 	}
-	family(o, "bbrkit_exporter_flows_dropped", "gauge", "placed flows left out of the per-flow series by --flows");
+	family(o, "bbrkit_exporter_flows_dropped", "gauge",
+		"placed flows left out of the per-flow series by --flows");
 	fprintf(o, "bbrkit_exporter_flows_dropped %zu\n", dropped);
 	free(buf);
 }
@@ -377,7 +395,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
 		return MHD_NO;
 	if (strcmp(url, "/metrics")) {
-		r = MHD_create_response_from_buffer(sizeof(not_found) - 1, (void *)not_found, MHD_RESPMEM_PERSISTENT);
+		r = MHD_create_response_from_buffer(
+			sizeof(not_found) - 1, (void *)not_found, MHD_RESPMEM_PERSISTENT);
 		ret = MHD_queue_response(c, MHD_HTTP_NOT_FOUND, r);
 		MHD_destroy_response(r);
 		return ret;
@@ -471,8 +490,8 @@ int cmd_export(const struct cmd_opts *o, int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL); /* before the HTTP thread starts: it inherits the mask */
-	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | (v6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL, handle, &x,
-		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_END);
+	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | (v6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL, handle,
+		&x, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_END);
 	if (!d)
 		return fail(0, "cannot listen on %s (in use, or not an address of this host)", listen);
 	fprintf(stderr, "bbrctl: export: serving http://%s/metrics\n", listen);

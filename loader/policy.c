@@ -101,7 +101,8 @@ static int parse_arms(const char *text, struct bbrkit_policy_rule *r)
 			*colon = '\0';
 			w = parse_percent(colon + 1);
 			if (w < 0)
-				return bad_argument("arms: weight '%s' of %s is not a percentage (0-100, two decimals)",
+				return bad_argument(
+					"arms: weight '%s' of %s is not a percentage (0-100, two decimals)",
 					colon + 1, tok);
 			weighted = true;
 		}
@@ -223,9 +224,11 @@ int policy_parse(const char *name, int argc, char **argv, struct policy_spec *s)
 			char buf[256], *save = NULL;
 
 			snprintf(buf, sizeof(buf), "%s", v);
-			for (char *tok = strtok_r(buf, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
+			for (char *tok = strtok_r(buf, ",", &save); tok && !ret;
+				tok = strtok_r(NULL, ",", &save)) {
 				if (s->rule.ndst == BBRKIT_POLICY_DSTS)
-					return bad_argument("dst: at most %d prefixes per rule", BBRKIT_POLICY_DSTS);
+					return bad_argument(
+						"dst: at most %d prefixes per rule", BBRKIT_POLICY_DSTS);
 				ret = policy_parse_prefix(tok, &s->rule.dst[s->rule.ndst++]);
 			}
 		} else if (KEY("priority")) {
@@ -302,9 +305,11 @@ static bool cgroup2_mount(const char *want, char *out, size_t size)
 		char fstype[32];
 
 		if (!sep || sscanf(line, "%*s %*s %*s %255s %255s", root, mnt) != 2 ||
-			sscanf(sep + 3, "%31s", fstype) != 1 || strcmp(fstype, "cgroup2") || strcmp(root, "/"))
+			sscanf(sep + 3, "%31s", fstype) != 1 || strcmp(fstype, "cgroup2") ||
+			strcmp(root, "/"))
 			continue;
-		if ((want && strcmp(mnt, want)) || (strcmp(mnt, OWN_CGROUP2) && feature_disabled("host-cgroup2")))
+		if ((want && strcmp(mnt, want)) ||
+			(strcmp(mnt, OWN_CGROUP2) && feature_disabled("host-cgroup2")))
 			continue;
 		snprintf(out, size, "%s", mnt);
 		found = true;
@@ -330,7 +335,8 @@ static int mount_cgroup2(char *out, size_t size)
 {
 	if (find_cgroup2(out, size))
 		return 0;
-	if ((mkdir(OWN_CGROUP2_PARENT, 0755) && errno != EEXIST) || (mkdir(OWN_CGROUP2, 0755) && errno != EEXIST))
+	if ((mkdir(OWN_CGROUP2_PARENT, 0755) && errno != EEXIST) ||
+		(mkdir(OWN_CGROUP2, 0755) && errno != EEXIST))
 		return -errno;
 	if (mount("cgroup2", OWN_CGROUP2, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL)) {
 		int err = -errno;
@@ -365,7 +371,8 @@ static int cgroup_id_of(const char *root, const char *rel, __u64 *id, __u32 *lev
 
 	snprintf(path, sizeof(path), "%s%s", root, rel);
 	if (stat(path, &st) || !S_ISDIR(st.st_mode))
-		return bad_argument("cgroup '%s' does not exist under the cgroup2 hierarchy at %s", rel, root);
+		return bad_argument(
+			"cgroup '%s' does not exist under the cgroup2 hierarchy at %s", rel, root);
 	if (name_to_handle_at(AT_FDCWD, path, &h.fh, &mount_id, 0))
 		return fail(-errno, "cannot read the id of cgroup %s", path);
 	*id = h.id;
@@ -436,7 +443,8 @@ static int create_policy(const char *cgroot)
 			return fail(0, "%s", why);
 		}
 		if (verbose)
-			warn(0, "the kernel refused the policy's map iterator: export reads iter/tcp in each "
+			warn(0,
+				"the kernel refused the policy's map iterator: export reads iter/tcp in each "
 				"network namespace instead");
 	}
 	cgfd = open(cgroot, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -460,10 +468,11 @@ static int create_policy(const char *cgroot)
 		err = fail(-errno, "cannot create %s", tmp);
 		goto out;
 	}
-#define PIN(obj, fn, name) \
-	(snprintf(path, sizeof(path), "%s/%s", tmp, name), fn(obj, path))
-	if (PIN(skel->maps.rules, bpf_map__pin, PIN_RULES) || PIN(skel->maps.prefixes, bpf_map__pin, PIN_PREFIXES) ||
-		PIN(skel->maps.stats, bpf_map__pin, PIN_STATS) || PIN(skel->maps.storage, bpf_map__pin, PIN_STORAGE) ||
+#define PIN(obj, fn, name) (snprintf(path, sizeof(path), "%s/%s", tmp, name), fn(obj, path))
+	if (PIN(skel->maps.rules, bpf_map__pin, PIN_RULES) ||
+		PIN(skel->maps.prefixes, bpf_map__pin, PIN_PREFIXES) ||
+		PIN(skel->maps.stats, bpf_map__pin, PIN_STATS) ||
+		PIN(skel->maps.storage, bpf_map__pin, PIN_STORAGE) ||
 		(iter && PIN(iter, bpf_link__pin, PIN_FLOWS)) || PIN(link, bpf_link__pin, BBRKIT_PIN_LINK) ||
 		rename(tmp, dir)) {
 		err = fail(-errno, "cannot pin the policy under %s", dir);
@@ -568,7 +577,8 @@ static int rebuild_prefixes(const struct bbrkit_policy_rule *rules)
 	/* Keys no rule names any more; deleting moves the walk, so start over after each. */
 	for (bool again = true; again && !err;) {
 		again = false;
-		for (int r = bpf_map_get_next_key(fd, NULL, &next); !r; r = bpf_map_get_next_key(fd, &key, &next)) {
+		for (int r = bpf_map_get_next_key(fd, NULL, &next); !r;
+			r = bpf_map_get_next_key(fd, &key, &next)) {
 			size_t k;
 
 			for (k = 0; k < n && memcmp(&keys[k], &next, sizeof(next)); k++)
@@ -952,7 +962,8 @@ static int policy_print(bool json, const char *only)
 		return EXIT_SUCCESS;
 	}
 	if (!only)
-		printf("%-15s %-8s %-40s %-8s %s\n", "RULE", "PRIORITY", "MATCH", "HOLDBACK", "ARMS (weight, connections)");
+		printf("%-15s %-8s %-40s %-8s %s\n", "RULE", "PRIORITY", "MATCH", "HOLDBACK",
+			"ARMS (weight, connections)");
 	for (__u32 s = 0; s < BBRKIT_POLICY_RULES; s++) {
 		const struct bbrkit_policy_rule *r = &rules[s];
 		char match[512];
@@ -961,10 +972,11 @@ static int policy_print(bool json, const char *only)
 			continue;
 		match_text(r, match, sizeof(match));
 		if (only)
-			printf("rule %s\n  priority %u\n  match %s\n  holdback %s\n  fallback %s\n  arms:\n", r->name,
-				r->priority, match, r->arms[r->holdback].cc,
-				r->flags & BBRKIT_RULE_FALLBACK ? "yes (the default where the arm's algorithm is gone)"
-								: "no (its algorithms cannot be detached)");
+			printf("rule %s\n  priority %u\n  match %s\n  holdback %s\n  fallback %s\n  arms:\n",
+				r->name, r->priority, match, r->arms[r->holdback].cc,
+				r->flags & BBRKIT_RULE_FALLBACK
+					? "yes (the default where the arm's algorithm is gone)"
+					: "no (its algorithms cannot be detached)");
 		else
 			printf("%-15s %-8u %-40s %-8s", r->name, r->priority, match, r->arms[r->holdback].cc);
 		for (unsigned int i = 0; i < r->narms; i++) {
@@ -972,11 +984,13 @@ static int policy_print(bool json, const char *only)
 
 			policy_read_stats(s, i, &st);
 			if (only)
-				printf("    %-12s %6.2f%%  %llu connections, %llu fallbacks, %llu closed\n", r->arms[i].cc,
-					(double)r->arms[i].weight / PERCENT_SCALE, (unsigned long long)st.connections,
-					(unsigned long long)st.fallbacks, (unsigned long long)st.closed);
+				printf("    %-12s %6.2f%%  %llu connections, %llu fallbacks, %llu closed\n",
+					r->arms[i].cc, (double)r->arms[i].weight / PERCENT_SCALE,
+					(unsigned long long)st.connections, (unsigned long long)st.fallbacks,
+					(unsigned long long)st.closed);
 			else
-				printf(" %s:%.2f%%(%llu)", r->arms[i].cc, (double)r->arms[i].weight / PERCENT_SCALE,
+				printf(" %s:%.2f%%(%llu)", r->arms[i].cc,
+					(double)r->arms[i].weight / PERCENT_SCALE,
 					(unsigned long long)st.connections);
 		}
 		if (!only)
@@ -1001,7 +1015,8 @@ int policy_blocks_detach(const char *algo, char *out, size_t size)
 		for (unsigned int i = 0; i < rules[s].narms; i++)
 			if (!strcmp(rules[s].arms[i].cc, algo) && !(rules[s].flags & BBRKIT_RULE_FALLBACK) &&
 				used < size) {
-				used += (size_t)snprintf(out + used, size - used, "%s%s", n++ ? ", " : "", rules[s].name);
+				used += (size_t)snprintf(
+					out + used, size - used, "%s%s", n++ ? ", " : "", rules[s].name);
 				break;
 			}
 	return n;
@@ -1018,9 +1033,9 @@ int cmd_policy(const struct cmd_opts *o, int argc, char **argv)
 	}
 	if (argc < 2)
 		return bad_argument(strcmp(verb, "add") && strcmp(verb, "del") && strcmp(verb, "show") &&
-						    strcmp(verb, "revert")
-					    ? "unknown verb '%s' (add, del, list, show, revert)"
-					    : "%s needs a RULE name",
+					strcmp(verb, "revert")
+				? "unknown verb '%s' (add, del, list, show, revert)"
+				: "%s needs a RULE name",
 			verb);
 	set_context("policy %s %s", verb, argv[1]);
 	if (!strcmp(verb, "add"))

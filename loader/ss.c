@@ -124,8 +124,7 @@ int read_socks(char **buf, size_t *used)
 
 	if (!skel)
 		return fail(-errno, "cannot open the policy's BPF object");
-	bpf_object__for_each_program(p, skel->obj)
-		bpf_program__set_autoload(p, p == skel->progs.dump_socks);
+	bpf_object__for_each_program(p, skel->obj) bpf_program__set_autoload(p, p == skel->progs.dump_socks);
 	fd = policy_exists() ? policy_open_map("storage") : -1;
 	err = fd >= 0 && bpf_map__reuse_fd(skel->maps.storage, fd) ? -EINVAL : 0;
 	if (fd >= 0)
@@ -185,15 +184,17 @@ int cmd_ss(const struct cmd_opts *o, int argc, char **argv)
 		json_key(&j, "sockets");
 		json_array(&j);
 	} else {
-		printf("%-10s %-40s %-40s %-12s %-16s %8s %8s %6s %9s %5s %5s %-9s %5s %8s\n", "NETNS", "LOCAL", "PEER",
-			"ALGO", "RULE/ARM", "SRTT_MS", "MINRTTMS", "CWND", "RATE_MBPS", "RETR", "LOST", "MODE",
-			"PGAIN", "BW_MBPS");
+		printf("%-10s %-40s %-40s %-12s %-16s %8s %8s %6s %9s %5s %5s %-9s %5s %8s\n", "NETNS",
+			"LOCAL", "PEER", "ALGO", "RULE/ARM", "SRTT_MS", "MINRTTMS", "CWND", "RATE_MBPS",
+			"RETR", "LOST", "MODE", "PGAIN", "BW_MBPS");
 	}
-	for (const struct bbrkit_sock *k = (const void *)s.buf; (const char *)(k + 1) <= s.buf + s.used; k++) {
+	for (const struct bbrkit_sock *k = (const void *)s.buf; (const char *)(k + 1) <= s.buf + s.used;
+		k++) {
 		struct state st = find_state(k, sel, flows, nflows, nsel);
 		const struct bbrkit_policy_rule *r =
 			k->slot < BBRKIT_POLICY_RULES && rules[k->slot].narms ? &rules[k->slot] : NULL;
-		char local[INET6_ADDRSTRLEN + 16], peer[INET6_ADDRSTRLEN + 16], cc[BBRKIT_POLICY_NAME_MAX + 1] = "";
+		char local[INET6_ADDRSTRLEN + 16], peer[INET6_ADDRSTRLEN + 16],
+			cc[BBRKIT_POLICY_NAME_MAX + 1] = "";
 
 		memcpy(cc, k->cc, sizeof(k->cc));
 		addr(k->saddr, k->sport, local, sizeof(local));
@@ -239,8 +240,9 @@ int cmd_ss(const struct cmd_opts *o, int argc, char **argv)
 
 			if (r && k->arm < r->narms)
 				snprintf(arm, sizeof(arm), "%s/%s", r->name, r->arms[k->arm].cc);
-			printf("%-10u %-40s %-40s %-12s %-16s %8.3f %8.3f %6u %9.2f %5u %5u ", k->netns, local, peer, cc, arm,
-				k->srtt_us / USEC_PER_MSEC, k->min_rtt_us / USEC_PER_MSEC, k->cwnd,
+			printf("%-10u %-40s %-40s %-12s %-16s %8.3f %8.3f %6u %9.2f %5u %5u ", k->netns,
+				local, peer, cc, arm, k->srtt_us / USEC_PER_MSEC,
+				k->min_rtt_us / USEC_PER_MSEC, k->cwnd,
 				sock_delivery_rate_bps(k) / BPS_PER_MBPS, k->total_retrans, k->lost);
 			if (st.flow)
 				printf("%-9s %5.2f %8.2f\n", record_mode_name(st.flow->mode),

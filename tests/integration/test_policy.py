@@ -313,8 +313,9 @@ def starving_rttgain(attach: Callable[[str], None]) -> Iterator[None]:
         bbrctl("set", "bbr_rttgain", f"alpha={alpha}", check=False)
 
 
-def test_guard_reverts_starving_arm(starving_rttgain: None, netpair: Callable[..., NetPair], rules: Callable[..., None], procs: Procs,
-                                    tmp_path: Path, exporter: Callable[..., str]) -> None:
+def test_guard_reverts_starving_arm(starving_rttgain: None, netpair: Callable[..., NetPair],
+                                    rules: Callable[..., None], procs: Procs, tmp_path: Path,
+                                    exporter: Callable[..., str]) -> None:
     """bbr_rttgain with alpha 0.004 (its cruise gain a 250th of the bandwidth) against cubic behind a 20 Mbit/s,
     20 ms path: its flows stop delivering for many RTTs while data waits, and bbrbench rollout's stall guard
     reverts the rule to cubic within the window; new connections then get cubic."""
