@@ -19,9 +19,7 @@ BUILD := build
 VMLINUX_BTF := /sys/kernel/btf/vmlinux
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
-# bpf/policy.bpf.c is the policy's sockops program, not a congestion control: bbrctl embeds it apart.
-POLICY_SRC := bpf/policy.bpf.c
-BPF_SRCS := $(filter-out $(POLICY_SRC),$(sort $(wildcard bpf/*.bpf.c)))
+BPF_SRCS := $(sort $(wildcard bpf/*.bpf.c))
 ALGOS := $(patsubst bpf/%.bpf.c,%,$(BPF_SRCS))
 BPF_OBJS := $(ALGOS:%=$(BUILD)/%.bpf.o)
 SKELS := $(ALGOS:%=$(BUILD)/%.skel.h) $(BUILD)/policy.skel.h
@@ -90,6 +88,13 @@ $(BUILD)/vmlinux.h: | $(BUILD)
 # BPF objects are stripped of DWARF (-g keeps .BTF and .BTF.ext, which libbpf, the verifier and bpftool
 # read): bbrctl embeds five of them, 4.7 MB with DWARF, 1.2 MB without.
 $(BUILD)/%.bpf.o: bpf/%.bpf.c $(BUILD)/vmlinux.h $(BPF_HDRS) | $(BUILD)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(Q)$(LLVM_STRIP) -g $@
+
+# bpf/policy/: the policy's sockops and iterator programs, not a congestion control, so outside the
+# algorithm table; bbrctl embeds it all the same.
+$(BUILD)/policy.bpf.o: bpf/policy/policy.bpf.c $(BUILD)/vmlinux.h $(BPF_HDRS) | $(BUILD)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 	$(Q)$(LLVM_STRIP) -g $@
