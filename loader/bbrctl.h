@@ -121,8 +121,10 @@ void attachment_json(struct json *j, const struct algo *a);
 int count_flows(const struct algo *a);
 /* All records of a's flows iterator in a malloc()ed array; negative errno on failure. */
 int read_flows(const struct algo *a, struct bbrkit_flow **out, size_t *n);
-/* Everything one read of the pinned iterator (or iterator link fd) at path yields, malloc()ed. */
+/* Everything one read of the pinned iterator at path yields, malloc()ed. */
 int read_iterator(const char *path, char **buf, size_t *used);
+/* Appends all that fd yields to *buf (of *cap bytes, *used used), growing it with realloc(). */
+int read_all(int fd, char **buf, size_t *cap, size_t *used);
 
 /* policy.c: the rules (include/bbrkit_policy.h) and their pinned maps. */
 #include "bbrkit_policy.h"

@@ -17,36 +17,37 @@ struct records {
 	const char *path;
 };
 
-/* Appends everything one read of the pinned iterator at r->path yields. */
-static int read_records(struct records *r)
+int read_all(int fd, char **buf, size_t *cap, size_t *used)
 {
-	int fd = open(r->path, O_RDONLY | O_CLOEXEC), err = 0;
-
-	if (fd < 0)
-		return -errno;
 	for (;;) {
 		ssize_t got;
 
-		if (r->cap - r->used < sizeof(struct bbrkit_flow) * 16) {
-			size_t cap = r->cap ? r->cap * 2 : sizeof(struct bbrkit_flow) * 64;
-			char *grown = realloc(r->buf, cap);
+		if (*cap - *used < sizeof(struct bbrkit_flow) * 16) {
+			size_t grow = *cap ? *cap * 2 : sizeof(struct bbrkit_flow) * 64;
+			char *grown = realloc(*buf, grow);
 
-			if (!grown) {
-				err = -ENOMEM;
-				break;
-			}
-			r->buf = grown;
-			r->cap = cap;
+			if (!grown)
+				return -ENOMEM;
+			*buf = grown;
+			*cap = grow;
 		}
-		got = read(fd, r->buf + r->used, r->cap - r->used);
+		got = read(fd, *buf + *used, *cap - *used);
 		if (got < 0 && errno == EINTR)
 			continue;
-		if (got <= 0) {
-			err = got < 0 ? -errno : 0;
-			break;
-		}
-		r->used += (size_t)got;
+		if (got <= 0)
+			return got < 0 ? -errno : 0;
+		*used += (size_t)got;
 	}
+}
+
+/* Appends everything one read of the pinned iterator at r->path yields. */
+static int read_records(struct records *r)
+{
+	int fd = open(r->path, O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -errno;
+	err = read_all(fd, &r->buf, &r->cap, &r->used);
 	close(fd);
 	return err;
 }

@@ -772,20 +772,34 @@ static int open_policy_locked(int *rootfd)
 	return EXIT_SUCCESS;
 }
 
+/* With the pin root locked (*rootfd, to close), the rules and the slot of rule name; -1 after a
+ * one-line error in *ret.
+ */
+static int locked_rule(const char *name, struct bbrkit_policy_rule *rules, int *rootfd, int *ret)
+{
+	int err, slot;
+
+	if (open_policy_locked(rootfd)) {
+		*ret = EXIT_FAILURE;
+		*rootfd = -1;
+		return -1;
+	}
+	err = policy_read_rules(rules);
+	slot = err ? -1 : find_slot(rules, name);
+	if (err)
+		*ret = fail(err, "cannot read the policy's rules");
+	else if (slot < 0)
+		*ret = bad_argument("no rule '%s' (bbrctl policy list)", name);
+	return slot;
+}
+
 static int policy_del(const char *name)
 {
 	struct bbrkit_policy_rule rules[BBRKIT_POLICY_RULES];
 	int rootfd, slot, err, ret;
 
-	if (open_policy_locked(&rootfd))
-		return EXIT_FAILURE;
-	err = policy_read_rules(rules);
-	slot = err ? -1 : find_slot(rules, name);
-	if (err) {
-		ret = fail(err, "cannot read the policy's rules");
-	} else if (slot < 0) {
-		ret = bad_argument("no rule '%s' (bbrctl policy list)", name);
-	} else {
+	slot = locked_rule(name, rules, &rootfd, &ret);
+	if (slot >= 0) {
 		rules[slot].narms = 0;
 		rules[slot].generation++;
 		err = write_slot((__u32)slot, &rules[slot]);
@@ -801,36 +815,30 @@ static int policy_del(const char *name)
 			printf("rule %s deleted%s\n", name,
 				nrules(rules) ? "" : "; no rules left: policy program detached");
 	}
-	close(rootfd);
+	if (rootfd >= 0)
+		close(rootfd);
 	return ret;
 }
 
 static int policy_revert(const char *name)
 {
 	struct bbrkit_policy_rule rules[BBRKIT_POLICY_RULES];
-	int rootfd, slot, err, ret = EXIT_SUCCESS;
+	int rootfd, slot, err, ret;
 
-	if (open_policy_locked(&rootfd))
-		return EXIT_FAILURE;
-	err = policy_read_rules(rules);
-	slot = err ? -1 : find_slot(rules, name);
-	if (err) {
-		ret = fail(err, "cannot read the policy's rules");
-	} else if (slot < 0) {
-		ret = bad_argument("no rule '%s' (bbrctl policy list)", name);
-	} else {
+	slot = locked_rule(name, rules, &rootfd, &ret);
+	if (slot >= 0) {
 		struct bbrkit_policy_rule *r = &rules[slot];
 
 		/* The arms stay, at weight 0, so that their series go on in the exporter. */
 		for (unsigned int i = 0; i < r->narms; i++)
 			r->arms[i].weight = i == r->holdback ? BBRKIT_POLICY_WEIGHT_TOTAL : 0;
 		err = write_slot((__u32)slot, r);
-		if (err)
-			ret = fail(err, "cannot write rule '%s'", name);
-		else
+		ret = err ? fail(err, "cannot write rule '%s'", name) : EXIT_SUCCESS;
+		if (!ret)
 			printf("rule %s reverted: new connections get %s\n", name, r->arms[r->holdback].cc);
 	}
-	close(rootfd);
+	if (rootfd >= 0)
+		close(rootfd);
 	return ret;
 }
 

@@ -31,34 +31,14 @@ struct socks {
 static int read_here(void *ctx, const char *label)
 {
 	struct socks *s = ctx;
-	int fd = bpf_iter_create(s->link_fd);
+	int fd = bpf_iter_create(s->link_fd), err;
 
 	(void)label;
 	if (fd < 0)
 		return -errno;
-	for (;;) {
-		ssize_t got;
-
-		if (s->cap - s->used < sizeof(struct bbrkit_sock) * 16) {
-			size_t cap = s->cap ? s->cap * 2 : sizeof(struct bbrkit_sock) * 256;
-			char *grown = realloc(s->buf, cap);
-
-			if (!grown) {
-				close(fd);
-				return -ENOMEM;
-			}
-			s->buf = grown;
-			s->cap = cap;
-		}
-		got = read(fd, s->buf + s->used, s->cap - s->used);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0) {
-			close(fd);
-			return got < 0 ? -errno : 0;
-		}
-		s->used += (size_t)got;
-	}
+	err = read_all(fd, &s->buf, &s->cap, &s->used);
+	close(fd);
+	return err;
 }
 
 /* A record's addresses as the policy writes them (IPv4-mapped). */

@@ -33,35 +33,45 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def hold_connections(n: int) -> None:
-    """`export-cost.py --hold N`, run in the namespace: n connections to a listener, held until killed."""
-    resource.setrlimit(resource.RLIMIT_NOFILE, (4 * n + 1000, 4 * n + 1000))
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", PORT))
-    srv.listen(4096)
+def hold(role: str, n: int) -> None:
+    """`export-cost.py --hold server|client N`, run in the namespace: the listener accepting n connections, or
+    the client opening them; held until killed. Two processes: each end needs its own n descriptors."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 100), hard))
     held = []
-    for _ in range(n):
-        held.append(socket.create_connection(("127.0.0.1", PORT)))
-        held.append(srv.accept()[0])
+    if role == "server":
+        srv = socket.socket()
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        srv.bind(("127.0.0.1", PORT))
+        srv.listen(4096)
+        while len(held) < n:
+            held.append(srv.accept()[0])
+    else:
+        while len(held) < n:
+            held.append(socket.create_connection(("127.0.0.1", PORT)))
     signal.pause()
 
 
 def main() -> int:
     if sys.argv[1:2] == ["--hold"]:
-        hold_connections(int(sys.argv[2]))
+        hold(sys.argv[2], int(sys.argv[3]))
         return 0
     flows = int(sys.argv[1]) if len(sys.argv) > 1 else 10000
     scrapes = int(sys.argv[2]) if len(sys.argv) > 2 else 20
     attached = "bbr1" in Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
     subprocess.run(["ip", "netns", "add", NS], check=True)
-    holder = exporter = None
+    holders: list[subprocess.Popen[bytes]] = []
+    exporter = None
     try:
         subprocess.run(["ip", "-n", NS, "link", "set", "lo", "up"], check=True)
         if not attached:
             subprocess.run([BBRCTL, "attach", "bbr1"], check=True, stdout=subprocess.DEVNULL)
         subprocess.run([BBRCTL, "policy", "add", "cost", f"lport={PORT}", "arms=bbr1:50,cubic:50"], check=True,
                        stdout=subprocess.DEVNULL)
-        holder = subprocess.Popen(["ip", "netns", "exec", NS, sys.executable, __file__, "--hold", str(flows)])
+        for role in ("server", "client"):  # the listener first
+            holders.append(subprocess.Popen(["ip", "netns", "exec", NS, sys.executable, __file__, "--hold", role,
+                                             str(flows)]))
+            time.sleep(0.5)
         exporter = subprocess.Popen([BBRCTL, "export", "--listen", LISTEN], stderr=subprocess.DEVNULL)
         time.sleep(1)
         deadline = time.monotonic() + 300
@@ -69,8 +79,8 @@ def main() -> int:
             shown = subprocess.run([BBRCTL, "policy", "show", "cost", "--json"], capture_output=True, text=True)
             if sum(a["connections"] for a in json.loads(shown.stdout)["rules"][0]["arms"]) >= flows:
                 break
-            if holder.poll() is not None:
-                raise SystemExit("export-cost: the connection holder failed")
+            if any(h.poll() is not None for h in holders):
+                raise SystemExit("export-cost: a connection holder failed")
             time.sleep(1)
         url = f"http://{LISTEN}/metrics"
         body = urllib.request.urlopen(url, timeout=60).read()  # warm-up
@@ -89,9 +99,9 @@ def main() -> int:
         if exporter:
             exporter.terminate()
             exporter.wait()
-        if holder:
-            holder.kill()
-            holder.wait()
+        for h in holders:
+            h.kill()
+            h.wait()
         subprocess.run(["ip", "netns", "del", NS])
         subprocess.run([BBRCTL, "policy", "del", "cost"], stdout=subprocess.DEVNULL)
         if not attached:
