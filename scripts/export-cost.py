@@ -38,7 +38,7 @@ def hold(role: str, n: int) -> None:
     the client opening them; held until killed. Two processes: each end needs its own n descriptors."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 100), hard))
-    held = []
+    held: list[socket.socket] = []
     if role == "server":
         srv = socket.socket()
         srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
