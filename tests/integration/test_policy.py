@@ -349,3 +349,48 @@ def test_guard_reverts_starving_arm(starving_rttgain: None, netpair: Callable[..
                  f"http://{pair.sender_addr}:18084/big"])
     wait_until(new_ones, 10, "the new connection did not start")
     assert set(new_ones()) == {"cubic"}
+
+
+HOLDER = """
+import socket, sys, time
+srv = socket.socket(socket.AF_INET6)
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("::", 18085))
+srv.listen(64)
+held = []
+for addr in sys.argv[1:]:
+    held.append(socket.create_connection((addr, 18085)))
+    held.append(srv.accept()[0])
+print("ready", flush=True)
+time.sleep(30)
+"""
+
+
+def hold(ns: str, procs: Procs, *addrs: str) -> None:
+    p = subprocess.Popen(["ip", "netns", "exec", ns, "python3", "-c", HOLDER, *addrs], stdout=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    procs.procs.append(p)
+    assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+
+
+def opened_to(ns: str) -> dict[str, str]:
+    """Congestion control of each connection opened to port 18085, by remote address."""
+    return {peer.rsplit(":", 1)[0].strip("[]").removeprefix("::ffff:"): cc
+            for _, peer, cc in sockets(ns) if peer.endswith(":18085")}
+
+
+def test_destination_prefixes_ipv4_and_ipv6(netns: str, rules: Callable[..., None], procs: Procs) -> None:
+    """Destination rules through the LPM trie (RFC 4632/4291 prefixes; IPv4 as ::ffff:0:0/96 on dual-stack
+    sockets): an address inside a /32 and its /8 matches both rules and the lower priority wins; an address only
+    in the /8 gets the /8's; IPv6 ::1/128 its own. Replacing a rule changes new connections only."""
+    rules("wide", "dst=127.0.0.0/8", "rport=18085", "arms=reno", "priority=20")
+    rules("narrow", "dst=127.0.0.2/32", "rport=18085", "arms=bbr", "priority=30")
+    rules("v6", "dst=::1/128", "rport=18085", "arms=bbr")
+    hold(netns, procs, "127.0.0.2", "127.0.0.3", "::1")
+    assert opened_to(netns) == {"127.0.0.2": "reno", "127.0.0.3": "reno", "::1": "bbr"}
+    bbrctl("policy", "add", "narrow", "dst=127.0.0.2/32", "rport=18085", "arms=bbr", "priority=10",
+           "replace=yes")
+    procs.stop()
+    procs.procs.clear()
+    hold(netns, procs, "127.0.0.2", "127.0.0.3")
+    assert opened_to(netns) == {"127.0.0.2": "bbr", "127.0.0.3": "reno"}
