@@ -335,6 +335,7 @@ def test_guard_reverts_starving_arm(starving_rttgain: None, netpair: Callable[..
                        env={**os.environ, "PATH": f"{BBRCTL.parent}:{os.environ['PATH']}"})
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
+    print(f"reverted after {doc['elapsed_s']} s: {doc['breach']}; summary {doc['summary']}")  # shown by -rP
     assert doc["reverted"] and doc["breach"]["arm"] == "bbr_rttgain", doc
     assert doc["elapsed_s"] <= window
     arms = json.loads(bbrctl("policy", "show", "canary", "--json").stdout)["rules"][0]["arms"]
