@@ -23,7 +23,7 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 BPF_SRCS := $(sort $(wildcard bpf/*.bpf.c))
 ALGOS := $(patsubst bpf/%.bpf.c,%,$(BPF_SRCS))
 BPF_OBJS := $(ALGOS:%=$(BUILD)/%.bpf.o)
-SKELS := $(ALGOS:%=$(BUILD)/%.skel.h)
+SKELS := $(ALGOS:%=$(BUILD)/%.skel.h) $(BUILD)/policy.skel.h
 BPF_HDRS := $(wildcard bpf/*.h include/*.h)
 
 LOADER_SRCS := $(sort $(wildcard loader/*.c))
@@ -57,6 +57,8 @@ WARN_CFLAGS := -Wall -Wextra -Werror
 LIBBPF_CFLAGS := $(shell $(PKG_CONFIG) --cflags libbpf 2>/dev/null)
 LIBBPF_LIBS := $(or $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null),-lbpf -lelf -lz)
 LOADER_CFLAGS := -O2 -g $(WARN_CFLAGS) -I$(BUILD) -Iinclude -Iloader $(LIBBPF_CFLAGS)
+# bbrctl export serves HTTP through libmicrohttpd.
+MHD_LIBS := $(or $(shell $(PKG_CONFIG) --libs libmicrohttpd 2>/dev/null),-lmicrohttpd)
 DELAY_CFLAGS := -O2 -g $(WARN_CFLAGS) -pthread -Ibench/wire
 # The algorithm hooks share one signature and not every algorithm uses every argument.
 UNIT_CFLAGS := -O1 -g $(WARN_CFLAGS) -Wno-unused-parameter -Iinclude -Ibpf -Itests/unit
@@ -87,6 +89,13 @@ $(BUILD)/vmlinux.h: | $(BUILD)
 # BPF objects are stripped of DWARF (-g keeps .BTF and .BTF.ext, which libbpf, the verifier and bpftool
 # read): bbrctl embeds five of them, 4.7 MB with DWARF, 1.2 MB without.
 $(BUILD)/%.bpf.o: bpf/%.bpf.c $(BUILD)/vmlinux.h $(BPF_HDRS) | $(BUILD)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(Q)$(LLVM_STRIP) -g $@
+
+# bpf/policy/: the policy's sockops and iterator programs, not a congestion control, so outside the
+# algorithm table; bbrctl embeds it all the same.
+$(BUILD)/policy.bpf.o: bpf/policy/policy.bpf.c $(BUILD)/vmlinux.h $(BPF_HDRS) | $(BUILD)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 	$(Q)$(LLVM_STRIP) -g $@
@@ -127,11 +136,11 @@ $(BUILD)/loader/%.o: loader/%.c $(BUILD)/bbrkit_algos.h $(SKELS) | $(BUILD)/load
 
 $(BUILD)/bbrctl: $(LOADER_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LOADER_CFLAGS) $^ $(LIBBPF_LIBS) -o $@
+	$(Q)$(CC) $(LOADER_CFLAGS) $^ $(LIBBPF_LIBS) $(MHD_LIBS) -lm -o $@
 
 $(BUILD)/bbrctl-gen: $(GEN_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LOADER_CFLAGS) $^ $(LIBBPF_LIBS) -o $@
+	$(Q)$(CC) $(LOADER_CFLAGS) $^ $(LIBBPF_LIBS) $(MHD_LIBS) -lm -o $@
 
 $(BUILD)/bbrctl.8: $(BUILD)/bbrctl-gen
 	$(call msg,GEN,$@)
@@ -204,7 +213,7 @@ reproduce: all
 	$(Q)PATH="$(CURDIR)/$(BUILD):$$PATH" .venv/bin/bbrbench reproduce --profile quick
 
 # bbrbench goes to $(PYTHON)'s prefix scheme without its dependencies: on Debian they are the packages
-# python3-numpy, python3-scipy, python3-matplotlib, python3-tabulate and python3-tqdm (their Debian 12
+# python3-numpy, python3-scipy, python3-matplotlib, python3-tabulate, python3-tqdm and python3-prometheus-client (their Debian 12
 # versions are the tested minimums). The harness then finds bbrctl and bbrkit-delay on PATH.
 install: $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(DOCS)
 	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
@@ -219,9 +228,9 @@ install: $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(DOCS)
 	$(Q)rm -rf $(BUILD)/lib  # setuptools builds in there and never removes a file that left the source
 	$(Q)$(PYTHON) -m pip install --quiet --disable-pip-version-check --no-deps --no-warn-script-location \
 		--root-user-action=ignore --ignore-installed --root "$(or $(DESTDIR),/)" --prefix "$(PREFIX)" .
-	$(Q)$(PYTHON) -c 'import numpy, scipy, matplotlib, tabulate, tqdm' 2>/dev/null || \
-		echo "note: bbrbench needs numpy, scipy, matplotlib, tabulate, tqdm for $(PYTHON):" \
-		"apt-get install python3-numpy python3-scipy python3-matplotlib python3-tabulate python3-tqdm"
+	$(Q)$(PYTHON) -c 'import numpy, scipy, matplotlib, tabulate, tqdm, prometheus_client' 2>/dev/null || \
+		echo "note: bbrbench needs numpy, scipy, matplotlib, tabulate, tqdm, prometheus_client for $(PYTHON):" \
+		"apt-get install python3-numpy python3-scipy python3-matplotlib python3-tabulate python3-tqdm python3-prometheus-client"
 
 # The record key list in docs/reference.md is `bbrctl trace --help`'s: this fails when they differ.
 .PHONY: check-readme

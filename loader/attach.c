@@ -108,6 +108,11 @@ static int unregister(const struct algo *a, const char *dir)
 			"would keep using it after detach: set another net.ipv4.tcp_congestion_control "
 			"there first",
 			a->name, who);
+	if (policy_blocks_detach(a->name, who, sizeof(who)) > 0)
+		return fail(0,
+			"policy rule %s names %s: new connections there would lose their arm; delete or "
+			"change the rule first, or give it fallback=yes",
+			who, a->name);
 	live = count_flows(a);
 	/* Detaching the link unregisters at once, even if some other process holds the link
 	 * open; kernels without struct_ops link detach unregister when the pin goes.

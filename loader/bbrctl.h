@@ -120,6 +120,40 @@ void attachment_json(struct json *j, const struct algo *a);
 
 /* flows.c: how many connections use a's attachment (detach reports them). */
 int count_flows(const struct algo *a);
+/* All records of a's flows iterator in a malloc()ed array; negative errno on failure. */
+int read_flows(const struct algo *a, struct bbrkit_flow **out, size_t *n);
+/* Everything one read of the pinned iterator at path yields, malloc()ed. */
+int read_iterator(const char *path, char **buf, size_t *used);
+/* Appends all that fd yields to *buf (of *cap bytes, *used used), growing it with realloc(). */
+int read_all(int fd, char **buf, size_t *cap, size_t *used);
+
+/* policy.c: the rules (include/bbrkit_policy.h) and their pinned maps. */
+#include "bbrkit_policy.h"
+struct policy_spec {
+	struct bbrkit_policy_rule rule;
+	bool replace;
+};
+/* NAME KEY=VALUE... into s; EXIT_USAGE after one line naming the problem. Needs no system state. */
+int policy_parse(const char *name, int argc, char **argv, struct policy_spec *s);
+int policy_parse_prefix(const char *text, struct bbrkit_policy_prefix *p);
+void policy_prefix_text(const struct bbrkit_policy_prefix *p, char *buf, size_t size);
+bool policy_exists(void);
+int policy_open_map(const char *name);
+int policy_read_rules(struct bbrkit_policy_rule *rules); /* BBRKIT_POLICY_RULES slots */
+int policy_read_stats(__u32 slot, __u32 arm, struct bbrkit_policy_stats *sum);
+/* How many rules name algo without fallback=yes (their names in out): detach is refused then. */
+int policy_blocks_detach(const char *algo, char *out, size_t size);
+/* The policy's pinned iterator over placed connections, under BBRKIT_POLICY_DIR. */
+#define BBRKIT_POLICY_PIN_FLOWS "flows"
+/* export.c: a socket's last delivery rate sample (as tcpi_delivery_rate), bit/s; whether it has data
+ * in flight and no delivery for stall_rtts smoothed RTTs.
+ */
+double sock_delivery_rate_bps(const struct bbrkit_sock *k);
+bool sock_stalled(const struct bbrkit_sock *k, unsigned long stall_rtts);
+/* ss.c: every connected TCP socket of every network namespace as struct bbrkit_sock records,
+ * malloc()ed; EXIT_FAILURE after a one-line error.
+ */
+int read_socks(char **buf, size_t *used);
 
 /* abi.c: the ABI version against this bbrctl's BBRKIT_ABI_VERSION; EXIT_FAILURE after a one-line
  * error. An object before it is loaded (what names it in the error), or an attachment's pinned one.
@@ -235,6 +269,7 @@ struct algo;
 struct cmd_opts {
 	bool json;
 	const char *out, *format, *object;
+	const char *listen, *flow_limit, *stall_rtts; /* export */
 	const struct algo *algo; /* the command's ALGO, resolved by the parser (takes_algo) */
 };
 struct cli_opt {
@@ -279,6 +314,9 @@ int cmd_flows(const struct cmd_opts *o, int argc, char **argv);
 int cmd_trace(const struct cmd_opts *o, int argc, char **argv);
 int cmd_features(const struct cmd_opts *o, int argc, char **argv);
 int cmd_upgrade(const struct cmd_opts *o, int argc, char **argv);
+int cmd_policy(const struct cmd_opts *o, int argc, char **argv);
+int cmd_export(const struct cmd_opts *o, int argc, char **argv);
+int cmd_ss(const struct cmd_opts *o, int argc, char **argv);
 /* params.c: every algorithm's parameters, for show's and set's --help. */
 void help_params(FILE *out);
 /* The compiled-in description of one parameter as members of an open JSON object (name, field, kind,
@@ -300,5 +338,10 @@ void record_csv(FILE *out, const struct algo *a, const struct bbrkit_flow *f, co
 	size_t n);
 void record_table_header(FILE *out);
 void record_table_row(FILE *out, const struct algo *a, const struct bbrkit_flow *f);
+/* Units and names as the records show them, for export and ss. */
+unsigned long long record_bw_bps(__u64 bw, __u32 mss);
+const char *record_mode_name(unsigned int mode);
+const char *record_ca_state_name(unsigned int state);
+const char *record_phase_name(unsigned int phase);
 
 #endif /* BBRCTL_H */

@@ -40,6 +40,18 @@ static const struct cli_opt upgrade_opts[] = {
 	{},
 };
 
+static const struct cli_opt export_opts[] = {
+	{ "listen", 'l', "ADDR", "serve /metrics on ADDR (HOST:PORT, [V6]:PORT; default 127.0.0.1:9563)",
+		OPT_AT(listen), NULL },
+	{ "flows", 'F', "N", "also export per-flow series, at most N flows (default 0: none)",
+		OPT_AT(flow_limit), NULL },
+	{ "stall-rtts", 's', "N",
+		"a flow with data in flight and no delivery for N smoothed RTTs is stalled "
+		"(default 4)",
+		OPT_AT(stall_rtts), NULL },
+	{},
+};
+
 /* Left as written: each help text keeps one source line per printed line, as --help shows it. */
 /* clang-format off */
 const struct cli_command cli_commands[] = {
@@ -106,6 +118,41 @@ const struct cli_command cli_commands[] = {
 	  "record per flow per round trip and on every mode change, until SIGINT or SIGTERM. Output: JSON\n"
 	  "lines (default) or CSV with a header. One trace at a time may read an algorithm.\n",
 	  record_keys_help, false },
+	{ "policy", cmd_policy, "choose each new connection's algorithm by rules", "VERB [RULE] [KEY=VALUE...]",
+	  1, CLI_MANY, json_opt,
+	  "Rules choose the congestion control of new TCP connections, both accepted and opened, when\n"
+	  "they are established (before the algorithm's init, so it runs the whole connection):\n"
+	  "  add RULE KEY=VALUE...  add a rule (replace=yes changes an existing one)\n"
+	  "  del RULE               delete it; the last one detaches the program\n"
+	  "  list, show RULE        print rules, per arm its weight and connections\n"
+	  "  revert RULE            give the holdback arm 100% (the arms stay, at 0%)\n"
+	  "Keys: arms=ALGO[:PERCENT],... (weights in percent, adding up to 100; the arm of a\n"
+	  "connection is a hash of its 4-tuple), holdback=ALGO (default: the last arm),\n"
+	  "cgroup=PATH (below the cgroup2 root: that cgroup and its descendants), lport=N, rport=N,\n"
+	  "dst=PREFIX[,PREFIX] (IPv4 or IPv6, remote address), priority=N (lower first, default 100;\n"
+	  "the first matching rule wins), fallback=yes (if an arm's algorithm is detached, its\n"
+	  "connections keep the namespace default; without it, detaching that algorithm is refused).\n"
+	  "Changes apply to new connections only. The program sits on the cgroup v2 root; where none\n"
+	  "is mounted, bbrctl mounts one at /run/bbrkit/cgroup2 and unmounts it with the last rule.\n"
+	  "JSON (list, show): {\"attached\", \"cgroup2\", \"rules\": [{\"name\", \"slot\", \"priority\",\n"
+	  "\"cgroup\", \"lport\", \"rport\", \"dst\", \"fallback\", \"holdback\", \"arms\": [{\"algo\",\n"
+	  "\"weight\" (percent), \"connections\", \"fallbacks\"}]}]}\n",
+	  NULL, false },
+	{ "export", cmd_export, "serve Prometheus metrics of algorithms and policy arms", "", 0, 0, export_opts,
+	  "Serve the Prometheus text format at http://ADDR/metrics until SIGINT or SIGTERM: per\n"
+	  "attached algorithm (bbrkit_algo_*) and per policy arm (bbrkit_policy_*), read on each scrape\n"
+	  "from the flows iterators and the policy's maps; per flow (bbrkit_flow_*) only with --flows.\n"
+	  "The metric list is in docs/operations.md.\n",
+	  NULL, false },
+	{ "ss", cmd_ss, "sockets: the kernel's TCP state joined with the algorithm's own", "", 0, 0, json_opt,
+	  "One line per connected TCP socket in every network namespace, like ss -ti: the kernel's\n"
+	  "state (the fields tcp_info reports, read from struct tcp_sock), the policy rule and arm that\n"
+	  "chose its algorithm, and for bbrkit's algorithms their own state (mode, gains, bandwidth).\n"
+	  "JSON: {\"sockets\": [{\"netns\", \"saddr\", \"sport\", \"daddr\", \"dport\", \"algo\",\n"
+	  "\"rule\", \"arm\", \"srtt_us\", \"min_rtt_us\", \"cwnd\", \"delivery_rate_bps\",\n"
+	  "\"bytes_acked\", \"retrans\", \"lost\", \"delivered_ce\", \"state\" (null: not bbrkit's,\n"
+	  "else the record keys of bbrctl flows)}]}\n",
+	  NULL, false },
 	{ "features", cmd_features, "what this kernel allows bbrkit to do", "", 0, 0, json_opt,
 	  "Probe each kernel capability bbrkit uses and print one line per capability: yes, or no with\n"
 	  "the reason. Probes load small BPF programs and bbrkit's own struct_ops programs without\n"

@@ -17,38 +17,53 @@ struct records {
 	const char *path;
 };
 
-/* Appends everything one read of the pinned iterator at r->path yields. */
-static int read_records(struct records *r)
+int read_all(int fd, char **buf, size_t *cap, size_t *used)
 {
-	int fd = open(r->path, O_RDONLY | O_CLOEXEC), err = 0;
-
-	if (fd < 0)
-		return -errno;
 	for (;;) {
 		ssize_t got;
 
-		if (r->cap - r->used < sizeof(struct bbrkit_flow) * 16) {
-			size_t cap = r->cap ? r->cap * 2 : sizeof(struct bbrkit_flow) * 64;
-			char *grown = realloc(r->buf, cap);
+		if (*cap - *used < sizeof(struct bbrkit_flow) * 16) {
+			size_t grow = *cap ? *cap * 2 : sizeof(struct bbrkit_flow) * 64;
+			char *grown = realloc(*buf, grow);
 
-			if (!grown) {
-				err = -ENOMEM;
-				break;
-			}
-			r->buf = grown;
-			r->cap = cap;
+			if (!grown)
+				return -ENOMEM;
+			*buf = grown;
+			*cap = grow;
 		}
-		got = read(fd, r->buf + r->used, r->cap - r->used);
+		got = read(fd, *buf + *used, *cap - *used);
 		if (got < 0 && errno == EINTR)
 			continue;
-		if (got <= 0) {
-			err = got < 0 ? -errno : 0;
-			break;
-		}
-		r->used += (size_t)got;
+		if (got <= 0)
+			return got < 0 ? -errno : 0;
+		*used += (size_t)got;
 	}
+}
+
+/* Appends everything one read of the pinned iterator at r->path yields. */
+static int read_records(struct records *r)
+{
+	int fd = open(r->path, O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -errno;
+	err = read_all(fd, &r->buf, &r->cap, &r->used);
 	close(fd);
 	return err;
+}
+
+int read_iterator(const char *path, char **buf, size_t *used)
+{
+	struct records r = { .path = path };
+	int err = read_records(&r);
+
+	if (err) {
+		free(r.buf);
+		return err;
+	}
+	*buf = r.buf;
+	*used = r.used;
+	return 0;
 }
 
 static int read_records_here(void *ctx, const char *label)
@@ -57,10 +72,8 @@ static int read_records_here(void *ctx, const char *label)
 	return read_records(ctx);
 }
 
-/* All records of a's flows iterator in a malloc()ed array; negative errno on failure. The map
- * iterator sees every namespace at once; iter/tcp sees the reader's, so it is read in each.
- */
-static int read_flows(const struct algo *a, struct bbrkit_flow **out, size_t *n)
+/* The map iterator sees every namespace at once; iter/tcp sees the reader's, so it is read in each. */
+int read_flows(const struct algo *a, struct bbrkit_flow **out, size_t *n)
 {
 	char map_iter[BBRCTL_MAX_PATH], tcp_iter[BBRCTL_MAX_PATH];
 	struct records r = { .path = map_iter };

@@ -35,6 +35,21 @@ static unsigned long long bw_to_bps(__u64 bw, __u32 mss)
 	return (unsigned long long)(bits >> BW_SCALE);
 }
 
+unsigned long long record_bw_bps(__u64 bw, __u32 mss)
+{
+	return bw_to_bps(bw, mss);
+}
+
+const char *record_mode_name(unsigned int mode)
+{
+	return NAME_OF(mode_names, mode);
+}
+
+const char *record_ca_state_name(unsigned int state)
+{
+	return NAME_OF(ca_state_names, state);
+}
+
 static unsigned long long bw_bps(const struct bbrkit_flow *f)
 {
 	return bw_to_bps(f->bw, f->mss);
@@ -163,6 +178,11 @@ static const char *const variant_units[] = {
 };
 
 static const char *const v3_phase_names[] = { "UP", "DOWN", "CRUISE", "REFILL", "-" };
+
+const char *record_phase_name(unsigned int phase)
+{
+	return NAME_OF(v3_phase_names, phase);
+}
 
 /* BBRKIT_VAR_NONE in a count, a bandwidth or a time means "not set": JSON null, an empty CSV cell, "-". */
 static void variant_value(const struct variant_desc *d, const struct bbrkit_flow *f, struct field_value *v)

@@ -7,12 +7,13 @@ set -eu
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 extras=""
-PACKAGES="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config iperf3 iproute2 nftables make gcc
+PACKAGES="clang llvm libbpf-dev libmicrohttpd-dev bpftool libelf-dev zlib1g-dev pkg-config iperf3 iproute2 nftables make gcc
 iputils-ping ethtool util-linux python3 python3-venv"
 if [ "${1:-}" = "--test" ]; then
 	extras="[test,lint,cluster]"
-	# A headless browser for the HTML report test; shellcheck and clang-format for the lint gate.
-	PACKAGES="$PACKAGES chromium chromium-driver shellcheck clang-format"
+	# A headless browser for the HTML report test; shellcheck and clang-format for the lint gate;
+	# a web server, HTTP load generators and Prometheus for the policy and exporter tests.
+	PACKAGES="$PACKAGES chromium chromium-driver shellcheck clang-format nginx-light wrk curl prometheus"
 fi
 
 missing=""

@@ -14,7 +14,8 @@ import pytest
 from loaderutil import ALGOS, ctl
 from netutil import BBRCTL, ROOT
 
-COMMANDS = ["list", "attach", "detach", "upgrade", "show", "set", "flows", "trace", "features"]
+COMMANDS = ["list", "attach", "detach", "upgrade", "show", "set", "flows", "trace", "policy", "export", "ss",
+            "features"]
 GEN = ROOT / "build" / "bbrctl-gen"
 
 

@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The policy program (include/bbrkit_policy.h): a sockops program on the cgroup v2 root that gives
+ * each new TCP connection the congestion control its first matching rule names.
+ *
+ * When: at BPF_SOCK_OPS_{ACTIVE,PASSIVE}_ESTABLISHED_CB. The kernel runs these from
+ * tcp_init_transfer() just before tcp_init_congestion_control(), so the chosen algorithm's init is the
+ * first and only one the connection runs, for both the connections a service opens and those it
+ * accepts; nothing of the handshake depends on the congestion control. (TCP_CONNECT_CB would cover
+ * only active opens, and a listener's choice would be made before the peer's address is known.)
+ * bpf_setsockopt(TCP_CONGESTION) fails cleanly (ENOENT) for an algorithm that is not registered: the
+ * connection keeps its namespace's default, counted as a fallback; it never breaks.
+ *
+ * Not a congestion control: the Makefile keeps this file out of bbrctl's algorithm table.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+
+#include "bbrkit_policy.h"
+
+#define AF_INET6 10
+#define SOL_TCP 6
+#define TCP_CONGESTION 13
+#define NSEC_PER_USEC 1000
+
+char _license[] SEC("license") = "GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BBRKIT_POLICY_RULES);
+	__type(key, __u32);
+	__type(value, struct bbrkit_policy_rule);
+} rules SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, BBRKIT_POLICY_PREFIXES);
+	__type(key, struct bbrkit_policy_prefix);
+	__type(value, __u32); /* the slots whose prefix contains this one */
+} prefixes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, BBRKIT_POLICY_RULES *BBRKIT_POLICY_ARMS);
+	__type(key, __u32);
+	__type(value, struct bbrkit_policy_stats);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct bbrkit_policy_sk);
+} storage SEC(".maps");
+
+/* murmur3's 32-bit finaliser: every input bit reaches every output bit, so consecutive ephemeral
+ * ports spread evenly over the arms.
+ */
+static __always_inline __u32 mix32(__u32 h)
+{
+	h ^= h >> 16;
+	h *= 0x85ebca6b;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35;
+	h ^= h >> 16;
+	return h;
+}
+
+/* The 4-tuple from the socket itself (not the sockops context, whose address arrays the verifier
+ * refuses to index): addresses IPv4-mapped as in the trie, ports in host byte order.
+ */
+struct tuple {
+	__u32 remote[4], local[4];
+	__u16 lport, rport;
+};
+
+static __always_inline void tuple_of(struct tcp_sock *tp, struct tuple *t)
+{
+	const struct sock_common *c = &tp->inet_conn.icsk_inet.sk.__sk_common;
+
+	t->lport = c->skc_num;
+	t->rport = bpf_ntohs(c->skc_dport);
+	if (c->skc_family == AF_INET6) {
+		BPF_CORE_READ_INTO(&t->remote, c, skc_v6_daddr.in6_u.u6_addr32);
+		BPF_CORE_READ_INTO(&t->local, c, skc_v6_rcv_saddr.in6_u.u6_addr32);
+	} else {
+		t->remote[0] = t->remote[1] = t->local[0] = t->local[1] = 0;
+		t->remote[2] = t->local[2] = bpf_htonl(0xffff);
+		t->remote[3] = c->skc_daddr;
+		t->local[3] = c->skc_rcv_saddr;
+	}
+}
+
+/* The arm of a connection: a hash of its 4-tuple scaled to [0, WEIGHT_TOTAL) without a division. */
+static __always_inline __u32 tuple_point(const struct tuple *t)
+{
+	__u32 h = t->lport | ((__u32)t->rport << 16);
+
+	for (int i = 0; i < 4; i++) {
+		h = mix32(h ^ t->remote[i]);
+		h = mix32(h ^ t->local[i]);
+	}
+	return (__u32)(((__u64)h * BBRKIT_POLICY_WEIGHT_TOTAL) >> 32);
+}
+
+/* The id of the socket's cgroup v2 ancestor at level (its own at its own level), 0 when deeper. */
+static __always_inline __u64 cgroup_at(struct tcp_sock *tp, __u32 level)
+{
+	struct cgroup *cg = BPF_CORE_READ(tp, inet_conn.icsk_inet.sk.sk_cgrp_data.cgroup), *anc = NULL;
+
+	if (!cg || level > (__u32)BPF_CORE_READ(cg, level))
+		return 0;
+	if (bpf_core_read(&anc, sizeof(anc), &cg->ancestors[level]) || !anc)
+		return 0;
+	return BPF_CORE_READ(anc, kn, id);
+}
+
+static __always_inline bool rule_matches(const struct bbrkit_policy_rule *r, __u32 bit, __u32 dst_rules,
+	const struct tuple *t, struct tcp_sock *tp)
+{
+	if (!r->narms || (r->ndst && !(dst_rules & bit)))
+		return false;
+	if (r->lport && r->lport != t->lport)
+		return false;
+	if (r->rport && r->rport != t->rport)
+		return false;
+	return !r->cgroup_id || cgroup_at(tp, r->cgroup_level) == r->cgroup_id;
+}
+
+struct scan {
+	const struct tuple *t;
+	struct tcp_sock *tp;
+	__u32 dst_rules, slot;
+	const struct bbrkit_policy_rule *best;
+};
+
+/* bpf_loop's body: the verifier checks it once, not once per slot. */
+static long scan_slot(__u32 slot, void *ctx)
+{
+	struct scan *sc = ctx;
+	const struct bbrkit_policy_rule *r = bpf_map_lookup_elem(&rules, &slot);
+
+	if (r && rule_matches(r, 1U << (slot & 31), sc->dst_rules, sc->t, sc->tp) &&
+		(!sc->best || r->priority < sc->best->priority)) {
+		sc->best = r;
+		sc->slot = slot;
+	}
+	return 0;
+}
+
+static __always_inline void choose(struct bpf_sock_ops *ops)
+{
+	struct bbrkit_policy_prefix key = {};
+	const struct bbrkit_policy_rule *best = NULL;
+	struct bbrkit_policy_stats *st;
+	struct bbrkit_policy_sk *sk;
+	struct tuple t;
+	struct scan sc = { .t = &t };
+	__u32 *found, point, cum = 0, arm = 0, best_slot;
+	struct bpf_sock *bsk = ops->sk;
+	struct tcp_sock *tp;
+
+	if (!bsk)
+		return;
+	tp = bpf_skc_to_tcp_sock(bsk);
+	if (!tp)
+		return;
+	tuple_of(tp, &t);
+	key.prefixlen = 128;
+	__builtin_memcpy(key.addr, t.remote, sizeof(t.remote));
+	found = bpf_map_lookup_elem(&prefixes, &key);
+	if (found)
+		sc.dst_rules = *found;
+	sc.tp = tp;
+	bpf_loop(BBRKIT_POLICY_RULES, scan_slot, &sc, 0);
+	best = sc.best;
+	best_slot = sc.slot;
+	if (!best)
+		return;
+	point = tuple_point(&t);
+	for (__u32 i = 0; i < BBRKIT_POLICY_ARMS; i++) {
+		if (i >= best->narms)
+			break;
+		arm = i;
+		cum += best->arms[i].weight;
+		if (point < cum)
+			break;
+	}
+	if (arm >= BBRKIT_POLICY_ARMS)
+		return;
+	sk = bpf_sk_storage_get(&storage, bsk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!sk)
+		return;
+	sk->start_ns = bpf_ktime_get_ns();
+	sk->slot = best_slot;
+	sk->generation = best->generation;
+	sk->arm = arm;
+	{
+		char cc[BBRKIT_POLICY_NAME_MAX];
+
+		__builtin_memcpy(cc, best->arms[arm].cc, sizeof(cc));
+		sk->fallback = bpf_setsockopt(ops, SOL_TCP, TCP_CONGESTION, cc, sizeof(cc)) ? 1 : 0;
+	}
+	/* Counted at close too: the close adds what the connection did to its arm's counters. */
+	bpf_sock_ops_cb_flags_set(ops, ops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_STATE_CB_FLAG);
+	point = best_slot * BBRKIT_POLICY_ARMS + arm;
+	st = bpf_map_lookup_elem(&stats, &point);
+	if (st) {
+		st->connections++;
+		st->fallbacks += sk->fallback;
+	}
+}
+
+static __always_inline void closed(struct bpf_sock_ops *ops)
+{
+	const struct bbrkit_policy_rule *r;
+	struct bbrkit_policy_stats *st;
+	struct bbrkit_policy_sk *sk;
+	struct bpf_sock *bsk = ops->sk;
+	struct tcp_sock *tp;
+	__u32 idx;
+
+	if (!bsk)
+		return;
+	sk = bpf_sk_storage_get(&storage, bsk, 0, 0);
+	tp = bpf_skc_to_tcp_sock(bsk);
+	if (!sk || !tp || sk->slot >= BBRKIT_POLICY_RULES || sk->arm >= BBRKIT_POLICY_ARMS)
+		return;
+	idx = sk->slot;
+	r = bpf_map_lookup_elem(&rules, &idx);
+	/* A rule written since (deleted, replaced) starts its counters afresh. */
+	if (!r || r->generation != sk->generation)
+		goto done;
+	idx = sk->slot * BBRKIT_POLICY_ARMS + sk->arm;
+	st = bpf_map_lookup_elem(&stats, &idx);
+	if (!st)
+		goto done;
+	st->closed++;
+	st->closed_bytes_acked += tp->bytes_acked;
+	st->closed_bytes_received += tp->bytes_received;
+	st->closed_segs_out += tp->segs_out;
+	st->closed_retrans += tp->total_retrans;
+	st->closed_delivered += tp->delivered;
+	st->closed_delivered_ce += tp->delivered_ce;
+	st->closed_lost += tp->lost;
+done:
+	bpf_sk_storage_delete(&storage, bsk);
+}
+
+SEC("sockops")
+int policy_sockops(struct bpf_sock_ops *ops)
+{
+	switch (ops->op) {
+	case BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB:
+	case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:
+		choose(ops);
+		break;
+	case BPF_SOCK_OPS_STATE_CB:
+		if (ops->args[1] == BPF_TCP_CLOSE)
+			closed(ops);
+		break;
+	}
+	return 1;
+}
+
+/* One struct bbrkit_sock: tcp_info's fields, from the same struct tcp_sock the kernel fills it from. */
+static __always_inline void write_sock(
+	struct seq_file *seq, struct tcp_sock *tp, const struct bbrkit_policy_sk *s)
+{
+	const struct sock_common *c = &tp->inet_conn.icsk_inet.sk.__sk_common;
+	struct bbrkit_sock o = {};
+	__u64 now_us = bpf_ktime_get_ns() / NSEC_PER_USEC;
+
+	o.slot = BBRKIT_POLICY_RULES;
+	if (s) {
+		o.start_ns = s->start_ns;
+		o.slot = s->slot;
+		o.generation = s->generation;
+		o.arm = s->arm;
+		o.fallback = s->fallback;
+	}
+	o.sport = c->skc_num;
+	o.dport = bpf_ntohs(c->skc_dport);
+	o.netns = c->skc_net.net->ns.inum;
+	o.state = c->skc_state;
+	if (c->skc_family == AF_INET6) {
+		__builtin_memcpy(o.saddr, &c->skc_v6_rcv_saddr, 16);
+		__builtin_memcpy(o.daddr, &c->skc_v6_daddr, 16);
+	} else {
+		o.saddr[10] = o.saddr[11] = o.daddr[10] = o.daddr[11] = 0xff;
+		__builtin_memcpy(o.saddr + 12, &c->skc_rcv_saddr, 4);
+		__builtin_memcpy(o.daddr + 12, &c->skc_daddr, 4);
+	}
+	bpf_probe_read_kernel(o.cc, sizeof(o.cc), tp->inet_conn.icsk_ca_ops->name);
+	o.ca_state = BPF_CORE_READ_BITFIELD(&tp->inet_conn, icsk_ca_state);
+	o.bytes_acked = tp->bytes_acked;
+	o.bytes_received = tp->bytes_received;
+	o.delivery_age_us =
+		tp->delivered_mstamp && now_us > tp->delivered_mstamp ? now_us - tp->delivered_mstamp : 0;
+	o.srtt_us = tp->srtt_us >> 3;
+	o.min_rtt_us = tp->rtt_min.s[0].v;
+	o.mss = tp->mss_cache;
+	o.cwnd = tp->snd_cwnd;
+	o.packets_out = tp->packets_out;
+	o.retrans_out = tp->retrans_out;
+	o.total_retrans = tp->total_retrans;
+	o.lost = tp->lost;
+	o.segs_out = tp->segs_out;
+	o.delivered = tp->delivered;
+	o.delivered_ce = tp->delivered_ce;
+	o.rate_delivered = tp->rate_delivered;
+	o.rate_interval_us = tp->rate_interval_us;
+	bpf_seq_write(seq, &o, sizeof(o));
+}
+
+/* The exporter's source: every connection the policy placed, in all network namespaces at once. */
+SEC("iter/bpf_sk_storage_map")
+int dump_policy(struct bpf_iter__bpf_sk_storage_map *ctx)
+{
+	struct bbrkit_policy_sk *s = ctx->value;
+	struct tcp_sock *tp;
+
+	if (!ctx->sk || !s)
+		return 0;
+	tp = bpf_skc_to_tcp_sock(ctx->sk);
+	if (tp)
+		write_sock(ctx->meta->seq, tp, s);
+	return 0;
+}
+
+/* `bbrctl ss`: every connected TCP socket of the reader's network namespace, placed or not. */
+SEC("iter/tcp")
+int dump_socks(struct bpf_iter__tcp *ctx)
+{
+	struct sock_common *skc = ctx->sk_common;
+	struct tcp_sock *tp;
+
+	if (!skc || skc->skc_state == BPF_TCP_LISTEN)
+		return 0;
+	tp = bpf_skc_to_tcp_sock(skc);
+	if (tp)
+		write_sock(ctx->meta->seq, tp, bpf_sk_storage_get(&storage, tp, 0, 0));
+	return 0;
+}
