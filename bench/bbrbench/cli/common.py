@@ -86,7 +86,7 @@ def executor(args: argparse.Namespace) -> Iterator[Any]:
         yield None
         return
     from ..cluster import DaskExecutor
-    with DaskExecutor(args.cluster, Path(args.cluster_certs), args.tries) as connected:
+    with DaskExecutor(args.cluster, Path(args.cluster_certs), args.tries, args.mix_hosts) as connected:
         yield connected
 
 
