@@ -23,6 +23,7 @@ import logging
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tarfile
@@ -30,7 +31,7 @@ import tempfile
 import time
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -45,7 +46,12 @@ from .testbed.host import bbrctl_build, host_key, host_name, identity
 
 log = logging.getLogger(__name__)
 
-CA_FILE, CERT_FILE, KEY_FILE = "ca.pem", "node.pem", "node-key.pem"
+CA_FILE, CERT_FILE, KEY_FILE, CRL_FILE = "ca.pem", "node.pem", "node-key.pem", "crl.pem"
+# Kept only in the authority's directory, with whoever runs `cluster init`.
+CA_KEY_FILE, ISSUED_FILE = "ca-key.pem", "issued.json"
+# Certificates start this far back, so that a host whose clock is a little behind accepts them.
+BACKDATE = datetime.timedelta(minutes=10)
+EXPIRY_WARN = datetime.timedelta(days=30)
 RESOURCE = "testbed"
 CERT_DAYS = 365
 CONNECT_TIMEOUT_S = 20
@@ -69,77 +75,252 @@ LOCK_DIR = Path("/run/lock")
 # ---------------------------------------------------------------- certificates
 
 
-def init_certs(directory: Path, force: bool = False) -> None:
-    """A fresh authority and one certificate for every member (scheduler, workers, clients): ca.pem,
-    node.pem and node-key.pem (mode 0600). The authority's key is not kept: more certificates mean a new
-    `init`, copied to every host, which also revokes the old ones."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+def _x509() -> Any:
+    try:
+        from cryptography import x509
+    except ImportError:
+        raise HarnessError("the cluster needs cryptography and Dask distributed: pip install 'bbrbench[cluster]'") \
+            from None
+    return x509
 
-    paths = [directory / n for n in (CA_FILE, CERT_FILE, KEY_FILE)]
-    if any(p.exists() for p in paths) and not force:
-        raise UsageError(f"cluster init: {directory} already holds certificates; pass --force to replace them")
+
+def _write_private(path: Path, data: bytes) -> None:
+    """A key file: created 0600 (never readable by others, not even for a moment), replaced whole."""
+    tmp = path.with_name(path.name + ".new")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    tmp.rename(path)
+
+
+def _private_key_bytes(key: Any) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def _pem(obj: Any) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+    return bytes(obj.public_bytes(serialization.Encoding.PEM))
+
+
+def _validity() -> tuple[datetime.datetime, datetime.datetime]:
     now = datetime.datetime.now(datetime.UTC)
-    until = now + datetime.timedelta(days=CERT_DAYS)
+    return now - BACKDATE, now + datetime.timedelta(days=CERT_DAYS)
 
-    def name(common: str) -> x509.Name:
-        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
 
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca = (x509.CertificateBuilder().subject_name(name("bbrbench cluster CA")).issuer_name(name("bbrbench cluster CA"))
-          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-          .not_valid_before(now).not_valid_after(until)
+def _load_ca(ca_dir: Path) -> tuple[Any, Any, dict[str, Any]]:
+    """The authority's certificate, key (checked to be 0600) and register of issued certificates."""
+    x509 = _x509()
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+    for n in (CA_FILE, CA_KEY_FILE, ISSUED_FILE):
+        if not (ca_dir / n).is_file():
+            raise HarnessError(f"cluster: {ca_dir / n} is missing; `bbrbench cluster init --ca {ca_dir}` first")
+    _check_private(ca_dir / CA_KEY_FILE)
+    return (x509.load_pem_x509_certificate((ca_dir / CA_FILE).read_bytes()),
+            load_pem_private_key((ca_dir / CA_KEY_FILE).read_bytes(), None),
+            json.loads((ca_dir / ISSUED_FILE).read_text()))
+
+
+def _write_crl(ca_dir: Path, ca: Any, ca_key: Any, issued: dict[str, Any]) -> None:
+    """crl.pem: the serials of every revoked certificate, signed by the authority."""
+    x509 = _x509()
+    from cryptography.hazmat.primitives import hashes
+    now, until = _validity()
+    builder = x509.CertificateRevocationListBuilder().issuer_name(ca.subject).last_update(now).next_update(until)
+    for entry in issued.values():
+        if entry.get("revoked"):
+            builder = builder.add_revoked_certificate(
+                x509.RevokedCertificateBuilder().serial_number(int(entry["serial"], 16))
+                .revocation_date(datetime.datetime.fromisoformat(entry["revoked"])).build())
+    (ca_dir / CRL_FILE).write_bytes(_pem(builder.sign(ca_key, hashes.SHA256())))
+    (ca_dir / ISSUED_FILE).write_text(json.dumps(issued, indent=2) + "\n")
+
+
+def init_ca(ca_dir: Path, force: bool = False) -> str:
+    """A fresh authority in ca_dir (ca.pem, ca-key.pem 0600, an empty crl.pem, issued.json). Its key stays
+    here: whoever holds it can make members. Returns when its certificate expires."""
+    x509 = _x509()
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    if (ca_dir / CA_KEY_FILE).exists() and not force:
+        raise UsageError(f"cluster init: {ca_dir} already holds an authority; pass --force to replace it "
+                         f"(every certificate it issued stops working)")
+    start, until = _validity()
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "bbrbench cluster CA")])
+    key = ec.generate_private_key(ec.SECP256R1())
+    ca = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+          .serial_number(x509.random_serial_number()).not_valid_before(start).not_valid_after(until)
           .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
           .add_extension(x509.KeyUsage(digital_signature=False, content_commitment=False, key_encipherment=False,
                                        data_encipherment=False, key_agreement=False, key_cert_sign=True,
                                        crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
-          .sign(ca_key, hashes.SHA256()))
+          .sign(key, hashes.SHA256()))
+    ca_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _write_private(ca_dir / CA_KEY_FILE, _private_key_bytes(key))
+    (ca_dir / CA_FILE).write_bytes(_pem(ca))
+    _write_crl(ca_dir, ca, key, {})
+    return until.date().isoformat()
+
+
+def issue(ca_dir: Path, name: str, out: Path, addresses: list[str] | None) -> str:
+    """A member's directory `out` (ca.pem, crl.pem, node.pem, node-key.pem 0600): for a host (scheduler
+    or worker; `addresses`, its names and IP addresses, become its SANs, which peers check) usable as
+    server and client, for a user (addresses None) as client only. Returns its expiry date."""
+    x509 = _x509()
+    import ipaddress
+
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    if not name or not all(c.isalnum() or c in "._-" for c in name):
+        raise UsageError(f"cluster: name {name!r}: letters, digits and . _ - only")
+    if out.exists() and any(out.iterdir()):
+        raise UsageError(f"cluster: {out} is not empty; give a new directory for the certificate")
+    ca, ca_key, issued = _load_ca(ca_dir)
+    if name in issued and not issued[name].get("revoked"):
+        raise UsageError(f"cluster: {name} already has a certificate; revoke it first")
+    sans: list[Any] = []
+    for a in addresses or []:
+        try:
+            sans.append(x509.IPAddress(ipaddress.ip_address(a)))
+        except ValueError:
+            sans.append(x509.DNSName(a))
+    if addresses is None:
+        sans.append(x509.UniformResourceIdentifier(f"urn:bbrbench:user:{name}"))
+    elif not sans:
+        raise UsageError("cluster add-host: --address: at least one name or IP address of the host")
+    usage = ([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH] if addresses is not None
+             else [ExtendedKeyUsageOID.CLIENT_AUTH])
+    start, until = _validity()
+    until = min(until, ca.not_valid_after_utc)
     key = ec.generate_private_key(ec.SECP256R1())
-    # Both usages: every member is a server to some peers and a client to others.
-    cert = (x509.CertificateBuilder().subject_name(name("bbrbench cluster member")).issuer_name(ca.subject)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now).not_valid_after(until)
+    kind = "host" if addresses is not None else "user"
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"bbrbench {kind} {name}")]))
+            .issuer_name(ca.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(start).not_valid_after(until)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
-                           critical=False)
+            .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+            .add_extension(x509.ExtendedKeyUsage(usage), critical=False)
             .sign(ca_key, hashes.SHA256()))
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    fd = os.open(paths[2], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                   serialization.NoEncryption()))
+    out.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _write_private(out / KEY_FILE, _private_key_bytes(key))
+    (out / CERT_FILE).write_bytes(_pem(cert))
+    shutil.copyfile(ca_dir / CA_FILE, out / CA_FILE)
+    shutil.copyfile(ca_dir / CRL_FILE, out / CRL_FILE)
+    issued[name] = {"kind": kind, "serial": f"{cert.serial_number:x}", "not_after": until.isoformat(),
+                    "addresses": addresses or []}
+    _write_crl(ca_dir, ca, ca_key, issued)
+    return until.date().isoformat()
 
 
-def tls_options(directory: Path) -> list[str]:
-    return ["--tls-ca-file", str(directory / CA_FILE), "--tls-cert", str(directory / CERT_FILE),
-            "--tls-key", str(directory / KEY_FILE)]
+def revoke(ca_dir: Path, name: str) -> None:
+    """Adds name's certificate to the authority's crl.pem (which every member must then be given)."""
+    ca, ca_key, issued = _load_ca(ca_dir)
+    if name not in issued:
+        raise UsageError(f"cluster revoke: {name}: no certificate of that name (issued: {', '.join(issued) or 'none'})")
+    if issued[name].get("revoked"):
+        raise UsageError(f"cluster revoke: {name} is revoked already")
+    issued[name]["revoked"] = datetime.datetime.now(datetime.UTC).isoformat()
+    _write_crl(ca_dir, ca, ca_key, issued)
 
 
-def start_commands(directory: Path, host: str, port: int, tries: int) -> tuple[list[str], list[str], dict[str, str]]:
-    """The scheduler's and a worker's command lines, and the scheduler's environment: a task whose worker
-    died `tries` times is given up (Dask's allowed-failures counts the deaths before that)."""
-    dask = str(Path(sys.executable).with_name("dask"))
-    scheduler = [dask, "scheduler", "--host", f"tls://{host}", "--port", str(port), "--no-dashboard",
-                 *tls_options(directory)]
-    worker = [dask, "worker", f"tls://{host}:{port}", "--nthreads", "1", "--nworkers", "1",
-              "--resources", f"{RESOURCE}=1", "--preload", __name__, "--preload-nanny", __name__,
-              "--no-dashboard", *tls_options(directory)]
-    env = {"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": str(tries - 1)}
-    return scheduler, worker, env
+def _check_private(path: Path) -> None:
+    mode = path.stat().st_mode & 0o777
+    if mode & 0o077:
+        raise HarnessError(f"cluster: {path} is readable by others (mode {mode:o}); chmod 600 it")
+
+
+def expiry(directory: Path) -> datetime.datetime:
+    """When the member's certificate in directory expires; warned about within EXPIRY_WARN."""
+    cert = _x509().load_pem_x509_certificate((directory / CERT_FILE).read_bytes())
+    until: datetime.datetime = cert.not_valid_after_utc
+    left = until - datetime.datetime.now(datetime.UTC)
+    if left <= datetime.timedelta(0):
+        raise HarnessError(f"cluster: {directory / CERT_FILE} expired on {until.date()}; ask for a new one "
+                           f"(cluster add-host/add-user)")
+    if left < EXPIRY_WARN:
+        log.warning("cluster: %s expires on %s (in %d days)", directory / CERT_FILE, until.date(), left.days)
+    return until
 
 
 def _security(directory: Path) -> Any:
-    from distributed.security import Security
-    for n in (CA_FILE, CERT_FILE, KEY_FILE):
+    """Dask's TLS settings for a member holding directory's certificate."""
+    for n in (CA_FILE, CRL_FILE, CERT_FILE, KEY_FILE):
         if not (directory / n).is_file():
-            raise HarnessError(f"cluster: {directory / n} is missing; run `bbrbench cluster init` and copy "
-                               f"its directory to this host (--cluster-certs)")
-    return Security(tls_ca_file=str(directory / CA_FILE), tls_client_cert=str(directory / CERT_FILE),
-                    tls_client_key=str(directory / KEY_FILE), require_encryption=True)
+            raise HarnessError(f"cluster: {directory / n} is missing; ask whoever runs `bbrbench cluster init` for "
+                               f"a certificate (cluster add-host/add-user) and give its directory (--cluster-certs)")
+    _check_private(directory / KEY_FILE)
+    expiry(directory)
+    return CheckedSecurity(tls_ca_file=str(directory / CA_FILE), tls_client_cert=str(directory / CERT_FILE),
+                   tls_client_key=str(directory / KEY_FILE), tls_scheduler_cert=str(directory / CERT_FILE),
+                   tls_scheduler_key=str(directory / KEY_FILE), tls_worker_cert=str(directory / CERT_FILE),
+                   tls_worker_key=str(directory / KEY_FILE), require_encryption=True)
+
+
+try:
+    from distributed.security import Security as _Security
+except ImportError:  # without the cluster extra; connect() says what to install
+    _Security = object  # type: ignore[misc,assignment]
+
+
+class CheckedSecurity(_Security):
+    """Dask's TLS contexts, which also check the authority's revocation list (crl.pem beside ca.pem) and,
+    on connecting, the peer's name or address against its certificate's SANs (Dask leaves that off).
+    A class of this module: the nanny pickles it to its worker."""
+
+    def _get_tls_context(self, tls: dict[str, Any], purpose: ssl.Purpose) -> ssl.SSLContext:
+        ctx: ssl.SSLContext = super()._get_tls_context(tls, purpose)
+        ctx.load_verify_locations(cafile=str(Path(tls["ca_file"]).with_name(CRL_FILE)))
+        ctx.verify_flags |= ssl.VERIFY_CRL_CHECK_LEAF
+        ctx.check_hostname = purpose == ssl.Purpose.SERVER_AUTH
+        return ctx
+
+
+def start_commands(directory: Path, host: str, port: int) -> tuple[list[str], list[str]]:
+    """The scheduler's command line (on `host`) and a worker's (its own address is given with --host)."""
+    bbrbench = [sys.executable, "-m", "bbrbench", "cluster"]
+    return ([*bbrbench, "scheduler", "--certs", str(directory), "--host", host, "--port", str(port)],
+            [*bbrbench, "worker", f"tls://{host}:{port}", "--certs", str(directory)])
+
+
+def _serve(make: Callable[[], Any]) -> None:
+    """Runs the Dask server make() builds (in the event loop it binds to) until it finishes or SIGINT or
+    SIGTERM close it (a worker's runs cleaning up)."""
+    import asyncio
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        async with make() as server:
+            ends = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(server.finished())]
+            await asyncio.wait(ends, return_when=asyncio.FIRST_COMPLETED)
+            for task in ends:
+                task.cancel()
+
+    asyncio.run(main())
+
+
+def serve_scheduler(certs: Path, host: str, port: int) -> None:
+    """A scheduler on host:port; its HTTP server (health, metrics) on host too, at an unused port."""
+    from distributed import Scheduler
+    security = _security(certs)
+    _serve(lambda: Scheduler(host=host, port=port, protocol="tls", security=security, dashboard=False,
+                             dashboard_address=f"{host}:0"))
+
+
+def serve_worker(scheduler: str, certs: Path, host: str) -> None:
+    """One worker with its nanny, listening on host only (its certificate's SANs must name it), with one
+    `testbed` resource, this module preloaded in both."""
+    from distributed import Nanny
+    security = _security(certs)
+    _serve(lambda: Nanny(scheduler, nthreads=1, resources={RESOURCE: 1}, security=security, host=host,
+                         protocol="tls", dashboard=False, dashboard_address=f"{host}:0", preload=[__name__],
+                         preload_nanny=[__name__]))
 
 
 def connect(address: str, certs: Path) -> Any:
@@ -152,7 +333,9 @@ def connect(address: str, certs: Path) -> Any:
         raise UsageError(f"--cluster {address}: the scheduler speaks TLS only; give tls://HOST:PORT")
     security = _security(certs)
     try:
-        return Client(address, security=security, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+        # Results are data: msgpack only, so that nothing a worker sends is unpickled here.
+        return Client(address, security=security, timeout=CONNECT_TIMEOUT_S, set_as_default=False,
+                      deserializers=["msgpack"])
     except (OSError, TimeoutError) as exc:
         raise HarnessError(f"cluster: cannot connect to {address}: {str(exc).splitlines()[0]}") from None
 
@@ -561,6 +744,9 @@ class DaskExecutor:
     def _take(self, job: Job, member: Member, result: dict[str, Any], queue: list[Job],
               placed: Counter[tuple[str, str]], excluded: dict[str, dict[str, str]]) -> Iterator[tuple[Job, Outcome]]:
         """A run's result: taken in, or recorded as what it says."""
+        if not isinstance(result, dict) or not isinstance(result.get("tar", b""), bytes):
+            yield job, Outcome("lost", f"from {member.label}: a malformed result")
+            return
         status, message = str(result.get("status")), str(result.get("message", ""))
         log.debug("%s rep %d: %s on %s", job.point.label, job.rep + 1, status, member.label)
         if status == "not_runnable":

@@ -4,9 +4,12 @@ killed mid-sweep."""
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import io
 import json
 import os
+import shutil
 import signal
 import socket
 import ssl
@@ -70,20 +73,32 @@ def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
         time.sleep(0.1)
 
 
+def issue(ca: Path, kind: str, name: str, out: Path, *address: str) -> Path:
+    args = ["cluster", kind, name, "--ca", str(ca), "--out", str(out), *(f"--address={a}" for a in address)]
+    result = run_cli(*args)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
 class Cluster:
+    """An authority in DIR/ca; the scheduler's certificate, one per worker, and the user's (`certs`)."""
+
     def __init__(self, directory: Path) -> None:
         self.dir = directory
-        self.certs = directory / "certs"
+        self.ca = directory / "ca"
         self.port = free_port()
         self.address = f"tls://127.0.0.1:{self.port}"
         self.procs: list[subprocess.Popen[bytes]] = []
-        result = run_cli("cluster", "init", "--certs", str(self.certs), "--port", str(self.port))
+        self.workers: list[subprocess.Popen[bytes]] = []
+        result = run_cli("cluster", "init", "--ca", str(self.ca), "--port", str(self.port))
         assert result.returncode == 0, result.stderr
-        self.scheduler_argv, self.worker_argv, self.env = start_commands(self.certs, "127.0.0.1", self.port, 3)
+        self.certs = issue(self.ca, "add-user", "tester", directory / "user")
+        self.scheduler_certs = issue(self.ca, "add-host", "scheduler", directory / "scheduler", "127.0.0.1")
+        self.scheduler_argv, self.worker_argv = start_commands(self.scheduler_certs, "127.0.0.1", self.port)
 
     def _start(self, argv: list[str], name: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         log = (self.dir / f"{name}.log").open("ab")
-        proc = subprocess.Popen(argv, stdout=log, stderr=log, env={**os.environ, **self.env, **(env or {})},
+        proc = subprocess.Popen(argv, stdout=log, stderr=log, env={**os.environ, **(env or {})},
                                 start_new_session=True)
         self.procs.append(proc)
         return proc
@@ -91,24 +106,27 @@ class Cluster:
     def start_scheduler(self) -> subprocess.Popen[bytes]:
         proc = self._start(self.scheduler_argv, "scheduler")
         wait_listening(self.port, proc)
-        self.workers: list[subprocess.Popen[bytes]] = []
+        self.workers = []
         return proc
 
     def client(self) -> Any:
         from distributed import Client
-        from distributed.security import Security
-        security = Security(tls_ca_file=str(self.certs / CA_FILE), tls_client_cert=str(self.certs / CERT_FILE),
-                            tls_client_key=str(self.certs / KEY_FILE), require_encryption=True)
-        return Client(self.address, security=security, timeout=START_TIMEOUT_S)
+        return Client(self.address, security=cluster_mod._security(self.certs), timeout=START_TIMEOUT_S)
+
+    def worker_certs(self) -> Path:
+        n = len(list(self.dir.glob("worker-*")))
+        return issue(self.ca, "add-host", f"worker-{n}", self.dir / f"worker-{n}", "127.0.0.1")
 
     def start_worker(self, host: dict[str, str] | None = None, prefix: tuple[str, ...] = (),
-                     certs: Path | None = None, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-        """A worker; as the simulated `host` (FAKE_HOST_ENV), under `prefix` (setpriv to another user),
-        with the certificates in `certs`."""
-        argv = [*prefix, *self.worker_argv]
-        if certs is not None:
-            argv = [a.replace(str(self.certs), str(certs)) for a in argv]
-        proc = self._start(argv, "worker", {**({FAKE_HOST_ENV: json.dumps(host)} if host else {}), **(env or {})})
+                     certs: Path | None = None, env: dict[str, str] | None = None,
+                     wait: bool = True) -> subprocess.Popen[bytes]:
+        """A worker with its own host certificate (or `certs`), as the simulated `host` (FAKE_HOST_ENV),
+        under `prefix` (setpriv to another user)."""
+        argv = [a.replace(str(self.scheduler_certs), str(certs or self.worker_certs())) for a in self.worker_argv]
+        proc = self._start([*prefix, *argv], "worker",
+                           {**({FAKE_HOST_ENV: json.dumps(host)} if host else {}), **(env or {})})
+        if not wait:
+            return proc
         self.workers.append(proc)
         with self.client() as client:
             client.wait_for_workers(len([p for p in self.workers if p.poll() is None]), timeout=START_TIMEOUT_S)
@@ -137,19 +155,46 @@ def cluster(tmp_path: Path) -> Iterator[Callable[[], Cluster]]:
 # ---------------------------------------------------------------- no root
 
 
-def test_init_writes_certificates_once(tmp_path: Path) -> None:
-    certs = tmp_path / "certs"
-    result = run_cli("cluster", "init", "--certs", str(certs), "--port", "8790")
+def test_authority_issues_and_revokes(tmp_path: Path) -> None:
+    """The authority's key stays in its directory; members get their certificate (SANs, usages per kind,
+    valid from before now) and the revocation list, never the key; keys are 0600 and refused otherwise."""
+    from cryptography import x509
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+    ca = tmp_path / "ca"
+    result = run_cli("cluster", "init", "--ca", str(ca), "--port", "8790")
     assert result.returncode == 0, result.stderr
-    assert "dask scheduler --host tls://127.0.0.1 --port 8790" in result.stdout
-    assert "dask worker tls://127.0.0.1:8790 --nthreads 1 --nworkers 1 --resources testbed=1" in result.stdout
-    assert (certs / KEY_FILE).stat().st_mode & 0o777 == 0o600
-    before = {p.name: p.read_bytes() for p in certs.iterdir()}
-    again = run_cli("cluster", "init", "--certs", str(certs))
+    assert "bbrbench cluster scheduler --certs DIR --host 127.0.0.1 --port 8790" in result.stdout
+    assert "valid until" in result.stdout and (ca / "ca-key.pem").stat().st_mode & 0o777 == 0o600
+    before = {p.name: p.read_bytes() for p in ca.iterdir()}
+    again = run_cli("cluster", "init", "--ca", str(ca))
     assert again.returncode == 2 and "--force" in again.stderr and len(again.stderr.splitlines()) == 1
-    assert {p.name: p.read_bytes() for p in certs.iterdir()} == before
-    bad = run_cli("cluster", "init", "--certs", str(tmp_path / "x"), "--port", "70000")
+    assert {p.name: p.read_bytes() for p in ca.iterdir()} == before
+    bad = run_cli("cluster", "init", "--ca", str(tmp_path / "x"), "--port", "70000")
     assert bad.returncode == 2 and not (tmp_path / "x").exists()
+    host = issue(ca, "add-host", "h1", tmp_path / "h1", "10.0.0.7", "h1.lab")
+    user = issue(ca, "add-user", "ann", tmp_path / "ann")
+    for member in (host, user):
+        assert sorted(p.name for p in member.iterdir()) == sorted([CA_FILE, CERT_FILE, KEY_FILE, "crl.pem"])
+        assert (member / KEY_FILE).stat().st_mode & 0o777 == 0o600
+    cert = x509.load_pem_x509_certificate((host / CERT_FILE).read_bytes())
+    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert [str(a) for a in san.get_values_for_type(x509.IPAddress)] == ["10.0.0.7"]
+    assert san.get_values_for_type(x509.DNSName) == ["h1.lab"]
+    assert cert.not_valid_before_utc < datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
+    usages = x509.load_pem_x509_certificate((user / CERT_FILE).read_bytes()).extensions.get_extension_for_class(
+        x509.ExtendedKeyUsage).value
+    assert list(usages) == [ExtendedKeyUsageOID.CLIENT_AUTH]  # a user cannot serve as scheduler or worker
+    twice = run_cli("cluster", "add-user", "ann", "--ca", str(ca), "--out", str(tmp_path / "ann2"))
+    assert twice.returncode == 2 and "revoke it first" in twice.stderr and not (tmp_path / "ann2").exists()
+    revoked = run_cli("cluster", "revoke", "ann", "--ca", str(ca))
+    assert revoked.returncode == 0 and "crl.pem" in revoked.stdout
+    crl = x509.load_pem_x509_crl((ca / "crl.pem").read_bytes())
+    assert crl.get_revoked_certificate_by_serial_number(
+        x509.load_pem_x509_certificate((user / CERT_FILE).read_bytes()).serial_number) is not None
+    # A key others can read is refused when loaded.
+    os.chmod(host / KEY_FILE, 0o644)
+    with pytest.raises(HarnessError, match="readable by others"):
+        cluster_mod._security(host)
 
 
 def test_unauthenticated_peers_are_refused(cluster: Callable[[], Cluster], tmp_path: Path) -> None:
@@ -164,18 +209,61 @@ def test_unauthenticated_peers_are_refused(cluster: Callable[[], Cluster], tmp_p
                 tls.sendall(b"\0" * 16)
                 if not tls.recv(1):
                     raise ConnectionError("closed by the scheduler")
-    # bbrbench with certificates of another authority: one line, exit 1, no sweep directory made.
-    assert run_cli("cluster", "init", "--certs", str(tmp_path / "other")).returncode == 0
+    # bbrbench with a certificate of another authority: one line, exit 1, no sweep directory made.
+    assert run_cli("cluster", "init", "--ca", str(tmp_path / "other-ca")).returncode == 0
+    other = issue(tmp_path / "other-ca", "add-user", "eve", tmp_path / "other")
     out = tmp_path / "sweep"
-    result = run_cli(*SWEEP, "--out", str(out), "--cluster", c.address, "--cluster-certs", str(tmp_path / "other"))
+    result = run_cli(*SWEEP, "--out", str(out), "--cluster", c.address, "--cluster-certs", str(other))
     assert result.returncode == 1 and "cannot connect" in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()
+    # A user whose certificate was revoked (the scheduler given the new list and restarted).
+    revoked = issue(c.ca, "add-user", "mallory", tmp_path / "mallory")
+    assert run_cli("cluster", "revoke", "mallory", "--ca", str(c.ca)).returncode == 0
+    shutil.copyfile(c.ca / "crl.pem", c.scheduler_certs / "crl.pem")
+    c.close()
+    c.start_scheduler()
+    result = run_cli(*SWEEP, "--out", str(out), "--cluster", c.address, "--cluster-certs", str(revoked))
+    assert result.returncode == 1 and "cannot connect" in result.stderr and not out.exists(), result.stderr
+    # A worker of another authority never joins; a revoked host's worker neither.
+    c.start_worker(certs=issue(tmp_path / "other-ca", "add-host", "w", tmp_path / "other-w", "127.0.0.1"), wait=False)
+    bad_host = issue(c.ca, "add-host", "stolen", tmp_path / "stolen", "127.0.0.1")
+    assert run_cli("cluster", "revoke", "stolen", "--ca", str(c.ca)).returncode == 0
+    shutil.copyfile(c.ca / "crl.pem", bad_host / "crl.pem")
+    c.start_worker(certs=bad_host, wait=False)
+    time.sleep(8)
+    with c.client() as client:
+        assert not client.scheduler_info()["workers"]
+    # A scheduler whose certificate names another address: the client will not take it for this one.
+    c.close()
+    elsewhere = issue(c.ca, "add-host", "elsewhere", tmp_path / "elsewhere", "10.9.9.9")
+    c.scheduler_argv = [a.replace(str(c.scheduler_certs), str(elsewhere)) for a in c.scheduler_argv]
+    c.start_scheduler()
+    result = run_cli(*SWEEP, "--out", str(out), "--cluster", c.address, "--cluster-certs", str(c.certs))
+    assert result.returncode == 1 and "cannot connect" in result.stderr and not out.exists(), result.stderr
     # Plain TCP to a TLS-only scheduler is a usage error; no certificates at all, a one-line error.
     plain = run_cli(*SWEEP, "--out", str(out), "--cluster", f"tcp://127.0.0.1:{c.port}",
                     "--cluster-certs", str(c.certs))
     assert plain.returncode == 2 and "TLS only" in plain.stderr and not out.exists()
     missing = run_cli(*SWEEP, "--out", str(out), "--cluster", c.address, "--cluster-certs", str(tmp_path / "none"))
-    assert missing.returncode == 1 and "cluster init" in missing.stderr and not out.exists()
+    assert missing.returncode == 1 and "cluster add-host/add-user" in missing.stderr and not out.exists()
+
+
+def test_listeners_bind_only_the_address_given(cluster: Callable[[], Cluster]) -> None:
+    """Dask's scheduler served HTTP on 0.0.0.0:8787 even with --no-dashboard; every socket of the
+    scheduler, the worker and its nanny now listens on the address given (here loopback)."""
+    c = cluster()
+    scheduler = c.start_scheduler()
+    worker = c.start_worker()
+    time.sleep(1)
+    pids = {str(scheduler.pid), str(worker.pid)}
+    for proc in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if proc.name.isdigit() and (proc / "stat").read_text().split()[3] in pids:
+                pids.add(proc.name)  # the worker process under its nanny
+    listening = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True, check=True).stdout.splitlines()
+    ours = [line.split()[3] for line in listening if any(f"pid={p}," in line for p in pids)]
+    assert len(ours) >= 4, listening  # scheduler: comm and HTTP; nanny and worker: comm (and HTTP)
+    assert all(a.startswith("127.0.0.1:") for a in ours), ours
 
 
 def fake_sweep(out: Path, hosts: list[tuple[str, str]], points: int = 1,
@@ -534,7 +622,7 @@ def test_workers_that_cannot_run_experiments_get_none(cluster: Callable[[], Clus
     # The certificates where the unprivileged worker can read them (its own copy, its key 0600).
     theirs = Path(tempfile.mkdtemp(prefix="bbrbench-test-certs-"))
     try:
-        for f in c.certs.iterdir():
+        for f in c.worker_certs().iterdir():
             (theirs / f.name).write_bytes(f.read_bytes())
             os.chmod(theirs / f.name, 0o600 if f.name == KEY_FILE else 0o644)
             os.chown(theirs / f.name, NOBODY, NOBODY)
@@ -554,3 +642,42 @@ def test_workers_that_cannot_run_experiments_get_none(cluster: Callable[[], Clus
     from bbrbench.cluster import DaskExecutor
     with DaskExecutor(c.address, c.certs, 1) as executor:
         assert len(executor.members) == 1 and len(executor.refused) == 1
+
+
+ROGUE = '''
+import os
+import bbrbench.cluster
+
+
+class Payload:
+    """Unpickling it runs a command: what a compromised worker would send."""
+
+    def __reduce__(self):
+        return (os.system, ("touch {mark}-$$",))
+
+
+def rogue_run(*_args, **_kwargs):
+    return {{"status": "done", "message": "", "host": "rogue", "tar": Payload()}}
+
+
+bbrbench.cluster.remote_run = rogue_run
+'''
+
+
+@pytest.mark.root
+@pytest.mark.skipif(os.geteuid() != 0, reason="starts a worker as root")
+def test_a_rogue_workers_pickle_never_runs_in_the_client(cluster: Callable[[], Cluster], tmp_path: Path) -> None:
+    """A compromised worker answers a run with a pickle that runs a command when loaded. The client takes
+    results as msgpack only: the run is lost (exit 1), and nothing ran."""
+    mark = tmp_path / "unpickled"
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(ROGUE.format(mark=mark))
+    c = cluster()
+    c.start_scheduler()
+    c.start_worker(env={"PYTHONPATH": str(site)})
+    out = tmp_path / "sweep"
+    result = run_cli(*SWEEP, "--out", str(out), "--tries", "1", "--cluster", c.address, "--cluster-certs",
+                     str(c.certs), timeout=120)
+    assert result.returncode == 1 and "runs lost" in result.stderr, result.stderr
+    assert not list(tmp_path.glob("unpickled*")) and not list(out.glob("points/*/rep*/done"))
