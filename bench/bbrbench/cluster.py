@@ -1,13 +1,17 @@
-"""Sweeps over a rack of test hosts on Dask distributed: one scheduler, one worker per host, each worker
-with one `testbed` resource so that a host never runs two experiments at once.
+"""Sweeps over a rack of test hosts on Dask distributed: one scheduler, one worker per host (a lock), each
+with one `testbed` resource. The client checks each worker as it joins (health()) and places every run
+itself, spreading each point's repetitions over the hosts (docs/cluster.md).
 
-The workers run experiments as root, so everything speaks mutual TLS: `bbrbench cluster init` makes a
-certificate authority and one certificate it signs, which the scheduler, the workers and the submitting
-client all present; a peer without a certificate from that authority is refused during the handshake.
+The workers run experiments as root, so everything speaks mutual TLS with certificates of an authority
+whose key stays with whoever ran `bbrbench cluster init`: per host (`add-host`, its addresses as SANs,
+checked by peers) and per user (`add-user`, client use only), revoked through a CRL every member checks.
+Whoever may submit runs code as root on every worker (Dask runs pickled functions); the client in turn
+takes results as msgpack data only, never a worker's pickle.
 
 A run on a worker is one `bbrbench run` in a child process (the runner owns signal handlers, which only
-the main thread of a process may set); its results directory comes back to the client as a gzipped tar
-in memory with its SHA-256, and lands in the sweep directory exactly where a local run would have put it.
+the main thread of a process may set); its results directory comes back as a gzipped tar, which the client
+unpacks as plain files after checking it is the run it asked for, exactly where a local run would have
+put it.
 """
 
 from __future__ import annotations
