@@ -681,3 +681,32 @@ def test_a_rogue_workers_pickle_never_runs_in_the_client(cluster: Callable[[], C
                      str(c.certs), timeout=120)
     assert result.returncode == 1 and "runs lost" in result.stderr, result.stderr
     assert not list(tmp_path.glob("unpickled*")) and not list(out.glob("points/*/rep*/done"))
+
+
+def test_each_point_spreads_over_the_hosts() -> None:
+    """The client's placement, hosts taking runs in turn (as two equal hosts do): each point's repetitions
+    alternate between them. Handing out the queue in order instead puts every repetition of one point on
+    one host and of the other on the other: the confounding the review found."""
+    from collections import Counter
+
+    from bbrbench.cluster import DaskExecutor, Member
+    executor = DaskExecutor.__new__(DaskExecutor)
+    hosts = [Member("tls://a", {"machine_id": "a"}), Member("tls://b", {"machine_id": "b"})]
+    queue = [Job(rep, Point(f"p{k}", {}), {}, Path()) for rep in range(4) for k in range(2)]
+    placed: Counter[tuple[str, str]] = Counter()
+    ran: dict[str, list[str]] = {}
+    turn = 0
+    while queue:
+        member = hosts[turn % 2]
+        job = executor._pick(queue, member, placed, {})
+        assert job is not None
+        queue.remove(job)
+        placed[(job.point.id, member.host)] += 1
+        ran.setdefault(job.point.id, []).append(member.host)
+        turn += 1
+    assert {p: sorted(h) for p, h in ran.items()} == {"p0": ["a", "a", "b", "b"], "p1": ["a", "a", "b", "b"]}
+    # A host that cannot run a point takes the other's runs, and the point's runs go to the other host.
+    excluded = {"p0": {"a": "no qdisc"}}
+    queue = [Job(0, Point("p0", {}), {}, Path()), Job(0, Point("p1", {}), {}, Path())]
+    assert executor._pick(queue, hosts[0], Counter(), excluded) is queue[1]
+    assert executor._pick(queue[:1], hosts[0], Counter(), excluded) is None
