@@ -112,7 +112,8 @@ def man() -> str:
             ".TP", ".B BBRCTL", "bbrctl to run (default: PATH, then the checkout's build/)",
             ".TP", ".B BBRKIT_DELAY", "the delay line bbrkit\\-delay to run (same lookup)",
             ".TP", ".B BBRKIT_LINK", "the link emulator bbrkit\\-link to run (same lookup)",
-            ".TP", ".B BBRBENCH_CLUSTER_CERTS", "default of \\-\\-cluster\\-certs and cluster init \\-\\-certs",
+            ".TP", ".B BBRBENCH_CLUSTER_CERTS", "default of \\-\\-cluster\\-certs and of cluster scheduler and "
+                                                "worker \\-\\-certs",
             ".TP", ".B BBRBENCH_STATE_DIR", "where runs record what they change outside their namespaces "
                                             "(default /run/bbrbench)",
             ".SH FILES",
@@ -121,7 +122,8 @@ def man() -> str:
                                   "reproduce\\-PROFILE",
             ".TP", ".I /run/bbrbench/PREFIX.json", "a run's record of its bbrkit attachments and parameters, for "
                                                    "cleanup after a crash",
-            ".TP", ".I ~/.config/bbrbench/cluster/", "cluster init's TLS certificates",
+            ".TP", ".I ~/.config/bbrbench/cluster/", "this member's certificate (cluster add\\-host, add\\-user)",
+            ".TP", ".I ~/.config/bbrbench/cluster\\-ca/", "the cluster's authority and its key (cluster init)",
             ".SH SEE ALSO", ".BR bbrctl (8)"]
     return "\n".join(out) + "\n"
 

@@ -40,9 +40,19 @@ else
 fi
 
 venv="$repo/.venv"
+# Debian's own interpreter when there is one (Debian 12: 3.11.2), not a newer python3 that happens to be
+# first on PATH (pyenv, CI images): the suite then runs on the Python a fresh Debian host gives bbrbench.
+python=python3
+if [ -x /usr/bin/python3 ]; then
+	python=/usr/bin/python3
+fi
+if [ -x "$venv/bin/python" ] && [ "$(readlink -f "$venv/bin/python")" != "$(readlink -f "$(command -v "$python")")" ]; then
+	echo "install-deps: $venv was made by another python; recreating it with $python"
+	rm -rf "$venv"
+fi
 if [ ! -x "$venv/bin/python" ]; then
-	echo "install-deps: creating $venv"
-	python3 -m venv "$venv"
+	echo "install-deps: creating $venv with $python ($("$python" --version 2>&1))"
+	"$python" -m venv "$venv"
 fi
 # pip runs again only when pyproject.toml changed since the last install of these extras, or when
 # bbrbench is gone from the venv.

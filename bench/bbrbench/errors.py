@@ -24,3 +24,15 @@ class RunsInterrupted(KeyboardInterrupt):
         self.kept = kept
         self.total = total
         self.out = out
+
+
+class RunsLost(HarnessError):
+    """Runs an experiment's executor lost (a worker or the scheduler died, a run hung): not answers about
+    the runs, so the command fails; the finished runs stay in `out` and rerunning does only the others."""
+
+    def __init__(self, lost: int, total: int, out: Path, why: str) -> None:
+        super().__init__(f"{lost}/{total} runs lost ({why}); finished runs kept in {out}")
+        self.lost = lost
+        self.total = total
+        self.out = out
+        self.why = why

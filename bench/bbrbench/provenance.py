@@ -4,6 +4,9 @@ scenario.json, in compare.json and in a reproduction's meta.json; printed by `bb
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import shlex
 import subprocess
 from collections.abc import Sequence
@@ -52,5 +55,31 @@ def version_line() -> str:
     return f"bbrbench {__version__}" + (f" (git {rev})" if rev else "")
 
 
+@cache
+def tree_state() -> str | None:
+    """'clean', or for a checkout whose tracked files differ from HEAD 'dirty' and the SHA-256 of that
+    difference (two dirty trees at one revision are told apart); None outside a checkout."""
+    if revision() is None:
+        return None
+    try:
+        diff = subprocess.run(["git", "-C", str(CHECKOUT), "diff", "HEAD", "--"], capture_output=True,
+                              check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"dirty {hashlib.sha256(diff).hexdigest()}" if diff else "clean"
+
+
 def record() -> dict[str, Any]:
-    return {"version": __version__, "revision": revision(), "command": command_line()}
+    return {"version": __version__, "revision": revision(), "tree": tree_state(), "command": command_line()}
+
+
+# A run started for another bbrbench (a cluster worker's, for the client's sweep) gets that one's record
+# here as JSON: the invocation its repetitions belong to is the submitting command, not the worker's.
+SUBMITTED_ENV = "BBRBENCH_SUBMITTED_BY"
+
+
+def submitted() -> dict[str, Any]:
+    """The record of the bbrbench whose command this run belongs to: the submitting client's on a worker,
+    else this process's own."""
+    given = os.environ.get(SUBMITTED_ENV)
+    return json.loads(given) if given else record()

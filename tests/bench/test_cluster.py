@@ -4,12 +4,17 @@ killed mid-sweep."""
 
 from __future__ import annotations
 
+import contextlib
+import datetime
+import io
 import json
 import os
+import shutil
 import signal
 import socket
 import ssl
 import subprocess
+import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -18,16 +23,20 @@ from typing import Any
 
 import pytest
 
+from bbrbench import cluster as cluster_mod
 from bbrbench.cluster import CA_FILE, CERT_FILE, KEY_FILE, SCRATCH_PREFIX, pack, start_commands, unpack
-from bbrbench.errors import HarnessError
+from bbrbench.errors import HarnessError, RunsLost
 from bbrbench.results import write_json
-from bbrbench.sweep import DONE_MARK, Plan, Point
-from bbrbench.testbed.host import host_key
+from bbrbench.scenario import AlgoCatalog
+from bbrbench.sweep import DONE_MARK, Job, Outcome, Plan, Point, run_sweep
+from bbrbench.sweep.store import NOT_RUNNABLE, NOT_RUNNABLE_ON
+from bbrbench.testbed.host import FAKE_HOST_ENV, host_key
 from benchutil import needs_net, popen_cli, run_cli
 
 pytest.importorskip("distributed", reason="the cluster extra: pip install 'bbrbench[cluster]'")
 
 START_TIMEOUT_S = 30
+NOBODY = 65534
 SWEEP = ("sweep", "smoke", "--quiet", "duration_s=2", "--reps", "2", "--grid", "bottleneck.rate_mbit=[10, 20]")
 
 
@@ -64,38 +73,63 @@ def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
         time.sleep(0.1)
 
 
+def issue(ca: Path, kind: str, name: str, out: Path, *address: str) -> Path:
+    args = ["cluster", kind, name, "--ca", str(ca), "--out", str(out), *(f"--address={a}" for a in address)]
+    result = run_cli(*args)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
 class Cluster:
+    """An authority in DIR/ca; the scheduler's certificate, one per worker, and the user's (`certs`)."""
+
     def __init__(self, directory: Path) -> None:
         self.dir = directory
-        self.certs = directory / "certs"
+        self.ca = directory / "ca"
         self.port = free_port()
         self.address = f"tls://127.0.0.1:{self.port}"
         self.procs: list[subprocess.Popen[bytes]] = []
-        result = run_cli("cluster", "init", "--certs", str(self.certs), "--port", str(self.port))
+        self.workers: list[subprocess.Popen[bytes]] = []
+        result = run_cli("cluster", "init", "--ca", str(self.ca), "--port", str(self.port))
         assert result.returncode == 0, result.stderr
-        self.scheduler_argv, self.worker_argv, self.env = start_commands(self.certs, "127.0.0.1", self.port, 3)
+        self.certs = issue(self.ca, "add-user", "tester", directory / "user")
+        self.scheduler_certs = issue(self.ca, "add-host", "scheduler", directory / "scheduler", "127.0.0.1")
+        self.scheduler_argv, self.worker_argv = start_commands(self.scheduler_certs, "127.0.0.1", self.port)
 
-    def _start(self, argv: list[str], name: str) -> subprocess.Popen[bytes]:
+    def _start(self, argv: list[str], name: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         log = (self.dir / f"{name}.log").open("ab")
-        proc = subprocess.Popen(argv, stdout=log, stderr=log, env={**os.environ, **self.env},
+        proc = subprocess.Popen(argv, stdout=log, stderr=log, env={**os.environ, **(env or {})},
                                 start_new_session=True)
         self.procs.append(proc)
         return proc
 
-    def start_scheduler(self) -> None:
-        wait_listening(self.port, self._start(self.scheduler_argv, "scheduler"))
+    def start_scheduler(self) -> subprocess.Popen[bytes]:
+        proc = self._start(self.scheduler_argv, "scheduler")
+        wait_listening(self.port, proc)
+        self.workers = []
+        return proc
 
     def client(self) -> Any:
         from distributed import Client
-        from distributed.security import Security
-        security = Security(tls_ca_file=str(self.certs / CA_FILE), tls_client_cert=str(self.certs / CERT_FILE),
-                            tls_client_key=str(self.certs / KEY_FILE), require_encryption=True)
-        return Client(self.address, security=security, timeout=START_TIMEOUT_S)
+        return Client(self.address, security=cluster_mod._security(self.certs), timeout=START_TIMEOUT_S)
 
-    def start_worker(self) -> subprocess.Popen[bytes]:
-        proc = self._start(self.worker_argv, "worker")
+    def worker_certs(self) -> Path:
+        n = len(list(self.dir.glob("worker-*")))
+        return issue(self.ca, "add-host", f"worker-{n}", self.dir / f"worker-{n}", "127.0.0.1")
+
+    def start_worker(self, host: dict[str, str] | None = None, prefix: tuple[str, ...] = (),
+                     certs: Path | None = None, env: dict[str, str] | None = None,
+                     wait: bool = True) -> subprocess.Popen[bytes]:
+        """A worker with its own host certificate (or `certs`), as the simulated `host` (FAKE_HOST_ENV),
+        under `prefix` (setpriv to another user)."""
+        argv = [a.replace(str(self.scheduler_certs), str(certs or self.worker_certs())) for a in self.worker_argv]
+        proc = self._start([*prefix, *argv], "worker",
+                           {**({FAKE_HOST_ENV: json.dumps(host)} if host else {}), **(env or {})})
+        if not wait:
+            return proc
+        self.workers.append(proc)
         with self.client() as client:
-            client.wait_for_workers(len([p for p in self.procs[1:] if p.poll() is None]), timeout=START_TIMEOUT_S)
+            client.wait_for_workers(len([p for p in self.workers if p.poll() is None]), timeout=START_TIMEOUT_S)
         return proc
 
     def close(self) -> None:
@@ -121,19 +155,46 @@ def cluster(tmp_path: Path) -> Iterator[Callable[[], Cluster]]:
 # ---------------------------------------------------------------- no root
 
 
-def test_init_writes_certificates_once(tmp_path: Path) -> None:
-    certs = tmp_path / "certs"
-    result = run_cli("cluster", "init", "--certs", str(certs), "--port", "8790")
+def test_authority_issues_and_revokes(tmp_path: Path) -> None:
+    """The authority's key stays in its directory; members get their certificate (SANs, usages per kind,
+    valid from before now) and the revocation list, never the key; keys are 0600 and refused otherwise."""
+    from cryptography import x509
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+    ca = tmp_path / "ca"
+    result = run_cli("cluster", "init", "--ca", str(ca), "--port", "8790")
     assert result.returncode == 0, result.stderr
-    assert "dask scheduler --host tls://127.0.0.1 --port 8790" in result.stdout
-    assert "dask worker tls://127.0.0.1:8790 --nthreads 1 --nworkers 1 --resources testbed=1" in result.stdout
-    assert (certs / KEY_FILE).stat().st_mode & 0o777 == 0o600
-    before = {p.name: p.read_bytes() for p in certs.iterdir()}
-    again = run_cli("cluster", "init", "--certs", str(certs))
+    assert "bbrbench cluster scheduler --certs DIR --host 127.0.0.1 --port 8790" in result.stdout
+    assert "valid until" in result.stdout and (ca / "ca-key.pem").stat().st_mode & 0o777 == 0o600
+    before = {p.name: p.read_bytes() for p in ca.iterdir()}
+    again = run_cli("cluster", "init", "--ca", str(ca))
     assert again.returncode == 2 and "--force" in again.stderr and len(again.stderr.splitlines()) == 1
-    assert {p.name: p.read_bytes() for p in certs.iterdir()} == before
-    bad = run_cli("cluster", "init", "--certs", str(tmp_path / "x"), "--port", "70000")
+    assert {p.name: p.read_bytes() for p in ca.iterdir()} == before
+    bad = run_cli("cluster", "init", "--ca", str(tmp_path / "x"), "--port", "70000")
     assert bad.returncode == 2 and not (tmp_path / "x").exists()
+    host = issue(ca, "add-host", "h1", tmp_path / "h1", "10.0.0.7", "h1.lab")
+    user = issue(ca, "add-user", "ann", tmp_path / "ann")
+    for member in (host, user):
+        assert sorted(p.name for p in member.iterdir()) == sorted([CA_FILE, CERT_FILE, KEY_FILE, "crl.pem"])
+        assert (member / KEY_FILE).stat().st_mode & 0o777 == 0o600
+    cert = x509.load_pem_x509_certificate((host / CERT_FILE).read_bytes())
+    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert [str(a) for a in san.get_values_for_type(x509.IPAddress)] == ["10.0.0.7"]
+    assert san.get_values_for_type(x509.DNSName) == ["h1.lab"]
+    assert cert.not_valid_before_utc < datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
+    usages = x509.load_pem_x509_certificate((user / CERT_FILE).read_bytes()).extensions.get_extension_for_class(
+        x509.ExtendedKeyUsage).value
+    assert list(usages) == [ExtendedKeyUsageOID.CLIENT_AUTH]  # a user cannot serve as scheduler or worker
+    twice = run_cli("cluster", "add-user", "ann", "--ca", str(ca), "--out", str(tmp_path / "ann2"))
+    assert twice.returncode == 2 and "revoke it first" in twice.stderr and not (tmp_path / "ann2").exists()
+    revoked = run_cli("cluster", "revoke", "ann", "--ca", str(ca))
+    assert revoked.returncode == 0 and "crl.pem" in revoked.stdout
+    crl = x509.load_pem_x509_crl((ca / "crl.pem").read_bytes())
+    assert crl.get_revoked_certificate_by_serial_number(
+        x509.load_pem_x509_certificate((user / CERT_FILE).read_bytes()).serial_number) is not None
+    # A key others can read is refused when loaded.
+    os.chmod(host / KEY_FILE, 0o644)
+    with pytest.raises(HarnessError, match="readable by others"):
+        cluster_mod._security(host)
 
 
 def test_unauthenticated_peers_are_refused(cluster: Callable[[], Cluster], tmp_path: Path) -> None:
@@ -148,41 +209,102 @@ def test_unauthenticated_peers_are_refused(cluster: Callable[[], Cluster], tmp_p
                 tls.sendall(b"\0" * 16)
                 if not tls.recv(1):
                     raise ConnectionError("closed by the scheduler")
-    # bbrbench with certificates of another authority: one line, exit 1, no sweep directory made.
-    assert run_cli("cluster", "init", "--certs", str(tmp_path / "other")).returncode == 0
+    # bbrbench with a certificate of another authority: one line, exit 1, no sweep directory made.
+    assert run_cli("cluster", "init", "--ca", str(tmp_path / "other-ca")).returncode == 0
+    other = issue(tmp_path / "other-ca", "add-user", "eve", tmp_path / "other")
     out = tmp_path / "sweep"
-    result = run_cli(*SWEEP, "--out", str(out), "--cluster", c.address, "--cluster-certs", str(tmp_path / "other"))
+    result = run_cli(*SWEEP, "--out", str(out), "--cluster", c.address, "--cluster-certs", str(other))
     assert result.returncode == 1 and "cannot connect" in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()
+    # A user and a host whose certificates were revoked (the scheduler given the new list and restarted).
+    revoked = issue(c.ca, "add-user", "mallory", tmp_path / "mallory")
+    bad_host = issue(c.ca, "add-host", "stolen", tmp_path / "stolen", "127.0.0.1")
+    for name in ("mallory", "stolen"):
+        assert run_cli("cluster", "revoke", name, "--ca", str(c.ca)).returncode == 0
+    for member in (c.scheduler_certs, bad_host):
+        shutil.copyfile(c.ca / "crl.pem", member / "crl.pem")
+    c.close()
+    c.start_scheduler()
+    result = run_cli(*SWEEP, "--out", str(out), "--cluster", c.address, "--cluster-certs", str(revoked))
+    assert result.returncode == 1 and "cannot connect" in result.stderr and not out.exists(), result.stderr
+    # A worker of another authority never joins, a revoked host's neither; one with a good certificate,
+    # started after them, does.
+    c.start_worker(certs=issue(tmp_path / "other-ca", "add-host", "w", tmp_path / "other-w", "127.0.0.1"), wait=False)
+    c.start_worker(certs=bad_host, wait=False)
+    time.sleep(3)
+    c.start_worker()
+    time.sleep(3)
+    with c.client() as client:
+        assert len(client.scheduler_info()["workers"]) == 1
+    # A scheduler whose certificate names another address: the client will not take it for this one.
+    c.close()
+    elsewhere = issue(c.ca, "add-host", "elsewhere", tmp_path / "elsewhere", "10.9.9.9")
+    c.scheduler_argv = [a.replace(str(c.scheduler_certs), str(elsewhere)) for a in c.scheduler_argv]
+    c.start_scheduler()
+    result = run_cli(*SWEEP, "--out", str(out), "--cluster", c.address, "--cluster-certs", str(c.certs))
+    assert result.returncode == 1 and "cannot connect" in result.stderr and not out.exists(), result.stderr
     # Plain TCP to a TLS-only scheduler is a usage error; no certificates at all, a one-line error.
     plain = run_cli(*SWEEP, "--out", str(out), "--cluster", f"tcp://127.0.0.1:{c.port}",
                     "--cluster-certs", str(c.certs))
     assert plain.returncode == 2 and "TLS only" in plain.stderr and not out.exists()
     missing = run_cli(*SWEEP, "--out", str(out), "--cluster", c.address, "--cluster-certs", str(tmp_path / "none"))
-    assert missing.returncode == 1 and "cluster init" in missing.stderr and not out.exists()
+    assert missing.returncode == 1 and "cluster add-host/add-user" in missing.stderr and not out.exists()
 
 
-def fake_sweep(out: Path, hosts: list[tuple[str, str]]) -> None:
-    """A finished one-point sweep whose repetitions ran on these (hostname, kernel) hosts."""
-    plan = Plan(name="t", raw={"name": "t"}, points=[Point(id="p0", overrides={})], repetitions=len(hosts),
-                metrics=["total.goodput_mbps"], duration_s=1)
+def test_listeners_bind_only_the_address_given(cluster: Callable[[], Cluster]) -> None:
+    """Dask's scheduler served HTTP on 0.0.0.0:8787 even with --no-dashboard; every socket of the
+    scheduler, the worker and its nanny now listens on the address given (here loopback)."""
+    c = cluster()
+    scheduler = c.start_scheduler()
+    worker = c.start_worker()
+    time.sleep(1)
+    pids = {str(scheduler.pid), str(worker.pid)}
+    for proc in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if proc.name.isdigit() and (proc / "stat").read_text().split()[3] in pids:
+                pids.add(proc.name)  # the worker process under its nanny
+    listening = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True, check=True).stdout.splitlines()
+    ours = [line.split()[3] for line in listening if any(f"pid={p}," in line for p in pids)]
+    assert len(ours) >= 4, listening  # scheduler: comm and HTTP; nanny and worker: comm (and HTTP)
+    assert all(a.startswith("127.0.0.1:") for a in ours), ours
+
+
+def fake_sweep(out: Path, hosts: list[tuple[str, str]], points: int = 1,
+               values: list[float] | None = None, commands: list[str] | None = None) -> None:
+    """A finished sweep of `points` points whose repetitions ran on these (hostname, kernel) hosts, point
+    after point (len(hosts) // points repetitions each); `values` the goodputs and `commands` the
+    submitting commands, per repetition."""
+    reps = len(hosts) // points
+    plan = Plan(name="t", raw={"name": "t"}, points=[Point(id=f"p{k}", overrides={"k": k}) for k in range(points)],
+                repetitions=reps, metrics=["total.goodput_mbps"], duration_s=1)
     out.mkdir()
     write_json(out / "plan.json", "plan", plan.to_json())
-    for rep, (hostname, kernel) in enumerate(hosts):
-        run_dir = out / "points" / "p0" / f"rep{rep}"
-        run_dir.mkdir(parents=True)
-        write_json(run_dir / "summary.json", "summary", {"total": {"goodput_mbps": 9.0 + rep}})
-        write_json(run_dir / "host.json", "host", {"hostname": hostname, "kernel": kernel, "cpus": 2,
-                                                   "bbrctl_version": "bbrctl x", "algorithms_sha256": "ab" * 32})
-        (run_dir / DONE_MARK).write_text("")
+    for k in range(points):
+        for rep in range(reps):
+            hostname, kernel = hosts[k * reps + rep]
+            run_dir = out / "points" / f"p{k}" / f"rep{rep}"
+            run_dir.mkdir(parents=True)
+            goodput = values[rep] if values else 9.0 + rep
+            write_json(run_dir / "summary.json", "summary", {"total": {"goodput_mbps": goodput}})
+            write_json(run_dir / "host.json", "host", {"hostname": hostname, "kernel": kernel, "cpus": 2,
+                                                       "machine_id": f"id-{hostname}", "bbrctl_version": "bbrctl x",
+                                                       "algorithms_sha256": "ab" * 32})
+            if commands:
+                # As a worker writes it: its own command is per run, the submitting one is the sweep's.
+                write_json(run_dir / "scenario.json", "run", {
+                    "bbrbench": {"revision": "r1", "command": f"bbrbench run --out /tmp/x{k}{rep}"},
+                    "submitted_by": {"revision": "r1", "command": commands[rep]}})
+            (run_dir / DONE_MARK).write_text("")
 
 
 def test_runs_pool_by_their_bpf_objects_not_by_the_bbrctl_binary() -> None:
     """A rebuild at a later commit changes the binary (its version string) but not the programs."""
-    new = {"kernel": "6.18.1", "objects_sha256": "ab" * 32, "algorithms_sha256": "01" * 32}
+    new = {"kernel": "6.18.1", "objects_sha256": "ab" * 32, "algorithms_sha256": "01" * 32, "cpus": 2}
     assert host_key(new) == host_key({**new, "algorithms_sha256": "02" * 32, "bbrctl_version": "bbrctl y"})
     assert host_key(new) != host_key({**new, "objects_sha256": "cd" * 32})
     assert host_key(new) != host_key({**new, "kernel": "6.12.0"})
+    # The CPU count is part of the kind of host (the emulator and the senders share the CPUs).
+    assert host_key(new) != host_key({**new, "cpus": 4})
     # Records from before bbrctl reported its objects: only the same binary pools with them.
     legacy = {"kernel": "6.18.1", "algorithms_sha256": "01" * 32}
     assert host_key(legacy) == host_key(dict(legacy)) and host_key(legacy) != host_key(new)
@@ -204,15 +326,145 @@ def test_report_refuses_to_pool_hosts_of_other_kernels(tmp_path: Path) -> None:
     assert alike.returncode == 0 and "a, b" in alike.stdout
 
 
-def test_damaged_results_are_refused(tmp_path: Path) -> None:
+def test_points_on_different_kinds_of_host_are_refused(tmp_path: Path) -> None:
+    """The confounded sweep the review found: every repetition of one point on one kernel, of the other on
+    another. Each point alone is one kind of host, but comparing them compares the kernels."""
+    fake_sweep(tmp_path / "s", [("a", "6.18.1"), ("a", "6.18.1"), ("b", "6.12.0"), ("b", "6.12.0")], points=2)
+    refused = run_cli("report", str(tmp_path / "s"))
+    assert refused.returncode == 1 and "different kinds of host" in refused.stderr, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and not (tmp_path / "s" / "sweep.json").exists()
+    told = run_cli("report", "--mix-hosts", str(tmp_path / "s"))
+    assert told.returncode == 0 and "different sets of hosts" in told.stderr, told.stderr
+    assert all(p["host_sets_differ"] for p in json.loads((tmp_path / "s" / "sweep.json").read_text())["points"])
+    # One kind of host, different hosts per point: pooled, with the warning.
+    fake_sweep(tmp_path / "same", [("a", "6.18.1"), ("a", "6.18.1"), ("b", "6.18.1"), ("b", "6.18.1")], points=2)
+    same = run_cli("report", str(tmp_path / "same"))
+    assert same.returncode == 0 and "different sets of hosts" in same.stderr, same.stderr
+
+
+def test_hosts_cloned_under_one_hostname_stay_apart(tmp_path: Path) -> None:
+    fake_sweep(tmp_path / "s", [("a", "6.18.1"), ("a", "6.18.1")])
+    run_dir = tmp_path / "s" / "points" / "p0" / "rep1"
+    host = json.loads((run_dir / "host.json").read_text())
+    (run_dir / "host.json").write_text(json.dumps({**host, "machine_id": "id-other"}))
+    done = run_cli("report", str(tmp_path / "s"))
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads((tmp_path / "s" / "sweep.json").read_text())["hosts"]) == 2
+    rows = (tmp_path / "s" / "runs.csv").read_text().splitlines()
+    assert "host_machine_id" in rows[0] and "id-other" in rows[2]
+
+
+def test_batch_effects_between_hosts_and_submitting_commands(tmp_path: Path) -> None:
+    """One-way ANOVA (stats.f_oneway) over the hosts, and over the submitting commands: a worker's own
+    command differs per run, so keyed by it every run was its own invocation and the check never fired."""
+    values = [10.0, 10.1, 20.0, 20.1]
+    fake_sweep(tmp_path / "h", [("a", "6.18.1"), ("a", "6.18.1"), ("b", "6.18.1"), ("b", "6.18.1")],
+               values=values)
+    assert run_cli("report", str(tmp_path / "h")).returncode == 0
+    point = json.loads((tmp_path / "h" / "sweep.json").read_text())["points"][0]
+    assert point["batch_effects"]["total.goodput_mbps by host"] < 0.01
+    fake_sweep(tmp_path / "c", [("a", "6.18.1")] * 4, values=values,
+               commands=["bbrbench sweep x --reps 2", "bbrbench sweep x --reps 2", "bbrbench sweep x --reps 4",
+                         "bbrbench sweep x --reps 4"])
+    assert run_cli("report", str(tmp_path / "c")).returncode == 0
+    point = json.loads((tmp_path / "c" / "sweep.json").read_text())["points"][0]
+    assert point["batch_effects"]["total.goodput_mbps"] < 0.01
+
+
+def _tar(members: list[tuple[tarfile.TarInfo, bytes]]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for info, data in members:
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data) if info.isfile() else None)
+    return buffer.getvalue()
+
+
+def test_results_are_taken_only_as_the_run_asked_for(tmp_path: Path) -> None:
+    """On the Python the venv runs (Debian 12's 3.11.2 has no tarfile filter=): plain files and
+    directories only, inside the run directory, and only the run the client asked for."""
+    raw, submitted = {"name": "s"}, {"command": "bbrbench sweep s"}
     (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "summary.json").write_text("{}")
-    data, digest = pack(tmp_path / "run")
-    unpack({"tar": data, "sha256": digest}, tmp_path / "copy")
-    assert (tmp_path / "copy" / "summary.json").read_text() == "{}"
+    write_json(tmp_path / "run" / "scenario.json", "run", {"raw": raw, "submitted_by": submitted})
+    (tmp_path / "run" / "raw").mkdir()
+    (tmp_path / "run" / "raw" / "ss.csv").write_text("1\n")
+    data = pack(tmp_path / "run")
+    unpack(data, tmp_path / "copy", raw, submitted)
+    assert (tmp_path / "copy" / "raw" / "ss.csv").read_text() == "1\n"
     with pytest.raises(HarnessError, match="damaged"):
-        unpack({"tar": data[:-1] + b"x", "sha256": digest}, tmp_path / "copy2")
-    assert not (tmp_path / "copy2").exists()
+        unpack(data[:-40] + b"x" * 40, tmp_path / "c2", raw, submitted)
+    with pytest.raises(HarnessError, match="not of the run asked for"):
+        unpack(data, tmp_path / "c3", {"name": "other"}, submitted)
+    with pytest.raises(HarnessError, match="not of the run asked for"):
+        unpack(data, tmp_path / "c4", raw, {"command": "bbrbench sweep other"})
+    link = tarfile.TarInfo("./summary.json")
+    link.type, link.linkname = tarfile.SYMTYPE, "/etc/shadow"
+    escape = tarfile.TarInfo("../../outside.txt")
+    for rogue in ([(link, b"")], [(escape, b"x")], [(tarfile.TarInfo("/abs.txt"), b"x")]):
+        with pytest.raises(HarnessError, match="only plain files"):
+            unpack(_tar(rogue), tmp_path / "c5", raw, submitted)
+    assert not (tmp_path / "outside.txt").exists() and not Path("/abs.txt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy", "run"]
+
+
+def test_a_hung_run_is_stopped_at_its_timeout() -> None:
+    start = time.monotonic()
+    code, _ = cluster_mod._run_child(["sleep", "60"], dict(os.environ), 1.0)
+    assert code is None and time.monotonic() - start < cluster_mod.RUN_STOP_TIMEOUT_S
+    assert cluster_mod._run_child(["sh", "-c", "echo no >&2; exit 3"], dict(os.environ), 10.0) == (3, "no\n")
+    job = Job(0, Point("p", {}), {"duration_s": 30}, Path("x"))
+    assert cluster_mod.run_timeout_s(job) == 2 * 30 + cluster_mod.RUN_SETUP_S
+
+
+def test_one_worker_per_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cluster_mod, "LOCK_DIR", tmp_path)
+    monkeypatch.setattr(cluster_mod, "_LOCK_PROBLEM", "")
+    holder = subprocess.Popen(["python", "-c", "import sys, time; import bbrbench.cluster as c; "
+                               f"c.LOCK_DIR = c.Path({str(tmp_path)!r}); c._lock_host(); "
+                               "print(c._LOCK_PROBLEM or 'held', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        cluster_mod._lock_host()
+        assert f"pid {holder.pid}" in cluster_mod._LOCK_PROBLEM
+        assert any(f"pid {holder.pid}" in p for p in cluster_mod.health()["problems"])
+    finally:
+        holder.kill()
+        holder.wait()
+    # Another (simulated) host on this machine has its own lock.
+    monkeypatch.setattr(cluster_mod, "_LOCK_PROBLEM", "")
+    monkeypatch.setenv(FAKE_HOST_ENV, json.dumps({"hostname": "b", "machine_id": "b"}))
+    cluster_mod._lock_host()
+    assert cluster_mod._LOCK_PROBLEM == ""
+
+
+class Scripted:
+    """An executor that answers each job with the outcomes given for its (point, rep), in turn."""
+
+    def __init__(self, answers: dict[tuple[str, int], list[Outcome]]) -> None:
+        self.answers = answers
+
+    def execute(self, jobs: list[Job], catalog: AlgoCatalog) -> Iterator[tuple[Job, Outcome]]:
+        for job in jobs:
+            for outcome in self.answers.get((job.point.id, job.rep), [Outcome("lost", "scheduler went away")]):
+                if outcome.status == "done":
+                    job.run_dir.mkdir(parents=True, exist_ok=True)
+                    write_json(job.run_dir / "summary.json", "summary", {"total": {"goodput_mbps": 10.0}})
+                yield job, outcome
+
+
+def test_lost_runs_fail_the_sweep_and_not_runnable_is_per_host(tmp_path: Path) -> None:
+    plan = Plan(name="t", raw={"name": "t"}, points=[Point("p0", {}), Point("p1", {"k": 1})], repetitions=1,
+                metrics=["total.goodput_mbps"], duration_s=1)
+    answers = {("p0", 0): [Outcome("not_runnable_on", "no qdisc", host="a"), Outcome("done")],
+               ("p1", 0): [Outcome("done")]}
+    run_sweep(plan, tmp_path / "ok", AlgoCatalog.__new__(AlgoCatalog), Scripted(answers))
+    p0 = tmp_path / "ok" / "points" / "p0"
+    assert (p0 / "rep0" / DONE_MARK).is_file() and not (p0 / NOT_RUNNABLE).exists()
+    assert (p0 / NOT_RUNNABLE_ON).read_text() == "a: no qdisc\n"
+    with pytest.raises(RunsLost, match="1/2 runs lost \\(scheduler went away\\)"):
+        run_sweep(plan, tmp_path / "lost", AlgoCatalog.__new__(AlgoCatalog), Scripted({("p1", 0): [Outcome("done")]}))
+    assert (tmp_path / "lost" / "sweep.json").is_file()  # aggregated what finished, then failed
 
 
 # ---------------------------------------------------------------- root: real runs on the cluster
@@ -303,3 +555,161 @@ def test_interrupted_client_leaves_nothing_queued(cluster: Callable[[], Cluster]
     assert len(list(out.glob("points/*/rep*/done"))) < 4
     c.close()  # the worker closing takes its abandoned run's scratch directory with it
     assert not list(Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*"))
+
+
+def run_hosts(out: Path) -> dict[str, list[str]]:
+    """Per point id, the hostname of each finished repetition."""
+    ids = {p["id"] for p in json.loads((out / "plan.json").read_text())["points"]}
+    return {d.name: [json.loads((r / "host.json").read_text())["hostname"] for r in sorted(d.glob("rep*"))]
+            for d in sorted((out / "points").iterdir()) if d.name in ids}
+
+
+@pytest.mark.net
+@needs_net
+def test_two_hosts_share_every_point(cluster: Callable[[], Cluster], tmp_path: Path) -> None:
+    """Two hosts of different kernels (simulated per worker process): each point's repetitions are spread
+    over both with --mix-hosts; without it only the first kind of host gets runs, and the other is named."""
+    c = cluster()
+    c.start_scheduler()
+    c.start_worker(host={"hostname": "host-a", "machine_id": "a"})
+    c.start_worker(host={"hostname": "host-b", "machine_id": "b", "kernel": "6.1.0-other"})
+    mixed = run_cli(*SWEEP, "--out", str(tmp_path / "mixed"), "--cluster", c.address, "--cluster-certs",
+                    str(c.certs), "--mix-hosts", timeout=300)
+    assert mixed.returncode == 0, mixed.stderr
+    hosts = run_hosts(tmp_path / "mixed")
+    assert len(hosts) == 2 and all(sorted(h) == ["host-a", "host-b"] for h in hosts.values()), hosts
+    assert all(p["hosts"] == ["host-a", "host-b"] for p in
+               json.loads((tmp_path / "mixed" / "sweep.json").read_text())["points"])
+    one = run_cli(*SWEEP, "--out", str(tmp_path / "one"), "--cluster", c.address, "--cluster-certs", str(c.certs),
+                  timeout=300)
+    assert one.returncode == 0, one.stderr
+    assert "refused" in one.stderr and "6.1.0-other" in one.stderr and "--mix-hosts" in one.stderr, one.stderr
+    assert len({h for reps in run_hosts(tmp_path / "one").values() for h in reps}) == 1
+
+
+@pytest.mark.net
+@needs_net
+def test_a_dead_scheduler_fails_the_sweep_and_it_resumes(cluster: Callable[[], Cluster], tmp_path: Path) -> None:
+    c = cluster()
+    scheduler = c.start_scheduler()
+    worker = c.start_worker()
+    out = tmp_path / "sweep"
+    args = [*(a if a != "duration_s=2" else "duration_s=3" for a in SWEEP), "--out", str(out), "--cluster", c.address,
+            "--cluster-certs", str(c.certs)]
+    sweep = popen_cli(*args)
+    deadline = time.monotonic() + 120
+    while not list(out.glob("points/*/rep*/done")):
+        assert time.monotonic() < deadline and sweep.poll() is None, "no run finished"
+        time.sleep(0.1)
+    stop(scheduler, signal.SIGKILL)
+    _, stderr = sweep.communicate(timeout=180)
+    assert sweep.returncode == 1, stderr
+    last = stderr.strip().splitlines()[-1]
+    assert "runs lost" in last and "went away" in last and "resume with bbrbench sweep smoke" in last, stderr
+    stop(worker)
+    c.start_scheduler()
+    c.start_worker()
+    # The command it printed (this one: --out was given), so that the runs are of one invocation.
+    resumed = run_cli(*args, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert len(list(out.glob("points/*/rep*/done"))) == 4
+
+
+@pytest.mark.root
+@pytest.mark.skipif(os.geteuid() != 0, reason="starts a worker as another user")
+def test_workers_that_cannot_run_experiments_get_none(cluster: Callable[[], Cluster], tmp_path: Path) -> None:
+    """A worker not running as root, and a second worker on one host, are refused when they join; with no
+    other worker the sweep fails before writing anything."""
+    c = cluster()
+    c.start_scheduler()
+    # The certificates where the unprivileged worker can read them (its own copy, its key 0600).
+    theirs = Path(tempfile.mkdtemp(prefix="bbrbench-test-certs-"))
+    try:
+        for f in c.worker_certs().iterdir():
+            (theirs / f.name).write_bytes(f.read_bytes())
+            os.chmod(theirs / f.name, 0o600 if f.name == KEY_FILE else 0o644)
+            os.chown(theirs / f.name, NOBODY, NOBODY)
+        os.chown(theirs, NOBODY, NOBODY)
+        c.start_worker(prefix=("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"), certs=theirs,
+                       env={"HOME": str(theirs)})
+        out = tmp_path / "sweep"
+        refused = run_cli(*SWEEP, "--out", str(out), "--cluster", c.address, "--cluster-certs", str(c.certs))
+        assert refused.returncode == 1 and "no worker can run experiments" in refused.stderr, refused.stderr
+        assert "not root" in refused.stderr and not out.exists()
+    finally:
+        c.close()
+        subprocess.run(["rm", "-rf", str(theirs)], check=True)
+    c.start_scheduler()
+    c.start_worker()
+    c.start_worker()
+    from bbrbench.cluster import DaskExecutor
+    with DaskExecutor(c.address, c.certs, 1) as executor:
+        assert len(executor.members) == 1 and len(executor.refused) == 1
+
+
+ROGUE = '''
+import os
+import bbrbench.cluster
+
+
+class Payload:
+    """Unpickling it runs a command: what a compromised worker would send."""
+
+    def __reduce__(self):
+        return (os.system, ("touch {mark}-$$",))
+
+
+def rogue_run(*_args, **_kwargs):
+    return {{"status": "done", "message": "", "host": "rogue", "tar": Payload()}}
+
+
+bbrbench.cluster.remote_run = rogue_run
+'''
+
+
+@pytest.mark.root
+@pytest.mark.skipif(os.geteuid() != 0, reason="starts a worker as root")
+def test_a_rogue_workers_pickle_never_runs_in_the_client(cluster: Callable[[], Cluster], tmp_path: Path) -> None:
+    """A compromised worker answers a run with a pickle that runs a command when loaded. The client takes
+    results as msgpack only: the run is lost (exit 1), and nothing ran."""
+    mark = tmp_path / "unpickled"
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(ROGUE.format(mark=mark))
+    c = cluster()
+    c.start_scheduler()
+    c.start_worker(env={"PYTHONPATH": str(site)})
+    out = tmp_path / "sweep"
+    result = run_cli(*SWEEP, "--out", str(out), "--tries", "1", "--cluster", c.address, "--cluster-certs",
+                     str(c.certs), timeout=120)
+    assert result.returncode == 1 and "runs lost" in result.stderr, result.stderr
+    assert not list(tmp_path.glob("unpickled*")) and not list(out.glob("points/*/rep*/done"))
+
+
+def test_each_point_spreads_over_the_hosts() -> None:
+    """The client's placement, hosts taking runs in turn (as two equal hosts do): each point's repetitions
+    alternate between them. Handing out the queue in order instead puts every repetition of one point on
+    one host and of the other on the other: the confounding the review found."""
+    from collections import Counter
+
+    from bbrbench.cluster import DaskExecutor, Member
+    executor = DaskExecutor.__new__(DaskExecutor)
+    hosts = [Member("tls://a", {"machine_id": "a"}), Member("tls://b", {"machine_id": "b"})]
+    queue = [Job(rep, Point(f"p{k}", {}), {}, Path()) for rep in range(4) for k in range(2)]
+    placed: Counter[tuple[str, str]] = Counter()
+    ran: dict[str, list[str]] = {}
+    turn = 0
+    while queue:
+        member = hosts[turn % 2]
+        job = executor._pick(queue, member, placed, {})
+        assert job is not None
+        queue.remove(job)
+        placed[(job.point.id, member.host)] += 1
+        ran.setdefault(job.point.id, []).append(member.host)
+        turn += 1
+    assert {p: sorted(h) for p, h in ran.items()} == {"p0": ["a", "a", "b", "b"], "p1": ["a", "a", "b", "b"]}
+    # A host that cannot run a point takes the other's runs, and the point's runs go to the other host.
+    excluded = {"p0": {"a": "no qdisc"}}
+    queue = [Job(0, Point("p0", {}), {}, Path()), Job(0, Point("p1", {}), {}, Path())]
+    assert executor._pick(queue, hosts[0], Counter(), excluded) is queue[1]
+    assert executor._pick(queue[:1], hosts[0], Counter(), excluded) is None

@@ -48,8 +48,8 @@ def table_rows(path: Path, begin: str, end: str) -> dict[str, str]:
         m = re.match(r"\| `([^`]+)` \|", line)
         if m:
             cell = m.group(1).replace("\\|", "|")
-            words = [w for w in cell.split() if re.fullmatch(r"[a-z]+", w)]
-            command = " ".join(words[:2]) if words[:2] == ["cluster", "init"] else words[0]
+            words = [w for w in cell.split() if re.fullmatch(r"[a-z][a-z-]*", w)]
+            command = " ".join(words[:2]) if words[0] == "cluster" else words[0]
             rows[command] = cell
     return rows
 

@@ -62,8 +62,10 @@ def test_completion_of_commands_options_and_values(script: Path) -> None:
     assert complete(script, "bbrbench", "compare", "--reps", "") == []
     assert set(complete(script, "bbrbench", "run", "")) >= {"compare", "mix", "smoke"}
     assert "cubic" in complete(script, "bbrbench", "compare", "")
-    assert complete(script, "bbrbench", "cluster", "") == ["init"]
-    assert "--certs" in complete(script, "bbrbench", "cluster", "init", "--")
+    assert complete(script, "bbrbench", "cluster", "") == ["init", "add-host", "add-user", "revoke", "scheduler",
+                                                           "worker"]
+    assert "--ca" in complete(script, "bbrbench", "cluster", "init", "--")
+    assert "--address" in complete(script, "bbrbench", "cluster", "add-host", "--")
 
 
 def test_make_builds_the_completion_the_generator_writes() -> None:

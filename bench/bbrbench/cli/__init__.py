@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import provenance
-from ..errors import HarnessError, NotRunnable, RunsInterrupted, UsageError
+from ..errors import HarnessError, NotRunnable, RunsInterrupted, RunsLost, UsageError
 from ..scenario import ScenarioError
 from . import (
     check,
@@ -116,6 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _failed(args, EXIT_INVALID, f"invalid scenario: {exc}")
     except NotRunnable as exc:
         return _failed(args, EXIT_NOT_RUNNABLE, f"not runnable on this kernel: {exc}")
+    except RunsLost as exc:
+        return _failed(args, EXIT_FAILED, f"{exc}; resume with {_resume_command(argv, exc.out)}", "error: ")
     except HarnessError as exc:
         return _failed(args, EXIT_FAILED, str(exc), "error: ")
     except RunsInterrupted as exc:

@@ -86,7 +86,7 @@ def executor(args: argparse.Namespace) -> Iterator[Any]:
         yield None
         return
     from ..cluster import DaskExecutor
-    with DaskExecutor(args.cluster, Path(args.cluster_certs), args.tries) as connected:
+    with DaskExecutor(args.cluster, Path(args.cluster_certs), args.tries, args.mix_hosts) as connected:
         yield connected
 
 
@@ -112,13 +112,13 @@ def add_scenario_args(p: argparse.ArgumentParser, optional: bool = False) -> Non
 
 def add_cluster_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cluster", metavar="tls://HOST:PORT",
-                   help="run on the test hosts of this Dask scheduler (bbrbench cluster init) instead of here")
+                   help="run on the test hosts of this Dask scheduler (bbrbench cluster scheduler) instead of here")
     p.add_argument("--cluster-certs", default=CERTS_DEFAULT,
-                   metavar="DIR", help="the certificates of cluster init (default $BBRBENCH_CLUSTER_CERTS or "
+                   metavar="DIR", help="your certificate from cluster add-user (default $BBRBENCH_CLUSTER_CERTS or "
                    "~/.config/bbrbench/cluster)")
     p.add_argument("--tries", type=int, default=3,
-                   help="with --cluster: tries of a run that ends abnormally before it counts as failed "
-                   "(default 3; runs lost with their worker: the scheduler's allowed failures)")
+                   help="with --cluster: tries of a run whose worker dies or that ends abnormally, each on a "
+                   "free host, before it counts as lost (default 3)")
     add_mix_hosts_arg(p)
 
 

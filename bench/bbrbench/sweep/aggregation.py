@@ -14,7 +14,7 @@ from ..analysis import tables
 from ..analysis.stats import batch_effect_p, mean_ci95
 from ..errors import HarnessError
 from ..results import read_json, write_json
-from ..testbed.host import host_key, read_host
+from ..testbed.host import host_key, host_name, read_host
 from .plans import Plan, Point, load_plan
 from .store import DONE_MARK, NOT_RUNNABLE, link_labels
 
@@ -37,12 +37,36 @@ def metric_value(summary: dict[str, Any], path: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def _kinds_text(kinds: dict[tuple[str, str, str], dict[str, Any]]) -> str:
+    return "; ".join(f"{h.get('hostname')}: kernel {k[0]}, {k[1][:20]}, {k[2]}" for k, h in kinds.items())
+
+
 def _check_hosts(point: Point, hosts: list[dict[str, Any]], mix_hosts: bool) -> None:
     kinds = {host_key(h): h for h in hosts}
     if len(kinds) > 1 and not mix_hosts:
-        which = "; ".join(f"{h.get('hostname')}: kernel {k[0]}, {k[1][:20]}" for k, h in kinds.items())
-        raise HarnessError(f"point ({point.label}): repetitions ran on hosts whose kernels or algorithm objects "
-                           f"differ ({which}); rerun them on one kind of host or pass --mix-hosts to pool them")
+        raise HarnessError(f"point ({point.label}): repetitions ran on hosts whose kernels, algorithm objects or "
+                           f"CPU counts differ ({_kinds_text(kinds)}); rerun them on one kind of host or pass "
+                           f"--mix-hosts to pool them")
+
+
+def _check_host_sets(rows: list[dict[str, Any]], point_hosts: dict[str, list[dict[str, Any]]],
+                     mix_hosts: bool) -> None:
+    """Points compared across hosts: the kinds of host behind each point must be the same set, or a
+    difference between points may be one between hosts (refused unless mix_hosts); the same hosts, or the
+    comparison is less balanced than it could be (a warning, and `host_sets_differ` in sweep.json)."""
+    kinds = {pid: {host_key(h): h for h in hosts} for pid, hosts in point_hosts.items() if hosts}
+    labels = {row["id"]: row["label"] for row in rows}
+    if len({frozenset(k) for k in kinds.values()}) > 1 and not mix_hosts:
+        which = "; ".join(f"({labels[pid]}) on {_kinds_text(k)}" for pid, k in kinds.items())
+        raise HarnessError(f"points ran on different kinds of host, so their differences may be the hosts' "
+                           f"({which}); rerun on one kind of host or pass --mix-hosts")
+    names = {pid: frozenset(host_name(h) for h in hosts) for pid, hosts in point_hosts.items() if hosts}
+    if len(set(names.values())) > 1:
+        log.warning("points ran on different sets of hosts (%s): host and point are partly confounded; more "
+                    "repetitions spread them", "; ".join(f"({row['label']}) on {', '.join(row['hosts'])}"
+                                                        for row in rows if row["id"] in names))
+        for row in rows:
+            row["host_sets_differ"] = True
 
 
 # A batch effect worth a warning: the invocations' means differ at this level (one-way ANOVA).
@@ -50,11 +74,13 @@ BATCH_ALPHA = 0.01
 
 
 def _invocation(run_dir: Path) -> tuple[str, str]:
-    """(revision, command) of the bbrbench that ran a repetition; one invocation is one batch. Results
-    without the record (older, or written by other tools) are one unknown batch."""
+    """(revision, command) of the bbrbench command a repetition was run for (on a cluster worker, the
+    submitting client's); one invocation is one batch. Results without the record (older, or written by
+    other tools) are one unknown batch."""
     if not (run_dir / "scenario.json").is_file():
         return "", ""
-    made_by = read_json(run_dir / "scenario.json", "run").get("bbrbench", {})
+    scenario = read_json(run_dir / "scenario.json", "run")
+    made_by = scenario.get("submitted_by") or scenario.get("bbrbench", {})
     return str(made_by.get("revision", "")), str(made_by.get("command", ""))
 
 
@@ -66,21 +92,23 @@ def _check_invocations(point: Point, invocations: list[tuple[str, str]], mix_hos
 
 
 def _batch_effects(point: Point, metrics: list[str], summaries: list[dict[str, Any]],
-                   invocations: list[tuple[str, str]]) -> dict[str, float]:
-    """Per metric, the p-value of a batch effect between the invocations whose repetitions pool here, where
-    it is below BATCH_ALPHA (logged: pooled, but worth a look)."""
+                   factors: dict[str, list[Any]]) -> dict[str, float]:
+    """Per metric and factor (the invocation, the host), the p-value of a batch effect between the groups
+    of repetitions that pool here, where it is below BATCH_ALPHA (logged: pooled, but worth a look).
+    Returned under 'METRIC' for invocations, as before, and 'METRIC by host' for hosts."""
     found = {}
-    for metric in metrics:
-        groups: dict[tuple[str, str], list[float]] = {}
-        for summary, inv in zip(summaries, invocations):
-            v = metric_value(summary, metric)
-            if v is not None:
-                groups.setdefault(inv, []).append(v)
-        p = batch_effect_p(list(groups.values()))
-        if p is not None and p < BATCH_ALPHA:
-            found[metric] = p
-            log.warning("point (%s): %s differs between the %d invocations pooled here (one-way ANOVA p = %.2g)",
-                        point.label, metric, len(groups), p)
+    for factor, levels in factors.items():
+        for metric in metrics:
+            groups: dict[Any, list[float]] = {}
+            for summary, level in zip(summaries, levels):
+                v = metric_value(summary, metric)
+                if v is not None:
+                    groups.setdefault(level, []).append(v)
+            p = batch_effect_p(list(groups.values()))
+            if p is not None and p < BATCH_ALPHA:
+                found[metric if factor == "invocation" else f"{metric} by {factor}"] = p
+                log.warning("point (%s): %s differs between the %d %ss pooled here (one-way ANOVA p = %.2g)",
+                            point.label, metric, len(groups), factor, p)
     return found
 
 
@@ -91,6 +119,7 @@ def aggregate(out: Path, mix_hosts: bool = False) -> str:
     rows: list[dict[str, Any]] = []
     runs: list[dict[str, Any]] = []
     all_hosts: dict[str, dict[str, Any]] = {}
+    point_hosts: dict[str, list[dict[str, Any]]] = {}
     for point in plan_.points:
         point_dir = out / "points" / point.id
         row: dict[str, Any] = {"id": point.id, "overrides": point.overrides, "label": point.label, "metrics": {}}
@@ -101,21 +130,24 @@ def aggregate(out: Path, mix_hosts: bool = False) -> str:
         summaries = []
         invocations: list[tuple[str, str]] = []
         hosts: list[dict[str, Any]] = []
+        names: list[str] = []
         for rep in range(plan_.repetitions):
             run_dir = point_dir / f"rep{rep}"
             if (run_dir / DONE_MARK).is_file():
                 summaries.append(read_json(run_dir / "summary.json", "summary"))
                 invocations.append(_invocation(run_dir))
                 host = read_host(run_dir)
+                names.append(host_name(host) if host is not None else "")
                 if host is not None:
                     hosts.append(host)
-                    all_hosts[str(host.get("hostname"))] = host
+                    all_hosts[host_name(host)] = host
                 runs.append({"point": point.id, "label": point.label, "rep": rep, "overrides": point.overrides,
                              "summary": summaries[-1], "host": host or {}})
         _check_hosts(point, hosts, mix_hosts)
         _check_invocations(point, invocations, mix_hosts)
-        if batch := _batch_effects(point, plan_.metrics, summaries, invocations):
+        if batch := _batch_effects(point, plan_.metrics, summaries, {"invocation": invocations, "host": names}):
             row["batch_effects"] = batch
+        point_hosts[point.id] = hosts
         row["hosts"] = sorted({str(h.get("hostname")) for h in hosts})
         row["status"] = f"{len(summaries)}/{plan_.repetitions} repetitions"
         row["repetitions"] = len(summaries)
@@ -125,8 +157,12 @@ def aggregate(out: Path, mix_hosts: bool = False) -> str:
                 m, ci = mean_ci95(values)
                 row["metrics"][metric] = {"mean": m, "ci95": ci, "n": len(values), "values": values}
         rows.append(row)
+    _check_host_sets(rows, point_hosts, mix_hosts)
+    # Hosts by hostname, told apart by machine id where clones share one.
+    names_unique = len({h.get("hostname") for h in all_hosts.values()}) == len(all_hosts)
     host_fields = ("kernel", "cpus", "bbrctl_version", "objects_sha256", "algorithms_sha256")
-    hosts_summary = {name: {k: h.get(k) for k in host_fields} for name, h in sorted(all_hosts.items())}
+    hosts_summary = {str(h.get("hostname")) + ("" if names_unique else f" ({name[:8]})"):
+                     {k: h.get(k) for k in host_fields} for name, h in sorted(all_hosts.items())}
     write_json(out / "sweep.json", "sweep", {"name": plan_.name, "metrics": plan_.metrics, "points": rows,
                                              "hosts": hosts_summary})
     keys = sorted({k for p in plan_.points for k in p.overrides})
@@ -149,7 +185,7 @@ def aggregate(out: Path, mix_hosts: bool = False) -> str:
     return text
 
 
-RUN_HOST_FIELDS = ("hostname", "kernel", "cpus", "bbrctl_version")
+RUN_HOST_FIELDS = ("hostname", "machine_id", "kernel", "cpus", "bbrctl_version")
 
 
 def write_runs_csv(out: Path, plan_: Plan, runs: list[dict[str, Any]], keys: list[str]) -> None:

@@ -14,21 +14,25 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 
 from .. import progress
 from ..analysis.report import summarize
-from ..errors import HarnessError, NotRunnable, RunsInterrupted
+from ..errors import HarnessError, NotRunnable, RunsInterrupted, RunsLost
 from ..scenario import DEFAULT_DURATION_S, AlgoCatalog, validate
 from ..testbed.runner import run
 from .aggregation import aggregate
 from .plans import Job, Plan, Point, open_plan
-from .store import DONE_MARK, FAILED, NOT_RUNNABLE, pending, runs_done
+from .store import DONE_MARK, FAILED, NOT_RUNNABLE, NOT_RUNNABLE_ON, pending, runs_done
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class Outcome:
-    """done (run_dir holds the results), not_runnable (the point cannot run there) or failed."""
+    """done (run_dir holds the results), not_runnable (the point cannot run: on this host, or on a cluster
+    on none of its hosts), not_runnable_on (not on `host`, whose name it gives; the run goes to another),
+    failed (the run's own failure, an answer), or lost (the executor lost it: a dead worker or scheduler,
+    a hung run; the command then fails, and a rerun redoes it)."""
     status: str
     message: str = ""
+    host: str = ""
 
 
 class Executor(Protocol):
@@ -82,12 +86,20 @@ def run_sweep(plan_: Plan, out: Path, catalog: AlgoCatalog, executor: Executor |
     else:
         log.info("sweep %s: %d run(s), %d to do", plan_.name, total, len(todo))
     name = describe or (lambda p: p.label)
+    lost: list[str] = []
     try:
         with progress.bar(total=len(todo), unit="run", desc=plan_.name) as bar, logging_redirect_tqdm():
             for job, outcome in (executor or LocalExecutor()).execute(todo, catalog):
                 what = f"{name(job.point)}, rep {job.rep + 1}"
                 bar.set_postfix_str(f"{what}/{plan_.repetitions}")
                 point_dir = job.run_dir.parent
+                if outcome.status == "not_runnable_on":
+                    # One host cannot run it; the executor gives the run to another, so no progress yet.
+                    point_dir.mkdir(parents=True, exist_ok=True)
+                    with (point_dir / NOT_RUNNABLE_ON).open("a") as fh:
+                        fh.write(f"{outcome.host}: {outcome.message}\n")
+                    log.warning("%s: not runnable on %s: %s", job.point.label, outcome.host, outcome.message)
+                    continue
                 if outcome.status == "done":
                     (job.run_dir / DONE_MARK).write_text("")
                 elif outcome.status == "not_runnable":
@@ -96,12 +108,18 @@ def run_sweep(plan_: Plan, out: Path, catalog: AlgoCatalog, executor: Executor |
                     log.warning("%s: not runnable: %s", job.point.label, outcome.message)
                 else:
                     job.run_dir.mkdir(parents=True, exist_ok=True)
-                    (job.run_dir / FAILED).write_text(f"{outcome.message}\n")
-                    log.warning("%s rep %d: failed: %s", job.point.label, job.rep + 1, outcome.message)
+                    (job.run_dir / FAILED).write_text(f"{outcome.status}: {outcome.message}\n")
+                    log.warning("%s rep %d: %s: %s", job.point.label, job.rep + 1, outcome.status, outcome.message)
+                    if outcome.status == "lost":
+                        lost.append(outcome.message)
                 line = counter.finished(f"{what} {outcome.status.replace('_', ' ')}", nominal_s(job))
                 if bar.disable:
                     log.info("%s", line)
                 bar.update()
     except KeyboardInterrupt:
         raise RunsInterrupted(runs_done(plan_, out), total, out) from None
-    return aggregate(out, mix_hosts)
+    text = aggregate(out, mix_hosts)
+    if lost:
+        log.info("%s", text)
+        raise RunsLost(len(lost), total, out, lost[0])
+    return text

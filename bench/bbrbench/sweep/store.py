@@ -9,6 +9,8 @@ from .plans import Job, Plan, point_raw
 
 DONE_MARK = "done"
 NOT_RUNNABLE = "not_runnable.txt"
+# On a cluster, 'HOST: why' per host that could not run the point (the point ran on the others).
+NOT_RUNNABLE_ON = "not_runnable_on.txt"
 FAILED = "failed.txt"
 
 

@@ -4,6 +4,7 @@ objects, CPUs) and how busy it was while the run ran. Written into every run dir
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import socket
 import subprocess
@@ -15,6 +16,10 @@ from ..results import read_json, write_json
 from .system import bbrctl, bbrctl_path, bbrkit_attachments
 
 HOST_FILE = "host.json"
+MACHINE_ID = Path("/etc/machine-id")
+# Tests only: a JSON object whose fields (hostname, machine_id, kernel, cpus) replace this host's in its
+# records, so that worker processes on one machine stand for hosts that differ (tests/bench/test_cluster.py).
+FAKE_HOST_ENV = "BBRBENCH_TEST_HOST"
 # bbrctl --version's second line: the SHA-256 of the BPF objects it embeds, in algorithm order.
 OBJECTS_LINE = "algorithm objects sha256 "
 
@@ -58,26 +63,51 @@ def sysctls() -> dict[str, str | None]:
     return out
 
 
+def machine_id() -> str | None:
+    """A hash of /etc/machine-id (the id itself should not leave the host, machine-id(5)): tells apart hosts
+    cloned from one image under one hostname."""
+    try:
+        raw = MACHINE_ID.read_text().strip()
+    except OSError:
+        return None
+    return hashlib.sha256(f"bbrbench host {raw}".encode()).hexdigest()[:32] if raw else None
+
+
+def identity() -> dict[str, Any]:
+    """Which host this is and what about it bears on results: hostname, machine id, kernel, CPUs."""
+    uname = os.uname()
+    record: dict[str, Any] = {"hostname": socket.gethostname(), "machine_id": machine_id(), "kernel": uname.release,
+                              "kernel_version": uname.version, "machine": uname.machine, "cpus": os.cpu_count()}
+    if fake := os.environ.get(FAKE_HOST_ENV):
+        record.update(json.loads(fake))
+    return record
+
+
+def host_name(record: dict[str, Any]) -> str:
+    """The host in a record: its machine id, or for records without one its hostname."""
+    return str(record.get("machine_id") or record.get("hostname"))
+
+
+def bbrctl_build() -> tuple[str | None, str | None]:
+    """bbrctl --version's first line and the hash of the BPF objects it embeds (None where missing)."""
+    if bbrctl_path() is None:
+        return None, None
+    try:
+        lines = bbrctl("--version").splitlines()
+    except HarnessError:
+        return None, None
+    version = lines[0].strip() if lines else None
+    return version, next((line.removeprefix(OBJECTS_LINE).strip() for line in lines if line.startswith(OBJECTS_LINE)),
+                         None)
+
+
 def host_record(load_start: tuple[float, float, float]) -> dict[str, Any]:
     """This host now. bbrctl --version names the source it came from and hashes the BPF objects it links
     in as skeletons: the exact programs the run attached. The hash of the binary itself is kept too."""
     path = bbrctl_path()
-    version = objects = None
-    if path is not None:
-        try:
-            lines = bbrctl("--version").splitlines()
-        except HarnessError:
-            lines = []
-        version = lines[0].strip() if lines else None
-        objects = next((line.removeprefix(OBJECTS_LINE).strip() for line in lines if line.startswith(OBJECTS_LINE)),
-                       None)
-    uname = os.uname()
+    version, objects = bbrctl_build()
     return {
-        "hostname": socket.gethostname(),
-        "kernel": uname.release,
-        "kernel_version": uname.version,
-        "machine": uname.machine,
-        "cpus": os.cpu_count(),
+        **identity(),
         "bbrctl_version": version,
         "objects_sha256": objects,
         "algorithms_sha256": _sha256(path) if path is not None else None,
@@ -101,10 +131,12 @@ def read_host(run_dir: Path) -> dict[str, Any] | None:
     return read_json(path, "host") if path.is_file() else None
 
 
-def host_key(record: dict[str, Any]) -> tuple[str, str]:
-    """What must agree for repetitions to pool: the kernel and the BPF objects. Records written before
-    bbrctl reported its objects' hash carry only the binary's, which also changes with its version string,
-    so they pool only with runs of the same bbrctl build (or with --mix-hosts)."""
+def host_key(record: dict[str, Any]) -> tuple[str, str, str]:
+    """What must agree for repetitions to pool: the kernel, the BPF objects and the CPU count (the link
+    emulator and the senders compete for CPUs). Records written before bbrctl reported its objects' hash
+    carry only the binary's, which also changes with its version string, so they pool only with runs of
+    the same bbrctl build (or with --mix-hosts)."""
     objects = record.get("objects_sha256")
     return (str(record.get("kernel")),
-            f"objects {objects}" if objects else f"binary {record.get('algorithms_sha256')}")
+            f"objects {objects}" if objects else f"binary {record.get('algorithms_sha256')}",
+            f"{record.get('cpus')} CPUs")

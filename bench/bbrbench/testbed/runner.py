@@ -62,7 +62,8 @@ def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit:
         with signals_interrupt():
             write_json(out_dir / "scenario.json", "run", {"resolved": scenario.to_dict(), "raw": raw_scenario,
                                                           "prefix": prefix, "kernel": os.uname().release,
-                                                          "bbrbench": provenance.record()})
+                                                          "bbrbench": provenance.record(),
+                                                          "submitted_by": provenance.submitted()})
             with Namespaces() as scratch:
                 probe = scratch.add(f"{prefix}-probe")
                 delay = check_runnable(scenario, probe)
