@@ -35,6 +35,8 @@ DELAY_SRCS := $(sort $(wildcard bench/delayline/*.c))
 WIRE_HDRS := $(wildcard bench/wire/*.h)
 DELAY_BIN := $(if $(DELAY_SRCS),$(BUILD)/bbrkit-delay)
 LINK_CORE := bench/link/queue.c bench/link/queue.h
+# The link's process: arguments (link.c), one direction's forwarding (path.c), traces (trace.c).
+LINK_SRCS := bench/link/link.c bench/link/path.c bench/link/trace.c
 LINK_BIN := $(BUILD)/bbrkit-link
 
 # bench/kernelbbr/: the two tools that run the kernel's own BBR through struct_ops, side by side with
@@ -153,9 +155,9 @@ $(BUILD)/bbrkit-delay: $(DELAY_SRCS) $(wildcard bench/delayline/*.h) $(WIRE_HDRS
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(DELAY_CFLAGS) -o $@ $(DELAY_SRCS)
 
-$(LINK_BIN): bench/link/link.c $(LINK_CORE) $(WIRE_HDRS) | $(BUILD)
+$(LINK_BIN): $(LINK_SRCS) $(LINK_CORE) $(wildcard bench/link/*.h) $(WIRE_HDRS) | $(BUILD)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(DELAY_CFLAGS) -Ibench/link -o $@ bench/link/link.c bench/link/queue.c -lm
+	$(Q)$(CC) $(DELAY_CFLAGS) -Ibench/link -o $@ $(LINK_SRCS) bench/link/queue.c -lm
 
 $(BUILD)/lockstep/bbr_lockstep.bpf.o: $(LOCKSTEP_SRCS) $(BUILD)/vmlinux.h $(BPF_HDRS) bpf/bbr1.bpf.c | $(BUILD)/lockstep
 	$(call msg,BPF,$@)

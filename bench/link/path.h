@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * One direction of bbrkit-link: frames read on one interface, through the path conditions and the queue,
+ * out on the other at the direction's rate or trace. The data direction always has one; the ACK direction
+ * either has its own (then it runs the same code) or is passed straight through.
+ */
+#ifndef BBRKIT_LINK_PATH_H
+#define BBRKIT_LINK_PATH_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "queue.h"
+#include "trace.h"
+
+#define LP_RX_BATCH 64
+
+/* Counters the direction's thread publishes for the stats lines (relaxed: monotonic or gauges). */
+#define LP_COUNTERS(X) \
+	X(in_pkts) \
+	X(out_pkts) \
+	X(out_bytes) \
+	X(drop_overlimit) \
+	X(drop_aqm) \
+	X(mark_aqm) \
+	X(mark_step) \
+	X(drop_blue) \
+	X(way_collisions) \
+	X(drop_ge) \
+	X(drop_gso) \
+	X(drop_bad) \
+	X(drop_tx) \
+	X(backlog_pkts) \
+	X(backlog_bytes) \
+	X(max_backlog_bytes) \
+	X(new_flows) \
+	X(sojourn_sum_us) \
+	X(sojourn_max_us)
+
+struct lp_pub {
+#define LP_FIELD(name) atomic_uint_fast64_t name;
+	LP_COUNTERS(LP_FIELD)
+#undef LP_FIELD
+};
+
+struct lp_slot;
+
+/* What one direction is asked to do (the command line's options for it, checked). */
+struct lp_config {
+	uint64_t rate_bps; /* 0 with no trace: no rate limit */
+	struct link_trace trace;
+	struct lq_params queue;
+	bool ge_on;
+	double ge[4];
+	uint64_t jitter_ns;
+};
+
+struct lpath {
+	const char *name; /* "forward" or "reverse", for messages */
+	struct lp_config cfg;
+	int rx_fd, tx_fd;
+	uint32_t frame_max, slot_size, seed;
+	struct lq q;
+	struct lq_ge ge;
+	uint64_t rng; /* jitter draws */
+	struct lp_slot *free_list;
+	struct lp_pub pub;
+	/* the frame in service */
+	struct lp_slot *cur;
+	uint64_t cur_finish, free_at, period_base;
+	uint32_t cur_left;
+	size_t next_opp;
+	/* after the link: the jitter line */
+	struct lp_slot *line_head, *line_tail;
+	/* frames due to leave, sent together before the thread sleeps or reads again */
+	struct lp_slot *tx_pending[LP_RX_BATCH];
+	int tx_count;
+	/* the queue's CSV time series (forward only) */
+	FILE *log;
+	uint64_t log_interval_ns, run_max_sojourn_us, log_last_out, log_last_sum;
+	uint64_t kernel_drops; /* main thread only */
+	int stop_fd;
+};
+
+/* Sets up @p from p->cfg (queue, stages, packet pool, logs): exits with status 2 on a problem the
+ * command line caused. */
+void lp_setup(
+	struct lpath *p, uint64_t seed, uint32_t frame_max, const char *csv_log, uint64_t log_interval_ns);
+/* The direction's thread: shapes until stop_fd is readable. */
+void *lp_main(void *arg);
+/* The unshaped ACK direction's thread: frames go straight through, in order. */
+void *lp_passthrough_main(void *arg);
+/* The direction's counters as JSON members (",\"key\":N..."), on stdout. */
+void lp_print_counters(struct lpath *p);
+void lp_close(struct lpath *p);
+
+/* Defined by link.c: a fatal error while forwarding (prints, then stops the process). */
+void link_fail(const char *what, int err);
+
+#endif
