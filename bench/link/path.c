@@ -198,9 +198,14 @@ static void service_rate(struct lpath *p, uint64_t now)
 static void service_trace(struct lpath *p, uint64_t now)
 {
 	if (!p->cur && p->q.backlog_pkts == 0) {
-		/* Idle: skip the opportunities already past, a period at a time first. */
-		while (p->period_base + p->cfg.trace.period_ns <= now)
-			p->period_base += p->cfg.trace.period_ns;
+		/* Idle: skip the opportunities already past. Whole periods first: every opportunity before the
+		 * latest period start is past, so the count restarts there (keeping the index would land a
+		 * period late). */
+		if (opp_time(p) < now && now - p->period_base >= p->cfg.trace.period_ns) {
+			p->period_base +=
+				(now - p->period_base) / p->cfg.trace.period_ns * p->cfg.trace.period_ns;
+			p->next_opp = 0;
+		}
 		while (opp_time(p) < now)
 			opp_advance(p);
 		return;
