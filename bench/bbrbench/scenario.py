@@ -43,6 +43,10 @@ AQM_PARAMS: dict[str, dict[str, str]] = {
 # has what the scenario needs.
 EMULATORS = ("auto", "kernel", "bbrkit-link")
 GE_KEYS = ("p", "r", "loss_good", "loss_bad")
+# The ACK path's keys; bbrkit-link shapes it with the same code as the data direction.
+ACK_PATH_KEYS = ("rate_mbit", "rate_trace", "delay_ms", "jitter_ms", "loss_pct", "buffer_packets", "buffer_bytes",
+                 "aqm")
+ACK_PATH_AQMS = ("fifo", "codel", "fq_codel", "pie", "cake")
 SHAPE_KEYS = {"kind", "low_mbit", "high_mbit", "period_s", "step_mbit"}
 SHAPERS = ("tbf", "htb")
 NAME_RE = re.compile(r"^[A-Za-z0-9_]{1,32}$")
@@ -99,12 +103,15 @@ class Bottleneck:
     rate_shape: dict[str, Any] | None = None
     gilbert_elliott: dict[str, float] | None = None
     jitter_ms: float = 0.0
+    # The ACK (reverse) direction's own conditions (ACK_PATH_KEYS, all present), or None: unshaped.
+    ack_path: dict[str, Any] | None = None
 
     @property
     def needs_link(self) -> bool:
-        """What only bbrkit-link can do here: rate traces and shapes, burst loss, the step marker."""
+        """What only bbrkit-link can do here: rate traces and shapes, burst loss, the step marker, a shaped
+        ACK path."""
         return bool(self.rate_trace or self.rate_shape or self.gilbert_elliott or self.jitter_ms or
-                    self.aqm == "step")
+                    self.aqm == "step" or self.ack_path)
 
     @property
     def rate_bps(self) -> float:
@@ -444,7 +451,7 @@ TOP_KEYS = {
 BOTTLENECK_KEYS = {
     "rate_mbit", "shaper", "burst_bytes", "buffer_packets", "buffer_bytes", "buffer_bdp", "bdp_rtt_ms",
     "loss_pct", "aqm", "aqm_params", "mtu", "offloads", "emulator", "rate_trace", "rate_shape",
-    "gilbert_elliott", "jitter_ms",
+    "gilbert_elliott", "jitter_ms", "ack_path",
 }
 SENDER_KEYS = {"name", "rtt_ms", "delay_fwd_ms", "delay_rev_ms"}
 FLOW_KEYS = {"algo", "sender", "count", "start_s", "start_step_s", "duration_s", "bytes", "params", "label",
@@ -589,6 +596,36 @@ def _gilbert_elliott(t: _Table) -> dict[str, float] | None:
     return {key: gt.number(key, None, probability) for key in GE_KEYS}
 
 
+def _ack_path(t: _Table) -> dict[str, Any] | None:
+    if not t.has("ack_path"):
+        return None
+    at = _Table(t.table("ack_path"), t.key("ack_path"), set(ACK_PATH_KEYS))
+    if at.has("rate_mbit") and at.has("rate_trace"):
+        raise ScenarioError(f"{at.key('rate_trace')}: conflicts with {at.key('rate_mbit')} (give one)")
+    trace = at.string("rate_trace", None) if at.has("rate_trace") else None
+    if trace is not None:
+        try:
+            ratetrace.load(trace)
+        except ratetrace.TraceError as exc:
+            raise ScenarioError(f"{at.key('rate_trace')}: {exc}") from None
+    buffer = _exclusive(at, ("buffer_packets", "buffer_bytes"))
+    aqm = at.string("aqm", "fifo", ACK_PATH_AQMS)
+    if buffer == "buffer_bytes" and aqm != "fifo":
+        raise ScenarioError(f"{at.key('buffer_bytes')}: only with aqm = \"fifo\" ({aqm} limits packets)")
+    return {
+        "rate_mbit": at.number("rate_mbit", None, lambda v: None if 0.008 <= v <= 100_000 else
+                               "must be between 0.008 and 100000") if at.has("rate_mbit") else None,
+        "rate_trace": trace,
+        "delay_ms": at.number("delay_ms", 0.0, between(0, 10_000)),
+        "jitter_ms": at.number("jitter_ms", 0.0, between(0, 10_000)),
+        "loss_pct": at.number("loss_pct", 0.0, lambda v: None if 0 <= v < 100 else "must be in [0, 100)"),
+        "buffer_packets": at.integer("buffer_packets", None, between(1, 1_000_000)) if buffer == "buffer_packets"
+        else None,
+        "buffer_bytes": at.integer("buffer_bytes", None, between(60, 1 << 32)) if buffer == "buffer_bytes" else None,
+        "aqm": aqm,
+    }
+
+
 def _bottleneck(t: _Table, senders: list[Sender]) -> Bottleneck:
     rate_trace, rate_shape, implied_mbit = _rate_source(t)
     rate_mbit = t.number("rate_mbit", implied_mbit, positive)
@@ -635,11 +672,11 @@ def _bottleneck(t: _Table, senders: list[Sender]) -> Bottleneck:
         buffer_bytes=buffer_bytes, buffer_bdp=buffer_bdp, bdp_rtt_ms=bdp_rtt_ms, loss_pct=loss_pct, aqm=aqm,
         aqm_params=aqm_params, mtu=mtu, offloads=t.boolean("offloads", False), emulator=emulator,
         rate_trace=rate_trace, rate_shape=rate_shape, gilbert_elliott=gilbert_elliott,
-        jitter_ms=t.number("jitter_ms", 0.0, between(0, 1000)),
+        jitter_ms=t.number("jitter_ms", 0.0, between(0, 1000)), ack_path=_ack_path(t),
     )
     if emulator == "kernel" and bottleneck.needs_link:
-        raise ScenarioError(f"{t.key('emulator')}: the kernel has no qdisc for rate traces, burst loss, jitter "
-                            f"or the step marker; use \"bbrkit-link\" or \"auto\"")
+        raise ScenarioError(f"{t.key('emulator')}: the kernel has no qdisc for rate traces, burst loss, jitter, "
+                            f"the step marker or a shaped ACK path; use \"bbrkit-link\" or \"auto\"")
     return bottleneck
 
 

@@ -23,6 +23,7 @@
 #include <net/if.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -63,11 +64,15 @@ void link_fail(const char *what, int err)
 	kill(getpid(), SIGTERM);
 }
 
-static void __attribute__((noreturn)) die(const char *fmt, const char *arg)
+static void __attribute__((noreturn, format(printf, 1, 2))) die(const char *fmt, ...)
 {
+	va_list ap;
+
+	va_start(ap, fmt);
 	fputs(PROG ": ", stderr);
-	fprintf(stderr, fmt, arg);
+	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
+	va_end(ap);
 	exit(2);
 }
 
@@ -90,12 +95,19 @@ static double parse_prob(const char *opt, const char *s)
 	return v;
 }
 
+static bool rev_shaped;
+
 static void print_stats(const char *event)
 {
 	printf("{\"event\":\"%s\",\"tag\":\"%s\"", event, tag);
-	lp_print_counters(&fwd);
-	printf(",\"rev_pkts\":%" PRIu64 ",\"rev_drop_tx\":%" PRIu64 "}\n",
-		(uint64_t)atomic_load(&rev.pub.out_pkts), (uint64_t)atomic_load(&rev.pub.drop_tx));
+	lp_print_counters(&fwd, "");
+	/* The ACK direction's counters carry rev_; unshaped, it counts only what it passed and failed to send. */
+	if (rev_shaped)
+		lp_print_counters(&rev, "rev_");
+	else
+		printf(",\"rev_drop_tx\":%" PRIu64, (uint64_t)atomic_load(&rev.pub.drop_tx));
+	printf(",\"rev_shaped\":%d,\"rev_pkts\":%" PRIu64 "}\n", rev_shaped,
+		(uint64_t)atomic_load(&rev.pub.out_pkts));
 	fflush(stdout);
 }
 
@@ -103,7 +115,8 @@ static void usage(void)
 {
 	printf("Usage: " PROG " --left IF --right IF --tag TAG (--rate-bps N | --trace FILE) [options]\n"
 	       "Forward frames from --left to --right through an emulated bottleneck (rate or trace,\n"
-	       "queue, AQM, loss); frames from --right go to --left unshaped.\n"
+	       "queue, AQM, loss); frames from --right go to --left unshaped unless a --rev- option\n"
+	       "gives that direction (the ACK path) its own.\n"
 	       "\n"
 	       "  --left IF              data input interface\n"
 	       "  --right IF             data output interface\n"
@@ -127,7 +140,12 @@ static void usage(void)
 	       "  --step-ect1-only       mark only ECT(1) packets (L4S)\n"
 	       "  --ge P,R,LG,LB         Gilbert-Elliott loss: good->bad P, bad->good R per packet,\n"
 	       "                         loss probability LG in good and LB in bad state\n"
-	       "  --jitter-us N          after the link each frame waits a uniform 0..N us more, in order\n"
+	       "  --loss P               independent loss with probability P (instead of --ge)\n"
+	       "  --delay-us N           after the link each frame waits N us more\n"
+	       "  --jitter-us N          ...and a uniform 0..N us on top, in order\n"
+	       "  --rev-OPTION           each option above from --rate-bps to here, for the ACK direction\n"
+	       "                         (--right to --left); without --rev-rate-bps or --rev-trace it has\n"
+	       "                         no rate limit\n"
 	       "  --seed N               seed for the flow hash salt and the loss model (default 1)\n"
 	       "  --mtu N                largest IP packet (default %d)\n"
 	       "  --log FILE             CSV time series of the queue every --log-interval-us, stamped\n"
@@ -145,12 +163,18 @@ static void usage(void)
 
 /* One direction's options as given (0: the queue's default). */
 struct path_args {
+	bool given; /* any option for this direction (the ACK direction is shaped only then) */
 	uint64_t rate_bps;
 	const char *trace, *aqm;
-	uint64_t limit_pkts, limit_bytes, target, interval, tupdate, quantum, flows, step, ecn, jitter_us;
-	bool ect1, ge_on;
+	uint64_t limit_pkts, limit_bytes, target, interval, tupdate, quantum, flows, step, ecn, jitter_us,
+		delay_us;
+	bool ect1, ge_on, loss_on;
 	double ge[4];
 };
+
+enum { DIR_FWD, DIR_REV, DIRS };
+/* What a direction's options are called: --NAME for the data direction, --rev-NAME for the ACKs. */
+static const char *const dir_prefix[DIRS] = { "", "rev-" };
 
 /* The command line as given; main checks it, then builds the link from it. */
 struct link_args {
@@ -158,56 +182,51 @@ struct link_args {
 	uint64_t mtu, prio, log_us, seed;
 	int sockbuf;
 	bool have_tag;
-	struct path_args fwd;
+	struct path_args path[DIRS];
 };
 
-/* Long options only, numbered past every character getopt could return. */
+/* Options that set one direction; each exists as --NAME and --rev-NAME. */
+#define PATH_OPTS(X) \
+	X(P_RATE, "rate-bps", required_argument) \
+	X(P_TRACE, "trace", required_argument) \
+	X(P_AQM, "aqm", required_argument) \
+	X(P_LPKTS, "limit-pkts", required_argument) \
+	X(P_LBYTES, "limit-bytes", required_argument) \
+	X(P_TARGET, "target-us", required_argument) \
+	X(P_INTERVAL, "interval-us", required_argument) \
+	X(P_TUPDATE, "tupdate-us", required_argument) \
+	X(P_QUANTUM, "quantum", required_argument) \
+	X(P_FLOWS, "flows", required_argument) \
+	X(P_ECN, "ecn", required_argument) \
+	X(P_STEP, "step-us", required_argument) \
+	X(P_ECT1, "step-ect1-only", no_argument) \
+	X(P_GE, "ge", required_argument) \
+	X(P_LOSS, "loss", required_argument) \
+	X(P_JITTER, "jitter-us", required_argument) \
+	X(P_DELAY, "delay-us", required_argument)
+
+#define PATH_OPT_ID(id, name, has_arg) id,
+enum path_opt { PATH_OPTS(PATH_OPT_ID) P_COUNT };
+#undef PATH_OPT_ID
+
+/* Long options only, numbered past every character getopt could return; a direction's options follow. */
 enum link_opt {
 	O_LEFT = 256,
 	O_RIGHT,
 	O_TAG,
-	O_RATE,
-	O_TRACE,
-	O_AQM,
-	O_LPKTS,
-	O_LBYTES,
-	O_TARGET,
-	O_INTERVAL,
-	O_TUPDATE,
-	O_QUANTUM,
-	O_FLOWS,
-	O_ECN,
-	O_STEP,
-	O_ECT1,
-	O_GE,
-	O_JITTER,
 	O_SEED,
 	O_MTU,
 	O_LOG,
 	O_LOGINT,
 	O_SOCKBUF,
 	O_PRIO,
-	O_HELP
+	O_HELP,
+	O_DIR_BASE
 };
-static const struct option link_opts[] = {
+static const struct option global_opts[] = {
 	{ "left", required_argument, NULL, O_LEFT },
 	{ "right", required_argument, NULL, O_RIGHT },
 	{ "tag", required_argument, NULL, O_TAG },
-	{ "rate-bps", required_argument, NULL, O_RATE },
-	{ "trace", required_argument, NULL, O_TRACE },
-	{ "aqm", required_argument, NULL, O_AQM },
-	{ "limit-pkts", required_argument, NULL, O_LPKTS },
-	{ "limit-bytes", required_argument, NULL, O_LBYTES },
-	{ "target-us", required_argument, NULL, O_TARGET },
-	{ "interval-us", required_argument, NULL, O_INTERVAL },
-	{ "tupdate-us", required_argument, NULL, O_TUPDATE },
-	{ "quantum", required_argument, NULL, O_QUANTUM },
-	{ "flows", required_argument, NULL, O_FLOWS },
-	{ "ecn", required_argument, NULL, O_ECN },
-	{ "step-us", required_argument, NULL, O_STEP },
-	{ "step-ect1-only", no_argument, NULL, O_ECT1 },
-	{ "ge", required_argument, NULL, O_GE },
-	{ "jitter-us", required_argument, NULL, O_JITTER },
 	{ "seed", required_argument, NULL, O_SEED },
 	{ "mtu", required_argument, NULL, O_MTU },
 	{ "log", required_argument, NULL, O_LOG },
@@ -215,8 +234,32 @@ static const struct option link_opts[] = {
 	{ "sockbuf-bytes", required_argument, NULL, O_SOCKBUF },
 	{ "rt-prio", required_argument, NULL, O_PRIO },
 	{ "help", no_argument, NULL, O_HELP },
-	{ NULL, 0, NULL, 0 },
 };
+#define N_GLOBAL (sizeof(global_opts) / sizeof(global_opts[0]))
+#define PATH_OPT_NAME(id, name, has_arg) { name, has_arg, NULL, 0 },
+static const struct option path_opts[P_COUNT] = { PATH_OPTS(PATH_OPT_NAME) };
+#undef PATH_OPT_NAME
+
+/* The option table: the global ones, then each direction's under its prefix. */
+static struct option all_opts[N_GLOBAL + DIRS * P_COUNT + 1];
+static char opt_names[DIRS * P_COUNT][32];
+
+static void build_options(void)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < N_GLOBAL; i++)
+		all_opts[n++] = global_opts[i];
+	for (int d = 0; d < DIRS; d++)
+		for (int i = 0; i < P_COUNT; i++) {
+			char *name = opt_names[d * P_COUNT + i];
+
+			snprintf(name, sizeof(opt_names[0]), "%s%s", dir_prefix[d], path_opts[i].name);
+			all_opts[n++] = (struct option){ name, path_opts[i].has_arg, NULL,
+				O_DIR_BASE + d * P_COUNT + i };
+		}
+	all_opts[n] = (struct option){ NULL, 0, NULL, 0 };
+}
 
 static void parse_ge(struct path_args *pa, const char *opt, const char *arg)
 {
@@ -233,13 +276,85 @@ static void parse_ge(struct path_args *pa, const char *opt, const char *arg)
 	pa->ge_on = true;
 }
 
+/* One direction's option @id, given as @opt ("--rev-aqm"). */
+static void parse_path_opt(struct path_args *pa, int id, const char *opt)
+{
+	pa->given = true;
+	switch (id) {
+	case P_RATE:
+		pa->rate_bps = parse_u64(opt, optarg, MIN_RATE_BPS, MAX_RATE_BPS);
+		break;
+	case P_TRACE:
+		pa->trace = optarg;
+		break;
+	case P_AQM:
+		pa->aqm = optarg;
+		break;
+	case P_LPKTS:
+		pa->limit_pkts = parse_u64(opt, optarg, 1, MAX_LIMIT_PKTS);
+		break;
+	case P_LBYTES:
+		pa->limit_bytes = parse_u64(opt, optarg, 1, MAX_LIMIT_BYTES);
+		break;
+	case P_TARGET:
+		pa->target = parse_u64(opt, optarg, 1, MAX_PARAM_MS * 1000);
+		break;
+	case P_INTERVAL:
+		pa->interval = parse_u64(opt, optarg, 1, MAX_PARAM_MS * 1000);
+		break;
+	case P_TUPDATE:
+		pa->tupdate = parse_u64(opt, optarg, 1, MAX_PARAM_MS * 1000);
+		break;
+	case P_QUANTUM:
+		pa->quantum = parse_u64(opt, optarg, 64, 1 << 20);
+		break;
+	case P_FLOWS:
+		pa->flows = parse_u64(opt, optarg, 1, LQ_MAX_FLOWS);
+		break;
+	case P_ECN:
+		pa->ecn = parse_u64(opt, optarg, 0, 1);
+		break;
+	case P_STEP:
+		pa->step = parse_u64(opt, optarg, 1, MAX_PARAM_MS * 1000);
+		break;
+	case P_ECT1:
+		pa->ect1 = true;
+		break;
+	case P_GE:
+		parse_ge(pa, opt, optarg);
+		break;
+	case P_LOSS:
+		/* Independent loss: Gilbert-Elliott that never leaves its good state. */
+		pa->ge[0] = 0.0;
+		pa->ge[1] = 1.0;
+		pa->ge[2] = parse_prob(opt, optarg);
+		pa->ge[3] = 0.0;
+		pa->loss_on = true;
+		break;
+	case P_JITTER:
+		pa->jitter_us = parse_u64(opt, optarg, 0, MAX_PARAM_MS * 1000);
+		break;
+	case P_DELAY:
+		pa->delay_us = parse_u64(opt, optarg, 0, MAX_PARAM_MS * 1000);
+		break;
+	}
+}
+
 static void parse_args(int argc, char **argv, struct link_args *a)
 {
-	struct path_args *pa = &a->fwd;
 	int opt;
 
+	build_options();
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "", link_opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "", all_opts, NULL)) != -1) {
+		if (opt >= O_DIR_BASE && opt < O_DIR_BASE + DIRS * P_COUNT) {
+			char name[40];
+			int d = (opt - O_DIR_BASE) / P_COUNT;
+
+			snprintf(name, sizeof(name), "--%s", opt_names[opt - O_DIR_BASE]);
+			parse_path_opt(&a->path[d], (opt - O_DIR_BASE) % P_COUNT, name);
+			continue;
+		}
 		switch (opt) {
 		case O_LEFT:
 			a->left = optarg;
@@ -250,51 +365,6 @@ static void parse_args(int argc, char **argv, struct link_args *a)
 		case O_TAG:
 			tag = optarg;
 			a->have_tag = true;
-			break;
-		case O_RATE:
-			pa->rate_bps = parse_u64("--rate-bps", optarg, MIN_RATE_BPS, MAX_RATE_BPS);
-			break;
-		case O_TRACE:
-			pa->trace = optarg;
-			break;
-		case O_AQM:
-			pa->aqm = optarg;
-			break;
-		case O_LPKTS:
-			pa->limit_pkts = parse_u64("--limit-pkts", optarg, 1, MAX_LIMIT_PKTS);
-			break;
-		case O_LBYTES:
-			pa->limit_bytes = parse_u64("--limit-bytes", optarg, 1, MAX_LIMIT_BYTES);
-			break;
-		case O_TARGET:
-			pa->target = parse_u64("--target-us", optarg, 1, MAX_PARAM_MS * 1000);
-			break;
-		case O_INTERVAL:
-			pa->interval = parse_u64("--interval-us", optarg, 1, MAX_PARAM_MS * 1000);
-			break;
-		case O_TUPDATE:
-			pa->tupdate = parse_u64("--tupdate-us", optarg, 1, MAX_PARAM_MS * 1000);
-			break;
-		case O_QUANTUM:
-			pa->quantum = parse_u64("--quantum", optarg, 64, 1 << 20);
-			break;
-		case O_FLOWS:
-			pa->flows = parse_u64("--flows", optarg, 1, LQ_MAX_FLOWS);
-			break;
-		case O_ECN:
-			pa->ecn = parse_u64("--ecn", optarg, 0, 1);
-			break;
-		case O_STEP:
-			pa->step = parse_u64("--step-us", optarg, 1, MAX_PARAM_MS * 1000);
-			break;
-		case O_ECT1:
-			pa->ect1 = true;
-			break;
-		case O_GE:
-			parse_ge(pa, "--ge", optarg);
-			break;
-		case O_JITTER:
-			pa->jitter_us = parse_u64("--jitter-us", optarg, 0, MAX_PARAM_MS * 1000);
 			break;
 		case O_SEED:
 			a->seed = parse_u64("--seed", optarg, 0, UINT32_MAX);
@@ -327,7 +397,8 @@ static void parse_args(int argc, char **argv, struct link_args *a)
 		die("unexpected argument '%s' (see --help)", argv[optind]);
 }
 
-static enum lq_kind check_aqm(const struct path_args *pa)
+/* A direction's queue options; @x is its option prefix ("" or "rev-"). */
+static enum lq_kind check_aqm(const struct path_args *pa, const char *x)
 {
 	enum lq_kind kind;
 
@@ -344,24 +415,26 @@ static enum lq_kind check_aqm(const struct path_args *pa)
 	else if (!strcmp(pa->aqm, "cake"))
 		kind = LQ_CAKE;
 	else
-		die("--aqm '%s': not one of fifo, codel, fq_codel, cake, pie, step", pa->aqm);
+		die("--%saqm '%s': not one of fifo, codel, fq_codel, cake, pie, step", x, pa->aqm);
 	if (pa->limit_bytes && kind != LQ_FIFO && kind != LQ_STEP)
-		die("--limit-bytes: only for fifo and step (%s limits packets)", pa->aqm);
+		die("--%slimit-bytes: only for fifo and step (%s limits packets)", x, pa->aqm);
 	if ((pa->target || pa->ecn != UINT64_MAX) && (kind == LQ_FIFO || kind == LQ_STEP))
-		die("--target-us and --ecn apply to codel, fq_codel, cake and pie, not %s", pa->aqm);
+		die("--%starget-us and --%secn apply to codel, fq_codel, cake and pie, not %s", x, x,
+			pa->aqm);
 	if (pa->interval && kind != LQ_CODEL && kind != LQ_FQ_CODEL && kind != LQ_CAKE)
-		die("--interval-us applies to codel, fq_codel and cake, not %s", pa->aqm);
+		die("--%sinterval-us applies to codel, fq_codel and cake, not %s", x, pa->aqm);
 	if (pa->tupdate && kind != LQ_PIE)
-		die("--tupdate-us applies to pie, not %s", pa->aqm);
+		die("--%stupdate-us applies to pie, not %s", x, pa->aqm);
 	if ((pa->quantum || pa->flows) && kind != LQ_FQ_CODEL && kind != LQ_CAKE)
-		die("--quantum and --flows apply to fq_codel and cake, not %s", pa->aqm);
+		die("--%squantum and --%sflows apply to fq_codel and cake, not %s", x, x, pa->aqm);
 	if (pa->flows % LQ_CAKE_WAYS && kind == LQ_CAKE)
-		die("--flows: cake's queues come in sets of 8, not %s",
-			"a count that is not a multiple of 8");
+		die("--%sflows: cake's queues come in sets of 8, not a count that is not a multiple of 8", x);
 	if (kind == LQ_STEP && !pa->step)
-		die("%s", "--aqm step needs --step-us");
+		die("--%saqm step needs --%sstep-us", x, x);
 	if (pa->ect1 && !pa->step)
-		die("%s", "--step-ect1-only needs --step-us");
+		die("--%sstep-ect1-only needs --%sstep-us", x, x);
+	if (pa->ge_on && pa->loss_on)
+		die("--%sge and --%sloss: give one loss model", x, x);
 	return kind;
 }
 
@@ -373,7 +446,8 @@ static void path_config(
 
 	c->rate_bps = pa->rate_bps;
 	c->jitter_ns = pa->jitter_us * LQ_NSEC_PER_USEC;
-	c->ge_on = pa->ge_on;
+	c->delay_ns = pa->delay_us * LQ_NSEC_PER_USEC;
+	c->ge_on = pa->ge_on || pa->loss_on;
 	memcpy(c->ge, pa->ge, sizeof(c->ge));
 	lq_defaults(prm, kind, frame_max - 4);
 	if (pa->limit_pkts)
@@ -396,8 +470,8 @@ static void path_config(
 		prm->ecn = pa->ecn;
 	prm->step_ns = pa->step * LQ_NSEC_PER_USEC;
 	prm->step_ect1_only = pa->ect1;
-	/* CAKE sizes its MTU time and quantum from the link rate (a trace's mean rate). */
-	prm->rate_bps = c->rate_bps ? c->rate_bps : trace_mean_bps(&c->trace);
+	/* CAKE sizes its MTU time and quantum from the link rate (a trace's mean rate; none: the fastest). */
+	prm->rate_bps = c->rate_bps ? c->rate_bps : c->trace.ns ? trace_mean_bps(&c->trace) : MAX_RATE_BPS;
 	if (kind == LQ_CAKE && !pa->quantum) {
 		uint64_t q = prm->rate_bps / BITS_PER_BYTE >> 12; /* sch_cake: rate/4096, within 300..MTU */
 
@@ -411,24 +485,36 @@ static void path_config(
 static void check_args(const struct link_args *a)
 {
 	uint32_t frame_max = (uint32_t)a->mtu + L2_OVERHEAD_BYTES;
-	enum lq_kind kind;
+	struct lpath *dirs[DIRS] = { &fwd, &rev };
 
 	if (!a->left || !a->right || !a->have_tag)
-		die("%s are required (see --help)", "--left, --right and --tag");
+		die("--left, --right and --tag are required (see --help)");
 	if (!wire_tag_ok(tag))
 		die("--tag '%s': use 1-64 characters from [A-Za-z0-9._-]", tag);
-	if (!a->fwd.rate_bps == !a->fwd.trace)
-		die("%s", "give exactly one of --rate-bps and --trace");
-	kind = check_aqm(&a->fwd);
-	if (a->fwd.trace)
-		trace_load(&fwd.cfg.trace, "--trace", a->fwd.trace);
+	if (!a->path[DIR_FWD].rate_bps == !a->path[DIR_FWD].trace)
+		die("give exactly one of --rate-bps and --trace");
+	/* The ACK direction: no rate or trace is no rate limit, but both is a contradiction. */
+	if (a->path[DIR_REV].rate_bps && a->path[DIR_REV].trace)
+		die("give at most one of --rev-rate-bps and --rev-trace");
+	for (int d = 0; d < DIRS; d++) {
+		const struct path_args *pa = &a->path[d];
+		enum lq_kind kind;
+		char opt[32];
+
+		if (!pa->given)
+			continue;
+		kind = check_aqm(pa, dir_prefix[d]);
+		snprintf(opt, sizeof(opt), "--%strace", dir_prefix[d]);
+		if (pa->trace)
+			trace_load(&dirs[d]->cfg.trace, opt, pa->trace);
+		path_config(pa, kind, frame_max, &dirs[d]->cfg);
+	}
 	if (strcmp(a->left, a->right) == 0)
 		die("--left and --right are both '%s'", a->left);
 	if (!if_nametoindex(a->left))
 		die("--left: no interface '%s' in this network namespace", a->left);
 	if (!if_nametoindex(a->right))
 		die("--right: no interface '%s' in this network namespace", a->right);
-	path_config(&a->fwd, kind, frame_max, &fwd.cfg);
 }
 
 static void open_sockets(const struct link_args *a)
@@ -447,7 +533,8 @@ static int start_threads(uint64_t prio, pthread_t *f, pthread_t *r)
 	pthread_attr_t attr;
 
 	wire_thread_attr(&attr, prio);
-	if (pthread_create(f, &attr, lp_main, &fwd) || pthread_create(r, &attr, lp_passthrough_main, &rev)) {
+	if (pthread_create(f, &attr, lp_main, &fwd) ||
+		pthread_create(r, &attr, rev_shaped ? lp_main : lp_passthrough_main, &rev)) {
 		fprintf(stderr, PROG ": cannot start forwarding threads\n");
 		return 1;
 	}
@@ -456,7 +543,8 @@ static int start_threads(uint64_t prio, pthread_t *f, pthread_t *r)
 
 int main(int argc, char **argv)
 {
-	struct link_args args = { .fwd = { .aqm = "fifo", .ecn = UINT64_MAX },
+	struct link_args args = { .path = { { .aqm = "fifo", .ecn = UINT64_MAX },
+					  { .aqm = "fifo", .ecn = UINT64_MAX } },
 		.mtu = DEFAULT_MTU,
 		.log_us = DEFAULT_LOG_INTERVAL_US,
 		.seed = 1,
@@ -468,6 +556,9 @@ int main(int argc, char **argv)
 	check_args(&args);
 	lp_setup(&fwd, args.seed, (uint32_t)args.mtu + L2_OVERHEAD_BYTES, args.log_path,
 		args.log_us * LQ_NSEC_PER_USEC);
+	rev_shaped = args.path[DIR_REV].given;
+	if (rev_shaped)
+		lp_setup(&rev, args.seed + 1, (uint32_t)args.mtu + L2_OVERHEAD_BYTES, NULL, 0);
 
 	wire_block_signals(&sigs);
 	if (pipe2(stop_pipe, O_CLOEXEC) < 0) {
@@ -486,5 +577,7 @@ int main(int argc, char **argv)
 	pthread_join(r, NULL);
 	print_stats("exit");
 	lp_close(&fwd);
+	if (args.path[DIR_REV].given)
+		lp_close(&rev);
 	return atomic_load(&fatal_error) ? 1 : 0;
 }

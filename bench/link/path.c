@@ -30,7 +30,9 @@
 /* Wake this long before the next departure, then step (wire_departure_timeout): long sleeps
  * overshoot by milliseconds on a virtual CPU, short ones by microseconds (bbrkit-delay's measurements). */
 #define GUARD_NS 1000000ULL
-/* Smallest frame a byte limit can hold, for sizing the packet pool. */
+/* The rate a line after an unlimited link is sized for (the fastest a veth pair moves frames here). */
+#define LINE_RATE_BPS 10000000000ULL
+/* Smallest frame a byte limit or the line can hold, for sizing the packet pool. */
 #define MIN_FRAME_BYTES 60
 
 struct lp_slot {
@@ -44,12 +46,15 @@ struct lp_slot {
 #define INC(p, field) atomic_fetch_add_explicit(&(p)->pub.field, 1, memory_order_relaxed)
 #define SET(p, field, v) atomic_store_explicit(&(p)->pub.field, (v), memory_order_relaxed)
 
+/* The free list first, then a slot never used: pages are touched only as the queue and the line grow. */
 static struct lp_slot *slot_get(struct lpath *p)
 {
 	struct lp_slot *s = p->free_list;
 
 	if (s)
 		p->free_list = s->free_next;
+	else if (p->pool_used < p->pool_slots)
+		s = (struct lp_slot *)(p->pool + p->pool_stride * p->pool_used++);
 	return s;
 }
 
@@ -121,17 +126,17 @@ static uint64_t draw(struct lpath *p)
 	return z ^ (z >> 31);
 }
 
-/* Jitter: after the link, each frame waits a uniform 0..jitter_ns more, never leaving before the frame
- * ahead of it (netem's jitter reorders; this line does not). */
+/* After the link each frame waits the direction's delay plus a uniform 0..jitter_ns, never leaving before
+ * the frame ahead of it (netem's jitter reorders; this line does not). */
 static void transmit(struct lpath *p, struct lp_slot *s, uint64_t now)
 {
 	uint64_t due;
 
-	if (!p->cfg.jitter_ns) {
+	if (!p->cfg.jitter_ns && !p->cfg.delay_ns) {
 		send_now(p, s, now);
 		return;
 	}
-	due = now + draw(p) % (p->cfg.jitter_ns + 1);
+	due = now + p->cfg.delay_ns + (p->cfg.jitter_ns ? draw(p) % (p->cfg.jitter_ns + 1) : 0);
 	if (p->line_tail && due < p->line_tail->due_ns)
 		due = p->line_tail->due_ns;
 	s->due_ns = due;
@@ -188,8 +193,10 @@ static void service_rate(struct lpath *p, uint64_t now)
 			start = p->cur->p.enq_ns;
 		if (start + CATCHUP_NS < now)
 			start = now - CATCHUP_NS;
-		p->cur_finish =
-			start + (uint64_t)p->cur->p.len * BITS_PER_BYTE * NSEC_PER_SEC / p->cfg.rate_bps;
+		/* No rate (an ACK direction with only delay or loss): the frame leaves at once. */
+		if (p->cfg.rate_bps)
+			start += (uint64_t)p->cur->p.len * BITS_PER_BYTE * NSEC_PER_SEC / p->cfg.rate_bps;
+		p->cur_finish = start;
 	}
 }
 
@@ -445,31 +452,34 @@ static void alloc_pool(struct lpath *p)
 {
 	const struct lq_params *prm = &p->q.prm;
 	uint32_t slots;
-	size_t stride;
-	uint8_t *pool;
+	uint64_t line_ns;
 
 	/* One slot per packet the queue can hold (a minimum-size frame per 60 bytes of a byte limit)... */
 	slots = prm->limit_pkts ? prm->limit_pkts : (uint32_t)(prm->limit_bytes / MIN_FRAME_BYTES + 1);
 	if (slots > MAX_POOL_SLOTS)
 		slots = MAX_POOL_SLOTS;
-	/* ...plus a receive batch, a send batch, the frame in service and, with jitter, a slot per microsecond
-	 * of it (a microsecond carries less than one 1500-byte frame below 12 Gbit/s). */
+	/* ...plus a receive batch, a send batch, the frame in service and what the line after the link holds:
+	 * its delay and jitter at the rate (none: LINE_RATE_BPS) in minimum-size frames. */
 	slots += 2 * LP_RX_BATCH + 2;
-	if (p->cfg.jitter_ns)
-		slots += (uint32_t)(p->cfg.jitter_ns / LQ_NSEC_PER_USEC < MAX_POOL_SLOTS
-				? p->cfg.jitter_ns / LQ_NSEC_PER_USEC
-				: MAX_POOL_SLOTS);
+	line_ns = p->cfg.delay_ns + p->cfg.jitter_ns;
+	if (line_ns) {
+		uint64_t rate = p->cfg.rate_bps ? p->cfg.rate_bps : LINE_RATE_BPS;
+		uint64_t line =
+			line_ns / LQ_NSEC_PER_USEC * (rate / BITS_PER_BYTE / MIN_FRAME_BYTES) / 1000000 + 1;
+
+		slots += (uint32_t)(line < MAX_POOL_SLOTS ? line : MAX_POOL_SLOTS);
+	}
 	p->slot_size = VNET_HDR_BYTES + p->frame_max;
-	stride = (sizeof(struct lp_slot) + p->slot_size + 63) & ~(size_t)63;
-	/* Pages are touched only as the queue grows, and a LIFO free list reuses the same ones. */
-	pool = mmap(NULL, stride * slots, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-		-1, 0);
-	if (pool == MAP_FAILED) {
+	p->pool_stride = (sizeof(struct lp_slot) + p->slot_size + 63) & ~(size_t)63;
+	/* Reserved, not touched: slot_get() hands out fresh slots only when the free list (LIFO, so the
+	 * same pages come back) is empty. */
+	p->pool = mmap(NULL, p->pool_stride * slots, PROT_READ | PROT_WRITE,
+		MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p->pool == MAP_FAILED) {
 		fprintf(stderr, "bbrkit-link: cannot map a packet pool of the %s queue's limit\n", p->name);
 		exit(2);
 	}
-	for (uint32_t i = slots; i-- > 0;)
-		slot_put(p, (struct lp_slot *)(pool + stride * i));
+	p->pool_slots = slots;
 }
 
 void lp_setup(
@@ -500,7 +510,7 @@ void lp_setup(
 	}
 }
 
-void lp_print_counters(struct lpath *p)
+void lp_print_counters(struct lpath *p, const char *prefix)
 {
 	struct tpacket_stats st;
 	socklen_t sl = sizeof(st);
@@ -513,12 +523,12 @@ void lp_print_counters(struct lpath *p)
 		max = p->run_max_sojourn_us;
 #define LP_PRINT(key) \
 	if (strcmp(#key, "sojourn_sum_us") && strcmp(#key, "sojourn_max_us")) \
-		printf(",\"" #key "\":%" PRIu64, (uint64_t)atomic_load(&p->pub.key));
+		printf(",\"%s" #key "\":%" PRIu64, prefix, (uint64_t)atomic_load(&p->pub.key));
 	LP_COUNTERS(LP_PRINT)
 #undef LP_PRINT
-	printf(",\"drop_kernel\":%" PRIu64, p->kernel_drops);
-	printf(",\"sojourn_mean_us\":%" PRIu64 ",\"sojourn_max_us\":%" PRIu64,
-		deq ? (uint64_t)atomic_load(&p->pub.sojourn_sum_us) / deq : 0, max);
+	printf(",\"%sdrop_kernel\":%" PRIu64, prefix, p->kernel_drops);
+	printf(",\"%ssojourn_mean_us\":%" PRIu64 ",\"%ssojourn_max_us\":%" PRIu64, prefix,
+		deq ? (uint64_t)atomic_load(&p->pub.sojourn_sum_us) / deq : 0, prefix, max);
 }
 
 void lp_close(struct lpath *p)

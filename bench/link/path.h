@@ -54,7 +54,7 @@ struct lp_config {
 	struct lq_params queue;
 	bool ge_on;
 	double ge[4];
-	uint64_t jitter_ns;
+	uint64_t jitter_ns, delay_ns;
 };
 
 struct lpath {
@@ -65,6 +65,9 @@ struct lpath {
 	struct lq q;
 	struct lq_ge ge;
 	uint64_t rng; /* jitter draws */
+	uint8_t *pool;
+	size_t pool_stride;
+	uint32_t pool_slots, pool_used;
 	struct lp_slot *free_list;
 	struct lp_pub pub;
 	/* the frame in service */
@@ -92,8 +95,8 @@ void lp_setup(
 void *lp_main(void *arg);
 /* The unshaped ACK direction's thread: frames go straight through, in order. */
 void *lp_passthrough_main(void *arg);
-/* The direction's counters as JSON members (",\"key\":N..."), on stdout. */
-void lp_print_counters(struct lpath *p);
+/* The direction's counters as JSON members (",\"PREFIXkey\":N..."), on stdout. */
+void lp_print_counters(struct lpath *p, const char *prefix);
 void lp_close(struct lpath *p);
 
 /* Defined by link.c: a fatal error while forwarding (prints, then stops the process). */

@@ -243,3 +243,49 @@ def test_the_link_agrees_with_the_kernels_qdisc(link_path: Callable[..., LinkPat
     kernel, link = results["kernel"], results["bbrkit-link"]
     assert link["utilisation"] == pytest.approx(kernel["utilisation"], rel=0.05)
     assert 1 / 1.5 <= link["queue_delay_mean_ms"] / kernel["queue_delay_mean_ms"] <= 1.5
+
+
+def iperf_json(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    return dict(json.loads(out))
+
+
+@pytest.mark.parametrize("source", ["rate", "trace"])
+def test_the_ack_path_has_its_own_rate_and_delay(link_path: Callable[..., LinkPath], tmp_path: Path,
+                                                  source: str) -> None:
+    """bottleneck.ack_path shapes the receiver -> sender direction with the data direction's code: a bulk
+    flow sent that way (iperf3 -R) gets the ACK path's rate, 5 Mbit/s or a Mahimahi uplink trace of one
+    opportunity per ms (12 Mbit/s of opportunities), in TCP payload (1448 of each 1514-byte frame) within 5%,
+    while the data direction runs at 50 Mbit/s; a ping's echo reply takes the ACK path's 30 ms delay."""
+    if source == "rate":
+        ack: dict[str, Any] = {"rate_mbit": 5, "delay_ms": 30}
+        frame_mbit = 5.0
+    else:
+        trace = tmp_path / "uplink.trace"
+        trace.write_text("".join(f"{ms}\n" for ms in range(1, 101)))
+        ack = {"rate_trace": str(trace), "delay_ms": 30}
+        frame_mbit = 12.0
+    path = link_path({"rate_mbit": 50, "aqm": "fifo", "buffer_packets": 200, "ack_path": ack})
+    rtts = ping_ms(path, count=20, interval_s=0.05)
+    assert len(rtts) >= 18 and 30 <= statistics.median(rtts) <= 33, rtts
+    result = iperf_json(iperf(path, ["-R", "-J", "-C", "cubic"], seconds=5))
+    goodput = result["end"]["sum_received"]["bits_per_second"]
+    assert goodput == pytest.approx(frame_mbit * 1e6 * 1448 / 1514, rel=0.05), goodput
+    stats = path.emulation.link.stats() if path.emulation.link else {}
+    assert stats["rev_shaped"] == 1 and stats["rev_sojourn_max_us"] > 0, stats  # the ACK path queued
+
+
+def test_the_ack_path_loses_independently_at_its_rate(link_path: Callable[..., LinkPath]) -> None:
+    """ack_path.loss_pct drops each packet of the ACK direction alone with that probability (netem's `loss
+    random` without correlation): of 300 echo replies at 20%, the lost share is within 4.5 standard
+    deviations of 0.2 and is exactly what the link counts as rev_drop_ge; the data direction loses none."""
+    path = link_path({"rate_mbit": 50, "ack_path": {"loss_pct": 20}})
+    ping_ms(path, count=3, interval_s=0.05)  # ARP first, which the loss may also hit
+    before = path.emulation.link.stats() if path.emulation.link else {}
+    replies = ping_ms(path, count=300, interval_s=0.01)
+    stats = path.emulation.link.stats() if path.emulation.link else {}
+    lost = 300 - len(replies)
+    assert abs(lost / 300 - 0.2) <= 4.5 * (0.2 * 0.8 / 300) ** 0.5, lost
+    assert stats["rev_drop_ge"] - before["rev_drop_ge"] == lost, stats
+    assert stats["drop_ge"] == 0, stats

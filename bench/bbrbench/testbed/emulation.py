@@ -170,6 +170,8 @@ class Emulation:
         if self.link_log:
             opts += ["--log", str(self.link_log), "--log-interval-us",
                      str(max(100, round(1e6 / self.scenario.queue_sample_hz)))]
+        if b.ack_path:
+            opts += ack_path_options(b.ack_path)
         return opts
 
     def _trace_path(self) -> Path:
@@ -196,7 +198,7 @@ class Emulation:
         b = self.scenario.bottleneck
         if self.topo.link_netns:
             rate = f"trace {b.rate_trace}" if b.rate_trace else ("rate shape" if b.rate_shape else "constant rate")
-            return f"{LINK} {LINK_AQM_NAMES[b.aqm]}, {rate}"
+            return f"{LINK} {LINK_AQM_NAMES[b.aqm]}, {rate}" + (f"; {describe_ack_path(b.ack_path)}" if b.ack_path else "")
         return f"kernel {b.shaper} + {b.aqm if b.aqm != 'fifo' else ('bfifo' if b.buffer_bytes else 'pfifo')}"
 
     def _loss(self) -> None:
@@ -266,6 +268,40 @@ class Emulation:
                 failures.append(str(exc))
         if failures:
             raise HarnessError("; ".join(failures))
+
+
+def ack_path_options(ack: dict[str, Any]) -> list[str]:
+    """bbrkit-link's --rev- options for a scenario's ack_path (scenario.ACK_PATH_KEYS); --rev-aqm is always
+    given, since any --rev- option is what makes the link shape that direction."""
+    opts = ["--rev-aqm", ack["aqm"]]
+    if ack["rate_trace"]:
+        opts += ["--rev-trace", str(ratetrace.resolve(ack["rate_trace"]).resolve())]
+    elif ack["rate_mbit"]:
+        opts += ["--rev-rate-bps", str(round(ack["rate_mbit"] * 1e6))]
+    for key, flag in (("delay_ms", "--rev-delay-us"), ("jitter_ms", "--rev-jitter-us")):
+        if ack[key]:
+            opts += [flag, str(round(ack[key] * 1000))]
+    if ack["loss_pct"]:
+        opts += ["--rev-loss", f"{ack['loss_pct'] / 100:g}"]
+    if ack["buffer_packets"]:
+        opts += ["--rev-limit-pkts", str(ack["buffer_packets"])]
+    if ack["buffer_bytes"]:
+        opts += ["--rev-limit-bytes", str(ack["buffer_bytes"])]
+    return opts
+
+
+def describe_ack_path(ack: dict[str, Any]) -> str:
+    """The ACK path that ran, as results record it."""
+    rate = (f"trace {ack['rate_trace']}" if ack["rate_trace"] else
+            f"{ack['rate_mbit']:g} Mbit/s" if ack["rate_mbit"] else "no rate limit")
+    parts = [f"ACK path {rate}", LINK_AQM_NAMES[ack["aqm"]]]
+    if ack["delay_ms"]:
+        parts.append(f"delay {ack['delay_ms']:g} ms")
+    if ack["jitter_ms"]:
+        parts.append(f"jitter uniform 0..{ack['jitter_ms']:g} ms in order")
+    if ack["loss_pct"]:
+        parts.append(f"independent loss {ack['loss_pct']:g}%")
+    return ", ".join(parts)
 
 
 def tc_aqm_args(params: dict[str, float]) -> list[str]:
