@@ -198,7 +198,8 @@ class Emulation:
         b = self.scenario.bottleneck
         if self.topo.link_netns:
             rate = f"trace {b.rate_trace}" if b.rate_trace else ("rate shape" if b.rate_shape else "constant rate")
-            return f"{LINK} {LINK_AQM_NAMES[b.aqm]}, {rate}" + (f"; {describe_ack_path(b.ack_path)}" if b.ack_path else "")
+            ack = f"; {describe_ack_path(b.ack_path)}" if b.ack_path else ""
+            return f"{LINK} {LINK_AQM_NAMES[b.aqm]}, {rate}{ack}"
         return f"kernel {b.shaper} + {b.aqm if b.aqm != 'fifo' else ('bfifo' if b.buffer_bytes else 'pfifo')}"
 
     def _loss(self) -> None:
