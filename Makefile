@@ -35,8 +35,9 @@ DELAY_SRCS := $(sort $(wildcard bench/delayline/*.c))
 WIRE_HDRS := $(wildcard bench/wire/*.h)
 DELAY_BIN := $(if $(DELAY_SRCS),$(BUILD)/bbrkit-delay)
 LINK_CORE := bench/link/queue.c bench/link/queue.h
-# The link's process: arguments (link.c), one direction's forwarding (path.c), traces (trace.c).
-LINK_SRCS := bench/link/link.c bench/link/path.c bench/link/trace.c
+# The link's process: arguments (link.c), one direction's forwarding (path.c), traces (trace.c), the
+# path conditions around the queue (stages.c).
+LINK_SRCS := bench/link/link.c bench/link/path.c bench/link/trace.c bench/link/stages.c
 LINK_BIN := $(BUILD)/bbrkit-link
 
 # bench/kernelbbr/: the two tools that run the kernel's own BBR through struct_ops, side by side with
@@ -189,6 +190,10 @@ $(FLOOR_BIN): bench/kernelbbr/floor/floor.c $(BUILD)/floor/bbr_floor.skel.h benc
 $(BUILD)/test_queue: tests/unit/test_queue.c $(LINK_CORE) $(UNIT_HDRS) | $(BUILD)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) -Ibench/link -o $@ $< bench/link/queue.c -lm
+
+$(BUILD)/test_stages: tests/unit/test_stages.c bench/link/stages.c bench/link/stages.h $(UNIT_HDRS) | $(BUILD)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UNIT_CFLAGS) -Ibench/link -o $@ $< bench/link/stages.c
 
 $(BUILD)/test_%: tests/unit/test_%.c $(BPF_HDRS) $(UNIT_HDRS) | $(BUILD)
 	$(call msg,CC,$@)

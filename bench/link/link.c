@@ -143,6 +143,14 @@ static void usage(void)
 	       "  --loss P               independent loss with probability P (instead of --ge)\n"
 	       "  --delay-us N           after the link each frame waits N us more\n"
 	       "  --jitter-us N          ...and a uniform 0..N us on top, in order\n"
+	       "  --police RATE,BURST    token-bucket policer before the queue: RATE bit/s, BURST bytes;\n"
+	       "                         what the bucket does not cover is dropped (RFC 2697, no EBS)\n"
+	       "  --reorder P,GAP        netem's reorder: after GAP-1 packets in order, each skips the\n"
+	       "                         --delay-us with probability P (needs --delay-us)\n"
+	       "  --duplicate P          netem's duplicate: a second copy with probability P\n"
+	       "  --aggregate SPEC       hold frames after the link and release them in bursts:\n"
+	       "                         slot,MIN_US[,MAX_US[,PKTS]] (netem's slot), count,K,TIMEOUT_US\n"
+	       "                         or onoff,ON_US,OFF_US\n"
 	       "  --rev-OPTION           each option above from --rate-bps to here, for the ACK direction\n"
 	       "                         (--right to --left); without --rev-rate-bps or --rev-trace it has\n"
 	       "                         no rate limit\n"
@@ -170,6 +178,10 @@ struct path_args {
 		delay_us;
 	bool ect1, ge_on, loss_on;
 	double ge[4];
+	uint64_t police_bps, police_burst, reorder_gap;
+	double reorder_prob, dup_prob;
+	enum ls_agg_kind agg;
+	uint64_t agg_a_us, agg_b_us, agg_pkts;
 };
 
 enum { DIR_FWD, DIR_REV, DIRS };
@@ -203,7 +215,11 @@ struct link_args {
 	X(P_GE, "ge", required_argument) \
 	X(P_LOSS, "loss", required_argument) \
 	X(P_JITTER, "jitter-us", required_argument) \
-	X(P_DELAY, "delay-us", required_argument)
+	X(P_DELAY, "delay-us", required_argument) \
+	X(P_POLICE, "police", required_argument) \
+	X(P_REORDER, "reorder", required_argument) \
+	X(P_DUP, "duplicate", required_argument) \
+	X(P_AGG, "aggregate", required_argument)
 
 #define PATH_OPT_ID(id, name, has_arg) id,
 enum path_opt { PATH_OPTS(PATH_OPT_ID) P_COUNT };
@@ -276,9 +292,59 @@ static void parse_ge(struct path_args *pa, const char *opt, const char *arg)
 	pa->ge_on = true;
 }
 
+/* Splits @arg at commas into min..max fields (kept in a static copy); @what is the expected form. */
+static void parse_fields(const char *opt, const char *arg, const char *what, int min, int max, char **out)
+{
+	static char copy[256];
+	char *save = NULL, *tok;
+	int n = 0;
+
+	snprintf(copy, sizeof(copy), "%s", arg);
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (n == max)
+			die("%s '%s': expected %s", opt, arg, what);
+		out[n++] = tok;
+	}
+	if (n < min)
+		die("%s '%s': expected %s", opt, arg, what);
+	for (int i = n; i < max; i++)
+		out[i] = NULL;
+}
+
+/* slot,MIN_US[,MAX_US[,PKTS]] | count,K,TIMEOUT_US | onoff,ON_US,OFF_US */
+static void parse_agg(struct path_args *pa, const char *opt, const char *arg)
+{
+	const char *form = "slot,MIN_US[,MAX_US[,PKTS]], count,K,TIMEOUT_US or onoff,ON_US,OFF_US";
+	char *f[4];
+
+	parse_fields(opt, arg, form, 2, 4, f);
+	if (strcmp(f[0], "slot") && strcmp(f[0], "count") && strcmp(f[0], "onoff"))
+		die("%s '%s': expected %s", opt, arg, form);
+	if (!strcmp(f[0], "slot")) {
+		pa->agg = LS_AGG_SLOT;
+		pa->agg_a_us = parse_u64(opt, f[1], 1, MAX_PARAM_MS * 1000);
+		pa->agg_b_us = f[2] ? parse_u64(opt, f[2], pa->agg_a_us, MAX_PARAM_MS * 1000) : pa->agg_a_us;
+		pa->agg_pkts = f[3] ? parse_u64(opt, f[3], 1, MAX_LIMIT_PKTS) : 0;
+		return;
+	}
+	if (!f[2] || f[3])
+		die("%s '%s': expected %s", opt, arg, form);
+	if (!strcmp(f[0], "count")) {
+		pa->agg = LS_AGG_COUNT;
+		pa->agg_pkts = parse_u64(opt, f[1], 1, MAX_LIMIT_PKTS);
+		pa->agg_a_us = parse_u64(opt, f[2], 1, MAX_PARAM_MS * 1000);
+	} else {
+		pa->agg = LS_AGG_ONOFF;
+		pa->agg_a_us = parse_u64(opt, f[1], 1, MAX_PARAM_MS * 1000);
+		pa->agg_b_us = parse_u64(opt, f[2], 1, MAX_PARAM_MS * 1000);
+	}
+}
+
 /* One direction's option @id, given as @opt ("--rev-aqm"). */
 static void parse_path_opt(struct path_args *pa, int id, const char *opt)
 {
+	char *fields[2];
+
 	pa->given = true;
 	switch (id) {
 	case P_RATE:
@@ -336,6 +402,22 @@ static void parse_path_opt(struct path_args *pa, int id, const char *opt)
 		break;
 	case P_DELAY:
 		pa->delay_us = parse_u64(opt, optarg, 0, MAX_PARAM_MS * 1000);
+		break;
+	case P_POLICE:
+		parse_fields(opt, optarg, "RATE_BPS,BURST_BYTES", 2, 2, fields);
+		pa->police_bps = parse_u64(opt, fields[0], MIN_RATE_BPS, MAX_RATE_BPS);
+		pa->police_burst = parse_u64(opt, fields[1], 64, MAX_LIMIT_BYTES);
+		break;
+	case P_REORDER:
+		parse_fields(opt, optarg, "P,GAP", 2, 2, fields);
+		pa->reorder_prob = parse_prob(opt, fields[0]);
+		pa->reorder_gap = parse_u64(opt, fields[1], 1, MAX_LIMIT_PKTS);
+		break;
+	case P_DUP:
+		pa->dup_prob = parse_prob(opt, optarg);
+		break;
+	case P_AGG:
+		parse_agg(pa, opt, optarg);
 		break;
 	}
 }
@@ -435,6 +517,10 @@ static enum lq_kind check_aqm(const struct path_args *pa, const char *x)
 		die("--%sstep-ect1-only needs --%sstep-us", x, x);
 	if (pa->ge_on && pa->loss_on)
 		die("--%sge and --%sloss: give one loss model", x, x);
+	if (pa->reorder_gap && !pa->delay_us)
+		die("--%sreorder needs --%sdelay-us (as netem, a reordered packet is one that skips the "
+		    "delay)",
+			x, x);
 	return kind;
 }
 
@@ -448,6 +534,15 @@ static void path_config(
 	c->jitter_ns = pa->jitter_us * LQ_NSEC_PER_USEC;
 	c->delay_ns = pa->delay_us * LQ_NSEC_PER_USEC;
 	c->ge_on = pa->ge_on || pa->loss_on;
+	c->police_bps = pa->police_bps;
+	c->police_burst = pa->police_burst;
+	c->reorder_prob = pa->reorder_prob;
+	c->reorder_gap = (uint32_t)pa->reorder_gap;
+	c->dup_prob = pa->dup_prob;
+	c->agg = pa->agg;
+	c->agg_a_ns = pa->agg_a_us * LQ_NSEC_PER_USEC;
+	c->agg_b_ns = pa->agg_b_us * LQ_NSEC_PER_USEC;
+	c->agg_pkts = (uint32_t)pa->agg_pkts;
 	memcpy(c->ge, pa->ge, sizeof(c->ge));
 	lq_defaults(prm, kind, frame_max - 4);
 	if (pa->limit_pkts)

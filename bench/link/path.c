@@ -116,48 +116,78 @@ static void send_now(struct lpath *p, struct lp_slot *s, uint64_t now)
 		tx_flush(p);
 }
 
-/* splitmix64: seeded, so a run's jitter can be replayed. */
-static uint64_t draw(struct lpath *p)
+static void fifo_push(struct lp_slot **head, struct lp_slot **tail, struct lp_slot *s)
 {
-	uint64_t z = (p->rng += 0x9e3779b97f4a7c15ULL);
+	s->free_next = NULL;
+	if (*tail)
+		(*tail)->free_next = s;
+	else
+		*head = s;
+	*tail = s;
+}
 
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+static struct lp_slot *fifo_pop(struct lp_slot **head, struct lp_slot **tail)
+{
+	struct lp_slot *s = *head;
+
+	*head = s->free_next;
+	if (!*head)
+		*tail = NULL;
+	return s;
+}
+
+/* ACK aggregation (stages.h): frames past the delay line wait here for their burst. */
+static void agg_release(struct lpath *p, uint64_t now)
+{
+	p->agg_wake_ns = UINT64_MAX;
+	while (p->agg_head &&
+		ls_agg_may_send(&p->agg, p->agg_head->due_ns, p->agg_held, now, &p->agg_wake_ns)) {
+		send_now(p, fifo_pop(&p->agg_head, &p->agg_tail), now);
+		p->agg_held--;
+		ls_agg_sent(&p->agg, now);
+	}
+}
+
+static void deliver(struct lpath *p, struct lp_slot *s, uint64_t now)
+{
+	if (p->cfg.agg == LS_AGG_NONE) {
+		send_now(p, s, now);
+		return;
+	}
+	s->due_ns = now; /* when it joined: the count's time-out and the slot's readiness run from here */
+	fifo_push(&p->agg_head, &p->agg_tail, s);
+	p->agg_held++;
 }
 
 /* After the link each frame waits the direction's delay plus a uniform 0..jitter_ns, never leaving before
- * the frame ahead of it (netem's jitter reorders; this line does not). */
+ * the frame ahead of it (netem's jitter reorders; this line does not), except a frame netem's reorder picks:
+ * that one skips the line, as netem puts it at the head of its queue. */
 static void transmit(struct lpath *p, struct lp_slot *s, uint64_t now)
 {
 	uint64_t due;
 
-	if (!p->cfg.jitter_ns && !p->cfg.delay_ns) {
-		send_now(p, s, now);
+	if (p->cfg.reorder_gap && ls_reorder_jump(&p->reorder)) {
+		INC(p, reordered);
+		deliver(p, s, now);
 		return;
 	}
-	due = now + p->cfg.delay_ns + (p->cfg.jitter_ns ? draw(p) % (p->cfg.jitter_ns + 1) : 0);
+	if (!p->cfg.jitter_ns && !p->cfg.delay_ns) {
+		deliver(p, s, now);
+		return;
+	}
+	due = now + p->cfg.delay_ns + (p->cfg.jitter_ns ? ls_next(&p->rng) % (p->cfg.jitter_ns + 1) : 0);
 	if (p->line_tail && due < p->line_tail->due_ns)
 		due = p->line_tail->due_ns;
 	s->due_ns = due;
-	s->free_next = NULL;
-	if (p->line_tail)
-		p->line_tail->free_next = s;
-	else
-		p->line_head = s;
-	p->line_tail = s;
+	fifo_push(&p->line_head, &p->line_tail, s);
 }
 
 static void line_release(struct lpath *p, uint64_t now)
 {
-	while (p->line_head && p->line_head->due_ns <= now) {
-		struct lp_slot *s = p->line_head;
-
-		p->line_head = s->free_next;
-		if (!p->line_head)
-			p->line_tail = NULL;
-		send_now(p, s, now);
-	}
+	while (p->line_head && p->line_head->due_ns <= now)
+		deliver(p, fifo_pop(&p->line_head, &p->line_tail), now);
+	if (p->agg_head)
+		agg_release(p, now);
 }
 
 static uint64_t opp_time(const struct lpath *p)
@@ -255,10 +285,14 @@ static void service(struct lpath *p, uint64_t now)
 
 static uint64_t next_event(const struct lpath *p)
 {
-	uint64_t link = p->cfg.trace.ns ? (p->cur || p->q.backlog_pkts ? opp_time(p) : UINT64_MAX)
-					: (p->cur ? p->cur_finish : UINT64_MAX);
+	uint64_t t = p->cfg.trace.ns ? (p->cur || p->q.backlog_pkts ? opp_time(p) : UINT64_MAX)
+				     : (p->cur ? p->cur_finish : UINT64_MAX);
 
-	return p->line_head && p->line_head->due_ns < link ? p->line_head->due_ns : link;
+	if (p->line_head && p->line_head->due_ns < t)
+		t = p->line_head->due_ns;
+	if (p->agg_head && p->agg_wake_ns < t)
+		t = p->agg_wake_ns;
+	return t;
 }
 
 /* The frame's arrival on the monotonic clock, from its kernel receive stamp (now without one). */
@@ -283,10 +317,24 @@ static void publish(struct lpath *p)
 	SET(p, way_collisions, p->q.st.way_collisions);
 }
 
+/* The policer in front of the queue, then the queue. */
+static void enqueue(struct lpath *p, struct lp_slot *s, uint64_t at)
+{
+	if (p->cfg.police_bps && !ls_police_conform(&p->police, s->p.len, at)) {
+		INC(p, drop_police);
+		slot_put(p, s);
+		return;
+	}
+	lq_frame_info(&s->p, s->buf + VNET_HDR_BYTES, s->p.len, p->seed);
+	lq_enqueue(&p->q, &s->p, at);
+}
+
 /* Takes one received frame into the queue (or drops it, counted). */
 static void admit(struct lpath *p, struct lp_slot *s, size_t n, struct msghdr *msg, uint64_t now)
 {
 	struct virtio_net_hdr *vh = (struct virtio_net_hdr *)s->buf;
+	int copies;
+	uint64_t at;
 
 	INC(p, in_pkts);
 	if (n > p->slot_size || vh->gso_type != VIRTIO_NET_HDR_GSO_NONE) {
@@ -299,15 +347,31 @@ static void admit(struct lpath *p, struct lp_slot *s, size_t n, struct msghdr *m
 		slot_put(p, s);
 		return;
 	}
+	/* netem_enqueue's order: the duplicate draw, then the loss draw, which takes one of the copies. */
+	copies = 1 + (p->cfg.dup_prob > 0 && ls_unit(&p->rng) < p->cfg.dup_prob);
 	if (p->cfg.ge_on && lq_ge_lose(&p->ge)) {
 		INC(p, drop_ge);
-		slot_put(p, s);
-		return;
+		if (--copies == 0) {
+			slot_put(p, s);
+			return;
+		}
 	}
 	s->wire_len = (uint32_t)n;
 	s->p.len = (uint32_t)n - VNET_HDR_BYTES;
-	lq_frame_info(&s->p, s->buf + VNET_HDR_BYTES, s->p.len, p->seed);
-	lq_enqueue(&p->q, &s->p, arrival_ns(msg, now));
+	at = arrival_ns(msg, now);
+	/* netem sends the copy through itself again (duplication off), so it faces the loss model alone. */
+	if (copies == 2 && !(p->cfg.ge_on && lq_ge_lose(&p->ge))) {
+		struct lp_slot *c = slot_get(p);
+
+		if (c) {
+			memcpy(c->buf, s->buf, n);
+			c->wire_len = s->wire_len;
+			c->p.len = s->p.len;
+			INC(p, dup_pkts);
+			enqueue(p, c, at);
+		}
+	}
+	enqueue(p, s, at);
 }
 
 /* Receives up to LP_RX_BATCH frames in one recvmmsg without blocking; returns how many were read. */
@@ -458,10 +522,11 @@ static void alloc_pool(struct lpath *p)
 	slots = prm->limit_pkts ? prm->limit_pkts : (uint32_t)(prm->limit_bytes / MIN_FRAME_BYTES + 1);
 	if (slots > MAX_POOL_SLOTS)
 		slots = MAX_POOL_SLOTS;
-	/* ...plus a receive batch, a send batch, the frame in service and what the line after the link holds:
+	/* ...plus a receive batch, a send batch, the frame in service and what the line and the aggregation stage
+	 * after the link hold (their delay, jitter and longest hold):
 	 * its delay and jitter at the rate (none: LINE_RATE_BPS) in minimum-size frames. */
 	slots += 2 * LP_RX_BATCH + 2;
-	line_ns = p->cfg.delay_ns + p->cfg.jitter_ns;
+	line_ns = p->cfg.delay_ns + p->cfg.jitter_ns + p->cfg.agg_a_ns + p->cfg.agg_b_ns;
 	if (line_ns) {
 		uint64_t rate = p->cfg.rate_bps ? p->cfg.rate_bps : LINE_RATE_BPS;
 		uint64_t line =
@@ -496,6 +561,11 @@ void lp_setup(
 	if (p->cfg.ge_on)
 		lq_ge_init(&p->ge, p->cfg.ge[0], p->cfg.ge[1], p->cfg.ge[2], p->cfg.ge[3], seed);
 	p->rng = seed ^ 0x6a09e667f3bcc908ULL;
+	if (p->cfg.police_bps)
+		ls_police_init(&p->police, p->cfg.police_bps, p->cfg.police_burst, wire_now_ns());
+	ls_reorder_init(&p->reorder, p->cfg.reorder_prob, p->cfg.reorder_gap, seed ^ 0xbb67ae8584caa73bULL);
+	ls_agg_init(&p->agg, p->cfg.agg, p->cfg.agg_a_ns, p->cfg.agg_b_ns, p->cfg.agg_pkts,
+		seed ^ 0x3c6ef372fe94f82bULL, wire_now_ns());
 	alloc_pool(p);
 	if (csv_log) {
 		p->log = fopen(csv_log, "w");

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "queue.h"
+#include "stages.h"
 #include "trace.h"
 
 #define LP_RX_BATCH 64
@@ -29,6 +30,9 @@
 	X(drop_blue) \
 	X(way_collisions) \
 	X(drop_ge) \
+	X(drop_police) \
+	X(dup_pkts) \
+	X(reordered) \
 	X(drop_gso) \
 	X(drop_bad) \
 	X(drop_tx) \
@@ -55,6 +59,12 @@ struct lp_config {
 	bool ge_on;
 	double ge[4];
 	uint64_t jitter_ns, delay_ns;
+	uint64_t police_bps, police_burst; /* 0: no policer */
+	double dup_prob, reorder_prob;
+	uint32_t reorder_gap; /* 0: no reordering */
+	enum ls_agg_kind agg;
+	uint64_t agg_a_ns, agg_b_ns;
+	uint32_t agg_pkts;
 };
 
 struct lpath {
@@ -64,7 +74,10 @@ struct lpath {
 	uint32_t frame_max, slot_size, seed;
 	struct lq q;
 	struct lq_ge ge;
-	uint64_t rng; /* jitter draws */
+	struct ls_police police;
+	struct ls_reorder reorder;
+	struct ls_agg agg;
+	uint64_t rng; /* jitter and duplication draws */
 	uint8_t *pool;
 	size_t pool_stride;
 	uint32_t pool_slots, pool_used;
@@ -75,8 +88,10 @@ struct lpath {
 	uint64_t cur_finish, free_at, period_base;
 	uint32_t cur_left;
 	size_t next_opp;
-	/* after the link: the jitter line */
-	struct lp_slot *line_head, *line_tail;
+	/* after the link: the delay line, then the aggregation stage */
+	struct lp_slot *line_head, *line_tail, *agg_head, *agg_tail;
+	uint32_t agg_held;
+	uint64_t agg_wake_ns;
 	/* frames due to leave, sent together before the thread sleeps or reads again */
 	struct lp_slot *tx_pending[LP_RX_BATCH];
 	int tx_count;

@@ -289,3 +289,114 @@ def test_the_ack_path_loses_independently_at_its_rate(link_path: Callable[..., L
     assert abs(lost / 300 - 0.2) <= 4.5 * (0.2 * 0.8 / 300) ** 0.5, lost
     assert stats["rev_drop_ge"] - before["rev_drop_ge"] == lost, stats
     assert stats["drop_ge"] == 0, stats
+
+
+CAPTURE = r"""
+import socket, struct, sys, time
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.bind((sys.argv[1], 0))
+s.setsockopt(socket.SOL_SOCKET, 35, 1)  # SO_TIMESTAMPNS: the kernel's receive time
+s.settimeout(0.2)
+end = time.monotonic() + float(sys.argv[3])
+while time.monotonic() < end:
+    try:
+        data, anc, _, _ = s.recvmsg(256, 64)
+    except socket.timeout:
+        continue
+    if len(data) < 54 or data[12:14] != b"\x08\x00" or data[23] != 6 or socket.inet_ntoa(data[26:30]) != sys.argv[2]:
+        continue
+    ihl = (data[14] & 15) * 4
+    tcp = 14 + ihl
+    total = struct.unpack("!H", data[16:18])[0]
+    if total - ihl - (data[tcp + 12] >> 4) * 4 or struct.unpack("!H", data[tcp:tcp + 2])[0] != 5201:
+        continue
+    for level, kind, raw in anc:
+        if level == socket.SOL_SOCKET and kind == 35:
+            sec, nsec = struct.unpack("qq", raw[:16])
+            print(sec * 1_000_000_000 + nsec)
+"""
+
+
+def capture_acks(path: LinkPath, seconds: float) -> subprocess.Popen[str]:
+    """Kernel receive times (ns) of the pure ACKs from the receiver's iperf3 port reaching the sender."""
+    return subprocess.Popen(["ip", "netns", "exec", path.sender, "/usr/bin/python3", "-c", CAPTURE, "eth0",
+                             RECEIVER_ADDR, str(seconds)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def bursts(times_ns: list[int], gap_ns: int) -> list[list[int]]:
+    """Arrivals split wherever two follow each other by more than gap_ns."""
+    out: list[list[int]] = []
+    for t in times_ns:
+        if out and t - out[-1][-1] <= gap_ns:
+            out[-1].append(t)
+        else:
+            out.append([t])
+    return out
+
+
+@pytest.mark.parametrize("kind", ["slot", "count"])
+def test_a_bbr_flows_acks_arrive_in_the_configured_bursts(link_path: Callable[..., LinkPath], kind: str) -> None:
+    """ACK aggregation on the ACK path, seen where BBR sees it, at the sender. A real bbr flow at 50 Mbit/s
+    sends about 4 ACKs per ms. netem's slot semantics (sch_netem.c) with a 5 ms slot: ACKs leave in bursts
+    whose starts are 5 ms apart or more (a slot opens 5 ms after the first ACK that found none open), with
+    nothing between. count,8: the ACKs arrive 8 at a time. Bursts are told apart by a 1 ms gap; inside one,
+    the ACKs come back to back."""
+    agg = {"kind": "slot", "interval_ms": 5} if kind == "slot" else {"kind": "count", "acks": 8, "timeout_ms": 20}
+    path = link_path({"rate_mbit": 50, "aqm": "fifo", "buffer_bdp": 2, "ack_path": {"aggregation": agg}},
+                     rtt_ms=20)
+    cap = capture_acks(path, 4.0)
+    flow = iperf(path, ["-C", "bbr"], seconds=4)
+    out, err = cap.communicate(timeout=30)
+    flow.communicate(timeout=30)
+    assert cap.returncode == 0, err
+    times = [int(x) for x in out.split()]
+    assert len(times) > 4000, len(times)
+    groups = bursts(times, 1_000_000)[2:-1]  # the edges of the capture cut bursts
+    assert len(groups) > 50
+    if kind == "slot":
+        starts = [g[0] for g in groups]
+        gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+        # A burst that left late (a late wake-up of the link's thread) shortens the gap to the next one, whose
+        # slot counts from its first ACK: 95% of gaps are held to 5 ms less 0.1 ms, all to 5 ms less 1 ms.
+        assert sorted(gaps)[len(gaps) // 20] >= 4_900_000 and min(gaps) >= 4_000_000, sorted(gaps)[:10]
+        assert statistics.median(len(g) for g in groups) >= 10
+    else:
+        sizes = [len(g) for g in groups]
+        assert sum(1 for n in sizes if n % 8 == 0) >= 0.9 * len(sizes), sizes[:40]
+    within = [b - a for g in groups for a, b in zip(g, g[1:], strict=False)]
+    assert statistics.median(within) < 100_000, statistics.median(within)
+
+
+def test_the_policer_passes_its_rate_and_drops_the_rest(link_path: Callable[..., LinkPath]) -> None:
+    """A token-bucket policer (RFC 2697 single rate, no excess bucket) of 10 Mbit/s with a 15000-byte
+    bucket in front of a 100 Mbit/s link: a 30 Mbit/s UDP flood of 1400-byte datagrams (1442-byte frames)
+    delivers 10 Mbit/s of frames over 4 s (plus at most the bucket), the rest counted as drop_police, and
+    the queue behind the policer holds at most the bucket (a policer drops instead of delaying)."""
+    path = link_path({"rate_mbit": 100, "policer": {"rate_mbit": 10, "burst_bytes": 15000}})
+    result = iperf_json(iperf(path, ["-u", "-b", "30M", "-l", "1400", "-J"], seconds=4))
+    stats = path.emulation.link.stats() if path.emulation.link else {}
+    sent = result["end"]["sum"]["packets"]
+    assert stats["out_bytes"] == pytest.approx(10e6 / 8 * 4 + 15000, rel=0.03), stats
+    assert stats["drop_police"] == pytest.approx(sent - stats["out_pkts"], abs=sent * 0.01), stats
+    assert stats["max_backlog_bytes"] <= 15000 + 2 * 1442 and stats["drop_overlimit"] == 0, stats
+
+
+def test_reorder_and_duplicate_follow_netem(link_path: Callable[..., LinkPath]) -> None:
+    """netem "delay 20ms reorder 100% gap 4" sends every 4th packet at once, ahead of the delayed ones:
+    of a ping's echo requests exactly one in four comes back without the 20 ms; netem "duplicate 30%"
+    delivers a second copy of 30% of the packets, which ping reports as DUP! (within 4.5 standard
+    deviations, and never more than the link counts)."""
+    path = link_path({"rate_mbit": 50, "delay_ms": 20, "reorder": {"probability": 1.0, "gap": 4}})
+    ping_ms(path, count=2, interval_s=0.05)  # ARP, which also passes the reorder count
+    rtts = ping_ms(path, count=40, interval_s=0.05)
+    fast = [i for i, ms in enumerate(rtts) if ms < 10]
+    assert len(rtts) == 40 and len(fast) == 10, rtts
+    assert all(b - a == 4 for a, b in zip(fast, fast[1:], strict=False)), rtts
+    assert all(20 <= ms < 25 for i, ms in enumerate(rtts) if i not in fast), rtts
+    path.emulation.stop()
+    path = link_path({"rate_mbit": 50, "duplicate_pct": 30})
+    out = command(["ping", "-n", "-c", "300", "-i", "0.01", RECEIVER_ADDR], netns=path.sender, timeout=30).stdout
+    dups = out.count("DUP!")
+    stats = path.emulation.link.stats() if path.emulation.link else {}
+    assert abs(dups / 300 - 0.3) <= 4.5 * (0.3 * 0.7 / 300) ** 0.5, dups
+    assert dups <= stats["dup_pkts"] and stats["reordered"] == 0, stats

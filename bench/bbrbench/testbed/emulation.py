@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import ratetrace
 from ..errors import HarnessError, NotRunnable
-from ..scenario import Scenario
+from ..scenario import Bottleneck, Scenario
 from . import delayline, linkemu
 from .procs import command, find_binary
 from .system import have_tool, qdisc_available
@@ -170,6 +170,14 @@ class Emulation:
         if self.link_log:
             opts += ["--log", str(self.link_log), "--log-interval-us",
                      str(max(100, round(1e6 / self.scenario.queue_sample_hz)))]
+        if b.delay_ms:
+            opts += ["--delay-us", str(round(b.delay_ms * 1000))]
+        if b.policer:
+            opts += ["--police", f"{round(b.policer['rate_mbit'] * 1e6)},{int(b.policer['burst_bytes'])}"]
+        if b.reorder:
+            opts += ["--reorder", f"{b.reorder['probability']:g},{int(b.reorder['gap'])}"]
+        if b.duplicate_pct:
+            opts += ["--duplicate", f"{b.duplicate_pct / 100:g}"]
         if b.ack_path:
             opts += ack_path_options(b.ack_path)
         return opts
@@ -198,8 +206,9 @@ class Emulation:
         b = self.scenario.bottleneck
         if self.topo.link_netns:
             rate = f"trace {b.rate_trace}" if b.rate_trace else ("rate shape" if b.rate_shape else "constant rate")
+            extra = "".join(f", {part}" for part in describe_conditions(b))
             ack = f"; {describe_ack_path(b.ack_path)}" if b.ack_path else ""
-            return f"{LINK} {LINK_AQM_NAMES[b.aqm]}, {rate}{ack}"
+            return f"{LINK} {LINK_AQM_NAMES[b.aqm]}, {rate}{extra}{ack}"
         return f"kernel {b.shaper} + {b.aqm if b.aqm != 'fifo' else ('bfifo' if b.buffer_bytes else 'pfifo')}"
 
     def _loss(self) -> None:
@@ -288,7 +297,43 @@ def ack_path_options(ack: dict[str, Any]) -> list[str]:
         opts += ["--rev-limit-pkts", str(ack["buffer_packets"])]
     if ack["buffer_bytes"]:
         opts += ["--rev-limit-bytes", str(ack["buffer_bytes"])]
+    agg = ack["aggregation"]
+    if agg:
+        if agg["kind"] == "slot":
+            low = round(agg["interval_ms"] * 1000)
+            high = round(agg["max_interval_ms"] * 1000) if agg["max_interval_ms"] else low
+            spec = f"slot,{low},{high}" + (f",{agg['packets']}" if agg["packets"] else "")
+        elif agg["kind"] == "count":
+            spec = f"count,{agg['acks']},{round(agg['timeout_ms'] * 1000)}"
+        else:
+            spec = f"onoff,{round(agg['on_ms'] * 1000)},{round(agg['off_ms'] * 1000)}"
+        opts += ["--rev-aggregate", spec]
     return opts
+
+
+def describe_aggregation(agg: dict[str, Any]) -> str:
+    if agg["kind"] == "slot":
+        every = f"{agg['interval_ms']:g}" + (f"..{agg['max_interval_ms']:g}" if agg["max_interval_ms"] else "")
+        limit = f", at most {agg['packets']} per slot" if agg["packets"] else ""
+        return f"ACK aggregation: netem-like slot every {every} ms{limit}"
+    if agg["kind"] == "count":
+        return f"ACK aggregation: {agg['acks']} ACKs at a time (time-out {agg['timeout_ms']:g} ms)"
+    return f"ACK aggregation: on {agg['on_ms']:g} ms / off {agg['off_ms']:g} ms"
+
+
+def describe_conditions(b: Bottleneck) -> list[str]:
+    """bbrkit-link's path conditions on the data direction, as results record them."""
+    parts = []
+    if b.delay_ms:
+        parts.append(f"link delay {b.delay_ms:g} ms")
+    if b.policer:
+        parts.append(f"token-bucket policer (RFC 2697 single rate, no EBS) {b.policer['rate_mbit']:g} Mbit/s "
+                     f"burst {int(b.policer['burst_bytes'])} bytes")
+    if b.reorder:
+        parts.append(f"netem-style reorder {b.reorder['probability']:g} gap {int(b.reorder['gap'])}")
+    if b.duplicate_pct:
+        parts.append(f"netem-style duplicate {b.duplicate_pct:g}%")
+    return parts
 
 
 def describe_ack_path(ack: dict[str, Any]) -> str:
@@ -302,6 +347,8 @@ def describe_ack_path(ack: dict[str, Any]) -> str:
         parts.append(f"jitter uniform 0..{ack['jitter_ms']:g} ms in order")
     if ack["loss_pct"]:
         parts.append(f"independent loss {ack['loss_pct']:g}%")
+    if ack["aggregation"]:
+        parts.append(describe_aggregation(ack["aggregation"]))
     return ", ".join(parts)
 
 
