@@ -120,6 +120,9 @@ class Bottleneck:
     policer: dict[str, float] | None = None
     reorder: dict[str, float] | None = None
     duplicate_pct: float = 0.0
+    # bbrkit-link writes a line per packet in Mahimahi mm-link's log format (raw/link-forward.mm, and
+    # raw/link-reverse.mm with a shaped ACK path).
+    packet_log: bool = False
 
     @property
     def needs_link(self) -> bool:
@@ -127,7 +130,7 @@ class Bottleneck:
         ACK path."""
         return bool(self.rate_trace or self.rate_shape or self.gilbert_elliott or self.jitter_ms or
                     self.aqm == "step" or self.ack_path or self.delay_ms or self.policer or self.reorder or
-                    self.duplicate_pct)
+                    self.duplicate_pct or self.packet_log)
 
     @property
     def rate_bps(self) -> float:
@@ -467,7 +470,7 @@ TOP_KEYS = {
 BOTTLENECK_KEYS = {
     "rate_mbit", "shaper", "burst_bytes", "buffer_packets", "buffer_bytes", "buffer_bdp", "bdp_rtt_ms",
     "loss_pct", "aqm", "aqm_params", "mtu", "offloads", "emulator", "rate_trace", "rate_shape",
-    "gilbert_elliott", "jitter_ms", "ack_path", "delay_ms", "policer", "reorder", "duplicate_pct",
+    "gilbert_elliott", "jitter_ms", "ack_path", "delay_ms", "policer", "reorder", "duplicate_pct", "packet_log",
 }
 SENDER_KEYS = {"name", "rtt_ms", "delay_fwd_ms", "delay_rev_ms"}
 FLOW_KEYS = {"algo", "sender", "count", "start_s", "start_step_s", "duration_s", "bytes", "params", "label",
@@ -734,10 +737,11 @@ def _bottleneck(t: _Table, senders: list[Sender]) -> Bottleneck:
         jitter_ms=t.number("jitter_ms", 0.0, between(0, 1000)), ack_path=_ack_path(t), delay_ms=delay_ms,
         policer=_policer(t), reorder=_reorder(t, delay_ms),
         duplicate_pct=t.number("duplicate_pct", 0.0, between(0, 100)),
+        packet_log=t.boolean("packet_log", False),
     )
     if emulator == "kernel" and bottleneck.needs_link:
         raise ScenarioError(f"{t.key('emulator')}: the kernel has no qdisc for rate traces, burst loss, jitter, "
-                            f"the step marker, a shaped ACK path, a policer, reordering or duplication; "
+                            f"the step marker, a shaped ACK path, a policer, reordering, duplication or a packet log; "
                             f"use \"bbrkit-link\" or \"auto\"")
     return bottleneck
 

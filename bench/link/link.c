@@ -151,6 +151,10 @@ static void usage(void)
 	       "  --aggregate SPEC       hold frames after the link and release them in bursts:\n"
 	       "                         slot,MIN_US[,MAX_US[,PKTS]] (netem's slot), count,K,TIMEOUT_US\n"
 	       "                         or onoff,ON_US,OFF_US\n"
+	       "  --mm-log FILE          a line per packet in Mahimahi mm-link's log format (+ arrival,\n"
+	       "                         # opportunity, - departure with its delay), for "
+	       "mm-throughput-graph\n"
+	       "                         and mm-delay-graph\n"
 	       "  --rev-OPTION           each option above from --rate-bps to here, for the ACK direction\n"
 	       "                         (--right to --left); without --rev-rate-bps or --rev-trace it has\n"
 	       "                         no rate limit\n"
@@ -182,6 +186,7 @@ struct path_args {
 	double reorder_prob, dup_prob;
 	enum ls_agg_kind agg;
 	uint64_t agg_a_us, agg_b_us, agg_pkts;
+	const char *mm_log;
 };
 
 enum { DIR_FWD, DIR_REV, DIRS };
@@ -219,7 +224,8 @@ struct link_args {
 	X(P_POLICE, "police", required_argument) \
 	X(P_REORDER, "reorder", required_argument) \
 	X(P_DUP, "duplicate", required_argument) \
-	X(P_AGG, "aggregate", required_argument)
+	X(P_AGG, "aggregate", required_argument) \
+	X(P_MMLOG, "mm-log", required_argument)
 
 #define PATH_OPT_ID(id, name, has_arg) id,
 enum path_opt { PATH_OPTS(PATH_OPT_ID) P_COUNT };
@@ -419,6 +425,9 @@ static void parse_path_opt(struct path_args *pa, int id, const char *opt)
 	case P_AGG:
 		parse_agg(pa, opt, optarg);
 		break;
+	case P_MMLOG:
+		pa->mm_log = optarg;
+		break;
 	}
 }
 
@@ -543,6 +552,7 @@ static void path_config(
 	c->agg_a_ns = pa->agg_a_us * LQ_NSEC_PER_USEC;
 	c->agg_b_ns = pa->agg_b_us * LQ_NSEC_PER_USEC;
 	c->agg_pkts = (uint32_t)pa->agg_pkts;
+	c->mm_log = pa->mm_log;
 	memcpy(c->ge, pa->ge, sizeof(c->ge));
 	lq_defaults(prm, kind, frame_max - 4);
 	if (pa->limit_pkts)
@@ -612,6 +622,29 @@ static void check_args(const struct link_args *a)
 		die("--right: no interface '%s' in this network namespace", a->right);
 }
 
+/* The "# command line:" and "# queue:" lines of each direction's mm-link log. */
+static void mm_headers(int argc, char **argv, const struct link_args *a)
+{
+	static char text[DIRS][8192];
+	struct lpath *dirs[DIRS] = { &fwd, &rev };
+
+	for (int d = 0; d < DIRS; d++) {
+		const struct lq_params *q = &dirs[d]->cfg.queue;
+		size_t n = 0;
+
+		if (!a->path[d].mm_log)
+			continue;
+		n += (size_t)snprintf(text[d] + n, sizeof(text[d]) - n, "# command line:");
+		for (int i = 0; i < argc && n < sizeof(text[d]); i++)
+			n += (size_t)snprintf(text[d] + n, sizeof(text[d]) - n, " %s", argv[i]);
+		if (n < sizeof(text[d]))
+			snprintf(text[d] + n, sizeof(text[d]) - n,
+				"\n# queue: %s [packets=%u, bytes=%" PRIu64 "]\n", a->path[d].aqm,
+				q->limit_pkts, q->limit_bytes);
+		dirs[d]->cfg.mm_header = text[d];
+	}
+}
+
 static void open_sockets(const struct link_args *a)
 {
 	unsigned int left = if_nametoindex(a->left), right = if_nametoindex(a->right);
@@ -649,6 +682,7 @@ int main(int argc, char **argv)
 
 	parse_args(argc, argv, &args);
 	check_args(&args);
+	mm_headers(argc, argv, &args);
 	lp_setup(&fwd, args.seed, (uint32_t)args.mtu + L2_OVERHEAD_BYTES, args.log_path,
 		args.log_us * LQ_NSEC_PER_USEC);
 	rev_shaped = args.path[DIR_REV].given;

@@ -46,6 +46,13 @@ struct lp_slot {
 #define INC(p, field) atomic_fetch_add_explicit(&(p)->pub.field, 1, memory_order_relaxed)
 #define SET(p, field, v) atomic_store_explicit(&(p)->pub.field, (v), memory_order_relaxed)
 
+/* Mahimahi's log (link_queue.cc): "+" an arrival, "#" a delivery opportunity of its size, "-" a departure
+ * with its delay through the link, each stamped in whole ms since the log began. */
+static uint64_t mm_ms(const struct lpath *p, uint64_t t)
+{
+	return t > p->mm_start_ns ? (t - p->mm_start_ns) / LQ_NSEC_PER_MSEC : 0;
+}
+
 /* The free list first, then a slot never used: pages are touched only as the queue and the line grow. */
 static struct lp_slot *slot_get(struct lpath *p)
 {
@@ -166,6 +173,9 @@ static void transmit(struct lpath *p, struct lp_slot *s, uint64_t now)
 {
 	uint64_t due;
 
+	if (p->mm)
+		fprintf(p->mm, "%" PRIu64 " - %u %" PRIu64 "\n", mm_ms(p, now), s->p.len,
+			mm_ms(p, now) - mm_ms(p, s->p.enq_ns));
 	if (p->cfg.reorder_gap && ls_reorder_jump(&p->reorder)) {
 		INC(p, reordered);
 		deliver(p, s, now);
@@ -197,9 +207,26 @@ static uint64_t opp_time(const struct lpath *p)
 
 static void opp_advance(struct lpath *p)
 {
+	if (p->mm)
+		fprintf(p->mm, "%" PRIu64 " # %d\n", mm_ms(p, opp_time(p)), TRACE_OPPORTUNITY_BYTES);
 	if (++p->next_opp == p->cfg.trace.len) {
 		p->next_opp = 0;
 		p->period_base += p->cfg.trace.period_ns;
+	}
+}
+
+/* Rate mode: the capacity of each whole ms up to @now, as mm-throughput-graph sums "#" bytes per bin. */
+static void mm_capacity(struct lpath *p, uint64_t now)
+{
+	uint64_t ms = mm_ms(p, now);
+
+	for (; p->mm_cap_ms < ms; p->mm_cap_ms++) {
+		/* A ms carries rate_bps thousandths of a bit; the remainder carries to the next ms. */
+		uint64_t mbits = p->cfg.rate_bps + p->mm_cap_rem;
+
+		p->mm_cap_rem = mbits % (BITS_PER_BYTE * 1000);
+		fprintf(p->mm, "%" PRIu64 " # %" PRIu64 "\n", p->mm_cap_ms,
+			(uint64_t)(mbits / (BITS_PER_BYTE * 1000)));
 	}
 }
 
@@ -237,8 +264,8 @@ static void service_trace(struct lpath *p, uint64_t now)
 	if (!p->cur && p->q.backlog_pkts == 0) {
 		/* Idle: skip the opportunities already past. Whole periods first: every opportunity before the
 		 * latest period start is past, so the count restarts there (keeping the index would land a
-		 * period late). */
-		if (opp_time(p) < now && now - p->period_base >= p->cfg.trace.period_ns) {
+		 * period late). The mm-link log lists each, as Mahimahi burns them one by one. */
+		if (!p->mm && opp_time(p) < now && now - p->period_base >= p->cfg.trace.period_ns) {
 			p->period_base +=
 				(now - p->period_base) / p->cfg.trace.period_ns * p->cfg.trace.period_ns;
 			p->next_opp = 0;
@@ -275,6 +302,8 @@ static void service_trace(struct lpath *p, uint64_t now)
 
 static void service(struct lpath *p, uint64_t now)
 {
+	if (p->mm && !p->cfg.trace.ns && p->cfg.rate_bps)
+		mm_capacity(p, now);
 	if (p->cfg.trace.ns)
 		service_trace(p, now);
 	else
@@ -325,6 +354,8 @@ static void enqueue(struct lpath *p, struct lp_slot *s, uint64_t at)
 		slot_put(p, s);
 		return;
 	}
+	if (p->mm)
+		fprintf(p->mm, "%" PRIu64 " + %u\n", mm_ms(p, at), s->p.len);
 	lq_frame_info(&s->p, s->buf + VNET_HDR_BYTES, s->p.len, p->seed);
 	lq_enqueue(&p->q, &s->p, at);
 }
@@ -547,6 +578,31 @@ static void alloc_pool(struct lpath *p)
 	p->pool_slots = slots;
 }
 
+static void mm_open(struct lpath *p)
+{
+	static const size_t buf_bytes = 1 << 20; /* one write per MiB: a line per packet */
+	struct timespec real;
+
+	p->mm = fopen(p->cfg.mm_log, "w");
+	if (!p->mm) {
+		fprintf(stderr, "bbrkit-link: %s packet log %s: %s\n", p->name, p->cfg.mm_log,
+			strerror(errno));
+		exit(2);
+	}
+	setvbuf(p->mm, NULL, _IOFBF, buf_bytes);
+	clock_gettime(CLOCK_REALTIME, &real);
+	p->mm_start_ns = wire_now_ns();
+	/* The header lines mm-throughput-graph and mm-delay-graph read; the base timestamp is the log's zero. */
+	fprintf(p->mm, "# mahimahi mm-link (bbrkit-link %s) [", p->name);
+	if (p->cfg.trace.ns)
+		fprintf(p->mm, "trace");
+	else
+		fprintf(p->mm, "%" PRIu64 " bit/s", p->cfg.rate_bps);
+	fprintf(p->mm, "] > %s\n%s# init timestamp: %" PRIu64 "\n# base timestamp: 0\n", p->cfg.mm_log,
+		p->cfg.mm_header ? p->cfg.mm_header : "",
+		(uint64_t)((uint64_t)real.tv_sec * 1000 + (uint64_t)real.tv_nsec / LQ_NSEC_PER_MSEC));
+}
+
 void lp_setup(
 	struct lpath *p, uint64_t seed, uint32_t frame_max, const char *csv_log, uint64_t log_interval_ns)
 {
@@ -567,6 +623,8 @@ void lp_setup(
 	ls_agg_init(&p->agg, p->cfg.agg, p->cfg.agg_a_ns, p->cfg.agg_b_ns, p->cfg.agg_pkts,
 		seed ^ 0x3c6ef372fe94f82bULL, wire_now_ns());
 	alloc_pool(p);
+	if (p->cfg.mm_log)
+		mm_open(p);
 	if (csv_log) {
 		p->log = fopen(csv_log, "w");
 		if (!p->log) {
@@ -603,6 +661,9 @@ void lp_print_counters(struct lpath *p, const char *prefix)
 
 void lp_close(struct lpath *p)
 {
+	if (p->mm)
+		fclose(p->mm);
+	p->mm = NULL;
 	if (p->log)
 		fclose(p->log);
 	p->log = NULL;

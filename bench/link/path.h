@@ -65,6 +65,8 @@ struct lp_config {
 	enum ls_agg_kind agg;
 	uint64_t agg_a_ns, agg_b_ns;
 	uint32_t agg_pkts;
+	const char *mm_log;    /* Mahimahi mm-link format packet log, or NULL */
+	const char *mm_header; /* its "# command line:" and "# queue:" text */
 };
 
 struct lpath {
@@ -99,6 +101,9 @@ struct lpath {
 	FILE *log;
 	uint64_t log_interval_ns, run_max_sojourn_us, log_last_out, log_last_sum;
 	uint64_t kernel_drops; /* main thread only */
+	/* the mm-link log: ms since mm_start_ns; rate mode writes the capacity of each whole ms */
+	FILE *mm;
+	uint64_t mm_start_ns, mm_cap_ms, mm_cap_rem;
 	int stop_fd;
 };
 

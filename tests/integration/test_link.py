@@ -400,3 +400,27 @@ def test_reorder_and_duplicate_follow_netem(link_path: Callable[..., LinkPath]) 
     stats = path.emulation.link.stats() if path.emulation.link else {}
     assert abs(dups / 300 - 0.3) <= 4.5 * (0.3 * 0.7 / 300) ** 0.5, dups
     assert dups <= stats["dup_pkts"] and stats["reordered"] == 0, stats
+
+
+def test_the_packet_log_is_mahimahis_and_agrees_with_the_link(link_path: Callable[..., LinkPath],
+                                                             tmp_path: Path) -> None:
+    """bottleneck.packet_log writes mm-link's log (link_queue.cc): read with mm-throughput-graph's rules
+    (analysis.mmlog rejects what that script rejects), its departures add up to the link's out_bytes, its
+    capacity lines to 20 Mbit/s over the log's span (the rate mode's "#" line per ms), each departure's delay
+    is its arrival-to-departure time, and our throughput/delay figure is drawn from it."""
+    from bbrbench.analysis import mmlog
+
+    path = link_path({"rate_mbit": 20, "buffer_packets": 100, "packet_log": True}, rtt_ms=10)
+    flow = iperf(path, ["-C", "cubic"], seconds=3)
+    flow.communicate(timeout=30)
+    path.emulation.stop()
+    stats = path.emulation.link.stats() if path.emulation.link else {}
+    log = mmlog.read(path.work / "link-forward.mm")
+    assert sum(b for _, b, _ in log.departures) == stats["out_bytes"], stats
+    assert len(log.arrivals) == stats["in_pkts"] - stats["drop_ge"] - stats["drop_gso"] - stats["drop_bad"]
+    span_s = (log.capacity[-1][0] - log.capacity[0][0] + 1) / 1000
+    assert sum(b for _, b in log.capacity) * 8 / span_s == pytest.approx(20e6, rel=0.001)
+    delays = sorted(d for _, _, d in log.departures)
+    assert delays[-1] <= 100 * 1514 * 8 / 20e6 * 1000 + 2  # never more than a full buffer's drain (+ rounding)
+    assert delays[len(delays) // 2] > 0  # cubic keeps a standing queue
+    assert mmlog.plot(path.work / "link-forward.mm", tmp_path / "mm.png", "t").is_file()

@@ -34,6 +34,9 @@ AQM_CONFIG = {"fq_codel": "NET_SCH_FQ_CODEL", "codel": "NET_SCH_CODEL", "pie": "
 LINK_AQMS = ("fifo", "codel", "fq_codel", "pie", "cake", "step")
 KERNEL = "kernel"
 LINK = "bbrkit-link"
+# bottleneck.packet_log: each direction's packets in Mahimahi mm-link's log format, in the run's raw/.
+MM_LOG_FORWARD = "link-forward.mm"
+MM_LOG_REVERSE = "link-reverse.mm"
 # What each bbrkit-link queue implements, as recorded in results: never the kernel's name alone.
 LINK_AQM_NAMES = {"fifo": "tail-drop FIFO", "codel": "CoDel (RFC 8289)", "fq_codel": "FQ-CoDel (RFC 8290)",
                   "pie": "PIE (RFC 8033)", "step": "step marker",
@@ -180,6 +183,10 @@ class Emulation:
             opts += ["--duplicate", f"{b.duplicate_pct / 100:g}"]
         if b.ack_path:
             opts += ack_path_options(b.ack_path)
+        if b.packet_log and self.work_dir:
+            opts += ["--mm-log", str(self.work_dir / MM_LOG_FORWARD)]
+            if b.ack_path:
+                opts += ["--rev-mm-log", str(self.work_dir / MM_LOG_REVERSE)]
         return opts
 
     def _trace_path(self) -> Path:
