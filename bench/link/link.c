@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "afpacket.h"
@@ -52,6 +53,7 @@
 #define DEFAULT_LOG_INTERVAL_US 10000ULL
 #define MAX_PARAM_MS 10000ULL
 
+enum { DIR_FWD, DIR_REV, DIRS };
 static int stop_pipe[2] = { -1, -1 };
 static atomic_int fatal_error;
 static const char *tag = "";
@@ -96,6 +98,26 @@ static double parse_prob(const char *opt, const char *s)
 }
 
 static bool rev_shaped;
+static pthread_t fwd_thread, rev_thread;
+/* Each forwarding thread's CPU time and the wall time since they started, taken before they stop. */
+static uint64_t cpu_ns[DIRS], start_ns, wall_ns;
+
+static uint64_t thread_cpu_ns(pthread_t t)
+{
+	clockid_t clock;
+	struct timespec ts;
+
+	if (pthread_getcpuclockid(t, &clock) || clock_gettime(clock, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void sample_cpu(void)
+{
+	cpu_ns[DIR_FWD] = thread_cpu_ns(fwd_thread);
+	cpu_ns[DIR_REV] = thread_cpu_ns(rev_thread);
+	wall_ns = wire_now_ns() - start_ns;
+}
 
 static void print_stats(const char *event)
 {
@@ -106,6 +128,10 @@ static void print_stats(const char *event)
 		lp_print_counters(&rev, "rev_");
 	else
 		printf(",\"rev_drop_tx\":%" PRIu64, (uint64_t)atomic_load(&rev.pub.drop_tx));
+	if (!strcmp(event, "stats"))
+		sample_cpu();
+	printf(",\"cpu_fwd_us\":%" PRIu64 ",\"cpu_rev_us\":%" PRIu64 ",\"wall_us\":%" PRIu64,
+		cpu_ns[DIR_FWD] / 1000, cpu_ns[DIR_REV] / 1000, wall_ns / 1000);
 	printf(",\"rev_shaped\":%d,\"rev_pkts\":%" PRIu64 "}\n", rev_shaped,
 		(uint64_t)atomic_load(&rev.pub.out_pkts));
 	fflush(stdout);
@@ -189,7 +215,6 @@ struct path_args {
 	const char *mm_log;
 };
 
-enum { DIR_FWD, DIR_REV, DIRS };
 /* What a direction's options are called: --NAME for the data direction, --rev-NAME for the ACKs. */
 static const char *const dir_prefix[DIRS] = { "", "rev-" };
 
@@ -695,11 +720,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	open_sockets(&args);
+	start_ns = wire_now_ns();
 	if (start_threads(args.prio, &f, &r))
 		return 1;
+	fwd_thread = f;
+	rev_thread = r;
 	printf("{\"event\":\"ready\",\"tag\":\"%s\",\"pid\":%d}\n", tag, (int)getpid());
 	fflush(stdout);
 	wire_wait_for_stop(&sigs, print_stats);
+	sample_cpu();
 	if (write(stop_pipe[1], "x", 1) < 0)
 		fprintf(stderr, PROG ": stop pipe: %s\n", strerror(errno));
 	pthread_join(f, NULL);

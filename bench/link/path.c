@@ -230,6 +230,17 @@ static void mm_capacity(struct lpath *p, uint64_t now)
 	}
 }
 
+/* A departure this long after its time means the thread woke late (the trust check counts them). */
+#define LATE_WAKEUP_NS (200 * LQ_NSEC_PER_USEC)
+
+static void late(struct lpath *p, uint64_t by_ns)
+{
+	if (by_ns > LATE_WAKEUP_NS)
+		INC(p, late_wakeups);
+	if (by_ns / LQ_NSEC_PER_USEC > atomic_load_explicit(&p->pub.late_max_us, memory_order_relaxed))
+		SET(p, late_max_us, by_ns / LQ_NSEC_PER_USEC);
+}
+
 static void service_rate(struct lpath *p, uint64_t now)
 {
 	for (;;) {
@@ -238,6 +249,7 @@ static void service_rate(struct lpath *p, uint64_t now)
 		if (p->cur) {
 			if (p->cur_finish > now)
 				return;
+			late(p, now - p->cur_finish);
 			p->free_at = p->cur_finish;
 			transmit(p, p->cur, now);
 			p->cur = NULL;
@@ -277,6 +289,7 @@ static void service_trace(struct lpath *p, uint64_t now)
 	while (opp_time(p) <= now) {
 		uint32_t budget = TRACE_OPPORTUNITY_BYTES;
 
+		late(p, now - opp_time(p));
 		while (budget) {
 			uint32_t take;
 

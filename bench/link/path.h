@@ -31,6 +31,8 @@
 	X(way_collisions) \
 	X(drop_ge) \
 	X(drop_police) \
+	X(late_wakeups) \
+	X(late_max_us) \
 	X(dup_pkts) \
 	X(reordered) \
 	X(drop_gso) \
