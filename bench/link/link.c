@@ -99,6 +99,7 @@ static double parse_prob(const char *opt, const char *s)
 
 static bool rev_shaped;
 static pthread_t fwd_thread, rev_thread;
+static bool rev_running; /* false with --rev-kernel: the kernel forwards the ACKs */
 /* Each forwarding thread's CPU time and the wall time since they started, taken before they stop. */
 static uint64_t cpu_ns[DIRS], start_ns, wall_ns;
 
@@ -115,7 +116,7 @@ static uint64_t thread_cpu_ns(pthread_t t)
 static void sample_cpu(void)
 {
 	cpu_ns[DIR_FWD] = thread_cpu_ns(fwd_thread);
-	cpu_ns[DIR_REV] = thread_cpu_ns(rev_thread);
+	cpu_ns[DIR_REV] = rev_running ? thread_cpu_ns(rev_thread) : 0;
 	wall_ns = wire_now_ns() - start_ns;
 }
 
@@ -132,6 +133,7 @@ static void print_stats(const char *event)
 		sample_cpu();
 	printf(",\"cpu_fwd_us\":%" PRIu64 ",\"cpu_rev_us\":%" PRIu64 ",\"wall_us\":%" PRIu64,
 		cpu_ns[DIR_FWD] / 1000, cpu_ns[DIR_REV] / 1000, wall_ns / 1000);
+	printf(",\"rev_kernel\":%d", !rev_running);
 	printf(",\"rev_shaped\":%d,\"rev_pkts\":%" PRIu64 "}\n", rev_shaped,
 		(uint64_t)atomic_load(&rev.pub.out_pkts));
 	fflush(stdout);
@@ -191,6 +193,8 @@ static void usage(void)
 	       "  --log-interval-us N    default %llu\n"
 	       "  --sockbuf-bytes N      kernel socket buffer per socket (default %d)\n"
 	       "  --rt-prio N            run the forwarding threads SCHED_FIFO at priority N (1..99)\n"
+	       "  --rev-kernel           no ACK-direction sockets or thread: the caller has the kernel\n"
+	       "                         redirect --right's ingress to --left (tc mirred)\n"
 	       "  --help                 show this help\n"
 	       "\n"
 	       "Prints {\"event\":\"ready\",...} when forwarding, a {\"event\":\"stats\",...} line of\n"
@@ -223,7 +227,7 @@ struct link_args {
 	const char *left, *right, *log_path;
 	uint64_t mtu, prio, log_us, seed;
 	int sockbuf;
-	bool have_tag;
+	bool have_tag, rev_kernel;
 	struct path_args path[DIRS];
 };
 
@@ -267,6 +271,7 @@ enum link_opt {
 	O_LOGINT,
 	O_SOCKBUF,
 	O_PRIO,
+	O_REV_KERNEL,
 	O_HELP,
 	O_DIR_BASE
 };
@@ -280,6 +285,7 @@ static const struct option global_opts[] = {
 	{ "log-interval-us", required_argument, NULL, O_LOGINT },
 	{ "sockbuf-bytes", required_argument, NULL, O_SOCKBUF },
 	{ "rt-prio", required_argument, NULL, O_PRIO },
+	{ "rev-kernel", no_argument, NULL, O_REV_KERNEL },
 	{ "help", no_argument, NULL, O_HELP },
 };
 #define N_GLOBAL (sizeof(global_opts) / sizeof(global_opts[0]))
@@ -500,6 +506,9 @@ static void parse_args(int argc, char **argv, struct link_args *a)
 		case O_PRIO:
 			a->prio = parse_u64("--rt-prio", optarg, 1, 99);
 			break;
+		case O_REV_KERNEL:
+			a->rev_kernel = true;
+			break;
 		case O_HELP:
 			usage();
 			exit(0);
@@ -623,6 +632,9 @@ static void check_args(const struct link_args *a)
 		die("--tag '%s': use 1-64 characters from [A-Za-z0-9._-]", tag);
 	if (!a->path[DIR_FWD].rate_bps == !a->path[DIR_FWD].trace)
 		die("give exactly one of --rate-bps and --trace");
+	if (a->rev_kernel && a->path[DIR_REV].given)
+		die("--rev-kernel: the kernel passes the ACK direction unshaped, so no --rev- option "
+		    "applies");
 	/* The ACK direction: no rate or trace is no rate limit, but both is a contradiction. */
 	if (a->path[DIR_REV].rate_bps && a->path[DIR_REV].trace)
 		die("give at most one of --rev-rate-bps and --rev-trace");
@@ -676,18 +688,21 @@ static void open_sockets(const struct link_args *a)
 
 	fwd.rx_fd = wire_open_socket(PROG, a->left, left, true, a->sockbuf);
 	fwd.tx_fd = wire_open_socket(PROG, a->right, right, false, a->sockbuf);
-	rev.rx_fd = wire_open_socket(PROG, a->right, right, true, a->sockbuf);
-	rev.tx_fd = wire_open_socket(PROG, a->left, left, false, a->sockbuf);
+	if (!a->rev_kernel) {
+		rev.rx_fd = wire_open_socket(PROG, a->right, right, true, a->sockbuf);
+		rev.tx_fd = wire_open_socket(PROG, a->left, left, false, a->sockbuf);
+	}
 	fwd.stop_fd = rev.stop_fd = stop_pipe[0];
 }
 
-static int start_threads(uint64_t prio, pthread_t *f, pthread_t *r)
+static int start_threads(uint64_t prio, bool rev_thread_on, pthread_t *f, pthread_t *r)
 {
 	pthread_attr_t attr;
 
 	wire_thread_attr(&attr, prio);
 	if (pthread_create(f, &attr, lp_main, &fwd) ||
-		pthread_create(r, &attr, rev_shaped ? lp_main : lp_passthrough_main, &rev)) {
+		(rev_thread_on &&
+			pthread_create(r, &attr, rev_shaped ? lp_main : lp_passthrough_main, &rev))) {
 		fprintf(stderr, PROG ": cannot start forwarding threads\n");
 		return 1;
 	}
@@ -721,7 +736,8 @@ int main(int argc, char **argv)
 	}
 	open_sockets(&args);
 	start_ns = wire_now_ns();
-	if (start_threads(args.prio, &f, &r))
+	rev_running = !args.rev_kernel;
+	if (start_threads(args.prio, rev_running, &f, &r))
 		return 1;
 	fwd_thread = f;
 	rev_thread = r;
@@ -732,7 +748,8 @@ int main(int argc, char **argv)
 	if (write(stop_pipe[1], "x", 1) < 0)
 		fprintf(stderr, PROG ": stop pipe: %s\n", strerror(errno));
 	pthread_join(f, NULL);
-	pthread_join(r, NULL);
+	if (rev_running)
+		pthread_join(r, NULL);
 	print_stats("exit");
 	lp_close(&fwd);
 	if (args.path[DIR_REV].given)

@@ -64,7 +64,7 @@ def bad_trace(tmp_path: Path) -> Path:
     ({"bottleneck__gilbert_elliott": {"p": 0.1}}, "bottleneck.gilbert_elliott.r: required"),
     ({"bottleneck__emulator": "kernel", "bottleneck__aqm": "step", "bottleneck__aqm_params": {"threshold_ms": 1}},
      "bottleneck.emulator: the kernel has no qdisc for rate traces, burst loss, jitter, the step marker, a "
-     "shaped ACK path, a policer, reordering or duplication"),
+     "shaped ACK path, a policer, reordering, duplication or a packet log"),
     ({"bottleneck__emulator": "kernel", "bottleneck__ack_path": {"rate_mbit": 1}},
      "bottleneck.emulator: the kernel has no qdisc"),
     ({"bottleneck__ack_path": {"rate_mbit": 1, "rate_trace": "x"}},

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import UsageError
-from ..testbed.linkemu import LinkEmulator
+from ..testbed.linkemu import LinkEmulator, kernel_reverse
 from ..testbed.procs import command
 from .delaybench import RECEIVER_ADDR, Chain, RttStats, machine, percentile, run_reported
 
@@ -57,7 +57,11 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def _link(chain: Chain, name: str, options: list[str]) -> LinkEmulator:
-    return LinkEmulator(chain.delay, "l0", "r0", tag=f"{chain.prefix}{name}", options=options)
+    """The link with the ACK direction in the kernel (tc mirred), as bbrbench runs an unshaped one."""
+    command(["tc", "qdisc", "del", "dev", "r0", "clsact"], netns=chain.delay, check=False)
+    problem = kernel_reverse(chain.delay, "r0", "l0")
+    return LinkEmulator(chain.delay, "l0", "r0", tag=f"{chain.prefix}{name}",
+                        options=options + ([] if problem else ["--rev-kernel"]))
 
 
 def _offloads_off(chain: Chain) -> None:

@@ -95,6 +95,7 @@ class Emulation:
         self.delay = delay
         self.delay_lines: list[Any] = []
         self.link: linkemu.LinkEmulator | None = None
+        self.reverse_path_problem: str | None = None
         self.work_dir = work_dir
 
     @property
@@ -203,6 +204,11 @@ class Emulation:
         self.link = linkemu.LinkEmulator(self.topo.link_netns, LINK_LEFT_IF, LINK_RIGHT_IF,
                                          tag=f"{self.topo.prefix}-link", options=[])
         self.link.options = self.link_options()
+        if not self.scenario.bottleneck.ack_path:
+            # The ACKs are not shaped: the kernel forwards them faster than a user-space hop.
+            self.reverse_path_problem = linkemu.kernel_reverse(self.topo.link_netns, LINK_RIGHT_IF, LINK_LEFT_IF)
+            if self.reverse_path_problem is None:
+                self.link.options.append("--rev-kernel")
         try:
             self.link.start()
         except Exception as exc:
@@ -214,7 +220,9 @@ class Emulation:
         if self.topo.link_netns:
             rate = f"trace {b.rate_trace}" if b.rate_trace else ("rate shape" if b.rate_shape else "constant rate")
             extra = "".join(f", {part}" for part in describe_conditions(b))
-            ack = f"; {describe_ack_path(b.ack_path)}" if b.ack_path else ""
+            ack = (f"; {describe_ack_path(b.ack_path)}" if b.ack_path else
+                   "; ACK path unshaped, " + ("the link's own thread (" + self.reverse_path_problem + ")"
+                                               if self.reverse_path_problem else "kernel tc mirred redirect"))
             return f"{LINK} {LINK_AQM_NAMES[b.aqm]}, {rate}{extra}{ack}"
         return f"kernel {b.shaper} + {b.aqm if b.aqm != 'fifo' else ('bfifo' if b.buffer_bytes else 'pfifo')}"
 
