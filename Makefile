@@ -36,6 +36,9 @@ DELAY_SRCS := $(sort $(wildcard bench/delayline/*.c))
 WIRE_HDRS := $(wildcard bench/wire/*.h)
 DELAY_BIN := $(if $(DELAY_SRCS),$(BUILD)/bbrkit-delay)
 LINK_CORE := bench/link/queue.c bench/link/queue.h
+# The link's process: arguments (link.c), one direction's forwarding (path.c), traces (trace.c), the
+# path conditions around the queue (stages.c).
+LINK_SRCS := bench/link/link.c bench/link/path.c bench/link/trace.c bench/link/stages.c
 LINK_BIN := $(BUILD)/bbrkit-link
 
 # bench/kernelbbr/: the two tools that run the kernel's own BBR through struct_ops, side by side with
@@ -163,9 +166,9 @@ $(BUILD)/bbrkit-delay: $(DELAY_SRCS) $(wildcard bench/delayline/*.h) $(WIRE_HDRS
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(DELAY_CFLAGS) -o $@ $(DELAY_SRCS)
 
-$(LINK_BIN): bench/link/link.c $(LINK_CORE) $(WIRE_HDRS) | $(BUILD)
+$(LINK_BIN): $(LINK_SRCS) $(LINK_CORE) $(wildcard bench/link/*.h) $(WIRE_HDRS) | $(BUILD)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(DELAY_CFLAGS) -Ibench/link -o $@ bench/link/link.c bench/link/queue.c -lm
+	$(Q)$(CC) $(DELAY_CFLAGS) -Ibench/link -o $@ $(LINK_SRCS) bench/link/queue.c -lm
 
 $(BUILD)/lockstep/bbr_lockstep.bpf.o: $(LOCKSTEP_SRCS) bench/kernelbbr/kernel_bbr_kfuncs.h $(BUILD)/vmlinux.h $(BPF_HDRS) | $(BUILD)/lockstep
 	$(call msg,BPF,$@)
@@ -197,6 +200,10 @@ $(FLOOR_BIN): bench/kernelbbr/floor/floor.c $(BUILD)/floor/bbr_floor.skel.h benc
 $(BUILD)/test_queue: tests/unit/test_queue.c $(LINK_CORE) $(UNIT_HDRS) | $(BUILD)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) -Ibench/link -o $@ $< bench/link/queue.c -lm
+
+$(BUILD)/test_stages: tests/unit/test_stages.c bench/link/stages.c bench/link/stages.h $(UNIT_HDRS) | $(BUILD)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UNIT_CFLAGS) -Ibench/link -o $@ $< bench/link/stages.c
 
 $(BUILD)/test_%: tests/unit/test_%.c $(BPF_HDRS) $(UNIT_HDRS) | $(BUILD)
 	$(call msg,CC,$@)

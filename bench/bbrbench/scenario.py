@@ -43,6 +43,19 @@ AQM_PARAMS: dict[str, dict[str, str]] = {
 # has what the scenario needs.
 EMULATORS = ("auto", "kernel", "bbrkit-link")
 GE_KEYS = ("p", "r", "loss_good", "loss_bad")
+# The ACK path's keys; bbrkit-link shapes it with the same code as the data direction.
+ACK_PATH_KEYS = ("rate_mbit", "rate_trace", "delay_ms", "jitter_ms", "loss_pct", "buffer_packets", "buffer_bytes",
+                 "aqm", "aggregation")
+# ACK aggregation: each kind's required and optional keys (counts are integers, the rest milliseconds).
+AGGREGATION_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "slot": (("interval_ms",), ("max_interval_ms", "packets")),
+    "count": (("acks", "timeout_ms"), ()),
+    "onoff": (("on_ms", "off_ms"), ()),
+}
+AGGREGATION_COUNTS = ("packets", "acks")
+POLICER_KEYS = ("rate_mbit", "burst_bytes")
+REORDER_KEYS = ("probability", "gap")
+ACK_PATH_AQMS = ("fifo", "codel", "fq_codel", "pie", "cake")
 SHAPE_KEYS = {"kind", "low_mbit", "high_mbit", "period_s", "step_mbit"}
 SHAPERS = ("tbf", "htb")
 NAME_RE = re.compile(r"^[A-Za-z0-9_]{1,32}$")
@@ -99,12 +112,25 @@ class Bottleneck:
     rate_shape: dict[str, Any] | None = None
     gilbert_elliott: dict[str, float] | None = None
     jitter_ms: float = 0.0
+    # The ACK (reverse) direction's own conditions (ACK_PATH_KEYS, all present), or None: unshaped.
+    ack_path: dict[str, Any] | None = None
+    # bbrkit-link's path conditions on the data direction: its own delay after the queue (netem's delay,
+    # which reordering needs), a token-bucket policer, netem's reorder and duplicate.
+    delay_ms: float = 0.0
+    policer: dict[str, float] | None = None
+    reorder: dict[str, float] | None = None
+    duplicate_pct: float = 0.0
+    # bbrkit-link writes a line per packet in Mahimahi mm-link's log format (raw/link-forward.mm, and
+    # raw/link-reverse.mm with a shaped ACK path).
+    packet_log: bool = False
 
     @property
     def needs_link(self) -> bool:
-        """What only bbrkit-link can do here: rate traces and shapes, burst loss, the step marker."""
+        """What only bbrkit-link can do here: rate traces and shapes, burst loss, the step marker, a shaped
+        ACK path."""
         return bool(self.rate_trace or self.rate_shape or self.gilbert_elliott or self.jitter_ms or
-                    self.aqm == "step")
+                    self.aqm == "step" or self.ack_path or self.delay_ms or self.policer or self.reorder or
+                    self.duplicate_pct or self.packet_log)
 
     @property
     def rate_bps(self) -> float:
@@ -444,7 +470,7 @@ TOP_KEYS = {
 BOTTLENECK_KEYS = {
     "rate_mbit", "shaper", "burst_bytes", "buffer_packets", "buffer_bytes", "buffer_bdp", "bdp_rtt_ms",
     "loss_pct", "aqm", "aqm_params", "mtu", "offloads", "emulator", "rate_trace", "rate_shape",
-    "gilbert_elliott", "jitter_ms",
+    "gilbert_elliott", "jitter_ms", "ack_path", "delay_ms", "policer", "reorder", "duplicate_pct", "packet_log",
 }
 SENDER_KEYS = {"name", "rtt_ms", "delay_fwd_ms", "delay_rev_ms"}
 FLOW_KEYS = {"algo", "sender", "count", "start_s", "start_step_s", "duration_s", "bytes", "params", "label",
@@ -589,6 +615,78 @@ def _gilbert_elliott(t: _Table) -> dict[str, float] | None:
     return {key: gt.number(key, None, probability) for key in GE_KEYS}
 
 
+def _ack_path(t: _Table) -> dict[str, Any] | None:
+    if not t.has("ack_path"):
+        return None
+    at = _Table(t.table("ack_path"), t.key("ack_path"), set(ACK_PATH_KEYS))
+    if at.has("rate_mbit") and at.has("rate_trace"):
+        raise ScenarioError(f"{at.key('rate_trace')}: conflicts with {at.key('rate_mbit')} (give one)")
+    trace = at.string("rate_trace", None) if at.has("rate_trace") else None
+    if trace is not None:
+        try:
+            ratetrace.load(trace)
+        except ratetrace.TraceError as exc:
+            raise ScenarioError(f"{at.key('rate_trace')}: {exc}") from None
+    buffer = _exclusive(at, ("buffer_packets", "buffer_bytes"))
+    aqm = at.string("aqm", "fifo", ACK_PATH_AQMS)
+    if buffer == "buffer_bytes" and aqm != "fifo":
+        raise ScenarioError(f"{at.key('buffer_bytes')}: only with aqm = \"fifo\" ({aqm} limits packets)")
+    return {
+        "rate_mbit": at.number("rate_mbit", None, lambda v: None if 0.008 <= v <= 100_000 else
+                               "must be between 0.008 and 100000") if at.has("rate_mbit") else None,
+        "rate_trace": trace,
+        "delay_ms": at.number("delay_ms", 0.0, between(0, 10_000)),
+        "jitter_ms": at.number("jitter_ms", 0.0, between(0, 10_000)),
+        "loss_pct": at.number("loss_pct", 0.0, lambda v: None if 0 <= v < 100 else "must be in [0, 100)"),
+        "buffer_packets": at.integer("buffer_packets", None, between(1, 1_000_000)) if buffer == "buffer_packets"
+        else None,
+        "buffer_bytes": at.integer("buffer_bytes", None, between(60, 1 << 32)) if buffer == "buffer_bytes" else None,
+        "aqm": aqm,
+        "aggregation": _aggregation(at),
+    }
+
+
+def _aggregation(t: _Table) -> dict[str, Any] | None:
+    if not t.has("aggregation"):
+        return None
+    raw = t.table("aggregation")
+    kind = _Table({k: v for k, v in raw.items() if k == "kind"}, t.key("aggregation"), {"kind"}).string(
+        "kind", None, tuple(AGGREGATION_KEYS))
+    required, optional = AGGREGATION_KEYS[kind]
+    gt = _Table(raw, t.key("aggregation"), {"kind", *required, *optional})
+    out: dict[str, Any] = {"kind": kind}
+    for key in (*required, *optional):
+        if key not in required and not gt.has(key):
+            out[key] = None
+        elif key in AGGREGATION_COUNTS:
+            out[key] = gt.integer(key, None, between(1, 1_000_000))
+        else:
+            out[key] = gt.number(key, None, between(0.001, 10_000))
+    if kind == "slot" and out["max_interval_ms"] is not None and out["max_interval_ms"] < out["interval_ms"]:
+        raise ScenarioError(f"{gt.key('max_interval_ms')}: below interval_ms ({out['interval_ms']:g})")
+    return out
+
+
+def _policer(t: _Table) -> dict[str, float] | None:
+    if not t.has("policer"):
+        return None
+    pt = _Table(t.table("policer"), t.key("policer"), set(POLICER_KEYS))
+    return {"rate_mbit": pt.number("rate_mbit", None, between(0.008, 100_000)),
+            "burst_bytes": pt.integer("burst_bytes", None, between(64, 1 << 32))}
+
+
+def _reorder(t: _Table, delay_ms: float) -> dict[str, float] | None:
+    if not t.has("reorder"):
+        return None
+    rt = _Table(t.table("reorder"), t.key("reorder"), set(REORDER_KEYS))
+    out = {"probability": rt.number("probability", None, between(0, 1)),
+           "gap": rt.integer("gap", 1, between(1, 1_000_000))}
+    if delay_ms <= 0:
+        raise ScenarioError(f"{t.key('reorder')}: needs {t.key('delay_ms')} > 0 (as netem, a reordered packet "
+                            f"is one that skips the delay)")
+    return out
+
+
 def _bottleneck(t: _Table, senders: list[Sender]) -> Bottleneck:
     rate_trace, rate_shape, implied_mbit = _rate_source(t)
     rate_mbit = t.number("rate_mbit", implied_mbit, positive)
@@ -630,16 +728,21 @@ def _bottleneck(t: _Table, senders: list[Sender]) -> Bottleneck:
         raise ScenarioError(f"{t.key('aqm_params')}.threshold_ms: required with aqm = \"step\"")
     emulator = t.string("emulator", "auto", EMULATORS)
     gilbert_elliott = _gilbert_elliott(t)
+    delay_ms = t.number("delay_ms", 0.0, between(0, 10_000))
     bottleneck = Bottleneck(
         rate_mbit=rate_mbit, shaper=shaper, burst_bytes=burst, buffer_packets=buffer_packets,
         buffer_bytes=buffer_bytes, buffer_bdp=buffer_bdp, bdp_rtt_ms=bdp_rtt_ms, loss_pct=loss_pct, aqm=aqm,
         aqm_params=aqm_params, mtu=mtu, offloads=t.boolean("offloads", False), emulator=emulator,
         rate_trace=rate_trace, rate_shape=rate_shape, gilbert_elliott=gilbert_elliott,
-        jitter_ms=t.number("jitter_ms", 0.0, between(0, 1000)),
+        jitter_ms=t.number("jitter_ms", 0.0, between(0, 1000)), ack_path=_ack_path(t), delay_ms=delay_ms,
+        policer=_policer(t), reorder=_reorder(t, delay_ms),
+        duplicate_pct=t.number("duplicate_pct", 0.0, between(0, 100)),
+        packet_log=t.boolean("packet_log", False),
     )
     if emulator == "kernel" and bottleneck.needs_link:
-        raise ScenarioError(f"{t.key('emulator')}: the kernel has no qdisc for rate traces, burst loss, jitter "
-                            f"or the step marker; use \"bbrkit-link\" or \"auto\"")
+        raise ScenarioError(f"{t.key('emulator')}: the kernel has no qdisc for rate traces, burst loss, jitter, "
+                            f"the step marker, a shaped ACK path, a policer, reordering, duplication or a packet log; "
+                            f"use \"bbrkit-link\" or \"auto\"")
     return bottleneck
 
 

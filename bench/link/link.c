@@ -1,581 +1,81 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * bbrkit-link: a bottleneck link between two interfaces of one network namespace, because this
- * kernel has no netem, codel, fq_codel, cake or pie. Frames from --left leave on --right at a
- * constant rate or on a Mahimahi delivery trace, through a tail-drop, CoDel, FQ-CoDel or step-marking
- * queue (queue.c), with optional Gilbert-Elliott loss. Frames from --right go back to --left at once:
- * the ACK path is not shaped.
+ * bbrkit-link: a bottleneck link between two interfaces of one network namespace, for kernels without
+ * netem, codel, fq_codel, cake or pie. Frames from --left leave on --right at a constant rate or on a
+ * Mahimahi delivery trace, through a tail-drop, CoDel, FQ-CoDel, PIE, CAKE-subset or step-marking queue
+ * (queue.c), with optional Gilbert-Elliott loss. Frames from --right go back to --left at once: the ACK
+ * path is not shaped.
+ *
+ * This file parses the command line into one struct link_args, checks it (bad input stops before any
+ * socket, thread or file exists), builds each direction's configuration from it and starts the
+ * directions' threads (path.c); trace.c loads traces.
  *
  * Queueing, marking and dropping are per packet, so the link needs wire-size frames: the wrapper turns
  * segmentation offloads off upstream, and a GSO frame that still arrives is dropped and counted
- * (drop_gso). Arrival times are the kernel's receive timestamps (SO_TIMESTAMPNS), as in bbrkit-delay:
- * waking a thread on a virtual CPU can take hundreds of microseconds. A frame leaves when its last bit
- * would have crossed the link.
+ * (drop_gso).
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <linux/if_packet.h>
-#include <linux/virtio_net.h>
-#include <net/ethernet.h>
 #include <net/if.h>
-#include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "afpacket.h"
+#include "path.h"
 #include "process.h"
 #include "queue.h"
+#include "trace.h"
 
 #define PROG "bbrkit-link"
-#define NSEC_PER_SEC 1000000000ULL
 #define BITS_PER_BYTE 8ULL
-#define VNET_HDR_BYTES ((uint32_t)sizeof(struct virtio_net_hdr))
 /* Ethernet header plus one VLAN tag on top of the MTU. */
 #define L2_OVERHEAD_BYTES 18
 #define DEFAULT_MTU 1500
 #define MAX_MTU 9000
 #define MIN_RATE_BPS 8000ULL
 #define MAX_RATE_BPS 100000000000ULL
-/* Mahimahi: each trace line is one delivery opportunity of this many bytes. */
-#define TRACE_OPPORTUNITY_BYTES 1500
-#define MAX_TRACE_LINES 10000000
-#define MAX_TRACE_MS (24ULL * 3600 * 1000)
 #define MAX_LIMIT_PKTS 1000000
 #define MAX_LIMIT_BYTES (1ULL << 32)
-#define MAX_POOL_SLOTS (1U << 20)
-/* After a late wake-up the link may catch up at most this much lost time in one burst, as a
- * token bucket of about a millisecond would. */
-#define CATCHUP_NS 1000000ULL
-#define RX_BATCH 64
 #define DEFAULT_SOCKBUF_BYTES (32 << 20)
-/* Wake this long before the next departure, then step (wire_departure_timeout): long sleeps
- * overshoot by milliseconds on a virtual CPU, short ones by microseconds (bbrkit-delay's measurements). */
-#define GUARD_NS 1000000ULL
 #define DEFAULT_LOG_INTERVAL_US 10000ULL
 #define MAX_PARAM_MS 10000ULL
 
-struct slot {
-	struct lq_pkt p;
-	struct slot *free_next; /* the free list, or the jitter line while the frame waits there */
-	uint64_t due_ns;	/* jitter: when the frame leaves */
-	uint32_t wire_len;	/* vnet header + frame */
-	uint8_t buf[];		/* vnet header, then the frame */
-};
-
-/* Counters the forwarding thread publishes for the stats lines (relaxed: monotonic or gauges). */
-struct pub {
-	atomic_uint_fast64_t in_pkts, out_pkts, out_bytes, drop_overlimit, drop_aqm, mark_aqm, mark_step,
-		drop_blue, way_collisions, drop_ge, drop_gso, drop_bad, drop_tx, backlog_pkts, backlog_bytes,
-		max_backlog_bytes, new_flows, sojourn_sum_us, sojourn_max_us, rev_pkts, rev_drop_tx;
-};
-
-static struct pub pub;
-static const char *tag = "";
+enum { DIR_FWD, DIR_REV, DIRS };
 static int stop_pipe[2] = { -1, -1 };
 static atomic_int fatal_error;
+static const char *tag = "";
+static struct lpath fwd = { .name = "forward" }, rev = { .name = "reverse" };
 
-static struct {
-	int rx_fd, tx_fd, rev_rx_fd, rev_tx_fd;
-	const char *left;
-	uint64_t rate_bps;
-	uint64_t *trace_ns; /* opportunity offsets within one period */
-	size_t trace_len;
-	uint64_t trace_period_ns;
-	struct lq q;
-	struct lq_ge ge;
-	bool ge_on;
-	uint32_t frame_max, slot_size, seed;
-	uint8_t *pool;
-	struct slot *free_list;
-	FILE *log;
-	uint64_t log_interval_ns;
-	uint64_t jitter_ns;
-} L;
-
-static void fail_runtime(const char *what, int err)
+void link_fail(const char *what, int err)
 {
 	fprintf(stderr, PROG ": %s: %s\n", what, strerror(err));
 	atomic_store(&fatal_error, 1);
 	kill(getpid(), SIGTERM);
 }
 
-static void __attribute__((noreturn)) die(const char *fmt, const char *arg)
+static void __attribute__((noreturn, format(printf, 1, 2))) die(const char *fmt, ...)
 {
+	va_list ap;
+
+	va_start(ap, fmt);
 	fputs(PROG ": ", stderr);
-	fprintf(stderr, fmt, arg);
+	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
+	va_end(ap);
 	exit(2);
-}
-
-#define INC(field) atomic_fetch_add_explicit(&pub.field, 1, memory_order_relaxed)
-#define SET(field, v) atomic_store_explicit(&pub.field, (v), memory_order_relaxed)
-
-static struct slot *slot_get(void)
-{
-	struct slot *s = L.free_list;
-
-	if (s)
-		L.free_list = s->free_next;
-	return s;
-}
-
-static void slot_put(struct slot *s)
-{
-	s->free_next = L.free_list;
-	L.free_list = s;
-}
-
-static void on_drop(void *ctx, struct lq_pkt *p)
-{
-	(void)ctx;
-	slot_put((struct slot *)p);
-}
-
-/* Frames due to leave, sent together by tx_flush() before the thread sleeps or reads again. */
-static struct slot *tx_pending[RX_BATCH];
-static int tx_count;
-
-static void tx_flush(void)
-{
-	static struct mmsghdr msgs[RX_BATCH];
-	static struct iovec iov[RX_BATCH];
-	int done = 0;
-
-	for (int i = 0; i < tx_count; i++) {
-		iov[i] = (struct iovec){ .iov_base = tx_pending[i]->buf, .iov_len = tx_pending[i]->wire_len };
-		msgs[i].msg_hdr = (struct msghdr){ .msg_iov = &iov[i], .msg_iovlen = 1 };
-	}
-	while (done < tx_count) {
-		int n = sendmmsg(L.tx_fd, msgs + done, (unsigned int)(tx_count - done), 0);
-
-		if (n > 0) {
-			for (int i = done; i < done + n; i++) {
-				INC(out_pkts);
-				atomic_fetch_add_explicit(
-					&pub.out_bytes, tx_pending[i]->p.len, memory_order_relaxed);
-			}
-			done += n;
-			continue;
-		}
-		if (errno == ENXIO || errno == ENODEV) {
-			fail_runtime("output interface disappeared", errno);
-			break;
-		}
-		INC(drop_tx); /* ENOBUFS, ENETDOWN: the first frame is lost on the wire, as send() would lose it */
-		done++;
-	}
-	for (int i = 0; i < tx_count; i++)
-		slot_put(tx_pending[i]);
-	tx_count = 0;
-}
-
-static void send_now(struct slot *s, uint64_t now)
-{
-	uint64_t sojourn_us = (now > s->p.enq_ns ? now - s->p.enq_ns : 0) / LQ_NSEC_PER_USEC;
-
-	atomic_fetch_add_explicit(&pub.sojourn_sum_us, sojourn_us, memory_order_relaxed);
-	if (sojourn_us > atomic_load_explicit(&pub.sojourn_max_us, memory_order_relaxed))
-		SET(sojourn_max_us, sojourn_us);
-	tx_pending[tx_count++] = s;
-	if (tx_count == RX_BATCH)
-		tx_flush();
-}
-
-/* Jitter: after the link, each frame waits a uniform 0..jitter_ns more, never leaving before the frame
- * ahead of it (netem's jitter reorders; this line does not). */
-static struct slot *jitter_head, *jitter_tail;
-static uint64_t jitter_rng;
-
-static uint64_t jitter_draw(void)
-{
-	uint64_t z = (jitter_rng += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return (z ^ (z >> 31)) % (L.jitter_ns + 1);
-}
-
-static void transmit(struct slot *s, uint64_t now)
-{
-	uint64_t due;
-
-	if (!L.jitter_ns) {
-		send_now(s, now);
-		return;
-	}
-	due = now + jitter_draw();
-	if (jitter_tail && due < jitter_tail->due_ns)
-		due = jitter_tail->due_ns;
-	s->due_ns = due;
-	s->free_next = NULL;
-	if (jitter_tail)
-		jitter_tail->free_next = s;
-	else
-		jitter_head = s;
-	jitter_tail = s;
-}
-
-static void jitter_release(uint64_t now)
-{
-	while (jitter_head && jitter_head->due_ns <= now) {
-		struct slot *s = jitter_head;
-
-		jitter_head = s->free_next;
-		if (!jitter_head)
-			jitter_tail = NULL;
-		send_now(s, now);
-	}
-}
-
-/* The link: one frame in service at a time, leaving at cur_finish. */
-static struct slot *cur;
-static uint64_t cur_finish, free_at;
-static uint32_t cur_left;    /* trace mode: bytes of cur still to deliver */
-static size_t next_opp;	     /* trace mode: index into trace_ns */
-static uint64_t period_base; /* trace mode: start of the current period */
-
-static uint64_t opp_time(void)
-{
-	return period_base + L.trace_ns[next_opp];
-}
-
-static void opp_advance(void)
-{
-	if (++next_opp == L.trace_len) {
-		next_opp = 0;
-		period_base += L.trace_period_ns;
-	}
-}
-
-static void service_rate(uint64_t now)
-{
-	for (;;) {
-		uint64_t start;
-
-		if (cur) {
-			if (cur_finish > now)
-				return;
-			free_at = cur_finish;
-			transmit(cur, now);
-			cur = NULL;
-		}
-		cur = (struct slot *)lq_dequeue(&L.q, now);
-		if (!cur)
-			return;
-		start = free_at;
-		if (start < cur->p.enq_ns)
-			start = cur->p.enq_ns;
-		if (start + CATCHUP_NS < now)
-			start = now - CATCHUP_NS;
-		cur_finish = start + (uint64_t)cur->p.len * BITS_PER_BYTE * NSEC_PER_SEC / L.rate_bps;
-	}
-}
-
-/* Mahimahi's link: each opportunity delivers up to 1500 bytes of the queue's head, a frame may span
- * opportunities, and an opportunity with nothing queued is lost. */
-static void service_trace(uint64_t now)
-{
-	if (!cur && L.q.backlog_pkts == 0) {
-		/* Idle: skip the opportunities already past, a period at a time first. */
-		while (period_base + L.trace_period_ns <= now)
-			period_base += L.trace_period_ns;
-		while (opp_time() < now)
-			opp_advance();
-		return;
-	}
-	while (opp_time() <= now) {
-		uint32_t budget = TRACE_OPPORTUNITY_BYTES;
-
-		while (budget) {
-			uint32_t take;
-
-			if (!cur) {
-				cur = (struct slot *)lq_dequeue(&L.q, now);
-				if (!cur)
-					break;
-				cur_left = cur->p.len;
-			}
-			take = cur_left < budget ? cur_left : budget;
-			budget -= take;
-			cur_left -= take;
-			if (!cur_left) {
-				transmit(cur, now);
-				cur = NULL;
-			}
-		}
-		opp_advance();
-		if (!cur && L.q.backlog_pkts == 0)
-			return;
-	}
-}
-
-static uint64_t next_event(void)
-{
-	uint64_t link = L.trace_ns ? (cur || L.q.backlog_pkts ? opp_time() : UINT64_MAX)
-				   : (cur ? cur_finish : UINT64_MAX);
-
-	return jitter_head && jitter_head->due_ns < link ? jitter_head->due_ns : link;
-}
-
-/* The frame's arrival on the monotonic clock, from its kernel receive stamp (now without one). */
-static uint64_t arrival_ns(struct msghdr *msg, uint64_t now)
-{
-	int64_t age = wire_rx_age_ns(msg);
-
-	return age > 0 ? now - (uint64_t)age : now;
-}
-
-static void publish(void)
-{
-	SET(backlog_pkts, L.q.backlog_pkts);
-	SET(backlog_bytes, L.q.backlog_bytes);
-	SET(max_backlog_bytes, L.q.st.max_backlog_bytes);
-	SET(drop_overlimit, L.q.st.drop_overlimit);
-	SET(drop_aqm, L.q.st.drop_aqm);
-	SET(mark_aqm, L.q.st.mark_aqm);
-	SET(mark_step, L.q.st.mark_step);
-	SET(new_flows, L.q.st.new_flows);
-	SET(drop_blue, L.q.st.drop_blue);
-	SET(way_collisions, L.q.st.way_collisions);
-}
-
-/* Takes one received frame into the queue (or drops it, counted). */
-static void admit(struct slot *s, size_t n, struct msghdr *msg, uint64_t now)
-{
-	struct virtio_net_hdr *vh = (struct virtio_net_hdr *)s->buf;
-
-	INC(in_pkts);
-	if (n > L.slot_size || vh->gso_type != VIRTIO_NET_HDR_GSO_NONE) {
-		INC(drop_gso);
-		slot_put(s);
-		return;
-	}
-	if (n <= VNET_HDR_BYTES) {
-		INC(drop_bad);
-		slot_put(s);
-		return;
-	}
-	if (L.ge_on && lq_ge_lose(&L.ge)) {
-		INC(drop_ge);
-		slot_put(s);
-		return;
-	}
-	s->wire_len = (uint32_t)n;
-	s->p.len = (uint32_t)n - VNET_HDR_BYTES;
-	lq_frame_info(&s->p, s->buf + VNET_HDR_BYTES, s->p.len, L.seed);
-	lq_enqueue(&L.q, &s->p, arrival_ns(msg, now));
-}
-
-/* Receives up to RX_BATCH frames in one recvmmsg without blocking; returns how many were read. */
-static int recv_batch(void)
-{
-	static union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(struct timespec))];
-	} ctl[RX_BATCH];
-	static struct mmsghdr msgs[RX_BATCH];
-	static struct iovec iov[RX_BATCH];
-	struct slot *slots[RX_BATCH];
-	int want, got;
-	uint64_t now;
-
-	for (want = 0; want < RX_BATCH; want++) {
-		slots[want] = slot_get();
-		if (!slots[want])
-			break;
-		iov[want] = (struct iovec){ .iov_base = slots[want]->buf, .iov_len = L.slot_size };
-		msgs[want].msg_hdr = (struct msghdr){ .msg_iov = &iov[want],
-			.msg_iovlen = 1,
-			.msg_control = &ctl[want],
-			.msg_controllen = sizeof(ctl[want]) };
-	}
-	if (want == 0) {
-		/* Every slot is queued (a limit larger than the pool): read one frame to drop it. */
-		static uint8_t sink[VNET_HDR_BYTES + 65536 + 64];
-
-		if (recv(L.rx_fd, sink, sizeof(sink), MSG_DONTWAIT) >= 0) {
-			INC(in_pkts);
-			INC(drop_bad);
-			return 1;
-		}
-		return 0;
-	}
-	got = recvmmsg(L.rx_fd, msgs, (unsigned int)want, MSG_DONTWAIT | MSG_TRUNC, NULL);
-	if (got < 0) {
-		got = 0;
-		if (errno == EINVAL) /* a GSO type with no vnet header form */
-			INC(drop_gso);
-		else if (errno != EAGAIN && errno != EINTR && errno != ENETDOWN)
-			fail_runtime("recv", errno);
-	}
-	now = wire_now_ns();
-	for (int i = 0; i < got; i++)
-		admit(slots[i], msgs[i].msg_len, &msgs[i].msg_hdr, now);
-	for (int i = got; i < want; i++)
-		slot_put(slots[i]);
-	return got;
-}
-
-static void log_line(uint64_t t)
-{
-	static uint64_t last_out, last_sum;
-	uint64_t out = atomic_load(&pub.out_pkts), sum = atomic_load(&pub.sojourn_sum_us);
-	uint64_t max = atomic_exchange(&pub.sojourn_max_us, 0);
-
-	/* The interval's sojourn maximum restarts here; the stats line keeps its own running max. */
-	fprintf(L.log,
-		"%.6f,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-		",%" PRIu64 ",%" PRIu64 "\n",
-		(double)t / NSEC_PER_SEC, L.q.backlog_pkts, L.q.backlog_bytes,
-		out - last_out ? (sum - last_sum) / (out - last_out) : 0, max, out, L.q.st.drop_overlimit,
-		L.q.st.drop_aqm + L.q.st.drop_blue, L.q.st.mark_aqm + L.q.st.mark_step,
-		(uint64_t)atomic_load(&pub.drop_ge), (uint64_t)atomic_load(&pub.out_bytes));
-	last_out = out;
-	last_sum = sum;
-}
-
-static uint64_t run_max_sojourn_us;
-
-static void *forward_main(void *arg)
-{
-	uint64_t start = wire_now_ns(), next_log = start;
-
-	(void)arg;
-	free_at = start;
-	period_base = start;
-	for (;;) {
-		struct pollfd pfd[2] = { { .fd = L.rx_fd, .events = POLLIN },
-			{ .fd = stop_pipe[0], .events = POLLIN } };
-		struct timespec ts, *tsp = NULL;
-		uint64_t now = wire_now_ns(), due;
-		int got;
-
-		if (L.trace_ns)
-			service_trace(now);
-		else
-			service_rate(now);
-		jitter_release(now);
-		tx_flush();
-		got = recv_batch();
-		now = wire_now_ns();
-		if (L.trace_ns)
-			service_trace(now);
-		else
-			service_rate(now);
-		jitter_release(now);
-		tx_flush();
-		publish();
-		if (L.log && now >= next_log) {
-			uint64_t m = atomic_load(&pub.sojourn_max_us);
-
-			if (m > run_max_sojourn_us)
-				run_max_sojourn_us = m;
-			log_line(now);
-			next_log += L.log_interval_ns;
-			if (next_log < now)
-				next_log = now + L.log_interval_ns;
-		}
-		if (got == RX_BATCH)
-			continue;
-		due = next_event();
-		if (L.log && due > next_log)
-			due = next_log;
-		if (due != UINT64_MAX) {
-			tsp = wire_departure_timeout(due > now ? due - now : 0, GUARD_NS, &ts);
-		}
-		if (ppoll(pfd, 2, tsp, NULL) < 0 && errno != EINTR) {
-			fail_runtime("ppoll", errno);
-			return NULL;
-		}
-		if (pfd[1].revents)
-			return NULL;
-	}
-}
-
-/* The reverse path (ACKs) goes straight through, in order. */
-static void *reverse_main(void *arg)
-{
-	static uint8_t buf[VNET_HDR_BYTES + 65536 + 64];
-
-	(void)arg;
-	for (;;) {
-		struct pollfd pfd[2] = { { .fd = L.rev_rx_fd, .events = POLLIN },
-			{ .fd = stop_pipe[0], .events = POLLIN } };
-		ssize_t n;
-
-		if (poll(pfd, 2, -1) < 0 && errno != EINTR) {
-			fail_runtime("poll", errno);
-			return NULL;
-		}
-		if (pfd[1].revents)
-			return NULL;
-		while ((n = recv(L.rev_rx_fd, buf, sizeof(buf), MSG_DONTWAIT)) > (ssize_t)VNET_HDR_BYTES) {
-			if (send(L.rev_tx_fd, buf, (size_t)n, 0) >= 0)
-				INC(rev_pkts);
-			else
-				INC(rev_drop_tx);
-		}
-	}
-}
-
-static uint64_t kernel_drops; /* main thread only */
-
-static void print_stats(const char *event)
-{
-	struct tpacket_stats st;
-	socklen_t sl = sizeof(st);
-
-	/* PACKET_STATISTICS resets on read, so accumulate: frames the socket buffer had no room for. */
-	if (getsockopt(L.rx_fd, SOL_PACKET, PACKET_STATISTICS, &st, &sl) == 0)
-		kernel_drops += st.tp_drops;
-	uint64_t deq = atomic_load(&pub.out_pkts);
-	uint64_t max = atomic_load(&pub.sojourn_max_us);
-
-	if (max < run_max_sojourn_us)
-		max = run_max_sojourn_us;
-	printf("{\"event\":\"%s\",\"tag\":\"%s\"", event, tag);
-#define F(key) printf(",\"" #key "\":%" PRIu64, (uint64_t)atomic_load(&pub.key))
-	F(in_pkts);
-	F(out_pkts);
-	F(out_bytes);
-	F(drop_overlimit);
-	F(drop_aqm);
-	F(mark_aqm);
-	F(mark_step);
-	F(drop_blue);
-	F(way_collisions);
-	F(drop_ge);
-	F(drop_gso);
-	F(drop_bad);
-	F(drop_tx);
-	F(backlog_pkts);
-	F(backlog_bytes);
-	F(max_backlog_bytes);
-	F(new_flows);
-	F(rev_pkts);
-	F(rev_drop_tx);
-#undef F
-	printf(",\"drop_kernel\":%" PRIu64, kernel_drops);
-	printf(",\"sojourn_mean_us\":%" PRIu64 ",\"sojourn_max_us\":%" PRIu64 "}\n",
-		deq ? (uint64_t)atomic_load(&pub.sojourn_sum_us) / deq : 0, max);
-	fflush(stdout);
 }
 
 static uint64_t parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
@@ -597,58 +97,54 @@ static double parse_prob(const char *opt, const char *s)
 	return v;
 }
 
-/* Mahimahi trace: one non-negative integer millisecond per line, non-decreasing; the last one is the
- * period (the trace loops). */
-static void load_trace(const char *path)
+static bool rev_shaped;
+static pthread_t fwd_thread, rev_thread;
+static bool rev_running; /* false with --rev-kernel: the kernel forwards the ACKs */
+/* Each forwarding thread's CPU time and the wall time since they started, taken before they stop. */
+static uint64_t cpu_ns[DIRS], start_ns, wall_ns;
+
+static uint64_t thread_cpu_ns(pthread_t t)
 {
-	FILE *f = fopen(path, "r");
-	char line[64];
-	size_t cap = 0, lineno = 0;
-	uint64_t last = 0;
+	clockid_t clock;
+	struct timespec ts;
 
-	if (!f) {
-		fprintf(stderr, PROG ": --trace %s: %s\n", path, strerror(errno));
-		exit(2);
-	}
-	while (fgets(line, sizeof(line), f)) {
-		char *end;
-		unsigned long long ms;
+	if (pthread_getcpuclockid(t, &clock) || clock_gettime(clock, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 
-		lineno++;
-		if (line[0] == '\n' || line[0] == '#')
-			continue;
-		errno = 0;
-		ms = strtoull(line, &end, 10);
-		if (line[0] < '0' || line[0] > '9' || errno || (*end != '\n' && *end) || ms > MAX_TRACE_MS ||
-			ms < last) {
-			fprintf(stderr,
-				PROG ": --trace %s: line %zu: expected a millisecond count not below "
-				     "the previous line's\n",
-				path, lineno);
-			exit(2);
-		}
-		if (L.trace_len == MAX_TRACE_LINES)
-			die("--trace %s: more than 10000000 lines", path);
-		if (L.trace_len == cap) {
-			cap = cap ? cap * 2 : 4096;
-			L.trace_ns = realloc(L.trace_ns, cap * sizeof(*L.trace_ns));
-			if (!L.trace_ns)
-				die("--trace %s: out of memory", path);
-		}
-		L.trace_ns[L.trace_len++] = ms * LQ_NSEC_PER_MSEC;
-		last = ms;
-	}
-	fclose(f);
-	if (!L.trace_len || last == 0)
-		die("--trace %s: no delivery opportunity after 0 ms (an empty trace cannot loop)", path);
-	L.trace_period_ns = last * LQ_NSEC_PER_MSEC;
+static void sample_cpu(void)
+{
+	cpu_ns[DIR_FWD] = thread_cpu_ns(fwd_thread);
+	cpu_ns[DIR_REV] = rev_running ? thread_cpu_ns(rev_thread) : 0;
+	wall_ns = wire_now_ns() - start_ns;
+}
+
+static void print_stats(const char *event)
+{
+	printf("{\"event\":\"%s\",\"tag\":\"%s\"", event, tag);
+	lp_print_counters(&fwd, "");
+	/* The ACK direction's counters carry rev_; unshaped, it counts only what it passed and failed to send. */
+	if (rev_shaped)
+		lp_print_counters(&rev, "rev_");
+	else
+		printf(",\"rev_drop_tx\":%" PRIu64, (uint64_t)atomic_load(&rev.pub.drop_tx));
+	if (!strcmp(event, "stats"))
+		sample_cpu();
+	printf(",\"cpu_fwd_us\":%" PRIu64 ",\"cpu_rev_us\":%" PRIu64 ",\"wall_us\":%" PRIu64,
+		cpu_ns[DIR_FWD] / 1000, cpu_ns[DIR_REV] / 1000, wall_ns / 1000);
+	printf(",\"rev_kernel\":%d", !rev_running);
+	printf(",\"rev_shaped\":%d,\"rev_pkts\":%" PRIu64 "}\n", rev_shaped,
+		(uint64_t)atomic_load(&rev.pub.out_pkts));
+	fflush(stdout);
 }
 
 static void usage(void)
 {
 	printf("Usage: " PROG " --left IF --right IF --tag TAG (--rate-bps N | --trace FILE) [options]\n"
 	       "Forward frames from --left to --right through an emulated bottleneck (rate or trace,\n"
-	       "queue, AQM, loss); frames from --right go to --left unshaped.\n"
+	       "queue, AQM, loss); frames from --right go to --left unshaped unless a --rev- option\n"
+	       "gives that direction (the ACK path) its own.\n"
 	       "\n"
 	       "  --left IF              data input interface\n"
 	       "  --right IF             data output interface\n"
@@ -672,7 +168,24 @@ static void usage(void)
 	       "  --step-ect1-only       mark only ECT(1) packets (L4S)\n"
 	       "  --ge P,R,LG,LB         Gilbert-Elliott loss: good->bad P, bad->good R per packet,\n"
 	       "                         loss probability LG in good and LB in bad state\n"
-	       "  --jitter-us N          after the link each frame waits a uniform 0..N us more, in order\n"
+	       "  --loss P               independent loss with probability P (instead of --ge)\n"
+	       "  --delay-us N           after the link each frame waits N us more\n"
+	       "  --jitter-us N          ...and a uniform 0..N us on top, in order\n"
+	       "  --police RATE,BURST    token-bucket policer before the queue: RATE bit/s, BURST bytes;\n"
+	       "                         what the bucket does not cover is dropped (RFC 2697, no EBS)\n"
+	       "  --reorder P,GAP        netem's reorder: after GAP-1 packets in order, each skips the\n"
+	       "                         --delay-us with probability P (needs --delay-us)\n"
+	       "  --duplicate P          netem's duplicate: a second copy with probability P\n"
+	       "  --aggregate SPEC       hold frames after the link and release them in bursts:\n"
+	       "                         slot,MIN_US[,MAX_US[,PKTS]] (netem's slot), count,K,TIMEOUT_US\n"
+	       "                         or onoff,ON_US,OFF_US\n"
+	       "  --mm-log FILE          a line per packet in Mahimahi mm-link's log format (+ arrival,\n"
+	       "                         # opportunity, - departure with its delay), for "
+	       "mm-throughput-graph\n"
+	       "                         and mm-delay-graph\n"
+	       "  --rev-OPTION           each option above from --rate-bps to here, for the ACK direction\n"
+	       "                         (--right to --left); without --rev-rate-bps or --rev-trace it has\n"
+	       "                         no rate limit\n"
 	       "  --seed N               seed for the flow hash salt and the loss model (default 1)\n"
 	       "  --mtu N                largest IP packet (default %d)\n"
 	       "  --log FILE             CSV time series of the queue every --log-interval-us, stamped\n"
@@ -680,6 +193,8 @@ static void usage(void)
 	       "  --log-interval-us N    default %llu\n"
 	       "  --sockbuf-bytes N      kernel socket buffer per socket (default %d)\n"
 	       "  --rt-prio N            run the forwarding threads SCHED_FIFO at priority N (1..99)\n"
+	       "  --rev-kernel           no ACK-direction sockets or thread: the caller has the kernel\n"
+	       "                         redirect --right's ingress to --left (tc mirred)\n"
 	       "  --help                 show this help\n"
 	       "\n"
 	       "Prints {\"event\":\"ready\",...} when forwarding, a {\"event\":\"stats\",...} line of\n"
@@ -688,80 +203,280 @@ static void usage(void)
 		DEFAULT_LOG_INTERVAL_US, DEFAULT_SOCKBUF_BYTES);
 }
 
-/* The command line as given; main checks it, then builds the link from it. */
-struct link_args {
-	const char *left, *right, *trace, *aqm, *log_path;
-	uint64_t limit_pkts, limit_bytes, target, interval, tupdate, quantum,
-		flows; /* 0: the queue's default */
-	uint64_t step, mtu, prio, ecn, log_us, seed;
-	int sockbuf;
-	bool ect1, have_tag;
+/* One direction's options as given (0: the queue's default). */
+struct path_args {
+	bool given; /* any option for this direction (the ACK direction is shaped only then) */
+	uint64_t rate_bps;
+	const char *trace, *aqm;
+	uint64_t limit_pkts, limit_bytes, target, interval, tupdate, quantum, flows, step, ecn, jitter_us,
+		delay_us;
+	bool ect1, ge_on, loss_on;
 	double ge[4];
+	uint64_t police_bps, police_burst, reorder_gap;
+	double reorder_prob, dup_prob;
+	enum ls_agg_kind agg;
+	uint64_t agg_a_us, agg_b_us, agg_pkts;
+	const char *mm_log;
 };
 
-/* Long options only, numbered past every character getopt could return. */
+/* What a direction's options are called: --NAME for the data direction, --rev-NAME for the ACKs. */
+static const char *const dir_prefix[DIRS] = { "", "rev-" };
+
+/* The command line as given; main checks it, then builds the link from it. */
+struct link_args {
+	const char *left, *right, *log_path;
+	uint64_t mtu, prio, log_us, seed;
+	int sockbuf;
+	bool have_tag, rev_kernel;
+	struct path_args path[DIRS];
+};
+
+/* Options that set one direction; each exists as --NAME and --rev-NAME. */
+#define PATH_OPTS(X) \
+	X(P_RATE, "rate-bps", required_argument) \
+	X(P_TRACE, "trace", required_argument) \
+	X(P_AQM, "aqm", required_argument) \
+	X(P_LPKTS, "limit-pkts", required_argument) \
+	X(P_LBYTES, "limit-bytes", required_argument) \
+	X(P_TARGET, "target-us", required_argument) \
+	X(P_INTERVAL, "interval-us", required_argument) \
+	X(P_TUPDATE, "tupdate-us", required_argument) \
+	X(P_QUANTUM, "quantum", required_argument) \
+	X(P_FLOWS, "flows", required_argument) \
+	X(P_ECN, "ecn", required_argument) \
+	X(P_STEP, "step-us", required_argument) \
+	X(P_ECT1, "step-ect1-only", no_argument) \
+	X(P_GE, "ge", required_argument) \
+	X(P_LOSS, "loss", required_argument) \
+	X(P_JITTER, "jitter-us", required_argument) \
+	X(P_DELAY, "delay-us", required_argument) \
+	X(P_POLICE, "police", required_argument) \
+	X(P_REORDER, "reorder", required_argument) \
+	X(P_DUP, "duplicate", required_argument) \
+	X(P_AGG, "aggregate", required_argument) \
+	X(P_MMLOG, "mm-log", required_argument)
+
+#define PATH_OPT_ID(id, name, has_arg) id,
+enum path_opt { PATH_OPTS(PATH_OPT_ID) P_COUNT };
+#undef PATH_OPT_ID
+
+/* Long options only, numbered past every character getopt could return; a direction's options follow. */
 enum link_opt {
 	O_LEFT = 256,
 	O_RIGHT,
 	O_TAG,
-	O_RATE,
-	O_TRACE,
-	O_AQM,
-	O_LPKTS,
-	O_LBYTES,
-	O_TARGET,
-	O_INTERVAL,
-	O_TUPDATE,
-	O_QUANTUM,
-	O_FLOWS,
-	O_ECN,
-	O_STEP,
-	O_ECT1,
-	O_GE,
-	O_JITTER,
 	O_SEED,
 	O_MTU,
 	O_LOG,
 	O_LOGINT,
 	O_SOCKBUF,
 	O_PRIO,
-	O_HELP
+	O_REV_KERNEL,
+	O_HELP,
+	O_DIR_BASE
 };
-static const struct option link_opts[] = {
+static const struct option global_opts[] = {
 	{ "left", required_argument, NULL, O_LEFT },
 	{ "right", required_argument, NULL, O_RIGHT },
 	{ "tag", required_argument, NULL, O_TAG },
-	{ "rate-bps", required_argument, NULL, O_RATE },
-	{ "trace", required_argument, NULL, O_TRACE },
-	{ "aqm", required_argument, NULL, O_AQM },
-	{ "limit-pkts", required_argument, NULL, O_LPKTS },
-	{ "limit-bytes", required_argument, NULL, O_LBYTES },
-	{ "target-us", required_argument, NULL, O_TARGET },
-	{ "interval-us", required_argument, NULL, O_INTERVAL },
-	{ "tupdate-us", required_argument, NULL, O_TUPDATE },
-	{ "quantum", required_argument, NULL, O_QUANTUM },
-	{ "flows", required_argument, NULL, O_FLOWS },
-	{ "ecn", required_argument, NULL, O_ECN },
-	{ "step-us", required_argument, NULL, O_STEP },
-	{ "step-ect1-only", no_argument, NULL, O_ECT1 },
-	{ "ge", required_argument, NULL, O_GE },
-	{ "jitter-us", required_argument, NULL, O_JITTER },
 	{ "seed", required_argument, NULL, O_SEED },
 	{ "mtu", required_argument, NULL, O_MTU },
 	{ "log", required_argument, NULL, O_LOG },
 	{ "log-interval-us", required_argument, NULL, O_LOGINT },
 	{ "sockbuf-bytes", required_argument, NULL, O_SOCKBUF },
 	{ "rt-prio", required_argument, NULL, O_PRIO },
+	{ "rev-kernel", no_argument, NULL, O_REV_KERNEL },
 	{ "help", no_argument, NULL, O_HELP },
-	{ NULL, 0, NULL, 0 },
 };
+#define N_GLOBAL (sizeof(global_opts) / sizeof(global_opts[0]))
+#define PATH_OPT_NAME(id, name, has_arg) { name, has_arg, NULL, 0 },
+static const struct option path_opts[P_COUNT] = { PATH_OPTS(PATH_OPT_NAME) };
+#undef PATH_OPT_NAME
+
+/* The option table: the global ones, then each direction's under its prefix. */
+static struct option all_opts[N_GLOBAL + DIRS * P_COUNT + 1];
+static char opt_names[DIRS * P_COUNT][32];
+
+static void build_options(void)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < N_GLOBAL; i++)
+		all_opts[n++] = global_opts[i];
+	for (int d = 0; d < DIRS; d++)
+		for (int i = 0; i < P_COUNT; i++) {
+			char *name = opt_names[d * P_COUNT + i];
+
+			snprintf(name, sizeof(opt_names[0]), "%s%s", dir_prefix[d], path_opts[i].name);
+			all_opts[n++] = (struct option){ name, path_opts[i].has_arg, NULL,
+				O_DIR_BASE + d * P_COUNT + i };
+		}
+	all_opts[n] = (struct option){ NULL, 0, NULL, 0 };
+}
+
+static void parse_ge(struct path_args *pa, const char *opt, const char *arg)
+{
+	char *copy = strdup(arg), *save = NULL, *tok = strtok_r(copy, ",", &save);
+	int i;
+
+	for (i = 0; tok && i < 4; i++, tok = strtok_r(NULL, ",", &save))
+		pa->ge[i] = parse_prob(opt, tok);
+	if (i != 4 || tok) {
+		fprintf(stderr, PROG ": %s '%s': expected four probabilities P,R,LG,LB\n", opt, arg);
+		exit(2);
+	}
+	free(copy);
+	pa->ge_on = true;
+}
+
+/* Splits @arg at commas into min..max fields (kept in a static copy); @what is the expected form. */
+static void parse_fields(const char *opt, const char *arg, const char *what, int min, int max, char **out)
+{
+	static char copy[256];
+	char *save = NULL, *tok;
+	int n = 0;
+
+	snprintf(copy, sizeof(copy), "%s", arg);
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (n == max)
+			die("%s '%s': expected %s", opt, arg, what);
+		out[n++] = tok;
+	}
+	if (n < min)
+		die("%s '%s': expected %s", opt, arg, what);
+	for (int i = n; i < max; i++)
+		out[i] = NULL;
+}
+
+/* slot,MIN_US[,MAX_US[,PKTS]] | count,K,TIMEOUT_US | onoff,ON_US,OFF_US */
+static void parse_agg(struct path_args *pa, const char *opt, const char *arg)
+{
+	const char *form = "slot,MIN_US[,MAX_US[,PKTS]], count,K,TIMEOUT_US or onoff,ON_US,OFF_US";
+	char *f[4];
+
+	parse_fields(opt, arg, form, 2, 4, f);
+	if (strcmp(f[0], "slot") && strcmp(f[0], "count") && strcmp(f[0], "onoff"))
+		die("%s '%s': expected %s", opt, arg, form);
+	if (!strcmp(f[0], "slot")) {
+		pa->agg = LS_AGG_SLOT;
+		pa->agg_a_us = parse_u64(opt, f[1], 1, MAX_PARAM_MS * 1000);
+		pa->agg_b_us = f[2] ? parse_u64(opt, f[2], pa->agg_a_us, MAX_PARAM_MS * 1000) : pa->agg_a_us;
+		pa->agg_pkts = f[3] ? parse_u64(opt, f[3], 1, MAX_LIMIT_PKTS) : 0;
+		return;
+	}
+	if (!f[2] || f[3])
+		die("%s '%s': expected %s", opt, arg, form);
+	if (!strcmp(f[0], "count")) {
+		pa->agg = LS_AGG_COUNT;
+		pa->agg_pkts = parse_u64(opt, f[1], 1, MAX_LIMIT_PKTS);
+		pa->agg_a_us = parse_u64(opt, f[2], 1, MAX_PARAM_MS * 1000);
+	} else {
+		pa->agg = LS_AGG_ONOFF;
+		pa->agg_a_us = parse_u64(opt, f[1], 1, MAX_PARAM_MS * 1000);
+		pa->agg_b_us = parse_u64(opt, f[2], 1, MAX_PARAM_MS * 1000);
+	}
+}
+
+/* One direction's option @id, given as @opt ("--rev-aqm"). */
+static void parse_path_opt(struct path_args *pa, int id, const char *opt)
+{
+	char *fields[2];
+
+	pa->given = true;
+	switch (id) {
+	case P_RATE:
+		pa->rate_bps = parse_u64(opt, optarg, MIN_RATE_BPS, MAX_RATE_BPS);
+		break;
+	case P_TRACE:
+		pa->trace = optarg;
+		break;
+	case P_AQM:
+		pa->aqm = optarg;
+		break;
+	case P_LPKTS:
+		pa->limit_pkts = parse_u64(opt, optarg, 1, MAX_LIMIT_PKTS);
+		break;
+	case P_LBYTES:
+		pa->limit_bytes = parse_u64(opt, optarg, 1, MAX_LIMIT_BYTES);
+		break;
+	case P_TARGET:
+		pa->target = parse_u64(opt, optarg, 1, MAX_PARAM_MS * 1000);
+		break;
+	case P_INTERVAL:
+		pa->interval = parse_u64(opt, optarg, 1, MAX_PARAM_MS * 1000);
+		break;
+	case P_TUPDATE:
+		pa->tupdate = parse_u64(opt, optarg, 1, MAX_PARAM_MS * 1000);
+		break;
+	case P_QUANTUM:
+		pa->quantum = parse_u64(opt, optarg, 64, 1 << 20);
+		break;
+	case P_FLOWS:
+		pa->flows = parse_u64(opt, optarg, 1, LQ_MAX_FLOWS);
+		break;
+	case P_ECN:
+		pa->ecn = parse_u64(opt, optarg, 0, 1);
+		break;
+	case P_STEP:
+		pa->step = parse_u64(opt, optarg, 1, MAX_PARAM_MS * 1000);
+		break;
+	case P_ECT1:
+		pa->ect1 = true;
+		break;
+	case P_GE:
+		parse_ge(pa, opt, optarg);
+		break;
+	case P_LOSS:
+		/* Independent loss: Gilbert-Elliott that never leaves its good state. */
+		pa->ge[0] = 0.0;
+		pa->ge[1] = 1.0;
+		pa->ge[2] = parse_prob(opt, optarg);
+		pa->ge[3] = 0.0;
+		pa->loss_on = true;
+		break;
+	case P_JITTER:
+		pa->jitter_us = parse_u64(opt, optarg, 0, MAX_PARAM_MS * 1000);
+		break;
+	case P_DELAY:
+		pa->delay_us = parse_u64(opt, optarg, 0, MAX_PARAM_MS * 1000);
+		break;
+	case P_POLICE:
+		parse_fields(opt, optarg, "RATE_BPS,BURST_BYTES", 2, 2, fields);
+		pa->police_bps = parse_u64(opt, fields[0], MIN_RATE_BPS, MAX_RATE_BPS);
+		pa->police_burst = parse_u64(opt, fields[1], 64, MAX_LIMIT_BYTES);
+		break;
+	case P_REORDER:
+		parse_fields(opt, optarg, "P,GAP", 2, 2, fields);
+		pa->reorder_prob = parse_prob(opt, fields[0]);
+		pa->reorder_gap = parse_u64(opt, fields[1], 1, MAX_LIMIT_PKTS);
+		break;
+	case P_DUP:
+		pa->dup_prob = parse_prob(opt, optarg);
+		break;
+	case P_AGG:
+		parse_agg(pa, opt, optarg);
+		break;
+	case P_MMLOG:
+		pa->mm_log = optarg;
+		break;
+	}
+}
 
 static void parse_args(int argc, char **argv, struct link_args *a)
 {
 	int opt;
 
+	build_options();
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "", link_opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "", all_opts, NULL)) != -1) {
+		if (opt >= O_DIR_BASE && opt < O_DIR_BASE + DIRS * P_COUNT) {
+			char name[40];
+			int d = (opt - O_DIR_BASE) / P_COUNT;
+
+			snprintf(name, sizeof(name), "--%s", opt_names[opt - O_DIR_BASE]);
+			parse_path_opt(&a->path[d], (opt - O_DIR_BASE) % P_COUNT, name);
+			continue;
+		}
 		switch (opt) {
 		case O_LEFT:
 			a->left = optarg;
@@ -772,61 +487,6 @@ static void parse_args(int argc, char **argv, struct link_args *a)
 		case O_TAG:
 			tag = optarg;
 			a->have_tag = true;
-			break;
-		case O_RATE:
-			L.rate_bps = parse_u64("--rate-bps", optarg, MIN_RATE_BPS, MAX_RATE_BPS);
-			break;
-		case O_TRACE:
-			a->trace = optarg;
-			break;
-		case O_AQM:
-			a->aqm = optarg;
-			break;
-		case O_LPKTS:
-			a->limit_pkts = parse_u64("--limit-pkts", optarg, 1, MAX_LIMIT_PKTS);
-			break;
-		case O_LBYTES:
-			a->limit_bytes = parse_u64("--limit-bytes", optarg, 1, MAX_LIMIT_BYTES);
-			break;
-		case O_TARGET:
-			a->target = parse_u64("--target-us", optarg, 1, MAX_PARAM_MS * 1000);
-			break;
-		case O_INTERVAL:
-			a->interval = parse_u64("--interval-us", optarg, 1, MAX_PARAM_MS * 1000);
-			break;
-		case O_TUPDATE:
-			a->tupdate = parse_u64("--tupdate-us", optarg, 1, MAX_PARAM_MS * 1000);
-			break;
-		case O_QUANTUM:
-			a->quantum = parse_u64("--quantum", optarg, 64, 1 << 20);
-			break;
-		case O_FLOWS:
-			a->flows = parse_u64("--flows", optarg, 1, LQ_MAX_FLOWS);
-			break;
-		case O_ECN:
-			a->ecn = parse_u64("--ecn", optarg, 0, 1);
-			break;
-		case O_STEP:
-			a->step = parse_u64("--step-us", optarg, 1, MAX_PARAM_MS * 1000);
-			break;
-		case O_ECT1:
-			a->ect1 = true;
-			break;
-		case O_GE: {
-			char *copy = strdup(optarg), *save = NULL, *tok = strtok_r(copy, ",", &save);
-			int i;
-
-			for (i = 0; tok && i < 4; i++, tok = strtok_r(NULL, ",", &save))
-				a->ge[i] = parse_prob("--ge", tok);
-			if (i != 4 || tok)
-				die("--ge '%s': expected four probabilities P,R,LG,LB", optarg);
-			free(copy);
-			L.ge_on = true;
-			break;
-		}
-		case O_JITTER:
-			L.jitter_ns =
-				parse_u64("--jitter-us", optarg, 0, MAX_PARAM_MS * 1000) * LQ_NSEC_PER_USEC;
 			break;
 		case O_SEED:
 			a->seed = parse_u64("--seed", optarg, 0, UINT32_MAX);
@@ -846,6 +506,9 @@ static void parse_args(int argc, char **argv, struct link_args *a)
 		case O_PRIO:
 			a->prio = parse_u64("--rt-prio", optarg, 1, 99);
 			break;
+		case O_REV_KERNEL:
+			a->rev_kernel = true;
+			break;
 		case O_HELP:
 			usage();
 			exit(0);
@@ -859,87 +522,96 @@ static void parse_args(int argc, char **argv, struct link_args *a)
 		die("unexpected argument '%s' (see --help)", argv[optind]);
 }
 
-/* Bad input stops here, before any socket, thread or file exists. Returns the queue's kind. */
-static enum lq_kind check_args(const struct link_args *a)
+/* A direction's queue options; @x is its option prefix ("" or "rev-"). */
+static enum lq_kind check_aqm(const struct path_args *pa, const char *x)
 {
 	enum lq_kind kind;
 
-	if (!a->left || !a->right || !a->have_tag)
-		die("%s are required (see --help)", "--left, --right and --tag");
-	if (!wire_tag_ok(tag))
-		die("--tag '%s': use 1-64 characters from [A-Za-z0-9._-]", tag);
-	if (!L.rate_bps == !a->trace)
-		die("%s", "give exactly one of --rate-bps and --trace");
-	if (!strcmp(a->aqm, "fifo"))
+	if (!strcmp(pa->aqm, "fifo"))
 		kind = LQ_FIFO;
-	else if (!strcmp(a->aqm, "codel"))
+	else if (!strcmp(pa->aqm, "codel"))
 		kind = LQ_CODEL;
-	else if (!strcmp(a->aqm, "fq_codel"))
+	else if (!strcmp(pa->aqm, "fq_codel"))
 		kind = LQ_FQ_CODEL;
-	else if (!strcmp(a->aqm, "step"))
+	else if (!strcmp(pa->aqm, "step"))
 		kind = LQ_STEP;
-	else if (!strcmp(a->aqm, "pie"))
+	else if (!strcmp(pa->aqm, "pie"))
 		kind = LQ_PIE;
-	else if (!strcmp(a->aqm, "cake"))
+	else if (!strcmp(pa->aqm, "cake"))
 		kind = LQ_CAKE;
 	else
-		die("--aqm '%s': not one of fifo, codel, fq_codel, cake, pie, step", a->aqm);
-	if (a->limit_bytes && kind != LQ_FIFO && kind != LQ_STEP)
-		die("--limit-bytes: only for fifo and step (%s limits packets)", a->aqm);
-	if ((a->target || a->ecn != UINT64_MAX) && (kind == LQ_FIFO || kind == LQ_STEP))
-		die("--target-us and --ecn apply to codel, fq_codel, cake and pie, not %s", a->aqm);
-	if (a->interval && kind != LQ_CODEL && kind != LQ_FQ_CODEL && kind != LQ_CAKE)
-		die("--interval-us applies to codel, fq_codel and cake, not %s", a->aqm);
-	if (a->tupdate && kind != LQ_PIE)
-		die("--tupdate-us applies to pie, not %s", a->aqm);
-	if ((a->quantum || a->flows) && kind != LQ_FQ_CODEL && kind != LQ_CAKE)
-		die("--quantum and --flows apply to fq_codel and cake, not %s", a->aqm);
-	if (a->flows % LQ_CAKE_WAYS && kind == LQ_CAKE)
-		die("--flows: cake's queues come in sets of 8, not %s",
-			"a count that is not a multiple of 8");
-	if (kind == LQ_STEP && !a->step)
-		die("%s", "--aqm step needs --step-us");
-	if (a->ect1 && !a->step)
-		die("%s", "--step-ect1-only needs --step-us");
-	if (a->trace)
-		load_trace(a->trace);
-	if (strcmp(a->left, a->right) == 0)
-		die("--left and --right are both '%s'", a->left);
-	if (!if_nametoindex(a->left))
-		die("--left: no interface '%s' in this network namespace", a->left);
-	if (!if_nametoindex(a->right))
-		die("--right: no interface '%s' in this network namespace", a->right);
+		die("--%saqm '%s': not one of fifo, codel, fq_codel, cake, pie, step", x, pa->aqm);
+	if (pa->limit_bytes && kind != LQ_FIFO && kind != LQ_STEP)
+		die("--%slimit-bytes: only for fifo and step (%s limits packets)", x, pa->aqm);
+	if ((pa->target || pa->ecn != UINT64_MAX) && (kind == LQ_FIFO || kind == LQ_STEP))
+		die("--%starget-us and --%secn apply to codel, fq_codel, cake and pie, not %s", x, x,
+			pa->aqm);
+	if (pa->interval && kind != LQ_CODEL && kind != LQ_FQ_CODEL && kind != LQ_CAKE)
+		die("--%sinterval-us applies to codel, fq_codel and cake, not %s", x, pa->aqm);
+	if (pa->tupdate && kind != LQ_PIE)
+		die("--%stupdate-us applies to pie, not %s", x, pa->aqm);
+	if ((pa->quantum || pa->flows) && kind != LQ_FQ_CODEL && kind != LQ_CAKE)
+		die("--%squantum and --%sflows apply to fq_codel and cake, not %s", x, x, pa->aqm);
+	if (pa->flows % LQ_CAKE_WAYS && kind == LQ_CAKE)
+		die("--%sflows: cake's queues come in sets of 8, not a count that is not a multiple of 8", x);
+	if (kind == LQ_STEP && !pa->step)
+		die("--%saqm step needs --%sstep-us", x, x);
+	if (pa->ect1 && !pa->step)
+		die("--%sstep-ect1-only needs --%sstep-us", x, x);
+	if (pa->ge_on && pa->loss_on)
+		die("--%sge and --%sloss: give one loss model", x, x);
+	if (pa->reorder_gap && !pa->delay_us)
+		die("--%sreorder needs --%sdelay-us (as netem, a reordered packet is one that skips the "
+		    "delay)",
+			x, x);
 	return kind;
 }
 
-static void queue_params(const struct link_args *a, enum lq_kind kind, struct lq_params *prm)
+/* One direction's configuration from its checked options. */
+static void path_config(
+	const struct path_args *pa, enum lq_kind kind, uint32_t frame_max, struct lp_config *c)
 {
-	lq_defaults(prm, kind, L.frame_max - 4);
-	if (a->limit_pkts)
-		prm->limit_pkts = (uint32_t)a->limit_pkts;
-	if (a->limit_bytes) {
-		prm->limit_bytes = a->limit_bytes;
-		prm->limit_pkts = a->limit_pkts ? (uint32_t)a->limit_pkts : 0;
+	struct lq_params *prm = &c->queue;
+
+	c->rate_bps = pa->rate_bps;
+	c->jitter_ns = pa->jitter_us * LQ_NSEC_PER_USEC;
+	c->delay_ns = pa->delay_us * LQ_NSEC_PER_USEC;
+	c->ge_on = pa->ge_on || pa->loss_on;
+	c->police_bps = pa->police_bps;
+	c->police_burst = pa->police_burst;
+	c->reorder_prob = pa->reorder_prob;
+	c->reorder_gap = (uint32_t)pa->reorder_gap;
+	c->dup_prob = pa->dup_prob;
+	c->agg = pa->agg;
+	c->agg_a_ns = pa->agg_a_us * LQ_NSEC_PER_USEC;
+	c->agg_b_ns = pa->agg_b_us * LQ_NSEC_PER_USEC;
+	c->agg_pkts = (uint32_t)pa->agg_pkts;
+	c->mm_log = pa->mm_log;
+	memcpy(c->ge, pa->ge, sizeof(c->ge));
+	lq_defaults(prm, kind, frame_max - 4);
+	if (pa->limit_pkts)
+		prm->limit_pkts = (uint32_t)pa->limit_pkts;
+	if (pa->limit_bytes) {
+		prm->limit_bytes = pa->limit_bytes;
+		prm->limit_pkts = pa->limit_pkts ? (uint32_t)pa->limit_pkts : 0;
 	}
-	if (a->target)
-		prm->target_ns = a->target * LQ_NSEC_PER_USEC;
-	if (a->interval)
-		prm->interval_ns = a->interval * LQ_NSEC_PER_USEC;
-	if (a->tupdate)
-		prm->tupdate_ns = a->tupdate * LQ_NSEC_PER_USEC;
-	if (a->quantum)
-		prm->quantum = (uint32_t)a->quantum;
-	if (a->flows)
-		prm->flows = (uint32_t)a->flows;
-	if (a->ecn != UINT64_MAX)
-		prm->ecn = a->ecn;
-	prm->step_ns = a->step * LQ_NSEC_PER_USEC;
-	prm->step_ect1_only = a->ect1;
-	/* CAKE sizes its MTU time and quantum from the link rate (a trace's mean rate). */
-	prm->rate_bps = L.rate_bps ? L.rate_bps
-				   : (uint64_t)L.trace_len * TRACE_OPPORTUNITY_BYTES * BITS_PER_BYTE *
-			NSEC_PER_SEC / L.trace_period_ns;
-	if (kind == LQ_CAKE && !a->quantum) {
+	if (pa->target)
+		prm->target_ns = pa->target * LQ_NSEC_PER_USEC;
+	if (pa->interval)
+		prm->interval_ns = pa->interval * LQ_NSEC_PER_USEC;
+	if (pa->tupdate)
+		prm->tupdate_ns = pa->tupdate * LQ_NSEC_PER_USEC;
+	if (pa->quantum)
+		prm->quantum = (uint32_t)pa->quantum;
+	if (pa->flows)
+		prm->flows = (uint32_t)pa->flows;
+	if (pa->ecn != UINT64_MAX)
+		prm->ecn = pa->ecn;
+	prm->step_ns = pa->step * LQ_NSEC_PER_USEC;
+	prm->step_ect1_only = pa->ect1;
+	/* CAKE sizes its MTU time and quantum from the link rate (a trace's mean rate; none: the fastest). */
+	prm->rate_bps = c->rate_bps ? c->rate_bps : c->trace.ns ? trace_mean_bps(&c->trace) : MAX_RATE_BPS;
+	if (kind == LQ_CAKE && !pa->quantum) {
 		uint64_t q = prm->rate_bps / BITS_PER_BYTE >> 12; /* sch_cake: rate/4096, within 300..MTU */
 
 		prm->quantum = (uint32_t)(q < LQ_CAKE_MIN_QUANTUM ? LQ_CAKE_MIN_QUANTUM
@@ -948,57 +620,89 @@ static void queue_params(const struct link_args *a, enum lq_kind kind, struct lq
 	}
 }
 
-static void alloc_pool(const struct lq_params *prm)
+/* Bad input stops here, before any socket, thread or file exists. */
+static void check_args(const struct link_args *a)
 {
-	uint32_t slots;
-	size_t stride;
+	uint32_t frame_max = (uint32_t)a->mtu + L2_OVERHEAD_BYTES;
+	struct lpath *dirs[DIRS] = { &fwd, &rev };
 
-	/* One slot per packet the queue can hold (a minimum-size frame per 60 bytes of a byte limit)... */
-	slots = prm->limit_pkts ? prm->limit_pkts : (uint32_t)(prm->limit_bytes / 60 + 1);
-	if (slots > MAX_POOL_SLOTS)
-		slots = MAX_POOL_SLOTS;
-	/* ...plus a receive batch, a send batch, the frame in service and, with jitter, a slot per microsecond
-	 * of it (a microsecond carries less than one 1500-byte frame below 12 Gbit/s). */
-	slots += 2 * RX_BATCH + 2;
-	if (L.jitter_ns)
-		slots += (uint32_t)(L.jitter_ns / LQ_NSEC_PER_USEC < MAX_POOL_SLOTS
-				? L.jitter_ns / LQ_NSEC_PER_USEC
-				: MAX_POOL_SLOTS);
-	L.slot_size = VNET_HDR_BYTES + L.frame_max;
-	stride = (sizeof(struct slot) + L.slot_size + 63) & ~(size_t)63;
-	/* Pages are touched only as the queue grows, and a LIFO free list reuses the same ones. */
-	L.pool = mmap(NULL, stride * slots, PROT_READ | PROT_WRITE,
-		MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (L.pool == MAP_FAILED)
-		die("cannot map a packet pool of %s", "the queue's limit");
-	for (uint32_t i = slots; i-- > 0;)
-		slot_put((struct slot *)(L.pool + stride * i));
-}
+	if (!a->left || !a->right || !a->have_tag)
+		die("--left, --right and --tag are required (see --help)");
+	if (!wire_tag_ok(tag))
+		die("--tag '%s': use 1-64 characters from [A-Za-z0-9._-]", tag);
+	if (!a->path[DIR_FWD].rate_bps == !a->path[DIR_FWD].trace)
+		die("give exactly one of --rate-bps and --trace");
+	if (a->rev_kernel && a->path[DIR_REV].given)
+		die("--rev-kernel: the kernel passes the ACK direction unshaped, so no --rev- option "
+		    "applies");
+	/* The ACK direction: no rate or trace is no rate limit, but both is a contradiction. */
+	if (a->path[DIR_REV].rate_bps && a->path[DIR_REV].trace)
+		die("give at most one of --rev-rate-bps and --rev-trace");
+	for (int d = 0; d < DIRS; d++) {
+		const struct path_args *pa = &a->path[d];
+		enum lq_kind kind;
+		char opt[32];
 
-/* 0, or 2 (bad input) when the log cannot be created. */
-static int open_log(const struct link_args *a)
-{
-	if (!a->log_path)
-		return 0;
-	L.log = fopen(a->log_path, "w");
-	if (!L.log) {
-		fprintf(stderr, PROG ": --log %s: %s\n", a->log_path, strerror(errno));
-		return 2;
+		if (!pa->given)
+			continue;
+		kind = check_aqm(pa, dir_prefix[d]);
+		snprintf(opt, sizeof(opt), "--%strace", dir_prefix[d]);
+		if (pa->trace)
+			trace_load(&dirs[d]->cfg.trace, opt, pa->trace);
+		path_config(pa, kind, frame_max, &dirs[d]->cfg);
 	}
-	fputs("t_mono_s,backlog_pkts,backlog_bytes,sojourn_mean_us,sojourn_max_us,out_pkts,"
-	      "drop_overlimit,drop_aqm,marks,drop_ge,out_bytes\n",
-		L.log);
-	L.log_interval_ns = a->log_us * LQ_NSEC_PER_USEC;
-	return 0;
+	if (strcmp(a->left, a->right) == 0)
+		die("--left and --right are both '%s'", a->left);
+	if (!if_nametoindex(a->left))
+		die("--left: no interface '%s' in this network namespace", a->left);
+	if (!if_nametoindex(a->right))
+		die("--right: no interface '%s' in this network namespace", a->right);
 }
 
-static int start_threads(uint64_t prio, pthread_t *fwd, pthread_t *rev)
+/* The "# command line:" and "# queue:" lines of each direction's mm-link log. */
+static void mm_headers(int argc, char **argv, const struct link_args *a)
+{
+	static char text[DIRS][8192];
+	struct lpath *dirs[DIRS] = { &fwd, &rev };
+
+	for (int d = 0; d < DIRS; d++) {
+		const struct lq_params *q = &dirs[d]->cfg.queue;
+		size_t n = 0;
+
+		if (!a->path[d].mm_log)
+			continue;
+		n += (size_t)snprintf(text[d] + n, sizeof(text[d]) - n, "# command line:");
+		for (int i = 0; i < argc && n < sizeof(text[d]); i++)
+			n += (size_t)snprintf(text[d] + n, sizeof(text[d]) - n, " %s", argv[i]);
+		if (n < sizeof(text[d]))
+			snprintf(text[d] + n, sizeof(text[d]) - n,
+				"\n# queue: %s [packets=%u, bytes=%" PRIu64 "]\n", a->path[d].aqm,
+				q->limit_pkts, q->limit_bytes);
+		dirs[d]->cfg.mm_header = text[d];
+	}
+}
+
+static void open_sockets(const struct link_args *a)
+{
+	unsigned int left = if_nametoindex(a->left), right = if_nametoindex(a->right);
+
+	fwd.rx_fd = wire_open_socket(PROG, a->left, left, true, a->sockbuf);
+	fwd.tx_fd = wire_open_socket(PROG, a->right, right, false, a->sockbuf);
+	if (!a->rev_kernel) {
+		rev.rx_fd = wire_open_socket(PROG, a->right, right, true, a->sockbuf);
+		rev.tx_fd = wire_open_socket(PROG, a->left, left, false, a->sockbuf);
+	}
+	fwd.stop_fd = rev.stop_fd = stop_pipe[0];
+}
+
+static int start_threads(uint64_t prio, bool rev_thread_on, pthread_t *f, pthread_t *r)
 {
 	pthread_attr_t attr;
 
 	wire_thread_attr(&attr, prio);
-	if (pthread_create(fwd, &attr, forward_main, NULL) ||
-		pthread_create(rev, &attr, reverse_main, NULL)) {
+	if (pthread_create(f, &attr, lp_main, &fwd) ||
+		(rev_thread_on &&
+			pthread_create(r, &attr, rev_shaped ? lp_main : lp_passthrough_main, &rev))) {
 		fprintf(stderr, PROG ": cannot start forwarding threads\n");
 		return 1;
 	}
@@ -1007,54 +711,48 @@ static int start_threads(uint64_t prio, pthread_t *fwd, pthread_t *rev)
 
 int main(int argc, char **argv)
 {
-	struct link_args args = { .aqm = "fifo",
+	struct link_args args = { .path = { { .aqm = "fifo", .ecn = UINT64_MAX },
+					  { .aqm = "fifo", .ecn = UINT64_MAX } },
 		.mtu = DEFAULT_MTU,
-		.ecn = UINT64_MAX,
 		.log_us = DEFAULT_LOG_INTERVAL_US,
 		.seed = 1,
 		.sockbuf = DEFAULT_SOCKBUF_BYTES };
-	struct lq_params prm;
-	enum lq_kind kind;
-	const char *err = NULL;
-	pthread_t fwd, rev;
+	pthread_t f, r;
 	sigset_t sigs;
 
 	parse_args(argc, argv, &args);
-	kind = check_args(&args);
-	L.frame_max = (uint32_t)args.mtu + L2_OVERHEAD_BYTES;
-	queue_params(&args, kind, &prm);
-	if (lq_init(&L.q, &prm, on_drop, NULL, &err))
-		die("queue: %s", err);
-	if (L.ge_on)
-		lq_ge_init(&L.ge, args.ge[0], args.ge[1], args.ge[2], args.ge[3], args.seed);
-	L.seed = (uint32_t)args.seed;
-	jitter_rng = args.seed ^ 0x6a09e667f3bcc908ULL;
-	alloc_pool(&prm);
-	if (open_log(&args))
-		return 2;
+	check_args(&args);
+	mm_headers(argc, argv, &args);
+	lp_setup(&fwd, args.seed, (uint32_t)args.mtu + L2_OVERHEAD_BYTES, args.log_path,
+		args.log_us * LQ_NSEC_PER_USEC);
+	rev_shaped = args.path[DIR_REV].given;
+	if (rev_shaped)
+		lp_setup(&rev, args.seed + 1, (uint32_t)args.mtu + L2_OVERHEAD_BYTES, NULL, 0);
 
 	wire_block_signals(&sigs);
 	if (pipe2(stop_pipe, O_CLOEXEC) < 0) {
 		fprintf(stderr, PROG ": pipe: %s\n", strerror(errno));
 		return 1;
 	}
-	L.left = args.left;
-	L.rx_fd = wire_open_socket(PROG, args.left, if_nametoindex(args.left), true, args.sockbuf);
-	L.tx_fd = wire_open_socket(PROG, args.right, if_nametoindex(args.right), false, args.sockbuf);
-	L.rev_rx_fd = wire_open_socket(PROG, args.right, if_nametoindex(args.right), true, args.sockbuf);
-	L.rev_tx_fd = wire_open_socket(PROG, args.left, if_nametoindex(args.left), false, args.sockbuf);
-	if (start_threads(args.prio, &fwd, &rev))
+	open_sockets(&args);
+	start_ns = wire_now_ns();
+	rev_running = !args.rev_kernel;
+	if (start_threads(args.prio, rev_running, &f, &r))
 		return 1;
+	fwd_thread = f;
+	rev_thread = r;
 	printf("{\"event\":\"ready\",\"tag\":\"%s\",\"pid\":%d}\n", tag, (int)getpid());
 	fflush(stdout);
 	wire_wait_for_stop(&sigs, print_stats);
+	sample_cpu();
 	if (write(stop_pipe[1], "x", 1) < 0)
 		fprintf(stderr, PROG ": stop pipe: %s\n", strerror(errno));
-	pthread_join(fwd, NULL);
-	pthread_join(rev, NULL);
-	if (L.log)
-		fclose(L.log);
+	pthread_join(f, NULL);
+	if (rev_running)
+		pthread_join(r, NULL);
 	print_stats("exit");
-	lq_free(&L.q);
+	lp_close(&fwd);
+	if (args.path[DIR_REV].given)
+		lp_close(&rev);
 	return atomic_load(&fatal_error) ? 1 : 0;
 }

@@ -11,7 +11,8 @@ import pytest
 
 from bbrbench import ratetrace
 from bbrbench.scenario import AlgoCatalog, ScenarioError, apply_override, validate
-from bbrbench.testbed.emulation import tc_aqm_args
+from bbrbench.testbed.emulation import Emulation, ack_path_options, describe_ack_path, describe_conditions, tc_aqm_args
+from bbrbench.testbed.topology import Topology
 
 ROOT = Path(__file__).resolve().parents[2]
 LINK = ROOT / "build" / "bbrkit-link"
@@ -62,7 +63,37 @@ def bad_trace(tmp_path: Path) -> Path:
      "bottleneck.gilbert_elliott.r: must be"),
     ({"bottleneck__gilbert_elliott": {"p": 0.1}}, "bottleneck.gilbert_elliott.r: required"),
     ({"bottleneck__emulator": "kernel", "bottleneck__aqm": "step", "bottleneck__aqm_params": {"threshold_ms": 1}},
-     "bottleneck.emulator: the kernel has no qdisc for rate traces, burst loss, jitter or the step marker"),
+     "bottleneck.emulator: the kernel has no qdisc for rate traces, burst loss, jitter, the step marker, a "
+     "shaped ACK path, a policer, reordering, duplication or a packet log"),
+    ({"bottleneck__emulator": "kernel", "bottleneck__ack_path": {"rate_mbit": 1}},
+     "bottleneck.emulator: the kernel has no qdisc"),
+    ({"bottleneck__ack_path": {"rate_mbit": 1, "rate_trace": "x"}},
+     "bottleneck.ack_path.rate_trace: conflicts with bottleneck.ack_path.rate_mbit"),
+    ({"bottleneck__ack_path": {"rate_trace": "/nonexistent.trace"}},
+     "bottleneck.ack_path.rate_trace: /nonexistent.trace: cannot read"),
+    ({"bottleneck__ack_path": {"aqm": "step"}}, "bottleneck.ack_path.aqm: must be one of"),
+    ({"bottleneck__ack_path": {"aqm": "codel", "buffer_bytes": 3000}},
+     "bottleneck.ack_path.buffer_bytes: only with aqm = \"fifo\""),
+    ({"bottleneck__ack_path": {"buffer_packets": 10, "buffer_bytes": 3000}},
+     "bottleneck.ack_path.buffer_bytes: conflicts with bottleneck.ack_path.buffer_packets"),
+    ({"bottleneck__ack_path": {"loss_pct": 100}}, "bottleneck.ack_path.loss_pct: must be in [0, 100)"),
+    ({"bottleneck__ack_path": {"delay": 5}}, "bottleneck.ack_path.delay: unknown key"),
+    ({"bottleneck__ack_path": {"aggregation": {"kind": "burst"}}},
+     "bottleneck.ack_path.aggregation.kind: must be one of slot, count, onoff"),
+    ({"bottleneck__ack_path": {"aggregation": {"interval_ms": 5}}}, "bottleneck.ack_path.aggregation.kind: required"),
+    ({"bottleneck__ack_path": {"aggregation": {"kind": "count", "acks": 4}}},
+     "bottleneck.ack_path.aggregation.timeout_ms: required"),
+    ({"bottleneck__ack_path": {"aggregation": {"kind": "onoff", "on_ms": 1, "off_ms": 2, "acks": 3}}},
+     "bottleneck.ack_path.aggregation.acks: unknown key"),
+    ({"bottleneck__ack_path": {"aggregation": {"kind": "slot", "interval_ms": 5, "max_interval_ms": 2}}},
+     "bottleneck.ack_path.aggregation.max_interval_ms: below interval_ms"),
+    ({"bottleneck__policer": {"rate_mbit": 10}}, "bottleneck.policer.burst_bytes: required"),
+    ({"bottleneck__policer": {"rate_mbit": 0, "burst_bytes": 1500}}, "bottleneck.policer.rate_mbit: must be"),
+    ({"bottleneck__reorder": {"probability": 0.2}}, "bottleneck.reorder: needs bottleneck.delay_ms > 0"),
+    ({"bottleneck__delay_ms": 5, "bottleneck__reorder": {"probability": 2}},
+     "bottleneck.reorder.probability: must be between 0 and 1"),
+    ({"bottleneck__duplicate_pct": 101}, "bottleneck.duplicate_pct: must be between 0 and 100"),
+    ({"bottleneck__emulator": "kernel", "bottleneck__duplicate_pct": 1}, "bottleneck.emulator: the kernel has no"),
     ({"bottleneck__jitter_ms": -1}, "bottleneck.jitter_ms: must be"),
     ({"bottleneck__emulator": "netem"}, "bottleneck.emulator: must be one of"),
     ({"tcp_ecn": 3}, "tcp_ecn: must be"),
@@ -99,6 +130,39 @@ def test_generated_shapes_deliver_their_rates(tmp_path: Path) -> None:
     assert 10 <= walk.mean_mbit <= 50
 
 
+def test_an_ack_path_becomes_the_links_rev_options_and_its_description(tmp_path: Path) -> None:
+    """The ACK path needs the link (needs_link), reaches it as --rev- options (--rev-aqm always, since any
+    --rev- option is what shapes that direction) and is named in the implementation string."""
+    trace = tmp_path / "up.trace"
+    trace.write_text("1\n2\n")
+    b = validate(raw(bottleneck__ack_path={"rate_trace": str(trace), "delay_ms": 10, "loss_pct": 1,
+                                           "buffer_packets": 50}), CATALOG).bottleneck
+    assert b.needs_link
+    assert b.ack_path is not None
+    assert ack_path_options(b.ack_path) == ["--rev-aqm", "fifo", "--rev-trace", str(trace.resolve()),
+                                            "--rev-delay-us", "10000", "--rev-loss", "0.01",
+                                            "--rev-limit-pkts", "50"]
+    assert describe_ack_path(b.ack_path) == (f"ACK path trace {trace}, tail-drop FIFO, delay 10 ms, "
+                                             f"independent loss 1%")
+
+
+def test_path_conditions_become_the_links_options() -> None:
+    """Policer, link delay, reorder, duplicate and ACK aggregation reach bbrkit-link as its own options, and
+    results name each (never as netem or tc police: the link's own implementations)."""
+    b = validate(raw(bottleneck__delay_ms=10, bottleneck__policer={"rate_mbit": 10, "burst_bytes": 30000},
+                     bottleneck__reorder={"probability": 0.25, "gap": 5}, bottleneck__duplicate_pct=1,
+                     bottleneck__ack_path={"aggregation": {"kind": "slot", "interval_ms": 2, "max_interval_ms": 4,
+                                                           "packets": 16}}), CATALOG).bottleneck
+    opts = Emulation(Topology("t", validate(raw(bottleneck__delay_ms=1), CATALOG)), None).link_options()
+    assert "--delay-us" in opts
+    assert b.needs_link and b.ack_path is not None
+    assert ack_path_options(b.ack_path)[-2:] == ["--rev-aggregate", "slot,2000,4000,16"]
+    assert describe_conditions(b) == [
+        "link delay 10 ms", "token-bucket policer (RFC 2697 single rate, no EBS) 10 Mbit/s burst 30000 bytes",
+        "netem-style reorder 0.25 gap 5", "netem-style duplicate 1%"]
+    assert describe_ack_path(b.ack_path).endswith("ACK aggregation: netem-like slot every 2..4 ms, at most 16 per slot")
+
+
 def test_aqm_params_become_tc_arguments() -> None:
     assert tc_aqm_args({"target_ms": 5, "interval_ms": 100, "ecn": 0, "quantum_bytes": 300, "flows": 64}) == \
         ["target", "5000us", "interval", "100000us", "noecn", "quantum", "300", "flows", "64"]
@@ -113,6 +177,19 @@ def test_aqm_params_become_tc_arguments() -> None:
     (["--trace", "/nonexistent"], "--trace /nonexistent: No such file or directory"),
     (["--ge", "0.1,0.2"], "--ge '0.1,0.2': expected four probabilities"),
     (["--ge", "0.1,2,0,1"], "--ge: '2' is not a probability in 0..1"),
+    (["--rev-aqm", "red"], "--rev-aqm 'red': not one of fifo, codel, fq_codel, cake, pie, step"),
+    (["--rev-rate-bps", "100000", "--rev-trace", "/nonexistent"], "give at most one of --rev-rate-bps and --rev-trace"),
+    (["--rev-trace", "/nonexistent"], "--rev-trace /nonexistent: No such file or directory"),
+    (["--rev-loss", "1.5"], "--rev-loss: '1.5' is not a probability in 0..1"),
+    (["--rev-loss", "0.1", "--rev-ge", "0,1,0,0"], "--rev-ge and --rev-loss: give one loss model"),
+    (["--rev-aqm", "codel", "--rev-limit-bytes", "3000"], "--rev-limit-bytes: only for fifo and step"),
+    (["--reorder", "0.5,3"], "--reorder needs --delay-us"),
+    (["--reorder", "0.5"], "--reorder '0.5': expected P,GAP"),
+    (["--police", "10,100"], "--police: '10' out of range"),
+    (["--duplicate", "1.1"], "--duplicate: '1.1' is not a probability"),
+    (["--rev-aggregate", "slot"], "--rev-aggregate 'slot': expected slot,MIN_US[,MAX_US[,PKTS]]"),
+    (["--rev-aggregate", "count,4"], "--rev-aggregate 'count,4': expected"),
+    (["--rev-aggregate", "slot,100,50"], "--rev-aggregate: '50' out of range 100.."),
 ])
 def test_the_link_binary_rejects_bad_options_in_one_line(args: list[str], message: str) -> None:
     rate = [] if "--trace" in args else ["--rate-bps", "1000000"]

@@ -99,3 +99,21 @@ def test_invocations_pool_with_a_batch_test_and_never_with_a_dirty_tree(tmp_path
     with pytest.raises(HarnessError, match=r"dirty tree \(b-dirty\)"):
         sweep.aggregate(tmp_path / "dirty")
     sweep.aggregate(tmp_path / "dirty", mix_hosts=True)
+
+
+def test_a_run_that_fails_the_link_trust_check_is_listed_not_pooled(tmp_path: Path) -> None:
+    """A repetition marked untrusted (analysis.trust: bbrkit-link fell behind) stays out of the point's mean
+    and count, the point's status says why, and runs.csv lists it with trusted = 0 and the reason."""
+    out = tmp_path / "sw"
+    _two_invocations(out, "a", 0.0)
+    bad = next(out.glob("points/*/rep3"))
+    summary = json.loads((bad / "summary.json").read_text())
+    summary["total"]["rtt_ms_mean"] = 900.0
+    summary["trust"] = {"ok": False, "failed": ["forward thread busy 97% of the run (over 90%): CPU-bound"]}
+    (bad / "summary.json").write_text(json.dumps(summary))
+    sweep.aggregate(out)
+    point = json.loads((out / "sweep.json").read_text())["points"][0]
+    assert point["metrics"]["total.rtt_ms_mean"]["n"] == 3 and point["metrics"]["total.rtt_ms_mean"]["mean"] < 41
+    assert point["status"] == "3/4 repetitions (1 failed bbrkit-link's trust check, not pooled)"
+    rows = (out / "runs.csv").read_text().splitlines()
+    assert len(rows) == 5 and "CPU-bound" in rows[4] and ",0,forward thread" in rows[4]

@@ -14,6 +14,7 @@ import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.transforms import Bbox  # noqa: E402
 
+from . import mmlog  # noqa: E402
 from .metrics import US_PER_MS, window_rates_bps  # noqa: E402
 from .rundata import load_run, trace_by_flow  # noqa: E402
 from .stats import mean_sem  # noqa: E402
@@ -105,6 +106,12 @@ def plot_run(run_dir: Path) -> list[Path]:
         path = out / "pacing_gain.png"
         _finish(ax, path, f"{name}: pacing gain (bbrctl trace; kernel bbr from ss)", "gain", len(gains))
         written.append(path)
+
+    for direction in ("forward", "reverse"):
+        log = run_dir / "raw" / f"link-{direction}.mm"
+        if log.is_file():
+            written.append(mmlog.plot(log, out / f"link_{direction}.png",
+                                      f"{name}: bbrkit-link {direction} (mm-link log)"))
     return written
 
 

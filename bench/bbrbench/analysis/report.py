@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..results import TCP_COUNTERS, write_json
-from . import tables
+from . import tables, trust
 from .metrics import compute
 from .rundata import load_run, trace_by_flow
 
@@ -25,6 +25,9 @@ def summarize(run_dir: Path) -> dict[str, Any]:
     summary["bottleneck_rate_mbit"] = scenario["bottleneck"]["rate_mbit"]
     summary["skipped"] = scenario.get("skipped", [])
     summary["emulation"] = {k: v for k, v in events_doc.get("emulation", {}).items() if k != "qdisc"}
+    link = summary["emulation"].get("link")
+    if link:
+        summary["trust"] = trust.assess(link)
     summary["sampler_errors"] = events_doc.get("sampler_errors", [])
     # The senders' TCP counters summed (runs from before they were kept have none).
     counters = events_doc.get("tcp_counters", {}).values()
@@ -71,6 +74,7 @@ def table(summary: dict[str, Any]) -> str:
                  f"{tables.num(t.get('queue_occupancy_mean'), 1, 100) or '-'} %)  "
                  f"qdelay {tables.num(t.get('queue_delay_mean_ms'), 1) or '-'} ms  "
                  f"drops {tables.num(t.get('queue_drops')) or '-'}")
+    lines += [f"UNTRUSTED RUN (bbrkit-link trust check): {why}" for why in summary.get("trust", {}).get("failed", [])]
     lines += [f"note: {note}" for note in summary.get("skipped", [])]
     lines += [f"warning: {err}" for err in summary.get("sampler_errors", [])]
     lines += [f"warning: flow {f['label']}: iperf3: {f['error']}" for f in summary["flows"] if f.get("error")]

@@ -128,28 +128,35 @@ def aggregate(out: Path, mix_hosts: bool = False) -> str:
             rows.append(row)
             continue
         summaries = []
+        untrusted = 0
         invocations: list[tuple[str, str]] = []
         hosts: list[dict[str, Any]] = []
         names: list[str] = []
         for rep in range(plan_.repetitions):
             run_dir = point_dir / f"rep{rep}"
             if (run_dir / DONE_MARK).is_file():
-                summaries.append(read_json(run_dir / "summary.json", "summary"))
-                invocations.append(_invocation(run_dir))
+                summary = read_json(run_dir / "summary.json", "summary")
                 host = read_host(run_dir)
+                runs.append({"point": point.id, "label": point.label, "rep": rep, "overrides": point.overrides,
+                             "summary": summary, "host": host or {}})
+                if not summary.get("trust", {}).get("ok", True):
+                    untrusted += 1  # listed in runs.csv, never pooled
+                    continue
+                summaries.append(summary)
+                invocations.append(_invocation(run_dir))
                 names.append(host_name(host) if host is not None else "")
                 if host is not None:
                     hosts.append(host)
                     all_hosts[host_name(host)] = host
-                runs.append({"point": point.id, "label": point.label, "rep": rep, "overrides": point.overrides,
-                             "summary": summaries[-1], "host": host or {}})
         _check_hosts(point, hosts, mix_hosts)
         _check_invocations(point, invocations, mix_hosts)
         if batch := _batch_effects(point, plan_.metrics, summaries, {"invocation": invocations, "host": names}):
             row["batch_effects"] = batch
         point_hosts[point.id] = hosts
         row["hosts"] = sorted({str(h.get("hostname")) for h in hosts})
-        row["status"] = f"{len(summaries)}/{plan_.repetitions} repetitions"
+        row["status"] = f"{len(summaries)}/{plan_.repetitions} repetitions" + (
+            f" ({untrusted} failed bbrkit-link's trust check, not pooled)" if untrusted else "")
+        row["untrusted"] = untrusted
         row["repetitions"] = len(summaries)
         for metric in plan_.metrics:
             values = [v for v in (metric_value(s, metric) for s in summaries) if v is not None]
@@ -190,15 +197,18 @@ RUN_HOST_FIELDS = ("hostname", "machine_id", "kernel", "cpus", "bbrctl_version")
 
 def write_runs_csv(out: Path, plan_: Plan, runs: list[dict[str, Any]], keys: list[str]) -> None:
     """runs.csv: one row per finished run (tidy data for pandas or R), its point's overrides, every
-    metric of the sweep and the host that ran it."""
+    metric of the sweep, whether it passed bbrkit-link's trust check (failed runs are listed, not pooled)
+    and the host that ran it."""
     with (out / "runs.csv").open("w", newline="") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["point", "label", "rep", *keys, *plan_.metrics, *(f"host_{f}" for f in RUN_HOST_FIELDS)])
+        writer.writerow(["point", "label", "rep", *keys, *plan_.metrics, "trusted", "trust_failed",
+                         *(f"host_{f}" for f in RUN_HOST_FIELDS)])
         for r in runs:
             values = [metric_value(r["summary"], m) for m in plan_.metrics]
+            trust = r["summary"].get("trust", {})
             writer.writerow([r["point"], r["label"], r["rep"], *(r["overrides"].get(k, "") for k in keys),
-                             *("" if v is None else v for v in values),
-                             *(r["host"].get(f, "") for f in RUN_HOST_FIELDS)])
+                             *("" if v is None else v for v in values), int(trust.get("ok", True)),
+                             "; ".join(trust.get("failed", [])), *(r["host"].get(f, "") for f in RUN_HOST_FIELDS)])
 
 
 def sweep_table(plan_: Plan, rows: list[dict[str, Any]], hosts: dict[str, dict[str, Any]]) -> str:

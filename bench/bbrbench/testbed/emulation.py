@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import ratetrace
 from ..errors import HarnessError, NotRunnable
-from ..scenario import Scenario
+from ..scenario import Bottleneck, Scenario
 from . import delayline, linkemu
 from .procs import command, find_binary
 from .system import have_tool, qdisc_available
@@ -34,6 +34,9 @@ AQM_CONFIG = {"fq_codel": "NET_SCH_FQ_CODEL", "codel": "NET_SCH_CODEL", "pie": "
 LINK_AQMS = ("fifo", "codel", "fq_codel", "pie", "cake", "step")
 KERNEL = "kernel"
 LINK = "bbrkit-link"
+# bottleneck.packet_log: each direction's packets in Mahimahi mm-link's log format, in the run's raw/.
+MM_LOG_FORWARD = "link-forward.mm"
+MM_LOG_REVERSE = "link-reverse.mm"
 # What each bbrkit-link queue implements, as recorded in results: never the kernel's name alone.
 LINK_AQM_NAMES = {"fifo": "tail-drop FIFO", "codel": "CoDel (RFC 8289)", "fq_codel": "FQ-CoDel (RFC 8290)",
                   "pie": "PIE (RFC 8033)", "step": "step marker",
@@ -92,6 +95,7 @@ class Emulation:
         self.delay = delay
         self.delay_lines: list[Any] = []
         self.link: linkemu.LinkEmulator | None = None
+        self.reverse_path_problem: str | None = None
         self.work_dir = work_dir
 
     @property
@@ -170,6 +174,20 @@ class Emulation:
         if self.link_log:
             opts += ["--log", str(self.link_log), "--log-interval-us",
                      str(max(100, round(1e6 / self.scenario.queue_sample_hz)))]
+        if b.delay_ms:
+            opts += ["--delay-us", str(round(b.delay_ms * 1000))]
+        if b.policer:
+            opts += ["--police", f"{round(b.policer['rate_mbit'] * 1e6)},{int(b.policer['burst_bytes'])}"]
+        if b.reorder:
+            opts += ["--reorder", f"{b.reorder['probability']:g},{int(b.reorder['gap'])}"]
+        if b.duplicate_pct:
+            opts += ["--duplicate", f"{b.duplicate_pct / 100:g}"]
+        if b.ack_path:
+            opts += ack_path_options(b.ack_path)
+        if b.packet_log and self.work_dir:
+            opts += ["--mm-log", str(self.work_dir / MM_LOG_FORWARD)]
+            if b.ack_path:
+                opts += ["--rev-mm-log", str(self.work_dir / MM_LOG_REVERSE)]
         return opts
 
     def _trace_path(self) -> Path:
@@ -186,6 +204,11 @@ class Emulation:
         self.link = linkemu.LinkEmulator(self.topo.link_netns, LINK_LEFT_IF, LINK_RIGHT_IF,
                                          tag=f"{self.topo.prefix}-link", options=[])
         self.link.options = self.link_options()
+        if not self.scenario.bottleneck.ack_path:
+            # The ACKs are not shaped: the kernel forwards them faster than a user-space hop.
+            self.reverse_path_problem = linkemu.kernel_reverse(self.topo.link_netns, LINK_RIGHT_IF, LINK_LEFT_IF)
+            if self.reverse_path_problem is None:
+                self.link.options.append("--rev-kernel")
         try:
             self.link.start()
         except Exception as exc:
@@ -196,7 +219,11 @@ class Emulation:
         b = self.scenario.bottleneck
         if self.topo.link_netns:
             rate = f"trace {b.rate_trace}" if b.rate_trace else ("rate shape" if b.rate_shape else "constant rate")
-            return f"{LINK} {LINK_AQM_NAMES[b.aqm]}, {rate}"
+            extra = "".join(f", {part}" for part in describe_conditions(b))
+            ack = (f"; {describe_ack_path(b.ack_path)}" if b.ack_path else
+                   "; ACK path unshaped, " + ("the link's own thread (" + self.reverse_path_problem + ")"
+                                               if self.reverse_path_problem else "kernel tc mirred redirect"))
+            return f"{LINK} {LINK_AQM_NAMES[b.aqm]}, {rate}{extra}{ack}"
         return f"kernel {b.shaper} + {b.aqm if b.aqm != 'fifo' else ('bfifo' if b.buffer_bytes else 'pfifo')}"
 
     def _loss(self) -> None:
@@ -266,6 +293,78 @@ class Emulation:
                 failures.append(str(exc))
         if failures:
             raise HarnessError("; ".join(failures))
+
+
+def ack_path_options(ack: dict[str, Any]) -> list[str]:
+    """bbrkit-link's --rev- options for a scenario's ack_path (scenario.ACK_PATH_KEYS); --rev-aqm is always
+    given, since any --rev- option is what makes the link shape that direction."""
+    opts = ["--rev-aqm", ack["aqm"]]
+    if ack["rate_trace"]:
+        opts += ["--rev-trace", str(ratetrace.resolve(ack["rate_trace"]).resolve())]
+    elif ack["rate_mbit"]:
+        opts += ["--rev-rate-bps", str(round(ack["rate_mbit"] * 1e6))]
+    for key, flag in (("delay_ms", "--rev-delay-us"), ("jitter_ms", "--rev-jitter-us")):
+        if ack[key]:
+            opts += [flag, str(round(ack[key] * 1000))]
+    if ack["loss_pct"]:
+        opts += ["--rev-loss", f"{ack['loss_pct'] / 100:g}"]
+    if ack["buffer_packets"]:
+        opts += ["--rev-limit-pkts", str(ack["buffer_packets"])]
+    if ack["buffer_bytes"]:
+        opts += ["--rev-limit-bytes", str(ack["buffer_bytes"])]
+    agg = ack["aggregation"]
+    if agg:
+        if agg["kind"] == "slot":
+            low = round(agg["interval_ms"] * 1000)
+            high = round(agg["max_interval_ms"] * 1000) if agg["max_interval_ms"] else low
+            spec = f"slot,{low},{high}" + (f",{agg['packets']}" if agg["packets"] else "")
+        elif agg["kind"] == "count":
+            spec = f"count,{agg['acks']},{round(agg['timeout_ms'] * 1000)}"
+        else:
+            spec = f"onoff,{round(agg['on_ms'] * 1000)},{round(agg['off_ms'] * 1000)}"
+        opts += ["--rev-aggregate", spec]
+    return opts
+
+
+def describe_aggregation(agg: dict[str, Any]) -> str:
+    if agg["kind"] == "slot":
+        every = f"{agg['interval_ms']:g}" + (f"..{agg['max_interval_ms']:g}" if agg["max_interval_ms"] else "")
+        limit = f", at most {agg['packets']} per slot" if agg["packets"] else ""
+        return f"ACK aggregation: netem-like slot every {every} ms{limit}"
+    if agg["kind"] == "count":
+        return f"ACK aggregation: {agg['acks']} ACKs at a time (time-out {agg['timeout_ms']:g} ms)"
+    return f"ACK aggregation: on {agg['on_ms']:g} ms / off {agg['off_ms']:g} ms"
+
+
+def describe_conditions(b: Bottleneck) -> list[str]:
+    """bbrkit-link's path conditions on the data direction, as results record them."""
+    parts = []
+    if b.delay_ms:
+        parts.append(f"link delay {b.delay_ms:g} ms")
+    if b.policer:
+        parts.append(f"token-bucket policer (RFC 2697 single rate, no EBS) {b.policer['rate_mbit']:g} Mbit/s "
+                     f"burst {int(b.policer['burst_bytes'])} bytes")
+    if b.reorder:
+        parts.append(f"netem-style reorder {b.reorder['probability']:g} gap {int(b.reorder['gap'])}")
+    if b.duplicate_pct:
+        parts.append(f"netem-style duplicate {b.duplicate_pct:g}%")
+    return parts
+
+
+def describe_ack_path(ack: dict[str, Any]) -> str:
+    """The ACK path that ran, as results record it."""
+    rate = (f"trace {ack['rate_trace']}" if ack["rate_trace"] else
+            f"{ack['rate_mbit']:g} Mbit/s" if ack["rate_mbit"] else "no rate limit")
+    parts = [f"ACK path {rate}", LINK_AQM_NAMES[ack["aqm"]]]
+    if ack["delay_ms"]:
+        parts.append(f"delay {ack['delay_ms']:g} ms")
+    if ack["jitter_ms"]:
+        parts.append(f"jitter uniform 0..{ack['jitter_ms']:g} ms in order")
+    if ack["loss_pct"]:
+        parts.append(f"independent loss {ack['loss_pct']:g}%")
+    if ack["aggregation"]:
+        parts.append(describe_aggregation(ack["aggregation"]))
+    return ", ".join(parts)
 
 
 def tc_aqm_args(params: dict[str, float]) -> list[str]:

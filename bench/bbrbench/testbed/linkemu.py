@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .delayline import DelayLine
+from .procs import command
 
 BINARY_ENV = "BBRKIT_LINK"
 BINARY_NAME = "bbrkit-link"
@@ -30,3 +31,20 @@ class LinkEmulator(DelayLine):
 
     def _arguments(self) -> list[str]:
         return self.options
+
+
+def kernel_reverse(netns: str, right_if: str, left_if: str) -> str | None:
+    """Has the kernel carry the unshaped ACK direction: everything arriving on right_if leaves on left_if
+    (tc clsact ingress, a u32 filter matching all, mirred egress redirect), so the link runs with
+    --rev-kernel and no thread of its own for it. None when done, else the one-line reason it could not be
+    (the link's own thread then carries the ACKs)."""
+    steps = (["qdisc", "add", "dev", right_if, "clsact"],
+             # u32 matching every packet: this kernel has u32 but not matchall (CONFIG_NET_CLS_MATCHALL).
+             ["filter", "add", "dev", right_if, "ingress", "protocol", "all", "u32", "match", "u32", "0", "0",
+              "action", "mirred", "egress", "redirect", "dev", left_if])
+    for step in steps:
+        result = command(["tc", *step], netns=netns, check=False)
+        if result.returncode != 0:
+            command(["tc", "qdisc", "del", "dev", right_if, "clsact"], netns=netns, check=False)
+            return f"tc {' '.join(step[:4])}: {result.stderr.strip() or 'failed'}"
+    return None

@@ -1,0 +1,684 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * One direction of bbrkit-link (path.h). Arrival times are the kernel's receive timestamps
+ * (SO_TIMESTAMPNS), as in bbrkit-delay: waking a thread on a virtual CPU can take hundreds of
+ * microseconds. A frame leaves when its last bit would have crossed the link.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/if_packet.h>
+#include <linux/virtio_net.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "afpacket.h"
+#include "path.h"
+#include "process.h"
+
+#define NSEC_PER_SEC 1000000000ULL
+#define BITS_PER_BYTE 8ULL
+#define VNET_HDR_BYTES ((uint32_t)sizeof(struct virtio_net_hdr))
+#define MAX_POOL_SLOTS (1U << 20)
+/* After a late wake-up the link may catch up at most this much lost time in one burst, as a
+ * token bucket of about a millisecond would. */
+#define CATCHUP_NS 1000000ULL
+/* Wake this long before the next departure, then step (wire_departure_timeout): long sleeps
+ * overshoot by milliseconds on a virtual CPU, short ones by microseconds (bbrkit-delay's measurements). */
+#define GUARD_NS 1000000ULL
+/* The rate a line after an unlimited link is sized for (the fastest a veth pair moves frames here). */
+#define LINE_RATE_BPS 10000000000ULL
+/* Smallest frame a byte limit or the line can hold, for sizing the packet pool. */
+#define MIN_FRAME_BYTES 60
+
+struct lp_slot {
+	struct lq_pkt p;
+	struct lp_slot *free_next; /* the free list, or the jitter line while the frame waits there */
+	uint64_t due_ns;	   /* jitter: when the frame leaves */
+	uint32_t wire_len;	   /* vnet header + frame */
+	uint8_t buf[];		   /* vnet header, then the frame */
+};
+
+#define INC(p, field) atomic_fetch_add_explicit(&(p)->pub.field, 1, memory_order_relaxed)
+#define SET(p, field, v) atomic_store_explicit(&(p)->pub.field, (v), memory_order_relaxed)
+
+/* Mahimahi's log (link_queue.cc): "+" an arrival, "#" a delivery opportunity of its size, "-" a departure
+ * with its delay through the link, each stamped in whole ms since the log began. */
+static uint64_t mm_ms(const struct lpath *p, uint64_t t)
+{
+	return t > p->mm_start_ns ? (t - p->mm_start_ns) / LQ_NSEC_PER_MSEC : 0;
+}
+
+/* The free list first, then a slot never used: pages are touched only as the queue and the line grow. */
+static struct lp_slot *slot_get(struct lpath *p)
+{
+	struct lp_slot *s = p->free_list;
+
+	if (s)
+		p->free_list = s->free_next;
+	else if (p->pool_used < p->pool_slots)
+		s = (struct lp_slot *)(p->pool + p->pool_stride * p->pool_used++);
+	return s;
+}
+
+static void slot_put(struct lpath *p, struct lp_slot *s)
+{
+	s->free_next = p->free_list;
+	p->free_list = s;
+}
+
+static void on_drop(void *ctx, struct lq_pkt *pkt)
+{
+	slot_put(ctx, (struct lp_slot *)pkt);
+}
+
+static void tx_flush(struct lpath *p)
+{
+	static __thread struct mmsghdr msgs[LP_RX_BATCH];
+	static __thread struct iovec iov[LP_RX_BATCH];
+	int done = 0;
+
+	for (int i = 0; i < p->tx_count; i++) {
+		iov[i] = (struct iovec){ .iov_base = p->tx_pending[i]->buf,
+			.iov_len = p->tx_pending[i]->wire_len };
+		msgs[i].msg_hdr = (struct msghdr){ .msg_iov = &iov[i], .msg_iovlen = 1 };
+	}
+	while (done < p->tx_count) {
+		int n = sendmmsg(p->tx_fd, msgs + done, (unsigned int)(p->tx_count - done), 0);
+
+		if (n > 0) {
+			for (int i = done; i < done + n; i++) {
+				INC(p, out_pkts);
+				atomic_fetch_add_explicit(
+					&p->pub.out_bytes, p->tx_pending[i]->p.len, memory_order_relaxed);
+			}
+			done += n;
+			continue;
+		}
+		if (errno == ENXIO || errno == ENODEV) {
+			link_fail("output interface disappeared", errno);
+			break;
+		}
+		INC(p, drop_tx); /* ENOBUFS, ENETDOWN: the first frame is lost on the wire, as send() would lose it */
+		done++;
+	}
+	for (int i = 0; i < p->tx_count; i++)
+		slot_put(p, p->tx_pending[i]);
+	p->tx_count = 0;
+}
+
+static void send_now(struct lpath *p, struct lp_slot *s, uint64_t now)
+{
+	uint64_t sojourn_us = (now > s->p.enq_ns ? now - s->p.enq_ns : 0) / LQ_NSEC_PER_USEC;
+
+	atomic_fetch_add_explicit(&p->pub.sojourn_sum_us, sojourn_us, memory_order_relaxed);
+	if (sojourn_us > atomic_load_explicit(&p->pub.sojourn_max_us, memory_order_relaxed))
+		SET(p, sojourn_max_us, sojourn_us);
+	p->tx_pending[p->tx_count++] = s;
+	if (p->tx_count == LP_RX_BATCH)
+		tx_flush(p);
+}
+
+static void fifo_push(struct lp_slot **head, struct lp_slot **tail, struct lp_slot *s)
+{
+	s->free_next = NULL;
+	if (*tail)
+		(*tail)->free_next = s;
+	else
+		*head = s;
+	*tail = s;
+}
+
+static struct lp_slot *fifo_pop(struct lp_slot **head, struct lp_slot **tail)
+{
+	struct lp_slot *s = *head;
+
+	*head = s->free_next;
+	if (!*head)
+		*tail = NULL;
+	return s;
+}
+
+/* ACK aggregation (stages.h): frames past the delay line wait here for their burst. */
+static void agg_release(struct lpath *p, uint64_t now)
+{
+	p->agg_wake_ns = UINT64_MAX;
+	while (p->agg_head &&
+		ls_agg_may_send(&p->agg, p->agg_head->due_ns, p->agg_held, now, &p->agg_wake_ns)) {
+		send_now(p, fifo_pop(&p->agg_head, &p->agg_tail), now);
+		p->agg_held--;
+		ls_agg_sent(&p->agg, now);
+	}
+}
+
+static void deliver(struct lpath *p, struct lp_slot *s, uint64_t now)
+{
+	if (p->cfg.agg == LS_AGG_NONE) {
+		send_now(p, s, now);
+		return;
+	}
+	s->due_ns = now; /* when it joined: the count's time-out and the slot's readiness run from here */
+	fifo_push(&p->agg_head, &p->agg_tail, s);
+	p->agg_held++;
+}
+
+/* After the link each frame waits the direction's delay plus a uniform 0..jitter_ns, never leaving before
+ * the frame ahead of it (netem's jitter reorders; this line does not), except a frame netem's reorder picks:
+ * that one skips the line, as netem puts it at the head of its queue. */
+static void transmit(struct lpath *p, struct lp_slot *s, uint64_t now)
+{
+	uint64_t due;
+
+	if (p->mm)
+		fprintf(p->mm, "%" PRIu64 " - %u %" PRIu64 "\n", mm_ms(p, now), s->p.len,
+			mm_ms(p, now) - mm_ms(p, s->p.enq_ns));
+	if (p->cfg.reorder_gap && ls_reorder_jump(&p->reorder)) {
+		INC(p, reordered);
+		deliver(p, s, now);
+		return;
+	}
+	if (!p->cfg.jitter_ns && !p->cfg.delay_ns) {
+		deliver(p, s, now);
+		return;
+	}
+	due = now + p->cfg.delay_ns + (p->cfg.jitter_ns ? ls_next(&p->rng) % (p->cfg.jitter_ns + 1) : 0);
+	if (p->line_tail && due < p->line_tail->due_ns)
+		due = p->line_tail->due_ns;
+	s->due_ns = due;
+	fifo_push(&p->line_head, &p->line_tail, s);
+}
+
+static void line_release(struct lpath *p, uint64_t now)
+{
+	while (p->line_head && p->line_head->due_ns <= now)
+		deliver(p, fifo_pop(&p->line_head, &p->line_tail), now);
+	if (p->agg_head)
+		agg_release(p, now);
+}
+
+static uint64_t opp_time(const struct lpath *p)
+{
+	return p->period_base + p->cfg.trace.ns[p->next_opp];
+}
+
+static void opp_advance(struct lpath *p)
+{
+	if (p->mm)
+		fprintf(p->mm, "%" PRIu64 " # %d\n", mm_ms(p, opp_time(p)), TRACE_OPPORTUNITY_BYTES);
+	if (++p->next_opp == p->cfg.trace.len) {
+		p->next_opp = 0;
+		p->period_base += p->cfg.trace.period_ns;
+	}
+}
+
+/* Rate mode: the capacity of each whole ms up to @now, as mm-throughput-graph sums "#" bytes per bin. */
+static void mm_capacity(struct lpath *p, uint64_t now)
+{
+	uint64_t ms = mm_ms(p, now);
+
+	for (; p->mm_cap_ms < ms; p->mm_cap_ms++) {
+		/* A ms carries rate_bps thousandths of a bit; the remainder carries to the next ms. */
+		uint64_t mbits = p->cfg.rate_bps + p->mm_cap_rem;
+
+		p->mm_cap_rem = mbits % (BITS_PER_BYTE * 1000);
+		fprintf(p->mm, "%" PRIu64 " # %" PRIu64 "\n", p->mm_cap_ms,
+			(uint64_t)(mbits / (BITS_PER_BYTE * 1000)));
+	}
+}
+
+/* A departure this long after its time means the thread woke late (the trust check counts them). */
+#define LATE_WAKEUP_NS (200 * LQ_NSEC_PER_USEC)
+
+static void late(struct lpath *p, uint64_t by_ns)
+{
+	if (by_ns > LATE_WAKEUP_NS)
+		INC(p, late_wakeups);
+	if (by_ns / LQ_NSEC_PER_USEC > atomic_load_explicit(&p->pub.late_max_us, memory_order_relaxed))
+		SET(p, late_max_us, by_ns / LQ_NSEC_PER_USEC);
+}
+
+static void service_rate(struct lpath *p, uint64_t now)
+{
+	for (;;) {
+		uint64_t start;
+
+		if (p->cur) {
+			if (p->cur_finish > now)
+				return;
+			late(p, now - p->cur_finish);
+			p->free_at = p->cur_finish;
+			transmit(p, p->cur, now);
+			p->cur = NULL;
+		}
+		p->cur = (struct lp_slot *)lq_dequeue(&p->q, now);
+		if (!p->cur)
+			return;
+		start = p->free_at;
+		if (start < p->cur->p.enq_ns)
+			start = p->cur->p.enq_ns;
+		if (start + CATCHUP_NS < now)
+			start = now - CATCHUP_NS;
+		/* No rate (an ACK direction with only delay or loss): the frame leaves at once. */
+		if (p->cfg.rate_bps)
+			start += (uint64_t)p->cur->p.len * BITS_PER_BYTE * NSEC_PER_SEC / p->cfg.rate_bps;
+		p->cur_finish = start;
+	}
+}
+
+/* Mahimahi's link: each opportunity delivers up to 1500 bytes of the queue's head, a frame may span
+ * opportunities, and an opportunity with nothing queued is lost. */
+static void service_trace(struct lpath *p, uint64_t now)
+{
+	if (!p->cur && p->q.backlog_pkts == 0) {
+		/* Idle: skip the opportunities already past. Whole periods first: every opportunity before the
+		 * latest period start is past, so the count restarts there (keeping the index would land a
+		 * period late). The mm-link log lists each, as Mahimahi burns them one by one. */
+		if (!p->mm && opp_time(p) < now && now - p->period_base >= p->cfg.trace.period_ns) {
+			p->period_base +=
+				(now - p->period_base) / p->cfg.trace.period_ns * p->cfg.trace.period_ns;
+			p->next_opp = 0;
+		}
+		while (opp_time(p) < now)
+			opp_advance(p);
+		return;
+	}
+	while (opp_time(p) <= now) {
+		uint32_t budget = TRACE_OPPORTUNITY_BYTES;
+
+		late(p, now - opp_time(p));
+		while (budget) {
+			uint32_t take;
+
+			if (!p->cur) {
+				p->cur = (struct lp_slot *)lq_dequeue(&p->q, now);
+				if (!p->cur)
+					break;
+				p->cur_left = p->cur->p.len;
+			}
+			take = p->cur_left < budget ? p->cur_left : budget;
+			budget -= take;
+			p->cur_left -= take;
+			if (!p->cur_left) {
+				transmit(p, p->cur, now);
+				p->cur = NULL;
+			}
+		}
+		opp_advance(p);
+		if (!p->cur && p->q.backlog_pkts == 0)
+			return;
+	}
+}
+
+static void service(struct lpath *p, uint64_t now)
+{
+	if (p->mm && !p->cfg.trace.ns && p->cfg.rate_bps)
+		mm_capacity(p, now);
+	if (p->cfg.trace.ns)
+		service_trace(p, now);
+	else
+		service_rate(p, now);
+	line_release(p, now);
+	tx_flush(p);
+}
+
+static uint64_t next_event(const struct lpath *p)
+{
+	uint64_t t = p->cfg.trace.ns ? (p->cur || p->q.backlog_pkts ? opp_time(p) : UINT64_MAX)
+				     : (p->cur ? p->cur_finish : UINT64_MAX);
+
+	if (p->line_head && p->line_head->due_ns < t)
+		t = p->line_head->due_ns;
+	if (p->agg_head && p->agg_wake_ns < t)
+		t = p->agg_wake_ns;
+	return t;
+}
+
+/* The frame's arrival on the monotonic clock, from its kernel receive stamp (now without one). */
+static uint64_t arrival_ns(struct msghdr *msg, uint64_t now)
+{
+	int64_t age = wire_rx_age_ns(msg);
+
+	return age > 0 ? now - (uint64_t)age : now;
+}
+
+static void publish(struct lpath *p)
+{
+	SET(p, backlog_pkts, p->q.backlog_pkts);
+	SET(p, backlog_bytes, p->q.backlog_bytes);
+	SET(p, max_backlog_bytes, p->q.st.max_backlog_bytes);
+	SET(p, drop_overlimit, p->q.st.drop_overlimit);
+	SET(p, drop_aqm, p->q.st.drop_aqm);
+	SET(p, mark_aqm, p->q.st.mark_aqm);
+	SET(p, mark_step, p->q.st.mark_step);
+	SET(p, new_flows, p->q.st.new_flows);
+	SET(p, drop_blue, p->q.st.drop_blue);
+	SET(p, way_collisions, p->q.st.way_collisions);
+}
+
+/* The policer in front of the queue, then the queue. */
+static void enqueue(struct lpath *p, struct lp_slot *s, uint64_t at)
+{
+	if (p->cfg.police_bps && !ls_police_conform(&p->police, s->p.len, at)) {
+		INC(p, drop_police);
+		slot_put(p, s);
+		return;
+	}
+	if (p->mm)
+		fprintf(p->mm, "%" PRIu64 " + %u\n", mm_ms(p, at), s->p.len);
+	lq_frame_info(&s->p, s->buf + VNET_HDR_BYTES, s->p.len, p->seed);
+	lq_enqueue(&p->q, &s->p, at);
+}
+
+/* Takes one received frame into the queue (or drops it, counted). */
+static void admit(struct lpath *p, struct lp_slot *s, size_t n, struct msghdr *msg, uint64_t now)
+{
+	struct virtio_net_hdr *vh = (struct virtio_net_hdr *)s->buf;
+	int copies;
+	uint64_t at;
+
+	INC(p, in_pkts);
+	if (n > p->slot_size || vh->gso_type != VIRTIO_NET_HDR_GSO_NONE) {
+		INC(p, drop_gso);
+		slot_put(p, s);
+		return;
+	}
+	if (n <= VNET_HDR_BYTES) {
+		INC(p, drop_bad);
+		slot_put(p, s);
+		return;
+	}
+	/* netem_enqueue's order: the duplicate draw, then the loss draw, which takes one of the copies. */
+	copies = 1 + (p->cfg.dup_prob > 0 && ls_unit(&p->rng) < p->cfg.dup_prob);
+	if (p->cfg.ge_on && lq_ge_lose(&p->ge)) {
+		INC(p, drop_ge);
+		if (--copies == 0) {
+			slot_put(p, s);
+			return;
+		}
+	}
+	s->wire_len = (uint32_t)n;
+	s->p.len = (uint32_t)n - VNET_HDR_BYTES;
+	at = arrival_ns(msg, now);
+	/* netem sends the copy through itself again (duplication off), so it faces the loss model alone. */
+	if (copies == 2 && !(p->cfg.ge_on && lq_ge_lose(&p->ge))) {
+		struct lp_slot *c = slot_get(p);
+
+		if (c) {
+			memcpy(c->buf, s->buf, n);
+			c->wire_len = s->wire_len;
+			c->p.len = s->p.len;
+			INC(p, dup_pkts);
+			enqueue(p, c, at);
+		}
+	}
+	enqueue(p, s, at);
+}
+
+/* Receives up to LP_RX_BATCH frames in one recvmmsg without blocking; returns how many were read. */
+static int recv_batch(struct lpath *p)
+{
+	static __thread union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(struct timespec))];
+	} ctl[LP_RX_BATCH];
+	static __thread struct mmsghdr msgs[LP_RX_BATCH];
+	static __thread struct iovec iov[LP_RX_BATCH];
+	struct lp_slot *slots[LP_RX_BATCH];
+	int want, got;
+	uint64_t now;
+
+	for (want = 0; want < LP_RX_BATCH; want++) {
+		slots[want] = slot_get(p);
+		if (!slots[want])
+			break;
+		iov[want] = (struct iovec){ .iov_base = slots[want]->buf, .iov_len = p->slot_size };
+		msgs[want].msg_hdr = (struct msghdr){ .msg_iov = &iov[want],
+			.msg_iovlen = 1,
+			.msg_control = &ctl[want],
+			.msg_controllen = sizeof(ctl[want]) };
+	}
+	if (want == 0) {
+		/* Every slot is queued (a limit larger than the pool): read one frame to drop it. */
+		static __thread uint8_t sink[VNET_HDR_BYTES + 65536 + 64];
+
+		if (recv(p->rx_fd, sink, sizeof(sink), MSG_DONTWAIT) >= 0) {
+			INC(p, in_pkts);
+			INC(p, drop_bad);
+			return 1;
+		}
+		return 0;
+	}
+	got = recvmmsg(p->rx_fd, msgs, (unsigned int)want, MSG_DONTWAIT | MSG_TRUNC, NULL);
+	if (got < 0) {
+		got = 0;
+		if (errno == EINVAL) /* a GSO type with no vnet header form */
+			INC(p, drop_gso);
+		else if (errno != EAGAIN && errno != EINTR && errno != ENETDOWN)
+			link_fail("recv", errno);
+	}
+	now = wire_now_ns();
+	for (int i = 0; i < got; i++)
+		admit(p, slots[i], msgs[i].msg_len, &msgs[i].msg_hdr, now);
+	for (int i = got; i < want; i++)
+		slot_put(p, slots[i]);
+	return got;
+}
+
+static void log_line(struct lpath *p, uint64_t t)
+{
+	uint64_t out = atomic_load(&p->pub.out_pkts), sum = atomic_load(&p->pub.sojourn_sum_us);
+	uint64_t max = atomic_exchange(&p->pub.sojourn_max_us, 0);
+
+	/* The interval's sojourn maximum restarts here; the stats line keeps its own running max. */
+	fprintf(p->log,
+		"%.6f,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+		",%" PRIu64 ",%" PRIu64 "\n",
+		(double)t / NSEC_PER_SEC, p->q.backlog_pkts, p->q.backlog_bytes,
+		out - p->log_last_out ? (sum - p->log_last_sum) / (out - p->log_last_out) : 0, max, out,
+		p->q.st.drop_overlimit, p->q.st.drop_aqm + p->q.st.drop_blue,
+		p->q.st.mark_aqm + p->q.st.mark_step, (uint64_t)atomic_load(&p->pub.drop_ge),
+		(uint64_t)atomic_load(&p->pub.out_bytes));
+	p->log_last_out = out;
+	p->log_last_sum = sum;
+}
+
+void *lp_main(void *arg)
+{
+	struct lpath *p = arg;
+	uint64_t start = wire_now_ns(), next_log = start;
+
+	p->free_at = start;
+	p->period_base = start;
+	for (;;) {
+		struct pollfd pfd[2] = { { .fd = p->rx_fd, .events = POLLIN },
+			{ .fd = p->stop_fd, .events = POLLIN } };
+		struct timespec ts, *tsp = NULL;
+		uint64_t now = wire_now_ns(), due;
+		int got;
+
+		service(p, now);
+		got = recv_batch(p);
+		now = wire_now_ns();
+		service(p, now);
+		publish(p);
+		if (p->log && now >= next_log) {
+			uint64_t m = atomic_load(&p->pub.sojourn_max_us);
+
+			if (m > p->run_max_sojourn_us)
+				p->run_max_sojourn_us = m;
+			log_line(p, now);
+			next_log += p->log_interval_ns;
+			if (next_log < now)
+				next_log = now + p->log_interval_ns;
+		}
+		if (got == LP_RX_BATCH)
+			continue;
+		due = next_event(p);
+		if (p->log && due > next_log)
+			due = next_log;
+		if (due != UINT64_MAX)
+			tsp = wire_departure_timeout(due > now ? due - now : 0, GUARD_NS, &ts);
+		if (ppoll(pfd, 2, tsp, NULL) < 0 && errno != EINTR) {
+			link_fail("ppoll", errno);
+			return NULL;
+		}
+		if (pfd[1].revents)
+			return NULL;
+	}
+}
+
+void *lp_passthrough_main(void *arg)
+{
+	static uint8_t buf[VNET_HDR_BYTES + 65536 + 64];
+	struct lpath *p = arg;
+
+	for (;;) {
+		struct pollfd pfd[2] = { { .fd = p->rx_fd, .events = POLLIN },
+			{ .fd = p->stop_fd, .events = POLLIN } };
+		ssize_t n;
+
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR) {
+			link_fail("poll", errno);
+			return NULL;
+		}
+		if (pfd[1].revents)
+			return NULL;
+		while ((n = recv(p->rx_fd, buf, sizeof(buf), MSG_DONTWAIT)) > (ssize_t)VNET_HDR_BYTES) {
+			if (send(p->tx_fd, buf, (size_t)n, 0) >= 0)
+				INC(p, out_pkts);
+			else
+				INC(p, drop_tx);
+		}
+	}
+}
+
+static void alloc_pool(struct lpath *p)
+{
+	const struct lq_params *prm = &p->q.prm;
+	uint32_t slots;
+	uint64_t line_ns;
+
+	/* One slot per packet the queue can hold (a minimum-size frame per 60 bytes of a byte limit)... */
+	slots = prm->limit_pkts ? prm->limit_pkts : (uint32_t)(prm->limit_bytes / MIN_FRAME_BYTES + 1);
+	if (slots > MAX_POOL_SLOTS)
+		slots = MAX_POOL_SLOTS;
+	/* ...plus a receive batch, a send batch, the frame in service and what the line and the aggregation stage
+	 * after the link hold (their delay, jitter and longest hold):
+	 * its delay and jitter at the rate (none: LINE_RATE_BPS) in minimum-size frames. */
+	slots += 2 * LP_RX_BATCH + 2;
+	line_ns = p->cfg.delay_ns + p->cfg.jitter_ns + p->cfg.agg_a_ns + p->cfg.agg_b_ns;
+	if (line_ns) {
+		uint64_t rate = p->cfg.rate_bps ? p->cfg.rate_bps : LINE_RATE_BPS;
+		uint64_t line =
+			line_ns / LQ_NSEC_PER_USEC * (rate / BITS_PER_BYTE / MIN_FRAME_BYTES) / 1000000 + 1;
+
+		slots += (uint32_t)(line < MAX_POOL_SLOTS ? line : MAX_POOL_SLOTS);
+	}
+	p->slot_size = VNET_HDR_BYTES + p->frame_max;
+	p->pool_stride = (sizeof(struct lp_slot) + p->slot_size + 63) & ~(size_t)63;
+	/* Reserved, not touched: slot_get() hands out fresh slots only when the free list (LIFO, so the
+	 * same pages come back) is empty. */
+	p->pool = mmap(NULL, p->pool_stride * slots, PROT_READ | PROT_WRITE,
+		MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p->pool == MAP_FAILED) {
+		fprintf(stderr, "bbrkit-link: cannot map a packet pool of the %s queue's limit\n", p->name);
+		exit(2);
+	}
+	p->pool_slots = slots;
+}
+
+static void mm_open(struct lpath *p)
+{
+	static const size_t buf_bytes = 1 << 20; /* one write per MiB: a line per packet */
+	struct timespec real;
+
+	p->mm = fopen(p->cfg.mm_log, "w");
+	if (!p->mm) {
+		fprintf(stderr, "bbrkit-link: %s packet log %s: %s\n", p->name, p->cfg.mm_log,
+			strerror(errno));
+		exit(2);
+	}
+	setvbuf(p->mm, NULL, _IOFBF, buf_bytes);
+	clock_gettime(CLOCK_REALTIME, &real);
+	p->mm_start_ns = wire_now_ns();
+	/* The header lines mm-throughput-graph and mm-delay-graph read; the base timestamp is the log's zero. */
+	fprintf(p->mm, "# mahimahi mm-link (bbrkit-link %s) [", p->name);
+	if (p->cfg.trace.ns)
+		fprintf(p->mm, "trace");
+	else
+		fprintf(p->mm, "%" PRIu64 " bit/s", p->cfg.rate_bps);
+	fprintf(p->mm, "] > %s\n%s# init timestamp: %" PRIu64 "\n# base timestamp: 0\n", p->cfg.mm_log,
+		p->cfg.mm_header ? p->cfg.mm_header : "",
+		(uint64_t)((uint64_t)real.tv_sec * 1000 + (uint64_t)real.tv_nsec / LQ_NSEC_PER_MSEC));
+}
+
+void lp_setup(
+	struct lpath *p, uint64_t seed, uint32_t frame_max, const char *csv_log, uint64_t log_interval_ns)
+{
+	const char *err = NULL;
+
+	p->frame_max = frame_max;
+	p->seed = (uint32_t)seed;
+	if (lq_init(&p->q, &p->cfg.queue, on_drop, p, &err)) {
+		fprintf(stderr, "bbrkit-link: %s queue: %s\n", p->name, err);
+		exit(2);
+	}
+	if (p->cfg.ge_on)
+		lq_ge_init(&p->ge, p->cfg.ge[0], p->cfg.ge[1], p->cfg.ge[2], p->cfg.ge[3], seed);
+	p->rng = seed ^ 0x6a09e667f3bcc908ULL;
+	if (p->cfg.police_bps)
+		ls_police_init(&p->police, p->cfg.police_bps, p->cfg.police_burst, wire_now_ns());
+	ls_reorder_init(&p->reorder, p->cfg.reorder_prob, p->cfg.reorder_gap, seed ^ 0xbb67ae8584caa73bULL);
+	ls_agg_init(&p->agg, p->cfg.agg, p->cfg.agg_a_ns, p->cfg.agg_b_ns, p->cfg.agg_pkts,
+		seed ^ 0x3c6ef372fe94f82bULL, wire_now_ns());
+	alloc_pool(p);
+	if (p->cfg.mm_log)
+		mm_open(p);
+	if (csv_log) {
+		p->log = fopen(csv_log, "w");
+		if (!p->log) {
+			fprintf(stderr, "bbrkit-link: --log %s: %s\n", csv_log, strerror(errno));
+			exit(2);
+		}
+		fputs("t_mono_s,backlog_pkts,backlog_bytes,sojourn_mean_us,sojourn_max_us,out_pkts,"
+		      "drop_overlimit,drop_aqm,marks,drop_ge,out_bytes\n",
+			p->log);
+		p->log_interval_ns = log_interval_ns;
+	}
+}
+
+void lp_print_counters(struct lpath *p, const char *prefix)
+{
+	struct tpacket_stats st;
+	socklen_t sl = sizeof(st);
+	uint64_t deq = atomic_load(&p->pub.out_pkts), max = atomic_load(&p->pub.sojourn_max_us);
+
+	/* PACKET_STATISTICS resets on read, so accumulate: frames the socket buffer had no room for. */
+	if (getsockopt(p->rx_fd, SOL_PACKET, PACKET_STATISTICS, &st, &sl) == 0)
+		p->kernel_drops += st.tp_drops;
+	if (max < p->run_max_sojourn_us)
+		max = p->run_max_sojourn_us;
+#define LP_PRINT(key) \
+	if (strcmp(#key, "sojourn_sum_us") && strcmp(#key, "sojourn_max_us")) \
+		printf(",\"%s" #key "\":%" PRIu64, prefix, (uint64_t)atomic_load(&p->pub.key));
+	LP_COUNTERS(LP_PRINT)
+#undef LP_PRINT
+	printf(",\"%sdrop_kernel\":%" PRIu64, prefix, p->kernel_drops);
+	printf(",\"%ssojourn_mean_us\":%" PRIu64 ",\"%ssojourn_max_us\":%" PRIu64, prefix,
+		deq ? (uint64_t)atomic_load(&p->pub.sojourn_sum_us) / deq : 0, prefix, max);
+}
+
+void lp_close(struct lpath *p)
+{
+	if (p->mm)
+		fclose(p->mm);
+	p->mm = NULL;
+	if (p->log)
+		fclose(p->log);
+	p->log = NULL;
+	lq_free(&p->q);
+}

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * One direction of bbrkit-link: frames read on one interface, through the path conditions and the queue,
+ * out on the other at the direction's rate or trace. The data direction always has one; the ACK direction
+ * either has its own (then it runs the same code) or is passed straight through.
+ */
+#ifndef BBRKIT_LINK_PATH_H
+#define BBRKIT_LINK_PATH_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "queue.h"
+#include "stages.h"
+#include "trace.h"
+
+#define LP_RX_BATCH 64
+
+/* Counters the direction's thread publishes for the stats lines (relaxed: monotonic or gauges). */
+#define LP_COUNTERS(X) \
+	X(in_pkts) \
+	X(out_pkts) \
+	X(out_bytes) \
+	X(drop_overlimit) \
+	X(drop_aqm) \
+	X(mark_aqm) \
+	X(mark_step) \
+	X(drop_blue) \
+	X(way_collisions) \
+	X(drop_ge) \
+	X(drop_police) \
+	X(late_wakeups) \
+	X(late_max_us) \
+	X(dup_pkts) \
+	X(reordered) \
+	X(drop_gso) \
+	X(drop_bad) \
+	X(drop_tx) \
+	X(backlog_pkts) \
+	X(backlog_bytes) \
+	X(max_backlog_bytes) \
+	X(new_flows) \
+	X(sojourn_sum_us) \
+	X(sojourn_max_us)
+
+struct lp_pub {
+#define LP_FIELD(name) atomic_uint_fast64_t name;
+	LP_COUNTERS(LP_FIELD)
+#undef LP_FIELD
+};
+
+struct lp_slot;
+
+/* What one direction is asked to do (the command line's options for it, checked). */
+struct lp_config {
+	uint64_t rate_bps; /* 0 with no trace: no rate limit */
+	struct link_trace trace;
+	struct lq_params queue;
+	bool ge_on;
+	double ge[4];
+	uint64_t jitter_ns, delay_ns;
+	uint64_t police_bps, police_burst; /* 0: no policer */
+	double dup_prob, reorder_prob;
+	uint32_t reorder_gap; /* 0: no reordering */
+	enum ls_agg_kind agg;
+	uint64_t agg_a_ns, agg_b_ns;
+	uint32_t agg_pkts;
+	const char *mm_log;    /* Mahimahi mm-link format packet log, or NULL */
+	const char *mm_header; /* its "# command line:" and "# queue:" text */
+};
+
+struct lpath {
+	const char *name; /* "forward" or "reverse", for messages */
+	struct lp_config cfg;
+	int rx_fd, tx_fd;
+	uint32_t frame_max, slot_size, seed;
+	struct lq q;
+	struct lq_ge ge;
+	struct ls_police police;
+	struct ls_reorder reorder;
+	struct ls_agg agg;
+	uint64_t rng; /* jitter and duplication draws */
+	uint8_t *pool;
+	size_t pool_stride;
+	uint32_t pool_slots, pool_used;
+	struct lp_slot *free_list;
+	struct lp_pub pub;
+	/* the frame in service */
+	struct lp_slot *cur;
+	uint64_t cur_finish, free_at, period_base;
+	uint32_t cur_left;
+	size_t next_opp;
+	/* after the link: the delay line, then the aggregation stage */
+	struct lp_slot *line_head, *line_tail, *agg_head, *agg_tail;
+	uint32_t agg_held;
+	uint64_t agg_wake_ns;
+	/* frames due to leave, sent together before the thread sleeps or reads again */
+	struct lp_slot *tx_pending[LP_RX_BATCH];
+	int tx_count;
+	/* the queue's CSV time series (forward only) */
+	FILE *log;
+	uint64_t log_interval_ns, run_max_sojourn_us, log_last_out, log_last_sum;
+	uint64_t kernel_drops; /* main thread only */
+	/* the mm-link log: ms since mm_start_ns; rate mode writes the capacity of each whole ms */
+	FILE *mm;
+	uint64_t mm_start_ns, mm_cap_ms, mm_cap_rem;
+	int stop_fd;
+};
+
+/* Sets up @p from p->cfg (queue, stages, packet pool, logs): exits with status 2 on a problem the
+ * command line caused. */
+void lp_setup(
+	struct lpath *p, uint64_t seed, uint32_t frame_max, const char *csv_log, uint64_t log_interval_ns);
+/* The direction's thread: shapes until stop_fd is readable. */
+void *lp_main(void *arg);
+/* The unshaped ACK direction's thread: frames go straight through, in order. */
+void *lp_passthrough_main(void *arg);
+/* The direction's counters as JSON members (",\"PREFIXkey\":N..."), on stdout. */
+void lp_print_counters(struct lpath *p, const char *prefix);
+void lp_close(struct lpath *p);
+
+/* Defined by link.c: a fatal error while forwarding (prints, then stops the process). */
+void link_fail(const char *what, int err);
+
+#endif

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The path conditions bbrkit-link adds around its queue, as plain C with the clock passed in (unit-tested
+ * on the host, tests/unit/test_stages.c), each after an outside reference:
+ * - a token-bucket policer: RFC 2697's single-rate marker with no excess bucket, red dropped (tc's police
+ *   action with conform pass / exceed drop);
+ * - netem's duplicate and reorder decisions (sch_netem.c's netem_enqueue);
+ * - ACK aggregation: netem's slot (sch_netem.c's get_slot_next and netem_dequeue), a count of packets
+ *   with a time-out, or an on/off pattern.
+ */
+#ifndef BBRKIT_LINK_STAGES_H
+#define BBRKIT_LINK_STAGES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define LS_NSEC_PER_SEC 1000000000ULL
+#define LS_BITS_PER_BYTE 8ULL
+
+/* splitmix64: small and seeded, so a run's random decisions can be replayed. */
+static inline uint64_t ls_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* Uniform in [0, 1). */
+static inline double ls_unit(uint64_t *s)
+{
+	return (double)(ls_next(s) >> 11) / (double)(1ULL << 53);
+}
+
+/* RFC 2697 with EBS = 0: the bucket holds up to burst bytes (CBS) and fills at rate (CIR); a packet
+ * the bucket covers is green and takes its bytes, any other is red and dropped. Tokens are kept in
+ * nanoseconds of the rate, as the kernel's police action keeps them, so no bytes are lost to rounding. */
+struct ls_police {
+	uint64_t rate_bps;
+	uint64_t burst_ns; /* the bucket's depth: burst bytes at the rate */
+	uint64_t toks_ns;
+	uint64_t last_ns;
+};
+void ls_police_init(struct ls_police *p, uint64_t rate_bps, uint64_t burst_bytes, uint64_t now_ns);
+/* true: the packet conforms (green) and passes; false: red, drop it. */
+bool ls_police_conform(struct ls_police *p, uint32_t bytes, uint64_t now_ns);
+
+/* netem's reorder: with gap G, after G - 1 packets in order each packet skips the delay with probability
+ * P, which restarts the count; gap 1 makes every packet a candidate. */
+struct ls_reorder {
+	double prob;
+	uint32_t gap;
+	uint32_t counter;
+	uint64_t rng;
+};
+void ls_reorder_init(struct ls_reorder *r, double prob, uint32_t gap, uint64_t seed);
+/* true: send this packet now, ahead of the delayed ones. */
+bool ls_reorder_jump(struct ls_reorder *r);
+
+/* ACK aggregation: packets past the link wait here and leave in bursts. */
+enum ls_agg_kind {
+	LS_AGG_NONE,
+	LS_AGG_SLOT,  /* netem slot: a slot opens every interval (uniform in min..max) for up to N packets */
+	LS_AGG_COUNT, /* leave K at a time, or all held once the oldest has waited the time-out */
+	LS_AGG_ONOFF, /* pass while on, hold while off, release the held at the next on */
+};
+
+struct ls_agg {
+	enum ls_agg_kind kind;
+	uint64_t a_ns, b_ns; /* slot: min, max interval; count: time-out; onoff: on, off */
+	uint32_t pkts;	     /* slot: packets per slot (0: any number); count: K */
+	uint64_t slot_next_ns;
+	uint32_t packets_left;
+	uint64_t start_ns; /* onoff: when the pattern began, on */
+	uint64_t rng;
+};
+void ls_agg_init(struct ls_agg *a, enum ls_agg_kind kind, uint64_t a_ns, uint64_t b_ns, uint32_t pkts,
+	uint64_t seed, uint64_t now_ns);
+/*
+ * May the head of the held packets leave at @now_ns? @head_ns is when it joined (it is due then),
+ * @held how many wait. Call ls_agg_sent() for each one that leaves. When false, *wake_ns is when to ask
+ * again (UINT64_MAX: only when more arrive).
+ */
+bool ls_agg_may_send(struct ls_agg *a, uint64_t head_ns, uint32_t held, uint64_t now_ns, uint64_t *wake_ns);
+void ls_agg_sent(struct ls_agg *a, uint64_t now_ns);
+
+#endif
