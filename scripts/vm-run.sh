@@ -28,11 +28,14 @@ die() {
 
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--kernel) kernel_pkg=${2:?}; shift 2 ;;
-	--accel) accel=${2:?}; shift 2 ;;
-	--mem) mem_mb=${2:?}; shift 2 ;;
-	--cpus) cpus=${2:?}; shift 2 ;;
-	--timeout) timeout_s=${2:?}; shift 2 ;;
+	--kernel | --accel | --mem | --cpus | --timeout) [ $# -ge 2 ] || die "option $1 needs a value" ;;
+	esac
+	case "$1" in
+	--kernel) kernel_pkg=$2; shift 2 ;;
+	--accel) accel=$2; shift 2 ;;
+	--mem) mem_mb=$2; shift 2 ;;
+	--cpus) cpus=$2; shift 2 ;;
+	--timeout) timeout_s=$2; shift 2 ;;
 	--) shift; break ;;
 	*) die "unknown option '$1' (usage: vm-run.sh [--kernel PKG] [--accel kvm|tcg] [--mem MB] [--cpus N] [--timeout S] -- CMD...)" ;;
 	esac
