@@ -9,6 +9,8 @@ from netutil import BBRCTL, PIN_ROOT, available_ccs, pins, run
 
 ALGOS = ("bbr1", "bbr_rttgain", "bbr_acd", "bbr2", "bbr3")
 PARAM_ALGOS = ("bbr_rttgain", "bbr_acd", "bbr2", "bbr3")
+# Those with the per-packet loss path: on a kernel that allows it, attach pins its three hook links.
+PER_PACKET_ALGOS = ("bbr2", "bbr3")
 NOBODY = "65534"
 
 

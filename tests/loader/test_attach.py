@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from loaderutil import ALGOS, BBRCTL, PIN_ROOT, ctl, params_raw, pins, snapshot, struct_ops_ids
+from loaderutil import ALGOS, BBRCTL, PER_PACKET_ALGOS, PIN_ROOT, ctl, params_raw, pins, snapshot, struct_ops_ids
 from netutil import available_ccs, bbrctl, iperf_pair, iperf_result, kernel_features, run
 
 # Every test here attaches, loads or probes BPF programs.
@@ -38,6 +38,8 @@ def test_attach_reattach_detach(algo: str, detached) -> None:
         assert algo in available_ccs()
         flows_pin = "flows" if kernel_features()["map-iter"]["available"] else "flows-tcp"
         expected = {"link", flows_pin, "events", "ctl", "abi"} | ({"params"} if algo != "bbr1" else set())
+        if algo in PER_PACKET_ALGOS and kernel_features()["per-packet"]["available"]:
+            expected |= {"pp-sent", "pp-lost", "pp-destroy"}  # docs/reference.md, the pins table
         assert set(pins()[algo]) == expected
         assert listed(algo)["attached"] and listed(algo)["registered"]
         first = link_id(algo)
