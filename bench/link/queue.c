@@ -3,8 +3,10 @@
  * The bottleneck queue of bbrkit-link (see queue.h). CoDel follows RFC 8289's pseudocode with the
  * Linux codel_impl.h choices where the RFC leaves room: an ECT packet is marked instead of dropped
  * and then leaves (the drop schedule advances as for a drop), MAXPACKET is the interface MTU, and in
- * FQ-CoDel the "bytes in queue" test uses the whole backlog, not the flow's. The control law uses
- * floating-point 1/sqrt(count) where Linux uses a Newton step; both give interval/sqrt(count).
+ * FQ-CoDel the "bytes in queue" test uses the whole backlog, not the flow's. The control law is
+ * Linux's: 1/sqrt(count) kept in Q0.16 and moved by one Newton step per count change, which is far
+ * from exact at low counts (count 2 gives interval/2, not interval/1.41) and is what the drop gaps of a
+ * Linux codel or fq_codel follow.
  */
 #include "queue.h"
 
@@ -184,7 +186,7 @@ static uint32_t list_pop(struct lq *q, struct lq_flow_list *l)
  * its bytes or LQ_FQ_DROP_BATCH packets, so one overflow does not cost a drop per arrival. */
 static void fq_drop_fattest(struct lq *q)
 {
-	uint32_t fat = 0;
+	uint32_t fat = 0, n;
 	uint64_t dropped = 0, threshold;
 	struct lq_flow *f;
 
@@ -193,7 +195,7 @@ static void fq_drop_fattest(struct lq *q)
 			fat = i;
 	f = &q->flow[fat];
 	threshold = f->q.bytes / 2;
-	for (uint32_t n = 0; n < LQ_FQ_DROP_BATCH && f->q.head && (n == 0 || dropped < threshold); n++) {
+	for (n = 0; n < LQ_FQ_DROP_BATCH && f->q.head && (n == 0 || dropped < threshold); n++) {
 		struct lq_pkt *p = fifo_pop(&f->q);
 
 		dropped += p->len;
@@ -202,10 +204,11 @@ static void fq_drop_fattest(struct lq *q)
 		q->st.drop_overlimit++;
 		q->drop(q->drop_ctx, p);
 	}
+	/* Linux: the drops count towards the queue's CoDel signal, so its next drops come faster. */
+	f->cv.count += n;
 }
 
 static double next_unit(uint64_t *s);
-static uint64_t codel_control_law(const struct lq *q, uint64_t t, uint32_t count);
 
 /* RFC 8033 section 4.2, run every tupdate: the probability follows the delay error (alpha) and its
  * trend (beta), with steps scaled down while the probability is small (section 5.2's auto-tuning). */
@@ -306,7 +309,7 @@ static uint32_t queue_for(struct lq *q, const struct lq_pkt *p)
 
 static uint64_t cobalt_law(const struct lq *q, uint64_t t, uint32_t count)
 {
-	return count ? codel_control_law(q, t, count) : t + q->prm.interval_ns;
+	return t + (count ? (uint64_t)((double)q->prm.interval_ns / sqrt((double)count)) : q->prm.interval_ns);
 }
 
 /* BLUE on overflow: the probability steps up at most once per target, and CoDel's side starts
@@ -472,9 +475,24 @@ static bool codel_ok_to_drop(struct lq *q, struct lq_codel *cv, const struct lq_
 	return now >= cv->first_above_ns;
 }
 
-static uint64_t codel_control_law(const struct lq *q, uint64_t t, uint32_t count)
+/* Linux codel_Newton_step: rec_inv_sqrt <- rec_inv_sqrt / 2 x (3 - count x rec_inv_sqrt^2), in Q0.32
+ * arithmetic on the Q0.16 value. */
+static void codel_newton_step(struct lq_codel *cv)
 {
-	return t + (uint64_t)((double)q->prm.interval_ns / sqrt((double)count));
+	uint32_t invsqrt = (uint32_t)cv->rec_inv_sqrt << 16;
+	uint32_t invsqrt2 = (uint32_t)(((uint64_t)invsqrt * invsqrt) >> 32);
+	uint64_t val = (3ULL << 32) - (uint64_t)cv->count * invsqrt2;
+
+	val >>= 2; /* keeps the product below in 64 bits */
+	val = (val * invsqrt) >> (32 - 2 + 1);
+	cv->rec_inv_sqrt = (uint16_t)(val >> 16);
+}
+
+/* t + interval x rec_inv_sqrt: Linux's reciprocal_scale, taken in nanoseconds where Linux counts 1024 ns
+ * units (the gaps differ from its by under a microsecond). */
+static uint64_t codel_control_law(const struct lq *q, uint64_t t, uint16_t rec_inv_sqrt)
+{
+	return t + ((q->prm.interval_ns * rec_inv_sqrt) >> 16);
 }
 
 /* Drops @p, or marks it when ECN is on and it is ECT; returns true if it was marked (and stays). */
@@ -506,15 +524,16 @@ static struct lq_pkt *codel_dequeue(struct lq *q, struct lq_codel *cv, struct lq
 		}
 		while (cv->dropping && now >= cv->drop_next_ns) {
 			cv->count++;
+			codel_newton_step(cv);
 			if (codel_drop_or_mark(q, p)) {
-				cv->drop_next_ns = codel_control_law(q, cv->drop_next_ns, cv->count);
+				cv->drop_next_ns = codel_control_law(q, cv->drop_next_ns, cv->rec_inv_sqrt);
 				return p;
 			}
 			p = sub_pop(q, f);
 			if (!codel_ok_to_drop(q, cv, p, now))
 				cv->dropping = false;
 			else
-				cv->drop_next_ns = codel_control_law(q, cv->drop_next_ns, cv->count);
+				cv->drop_next_ns = codel_control_law(q, cv->drop_next_ns, cv->rec_inv_sqrt);
 		}
 	} else if (ok) {
 		uint32_t delta;
@@ -525,12 +544,15 @@ static struct lq_pkt *codel_dequeue(struct lq *q, struct lq_codel *cv, struct lq
 		}
 		cv->dropping = true;
 		delta = cv->count - cv->lastcount;
-		if (delta > 1 && now - cv->drop_next_ns < LQ_CODEL_REENTRY_INTERVALS * q->prm.interval_ns)
+		if (delta > 1 && now - cv->drop_next_ns < LQ_CODEL_REENTRY_INTERVALS * q->prm.interval_ns) {
 			cv->count = delta;
-		else
+			codel_newton_step(cv); /* from the old value, as Linux: later steps converge */
+		} else {
 			cv->count = 1;
+			cv->rec_inv_sqrt = UINT16_MAX;
+		}
 		cv->lastcount = cv->count;
-		cv->drop_next_ns = codel_control_law(q, now, cv->count);
+		cv->drop_next_ns = codel_control_law(q, now, cv->rec_inv_sqrt);
 	}
 	return p;
 }

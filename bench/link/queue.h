@@ -85,6 +85,7 @@ struct lq_codel {
 	uint64_t first_above_ns; /* 0: sojourn below target (or too few bytes) */
 	uint64_t drop_next_ns;
 	uint32_t count, lastcount;
+	uint16_t rec_inv_sqrt; /* ~1/sqrt(count) in Q0.16, one Newton step per change (Linux codel_vars) */
 	bool dropping;
 };
 

@@ -90,11 +90,14 @@ static void setup(struct lq *q, enum lq_kind kind, bool ecn)
 
 /* A standing queue: 1000 packets at t=0, one dequeue per ms from 10 ms on. RFC 8289: the first drop
  * comes one interval after the sojourn first exceeded target; then drop k+1 follows drop k by
- * interval/sqrt(k+1). */
-TEST(codel_drops_on_the_interval_over_sqrt_count_schedule)
+ * interval x 1/sqrt(k+1) as Linux computes it (include/net/codel_impl.h): 1/sqrt in Q0.16, starting at
+ * 0xffff for count 1 and moved by one codel_Newton_step per count, which gives 32769 (0.500, not
+ * 0.707) at count 2, 36864 at 3 and 31968 at 4. */
+TEST(codel_drops_on_linuxs_newton_step_schedule)
 {
+	static const uint64_t rec_inv_sqrt[] = { 65535, 32769, 36864, 31968 };
 	struct lq q;
-	double expect;
+	uint64_t due = 110 * MS;
 
 	setup(&q, LQ_CODEL, false);
 	for (int i = 0; i < 1000; i++)
@@ -102,16 +105,14 @@ TEST(codel_drops_on_the_interval_over_sqrt_count_schedule)
 	for (clock_ns = 10 * MS; clock_ns < 700 * MS && q.backlog_pkts; clock_ns += MS)
 		CHECK(lq_dequeue(&q, clock_ns) != NULL);
 	CHECK(dropped >= 5);
-	/* The first drop at 110 ms sets count 1 and the next drop one interval later; from then on the
-	 * schedule advances from the previous due time, not from when the dequeue happened. */
+	/* The first drop at 110 ms; from then on the schedule advances from the previous due time, not
+	 * from when the dequeue happened, and dequeues happen on whole milliseconds. */
 	CHECK_EQ(drop_times[0], 110 * MS);
-	expect = 210.0;
 	for (int k = 1; k < 5; k++) {
-		if (k > 1)
-			expect += 100.0 / sqrt(k);
-		/* dequeues happen on whole milliseconds: the drop is the first one at or after its time */
-		CHECK_EQ(drop_times[k], (uint64_t)ceil(expect) * MS);
+		due += LQ_CODEL_INTERVAL_NS * rec_inv_sqrt[k - 1] >> 16;
+		CHECK_EQ(drop_times[k], (due + MS - 1) / MS * MS);
 	}
+	CHECK_EQ(drop_times[2], 260 * MS); /* exact 1/sqrt(2) would give 281 ms */
 	CHECK(q.cv.dropping);
 	lq_free(&q);
 }
@@ -319,6 +320,10 @@ TEST(fq_codel_overflow_drops_from_the_fattest_queue)
 	CHECK_EQ(q.flow[thin_idx].q.pkts, 11);
 	CHECK_EQ(q.flow[fat_idx].q.pkts, 45);
 	CHECK_EQ(q.st.drop_overlimit, 45);
+	/* Linux fq_codel_drop: the batch adds to the fat queue's CoDel count (cvars.count += i), so a drop
+	 * state it re-enters resumes at a rate that reflects them. */
+	CHECK_EQ(q.flow[fat_idx].cv.count, 45);
+	CHECK_EQ(q.flow[thin_idx].cv.count, 0);
 	lq_free(&q);
 }
 
