@@ -210,14 +210,17 @@ static void fq_drop_fattest(struct lq *q)
 
 static double next_unit(uint64_t *s);
 
-/* RFC 8033 section 4.2, run every tupdate: the probability follows the delay error (alpha) and its
- * trend (beta), with steps scaled down while the probability is small (section 5.2's auto-tuning). */
+/* The drop probability update every tupdate, as Linux's pie_calculate_probability (without its rate
+ * estimator) has it: RFC 8033 section 4.2's alpha/beta controller with section 5.2's scaling of small
+ * steps, Linux's 2% cap from 10% on and 2% extra above 250 ms of delay, and a decay of 1/64 (RFC: 2%)
+ * after two updates without delay, skipped while a backlog shows no delay yet. */
 static void pie_update(struct lq *q)
 {
 	struct lq_pie *v = &q->pie;
 	double qd = (double)v->qdelay_ns / 1e9, old = (double)v->qdelay_old_ns / 1e9;
 	double ref = (double)q->prm.target_ns / 1e9;
 	double p = LQ_PIE_ALPHA * (qd - ref) + LQ_PIE_BETA * (qd - old);
+	bool decay = !(v->qdelay_ns == 0 && q->backlog_bytes != 0);
 
 	if (v->drop_prob < 0.000001)
 		p /= 2048;
@@ -231,24 +234,30 @@ static void pie_update(struct lq *q)
 		p /= 8;
 	else if (v->drop_prob < 0.1)
 		p /= 2;
+	else if (p > LQ_PIE_MAX_STEP)
+		p = LQ_PIE_MAX_STEP;
+	if (v->qdelay_ns > LQ_PIE_HIGH_DELAY_NS)
+		p += LQ_PIE_MAX_STEP;
 	v->drop_prob += p;
-	/* Decay while the queue stays empty (section 4.2). */
-	if (v->qdelay_ns == 0 && v->qdelay_old_ns == 0)
-		v->drop_prob *= 0.98;
 	if (v->drop_prob < 0)
 		v->drop_prob = 0;
-	if (v->drop_prob > 1)
+	if (v->drop_prob > 1) {
 		v->drop_prob = 1;
-	/* Section 4.4: the burst allowance runs down, and comes back once the queue has been calm. */
-	v->burst_allowance_ns =
-		v->burst_allowance_ns > q->prm.tupdate_ns ? v->burst_allowance_ns - q->prm.tupdate_ns : 0;
-	if (v->drop_prob == 0 && v->qdelay_ns < q->prm.target_ns / 2 &&
-		v->qdelay_old_ns < q->prm.target_ns / 2)
+		decay = false;
+	}
+	if (v->qdelay_ns == 0 && v->qdelay_old_ns == 0 && decay)
+		v->drop_prob -= v->drop_prob / LQ_PIE_DECAY_DIV;
+	/* Section 4.4: the burst allowance comes back once the queue has been calm. */
+	if (v->drop_prob == 0 && v->qdelay_ns < q->prm.target_ns / 2 && v->qdelay_old_ns < q->prm.target_ns / 2) {
 		v->burst_allowance_ns = LQ_PIE_MAX_BURST_NS;
+		v->dq_stamp_ns = 0;
+		v->accu_prob = 0;
+	}
 	v->qdelay_old_ns = v->qdelay_ns;
 }
 
-/* The updates that fell due by @now; an idle gap runs them with an empty queue's zero delay. */
+/* The updates that fell due by @now (Linux runs them on a timer; nothing they read changes between
+ * enqueues and dequeues, so running them late gives the same values). */
 static void pie_catch_up(struct lq *q, uint64_t now)
 {
 	struct lq_pie *v = &q->pie;
@@ -256,8 +265,6 @@ static void pie_catch_up(struct lq *q, uint64_t now)
 	if (!v->next_update_ns)
 		v->next_update_ns = now + q->prm.tupdate_ns;
 	for (int n = 0; now >= v->next_update_ns && n < 1000; n++) {
-		if (q->backlog_pkts == 0)
-			v->qdelay_ns = 0;
 		pie_update(q);
 		v->next_update_ns += q->prm.tupdate_ns;
 	}
@@ -265,19 +272,40 @@ static void pie_catch_up(struct lq *q, uint64_t now)
 		v->next_update_ns = now + q->prm.tupdate_ns;
 }
 
-/* RFC 8033 section 4.1 drop_early(): no early drop during the burst allowance, while the delay is
- * low and the probability moderate, or with under two MTUs queued. */
+/* Linux pie_process_dequeue: the delay is the packet's sojourn, or 0 if it leaves the queue empty; the
+ * burst allowance runs down by the time since the previous dequeue. */
+static void pie_dequeued(struct lq *q, const struct lq_pkt *p, uint64_t now)
+{
+	struct lq_pie *v = &q->pie;
+	uint64_t dtime = v->dq_stamp_ns ? now - v->dq_stamp_ns : 0;
+
+	v->qdelay_ns = q->backlog_pkts ? now - p->enq_ns : 0;
+	v->dq_stamp_ns = now;
+	v->burst_allowance_ns -= dtime < v->burst_allowance_ns ? dtime : v->burst_allowance_ns;
+}
+
+/* Linux pie_drop_early (RFC 8033 section 4.1, with 5.1's derandomisation): no early drop during the burst
+ * allowance, while the delay is low and the probability moderate, or with under two MTUs queued. */
 static bool pie_drop_early(struct lq *q)
 {
 	struct lq_pie *v = &q->pie;
 
 	if (v->burst_allowance_ns > 0)
 		return false;
-	if (v->qdelay_old_ns < q->prm.target_ns / 2 && v->drop_prob < 0.2)
+	if (v->qdelay_ns < q->prm.target_ns / 2 && v->drop_prob < 0.2)
 		return false;
 	if (q->backlog_bytes < 2ULL * q->prm.mtu_bytes)
 		return false;
-	return next_unit(&v->rng) < v->drop_prob;
+	v->accu_prob = v->drop_prob == 0 ? 0 : v->accu_prob + v->drop_prob;
+	if (v->accu_prob < LQ_PIE_ACCU_MIN)
+		return false;
+	if (v->accu_prob >= LQ_PIE_ACCU_MAX)
+		return true;
+	if (next_unit(&v->rng) < v->drop_prob) {
+		v->accu_prob = 0;
+		return true;
+	}
+	return false;
 }
 
 /* CAKE's set-associative lookup: the queue of the flow's set that holds its tag, else a free one
@@ -405,10 +433,13 @@ bool lq_enqueue(struct lq *q, struct lq_pkt *p, uint64_t now_ns)
 	p->enq_ns = now_ns;
 	if (q->prm.kind == LQ_PIE) {
 		pie_catch_up(q, now_ns);
-		if (!over_limit(q, 1, p->len) && pie_drop_early(q)) {
+		if (over_limit(q, 1, p->len)) {
+			q->pie.accu_prob = 0; /* Linux: any drop restarts the derandomisation */
+		} else if (pie_drop_early(q)) {
 			if (q->prm.ecn && q->pie.drop_prob <= LQ_PIE_MARK_MAX_PROB && lq_set_ce(p)) {
 				q->st.mark_aqm++;
 			} else {
+				q->pie.accu_prob = 0;
 				q->st.drop_aqm++;
 				q->drop(q->drop_ctx, p);
 				return false;
@@ -680,8 +711,8 @@ struct lq_pkt *lq_dequeue(struct lq *q, uint64_t now_ns)
 	case LQ_PIE:
 		pie_catch_up(q, now_ns);
 		p = sub_pop(q, &q->fifo);
-		/* Linux sch_pie without its rate estimator: the delay is the last dequeued packet's sojourn. */
-		q->pie.qdelay_ns = p ? now_ns - p->enq_ns : 0;
+		if (p)
+			pie_dequeued(q, p, now_ns);
 		break;
 	default:
 		p = sub_pop(q, &q->fifo);

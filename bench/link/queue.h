@@ -57,11 +57,22 @@ enum lq_kind {
 #define LQ_PIE_BETA 1.25   /* per second of delay change */
 /* RFC 8033 section 5.1: ECT packets are marked instead of dropped up to this drop probability. */
 #define LQ_PIE_MARK_MAX_PROB 0.1
+/* Linux pie_calculate_probability: from 10% on, one update raises the probability by at most 2%... */
+#define LQ_PIE_MAX_STEP 0.02
+/* ...and a delay above 250 ms adds 2% on top, to catch up with a large burst quickly. */
+#define LQ_PIE_HIGH_DELAY_NS (250 * LQ_NSEC_PER_MSEC)
+/* Linux: two updates in a row with no delay take 1/64 of the probability off (RFC 8033: 2%). */
+#define LQ_PIE_DECAY_DIV 64
+/* Linux pie_drop_early (RFC 8033 section 5.1 derandomisation): no drop until the probabilities summed
+ * since the last drop reach 0.85, a drop for certain from 8.5. */
+#define LQ_PIE_ACCU_MIN 0.85
+#define LQ_PIE_ACCU_MAX 8.5
 
 struct lq_pie {
-	double drop_prob;
-	uint64_t qdelay_ns, qdelay_old_ns; /* sojourn of the last dequeued packet; at the last update */
+	double drop_prob, accu_prob;
+	uint64_t qdelay_ns, qdelay_old_ns; /* last dequeued packet's sojourn (0 if it emptied the queue) */
 	uint64_t burst_allowance_ns;
+	uint64_t dq_stamp_ns;	 /* the last dequeue, 0 after a reset: the allowance runs down by dequeue time */
 	uint64_t next_update_ns; /* 0: not started */
 	uint64_t rng;
 };

@@ -473,50 +473,129 @@ static void pie_run(struct lq *q, uint64_t until, uint64_t sojourn)
 	}
 }
 
-/* RFC 8033 section 4.4: no early drop during the 150 ms burst allowance; after it the probability
- * keeps rising while the delay stays above the reference, and packets are dropped early. */
-TEST(pie_drops_early_after_the_burst_allowance_while_delay_stays_high)
+/* RFC 8033 section 4.4 as Linux runs it: a fresh PIE gives a 150 ms burst allowance that runs down by
+ * dequeue time (pie_process_dequeue). A standing queue of 300 ms starts leaving at 300 ms: the
+ * probability climbs at once (above 250 ms each update adds 2%), but nothing is dropped early until 150 ms
+ * of dequeues have spent the allowance; then drops follow. */
+TEST(pie_burst_allowance_holds_early_drops_for_150ms_of_dequeues)
 {
 	struct lq q;
 
 	setup(&q, LQ_PIE, false);
-	pie_run(&q, 140 * MS, 40 * MS);
+	pie_run(&q, 451 * MS, 300 * MS);
+	CHECK(q.pie.drop_prob > 0.2); /* high enough that drops would have come without the allowance */
+	CHECK_EQ(q.pie.burst_allowance_ns, 0);
 	CHECK_EQ(q.st.drop_aqm, 0);
-	CHECK(q.pie.drop_prob > 0);
-	pie_run(&q, 2000 * MS, 40 * MS);
-	CHECK(q.st.drop_aqm > 0);
+	pie_run(&q, 600 * MS, 300 * MS);
+	CHECK(q.st.drop_aqm > 10);
 	CHECK_EQ(q.st.drop_overlimit, 0);
-	CHECK(q.pie.drop_prob > 0.01);
 	lq_free(&q);
 }
 
-/* RFC 8033 section 4.2: with the delay at the reference the controller holds the probability; with an
- * empty queue it decays by 2% per update. */
-TEST(pie_probability_decays_when_the_queue_empties)
+/* Linux pie_calculate_probability: a delay above 250 ms adds 2% per update even while the scaled
+ * controller step is tiny, and once the probability is 10% or more an update raises it by at most 2%
+ * (a 200 ms delay asks 0.125 x 0.185 = 2.3%). */
+TEST(pie_steps_by_two_percent_above_ten_percent_and_jumps_above_250ms)
 {
 	struct lq q;
-	double before;
+	double prev = 0;
+	int capped = 0;
 
 	setup(&q, LQ_PIE, false);
-	pie_run(&q, 2000 * MS, 40 * MS);
+	pie_run(&q, 300 * MS, 300 * MS);
+	CHECK_EQ(q.pie.drop_prob, 0);
+	pie_run(&q, 316 * MS, 300 * MS); /* one update with a 300 ms delay */
+	CHECK(q.pie.drop_prob >= 0.02 && q.pie.drop_prob < 0.021);
+	lq_free(&q);
+
+	setup(&q, LQ_PIE, false);
+	for (clock_ns = 0; clock_ns < 3000 * MS && q.pie.drop_prob < 1; clock_ns += MS) {
+		lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), clock_ns);
+		/* every packet leaves after exactly 200 ms, whatever early drops thinned out */
+		while (q.fifo.head && q.fifo.head->enq_ns + 200 * MS <= clock_ns)
+			lq_dequeue(&q, clock_ns);
+		if (q.pie.drop_prob != prev) {
+			if (prev >= 0.1 && q.pie.drop_prob < 1) {
+				CHECK_NEAR(q.pie.drop_prob - prev, LQ_PIE_MAX_STEP, 1e-9);
+				capped++;
+			}
+			prev = q.pie.drop_prob;
+		}
+	}
+	CHECK(capped >= 10);
+	lq_free(&q);
+}
+
+/* Linux: with no delay at two updates in a row the probability loses 1/64 per update (RFC 8033 says 2%).
+ * A 1 ns reference makes the controller's own step for zero delay negligible (alpha x 1 ns), so what is
+ * left is the decay alone: (63/64)^10 over ten updates. */
+TEST(pie_probability_decays_by_a_64th_per_update_once_the_queue_empties)
+{
+	struct lq q;
+	struct lq_params prm;
+	const char *err;
+	double before;
+
+	lq_defaults(&prm, LQ_PIE, FRAME_BYTES);
+	prm.target_ns = 1;
+	prm.limit_pkts = POOL_PKTS;
+	CHECK_EQ(lq_init(&q, &prm, on_drop, NULL, &err), 0);
+	pie_run(&q, 1000 * MS, 40 * MS);
 	while (q.backlog_pkts)
 		lq_dequeue(&q, clock_ns);
-	before = q.pie.drop_prob;
-	CHECK(before > 0);
-	clock_ns += 2 * LQ_PIE_TUPDATE_NS; /* one update sees the last delay fall to zero */
+	clock_ns += 2 * LQ_PIE_TUPDATE_NS; /* two updates: the delay falls to zero, then so does the old one */
 	lq_dequeue(&q, clock_ns);
 	before = q.pie.drop_prob;
+	CHECK(before > 0.05);
 	clock_ns += 10 * LQ_PIE_TUPDATE_NS;
 	lq_dequeue(&q, clock_ns);
-	/* Each update: the controller's step for zero delay (-alpha x reference, scaled down by the
-	 * auto-tuning for the current probability), then the 2% decay. */
-	for (int k = 0; k < 10; k++) {
-		double step = -LQ_PIE_ALPHA * 0.015;
+	CHECK_NEAR(q.pie.drop_prob, before * pow(63.0 / 64, 10), 1e-6);
+	lq_free(&q);
+}
 
-		step /= before < 0.001 ? 32 : before < 0.01 ? 8 : before < 0.1 ? 2 : 1;
-		before = (before + step > 0 ? before + step : 0) * 0.98;
+/* A PIE held at probability 10% with the updates stopped: the state pie_drop_early reads. */
+static void pie_hold(struct lq *q, uint64_t qdelay_ns, uint64_t qdelay_old_ns)
+{
+	setup(q, LQ_PIE, false);
+	for (int i = 0; i < 3; i++) /* more than two MTUs queued */
+		lq_enqueue(q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), 0);
+	q->pie.next_update_ns = UINT64_MAX;
+	q->pie.burst_allowance_ns = 0;
+	q->pie.drop_prob = 0.1;
+	q->pie.qdelay_ns = qdelay_ns;
+	q->pie.qdelay_old_ns = qdelay_old_ns;
+}
+
+/* Linux pie_drop_early reads the current delay (RFC 8033's pseudocode reads qdelay_old) and
+ * derandomises (RFC 8033 section 5.1): at 10% no two drops are closer than 9 packets (the summed
+ * probability must reach 0.85) nor further apart than 86 (from 8.5 a drop is certain). */
+TEST(pie_drops_early_on_the_current_delay_with_derandomised_gaps)
+{
+	struct lq q;
+	int last = -1, min_gap = 1000, max_gap = 0;
+
+	pie_hold(&q, 0, 20 * MS); /* the delay fell below half the reference: no early drop */
+	for (clock_ns = 0; clock_ns < 500; clock_ns++)
+		lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), clock_ns);
+	CHECK_EQ(q.st.drop_aqm, 0);
+	lq_free(&q);
+
+	pie_hold(&q, 20 * MS, 0);
+	for (clock_ns = 0; clock_ns < 2000; clock_ns++) { /* the clock counts packets here */
+		int before = dropped;
+
+		lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), 0);
+		if (dropped == before)
+			continue;
+		if (last >= 0) {
+			min_gap = (int)clock_ns - last < min_gap ? (int)clock_ns - last : min_gap;
+			max_gap = (int)clock_ns - last > max_gap ? (int)clock_ns - last : max_gap;
+		}
+		last = (int)clock_ns;
 	}
-	CHECK_NEAR(q.pie.drop_prob, before, 1e-9);
+	CHECK(q.st.drop_aqm >= 20);
+	CHECK(min_gap >= 9);
+	CHECK(max_gap <= 86);
 	lq_free(&q);
 }
 
