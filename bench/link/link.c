@@ -657,7 +657,8 @@ static void usage(void)
 	       "  --trace FILE           Mahimahi trace: one line per %d-byte delivery opportunity,\n"
 	       "                         in ms; loops with the last line's time as its period\n"
 	       "  --aqm KIND             fifo (default), codel, fq_codel, cake (a subset), pie or step\n"
-	       "  --limit-pkts N         queue limit in packets (default: 1000, fq_codel 10240)\n"
+	       "  --limit-pkts N         queue limit in packets (default: 1000, fq_codel 10240; cake:\n"
+	       "                         N MTU frames cap its truesize buffer, default 10240)\n"
 	       "  --limit-bytes N        queue limit in bytes (fifo; replaces the packet limit)\n"
 	       "  --target-us N          CoDel target (default 5000), PIE reference delay (15000)\n"
 	       "  --interval-us N        CoDel interval (default 100000)\n"
@@ -948,15 +949,14 @@ static void queue_params(const struct link_args *a, enum lq_kind kind, struct lq
 	}
 }
 
-static void alloc_pool(const struct lq_params *prm)
+static void alloc_pool(const struct lq *q)
 {
+	uint64_t cap = lq_capacity_pkts(q);
 	uint32_t slots;
 	size_t stride;
 
-	/* One slot per packet the queue can hold (a minimum-size frame per 60 bytes of a byte limit)... */
-	slots = prm->limit_pkts ? prm->limit_pkts : (uint32_t)(prm->limit_bytes / 60 + 1);
-	if (slots > MAX_POOL_SLOTS)
-		slots = MAX_POOL_SLOTS;
+	/* One slot per packet the queue can hold... */
+	slots = cap > MAX_POOL_SLOTS ? MAX_POOL_SLOTS : (uint32_t)cap;
 	/* ...plus a receive batch, a send batch, the frame in service and, with jitter, a slot per microsecond
 	 * of it (a microsecond carries less than one 1500-byte frame below 12 Gbit/s). */
 	slots += 2 * RX_BATCH + 2;
@@ -1029,7 +1029,7 @@ int main(int argc, char **argv)
 		lq_ge_init(&L.ge, args.ge[0], args.ge[1], args.ge[2], args.ge[3], args.seed);
 	L.seed = (uint32_t)args.seed;
 	jitter_rng = args.seed ^ 0x6a09e667f3bcc908ULL;
-	alloc_pool(&prm);
+	alloc_pool(&L.q);
 	if (open_log(&args))
 		return 2;
 
