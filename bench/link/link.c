@@ -583,18 +583,40 @@ static uint64_t parse_u64(const char *opt, const char *s, uint64_t min, uint64_t
 	return wire_parse_u64(PROG, opt, s, min, max);
 }
 
-static double parse_prob(const char *opt, const char *s)
+/* A probability as tc's parse_percent reads netem's: a percentage, the '%' optional ("1%" and "1" are 1%). */
+static double parse_percent(const char *opt, const char *s)
 {
 	char *end;
 	double v;
 
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= 0.0 && v <= 1.0)) {
-		fprintf(stderr, PROG ": %s: '%s' is not a probability in 0..1 (see --help)\n", opt, s);
+	if (errno || end == s || (*end && strcmp(end, "%")) || !(v >= 0.0 && v <= 100.0)) {
+		fprintf(stderr, PROG ": %s: '%s' is not a percentage in 0..100 (see --help)\n", opt, s);
 		exit(2);
 	}
-	return v;
+	return v / 100;
+}
+
+/* netem's "loss gemodel P [R [1-H [1-K]]]" (separated by spaces or commas), with tc's defaults for what
+ * is left out: R = 1 - P, 1-H = 100% (the bad state loses everything), 1-K = 0. Fills @ge as P, R, loss
+ * in the bad state, loss in the good state. */
+static void parse_ge(double ge[4], const char *arg)
+{
+	char *copy = strdup(arg), *save = NULL, *tok = strtok_r(copy, ", ", &save);
+	int n;
+
+	for (n = 0; tok && n < 4; n++, tok = strtok_r(NULL, ", ", &save))
+		ge[n] = parse_percent("--ge", tok);
+	if (n == 0 || tok)
+		die("--ge '%s': expected netem's gemodel P [R [1-H [1-K]]], in percent", arg);
+	if (n < 2)
+		ge[1] = 1 - ge[0];
+	if (n < 3)
+		ge[2] = 1;
+	if (n < 4)
+		ge[3] = 0;
+	free(copy);
 }
 
 /* Mahimahi trace: one non-negative integer millisecond per line, non-decreasing; the last one is the
@@ -671,8 +693,9 @@ static void usage(void)
 	       "  --step-us N            CE on ECT packets whose sojourn exceeds N us (step's threshold;\n"
 	       "                         with codel/fq_codel, their ce_threshold)\n"
 	       "  --step-ect1-only       mark only ECT(1) packets (L4S)\n"
-	       "  --ge P,R,LG,LB         Gilbert-Elliott loss: good->bad P, bad->good R per packet,\n"
-	       "                         loss probability LG in good and LB in bad state\n"
+	       "  --ge 'P [R [1-H [1-K]]]' Gilbert-Elliott loss as netem's gemodel, in percent: good->bad\n"
+	       "                         P, bad->good R per packet, loss 1-H in the bad state and 1-K in\n"
+	       "                         the good one (defaults R = 100 - P, 1-H = 100, 1-K = 0)\n"
 	       "  --jitter-us N          after the link each frame waits a uniform 0..N us more, in order\n"
 	       "  --seed N               seed for the flow hash salt and the loss model (default 1)\n"
 	       "  --mtu N                largest IP packet (default %d)\n"
@@ -697,7 +720,7 @@ struct link_args {
 	uint64_t step, mtu, prio, ecn, log_us, seed;
 	int sockbuf;
 	bool ect1, have_tag;
-	double ge[4];
+	double ge[4]; /* netem's order: P, R, 1-H, 1-K */
 };
 
 /* Long options only, numbered past every character getopt could return. */
@@ -813,18 +836,10 @@ static void parse_args(int argc, char **argv, struct link_args *a)
 		case O_ECT1:
 			a->ect1 = true;
 			break;
-		case O_GE: {
-			char *copy = strdup(optarg), *save = NULL, *tok = strtok_r(copy, ",", &save);
-			int i;
-
-			for (i = 0; tok && i < 4; i++, tok = strtok_r(NULL, ",", &save))
-				a->ge[i] = parse_prob("--ge", tok);
-			if (i != 4 || tok)
-				die("--ge '%s': expected four probabilities P,R,LG,LB", optarg);
-			free(copy);
+		case O_GE:
+			parse_ge(a->ge, optarg);
 			L.ge_on = true;
 			break;
-		}
 		case O_JITTER:
 			L.jitter_ns =
 				parse_u64("--jitter-us", optarg, 0, MAX_PARAM_MS * 1000) * LQ_NSEC_PER_USEC;
@@ -1026,7 +1041,7 @@ int main(int argc, char **argv)
 	if (lq_init(&L.q, &prm, on_drop, NULL, &err))
 		die("queue: %s", err);
 	if (L.ge_on)
-		lq_ge_init(&L.ge, args.ge[0], args.ge[1], args.ge[2], args.ge[3], args.seed);
+		lq_ge_init(&L.ge, args.ge[0], args.ge[1], args.ge[3], args.ge[2], args.seed);
 	L.seed = (uint32_t)args.seed;
 	jitter_rng = args.seed ^ 0x6a09e667f3bcc908ULL;
 	alloc_pool(&L.q);

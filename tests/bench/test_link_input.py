@@ -111,8 +111,9 @@ def test_aqm_params_become_tc_arguments() -> None:
     (["--aqm", "fifo", "--target-us", "5000"],
      "--target-us and --ecn apply to codel, fq_codel, cake and pie, not fifo"),
     (["--trace", "/nonexistent"], "--trace /nonexistent: No such file or directory"),
-    (["--ge", "0.1,0.2"], "--ge '0.1,0.2': expected four probabilities"),
-    (["--ge", "0.1,2,0,1"], "--ge: '2' is not a probability in 0..1"),
+    (["--ge", "1,2,3,4,5"], "--ge '1,2,3,4,5': expected netem's gemodel P [R [1-H [1-K]]], in percent"),
+    (["--ge", "10% 200%"], "--ge: '200%' is not a percentage in 0..100"),
+    (["--ge", "10 x"], "--ge: 'x' is not a percentage in 0..100"),
 ])
 def test_the_link_binary_rejects_bad_options_in_one_line(args: list[str], message: str) -> None:
     rate = [] if "--trace" in args else ["--rate-bps", "1000000"]

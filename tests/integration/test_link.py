@@ -224,6 +224,25 @@ def test_jitter_spreads_delay_without_reordering(link_path: Callable[..., LinkPa
     assert rtts[int(0.95 * len(rtts))] > base_ms + 0.8 * jitter_ms, rtts
 
 
+def test_gilbert_elliott_loses_in_netems_bursts(link_path: Callable[..., LinkPath]) -> None:
+    """netem's gemodel with p = 1%, r = 10%, 1-h = 100%, 1-k = 0 (the scenario's table reaches the link in
+    netem's argument order): pings 2 ms apart are lost p / (p + r) = 9.1% of the time, in runs of 1/r = 10 on
+    average, counted from the gaps in the replies' sequence numbers at the sender. Read in the old order
+    (loss_good before loss_bad) the same line would lose 91%."""
+    path = link_path({"rate_mbit": 50, "aqm": "fifo", "buffer_packets": 1000,
+                      "gilbert_elliott": {"p": 0.01, "r": 0.1, "loss_good": 0, "loss_bad": 1}})
+    count = 5000
+    out = command(["ping", "-n", "-c", str(count), "-i", "0.002", "-W", "1", RECEIVER_ADDR],
+                  netns=path.sender, timeout=count * 0.002 + 30, check=False).stdout
+    seqs = sorted({int(m) for m in re.findall(r"icmp_seq=(\d+)", out)})
+    assert seqs, out[-500:]
+    received = set(seqs)
+    lost = [n for n in range(1, count + 1) if n not in received]
+    runs = sum(1 for n in lost if n - 1 not in lost)
+    assert len(lost) / count == pytest.approx(0.0909, abs=0.035), len(lost)
+    assert runs >= 15 and 6 <= len(lost) / runs <= 15, (len(lost), runs)
+
+
 @pytest.mark.parametrize("aqm", ["fq_codel", "codel", "pie"])
 def test_the_link_agrees_with_the_kernels_qdisc(link_path: Callable[..., LinkPath], aqm: str,
                                                 tmp_path: Path) -> None:

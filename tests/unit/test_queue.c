@@ -440,6 +440,28 @@ TEST(gilbert_elliott_matches_its_stationary_loss_rate)
 	CHECK_NEAR((double)lost / (double)n, expect, expect * 0.05);
 }
 
+/* netem's loss_gilb_ell moves between states per packet, so with 1-h = 100% and 1-k = 0 the losses come in
+ * runs as long as the bad state lasts, 1/r packets on average (geometric), and the gaps between them last
+ * 1/p: with p = 1%, r = 25% runs of 4 and gaps of 100. */
+TEST(gilbert_elliott_loses_in_bursts_of_one_over_r)
+{
+	struct lq_ge g;
+	long runs = 0, lost = 0, n = 2000000;
+	bool prev = false;
+
+	lq_ge_init(&g, 0.01, 0.25, 0, 1, 7);
+	for (long i = 0; i < n; i++) {
+		bool now = lq_ge_lose(&g);
+
+		runs += now && !prev;
+		lost += now;
+		prev = now;
+	}
+	CHECK(runs > 10000);
+	CHECK_NEAR((double)lost / (double)runs, 1 / 0.25, 0.1);
+	CHECK_NEAR((double)(n - lost) / (double)runs, 1 / 0.01, 3);
+}
+
 /* Whatever the arrivals, drops and marks, a queue with a backlog always yields a packet. */
 TEST(fq_codel_never_strands_a_backlog)
 {
