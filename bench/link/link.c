@@ -53,8 +53,10 @@
 #define MAX_MTU 9000
 #define MIN_RATE_BPS 8000ULL
 #define MAX_RATE_BPS 100000000000ULL
-/* Mahimahi: each trace line is one delivery opportunity of this many bytes. */
-#define TRACE_OPPORTUNITY_BYTES 1500
+/* Mahimahi (link_queue.hh PACKET_SIZE): each trace line is one delivery opportunity of this many bytes of
+ * what it reads from its TUN device, the IP packet behind a 4-byte packet-information header. */
+#define TRACE_OPPORTUNITY_BYTES 1504
+#define TUN_PI_BYTES 4
 #define MAX_TRACE_LINES 10000000
 #define MAX_TRACE_MS (24ULL * 3600 * 1000)
 #define MAX_LIMIT_PKTS 1000000
@@ -247,7 +249,7 @@ static void jitter_release(uint64_t now)
 /* The link: one frame in service at a time, leaving at cur_finish. */
 static struct slot *cur;
 static uint64_t cur_finish, free_at;
-static uint32_t cur_left;    /* trace mode: bytes of cur still to deliver */
+static uint32_t cur_left;    /* trace mode: bytes of cur still to deliver (IP packet + TUN_PI_BYTES) */
 static size_t next_opp;	     /* trace mode: index into trace_ns */
 static uint64_t period_base; /* trace mode: start of the current period */
 
@@ -288,41 +290,55 @@ static void service_rate(uint64_t now)
 	}
 }
 
-/* Mahimahi's link: each opportunity delivers up to 1500 bytes of the queue's head, a frame may span
- * opportunities, and an opportunity with nothing queued is lost. */
-static void service_trace(uint64_t now)
+/* What a frame costs of a trace's opportunities: what Mahimahi would have read for it from its TUN device
+ * (the IP packet and a 4-byte header; the Ethernet header, a VLAN tag included, is not carried). */
+static uint32_t trace_cost(const struct slot *s)
 {
-	if (!cur && L.q.backlog_pkts == 0) {
-		/* Idle: skip the opportunities already past, a period at a time first. */
-		while (period_base + L.trace_period_ns <= now)
-			period_base += L.trace_period_ns;
-		while (opp_time() < now)
-			opp_advance();
-		return;
-	}
-	while (opp_time() <= now) {
-		uint32_t budget = TRACE_OPPORTUNITY_BYTES;
+	const uint8_t *frame = s->buf + VNET_HDR_BYTES;
+	uint32_t l2 = s->p.l3 ? (uint32_t)(s->p.l3 - frame) : ETHER_HDR_LEN;
 
+	return (s->p.len > l2 ? s->p.len - l2 : 0) + TUN_PI_BYTES;
+}
+
+/* Mahimahi's LinkQueue::rationalize: every opportunity at or before @t delivers up to 1504 bytes of the
+ * queue's head at its own time (frames may span opportunities) or, with nothing queued, is lost. The
+ * forwarding loop runs it with @burn_idle false, leaving an idle link's opportunities alone: frames may be
+ * waiting unread in the socket with earlier arrival stamps. Admission runs it up to the frame's arrival
+ * first (@burn_idle true), as Mahimahi before enqueueing, so an opportunity at the arrival time itself is
+ * gone (Mahimahi's millisecond clock: a frame can use an opportunity only from a later millisecond). */
+static void service_trace(uint64_t t, bool burn_idle)
+{
+	while (opp_time() <= t) {
+		uint32_t budget = TRACE_OPPORTUNITY_BYTES;
+		uint64_t at = opp_time();
+
+		if (!cur && L.q.backlog_pkts == 0) {
+			if (!burn_idle)
+				return;
+			if (next_opp == 0 && period_base + L.trace_period_ns <= t)
+				period_base += L.trace_period_ns; /* a whole period lost at once */
+			else
+				opp_advance();
+			continue;
+		}
+		opp_advance();
 		while (budget) {
 			uint32_t take;
 
 			if (!cur) {
-				cur = (struct slot *)lq_dequeue(&L.q, now);
+				cur = (struct slot *)lq_dequeue(&L.q, at);
 				if (!cur)
 					break;
-				cur_left = cur->p.len;
+				cur_left = trace_cost(cur);
 			}
 			take = cur_left < budget ? cur_left : budget;
 			budget -= take;
 			cur_left -= take;
 			if (!cur_left) {
-				transmit(cur, now);
+				transmit(cur, at);
 				cur = NULL;
 			}
 		}
-		opp_advance();
-		if (!cur && L.q.backlog_pkts == 0)
-			return;
 	}
 }
 
@@ -360,6 +376,7 @@ static void publish(void)
 static void admit(struct slot *s, size_t n, struct msghdr *msg, uint64_t now)
 {
 	struct virtio_net_hdr *vh = (struct virtio_net_hdr *)s->buf;
+	uint64_t at;
 
 	INC(in_pkts);
 	if (n > L.slot_size || vh->gso_type != VIRTIO_NET_HDR_GSO_NONE) {
@@ -380,7 +397,10 @@ static void admit(struct slot *s, size_t n, struct msghdr *msg, uint64_t now)
 	s->wire_len = (uint32_t)n;
 	s->p.len = (uint32_t)n - VNET_HDR_BYTES;
 	lq_frame_info(&s->p, s->buf + VNET_HDR_BYTES, s->p.len, L.seed);
-	lq_enqueue(&L.q, &s->p, arrival_ns(msg, now));
+	at = arrival_ns(msg, now);
+	if (L.trace_ns)
+		service_trace(at, true);
+	lq_enqueue(&L.q, &s->p, at);
 }
 
 /* Receives up to RX_BATCH frames in one recvmmsg without blocking; returns how many were read. */
@@ -468,7 +488,7 @@ static void *forward_main(void *arg)
 		int got;
 
 		if (L.trace_ns)
-			service_trace(now);
+			service_trace(now, false);
 		else
 			service_rate(now);
 		jitter_release(now);
@@ -476,7 +496,7 @@ static void *forward_main(void *arg)
 		got = recv_batch();
 		now = wire_now_ns();
 		if (L.trace_ns)
-			service_trace(now);
+			service_trace(now, false);
 		else
 			service_rate(now);
 		jitter_release(now);
@@ -619,30 +639,38 @@ static void parse_ge(double ge[4], const char *arg)
 	free(copy);
 }
 
-/* Mahimahi trace: one non-negative integer millisecond per line, non-decreasing; the last one is the
- * period (the trace loops). */
+/* A Mahimahi trace, read as mm-link reads it (LinkQueue's constructor, myatoi): one integer millisecond per
+ * line as strtol takes it (leading blanks and a sign allowed, nothing after it), no empty lines (nor
+ * comments), non-decreasing, the last one above 0: it is the period (the trace loops). Negative counts,
+ * which Mahimahi would wrap around, are refused. */
 static void load_trace(const char *path)
 {
 	FILE *f = fopen(path, "r");
-	char line[64];
-	size_t cap = 0, lineno = 0;
+	char *line = NULL;
+	size_t linecap = 0, cap = 0, lineno = 0;
+	ssize_t n;
 	uint64_t last = 0;
 
 	if (!f) {
 		fprintf(stderr, PROG ": --trace %s: %s\n", path, strerror(errno));
 		exit(2);
 	}
-	while (fgets(line, sizeof(line), f)) {
+	while ((n = getline(&line, &linecap, f)) >= 0) {
 		char *end;
-		unsigned long long ms;
+		long ms;
 
 		lineno++;
-		if (line[0] == '\n' || line[0] == '#')
-			continue;
+		if (n > 0 && line[n - 1] == '\n')
+			line[--n] = 0;
+		if (n == 0) {
+			fprintf(stderr, PROG ": --trace %s: line %zu: empty (Mahimahi refuses empty lines)\n",
+				path, lineno);
+			exit(2);
+		}
 		errno = 0;
-		ms = strtoull(line, &end, 10);
-		if (line[0] < '0' || line[0] > '9' || errno || (*end != '\n' && *end) || ms > MAX_TRACE_MS ||
-			ms < last) {
+		ms = strtol(line, &end, 10);
+		if (end == line || errno || *end || ms < 0 || (uint64_t)ms > MAX_TRACE_MS ||
+			(uint64_t)ms < last) {
 			fprintf(stderr,
 				PROG ": --trace %s: line %zu: expected a millisecond count not below "
 				     "the previous line's\n",
@@ -657,9 +685,10 @@ static void load_trace(const char *path)
 			if (!L.trace_ns)
 				die("--trace %s: out of memory", path);
 		}
-		L.trace_ns[L.trace_len++] = ms * LQ_NSEC_PER_MSEC;
-		last = ms;
+		L.trace_ns[L.trace_len++] = (uint64_t)ms * LQ_NSEC_PER_MSEC;
+		last = (uint64_t)ms;
 	}
+	free(line);
 	fclose(f);
 	if (!L.trace_len || last == 0)
 		die("--trace %s: no delivery opportunity after 0 ms (an empty trace cannot loop)", path);
@@ -676,8 +705,9 @@ static void usage(void)
 	       "  --right IF             data output interface\n"
 	       "  --tag TAG              label for this instance ([A-Za-z0-9._-], at most %d chars)\n"
 	       "  --rate-bps N           constant link rate in bit/s of Ethernet frames (%llu..%llu)\n"
-	       "  --trace FILE           Mahimahi trace: one line per %d-byte delivery opportunity,\n"
-	       "                         in ms; loops with the last line's time as its period\n"
+	       "  --trace FILE           Mahimahi trace: one line per delivery opportunity of %d bytes\n"
+	       "                         (IP packet + 4, as mm-link), in ms; loops with the last line's\n"
+	       "                         time as its period\n"
 	       "  --aqm KIND             fifo (default), codel, fq_codel, cake (a subset), pie or step\n"
 	       "  --limit-pkts N         queue limit in packets (default: 1000, fq_codel 10240; cake:\n"
 	       "                         N MTU frames cap its truesize buffer, default 10240)\n"

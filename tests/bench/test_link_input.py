@@ -99,6 +99,32 @@ def test_generated_shapes_deliver_their_rates(tmp_path: Path) -> None:
     assert 10 <= walk.mean_mbit <= 50
 
 
+# mm-link's LinkQueue refuses an empty line, and myatoi (strtol) takes leading blanks and a sign but nothing
+# after the digits (a comment, a carriage return, a trailing blank); the scenario check and the link agree.
+@pytest.mark.skipif(not LINK.exists(), reason="bbrkit-link not built (make)")
+@pytest.mark.parametrize(("text", "message"), [
+    ("1\n\n2\n", "line 2: empty (Mahimahi refuses empty lines)"),
+    ("# comment\n5\n", "line 1: expected a millisecond count"),
+    ("5\r\n10\n", "line 1: expected a millisecond count"),
+    ("5 \n", "line 1: expected a millisecond count"),
+    ("5\n-3\n", "line 2: expected a millisecond count"),
+    (" 5\n+10\n", None),
+    ("5\n10", None),
+])
+def test_traces_are_read_as_mahimahi_reads_them(tmp_path: Path, text: str, message: str | None) -> None:
+    path = tmp_path / "t.trace"
+    path.write_text(text)
+    result = subprocess.run([LINK, "--left", "lo", "--right", "lo2", "--tag", "t", "--trace", str(path)],
+                            capture_output=True, text=True, timeout=10)
+    assert result.returncode == 2
+    if message is None:
+        assert ratetrace.load(str(path)).period_ms == 10
+        assert "--right: no interface 'lo2'" in result.stderr  # got past the trace
+        return
+    assert f"--trace {path}: {message}" in result.stderr
+    assert f"{path}: {message}" in error_of(raw(bottleneck__rate_trace=str(path)))
+
+
 def test_aqm_params_become_tc_arguments() -> None:
     assert tc_aqm_args({"target_ms": 5, "interval_ms": 100, "ecn": 0, "quantum_bytes": 300, "flows": 64}) == \
         ["target", "5000us", "interval", "100000us", "noecn", "quantum", "300", "flows", "64"]
