@@ -200,8 +200,9 @@ static void send_now(struct slot *s, uint64_t now)
 		tx_flush();
 }
 
-/* Jitter: after the link, each frame waits a uniform 0..jitter_ns more, never leaving before the frame
- * ahead of it (netem's jitter reorders; this line does not). */
+/* Jitter: after the link each frame is due a uniform 0..jitter_ns later, never before the frame ahead of it
+ * (netem's rule when its delay comes with a rate); under load the waits are a running maximum, about
+ * jitter_ns rather than half of it (README). */
 static struct slot *jitter_head, *jitter_tail;
 static uint64_t jitter_rng;
 

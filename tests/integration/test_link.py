@@ -289,21 +289,27 @@ def test_pie_holds_a_cubic_queue_near_its_reference_delay(link_path: Callable[..
 
 
 def test_jitter_spreads_delay_without_reordering(link_path: Callable[..., LinkPath]) -> None:
-    """jitter_ms: each packet waits a further uniform 0..5 ms after the link, and none overtakes another
-    (a UDP flow's datagrams arrive in order, where a reordering jitter would swap thousands)."""
+    """jitter_ms: each packet waits a further uniform 0..5 ms after the link but never leaves before the one
+    ahead of it (netem's rule with a rate: due = max(now + U, due ahead)); none overtakes another (a UDP
+    flow's datagrams arrive in order, where a reordering jitter would swap thousands). Alone, a ping draws
+    its own wait: median about 2.5 ms. Behind a flow with frames D apart the wait is the running maximum,
+    P(wait <= x) = prod over j >= 0 of min(1, (x + jD) / 5 ms): at 20 Mbit/s of 1242-byte frames (D = 0.5 ms)
+    its median is 3.5 ms, and bursts only raise it: about the whole 5 ms under load, not half."""
     base_ms, jitter_ms = 20.0, 5.0
     path = link_path({"rate_mbit": 50, "aqm": "fifo", "buffer_packets": 1000, "jitter_ms": jitter_ms},
                      rtt_ms=base_ms)
-    # Alone, pings 20 ms apart each draw their own wait; behind a flow they would wait for the latest
-    # due time ahead of them (no overtaking), so the spread is measured first, order after.
     rtts = sorted(ping_ms(path, count=200, interval_s=0.02))
-    udp = iperf(path, ["-u", "-b", "20M", "-l", "1200", "-J"], seconds=4)
+    udp = iperf(path, ["-u", "-b", "20M", "-l", "1200", "-J"], seconds=5)
+    time.sleep(0.5)
+    loaded = sorted(ping_ms(path, count=150, interval_s=0.02))
     out, _ = udp.communicate(timeout=30)
     end = json.loads(out)["end"]["sum"]
     assert end["packets"] > 5000 and end.get("out_of_order", 0) == 0, end
     assert rtts[0] >= base_ms - 0.5
     assert rtts[int(0.05 * len(rtts))] < base_ms + 0.2 * jitter_ms + 1, rtts
     assert rtts[int(0.95 * len(rtts))] > base_ms + 0.8 * jitter_ms, rtts
+    assert statistics.median(rtts) - base_ms == pytest.approx(jitter_ms / 2, abs=1.0), rtts
+    assert 3.5 - 0.5 <= statistics.median(loaded) - base_ms <= jitter_ms + 1, loaded
 
 
 def test_gilbert_elliott_loses_in_netems_bursts(link_path: Callable[..., LinkPath]) -> None:
