@@ -85,7 +85,8 @@ struct slot {
 struct pub {
 	atomic_uint_fast64_t in_pkts, out_pkts, out_bytes, drop_overlimit, drop_aqm, mark_aqm, mark_step,
 		drop_blue, way_collisions, drop_ge, drop_gso, drop_bad, drop_tx, backlog_pkts, backlog_bytes,
-		max_backlog_bytes, new_flows, sojourn_sum_us, sojourn_max_us, rev_pkts, rev_drop_tx;
+		max_backlog_bytes, new_flows, deq_pkts, sojourn_sum_us, sojourn_max_us, rx_stamp_fallback,
+		rev_pkts, rev_drop_tx;
 };
 
 static struct pub pub;
@@ -188,13 +189,8 @@ static void tx_flush(void)
 	tx_count = 0;
 }
 
-static void send_now(struct slot *s, uint64_t now)
+static void send_now(struct slot *s)
 {
-	uint64_t sojourn_us = (now > s->p.enq_ns ? now - s->p.enq_ns : 0) / LQ_NSEC_PER_USEC;
-
-	atomic_fetch_add_explicit(&pub.sojourn_sum_us, sojourn_us, memory_order_relaxed);
-	if (sojourn_us > atomic_load_explicit(&pub.sojourn_max_us, memory_order_relaxed))
-		SET(sojourn_max_us, sojourn_us);
 	tx_pending[tx_count++] = s;
 	if (tx_count == RX_BATCH)
 		tx_flush();
@@ -220,7 +216,7 @@ static void transmit(struct slot *s, uint64_t now)
 	uint64_t due;
 
 	if (!L.jitter_ns) {
-		send_now(s, now);
+		send_now(s);
 		return;
 	}
 	due = now + jitter_draw();
@@ -243,7 +239,7 @@ static void jitter_release(uint64_t now)
 		jitter_head = s->free_next;
 		if (!jitter_head)
 			jitter_tail = NULL;
-		send_now(s, now);
+		send_now(s);
 	}
 }
 
@@ -351,11 +347,14 @@ static uint64_t next_event(void)
 	return jitter_head && jitter_head->due_ns < link ? jitter_head->due_ns : link;
 }
 
-/* The frame's arrival on the monotonic clock, from its kernel receive stamp (now without one). */
+/* The frame's arrival on the monotonic clock, from its kernel receive stamp; without a plausible one, now,
+ * counted: its queueing and sojourn then start late by however long it waited in the socket. */
 static uint64_t arrival_ns(struct msghdr *msg, uint64_t now)
 {
 	int64_t age = wire_rx_age_ns(msg);
 
+	if (age < 0)
+		INC(rx_stamp_fallback);
 	return age > 0 ? now - (uint64_t)age : now;
 }
 
@@ -371,6 +370,9 @@ static void publish(void)
 	SET(new_flows, L.q.st.new_flows);
 	SET(drop_blue, L.q.st.drop_blue);
 	SET(way_collisions, L.q.st.way_collisions);
+	SET(deq_pkts, L.q.st.deq_pkts);
+	SET(sojourn_sum_us, L.q.st.sojourn_sum_ns / LQ_NSEC_PER_USEC);
+	SET(sojourn_max_us, L.q.st.sojourn_max_ns / LQ_NSEC_PER_USEC);
 }
 
 /* Takes one received frame into the queue (or drops it, counted). */
@@ -456,19 +458,21 @@ static int recv_batch(void)
 
 static void log_line(uint64_t t)
 {
-	static uint64_t last_out, last_sum;
-	uint64_t out = atomic_load(&pub.out_pkts), sum = atomic_load(&pub.sojourn_sum_us);
-	uint64_t max = atomic_exchange(&pub.sojourn_max_us, 0);
+	static uint64_t last_deq, last_sum;
+	uint64_t out = atomic_load(&pub.out_pkts), deq = L.q.st.deq_pkts,
+		 sum = L.q.st.sojourn_sum_ns / LQ_NSEC_PER_USEC;
+	uint64_t max = L.q.st.sojourn_max_ns / LQ_NSEC_PER_USEC;
 
 	/* The interval's sojourn maximum restarts here; the stats line keeps its own running max. */
+	L.q.st.sojourn_max_ns = 0;
 	fprintf(L.log,
 		"%.6f,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
 		",%" PRIu64 ",%" PRIu64 "\n",
 		(double)t / NSEC_PER_SEC, L.q.backlog_pkts, L.q.backlog_bytes,
-		out - last_out ? (sum - last_sum) / (out - last_out) : 0, max, out, L.q.st.drop_overlimit,
+		deq - last_deq ? (sum - last_sum) / (deq - last_deq) : 0, max, out, L.q.st.drop_overlimit,
 		L.q.st.drop_aqm + L.q.st.drop_blue, L.q.st.mark_aqm + L.q.st.mark_step,
 		(uint64_t)atomic_load(&pub.drop_ge), (uint64_t)atomic_load(&pub.out_bytes));
-	last_out = out;
+	last_deq = deq;
 	last_sum = sum;
 }
 
@@ -566,7 +570,7 @@ static void print_stats(const char *event)
 	/* PACKET_STATISTICS resets on read, so accumulate: frames the socket buffer had no room for. */
 	if (getsockopt(L.rx_fd, SOL_PACKET, PACKET_STATISTICS, &st, &sl) == 0)
 		kernel_drops += st.tp_drops;
-	uint64_t deq = atomic_load(&pub.out_pkts);
+	uint64_t deq = atomic_load(&pub.deq_pkts);
 	uint64_t max = atomic_load(&pub.sojourn_max_us);
 
 	if (max < run_max_sojourn_us)
@@ -592,6 +596,7 @@ static void print_stats(const char *event)
 	F(new_flows);
 	F(rev_pkts);
 	F(rev_drop_tx);
+	F(rx_stamp_fallback);
 #undef F
 	printf(",\"drop_kernel\":%" PRIu64, kernel_drops);
 	printf(",\"sojourn_mean_us\":%" PRIu64 ",\"sojourn_max_us\":%" PRIu64 "}\n",

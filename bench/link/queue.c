@@ -785,6 +785,7 @@ static struct lq_pkt *cake_dequeue(struct lq *q, uint64_t now)
 struct lq_pkt *lq_dequeue(struct lq *q, uint64_t now_ns)
 {
 	struct lq_pkt *p;
+	uint64_t sojourn;
 
 	switch (q->prm.kind) {
 	case LQ_CODEL:
@@ -811,6 +812,10 @@ struct lq_pkt *lq_dequeue(struct lq *q, uint64_t now_ns)
 	step_mark(q, p, now_ns);
 	q->st.deq_pkts++;
 	q->st.deq_bytes += p->len;
+	sojourn = now_ns > p->enq_ns ? now_ns - p->enq_ns : 0;
+	q->st.sojourn_sum_ns += sojourn;
+	if (sojourn > q->st.sojourn_max_ns)
+		q->st.sojourn_max_ns = sojourn;
 	return p;
 }
 

@@ -166,6 +166,9 @@ struct lq_stats {
 	uint64_t drop_blue;	 /* CAKE: BLUE's drop decision */
 	uint64_t way_collisions; /* CAKE: a flow found every queue of its set taken */
 	uint64_t max_backlog_bytes;
+	/* Sojourn of the packets dequeued, enqueue to dequeue (what the AQM judged): the sum, and the largest
+	 * since the owner last zeroed it. */
+	uint64_t sojourn_sum_ns, sojourn_max_ns;
 };
 
 typedef void (*lq_drop_fn)(void *ctx, struct lq_pkt *p);

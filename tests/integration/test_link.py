@@ -312,6 +312,17 @@ def test_jitter_spreads_delay_without_reordering(link_path: Callable[..., LinkPa
     assert 3.5 - 0.5 <= statistics.median(loaded) - base_ms <= jitter_ms + 1, loaded
 
 
+def test_sojourn_is_the_queues_own_not_the_links_serialisation(link_path: Callable[..., LinkPath]) -> None:
+    """The sojourn the link reports is enqueue to dequeue, what its AQM judges: lone 1000-byte pings at
+    1 Mbit/s find the queue empty (under 1 ms), though each takes 8 ms to cross the link (taken at send,
+    it read 8 ms and more); and every frame carried its kernel receive stamp (no fallback to read time)."""
+    path = link_path({"rate_mbit": 1, "aqm": "fifo", "buffer_packets": 100})
+    command(["ping", "-n", "-c", "20", "-i", "0.1", "-s", "972", RECEIVER_ADDR], netns=path.sender, timeout=30)
+    stats = path.emulation.link.stats() if path.emulation.link else {}
+    assert stats["out_pkts"] >= 20 and stats["sojourn_max_us"] < 1000, stats
+    assert stats["rx_stamp_fallback"] == 0, stats
+
+
 def test_gilbert_elliott_loses_in_netems_bursts(link_path: Callable[..., LinkPath]) -> None:
     """netem's gemodel with p = 1%, r = 10%, 1-h = 100%, 1-k = 0 (the scenario's table reaches the link in
     netem's argument order): pings 2 ms apart are lost p / (p + r) = 9.1% of the time, in runs of 1/r = 10 on

@@ -327,6 +327,21 @@ TEST(fq_codel_overflow_drops_from_the_fattest_queue)
 	lq_free(&q);
 }
 
+/* The queue's own sojourn, enqueue to dequeue (what its AQM judged), whatever the owner does after. */
+TEST(sojourn_is_counted_from_enqueue_to_dequeue)
+{
+	struct lq q;
+
+	setup(&q, LQ_FIFO, false);
+	lq_enqueue(&q, frame(FRAME_BYTES, 1, 0), 1 * MS);
+	lq_enqueue(&q, frame(FRAME_BYTES, 1, 0), 2 * MS);
+	lq_dequeue(&q, 8 * MS);
+	lq_dequeue(&q, 5 * MS + 2 * MS);
+	CHECK_EQ(q.st.sojourn_sum_ns, 7 * MS + 5 * MS);
+	CHECK_EQ(q.st.sojourn_max_ns, 7 * MS);
+	lq_free(&q);
+}
+
 TEST(step_marker_marks_ect_above_the_threshold_only)
 {
 	struct lq q;
