@@ -20,6 +20,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/if_packet.h>
+#include <linux/sock_diag.h>
 #include <linux/virtio_net.h>
 #include <net/ethernet.h>
 #include <net/if.h>
@@ -66,7 +67,13 @@
  * token bucket of about a millisecond would. */
 #define CATCHUP_NS 1000000ULL
 #define RX_BATCH 64
-#define DEFAULT_SOCKBUF_BYTES (32 << 20)
+/* The receive socket is a FIFO the AQM cannot see: big enough for a burst over a wake-up gap (about 1800
+ * full-size frames at ~2.3 KB of truesize each, 15 ms at the link's top speed here), small enough that a
+ * forwarder falling behind shows as kernel drops instead of seconds of hidden delay (32 MiB held ~2 s at
+ * 100 Mbit/s). What waits there is counted (sockbuf_max_bytes, rx_wait_max_us, rx_waited_pkts). */
+#define DEFAULT_SOCKBUF_BYTES (4 << 20)
+/* A frame read this long after its kernel receive stamp waited in the socket, not just for a wake-up. */
+#define RX_WAITED_NS 1000000
 /* Wake this long before the next departure, then step (wire_departure_timeout): long sleeps
  * overshoot by milliseconds on a virtual CPU, short ones by microseconds (bbrkit-delay's measurements). */
 #define GUARD_NS 1000000ULL
@@ -86,7 +93,7 @@ struct pub {
 	atomic_uint_fast64_t in_pkts, out_pkts, out_bytes, drop_overlimit, drop_aqm, mark_aqm, mark_step,
 		drop_blue, way_collisions, drop_ge, drop_gso, drop_bad, drop_tx, backlog_pkts, backlog_bytes,
 		max_backlog_bytes, new_flows, deq_pkts, sojourn_sum_us, sojourn_max_us, rx_stamp_fallback,
-		rev_pkts, rev_drop_tx;
+		rev_pkts, rev_drop_tx, sockbuf_max_bytes, rx_wait_max_us, rx_waited_pkts;
 };
 
 static struct pub pub;
@@ -353,9 +360,37 @@ static uint64_t arrival_ns(struct msghdr *msg, uint64_t now)
 {
 	int64_t age = wire_rx_age_ns(msg);
 
-	if (age < 0)
+	if (age < 0) {
 		INC(rx_stamp_fallback);
-	return age > 0 ? now - (uint64_t)age : now;
+		return now;
+	}
+	if ((uint64_t)age / LQ_NSEC_PER_USEC >
+		atomic_load_explicit(&pub.rx_wait_max_us, memory_order_relaxed))
+		SET(rx_wait_max_us, (uint64_t)age / LQ_NSEC_PER_USEC);
+	if (age > RX_WAITED_NS)
+		INC(rx_waited_pkts);
+	return now - (uint64_t)age;
+}
+
+static bool meminfo_ok = true;
+
+/* Bytes (truesize) waiting unread in the data socket: SO_MEMINFO's receive allocation (SIOCINQ on a packet
+ * socket gives only the next frame's length). Sampled after a full batch, the only time frames are left. */
+static void sample_sockbuf(void)
+{
+	uint32_t mem[SK_MEMINFO_VARS];
+	socklen_t len = sizeof(mem);
+
+	if (!meminfo_ok)
+		return;
+	if (getsockopt(L.rx_fd, SOL_SOCKET, SO_MEMINFO, mem, &len) < 0) {
+		fprintf(stderr, PROG ": SO_MEMINFO: %s: the socket-buffer backlog is not counted\n",
+			strerror(errno));
+		meminfo_ok = false;
+		return;
+	}
+	if (mem[SK_MEMINFO_RMEM_ALLOC] > atomic_load_explicit(&pub.sockbuf_max_bytes, memory_order_relaxed))
+		SET(sockbuf_max_bytes, mem[SK_MEMINFO_RMEM_ALLOC]);
 }
 
 static void publish(void)
@@ -517,8 +552,10 @@ static void *forward_main(void *arg)
 			if (next_log < now)
 				next_log = now + L.log_interval_ns;
 		}
-		if (got == RX_BATCH)
+		if (got == RX_BATCH) {
+			sample_sockbuf();
 			continue;
+		}
 		due = next_event();
 		if (L.log && due > next_log)
 			due = next_log;
@@ -597,6 +634,9 @@ static void print_stats(const char *event)
 	F(rev_pkts);
 	F(rev_drop_tx);
 	F(rx_stamp_fallback);
+	F(sockbuf_max_bytes);
+	F(rx_wait_max_us);
+	F(rx_waited_pkts);
 #undef F
 	printf(",\"drop_kernel\":%" PRIu64, kernel_drops);
 	printf(",\"sojourn_mean_us\":%" PRIu64 ",\"sojourn_max_us\":%" PRIu64 "}\n",

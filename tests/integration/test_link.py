@@ -6,7 +6,9 @@ from __future__ import annotations
 import bisect
 import csv
 import json
+import os
 import re
+import signal
 import statistics
 import subprocess
 import time
@@ -321,6 +323,27 @@ def test_sojourn_is_the_queues_own_not_the_links_serialisation(link_path: Callab
     stats = path.emulation.link.stats() if path.emulation.link else {}
     assert stats["out_pkts"] >= 20 and stats["sojourn_max_us"] < 1000, stats
     assert stats["rx_stamp_fallback"] == 0, stats
+
+
+def test_what_waits_in_the_socket_buffer_is_counted(link_path: Callable[..., LinkPath]) -> None:
+    """The receive socket is a FIFO the AQM cannot see: with the link stopped for 300 ms (SIGSTOP, as a
+    CPU-starved forwarder) under a 5 Mbit/s UDP flow, the frames that piled up there are counted when it
+    resumes: the longest wait (>= 250 ms), how many waited over 1 ms, and the bytes held (SO_MEMINFO)."""
+    path = link_path({"rate_mbit": 10, "aqm": "fifo", "buffer_packets": 1000})
+    link = path.emulation.link
+    assert link is not None and link._proc is not None
+    udp = iperf(path, ["-u", "-b", "5M", "-l", "1000"], seconds=3)
+    time.sleep(1)
+    os.kill(link._proc.pid, signal.SIGSTOP)
+    try:
+        time.sleep(0.3)
+    finally:
+        os.kill(link._proc.pid, signal.SIGCONT)
+    udp.communicate(timeout=30)
+    stats = link.stats()
+    assert stats["rx_wait_max_us"] >= 250_000, stats
+    assert stats["rx_waited_pkts"] >= 50, stats
+    assert stats["sockbuf_max_bytes"] >= 50 * 1000, stats
 
 
 def test_gilbert_elliott_loses_in_netems_bursts(link_path: Callable[..., LinkPath]) -> None:
