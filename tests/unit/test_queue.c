@@ -689,6 +689,18 @@ static void setup_cake(struct lq *q, uint32_t flows, uint32_t limit_pkts)
 		abort();
 }
 
+/* CAKE at @rate_bps with sch_cake's defaults otherwise (10240 packets, 1024 queues). */
+static void cake_at(struct lq *q, uint64_t rate_bps)
+{
+	struct lq_params prm;
+	const char *err = NULL;
+
+	lq_defaults(&prm, LQ_CAKE, FRAME_BYTES);
+	prm.rate_bps = rate_bps;
+	if (lq_init(q, &prm, on_drop, NULL, &err))
+		abort();
+}
+
 /* Two flows whose hashes pick the same slot share a queue in FQ-CoDel but not in CAKE, which finds
  * them free ways of the slot's set of 8. */
 TEST(cake_set_associative_hashing_separates_flows_of_one_slot)
@@ -827,12 +839,8 @@ TEST(cake_cobalt_count_decays_one_step_per_schedule_then_the_queue_rests)
 TEST(cake_target_does_not_grow_with_the_bulk_queues_in_egress_mode)
 {
 	struct lq q;
-	struct lq_params prm;
-	const char *err;
 
-	lq_defaults(&prm, LQ_CAKE, FRAME_BYTES);
-	prm.rate_bps = 50000000;
-	CHECK_EQ(lq_init(&q, &prm, on_drop, NULL, &err), 0);
+	cake_at(&q, 50000000);
 	for (int i = 0; i < 40; i++)
 		for (uint16_t port = 1; port <= 20; port++)
 			lq_enqueue(&q, frame(FRAME_BYTES, port, LQ_ECN_NOT_ECT), 0);
@@ -923,19 +931,14 @@ TEST(cake_a_returning_decaying_queue_is_new_again)
 TEST(cake_buffer_is_truesize_bytes_not_packets)
 {
 	struct lq q;
-	struct lq_params prm;
-	const char *err;
 
-	lq_defaults(&prm, LQ_CAKE, FRAME_BYTES);
-	prm.rate_bps = 50000000;
-	CHECK_EQ(lq_init(&q, &prm, on_drop, NULL, &err), 0);
+	cake_at(&q, 50000000);
 	for (int i = 0; i < 3000; i++)
 		lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), 0);
 	CHECK_EQ(q.backlog_pkts, 2006);
 	CHECK_EQ(q.st.drop_overlimit, 994);
 	lq_free(&q);
-	prm.rate_bps = 1000000000;
-	CHECK_EQ(lq_init(&q, &prm, on_drop, NULL, &err), 0);
+	cake_at(&q, 1000000000);
 	CHECK_EQ(q.cake_buffer_bytes, 10240ULL * FRAME_BYTES);
 	CHECK_EQ(lq_capacity_pkts(&q), 10240ULL * FRAME_BYTES / (60 + 576) + 1);
 	lq_free(&q);
@@ -946,13 +949,9 @@ TEST(cake_buffer_is_truesize_bytes_not_packets)
 TEST(cake_raises_target_and_interval_at_low_rates)
 {
 	struct lq q;
-	struct lq_params prm;
-	const char *err;
 	uint64_t mtu_ns = FRAME_BYTES * 8ULL * 1000;
 
-	lq_defaults(&prm, LQ_CAKE, FRAME_BYTES);
-	prm.rate_bps = 1000000;
-	CHECK_EQ(lq_init(&q, &prm, on_drop, NULL, &err), 0);
+	cake_at(&q, 1000000);
 	CHECK_EQ(q.prm.target_ns, mtu_ns * 3 / 2);
 	CHECK_EQ(q.prm.interval_ns, LQ_CODEL_INTERVAL_NS + mtu_ns * 3 / 2 - LQ_CODEL_TARGET_NS);
 	lq_free(&q);
