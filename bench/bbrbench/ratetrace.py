@@ -1,5 +1,8 @@
-"""Link rate traces in Mahimahi's format: one line per 1500-byte delivery opportunity, in integer
-milliseconds from the start, non-decreasing; the trace loops with the last line's time as its period.
+"""Link rate traces in Mahimahi's format: one line per delivery opportunity, in integer milliseconds from
+the start, non-decreasing; the trace loops with the last line's time as its period. An opportunity carries
+1504 bytes of what mm-link reads from its TUN device, one 1500-byte IP packet and its 4-byte header, so
+rates here count 1500 bytes per opportunity. Files are read as mm-link reads them: no empty lines or
+comments.
 
 Traces are files (Mahimahi's own cellular traces, for one, are read as they are), or generated from a
 shape: step, square wave or random walk.
@@ -9,10 +12,13 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 OPPORTUNITY_BYTES = 1500
+# A line as mm-link's myatoi (strtol) takes it: leading blanks and a plus sign, then digits, nothing after.
+STRTOL_MS = re.compile(r"[ \t\n\v\f\r]*\+?[0-9]+")
 MAX_LINES = 10_000_000
 SHAPES = ("step", "square", "random_walk")
 
@@ -40,15 +46,19 @@ def resolve(name: str) -> Path:
 def load(name: str) -> Trace:
     path = resolve(name)
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise TraceError(f"{name}: cannot read the trace ({exc.strerror or exc})") from None
+        with path.open(newline="") as f:  # as mm-link: a carriage return is part of the line
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = (exc.strerror if isinstance(exc, OSError) else None) or exc
+        raise TraceError(f"{name}: cannot read the trace ({reason})") from None
     count, last = 0, 0
-    for lineno, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        if not line.isdigit() or int(line) < last:
+    lines = text.split("\n")
+    if lines[-1] == "":  # the newline ending the last line does not start another
+        lines.pop()
+    for lineno, line in enumerate(lines, 1):
+        if not line:
+            raise TraceError(f"{name}: line {lineno}: empty (Mahimahi refuses empty lines)")
+        if not STRTOL_MS.fullmatch(line) or int(line) < last:
             raise TraceError(f"{name}: line {lineno}: expected a millisecond count not below the previous line's")
         last = int(line)
         count += 1

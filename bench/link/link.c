@@ -49,7 +49,11 @@
 #define MAX_RATE_BPS 100000000000ULL
 #define MAX_LIMIT_PKTS 1000000
 #define MAX_LIMIT_BYTES (1ULL << 32)
-#define DEFAULT_SOCKBUF_BYTES (32 << 20)
+/* The receive socket is a FIFO the AQM cannot see: big enough for a burst over a wake-up gap (about 1800
+ * full-size frames at ~2.3 KB of truesize each, 15 ms at the link's top speed here), small enough that a
+ * forwarder falling behind shows as kernel drops instead of seconds of hidden delay (32 MiB held ~2 s at
+ * 100 Mbit/s). What waits there is counted (sockbuf_max_bytes, rx_wait_max_us, rx_waited_pkts). */
+#define DEFAULT_SOCKBUF_BYTES (4 << 20)
 #define DEFAULT_LOG_INTERVAL_US 10000ULL
 #define MAX_PARAM_MS 10000ULL
 
@@ -95,6 +99,21 @@ static double parse_prob(const char *opt, const char *s)
 		exit(2);
 	}
 	return v;
+}
+
+/* A probability as tc's parse_percent reads netem's: a percentage, the '%' optional ("1%" and "1" are 1%). */
+static double parse_percent(const char *opt, const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || (*end && strcmp(end, "%")) || !(v >= 0.0 && v <= 100.0)) {
+		fprintf(stderr, PROG ": %s: '%s' is not a percentage in 0..100 (see --help)\n", opt, s);
+		exit(2);
+	}
+	return v / 100;
 }
 
 static bool rev_shaped;
@@ -150,10 +169,12 @@ static void usage(void)
 	       "  --right IF             data output interface\n"
 	       "  --tag TAG              label for this instance ([A-Za-z0-9._-], at most %d chars)\n"
 	       "  --rate-bps N           constant link rate in bit/s of Ethernet frames (%llu..%llu)\n"
-	       "  --trace FILE           Mahimahi trace: one line per %d-byte delivery opportunity,\n"
-	       "                         in ms; loops with the last line's time as its period\n"
+	       "  --trace FILE           Mahimahi trace: one line per delivery opportunity of %d bytes\n"
+	       "                         (IP packet + 4, as mm-link), in ms; loops with the last line's\n"
+	       "                         time as its period\n"
 	       "  --aqm KIND             fifo (default), codel, fq_codel, cake (a subset), pie or step\n"
-	       "  --limit-pkts N         queue limit in packets (default: 1000, fq_codel 10240)\n"
+	       "  --limit-pkts N         queue limit in packets (default: 1000, fq_codel 10240; cake:\n"
+	       "                         N MTU frames cap its truesize buffer, default 10240)\n"
 	       "  --limit-bytes N        queue limit in bytes (fifo; replaces the packet limit)\n"
 	       "  --target-us N          CoDel target (default 5000), PIE reference delay (15000)\n"
 	       "  --interval-us N        CoDel interval (default 100000)\n"
@@ -166,8 +187,9 @@ static void usage(void)
 	       "  --step-us N            CE on ECT packets whose sojourn exceeds N us (step's threshold;\n"
 	       "                         with codel/fq_codel, their ce_threshold)\n"
 	       "  --step-ect1-only       mark only ECT(1) packets (L4S)\n"
-	       "  --ge P,R,LG,LB         Gilbert-Elliott loss: good->bad P, bad->good R per packet,\n"
-	       "                         loss probability LG in good and LB in bad state\n"
+	       "  --ge 'P [R [1-H [1-K]]]' Gilbert-Elliott loss as netem's gemodel, in percent: good->bad\n"
+	       "                         P, bad->good R per packet, loss 1-H in the bad state and 1-K in\n"
+	       "                         the good one (defaults R = 100 - P, 1-H = 100, 1-K = 0)\n"
 	       "  --loss P               independent loss with probability P (instead of --ge)\n"
 	       "  --delay-us N           after the link each frame waits N us more\n"
 	       "  --jitter-us N          ...and a uniform 0..N us on top, in order\n"
@@ -211,7 +233,7 @@ struct path_args {
 	uint64_t limit_pkts, limit_bytes, target, interval, tupdate, quantum, flows, step, ecn, jitter_us,
 		delay_us;
 	bool ect1, ge_on, loss_on;
-	double ge[4];
+	double ge[4]; /* netem's order: P, R, 1-H, 1-K */
 	uint64_t police_bps, police_burst, reorder_gap;
 	double reorder_prob, dup_prob;
 	enum ls_agg_kind agg;
@@ -314,17 +336,24 @@ static void build_options(void)
 	all_opts[n] = (struct option){ NULL, 0, NULL, 0 };
 }
 
+/* netem's "loss gemodel P [R [1-H [1-K]]]" (separated by spaces or commas), with tc's defaults for what
+ * is left out: R = 1 - P, 1-H = 100% (the bad state loses everything), 1-K = 0. Fills pa->ge as P, R, loss
+ * in the bad state, loss in the good state. */
 static void parse_ge(struct path_args *pa, const char *opt, const char *arg)
 {
-	char *copy = strdup(arg), *save = NULL, *tok = strtok_r(copy, ",", &save);
-	int i;
+	char *copy = strdup(arg), *save = NULL, *tok = strtok_r(copy, ", ", &save);
+	int n;
 
-	for (i = 0; tok && i < 4; i++, tok = strtok_r(NULL, ",", &save))
-		pa->ge[i] = parse_prob(opt, tok);
-	if (i != 4 || tok) {
-		fprintf(stderr, PROG ": %s '%s': expected four probabilities P,R,LG,LB\n", opt, arg);
-		exit(2);
-	}
+	for (n = 0; tok && n < 4; n++, tok = strtok_r(NULL, ", ", &save))
+		pa->ge[n] = parse_percent(opt, tok);
+	if (n == 0 || tok)
+		die("%s '%s': expected netem's gemodel P [R [1-H [1-K]]], in percent", opt, arg);
+	if (n < 2)
+		pa->ge[1] = 1 - pa->ge[0];
+	if (n < 3)
+		pa->ge[2] = 1;
+	if (n < 4)
+		pa->ge[3] = 0;
 	free(copy);
 	pa->ge_on = true;
 }
@@ -427,11 +456,11 @@ static void parse_path_opt(struct path_args *pa, int id, const char *opt)
 		parse_ge(pa, opt, optarg);
 		break;
 	case P_LOSS:
-		/* Independent loss: Gilbert-Elliott that never leaves its good state. */
+		/* Independent loss: Gilbert-Elliott that never leaves its good state (1-K is its loss). */
 		pa->ge[0] = 0.0;
 		pa->ge[1] = 1.0;
-		pa->ge[2] = parse_prob(opt, optarg);
-		pa->ge[3] = 0.0;
+		pa->ge[2] = 1.0;
+		pa->ge[3] = parse_prob(opt, optarg);
 		pa->loss_on = true;
 		break;
 	case P_JITTER:

@@ -8,7 +8,9 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <linux/if_packet.h>
+#include <linux/sock_diag.h>
 #include <linux/virtio_net.h>
+#include <net/ethernet.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,8 @@
 #define LINE_RATE_BPS 10000000000ULL
 /* Smallest frame a byte limit or the line can hold, for sizing the packet pool. */
 #define MIN_FRAME_BYTES 60
+/* A frame read this long after its kernel receive stamp waited in the socket, not just for a wake-up. */
+#define RX_WAITED_NS 1000000
 
 struct lp_slot {
 	struct lq_pkt p;
@@ -111,13 +115,8 @@ static void tx_flush(struct lpath *p)
 	p->tx_count = 0;
 }
 
-static void send_now(struct lpath *p, struct lp_slot *s, uint64_t now)
+static void send_now(struct lpath *p, struct lp_slot *s)
 {
-	uint64_t sojourn_us = (now > s->p.enq_ns ? now - s->p.enq_ns : 0) / LQ_NSEC_PER_USEC;
-
-	atomic_fetch_add_explicit(&p->pub.sojourn_sum_us, sojourn_us, memory_order_relaxed);
-	if (sojourn_us > atomic_load_explicit(&p->pub.sojourn_max_us, memory_order_relaxed))
-		SET(p, sojourn_max_us, sojourn_us);
 	p->tx_pending[p->tx_count++] = s;
 	if (p->tx_count == LP_RX_BATCH)
 		tx_flush(p);
@@ -149,7 +148,7 @@ static void agg_release(struct lpath *p, uint64_t now)
 	p->agg_wake_ns = UINT64_MAX;
 	while (p->agg_head &&
 		ls_agg_may_send(&p->agg, p->agg_head->due_ns, p->agg_held, now, &p->agg_wake_ns)) {
-		send_now(p, fifo_pop(&p->agg_head, &p->agg_tail), now);
+		send_now(p, fifo_pop(&p->agg_head, &p->agg_tail));
 		p->agg_held--;
 		ls_agg_sent(&p->agg, now);
 	}
@@ -158,7 +157,7 @@ static void agg_release(struct lpath *p, uint64_t now)
 static void deliver(struct lpath *p, struct lp_slot *s, uint64_t now)
 {
 	if (p->cfg.agg == LS_AGG_NONE) {
-		send_now(p, s, now);
+		send_now(p, s);
 		return;
 	}
 	s->due_ns = now; /* when it joined: the count's time-out and the slot's readiness run from here */
@@ -269,47 +268,63 @@ static void service_rate(struct lpath *p, uint64_t now)
 	}
 }
 
-/* Mahimahi's link: each opportunity delivers up to 1500 bytes of the queue's head, a frame may span
- * opportunities, and an opportunity with nothing queued is lost. */
-static void service_trace(struct lpath *p, uint64_t now)
+/* What a frame costs of a trace's opportunities: what Mahimahi would have read for it from its TUN device
+ * (the IP packet and a 4-byte header; the Ethernet header, a VLAN tag included, is not carried). */
+static uint32_t trace_cost(const struct lp_slot *s)
 {
-	if (!p->cur && p->q.backlog_pkts == 0) {
-		/* Idle: skip the opportunities already past. Whole periods first: every opportunity before the
-		 * latest period start is past, so the count restarts there (keeping the index would land a
-		 * period late). The mm-link log lists each, as Mahimahi burns them one by one. */
-		if (!p->mm && opp_time(p) < now && now - p->period_base >= p->cfg.trace.period_ns) {
-			p->period_base +=
-				(now - p->period_base) / p->cfg.trace.period_ns * p->cfg.trace.period_ns;
-			p->next_opp = 0;
-		}
-		while (opp_time(p) < now)
-			opp_advance(p);
-		return;
-	}
-	while (opp_time(p) <= now) {
-		uint32_t budget = TRACE_OPPORTUNITY_BYTES;
+	const uint8_t *frame = s->buf + VNET_HDR_BYTES;
+	uint32_t l2 = s->p.l3 ? (uint32_t)(s->p.l3 - frame) : ETHER_HDR_LEN;
 
-		late(p, now - opp_time(p));
+	return (s->p.len > l2 ? s->p.len - l2 : 0) + TUN_PI_BYTES;
+}
+
+/* Mahimahi's LinkQueue::rationalize: every opportunity at or before @t delivers up to 1504 bytes of the
+ * queue's head at its own time (frames may span opportunities) or, with nothing queued, is lost. The
+ * forwarding loop runs it with @burn_idle false, leaving an idle link's opportunities alone: frames may be
+ * waiting unread in the socket with earlier arrival stamps. Admission runs it up to the frame's arrival
+ * first (@burn_idle true), as Mahimahi before enqueueing, so an opportunity at the arrival time itself is
+ * gone (Mahimahi's millisecond clock: a frame can use an opportunity only from a later millisecond). */
+static void service_trace(struct lpath *p, uint64_t t, bool burn_idle)
+{
+	while (opp_time(p) <= t) {
+		uint32_t budget = TRACE_OPPORTUNITY_BYTES;
+		uint64_t at = opp_time(p);
+
+		if (!p->cur && p->q.backlog_pkts == 0) {
+			if (!burn_idle)
+				return;
+			/* Whole periods at once: every opportunity before the latest period start is past, so the
+			 * count restarts there (keeping the index would land up to a period late). The mm-link log
+			 * lists each, as Mahimahi burns them one by one. */
+			if (!p->mm && t - p->period_base >= p->cfg.trace.period_ns) {
+				p->period_base += (t - p->period_base) / p->cfg.trace.period_ns *
+					p->cfg.trace.period_ns;
+				p->next_opp = 0;
+			} else {
+				opp_advance(p);
+			}
+			continue;
+		}
+		if (!burn_idle)
+			late(p, t - at);
+		opp_advance(p);
 		while (budget) {
 			uint32_t take;
 
 			if (!p->cur) {
-				p->cur = (struct lp_slot *)lq_dequeue(&p->q, now);
+				p->cur = (struct lp_slot *)lq_dequeue(&p->q, at);
 				if (!p->cur)
 					break;
-				p->cur_left = p->cur->p.len;
+				p->cur_left = trace_cost(p->cur);
 			}
 			take = p->cur_left < budget ? p->cur_left : budget;
 			budget -= take;
 			p->cur_left -= take;
 			if (!p->cur_left) {
-				transmit(p, p->cur, now);
+				transmit(p, p->cur, at);
 				p->cur = NULL;
 			}
 		}
-		opp_advance(p);
-		if (!p->cur && p->q.backlog_pkts == 0)
-			return;
 	}
 }
 
@@ -318,7 +333,7 @@ static void service(struct lpath *p, uint64_t now)
 	if (p->mm && !p->cfg.trace.ns && p->cfg.rate_bps)
 		mm_capacity(p, now);
 	if (p->cfg.trace.ns)
-		service_trace(p, now);
+		service_trace(p, now, false);
 	else
 		service_rate(p, now);
 	line_release(p, now);
@@ -337,12 +352,42 @@ static uint64_t next_event(const struct lpath *p)
 	return t;
 }
 
-/* The frame's arrival on the monotonic clock, from its kernel receive stamp (now without one). */
-static uint64_t arrival_ns(struct msghdr *msg, uint64_t now)
+/* The frame's arrival on the monotonic clock, from its kernel receive stamp; without a plausible one, now,
+ * counted: its queueing and sojourn then start late by however long it waited in the socket. */
+static uint64_t arrival_ns(struct lpath *p, struct msghdr *msg, uint64_t now)
 {
 	int64_t age = wire_rx_age_ns(msg);
 
-	return age > 0 ? now - (uint64_t)age : now;
+	if (age < 0) {
+		INC(p, rx_stamp_fallback);
+		return now;
+	}
+	if ((uint64_t)age / LQ_NSEC_PER_USEC >
+		atomic_load_explicit(&p->pub.rx_wait_max_us, memory_order_relaxed))
+		SET(p, rx_wait_max_us, (uint64_t)age / LQ_NSEC_PER_USEC);
+	if (age > RX_WAITED_NS)
+		INC(p, rx_waited_pkts);
+	return now - (uint64_t)age;
+}
+
+/* Bytes (truesize) waiting unread in the data socket: SO_MEMINFO's receive allocation (SIOCINQ on a packet
+ * socket gives only the next frame's length). Sampled after a full batch, the only time frames are left. */
+static void sample_sockbuf(struct lpath *p)
+{
+	uint32_t mem[SK_MEMINFO_VARS];
+	socklen_t len = sizeof(mem);
+
+	if (p->meminfo_failed)
+		return;
+	if (getsockopt(p->rx_fd, SOL_SOCKET, SO_MEMINFO, mem, &len) < 0) {
+		fprintf(stderr, "bbrkit-link: %s SO_MEMINFO: %s: the socket-buffer backlog is not counted\n",
+			p->name, strerror(errno));
+		p->meminfo_failed = true;
+		return;
+	}
+	if (mem[SK_MEMINFO_RMEM_ALLOC] >
+		atomic_load_explicit(&p->pub.sockbuf_max_bytes, memory_order_relaxed))
+		SET(p, sockbuf_max_bytes, mem[SK_MEMINFO_RMEM_ALLOC]);
 }
 
 static void publish(struct lpath *p)
@@ -357,6 +402,9 @@ static void publish(struct lpath *p)
 	SET(p, new_flows, p->q.st.new_flows);
 	SET(p, drop_blue, p->q.st.drop_blue);
 	SET(p, way_collisions, p->q.st.way_collisions);
+	SET(p, deq_pkts, p->q.st.deq_pkts);
+	SET(p, sojourn_sum_us, p->q.st.sojourn_sum_ns / LQ_NSEC_PER_USEC);
+	SET(p, sojourn_max_us, p->q.st.sojourn_max_ns / LQ_NSEC_PER_USEC);
 }
 
 /* The policer in front of the queue, then the queue. */
@@ -402,7 +450,10 @@ static void admit(struct lpath *p, struct lp_slot *s, size_t n, struct msghdr *m
 	}
 	s->wire_len = (uint32_t)n;
 	s->p.len = (uint32_t)n - VNET_HDR_BYTES;
-	at = arrival_ns(msg, now);
+	at = arrival_ns(p, msg, now);
+	/* mm-link's rationalize up to the arrival before the frame (and its copy) joins the queue. */
+	if (p->cfg.trace.ns)
+		service_trace(p, at, true);
 	/* netem sends the copy through itself again (duplication off), so it faces the loss model alone. */
 	if (copies == 2 && !(p->cfg.ge_on && lq_ge_lose(&p->ge))) {
 		struct lp_slot *c = slot_get(p);
@@ -470,19 +521,21 @@ static int recv_batch(struct lpath *p)
 
 static void log_line(struct lpath *p, uint64_t t)
 {
-	uint64_t out = atomic_load(&p->pub.out_pkts), sum = atomic_load(&p->pub.sojourn_sum_us);
-	uint64_t max = atomic_exchange(&p->pub.sojourn_max_us, 0);
+	uint64_t out = atomic_load(&p->pub.out_pkts), deq = p->q.st.deq_pkts,
+		 sum = p->q.st.sojourn_sum_ns / LQ_NSEC_PER_USEC;
+	uint64_t max = p->q.st.sojourn_max_ns / LQ_NSEC_PER_USEC;
 
 	/* The interval's sojourn maximum restarts here; the stats line keeps its own running max. */
+	p->q.st.sojourn_max_ns = 0;
 	fprintf(p->log,
 		"%.6f,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
 		",%" PRIu64 ",%" PRIu64 "\n",
 		(double)t / NSEC_PER_SEC, p->q.backlog_pkts, p->q.backlog_bytes,
-		out - p->log_last_out ? (sum - p->log_last_sum) / (out - p->log_last_out) : 0, max, out,
+		deq - p->log_last_deq ? (sum - p->log_last_sum) / (deq - p->log_last_deq) : 0, max, out,
 		p->q.st.drop_overlimit, p->q.st.drop_aqm + p->q.st.drop_blue,
 		p->q.st.mark_aqm + p->q.st.mark_step, (uint64_t)atomic_load(&p->pub.drop_ge),
 		(uint64_t)atomic_load(&p->pub.out_bytes));
-	p->log_last_out = out;
+	p->log_last_deq = deq;
 	p->log_last_sum = sum;
 }
 
@@ -515,8 +568,10 @@ void *lp_main(void *arg)
 			if (next_log < now)
 				next_log = now + p->log_interval_ns;
 		}
-		if (got == LP_RX_BATCH)
+		if (got == LP_RX_BATCH) {
+			sample_sockbuf(p);
 			continue;
+		}
 		due = next_event(p);
 		if (p->log && due > next_log)
 			due = next_log;
@@ -558,14 +613,12 @@ void *lp_passthrough_main(void *arg)
 
 static void alloc_pool(struct lpath *p)
 {
-	const struct lq_params *prm = &p->q.prm;
+	uint64_t cap = lq_capacity_pkts(&p->q);
 	uint32_t slots;
 	uint64_t line_ns;
 
-	/* One slot per packet the queue can hold (a minimum-size frame per 60 bytes of a byte limit)... */
-	slots = prm->limit_pkts ? prm->limit_pkts : (uint32_t)(prm->limit_bytes / MIN_FRAME_BYTES + 1);
-	if (slots > MAX_POOL_SLOTS)
-		slots = MAX_POOL_SLOTS;
+	/* One slot per packet the queue can hold... */
+	slots = cap > MAX_POOL_SLOTS ? MAX_POOL_SLOTS : (uint32_t)cap;
 	/* ...plus a receive batch, a send batch, the frame in service and what the line and the aggregation stage
 	 * after the link hold (their delay, jitter and longest hold):
 	 * its delay and jitter at the rate (none: LINE_RATE_BPS) in minimum-size frames. */
@@ -628,7 +681,7 @@ void lp_setup(
 		exit(2);
 	}
 	if (p->cfg.ge_on)
-		lq_ge_init(&p->ge, p->cfg.ge[0], p->cfg.ge[1], p->cfg.ge[2], p->cfg.ge[3], seed);
+		lq_ge_init(&p->ge, p->cfg.ge[0], p->cfg.ge[1], p->cfg.ge[3], p->cfg.ge[2], seed);
 	p->rng = seed ^ 0x6a09e667f3bcc908ULL;
 	if (p->cfg.police_bps)
 		ls_police_init(&p->police, p->cfg.police_bps, p->cfg.police_burst, wire_now_ns());
@@ -655,7 +708,7 @@ void lp_print_counters(struct lpath *p, const char *prefix)
 {
 	struct tpacket_stats st;
 	socklen_t sl = sizeof(st);
-	uint64_t deq = atomic_load(&p->pub.out_pkts), max = atomic_load(&p->pub.sojourn_max_us);
+	uint64_t deq = atomic_load(&p->pub.deq_pkts), max = atomic_load(&p->pub.sojourn_max_us);
 
 	/* PACKET_STATISTICS resets on read, so accumulate: frames the socket buffer had no room for. */
 	if (getsockopt(p->rx_fd, SOL_PACKET, PACKET_STATISTICS, &st, &sl) == 0)
@@ -663,7 +716,7 @@ void lp_print_counters(struct lpath *p, const char *prefix)
 	if (max < p->run_max_sojourn_us)
 		max = p->run_max_sojourn_us;
 #define LP_PRINT(key) \
-	if (strcmp(#key, "sojourn_sum_us") && strcmp(#key, "sojourn_max_us")) \
+	if (strcmp(#key, "deq_pkts") && strcmp(#key, "sojourn_sum_us") && strcmp(#key, "sojourn_max_us")) \
 		printf(",\"%s" #key "\":%" PRIu64, prefix, (uint64_t)atomic_load(&p->pub.key));
 	LP_COUNTERS(LP_PRINT)
 #undef LP_PRINT

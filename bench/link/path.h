@@ -42,8 +42,13 @@
 	X(backlog_bytes) \
 	X(max_backlog_bytes) \
 	X(new_flows) \
+	X(deq_pkts) \
 	X(sojourn_sum_us) \
-	X(sojourn_max_us)
+	X(sojourn_max_us) \
+	X(rx_stamp_fallback) \
+	X(sockbuf_max_bytes) \
+	X(rx_wait_max_us) \
+	X(rx_waited_pkts)
 
 struct lp_pub {
 #define LP_FIELD(name) atomic_uint_fast64_t name;
@@ -59,7 +64,7 @@ struct lp_config {
 	struct link_trace trace;
 	struct lq_params queue;
 	bool ge_on;
-	double ge[4];
+	double ge[4]; /* netem's order: P, R, 1-H, 1-K */
 	uint64_t jitter_ns, delay_ns;
 	uint64_t police_bps, police_burst; /* 0: no policer */
 	double dup_prob, reorder_prob;
@@ -90,7 +95,7 @@ struct lpath {
 	/* the frame in service */
 	struct lp_slot *cur;
 	uint64_t cur_finish, free_at, period_base;
-	uint32_t cur_left;
+	uint32_t cur_left; /* trace mode: bytes of cur still to deliver (IP packet + TUN_PI_BYTES) */
 	size_t next_opp;
 	/* after the link: the delay line, then the aggregation stage */
 	struct lp_slot *line_head, *line_tail, *agg_head, *agg_tail;
@@ -101,12 +106,13 @@ struct lpath {
 	int tx_count;
 	/* the queue's CSV time series (forward only) */
 	FILE *log;
-	uint64_t log_interval_ns, run_max_sojourn_us, log_last_out, log_last_sum;
+	uint64_t log_interval_ns, run_max_sojourn_us, log_last_deq, log_last_sum;
 	uint64_t kernel_drops; /* main thread only */
 	/* the mm-link log: ms since mm_start_ns; rate mode writes the capacity of each whole ms */
 	FILE *mm;
 	uint64_t mm_start_ns, mm_cap_ms, mm_cap_rem;
 	int stop_fd;
+	bool meminfo_failed; /* SO_MEMINFO refused: the socket-buffer backlog is not counted */
 };
 
 /* Sets up @p from p->cfg (queue, stages, packet pool, logs): exits with status 2 on a problem the

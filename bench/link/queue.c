@@ -3,12 +3,13 @@
  * The bottleneck queue of bbrkit-link (see queue.h). CoDel follows RFC 8289's pseudocode with the
  * Linux codel_impl.h choices where the RFC leaves room: an ECT packet is marked instead of dropped
  * and then leaves (the drop schedule advances as for a drop), MAXPACKET is the interface MTU, and in
- * FQ-CoDel the "bytes in queue" test uses the whole backlog, not the flow's. The control law uses
- * floating-point 1/sqrt(count) where Linux uses a Newton step; both give interval/sqrt(count).
+ * FQ-CoDel the "bytes in queue" test uses the whole backlog, not the flow's. The control law is
+ * Linux's: 1/sqrt(count) kept in Q0.16 and moved by one Newton step per count change, which is far
+ * from exact at low counts (count 2 gives interval/2, not interval/1.41) and is what the drop gaps of a
+ * Linux codel or fq_codel follow.
  */
 #include "queue.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +65,50 @@ void lq_defaults(struct lq_params *p, enum lq_kind kind, uint32_t mtu_bytes)
 	p->limit_pkts = kind == LQ_FQ_CODEL || kind == LQ_CAKE ? LQ_FQ_LIMIT_PKTS : 1000;
 }
 
+static uint32_t cobalt_inv_sqrt_cache[LQ_COBALT_INVSQRT_CACHE];
+
+/* One Newton step towards 1/sqrt(count) in Q0.32, as sch_cake's cobalt_newton_step and (on the Q0.16 value
+ * shifted up) codel_impl.h's codel_Newton_step: invsqrt / 2 x (3 - count x invsqrt^2). */
+static uint32_t newton_step(uint32_t invsqrt, uint32_t count)
+{
+	uint32_t invsqrt2 = (uint32_t)(((uint64_t)invsqrt * invsqrt) >> 32);
+	uint64_t val = (3ULL << 32) - (uint64_t)count * invsqrt2;
+
+	val >>= 2; /* keeps the product below in 64 bits */
+	return (uint32_t)((val * invsqrt) >> (32 - 2 + 1));
+}
+
+/* sch_cake's cake_set_rate and cake_reconfigure for one best-effort tin: at low rates target rises to
+ * 1.5 MTU times and interval with it (at least twice target); the buffer holds 4 intervals at the rate,
+ * at least 4 MiB, and at most the packet limit in MTU frames. The invsqrt table is sch_cake's
+ * cobalt_cache_init: four Newton steps per count from the previous count's value. */
+static void cake_init(struct lq *q)
+{
+	struct lq_params *p = &q->prm;
+	uint64_t target = p->target_ns, interval = p->interval_ns;
+	/* From the configured interval (sch_cake's rtt), in its units: bytes/s x us / (1e6 / 4). */
+	uint64_t buffer =
+		p->rate_bps / 8 * (p->interval_ns / LQ_NSEC_PER_USEC) / (1000000 / LQ_CAKE_BUFFER_INTERVALS);
+
+	q->cake_mtu_ns = (uint64_t)p->mtu_bytes * 8 * 1000000000ULL / p->rate_bps;
+	if (q->cake_mtu_ns * 3 / 2 > target)
+		target = q->cake_mtu_ns * 3 / 2;
+	interval += target - p->target_ns;
+	if (interval < 2 * target)
+		interval = 2 * target;
+	p->target_ns = target;
+	p->interval_ns = interval;
+	q->cake_buffer_bytes = buffer > LQ_CAKE_MIN_BUFFER_BYTES ? buffer : LQ_CAKE_MIN_BUFFER_BYTES;
+	if (p->limit_pkts && (uint64_t)p->limit_pkts * p->mtu_bytes < q->cake_buffer_bytes)
+		q->cake_buffer_bytes = (uint64_t)p->limit_pkts * p->mtu_bytes;
+	cobalt_inv_sqrt_cache[0] = UINT32_MAX;
+	for (uint32_t c = 1, v = UINT32_MAX; c < LQ_COBALT_INVSQRT_CACHE; c++) {
+		for (int k = 0; k < 4; k++)
+			v = newton_step(v, c);
+		cobalt_inv_sqrt_cache[c] = v;
+	}
+}
+
 int lq_init(struct lq *q, const struct lq_params *p, lq_drop_fn drop, void *ctx, const char **err)
 {
 	memset(q, 0, sizeof(*q));
@@ -72,6 +117,7 @@ int lq_init(struct lq *q, const struct lq_params *p, lq_drop_fn drop, void *ctx,
 	q->drop_ctx = ctx;
 	q->new_list.head = q->new_list.tail = LQ_NO_FLOW;
 	q->old_list.head = q->old_list.tail = LQ_NO_FLOW;
+	q->decaying_list.head = q->decaying_list.tail = LQ_NO_FLOW;
 	if (!p->limit_pkts && !p->limit_bytes) {
 		*err = "limit: a packet or byte limit is required";
 		return -1;
@@ -120,8 +166,10 @@ int lq_init(struct lq *q, const struct lq_params *p, lq_drop_fn drop, void *ctx,
 			return -1;
 		}
 		for (uint32_t i = 0; i < p->flows; i++)
-			q->flow[i].next_flow = LQ_NO_FLOW;
+			q->flow[i].next_flow = q->flow[i].prev_flow = LQ_NO_FLOW;
 	}
+	if (p->kind == LQ_CAKE)
+		cake_init(q);
 	return 0;
 }
 
@@ -129,6 +177,19 @@ void lq_free(struct lq *q)
 {
 	free(q->flow);
 	q->flow = NULL;
+}
+
+/* What the kernel charges CAKE's buffer for a packet of @len bytes. */
+static uint64_t lq_truesize(uint64_t len)
+{
+	return len + LQ_SKB_OVERHEAD_BYTES;
+}
+
+uint64_t lq_capacity_pkts(const struct lq *q)
+{
+	if (q->prm.kind == LQ_CAKE)
+		return q->cake_buffer_bytes / lq_truesize(LQ_MIN_FRAME_BYTES) + 1;
+	return q->prm.limit_pkts ? q->prm.limit_pkts : q->prm.limit_bytes / LQ_MIN_FRAME_BYTES + 1;
 }
 
 static struct lq_pkt *sub_pop(struct lq *q, struct lq_fifo *f)
@@ -157,8 +218,8 @@ static bool over_limit(const struct lq *q, uint32_t extra_pkts, uint32_t extra_b
 
 static void list_append(struct lq *q, struct lq_flow_list *l, uint32_t idx, uint8_t which)
 {
-	q->bulk_flows += which == LQ_LIST_OLD;
 	q->flow[idx].next_flow = LQ_NO_FLOW;
+	q->flow[idx].prev_flow = l->tail;
 	q->flow[idx].list = which;
 	if (l->tail == LQ_NO_FLOW)
 		l->head = idx;
@@ -167,16 +228,28 @@ static void list_append(struct lq *q, struct lq_flow_list *l, uint32_t idx, uint
 	l->tail = idx;
 }
 
+/* Takes queue @idx off list @l, wherever it is on it. */
+static void list_unlink(struct lq *q, struct lq_flow_list *l, uint32_t idx)
+{
+	struct lq_flow *f = &q->flow[idx];
+
+	if (f->prev_flow == LQ_NO_FLOW)
+		l->head = f->next_flow;
+	else
+		q->flow[f->prev_flow].next_flow = f->next_flow;
+	if (f->next_flow == LQ_NO_FLOW)
+		l->tail = f->prev_flow;
+	else
+		q->flow[f->next_flow].prev_flow = f->prev_flow;
+	f->next_flow = f->prev_flow = LQ_NO_FLOW;
+	f->list = LQ_LIST_NONE;
+}
+
 static uint32_t list_pop(struct lq *q, struct lq_flow_list *l)
 {
 	uint32_t idx = l->head;
 
-	l->head = q->flow[idx].next_flow;
-	if (l->head == LQ_NO_FLOW)
-		l->tail = LQ_NO_FLOW;
-	q->bulk_flows -= q->flow[idx].list == LQ_LIST_OLD;
-	q->flow[idx].next_flow = LQ_NO_FLOW;
-	q->flow[idx].list = LQ_LIST_NONE;
+	list_unlink(q, l, idx);
 	return idx;
 }
 
@@ -184,7 +257,7 @@ static uint32_t list_pop(struct lq *q, struct lq_flow_list *l)
  * its bytes or LQ_FQ_DROP_BATCH packets, so one overflow does not cost a drop per arrival. */
 static void fq_drop_fattest(struct lq *q)
 {
-	uint32_t fat = 0;
+	uint32_t fat = 0, n;
 	uint64_t dropped = 0, threshold;
 	struct lq_flow *f;
 
@@ -193,7 +266,7 @@ static void fq_drop_fattest(struct lq *q)
 			fat = i;
 	f = &q->flow[fat];
 	threshold = f->q.bytes / 2;
-	for (uint32_t n = 0; n < LQ_FQ_DROP_BATCH && f->q.head && (n == 0 || dropped < threshold); n++) {
+	for (n = 0; n < LQ_FQ_DROP_BATCH && f->q.head && (n == 0 || dropped < threshold); n++) {
 		struct lq_pkt *p = fifo_pop(&f->q);
 
 		dropped += p->len;
@@ -202,19 +275,23 @@ static void fq_drop_fattest(struct lq *q)
 		q->st.drop_overlimit++;
 		q->drop(q->drop_ctx, p);
 	}
+	/* Linux: the drops count towards the queue's CoDel signal, so its next drops come faster. */
+	f->cv.count += n;
 }
 
 static double next_unit(uint64_t *s);
-static uint64_t codel_control_law(const struct lq *q, uint64_t t, uint32_t count);
 
-/* RFC 8033 section 4.2, run every tupdate: the probability follows the delay error (alpha) and its
- * trend (beta), with steps scaled down while the probability is small (section 5.2's auto-tuning). */
+/* The drop probability update every tupdate, as Linux's pie_calculate_probability (without its rate
+ * estimator) has it: RFC 8033 section 4.2's alpha/beta controller with section 5.2's scaling of small
+ * steps, Linux's 2% cap from 10% on and 2% extra above 250 ms of delay, and a decay of 1/64 (RFC: 2%)
+ * after two updates without delay, skipped while a backlog shows no delay yet. */
 static void pie_update(struct lq *q)
 {
 	struct lq_pie *v = &q->pie;
 	double qd = (double)v->qdelay_ns / 1e9, old = (double)v->qdelay_old_ns / 1e9;
 	double ref = (double)q->prm.target_ns / 1e9;
 	double p = LQ_PIE_ALPHA * (qd - ref) + LQ_PIE_BETA * (qd - old);
+	bool decay = !(v->qdelay_ns == 0 && q->backlog_bytes != 0);
 
 	if (v->drop_prob < 0.000001)
 		p /= 2048;
@@ -228,24 +305,31 @@ static void pie_update(struct lq *q)
 		p /= 8;
 	else if (v->drop_prob < 0.1)
 		p /= 2;
+	else if (p > LQ_PIE_MAX_STEP)
+		p = LQ_PIE_MAX_STEP;
+	if (v->qdelay_ns > LQ_PIE_HIGH_DELAY_NS)
+		p += LQ_PIE_MAX_STEP;
 	v->drop_prob += p;
-	/* Decay while the queue stays empty (section 4.2). */
-	if (v->qdelay_ns == 0 && v->qdelay_old_ns == 0)
-		v->drop_prob *= 0.98;
 	if (v->drop_prob < 0)
 		v->drop_prob = 0;
-	if (v->drop_prob > 1)
+	if (v->drop_prob > 1) {
 		v->drop_prob = 1;
-	/* Section 4.4: the burst allowance runs down, and comes back once the queue has been calm. */
-	v->burst_allowance_ns =
-		v->burst_allowance_ns > q->prm.tupdate_ns ? v->burst_allowance_ns - q->prm.tupdate_ns : 0;
+		decay = false;
+	}
+	if (v->qdelay_ns == 0 && v->qdelay_old_ns == 0 && decay)
+		v->drop_prob -= v->drop_prob / LQ_PIE_DECAY_DIV;
+	/* Section 4.4: the burst allowance comes back once the queue has been calm. */
 	if (v->drop_prob == 0 && v->qdelay_ns < q->prm.target_ns / 2 &&
-		v->qdelay_old_ns < q->prm.target_ns / 2)
+		v->qdelay_old_ns < q->prm.target_ns / 2) {
 		v->burst_allowance_ns = LQ_PIE_MAX_BURST_NS;
+		v->dq_stamp_ns = 0;
+		v->accu_prob = 0;
+	}
 	v->qdelay_old_ns = v->qdelay_ns;
 }
 
-/* The updates that fell due by @now; an idle gap runs them with an empty queue's zero delay. */
+/* The updates that fell due by @now (Linux runs them on a timer; nothing they read changes between
+ * enqueues and dequeues, so running them late gives the same values). */
 static void pie_catch_up(struct lq *q, uint64_t now)
 {
 	struct lq_pie *v = &q->pie;
@@ -253,8 +337,6 @@ static void pie_catch_up(struct lq *q, uint64_t now)
 	if (!v->next_update_ns)
 		v->next_update_ns = now + q->prm.tupdate_ns;
 	for (int n = 0; now >= v->next_update_ns && n < 1000; n++) {
-		if (q->backlog_pkts == 0)
-			v->qdelay_ns = 0;
 		pie_update(q);
 		v->next_update_ns += q->prm.tupdate_ns;
 	}
@@ -262,36 +344,61 @@ static void pie_catch_up(struct lq *q, uint64_t now)
 		v->next_update_ns = now + q->prm.tupdate_ns;
 }
 
-/* RFC 8033 section 4.1 drop_early(): no early drop during the burst allowance, while the delay is
- * low and the probability moderate, or with under two MTUs queued. */
+/* Linux pie_process_dequeue: the delay is the packet's sojourn, or 0 if it leaves the queue empty; the
+ * burst allowance runs down by the time since the previous dequeue. */
+static void pie_dequeued(struct lq *q, const struct lq_pkt *p, uint64_t now)
+{
+	struct lq_pie *v = &q->pie;
+	uint64_t dtime = v->dq_stamp_ns ? now - v->dq_stamp_ns : 0;
+
+	v->qdelay_ns = q->backlog_pkts ? now - p->enq_ns : 0;
+	v->dq_stamp_ns = now;
+	v->burst_allowance_ns -= dtime < v->burst_allowance_ns ? dtime : v->burst_allowance_ns;
+}
+
+/* Linux pie_drop_early (RFC 8033 section 4.1, with 5.1's derandomisation): no early drop during the burst
+ * allowance, while the delay is low and the probability moderate, or with under two MTUs queued. */
 static bool pie_drop_early(struct lq *q)
 {
 	struct lq_pie *v = &q->pie;
 
 	if (v->burst_allowance_ns > 0)
 		return false;
-	if (v->qdelay_old_ns < q->prm.target_ns / 2 && v->drop_prob < 0.2)
+	if (v->qdelay_ns < q->prm.target_ns / 2 && v->drop_prob < 0.2)
 		return false;
 	if (q->backlog_bytes < 2ULL * q->prm.mtu_bytes)
 		return false;
-	return next_unit(&v->rng) < v->drop_prob;
+	v->accu_prob = v->drop_prob == 0 ? 0 : v->accu_prob + v->drop_prob;
+	if (v->accu_prob < LQ_PIE_ACCU_MIN)
+		return false;
+	if (v->accu_prob >= LQ_PIE_ACCU_MAX)
+		return true;
+	if (next_unit(&v->rng) < v->drop_prob) {
+		v->accu_prob = 0;
+		return true;
+	}
+	return false;
 }
 
-/* CAKE's set-associative lookup: the queue of the flow's set that holds its tag, else a free one
- * of the set, else (a collision, counted) the flow's own slot. */
+/* CAKE's set-associative lookup (cake_hash), searching from the flow's own slot: the queue of its set
+ * that holds its tag, else a free one (on no list: decaying queues are taken), else (a collision,
+ * counted) its own slot. */
 static uint32_t cake_queue_for(struct lq *q, uint32_t hash)
 {
 	uint32_t slot = hash % q->prm.flows, set = slot - slot % LQ_CAKE_WAYS;
 
-	for (uint32_t k = 0; k < LQ_CAKE_WAYS; k++)
-		if (q->flow[set + k].tag == hash)
-			return set + k;
 	for (uint32_t k = 0; k < LQ_CAKE_WAYS; k++) {
-		struct lq_flow *f = &q->flow[set + k];
+		uint32_t i = set + (slot + k) % LQ_CAKE_WAYS;
 
-		if (f->list == LQ_LIST_NONE && f->q.pkts == 0) {
-			f->tag = hash;
-			return set + k;
+		if (q->flow[i].tag == hash)
+			return i;
+	}
+	for (uint32_t k = 0; k < LQ_CAKE_WAYS; k++) {
+		uint32_t i = set + (slot + k) % LQ_CAKE_WAYS;
+
+		if (q->flow[i].list == LQ_LIST_NONE) {
+			q->flow[i].tag = hash;
+			return i;
 		}
 	}
 	q->st.way_collisions++;
@@ -304,9 +411,16 @@ static uint32_t queue_for(struct lq *q, const struct lq_pkt *p)
 	return q->prm.kind == LQ_CAKE ? cake_queue_for(q, p->hash) : p->hash % q->prm.flows;
 }
 
-static uint64_t cobalt_law(const struct lq *q, uint64_t t, uint32_t count)
+static void cobalt_invsqrt(struct lq_cobalt *cb)
 {
-	return count ? codel_control_law(q, t, count) : t + q->prm.interval_ns;
+	cb->rec_inv_sqrt = cb->count < LQ_COBALT_INVSQRT_CACHE ? cobalt_inv_sqrt_cache[cb->count]
+							       : newton_step(cb->rec_inv_sqrt, cb->count);
+}
+
+/* t + interval x rec_inv_sqrt (sch_cake's cobalt_control). */
+static uint64_t cobalt_control(const struct lq *q, uint64_t t, uint32_t rec_inv_sqrt)
+{
+	return t + (uint64_t)(((unsigned __int128)q->prm.interval_ns * rec_inv_sqrt) >> 32);
 }
 
 /* BLUE on overflow: the probability steps up at most once per target, and CoDel's side starts
@@ -333,56 +447,65 @@ static void cobalt_queue_empty(struct lq *q, struct lq_cobalt *cb, uint64_t now)
 	cb->dropping = false;
 	if (cb->count && now >= cb->drop_next_ns) {
 		cb->count--;
-		cb->drop_next_ns = cobalt_law(q, cb->drop_next_ns, cb->count);
+		cobalt_invsqrt(cb);
+		cb->drop_next_ns = cobalt_control(q, cb->drop_next_ns, cb->rec_inv_sqrt);
 	}
 }
 
-enum cobalt_verdict { COBALT_PASS, COBALT_MARK, COBALT_DROP, COBALT_BLUE };
-
-/* COBALT at dequeue: CoDel's square-root schedule, entered as soon as the sojourn passes target (and
- * the time a fair share of MTUs would take across the bulk queues), with the count decaying instead of
- * resetting; BLUE drops on top, never marks. */
-static enum cobalt_verdict cobalt_judge(struct lq *q, struct lq_cobalt *cb, struct lq_pkt *p, uint64_t now)
+/* sch_cake's cobalt_should_drop for a queue in egress mode, where the bulk queues do not raise the target
+ * test. CoDel's square-root schedule is entered as soon as the sojourn passes target and 4 MTU times;
+ * the count decays on schedule instead of resetting; BLUE drops on top, even a packet CoDel marked.
+ * Returns true to drop @p; *marked says CoDel marked it (BLUE may still drop it), *blue that BLUE drops it. */
+static bool cobalt_should_drop(
+	struct lq *q, struct lq_cobalt *cb, struct lq_pkt *p, uint64_t now, bool *marked, bool *blue)
 {
 	uint64_t sojourn = now > p->enq_ns ? now - p->enq_ns : 0;
-	uint64_t mtu_ns = (uint64_t)q->prm.mtu_bytes * 8 * 1000000000ULL / q->prm.rate_bps;
-	bool over =
-		sojourn > q->prm.target_ns && sojourn > mtu_ns * q->bulk_flows * 2 && sojourn > mtu_ns * 4;
-	bool due = cb->count && now >= cb->drop_next_ns;
-	enum cobalt_verdict v = COBALT_PASS;
+	bool over = sojourn > q->prm.target_ns && sojourn > q->cake_mtu_ns * 4;
+	/* In its sign, whether now is past drop_next: kept from before drop_next moves below. */
+	int64_t schedule = (int64_t)(now - cb->drop_next_ns);
+	bool next_due = cb->count && schedule >= 0, drop = false;
 
+	*marked = *blue = false;
 	if (over) {
 		if (!cb->dropping) {
 			cb->dropping = true;
-			cb->drop_next_ns = cobalt_law(q, now, cb->count ? cb->count : 1);
+			cb->drop_next_ns = cobalt_control(q, now, cb->rec_inv_sqrt);
 		}
 		if (!cb->count)
 			cb->count = 1;
 	} else {
 		cb->dropping = false;
 	}
-	if (due && cb->dropping) {
-		v = q->prm.ecn && lq_set_ce(p) ? COBALT_MARK : COBALT_DROP;
-		cb->count++;
-		cb->drop_next_ns = cobalt_law(q, cb->drop_next_ns, cb->count);
+	if (next_due && cb->dropping) {
+		*marked = q->prm.ecn && lq_set_ce(p);
+		drop = !*marked;
+		if (cb->count < UINT32_MAX)
+			cb->count++;
+		cobalt_invsqrt(cb);
+		cb->drop_next_ns = cobalt_control(q, cb->drop_next_ns, cb->rec_inv_sqrt);
+		schedule = (int64_t)(now - cb->drop_next_ns);
 	} else {
-		while (due) {
+		while (next_due) {
 			cb->count--;
-			cb->drop_next_ns = cobalt_law(q, cb->drop_next_ns, cb->count);
-			due = cb->count && now >= cb->drop_next_ns;
+			cobalt_invsqrt(cb);
+			cb->drop_next_ns = cobalt_control(q, cb->drop_next_ns, cb->rec_inv_sqrt);
+			schedule = (int64_t)(now - cb->drop_next_ns);
+			next_due = cb->count && schedule >= 0;
 		}
 	}
-	if (v == COBALT_PASS && cb->p_drop > 0 && next_unit(&q->rng) < cb->p_drop)
-		v = COBALT_BLUE;
-	/* drop_next doubles as an activity timeout once the count is spent. */
+	*blue = cb->p_drop > 0 && next_unit(&q->rng) < cb->p_drop && !drop;
+	drop |= *blue;
+	/* drop_next doubles as an activity timeout once the count is spent; a late packet that is not
+	 * dropped pulls the schedule up to now. */
 	if (!cb->count)
 		cb->drop_next_ns = now + q->prm.interval_ns;
-	else if (now > cb->drop_next_ns && v == COBALT_PASS)
+	else if (schedule > 0 && !drop)
 		cb->drop_next_ns = now;
-	return v;
+	return drop;
 }
 
-/* CAKE's overflow: one packet from the head of the queue holding the most bytes, and BLUE told. */
+/* CAKE's overflow (cake_drop): one packet from the head of the queue holding the most bytes, and BLUE
+ * told. */
 static void cake_drop_fattest(struct lq *q, uint64_t now)
 {
 	uint32_t fat = 0;
@@ -399,13 +522,18 @@ static void cake_drop_fattest(struct lq *q, uint64_t now)
 
 bool lq_enqueue(struct lq *q, struct lq_pkt *p, uint64_t now_ns)
 {
+	struct lq_flow *own = NULL;
+
 	p->enq_ns = now_ns;
 	if (q->prm.kind == LQ_PIE) {
 		pie_catch_up(q, now_ns);
-		if (!over_limit(q, 1, p->len) && pie_drop_early(q)) {
+		if (over_limit(q, 1, p->len)) {
+			q->pie.accu_prob = 0; /* Linux: any drop restarts the derandomisation */
+		} else if (pie_drop_early(q)) {
 			if (q->prm.ecn && q->pie.drop_prob <= LQ_PIE_MARK_MAX_PROB && lq_set_ce(p)) {
 				q->st.mark_aqm++;
 			} else {
+				q->pie.accu_prob = 0;
 				q->st.drop_aqm++;
 				q->drop(q->drop_ctx, p);
 				return false;
@@ -424,11 +552,15 @@ bool lq_enqueue(struct lq *q, struct lq_pkt *p, uint64_t now_ns)
 		struct lq_flow *f = &q->flow[idx];
 
 		fifo_push(&f->q, p);
+		/* sch_cake: a decaying queue that gets a packet is new again, with a fresh deficit. */
+		if (f->list == LQ_LIST_DECAYING)
+			list_unlink(q, &q->decaying_list, idx);
 		if (f->list == LQ_LIST_NONE) {
 			list_append(q, &q->new_list, idx, LQ_LIST_NEW);
 			f->deficit = q->prm.quantum;
 			q->st.new_flows++;
 		}
+		own = f;
 	}
 	q->backlog_pkts++;
 	q->backlog_bytes += p->len;
@@ -444,12 +576,11 @@ bool lq_enqueue(struct lq *q, struct lq_pkt *p, uint64_t now_ns)
 		fq_drop_fattest(q);
 		return !(self_dropped && q->flow[p->hash % q->prm.flows].q.pkts == 0);
 	}
-	if (q->prm.kind == LQ_CAKE && over_limit(q, 0, 0)) {
-		struct lq_flow *own = &q->flow[queue_for(q, p)];
-		bool alone = own->q.pkts == 1;
-
-		cake_drop_fattest(q, now_ns);
-		return !(alone && own->q.pkts == 0);
+	if (q->prm.kind == LQ_CAKE) {
+		/* Drops come from queue heads: the arrival, last in its queue, went only if that emptied. */
+		while (q->backlog_bytes + lq_truesize(0) * q->backlog_pkts > q->cake_buffer_bytes)
+			cake_drop_fattest(q, now_ns);
+		return own->q.pkts > 0;
 	}
 	return true;
 }
@@ -472,9 +603,17 @@ static bool codel_ok_to_drop(struct lq *q, struct lq_codel *cv, const struct lq_
 	return now >= cv->first_above_ns;
 }
 
-static uint64_t codel_control_law(const struct lq *q, uint64_t t, uint32_t count)
+/* Linux codel_Newton_step, on the Q0.16 value widened to the Q0.32 step sch_cake uses. */
+static void codel_newton_step(struct lq_codel *cv)
 {
-	return t + (uint64_t)((double)q->prm.interval_ns / sqrt((double)count));
+	cv->rec_inv_sqrt = (uint16_t)(newton_step((uint32_t)cv->rec_inv_sqrt << 16, cv->count) >> 16);
+}
+
+/* t + interval x rec_inv_sqrt: Linux's reciprocal_scale, taken in nanoseconds where Linux counts 1024 ns
+ * units (the gaps differ from its by under a microsecond). */
+static uint64_t codel_control_law(const struct lq *q, uint64_t t, uint16_t rec_inv_sqrt)
+{
+	return t + ((q->prm.interval_ns * rec_inv_sqrt) >> 16);
 }
 
 /* Drops @p, or marks it when ECN is on and it is ECT; returns true if it was marked (and stays). */
@@ -506,15 +645,16 @@ static struct lq_pkt *codel_dequeue(struct lq *q, struct lq_codel *cv, struct lq
 		}
 		while (cv->dropping && now >= cv->drop_next_ns) {
 			cv->count++;
+			codel_newton_step(cv);
 			if (codel_drop_or_mark(q, p)) {
-				cv->drop_next_ns = codel_control_law(q, cv->drop_next_ns, cv->count);
+				cv->drop_next_ns = codel_control_law(q, cv->drop_next_ns, cv->rec_inv_sqrt);
 				return p;
 			}
 			p = sub_pop(q, f);
 			if (!codel_ok_to_drop(q, cv, p, now))
 				cv->dropping = false;
 			else
-				cv->drop_next_ns = codel_control_law(q, cv->drop_next_ns, cv->count);
+				cv->drop_next_ns = codel_control_law(q, cv->drop_next_ns, cv->rec_inv_sqrt);
 		}
 	} else if (ok) {
 		uint32_t delta;
@@ -525,12 +665,15 @@ static struct lq_pkt *codel_dequeue(struct lq *q, struct lq_codel *cv, struct lq
 		}
 		cv->dropping = true;
 		delta = cv->count - cv->lastcount;
-		if (delta > 1 && now - cv->drop_next_ns < LQ_CODEL_REENTRY_INTERVALS * q->prm.interval_ns)
+		if (delta > 1 && now - cv->drop_next_ns < LQ_CODEL_REENTRY_INTERVALS * q->prm.interval_ns) {
 			cv->count = delta;
-		else
+			codel_newton_step(cv); /* from the old value, as Linux: later steps converge */
+		} else {
 			cv->count = 1;
+			cv->rec_inv_sqrt = UINT16_MAX;
+		}
 		cv->lastcount = cv->count;
-		cv->drop_next_ns = codel_control_law(q, now, cv->count);
+		cv->drop_next_ns = codel_control_law(q, now, cv->rec_inv_sqrt);
 	}
 	return p;
 }
@@ -591,52 +734,50 @@ static struct lq_pkt *fq_codel_dequeue(struct lq *q, uint64_t now)
 	}
 }
 
-/* DRR++ as fq_codel_dequeue, with COBALT per queue; an emptied queue whose COBALT state is still
- * active stays on the old list (CAKE's decaying queues), so it cannot come back as new at once. */
+/* sch_cake's cake_dequeue for one tin: each call first gives one decaying queue a turn (so their COBALT
+ * state comes to rest), then new queues, then old ones. A queue out of deficit gets a quantum and goes to
+ * the old list's end. COBALT judges the head; a dropped packet is followed by the next of the same queue,
+ * and a queue's last packet is delivered whatever COBALT says. A queue found empty goes to the decaying
+ * list while its COBALT state is active (BLUE's probability, a count, or drop_next still ahead), else
+ * leaves the lists. */
 static struct lq_pkt *cake_dequeue(struct lq *q, uint64_t now)
 {
-	/* Decaying queues go round the old list empty: one lap of them without a packet ends the search. */
-	for (uint32_t empty = 0; empty <= q->prm.flows;) {
-		struct lq_flow_list *l = q->new_list.head != LQ_NO_FLOW ? &q->new_list : &q->old_list;
+	bool first = true;
+
+	while (q->backlog_pkts) {
+		struct lq_flow_list *l = &q->decaying_list;
+		uint32_t idx;
 		struct lq_flow *f;
 		struct lq_pkt *p;
-		uint32_t idx;
+		bool marked, blue;
 
-		if (!drr_head(q, l, &idx))
-			continue;
-		if (idx == LQ_NO_FLOW)
-			return NULL;
+		if (!first || l->head == LQ_NO_FLOW)
+			l = q->new_list.head != LQ_NO_FLOW	 ? &q->new_list
+				: q->old_list.head != LQ_NO_FLOW ? &q->old_list
+								 : &q->decaying_list;
+		first = false;
+		idx = l->head;
 		f = &q->flow[idx];
-		p = sub_pop(q, &f->q);
-		if (!p) {
-			bool active;
-
-			cobalt_queue_empty(q, &f->cb, now);
-			active = f->cb.p_drop > 0 || f->cb.count > 0;
-			list_pop(q, l);
-			if ((l == &q->new_list && q->old_list.head != LQ_NO_FLOW) ||
-				(l == &q->old_list && active))
-				list_append(q, &q->old_list, idx, LQ_LIST_OLD);
-			empty++;
+		if (f->deficit <= 0) {
+			f->deficit += q->prm.quantum;
+			list_unlink(q, l, idx);
+			list_append(q, &q->old_list, idx, LQ_LIST_OLD);
 			continue;
 		}
-		switch (cobalt_judge(q, &f->cb, p, now)) {
-		case COBALT_MARK:
-			q->st.mark_aqm++;
-			break;
-		case COBALT_DROP:
-			q->st.drop_aqm++;
+		while ((p = sub_pop(q, &f->q))) {
+			if (!cobalt_should_drop(q, &f->cb, p, now, &marked, &blue) || !f->q.head) {
+				q->st.mark_aqm += marked;
+				f->deficit -= p->len;
+				return p;
+			}
+			q->st.drop_blue += blue;
+			q->st.drop_aqm += !blue;
 			q->drop(q->drop_ctx, p);
-			continue;
-		case COBALT_BLUE:
-			q->st.drop_blue++;
-			q->drop(q->drop_ctx, p);
-			continue;
-		default:
-			break;
 		}
-		f->deficit -= p->len;
-		return p;
+		cobalt_queue_empty(q, &f->cb, now);
+		list_unlink(q, l, idx);
+		if (f->cb.p_drop > 0 || f->cb.count || now < f->cb.drop_next_ns)
+			list_append(q, &q->decaying_list, idx, LQ_LIST_DECAYING);
 	}
 	return NULL;
 }
@@ -644,6 +785,7 @@ static struct lq_pkt *cake_dequeue(struct lq *q, uint64_t now)
 struct lq_pkt *lq_dequeue(struct lq *q, uint64_t now_ns)
 {
 	struct lq_pkt *p;
+	uint64_t sojourn;
 
 	switch (q->prm.kind) {
 	case LQ_CODEL:
@@ -658,8 +800,8 @@ struct lq_pkt *lq_dequeue(struct lq *q, uint64_t now_ns)
 	case LQ_PIE:
 		pie_catch_up(q, now_ns);
 		p = sub_pop(q, &q->fifo);
-		/* Linux sch_pie without its rate estimator: the delay is the last dequeued packet's sojourn. */
-		q->pie.qdelay_ns = p ? now_ns - p->enq_ns : 0;
+		if (p)
+			pie_dequeued(q, p, now_ns);
 		break;
 	default:
 		p = sub_pop(q, &q->fifo);
@@ -670,6 +812,10 @@ struct lq_pkt *lq_dequeue(struct lq *q, uint64_t now_ns)
 	step_mark(q, p, now_ns);
 	q->st.deq_pkts++;
 	q->st.deq_bytes += p->len;
+	sojourn = now_ns > p->enq_ns ? now_ns - p->enq_ns : 0;
+	q->st.sojourn_sum_ns += sojourn;
+	if (sojourn > q->st.sojourn_max_ns)
+		q->st.sojourn_max_ns = sojourn;
 	return p;
 }
 

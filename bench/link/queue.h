@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The bottleneck queue of bbrkit-link: tail drop, CoDel (RFC 8289), FQ-CoDel (RFC 8290), a step
- * marker (CE above a sojourn threshold, as L4S/DCTCP marking) and Gilbert-Elliott loss. Plain C
+ * The bottleneck queue of bbrkit-link: tail drop, CoDel (RFC 8289), FQ-CoDel (RFC 8290), PIE (RFC
+ * 8033 as Linux's sch_pie), a CAKE subset (sch_cake's DRR++ and COBALT), a step marker (CE above a
+ * sojourn threshold, as L4S/DCTCP marking) and Gilbert-Elliott loss. Plain C
  * with the clock passed in, so the host unit tests drive it with synthetic packets and times.
  *
  * The queue never owns packet memory: packets are linked through lq_pkt.next, and every packet the
@@ -48,6 +49,16 @@ enum lq_kind {
 #define LQ_CAKE_BLUE_INC (1.0 / 256)  /* BLUE: drop probability step on overflow */
 #define LQ_CAKE_BLUE_DEC (1.0 / 4096) /* ...and back down when the queue empties */
 #define LQ_CAKE_MIN_QUANTUM 300	      /* bytes: DRR quantum floor at low rates */
+/* sch_cake's buffer: 4 intervals at the rate, at least 4 MiB, counted in skb truesize... */
+#define LQ_CAKE_BUFFER_INTERVALS 4
+#define LQ_CAKE_MIN_BUFFER_BYTES (4ULL << 20)
+/* ...which we take as the frame plus sk_buff and skb_shared_info (SKB_TRUESIZE on x86-64): a lower
+ * bound of the kernel's, which also rounds the data area up. */
+#define LQ_SKB_OVERHEAD_BYTES 576
+/* COBALT's 1/sqrt(count) is exact (from a table) below this count, one Newton step per change above. */
+#define LQ_COBALT_INVSQRT_CACHE 16
+/* The smallest frame the link admits (Ethernet minimum without FCS): sizes the packet pool. */
+#define LQ_MIN_FRAME_BYTES 60
 
 /* RFC 8033 section 4 defaults (Linux sch_pie uses the same target, update interval and gains). */
 #define LQ_PIE_TARGET_NS (15 * LQ_NSEC_PER_MSEC)
@@ -57,11 +68,22 @@ enum lq_kind {
 #define LQ_PIE_BETA 1.25   /* per second of delay change */
 /* RFC 8033 section 5.1: ECT packets are marked instead of dropped up to this drop probability. */
 #define LQ_PIE_MARK_MAX_PROB 0.1
+/* Linux pie_calculate_probability: from 10% on, one update raises the probability by at most 2%... */
+#define LQ_PIE_MAX_STEP 0.02
+/* ...and a delay above 250 ms adds 2% on top, to catch up with a large burst quickly. */
+#define LQ_PIE_HIGH_DELAY_NS (250 * LQ_NSEC_PER_MSEC)
+/* Linux: two updates in a row with no delay take 1/64 of the probability off (RFC 8033: 2%). */
+#define LQ_PIE_DECAY_DIV 64
+/* Linux pie_drop_early (RFC 8033 section 5.1 derandomisation): no drop until the probabilities summed
+ * since the last drop reach 0.85, a drop for certain from 8.5. */
+#define LQ_PIE_ACCU_MIN 0.85
+#define LQ_PIE_ACCU_MAX 8.5
 
 struct lq_pie {
-	double drop_prob;
-	uint64_t qdelay_ns, qdelay_old_ns; /* sojourn of the last dequeued packet; at the last update */
+	double drop_prob, accu_prob;
+	uint64_t qdelay_ns, qdelay_old_ns; /* last dequeued packet's sojourn (0 if it emptied the queue) */
 	uint64_t burst_allowance_ns;
+	uint64_t dq_stamp_ns; /* the last dequeue, 0 after a reset: the allowance runs down by dequeue time */
 	uint64_t next_update_ns; /* 0: not started */
 	uint64_t rng;
 };
@@ -85,13 +107,16 @@ struct lq_codel {
 	uint64_t first_above_ns; /* 0: sojourn below target (or too few bytes) */
 	uint64_t drop_next_ns;
 	uint32_t count, lastcount;
+	uint16_t rec_inv_sqrt; /* ~1/sqrt(count) in Q0.16, one Newton step per change (Linux codel_vars) */
 	bool dropping;
 };
 
-/* COBALT's per-queue state: CoDel's schedule without the interval of grace, plus BLUE. */
+/* COBALT's per-queue state (sch_cake's cobalt_vars): CoDel's schedule whose count decays instead of
+ * resetting, plus BLUE. */
 struct lq_cobalt {
 	uint64_t drop_next_ns, blue_stamp_ns;
 	uint32_t count;
+	uint32_t rec_inv_sqrt; /* ~1/sqrt(count) in Q0.32; 0 in a fresh queue, as sch_cake's */
 	bool dropping;
 	double p_drop;
 };
@@ -102,11 +127,12 @@ struct lq_flow {
 	struct lq_cobalt cb; /* LQ_CAKE */
 	uint32_t tag;	     /* LQ_CAKE: the flow hash that holds this queue */
 	int64_t deficit;
-	uint32_t next_flow; /* next on the new or old list */
-	uint8_t list;	    /* LQ_LIST_* */
+	uint32_t next_flow, prev_flow; /* neighbours on the list it is on */
+	uint8_t list;		       /* LQ_LIST_* */
 };
 
-enum { LQ_LIST_NONE, LQ_LIST_NEW, LQ_LIST_OLD };
+/* LQ_LIST_DECAYING: CAKE's empty queues whose COBALT state has not come to rest. */
+enum { LQ_LIST_NONE, LQ_LIST_NEW, LQ_LIST_OLD, LQ_LIST_DECAYING };
 #define LQ_NO_FLOW UINT32_MAX
 
 struct lq_flow_list {
@@ -124,7 +150,9 @@ struct lq_params {
 	bool ecn;	     /* CoDel/FQ-CoDel: mark ECT packets instead of dropping them */
 	uint64_t step_ns;    /* LQ_STEP threshold; also a CE threshold for the others when set */
 	uint64_t tupdate_ns; /* PIE: drop probability update interval (target_ns is its reference delay) */
-	uint64_t rate_bps; /* CAKE: the link rate, for the MTU time in COBALT's target test and the quantum */
+	/* CAKE: the link rate, for the MTU time in COBALT's target test, the target and interval at low
+	 * rates (lq_init raises them as sch_cake's cake_set_rate) and the buffer limit */
+	uint64_t rate_bps;
 	bool step_ect1_only; /* mark only ECT(1) (L4S) instead of any ECT */
 };
 
@@ -138,6 +166,9 @@ struct lq_stats {
 	uint64_t drop_blue;	 /* CAKE: BLUE's drop decision */
 	uint64_t way_collisions; /* CAKE: a flow found every queue of its set taken */
 	uint64_t max_backlog_bytes;
+	/* Sojourn of the packets dequeued, enqueue to dequeue (what the AQM judged): the sum, and the largest
+	 * since the owner last zeroed it. */
+	uint64_t sojourn_sum_ns, sojourn_max_ns;
 };
 
 typedef void (*lq_drop_fn)(void *ctx, struct lq_pkt *p);
@@ -151,8 +182,9 @@ struct lq {
 	struct lq_codel cv;   /* LQ_CODEL */
 	struct lq_pie pie;    /* LQ_PIE */
 	struct lq_flow *flow; /* LQ_FQ_CODEL: prm.flows entries */
-	struct lq_flow_list new_list, old_list;
-	uint32_t bulk_flows; /* queues on the old list (CAKE's bulk queues, decaying ones included) */
+	struct lq_flow_list new_list, old_list, decaying_list;
+	uint64_t cake_mtu_ns;	    /* CAKE: one MTU frame's time at the rate */
+	uint64_t cake_buffer_bytes; /* CAKE: the limit on backlog truesize (lq_truesize) */
 	uint64_t rng;
 	lq_drop_fn drop;
 	void *drop_ctx;
@@ -163,6 +195,8 @@ void lq_defaults(struct lq_params *p, enum lq_kind kind, uint32_t mtu_bytes);
 /* 0, or -1 with *err naming the bad parameter. */
 int lq_init(struct lq *q, const struct lq_params *p, lq_drop_fn drop, void *ctx, const char **err);
 void lq_free(struct lq *q);
+/* The most packets @q can hold at once: what the owner's packet pool must have. */
+uint64_t lq_capacity_pkts(const struct lq *q);
 /* Queues @p stamped @now_ns, or hands it (or, in FQ-CoDel, older packets of the fattest queue) to
  * the drop callback. Returns false if @p itself was dropped. */
 bool lq_enqueue(struct lq *q, struct lq_pkt *p, uint64_t now_ns);

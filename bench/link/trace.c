@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Mahimahi trace loading for bbrkit-link (trace.h). */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,28 +19,36 @@ static void __attribute__((noreturn)) bad_trace(const char *opt, const char *pat
 	exit(2);
 }
 
-/* One non-negative integer millisecond per line, non-decreasing; the last one is the period (the trace
- * loops). */
+/* Read as mm-link reads it (LinkQueue's constructor, myatoi): one integer millisecond per line as strtol
+ * takes it (leading blanks and a sign allowed, nothing after it), no empty lines (nor comments),
+ * non-decreasing, the last one above 0: it is the period (the trace loops). Negative counts, which
+ * Mahimahi would wrap around, are refused. */
 void trace_load(struct link_trace *t, const char *opt, const char *path)
 {
 	FILE *f = fopen(path, "r");
-	char line[64];
-	size_t cap = 0, lineno = 0;
+	char *line = NULL;
+	size_t linecap = 0, cap = 0, lineno = 0;
+	ssize_t n;
 	uint64_t last = 0;
 
 	if (!f)
 		bad_trace(opt, path, strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
+	while ((n = getline(&line, &linecap, f)) >= 0) {
 		char *end;
-		unsigned long long ms;
+		long ms;
 
 		lineno++;
-		if (line[0] == '\n' || line[0] == '#')
-			continue;
+		if (n > 0 && line[n - 1] == '\n')
+			line[--n] = 0;
+		if (n == 0) {
+			fprintf(stderr, PROG ": %s %s: line %zu: empty (Mahimahi refuses empty lines)\n", opt,
+				path, lineno);
+			exit(2);
+		}
 		errno = 0;
-		ms = strtoull(line, &end, 10);
-		if (line[0] < '0' || line[0] > '9' || errno || (*end != '\n' && *end) || ms > MAX_TRACE_MS ||
-			ms < last) {
+		ms = strtol(line, &end, 10);
+		if (end == line || errno || *end || ms < 0 || (uint64_t)ms > MAX_TRACE_MS ||
+			(uint64_t)ms < last) {
 			fprintf(stderr,
 				PROG ": %s %s: line %zu: expected a millisecond count not below the previous "
 				     "line's\n",
@@ -54,9 +63,10 @@ void trace_load(struct link_trace *t, const char *opt, const char *path)
 			if (!t->ns)
 				bad_trace(opt, path, "out of memory");
 		}
-		t->ns[t->len++] = ms * LQ_NSEC_PER_MSEC;
-		last = ms;
+		t->ns[t->len++] = (uint64_t)ms * LQ_NSEC_PER_MSEC;
+		last = (uint64_t)ms;
 	}
+	free(line);
 	fclose(f);
 	if (!t->len || last == 0)
 		bad_trace(opt, path, "no delivery opportunity after 0 ms (an empty trace cannot loop)");

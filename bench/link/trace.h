@@ -6,8 +6,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Mahimahi: each trace line is one delivery opportunity of this many bytes. */
-#define TRACE_OPPORTUNITY_BYTES 1500
+/* Mahimahi (link_queue.hh PACKET_SIZE): each trace line is one delivery opportunity of this many bytes of
+ * what it reads from its TUN device, the IP packet behind a 4-byte packet-information header. */
+#define TRACE_OPPORTUNITY_BYTES 1504
+#define TUN_PI_BYTES 4
 
 struct link_trace {
 	uint64_t *ns; /* opportunity offsets within one period; NULL: no trace */

@@ -3,9 +3,12 @@ sender -> router -> link -> receiver path; each test checks one property of the 
 what the link and the kernel count."""
 from __future__ import annotations
 
+import bisect
 import csv
 import json
+import os
 import re
+import signal
 import statistics
 import subprocess
 import time
@@ -21,7 +24,7 @@ from bbrbench.testbed.emulation import LINK, Emulation, bottleneck_impl, check_r
 from bbrbench.testbed.netns import Namespaces
 from bbrbench.testbed.procs import command
 from bbrbench.testbed.system import qdisc_available
-from bbrbench.testbed.topology import RECEIVER_ADDR, Topology
+from bbrbench.testbed.topology import HOST_IF, RECEIVER_ADDR, Topology
 from netutil import NS_PREFIX
 
 CATALOG = AlgoCatalog(kernel=frozenset({"cubic", "bbr", "reno"}), bbrkit=frozenset())
@@ -98,23 +101,77 @@ def nstat(ns: str, name: str) -> int:
 def test_flow_queueing_keeps_a_sparse_flow_near_base_rtt_beside_four_bulk_flows(
         link_path: Callable[..., LinkPath], aqm: str) -> None:
     """RFC 8290 section 1.3 (and CAKE's DRR++): sparse flows are served ahead of bulk ones, so their delay
-    stays near the base RTT; with the same buffer as a FIFO, the same traffic queues the ping behind the bulk
-    flows."""
+    stays near the base RTT, not near the AQM's 5 ms target as one shared queue would hold it; with the
+    same buffer as a FIFO, the same traffic queues them behind the bulk flows. Two sparse flows: pings
+    (ICMP, hashed without ports) and a TCP request/response flow (hashed with its ports)."""
     base_ms, target_ms = 20.0, 5.0
-    results = {}
+    results: dict[str, tuple[list[float], list[float]]] = {}
     for kind in (aqm, "fifo"):
         path = link_path({"rate_mbit": 50, "aqm": kind, "buffer_bdp": 4}, rtt_ms=base_ms)
-        bulk = iperf(path, ["-P", "4", "-C", "cubic"], seconds=9)
+        bulk = iperf(path, ["-P", "4", "-C", "cubic"], seconds=10)
         time.sleep(3)
-        results[kind] = ping_ms(path, count=60, interval_s=0.1)
+        with TcpRequests(path, count=60, interval_s=0.1) as requests:
+            pings = ping_ms(path, count=60, interval_s=0.1)
+        results[kind] = (pings, requests.rtts_ms)
         bulk.communicate(timeout=30)
         stats = path.emulation.link.stats() if path.emulation.link else {}
-        assert stats["out_bytes"] * 8 / 9 > 0.8 * 50e6, stats  # the bulk flows filled the link
+        assert stats["out_bytes"] * 8 / 10 > 0.8 * 50e6, stats  # the bulk flows filled the link
         path.emulation.stop()
-    sparse, fifo = sorted(results[aqm]), sorted(results["fifo"])
-    assert len(sparse) >= 55
-    assert sparse[int(0.95 * len(sparse))] <= base_ms + 2 * target_ms, sparse
-    assert statistics.median(fifo) > base_ms + 2 * target_ms, fifo
+    for sparse, fifo in zip(results[aqm], results["fifo"]):
+        sparse, fifo = sorted(sparse), sorted(fifo)
+        assert len(sparse) >= 55
+        assert statistics.median(sparse) <= base_ms + 2.5, sparse
+        assert sparse[int(0.95 * len(sparse))] <= base_ms + 2 * target_ms, sparse
+        assert statistics.median(fifo) > base_ms + 2 * target_ms, fifo
+
+
+# A TCP echo: the receiver answers each 100-byte request in kind; the sender times them.
+_ECHO_SERVER = """
+import socket
+s = socket.create_server(('0.0.0.0', 5301))
+c, _ = s.accept()
+c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+while (data := c.recv(4096)):
+    c.sendall(data)
+"""
+_ECHO_CLIENT = """
+import socket, sys, time
+c = socket.create_connection((sys.argv[1], 5301), timeout=5)
+c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+for _ in range(int(sys.argv[2])):
+    t = time.monotonic()
+    c.sendall(b'x' * 100)
+    got = 0
+    while got < 100:
+        got += len(c.recv(4096))
+    print((time.monotonic() - t) * 1000)
+    time.sleep(float(sys.argv[3]))
+"""
+
+
+class TcpRequests:
+    """The echo's requests, timed by the sender while the block runs (alongside other probes)."""
+
+    def __init__(self, path: LinkPath, count: int, interval_s: float) -> None:
+        self.path, self.count, self.interval_s = path, count, interval_s
+        self.rtts_ms: list[float] = []
+
+    def __enter__(self) -> TcpRequests:
+        self.server = subprocess.Popen(["ip", "netns", "exec", self.path.topo.receiver, "python3", "-c",
+                                        _ECHO_SERVER])
+        time.sleep(0.5)
+        self.client = subprocess.Popen(["ip", "netns", "exec", self.path.sender, "python3", "-c", _ECHO_CLIENT,
+                                        RECEIVER_ADDR, str(self.count), str(self.interval_s)],
+                                       stdout=subprocess.PIPE, text=True)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            out, _ = self.client.communicate(timeout=self.count * (self.interval_s + 1) + 10)
+            self.rtts_ms = [float(line) for line in out.split()]
+        finally:
+            self.server.kill()
+            self.server.wait()
 
 
 def test_an_ecn_flow_is_marked_not_dropped(link_path: Callable[..., LinkPath]) -> None:
@@ -134,39 +191,99 @@ def test_an_ecn_flow_is_marked_not_dropped(link_path: Callable[..., LinkPath]) -
 LOG_INTERVAL_S = 0.01  # the link's log interval at the scenario's default queue_sample_hz
 
 
-def windows(log: list[dict[str, float]], width_s: float, max_mbit: float) -> list[tuple[float, float, float]]:
-    """(start, end, bytes sent) over consecutive windows of the link's log in which the queue never emptied:
-    each row but the last holds more than the link can send before the next row."""
+def windows(log: list[dict[str, float]], width_s: float, max_mbit: float) -> list[tuple[float, float]]:
+    """(start, end) of consecutive windows of the link's log in which the queue never emptied: each row but
+    the last holds more than the link can send before the next row. What the windows delivered is counted at
+    the receiver (ReceiverCounts), not from the link's own counters."""
     out, start = [], 0
     floor = max_mbit * 1e6 / 8 * LOG_INTERVAL_S
     for i, row in enumerate(log):
         if row["t_mono_s"] - log[start]["t_mono_s"] >= width_s - 1e-4:
             span = log[start:i + 1]
             if all(r["backlog_bytes"] > floor for r in span[:-1]):
-                out.append((log[start]["t_mono_s"], row["t_mono_s"], row["out_bytes"] - log[start]["out_bytes"]))
+                out.append((log[start]["t_mono_s"], row["t_mono_s"]))
             start = i
     return out
 
 
+# Reads the receiver's interface counters every interval on CLOCK_MONOTONIC (the link log's clock), keeping
+# only reads bracketed within 0.3 ms (a sampler descheduled mid-read would stamp its counts too early).
+_SAMPLER = """
+import sys, time
+end = time.monotonic() + float(sys.argv[1])
+out = []
+with open('/proc/net/dev') as f:
+    while time.monotonic() < end:
+        f.seek(0)
+        t0 = time.monotonic()
+        text = f.read()
+        t1 = time.monotonic()
+        for line in text.splitlines():
+            name, _, rest = line.partition(':')
+            if name.strip() == sys.argv[2] and t1 - t0 < 0.0003:
+                v = rest.split()
+                out.append(f'{(t0 + t1) / 2:.6f} {v[1]} {v[0]}')
+        time.sleep(float(sys.argv[3]))
+print('\\n'.join(out))
+"""
+
+
+class ReceiverCounts:
+    """What left the link, as the receiver's interface counts it (frames without FCS: the link's own unit),
+    sampled every interval_s in the receiver's namespace while the traffic runs."""
+
+    def __init__(self, path: LinkPath, seconds: float, interval_s: float = 0.01) -> None:
+        self.proc = subprocess.Popen(["ip", "netns", "exec", path.topo.receiver, "python3", "-c", _SAMPLER,
+                                      str(seconds), HOST_IF, str(interval_s)], stdout=subprocess.PIPE, text=True)
+        self.t: list[float] = []
+        self.packets: list[int] = []
+        self.bytes: list[int] = []
+
+    def finish(self) -> None:
+        out, _ = self.proc.communicate(timeout=60)
+        for line in out.splitlines():
+            t, packets, nbytes = line.split()
+            self.t.append(float(t))
+            self.packets.append(int(packets))
+            self.bytes.append(int(nbytes))
+        assert len(self.t) > 10, out[-300:]
+
+    def at(self, t: float) -> tuple[float, float]:
+        """(packets, bytes) received by time t, interpolated between samples."""
+        i = min(max(bisect.bisect_left(self.t, t), 1), len(self.t) - 1)
+        f = (t - self.t[i - 1]) / (self.t[i] - self.t[i - 1])
+        return (self.packets[i - 1] + f * (self.packets[i] - self.packets[i - 1]),
+                self.bytes[i - 1] + f * (self.bytes[i] - self.bytes[i - 1]))
+
+    def between(self, t0: float, t1: float) -> tuple[float, float]:
+        (p0, b0), (p1, b1) = self.at(t0), self.at(t1)
+        return p1 - p0, b1 - b0
+
+
 def test_the_delivered_rate_follows_a_trace_per_100ms(link_path: Callable[..., LinkPath], tmp_path: Path) -> None:
-    """Each 100 ms window delivers the trace's opportunities in it, 1500 bytes each, within 2% (plus one
-    frame that may straddle a window's edge). A UDP flood keeps the queue backlogged."""
+    """Each 100 ms window delivers, as the receiver counts it, one full-size frame per opportunity of the
+    trace in it (a 1472-byte UDP payload is a 1500-byte IP packet, which fills one of Mahimahi's 1504-byte
+    opportunities with its 4-byte TUN header), within 2% (plus one frame that may straddle a window's edge).
+    A UDP flood keeps the queue backlogged; the link's log says when it was, and where the trace starts."""
     trace = ratetrace.generate({"kind": "square", "low_mbit": 20, "high_mbit": 60, "period_s": 1.0}, 2.0,
                                tmp_path / "square.trace")
     opps = [int(line) for line in trace.path.read_text().split()]
     path = link_path({"rate_trace": str(trace.path), "aqm": "fifo", "buffer_packets": 1000})
-    flood = iperf(path, ["-u", "-b", "90M", "-l", "1400"], seconds=5)
+    counts = ReceiverCounts(path, seconds=6.5, interval_s=0.001)  # fine enough to see the trace's steps
+    flood = iperf(path, ["-u", "-b", "90M", "-l", "1472"], seconds=5)
     flood.communicate(timeout=30)
+    counts.finish()
     path.emulation.stop()
     log = path.log()
     start = log[0]["t_mono_s"]  # the link logs its first row when it starts, the trace's time zero
-    errors: list[float] = []
-    for t0, t1, sent in windows(log, 0.1, max_mbit=60):
+    spans: list[tuple[float, float, int]] = []
+    for t0, t1 in windows(log, 0.1, max_mbit=60):
         a, b = (t0 - start) * 1000 % trace.period_ms, (t1 - start) * 1000 % trace.period_ms
         if b < a:
             continue
-        capacity = sum(1 for ms in opps if a < ms <= b) * ratetrace.OPPORTUNITY_BYTES
-        errors.append(abs(sent - capacity) / capacity)
+        spans.append((t0, t1, sum(1 for ms in opps if a < ms <= b)))
+
+    errors = [abs(counts.between(t0, t1)[0] - cap) / cap for t0, t1, cap in spans]
     # Most windows land within 0.5%; on this 2-vCPU VM a late wake-up now and then moves a few packets
     # across a window's edge (1.4% and 2.7% seen), so 95% of windows are held to 2% and all to 5%.
     assert len(errors) >= 20
@@ -174,22 +291,43 @@ def test_the_delivered_rate_follows_a_trace_per_100ms(link_path: Callable[..., L
     assert max(errors) <= 0.05, errors
 
 
+def test_a_trace_opportunity_carries_one_full_size_ip_packet(link_path: Callable[..., LinkPath],
+                                                              tmp_path: Path) -> None:
+    """Mahimahi's opportunity is 1504 bytes of what its TUN device gives it, a 1500-byte IP packet and a
+    4-byte header: one opportunity per ms delivers 1000 full-size packets a second, as the receiver counts
+    them over 3 s of backlog, within 0.3% (1500 bytes of Ethernet frame per opportunity gave 990.7)."""
+    trace = tmp_path / "1ms.trace"
+    trace.write_text("1\n")
+    path = link_path({"rate_trace": str(trace), "aqm": "fifo", "buffer_packets": 100})
+    counts = ReceiverCounts(path, seconds=6)
+    flood = iperf(path, ["-u", "-b", "14M", "-l", "1472"], seconds=5)
+    flood.communicate(timeout=30)
+    counts.finish()
+    path.emulation.stop()
+    t0 = counts.t[0] + 1.5
+    packets, _ = counts.between(t0, t0 + 3)
+    assert packets / 3 == pytest.approx(1000, rel=0.003)
+
+
 # 1000 Mbit/s is measured, not asserted: it passed 1% in 6 of 7 runs on this 2-vCPU VM and gave 98.1% in
 # one with other builds running, where the flood, the router and the link (near its ~1.2 Gbit/s limit
 # here) share two CPUs (add 1000 to the list to repeat it).
 @pytest.mark.parametrize("rate_mbit", [10, 100])
 def test_rate_accuracy_within_one_percent(link_path: Callable[..., LinkPath], rate_mbit: int) -> None:
-    """Backlogged by a UDP flood 20% above the rate, the link sends rate x time of frames within 1%, over
-    the 100 ms windows in which its queue never emptied, half a second of them at least."""
+    """Backlogged by a UDP flood 20% above the rate, the receiver gets rate x time of frames within 1%, over
+    the 100 ms windows in which the link's queue never emptied, half a second of them at least."""
     path = link_path({"rate_mbit": rate_mbit, "aqm": "fifo", "buffer_packets": 3000})
+    counts = ReceiverCounts(path, seconds=7.5)
     flood = iperf(path, ["-u", "-b", f"{int(rate_mbit * 1.2)}M", "-l", "1400"], seconds=6)
     flood.communicate(timeout=30)
     path.emulation.stop()
+    counts.finish()
     spans = windows(path.log(), 0.1, max_mbit=rate_mbit)
     stats = path.emulation.link.stats() if path.emulation.link else {}
-    seconds = sum(t1 - t0 for t0, t1, _ in spans)
+    seconds = sum(t1 - t0 for t0, t1 in spans)
     assert seconds >= 0.5, f"backlogged for {seconds:.2f} s only: {json.dumps(stats)}"
-    assert sum(sent for _, _, sent in spans) * 8 / seconds == pytest.approx(rate_mbit * 1e6, rel=0.01)
+    received = sum(counts.between(t0, t1)[1] for t0, t1 in spans)
+    assert received * 8 / seconds == pytest.approx(rate_mbit * 1e6, rel=0.01)
 
 
 def test_pie_holds_a_cubic_queue_near_its_reference_delay(link_path: Callable[..., LinkPath]) -> None:
@@ -207,21 +345,78 @@ def test_pie_holds_a_cubic_queue_near_its_reference_delay(link_path: Callable[..
 
 
 def test_jitter_spreads_delay_without_reordering(link_path: Callable[..., LinkPath]) -> None:
-    """jitter_ms: each packet waits a further uniform 0..5 ms after the link, and none overtakes another
-    (a UDP flow's datagrams arrive in order, where a reordering jitter would swap thousands)."""
+    """jitter_ms: each packet waits a further uniform 0..5 ms after the link but never leaves before the one
+    ahead of it (netem's rule with a rate: due = max(now + U, due ahead)); none overtakes another (a UDP
+    flow's datagrams arrive in order, where a reordering jitter would swap thousands). Alone, a ping draws
+    its own wait: median about 2.5 ms. Behind a flow with frames D apart the wait is the running maximum,
+    P(wait <= x) = prod over j >= 0 of min(1, (x + jD) / 5 ms): at 20 Mbit/s of 1242-byte frames (D = 0.5 ms)
+    its median is 3.5 ms, and bursts only raise it: about the whole 5 ms under load, not half."""
     base_ms, jitter_ms = 20.0, 5.0
     path = link_path({"rate_mbit": 50, "aqm": "fifo", "buffer_packets": 1000, "jitter_ms": jitter_ms},
                      rtt_ms=base_ms)
-    # Alone, pings 20 ms apart each draw their own wait; behind a flow they would wait for the latest
-    # due time ahead of them (no overtaking), so the spread is measured first, order after.
     rtts = sorted(ping_ms(path, count=200, interval_s=0.02))
-    udp = iperf(path, ["-u", "-b", "20M", "-l", "1200", "-J"], seconds=4)
+    udp = iperf(path, ["-u", "-b", "20M", "-l", "1200", "-J"], seconds=5)
+    time.sleep(0.5)
+    loaded = sorted(ping_ms(path, count=150, interval_s=0.02))
     out, _ = udp.communicate(timeout=30)
     end = json.loads(out)["end"]["sum"]
     assert end["packets"] > 5000 and end.get("out_of_order", 0) == 0, end
     assert rtts[0] >= base_ms - 0.5
     assert rtts[int(0.05 * len(rtts))] < base_ms + 0.2 * jitter_ms + 1, rtts
     assert rtts[int(0.95 * len(rtts))] > base_ms + 0.8 * jitter_ms, rtts
+    assert statistics.median(rtts) - base_ms == pytest.approx(jitter_ms / 2, abs=1.0), rtts
+    assert 3.5 - 0.5 <= statistics.median(loaded) - base_ms <= jitter_ms + 1, loaded
+
+
+def test_sojourn_is_the_queues_own_not_the_links_serialisation(link_path: Callable[..., LinkPath]) -> None:
+    """The sojourn the link reports is enqueue to dequeue, what its AQM judges: lone 1000-byte pings at
+    1 Mbit/s find the queue empty (under 1 ms), though each takes 8 ms to cross the link (taken at send,
+    it read 8 ms and more); and every frame carried its kernel receive stamp (no fallback to read time)."""
+    path = link_path({"rate_mbit": 1, "aqm": "fifo", "buffer_packets": 100})
+    command(["ping", "-n", "-c", "20", "-i", "0.1", "-s", "972", RECEIVER_ADDR], netns=path.sender, timeout=30)
+    stats = path.emulation.link.stats() if path.emulation.link else {}
+    assert stats["out_pkts"] >= 20 and stats["sojourn_max_us"] < 1000, stats
+    assert stats["rx_stamp_fallback"] == 0, stats
+
+
+def test_what_waits_in_the_socket_buffer_is_counted(link_path: Callable[..., LinkPath]) -> None:
+    """The receive socket is a FIFO the AQM cannot see: with the link stopped for 300 ms (SIGSTOP, as a
+    CPU-starved forwarder) under a 5 Mbit/s UDP flow, the frames that piled up there are counted when it
+    resumes: the longest wait (>= 250 ms), how many waited over 1 ms, and the bytes held (SO_MEMINFO)."""
+    path = link_path({"rate_mbit": 10, "aqm": "fifo", "buffer_packets": 1000})
+    link = path.emulation.link
+    assert link is not None and link._proc is not None
+    udp = iperf(path, ["-u", "-b", "5M", "-l", "1000"], seconds=3)
+    time.sleep(1)
+    os.kill(link._proc.pid, signal.SIGSTOP)
+    try:
+        time.sleep(0.3)
+    finally:
+        os.kill(link._proc.pid, signal.SIGCONT)
+    udp.communicate(timeout=30)
+    stats = link.stats()
+    assert stats["rx_wait_max_us"] >= 250_000, stats
+    assert stats["rx_waited_pkts"] >= 50, stats
+    assert stats["sockbuf_max_bytes"] >= 50 * 1000, stats
+
+
+def test_gilbert_elliott_loses_in_netems_bursts(link_path: Callable[..., LinkPath]) -> None:
+    """netem's gemodel with p = 1%, r = 10%, 1-h = 100%, 1-k = 0 (the scenario's table reaches the link in
+    netem's argument order): pings 2 ms apart are lost p / (p + r) = 9.1% of the time, in runs of 1/r = 10 on
+    average, counted from the gaps in the replies' sequence numbers at the sender. Read in the old order
+    (loss_good before loss_bad) the same line would lose 91%."""
+    path = link_path({"rate_mbit": 50, "aqm": "fifo", "buffer_packets": 1000,
+                      "gilbert_elliott": {"p": 0.01, "r": 0.1, "loss_good": 0, "loss_bad": 1}})
+    count = 5000
+    out = command(["ping", "-n", "-c", str(count), "-i", "0.002", "-W", "1", RECEIVER_ADDR],
+                  netns=path.sender, timeout=count * 0.002 + 30, check=False).stdout
+    seqs = sorted({int(m) for m in re.findall(r"icmp_seq=(\d+)", out)})
+    assert seqs, out[-500:]
+    received = set(seqs)
+    lost = [n for n in range(1, count + 1) if n not in received]
+    runs = sum(1 for n in lost if n - 1 not in lost)
+    assert len(lost) / count == pytest.approx(0.0909, abs=0.035), len(lost)
+    assert runs >= 15 and 6 <= len(lost) / runs <= 15, (len(lost), runs)
 
 
 @pytest.mark.parametrize("aqm", ["fq_codel", "codel", "pie"])

@@ -90,11 +90,14 @@ static void setup(struct lq *q, enum lq_kind kind, bool ecn)
 
 /* A standing queue: 1000 packets at t=0, one dequeue per ms from 10 ms on. RFC 8289: the first drop
  * comes one interval after the sojourn first exceeded target; then drop k+1 follows drop k by
- * interval/sqrt(k+1). */
-TEST(codel_drops_on_the_interval_over_sqrt_count_schedule)
+ * interval x 1/sqrt(k+1) as Linux computes it (include/net/codel_impl.h): 1/sqrt in Q0.16, starting at
+ * 0xffff for count 1 and moved by one codel_Newton_step per count, which gives 32769 (0.500, not
+ * 0.707) at count 2, 36864 at 3 and 31968 at 4. */
+TEST(codel_drops_on_linuxs_newton_step_schedule)
 {
+	static const uint64_t rec_inv_sqrt[] = { 65535, 32769, 36864, 31968 };
 	struct lq q;
-	double expect;
+	uint64_t due = 110 * MS;
 
 	setup(&q, LQ_CODEL, false);
 	for (int i = 0; i < 1000; i++)
@@ -102,16 +105,14 @@ TEST(codel_drops_on_the_interval_over_sqrt_count_schedule)
 	for (clock_ns = 10 * MS; clock_ns < 700 * MS && q.backlog_pkts; clock_ns += MS)
 		CHECK(lq_dequeue(&q, clock_ns) != NULL);
 	CHECK(dropped >= 5);
-	/* The first drop at 110 ms sets count 1 and the next drop one interval later; from then on the
-	 * schedule advances from the previous due time, not from when the dequeue happened. */
+	/* The first drop at 110 ms; from then on the schedule advances from the previous due time, not
+	 * from when the dequeue happened, and dequeues happen on whole milliseconds. */
 	CHECK_EQ(drop_times[0], 110 * MS);
-	expect = 210.0;
 	for (int k = 1; k < 5; k++) {
-		if (k > 1)
-			expect += 100.0 / sqrt(k);
-		/* dequeues happen on whole milliseconds: the drop is the first one at or after its time */
-		CHECK_EQ(drop_times[k], (uint64_t)ceil(expect) * MS);
+		due += LQ_CODEL_INTERVAL_NS * rec_inv_sqrt[k - 1] >> 16;
+		CHECK_EQ(drop_times[k], (due + MS - 1) / MS * MS);
 	}
+	CHECK_EQ(drop_times[2], 260 * MS); /* exact 1/sqrt(2) would give 281 ms */
 	CHECK(q.cv.dropping);
 	lq_free(&q);
 }
@@ -319,6 +320,25 @@ TEST(fq_codel_overflow_drops_from_the_fattest_queue)
 	CHECK_EQ(q.flow[thin_idx].q.pkts, 11);
 	CHECK_EQ(q.flow[fat_idx].q.pkts, 45);
 	CHECK_EQ(q.st.drop_overlimit, 45);
+	/* Linux fq_codel_drop: the batch adds to the fat queue's CoDel count (cvars.count += i), so a drop
+	 * state it re-enters resumes at a rate that reflects them. */
+	CHECK_EQ(q.flow[fat_idx].cv.count, 45);
+	CHECK_EQ(q.flow[thin_idx].cv.count, 0);
+	lq_free(&q);
+}
+
+/* The queue's own sojourn, enqueue to dequeue (what its AQM judged), whatever the owner does after. */
+TEST(sojourn_is_counted_from_enqueue_to_dequeue)
+{
+	struct lq q;
+
+	setup(&q, LQ_FIFO, false);
+	lq_enqueue(&q, frame(FRAME_BYTES, 1, 0), 1 * MS);
+	lq_enqueue(&q, frame(FRAME_BYTES, 1, 0), 2 * MS);
+	lq_dequeue(&q, 8 * MS);
+	lq_dequeue(&q, 5 * MS + 2 * MS);
+	CHECK_EQ(q.st.sojourn_sum_ns, 7 * MS + 5 * MS);
+	CHECK_EQ(q.st.sojourn_max_ns, 7 * MS);
 	lq_free(&q);
 }
 
@@ -435,6 +455,28 @@ TEST(gilbert_elliott_matches_its_stationary_loss_rate)
 	CHECK_NEAR((double)lost / (double)n, expect, expect * 0.05);
 }
 
+/* netem's loss_gilb_ell moves between states per packet, so with 1-h = 100% and 1-k = 0 the losses come in
+ * runs as long as the bad state lasts, 1/r packets on average (geometric), and the gaps between them last
+ * 1/p: with p = 1%, r = 25% runs of 4 and gaps of 100. */
+TEST(gilbert_elliott_loses_in_bursts_of_one_over_r)
+{
+	struct lq_ge g;
+	long runs = 0, lost = 0, n = 2000000;
+	bool prev = false;
+
+	lq_ge_init(&g, 0.01, 0.25, 0, 1, 7);
+	for (long i = 0; i < n; i++) {
+		bool now = lq_ge_lose(&g);
+
+		runs += now && !prev;
+		lost += now;
+		prev = now;
+	}
+	CHECK(runs > 10000);
+	CHECK_NEAR((double)lost / (double)runs, 1 / 0.25, 0.1);
+	CHECK_NEAR((double)(n - lost) / (double)runs, 1 / 0.01, 3);
+}
+
 /* Whatever the arrivals, drops and marks, a queue with a backlog always yields a packet. */
 TEST(fq_codel_never_strands_a_backlog)
 {
@@ -468,50 +510,130 @@ static void pie_run(struct lq *q, uint64_t until, uint64_t sojourn)
 	}
 }
 
-/* RFC 8033 section 4.4: no early drop during the 150 ms burst allowance; after it the probability
- * keeps rising while the delay stays above the reference, and packets are dropped early. */
-TEST(pie_drops_early_after_the_burst_allowance_while_delay_stays_high)
+/* RFC 8033 section 4.4 as Linux runs it: a fresh PIE gives a 150 ms burst allowance that runs down by
+ * dequeue time (pie_process_dequeue). A standing queue of 300 ms starts leaving at 300 ms: the
+ * probability climbs at once (above 250 ms each update adds 2%), but nothing is dropped early until 150 ms
+ * of dequeues have spent the allowance; then drops follow. */
+TEST(pie_burst_allowance_holds_early_drops_for_150ms_of_dequeues)
 {
 	struct lq q;
 
 	setup(&q, LQ_PIE, false);
-	pie_run(&q, 140 * MS, 40 * MS);
+	pie_run(&q, 451 * MS, 300 * MS);
+	CHECK(q.pie.drop_prob > 0.2); /* high enough that drops would have come without the allowance */
+	CHECK_EQ(q.pie.burst_allowance_ns, 0);
 	CHECK_EQ(q.st.drop_aqm, 0);
-	CHECK(q.pie.drop_prob > 0);
-	pie_run(&q, 2000 * MS, 40 * MS);
-	CHECK(q.st.drop_aqm > 0);
+	pie_run(&q, 600 * MS, 300 * MS);
+	CHECK(q.st.drop_aqm > 10);
 	CHECK_EQ(q.st.drop_overlimit, 0);
-	CHECK(q.pie.drop_prob > 0.01);
 	lq_free(&q);
 }
 
-/* RFC 8033 section 4.2: with the delay at the reference the controller holds the probability; with an
- * empty queue it decays by 2% per update. */
-TEST(pie_probability_decays_when_the_queue_empties)
+/* Linux pie_calculate_probability: a delay above 250 ms adds 2% per update even while the scaled
+ * controller step is tiny, and once the probability is 10% or more an update raises it by at most 2%
+ * (a 200 ms delay asks 0.125 x 0.185 = 2.3%). */
+TEST(pie_steps_by_two_percent_above_ten_percent_and_jumps_above_250ms)
 {
 	struct lq q;
-	double before;
+	double prev = 0;
+	int capped = 0;
 
 	setup(&q, LQ_PIE, false);
-	pie_run(&q, 2000 * MS, 40 * MS);
+	pie_run(&q, 300 * MS, 300 * MS);
+	CHECK_EQ(q.pie.drop_prob, 0);
+	pie_run(&q, 316 * MS, 300 * MS); /* one update with a 300 ms delay */
+	CHECK(q.pie.drop_prob >= 0.02 && q.pie.drop_prob < 0.021);
+	lq_free(&q);
+
+	setup(&q, LQ_PIE, false);
+	for (clock_ns = 0; clock_ns < 3000 * MS && q.pie.drop_prob < 1; clock_ns += MS) {
+		lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), clock_ns);
+		/* every packet leaves after exactly 200 ms, whatever early drops thinned out */
+		while (q.fifo.head && q.fifo.head->enq_ns + 200 * MS <= clock_ns)
+			lq_dequeue(&q, clock_ns);
+		if (q.pie.drop_prob != prev) {
+			if (prev >= 0.1 && q.pie.drop_prob < 1) {
+				CHECK_NEAR(q.pie.drop_prob - prev, LQ_PIE_MAX_STEP, 1e-9);
+				capped++;
+			}
+			prev = q.pie.drop_prob;
+		}
+	}
+	CHECK(capped >= 10);
+	lq_free(&q);
+}
+
+/* Linux: with no delay at two updates in a row the probability loses 1/64 per update (RFC 8033 says 2%).
+ * A 1 ns reference makes the controller's own step for zero delay negligible (alpha x 1 ns), so what is
+ * left is the decay alone: (63/64)^10 over ten updates. */
+TEST(pie_probability_decays_by_a_64th_per_update_once_the_queue_empties)
+{
+	struct lq q;
+	struct lq_params prm;
+	const char *err;
+	double before;
+
+	lq_defaults(&prm, LQ_PIE, FRAME_BYTES);
+	prm.target_ns = 1;
+	prm.limit_pkts = POOL_PKTS;
+	CHECK_EQ(lq_init(&q, &prm, on_drop, NULL, &err), 0);
+	pie_run(&q, 1000 * MS, 40 * MS);
 	while (q.backlog_pkts)
 		lq_dequeue(&q, clock_ns);
-	before = q.pie.drop_prob;
-	CHECK(before > 0);
-	clock_ns += 2 * LQ_PIE_TUPDATE_NS; /* one update sees the last delay fall to zero */
+	clock_ns +=
+		2 * LQ_PIE_TUPDATE_NS; /* two updates: the delay falls to zero, then so does the old one */
 	lq_dequeue(&q, clock_ns);
 	before = q.pie.drop_prob;
+	CHECK(before > 0.05);
 	clock_ns += 10 * LQ_PIE_TUPDATE_NS;
 	lq_dequeue(&q, clock_ns);
-	/* Each update: the controller's step for zero delay (-alpha x reference, scaled down by the
-	 * auto-tuning for the current probability), then the 2% decay. */
-	for (int k = 0; k < 10; k++) {
-		double step = -LQ_PIE_ALPHA * 0.015;
+	CHECK_NEAR(q.pie.drop_prob, before * pow(63.0 / 64, 10), 1e-6);
+	lq_free(&q);
+}
 
-		step /= before < 0.001 ? 32 : before < 0.01 ? 8 : before < 0.1 ? 2 : 1;
-		before = (before + step > 0 ? before + step : 0) * 0.98;
+/* A PIE held at probability 10% with the updates stopped: the state pie_drop_early reads. */
+static void pie_hold(struct lq *q, uint64_t qdelay_ns, uint64_t qdelay_old_ns)
+{
+	setup(q, LQ_PIE, false);
+	for (int i = 0; i < 3; i++) /* more than two MTUs queued */
+		lq_enqueue(q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), 0);
+	q->pie.next_update_ns = UINT64_MAX;
+	q->pie.burst_allowance_ns = 0;
+	q->pie.drop_prob = 0.1;
+	q->pie.qdelay_ns = qdelay_ns;
+	q->pie.qdelay_old_ns = qdelay_old_ns;
+}
+
+/* Linux pie_drop_early reads the current delay (RFC 8033's pseudocode reads qdelay_old) and
+ * derandomises (RFC 8033 section 5.1): at 10% no two drops are closer than 9 packets (the summed
+ * probability must reach 0.85) nor further apart than 86 (from 8.5 a drop is certain). */
+TEST(pie_drops_early_on_the_current_delay_with_derandomised_gaps)
+{
+	struct lq q;
+	int last = -1, min_gap = 1000, max_gap = 0;
+
+	pie_hold(&q, 0, 20 * MS); /* the delay fell below half the reference: no early drop */
+	for (clock_ns = 0; clock_ns < 500; clock_ns++)
+		lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), clock_ns);
+	CHECK_EQ(q.st.drop_aqm, 0);
+	lq_free(&q);
+
+	pie_hold(&q, 20 * MS, 0);
+	for (clock_ns = 0; clock_ns < 2000; clock_ns++) { /* the clock counts packets here */
+		int before = dropped;
+
+		lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), 0);
+		if (dropped == before)
+			continue;
+		if (last >= 0) {
+			min_gap = (int)clock_ns - last < min_gap ? (int)clock_ns - last : min_gap;
+			max_gap = (int)clock_ns - last > max_gap ? (int)clock_ns - last : max_gap;
+		}
+		last = (int)clock_ns;
 	}
-	CHECK_NEAR(q.pie.drop_prob, before, 1e-9);
+	CHECK(q.st.drop_aqm >= 20);
+	CHECK(min_gap >= 9);
+	CHECK(max_gap <= 86);
 	lq_free(&q);
 }
 
@@ -554,15 +676,27 @@ static uint32_t cake_queue_of(const struct lq *q, uint32_t hash)
 	return UINT32_MAX;
 }
 
-static void setup_cake(struct lq *q, uint32_t flows)
+static void setup_cake(struct lq *q, uint32_t flows, uint32_t limit_pkts)
 {
 	struct lq_params prm;
 	const char *err = NULL;
 
 	lq_defaults(&prm, LQ_CAKE, FRAME_BYTES);
-	prm.limit_pkts = POOL_PKTS;
+	prm.limit_pkts = limit_pkts;
 	prm.rate_bps = 100000000;
 	prm.flows = flows;
+	if (lq_init(q, &prm, on_drop, NULL, &err))
+		abort();
+}
+
+/* CAKE at @rate_bps with sch_cake's defaults otherwise (10240 packets, 1024 queues). */
+static void cake_at(struct lq *q, uint64_t rate_bps)
+{
+	struct lq_params prm;
+	const char *err = NULL;
+
+	lq_defaults(&prm, LQ_CAKE, FRAME_BYTES);
+	prm.rate_bps = rate_bps;
 	if (lq_init(q, &prm, on_drop, NULL, &err))
 		abort();
 }
@@ -582,54 +716,248 @@ TEST(cake_set_associative_hashing_separates_flows_of_one_slot)
 			b = c;
 	}
 	CHECK(b != NULL);
-	setup_cake(&q, 8); /* one set: every flow maps to it */
+	setup_cake(&q, 8, POOL_PKTS); /* one set: every flow maps to it */
 	lq_enqueue(&q, a, 0);
 	lq_enqueue(&q, b, 0);
 	CHECK_EQ(q.st.new_flows, 2);
 	CHECK_EQ(q.st.way_collisions, 0);
 	lq_free(&q);
 	/* Nine flows in a set of eight: the ninth collides. */
-	setup_cake(&q, 8);
+	setup_cake(&q, 8, POOL_PKTS);
 	for (uint16_t port = 1; port <= 9; port++)
 		lq_enqueue(&q, frame(FRAME_BYTES, port, LQ_ECN_NOT_ECT), 0);
 	CHECK_EQ(q.st.way_collisions, 1);
 	lq_free(&q);
 }
 
-/* COBALT's schedule starts when the sojourn passes target: the first drop an interval later, then at
- * interval/sqrt(count) (CoDel's second drop comes a whole interval after its first); when the queue
- * drains its count decays on schedule rather than resetting. */
-TEST(cake_cobalt_drops_without_codels_interval_of_grace_and_decays_its_count)
+/* sch_cake's cobalt_should_drop gives a fresh queue no interval of grace: its rec_inv_sqrt is 0, so the
+ * first late packet arms drop_next at once and the next one is dropped. Then drop_next moves by interval x
+ * sch_cake's invsqrt table (cobalt_cache_init: four Newton steps per count), whose entries for counts 2,
+ * 3 and 4 are 3035289760, 2479700455 and 2147483647 (/ 2^32: 0.70671, 0.57735, 0.5). */
+TEST(cake_cobalt_drops_with_no_interval_of_grace_on_sch_cakes_invsqrt_table)
 {
+	static const uint64_t rec_inv_sqrt[] = { 3035289760U, 2479700455U, 2147483647U };
 	struct lq q;
-	uint32_t idx, count;
-	struct lq_pkt *p;
+	struct lq_pkt *p = frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT);
+	struct lq_cobalt *cb;
+	uint64_t due = 10 * MS;
 
-	setup_cake(&q, 1024);
-	p = frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT);
+	setup_cake(&q, 1024, POOL_PKTS);
 	lq_enqueue(&q, p, 0);
-	idx = cake_queue_of(&q, p->hash);
-	CHECK(idx != UINT32_MAX);
+	cb = &q.flow[cake_queue_of(&q, p->hash)].cb;
 	for (int i = 0; i < 999; i++)
 		lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), 0);
-	/* First dequeue at 10 ms: over target, the schedule starts; the first drop is one interval later. */
-	for (clock_ns = 10 * MS; clock_ns <= 111 * MS; clock_ns += MS)
-		lq_dequeue(&q, clock_ns);
-	CHECK_EQ(dropped, 1);
-	CHECK_EQ(drop_times[0], 110 * MS);
-	for (; clock_ns <= 400 * MS; clock_ns += MS)
-		lq_dequeue(&q, clock_ns);
-	CHECK_EQ(drop_times[1], 181 * MS); /* 110 + 100/sqrt(2) */
-	CHECK_EQ(drop_times[2], 239 * MS); /* + 100/sqrt(3) */
-	count = q.flow[idx].cb.count;
+	for (clock_ns = 10 * MS; clock_ns <= 200 * MS; clock_ns += MS) {
+		int before = dropped;
 
-	CHECK(count >= 4);
-	while (q.backlog_pkts)
+		CHECK(lq_dequeue(&q, clock_ns) != NULL);
+		if (dropped == before)
+			continue;
+		CHECK_EQ(clock_ns, dropped == 1 ? 11 * MS : (due + MS - 1) / MS * MS);
+		if (dropped > 3)
+			break;
+		due += (uint64_t)((unsigned __int128)LQ_CODEL_INTERVAL_NS * rec_inv_sqrt[dropped - 1] >> 32);
+		CHECK_EQ(cb->drop_next_ns, due);
+	}
+	CHECK_EQ(dropped, 4);
+	lq_free(&q);
+}
+
+/* A queue whose count has decayed back to 0 (rec_inv_sqrt at table entry 0, ~1.0) that passed a packet
+ * within the last interval gets an interval of grace before its first drop; one idle for longer does
+ * not: cobalt_should_drop pulls a schedule found behind now up to now, so the next late packet goes. */
+TEST(cake_cobalt_grace_only_for_a_queue_active_within_the_interval)
+{
+	for (int idle = 0; idle < 2; idle++) {
+		struct lq q;
+		struct lq_pkt *p = frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT);
+		uint64_t start = idle ? 150 * MS : 2 * MS;
+
+		check_setup();
+		setup_cake(&q, 1024, POOL_PKTS);
+		lq_enqueue(&q, p, 0);
+		q.flow[cake_queue_of(&q, p->hash)].cb.rec_inv_sqrt = UINT32_MAX;
+		CHECK(lq_dequeue(&q, MS) == p); /* on time: drop_next becomes 1 ms + interval */
+		for (int i = 0; i < 300; i++)
+			lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), start);
+		for (clock_ns = start + 10 * MS; !dropped && clock_ns < start + 200 * MS; clock_ns += MS)
+			lq_dequeue(&q, clock_ns);
+		CHECK_EQ(drop_times[0], idle ? start + 11 * MS : start + 10 * MS + LQ_CODEL_INTERVAL_NS);
+		lq_free(&q);
+	}
+}
+
+/* A queue that empties with its count up is kept on the decaying list, and each dequeue (while other
+ * queues have packets: sch_cake does nothing with an empty qdisc) gives it a turn: its count goes down
+ * by exactly one each time drop_next passes, drop_next moving on by interval x invsqrt(new count), until
+ * the count is 0 and drop_next is past; then it leaves the lists. */
+TEST(cake_cobalt_count_decays_one_step_per_schedule_then_the_queue_rests)
+{
+	struct lq q;
+	struct lq_pkt *a = frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT);
+	uint32_t idx, count;
+	uint64_t due;
+	int steps = 0;
+
+	setup_cake(&q, 1024, POOL_PKTS);
+	lq_enqueue(&q, a, 0);
+	idx = cake_queue_of(&q, a->hash);
+	for (int i = 0; i < 299; i++)
+		lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), 0);
+	for (clock_ns = 10 * MS; q.flow[idx].q.pkts; clock_ns += MS)
 		lq_dequeue(&q, clock_ns);
-	lq_dequeue(&q, clock_ns);
-	/* Emptied: no longer dropping, the count still there and decaying one step per schedule. */
-	CHECK(!q.flow[idx].cb.dropping);
-	CHECK(q.flow[idx].cb.count >= count - 1 && q.flow[idx].cb.count > 0);
+	/* Another flow keeps the link busy: one small packet per dequeue. */
+	for (int i = 0; i < 2000; i++)
+		lq_enqueue(&q, frame(100, 2, LQ_ECN_NOT_ECT), clock_ns);
+	while (q.flow[idx].list == LQ_LIST_OLD) /* until a dequeue finds it empty: decaying */
+		lq_dequeue(&q, clock_ns);
+	CHECK_EQ(q.flow[idx].list, LQ_LIST_DECAYING);
+	count = q.flow[idx].cb.count;
+	CHECK(count >= 3);
+	due = q.flow[idx].cb.drop_next_ns;
+	for (; q.flow[idx].list == LQ_LIST_DECAYING && clock_ns < 3000 * MS; clock_ns += MS) {
+		uint32_t before = q.flow[idx].cb.count;
+
+		lq_dequeue(&q, clock_ns);
+		if (q.flow[idx].cb.count == before)
+			continue;
+		CHECK_EQ(q.flow[idx].cb.count, before - 1);
+		CHECK(clock_ns >= due && clock_ns < due + MS);
+		due = q.flow[idx].cb.drop_next_ns;
+		steps++;
+	}
+	CHECK_EQ(steps, count);
+	CHECK_EQ(q.flow[idx].list, LQ_LIST_NONE);
+	clock_ns -= MS; /* the dequeue that let it go */
+	CHECK(clock_ns >= due && clock_ns < due + MS);
+	lq_free(&q);
+}
+
+/* In egress mode (ours: the link is the shaper) sch_cake's target test does not grow with the bulk
+ * queues (cobalt_should_drop gets bulk_flow_count x 0): with 20 bulk queues at 50 Mbit/s a 7 ms sojourn
+ * is over the 5 ms target, though 2 x 20 MTU times would be 9.7 ms. */
+TEST(cake_target_does_not_grow_with_the_bulk_queues_in_egress_mode)
+{
+	struct lq q;
+
+	cake_at(&q, 50000000);
+	for (int i = 0; i < 40; i++)
+		for (uint16_t port = 1; port <= 20; port++)
+			lq_enqueue(&q, frame(FRAME_BYTES, port, LQ_ECN_NOT_ECT), 0);
+	for (int i = 0; i < 400; i++)
+		lq_dequeue(&q, 7 * MS);
+	CHECK(q.st.drop_aqm >= 20);
+	lq_free(&q);
+}
+
+/* sch_cake delivers a queue's last packet whatever COBALT decides (`|| !flow->head`), and BLUE drops a
+ * packet CoDel's side marked: three ECT packets of a queue with BLUE at certainty and CoDel's drop due:
+ * the first is marked and still dropped, the second dropped, the third delivered. */
+TEST(cake_blue_drops_marked_packets_but_never_a_queues_last)
+{
+	struct lq q;
+	struct lq_pkt *p[3];
+	struct lq_flow *f;
+
+	setup_cake(&q, 1024, POOL_PKTS);
+	for (int i = 0; i < 3; i++)
+		lq_enqueue(&q, p[i] = frame(FRAME_BYTES, 1, LQ_ECN_ECT0), 0);
+	f = &q.flow[cake_queue_of(&q, p[0]->hash)];
+	f->cb.p_drop = 1;
+	f->cb.count = 1;
+	f->cb.dropping = true;
+	CHECK(lq_dequeue(&q, 50 * MS) == p[2]);
+	CHECK_EQ(lq_ecn(p[0]), LQ_ECN_CE);
+	CHECK_EQ(q.st.drop_blue, 2);
+	CHECK_EQ(dropped, 2);
+	lq_free(&q);
+}
+
+/* A mark whose next due time is still behind now pulls drop_next up to now (cobalt_should_drop's
+ * `schedule > 0 && !drop`), so a stale schedule costs two marks, not one per packet until it catches up. */
+TEST(cake_a_mark_pulls_a_stale_schedule_up_to_now)
+{
+	struct lq q;
+	struct lq_flow *f;
+	struct lq_pkt *p = frame(FRAME_BYTES, 1, LQ_ECN_ECT0);
+
+	setup_cake(&q, 1024, POOL_PKTS);
+	lq_enqueue(&q, p, 0);
+	for (int i = 0; i < 9; i++)
+		lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_ECT0), 0);
+	f = &q.flow[cake_queue_of(&q, p->hash)];
+	f->cb.count = 4;
+	f->cb.dropping = true;
+	f->cb.drop_next_ns = 50 * MS;
+	for (int i = 0; i < 10; i++)
+		CHECK(lq_dequeue(&q, 1000 * MS) != NULL);
+	CHECK_EQ(q.st.mark_aqm, 2);
+	CHECK_EQ(dropped, 0);
+	lq_free(&q);
+}
+
+/* sch_cake's flow chain: an emptied queue whose COBALT state is active (here only drop_next ahead: a
+ * packet passed within the interval) waits on the decaying list; a packet for it makes it new again, with
+ * a fresh quantum, so it is served ahead of a backlogged queue on the old list. */
+TEST(cake_a_returning_decaying_queue_is_new_again)
+{
+	struct lq q;
+	struct lq_pkt *a = frame(100, 1, LQ_ECN_NOT_ECT), *again;
+	uint32_t idx;
+
+	setup_cake(&q, 1024, POOL_PKTS);
+	lq_enqueue(&q, a, 0);
+	idx = cake_queue_of(&q, a->hash);
+	for (int i = 0; i < 100; i++)
+		lq_enqueue(&q, frame(FRAME_BYTES, 2, LQ_ECN_NOT_ECT), 0);
+	CHECK(lq_dequeue(&q, MS) == a);
+	for (int i = 0; i < 3; i++)
+		lq_dequeue(&q, MS); /* the bulk queue spends its quantum and goes to the old list */
+	CHECK_EQ(q.flow[idx].list, LQ_LIST_DECAYING);
+	CHECK_EQ(q.flow[idx].cb.count, 0);
+	CHECK(q.flow[idx].cb.p_drop == 0);
+	again = frame(100, 1, LQ_ECN_NOT_ECT);
+	lq_enqueue(&q, again, 2 * MS);
+	CHECK_EQ(q.flow[idx].list, LQ_LIST_NEW);
+	CHECK_EQ(q.flow[idx].deficit, q.prm.quantum);
+	CHECK(lq_dequeue(&q, 2 * MS) == again);
+	CHECK_EQ(q.st.new_flows, 3);
+	lq_free(&q);
+}
+
+/* sch_cake's buffer: max(4 x rate x interval, 4 MiB) of truesize, at most the packet limit in MTU frames.
+ * At 50 Mbit/s 4 intervals are 2.5 MB, so 4 MiB holds 4194304 / (1514 + 576) = 2006 full frames; at
+ * 1 Gbit/s 50 MB is capped by 10240 MTU frames, 7418 of them. */
+TEST(cake_buffer_is_truesize_bytes_not_packets)
+{
+	struct lq q;
+
+	cake_at(&q, 50000000);
+	for (int i = 0; i < 3000; i++)
+		lq_enqueue(&q, frame(FRAME_BYTES, 1, LQ_ECN_NOT_ECT), 0);
+	CHECK_EQ(q.backlog_pkts, 2006);
+	CHECK_EQ(q.st.drop_overlimit, 994);
+	lq_free(&q);
+	cake_at(&q, 1000000000);
+	CHECK_EQ(q.cake_buffer_bytes, 10240ULL * FRAME_BYTES);
+	CHECK_EQ(lq_capacity_pkts(&q), 10240ULL * FRAME_BYTES / (60 + 576) + 1);
+	lq_free(&q);
+}
+
+/* sch_cake's cake_set_rate: at 1 Mbit/s one 1514-byte frame takes 12.1 ms, so target becomes 1.5 of that
+ * (18.2 ms) and interval grows by as much (113.2 ms); at 100 Mbit/s both stay 5 and 100 ms. */
+TEST(cake_raises_target_and_interval_at_low_rates)
+{
+	struct lq q;
+	uint64_t mtu_ns = FRAME_BYTES * 8ULL * 1000;
+
+	cake_at(&q, 1000000);
+	CHECK_EQ(q.prm.target_ns, mtu_ns * 3 / 2);
+	CHECK_EQ(q.prm.interval_ns, LQ_CODEL_INTERVAL_NS + mtu_ns * 3 / 2 - LQ_CODEL_TARGET_NS);
+	lq_free(&q);
+	setup_cake(&q, 1024, POOL_PKTS);
+	CHECK_EQ(q.prm.target_ns, LQ_CODEL_TARGET_NS);
+	CHECK_EQ(q.prm.interval_ns, LQ_CODEL_INTERVAL_NS);
 	lq_free(&q);
 }
 
@@ -668,8 +996,7 @@ TEST(cake_never_strands_a_backlog)
 	struct lq q;
 	uint64_t rng = 11;
 
-	setup_cake(&q, 64);
-	q.prm.limit_pkts = 200;
+	setup_cake(&q, 64, 200);
 	for (clock_ns = 0; clock_ns < 3000 * MS; clock_ns += MS / 4) {
 		rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
 		for (uint32_t i = 0; i < (rng >> 62); i++)

@@ -170,7 +170,8 @@ class Emulation:
         if b.jitter_ms:
             opts += ["--jitter-us", str(round(b.jitter_ms * 1000))]
         if b.gilbert_elliott:
-            opts += ["--ge", ",".join(f"{b.gilbert_elliott[k]:g}" for k in ("p", "r", "loss_good", "loss_bad"))]
+            # netem's gemodel order, in percent: p r 1-h (loss when bad) 1-k (loss when good)
+            opts += ["--ge", ",".join(f"{b.gilbert_elliott[k] * 100:g}%" for k in ("p", "r", "loss_bad", "loss_good"))]
         if self.link_log:
             opts += ["--log", str(self.link_log), "--log-interval-us",
                      str(max(100, round(1e6 / self.scenario.queue_sample_hz)))]
