@@ -792,10 +792,10 @@ BBR_INLINE void bbr3_pp_lost(struct bbr3_pp *pp, const struct bbr3_pp_sock *tp, 
  * `losses`, the ACK's count: the hooks were detached), so the ACK-time path judges as well. With
  * losses 0 (ssthresh, amid the ACK's callbacks) the counts are left for the ACK.
  */
-BBR_INLINE bool bbr3_pp_apply(struct sock *sk, struct bbr_core *b, struct bbr3 *s, u32 losses, bool *missed)
+BBR_INLINE bool bbr3_pp_apply(
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, struct bbr3_pp *pp, u32 losses, bool *missed)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	struct bbr3_pp *pp = bbr3_pp_state(sk);
 	bool cut;
 
 	*missed = !pp;
@@ -821,10 +821,10 @@ BBR_INLINE bool bbr3_pp_apply(struct sock *sk, struct bbr_core *b, struct bbr3 *
 /* The ACKed skb's record (the rate sample's skb ends at rs->last_end_seq): its flight at send, less
  * the packets after it for a split skb, and the losses since its last transmit.
  */
-BBR_INLINE void bbr3_pp_acked(struct sock *sk, const struct rate_sample *rs, struct bbr3_acked *acked)
+BBR_INLINE void bbr3_pp_acked(
+	struct sock *sk, struct bbr3_pp *pp, const struct rate_sample *rs, struct bbr3_acked *acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	struct bbr3_pp *pp = bbr3_pp_state(sk);
 	struct bbr3_tx *t;
 	u32 end, in_flight;
 
@@ -876,7 +876,7 @@ BBR_INLINE void bbr3_on_rto(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
 	if (!tp->lost_out)
 		return; /* nothing was marked */
 	if (s->pp_on)
-		bbr3_pp_apply(sk, b, s, 1, &missed);
+		bbr3_pp_apply(sk, b, s, bbr3_pp_state(sk), 1, &missed);
 	if (s->bw_probe_samples && missed && bbr3_loss_too_high(flight, lost))
 		bbr3_handle_inflight_too_high(sk, b, s, bbr3_inflight_hi_from_lost(flight, lost, 1),
 			bbr_max_u32(bbr_out_cwnd(sk, b), b->prior_cwnd), tp->app_limited);
@@ -1371,6 +1371,7 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 	struct bbr_core *b = bbr_core_of(sk);
 	struct bbr3 *s = bbr3_state(sk, true);
 	struct bbr3_acked acked;
+	struct bbr3_pp *pp = NULL;
 	u32 sample_bw = 0;
 	bool missed = true;
 
@@ -1384,10 +1385,13 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 	 */
 	acked.tx_in_flight = rs->prior_in_flight;
 	acked.lost = bbr3_lost_in_round(tp, s);
+	/* The flow's per-packet state, looked up once, only on the ACKs that need it. */
+	if (s->pp_on && (acked.lost || rs->losses > 0))
+		pp = bbr3_pp_state(sk);
 	if (acked.lost && s->pp_on)
-		bbr3_pp_acked(sk, rs, &acked);
+		bbr3_pp_acked(sk, pp, rs, &acked);
 	/* The per-packet path's decision, on the ACKs that marked skbs lost. */
-	if (rs->losses > 0 && !(s->pp_on && bbr3_pp_apply(sk, b, s, (u32)rs->losses, &missed)))
+	if (rs->losses > 0 && !(s->pp_on && bbr3_pp_apply(sk, b, s, pp, (u32)rs->losses, &missed)))
 		bbr3_on_losses(sk, b, s, rs, s->pp_on && !missed);
 
 	b->round_start = 0;
@@ -1440,7 +1444,7 @@ BBR_INLINE u32 bbr3_ssthresh(struct sock *sk)
 	bbr_save_cwnd(sk, b);
 	if (s) {
 		if (s->pp_on) /* v3 took it at the mark, before this */
-			bbr3_pp_apply(sk, b, s, 0, &missed);
+			bbr3_pp_apply(sk, b, s, bbr3_pp_state(sk), 0, &missed);
 		s->undo_bw_lo = s->bw_lo;
 		s->undo_inflight_lo = s->inflight_lo;
 		s->undo_inflight_hi = s->inflight_hi;
