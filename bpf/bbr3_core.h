@@ -199,17 +199,7 @@ struct bbr3 {
 		unused_b : 10;
 };
 
-struct bbr3_params params SEC(".data.params") = {
-	.loss_thresh_permille = BBR3_LOSS_THRESH_DEF,
-	.beta_permille = BBR3_BETA_DEF,
-	.headroom_permille = BBR3_HEADROOM_DEF,
-	.ecn = BBR3_ECN_DEF,
-	.ecn_thresh_permille = BBR3_ECN_THRESH_DEF,
-	.ecn_max_rtt_us = BBR3_ECN_MAX_RTT_DEF,
-	.probe_rtt_interval_ms = BBR3_PROBE_RTT_INTERVAL_DEF,
-	.probe_wait_base_ms = BBR3_PROBE_WAIT_BASE_DEF,
-	.probe_wait_rand_ms = BBR3_PROBE_WAIT_RAND_DEF,
-};
+struct bbr3_params params SEC(".data.params") = BBRKIT_PARAMS_DEFAULTS(BBR3_PARAMS);
 
 /* Rule hooks each algorithm file defines. */
 /* The plateau estimator, every ACK: sets b->full_bw_reached in STARTUP, s->full_bw_now for UP. */

@@ -34,12 +34,7 @@
  */
 #include "bbr_core.h"
 
-struct bbr_acd_params params SEC(".data.params") = {
-	.tolerance_us = BBR_ACD_TOLERANCE_DEF,
-	.rtt_factor_permille = BBR_ACD_RTT_FACTOR_DEF,
-	.steady_acks = BBR_ACD_STEADY_ACKS_DEF,
-	.halve_once = BBR_ACD_HALVE_ONCE_DEF,
-};
+struct bbr_acd_params params SEC(".data.params") = BBRKIT_PARAMS_DEFAULTS(BBR_ACD_PARAMS);
 
 struct acd_state {
 	u32 last_rtt_us; /* previous RTT sample */

@@ -23,11 +23,7 @@
  */
 #include "bbr_core.h"
 
-struct bbr_rttgain_params params SEC(".data.params") = {
-	.alpha_permille = BBR_RTTGAIN_ALPHA_DEF,
-	.probe_exit_permille = BBR_RTTGAIN_PROBE_EXIT_DEF,
-	.gain_floor_permille = BBR_RTTGAIN_GAIN_FLOOR_DEF,
-};
+struct bbr_rttgain_params params SEC(".data.params") = BBRKIT_PARAMS_DEFAULTS(BBR_RTTGAIN_PARAMS);
 
 struct rttgain_state {
 	u32 cruise_gain; /* BBR_UNIT, last RTT-based gain */

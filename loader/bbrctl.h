@@ -29,7 +29,7 @@ struct param_desc {
 	size_t offset;
 	enum param_kind kind;
 	const char *unit;
-	__u32 def, min, max; /* stored values, include/bbrkit.h; outside [min, max] acts as def */
+	__u32 def, min, max; /* stored values, include/bbrkit_params.h; outside [min, max] acts as def */
 	const char *help;
 	__u32 usual_min, usual_max; /* `show` warns outside this band; 0, 0: no band */
 };
@@ -323,6 +323,8 @@ void help_params(FILE *out);
  * unit, default, min, max, usual_min, usual_max, help): list and show write the same keys.
  */
 void param_json(struct json *j, const struct param_desc *p);
+/* params.c: the parameter table of docs/reference.md, in markdown. */
+void params_markdown(FILE *out);
 /* features.c: 0 when the kernel can swap a struct_ops link's map (bpf_link_update), or -errno. */
 int kernel_link_update(void);
 

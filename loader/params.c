@@ -148,7 +148,7 @@ static void show_features(const struct algo *a)
 	printf("\nattached with: %s\n", features);
 }
 
-/* What a flow acts on: the rule of the BPF side (include/bbrkit.h). */
+/* What a flow acts on: the rule of the BPF side (bbrkit_param(), include/bbrkit_params.h). */
 static __u32 effective_value(const struct param_desc *p, __u32 raw)
 {
 	return bbrkit_param(raw, p->min, p->max, p->def);
@@ -429,6 +429,53 @@ void help_params(FILE *out)
 			snprintf(range, sizeof(range), "%s..%s", lo, hi);
 			fprintf(out, "  %-12s %-13s %-9s %-6s %-12s %s\n", a->name, p->name, p->unit, d,
 				range, p->help);
+		}
+	}
+}
+
+/* Text in a markdown table cell, whose column separator is '|'. */
+static void markdown_cell(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '|')
+			fputc('\\', out);
+		fputc(*s, out);
+	}
+}
+
+/* docs/reference.md's parameter table (bbrctl-gen params-table): algorithms that share a table
+ * (bbr2, bbr3) share its rows.
+ */
+void params_markdown(FILE *out)
+{
+	char d[VALUE_TEXT], lo[VALUE_TEXT], hi[VALUE_TEXT];
+
+	fprintf(out,
+		"| algorithm | key | map field | unit | default | range | meaning |\n"
+		"|---|---|---|---|---|---|---|\n");
+	for (size_t i = 0; i < nalgos; i++) {
+		const struct algo *a = algo_at(i);
+		char names[128] = "";
+		bool first = true;
+
+		for (size_t k = 0; k < i && first; k++)
+			first = algo_at(k)->params != a->params;
+		if (!a->nparams || !first)
+			continue;
+		for (size_t k = i; k < nalgos; k++)
+			if (algo_at(k)->params == a->params)
+				snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+					names[0] ? ", " : "", algo_at(k)->name);
+		for (size_t j = 0; j < a->nparams; j++) {
+			const struct param_desc *p = &a->params[j];
+
+			format_value(d, p, p->def);
+			format_value(lo, p, p->min);
+			format_value(hi, p, p->max);
+			fprintf(out, "| %s | `%s` | `%s` | %s | %s | %s .. %s | ", names, p->name, p->field,
+				p->unit, d, lo, hi);
+			markdown_cell(out, p->help);
+			fputs(" |\n", out);
 		}
 	}
 }

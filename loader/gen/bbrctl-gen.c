@@ -3,6 +3,7 @@
  * with (commands, algorithms, parameters, record keys), so that neither can drift from the program.
  *   bbrctl-gen man          roff for bbrctl(8)
  *   bbrctl-gen completion   a bash completion script
+ *   bbrctl-gen params-table the parameter table of docs/reference.md (markdown)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,6 +186,10 @@ int main(int argc, char **argv)
 		completion(stdout);
 		return EXIT_SUCCESS;
 	}
-	fprintf(stderr, "usage: bbrctl-gen man|completion\n");
+	if (argc == 2 && !strcmp(argv[1], "params-table")) {
+		params_markdown(stdout);
+		return EXIT_SUCCESS;
+	}
+	fprintf(stderr, "usage: bbrctl-gen man|completion|params-table\n");
 	return EXIT_FAILURE;
 }

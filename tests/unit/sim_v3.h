@@ -9,17 +9,7 @@
 #define BW sim_bw(PKTS, SIM_RTT_US)
 #define ACKS_PER_ROUND 10
 
-static const struct bbr3_params defaults = {
-	BBR3_LOSS_THRESH_DEF,
-	BBR3_BETA_DEF,
-	BBR3_HEADROOM_DEF,
-	BBR3_ECN_DEF,
-	BBR3_ECN_THRESH_DEF,
-	BBR3_ECN_MAX_RTT_DEF,
-	BBR3_PROBE_RTT_INTERVAL_DEF,
-	BBR3_PROBE_WAIT_BASE_DEF,
-	BBR3_PROBE_WAIT_RAND_DEF,
-};
+static const struct bbr3_params defaults = BBRKIT_PARAMS_DEFAULTS(BBR3_PARAMS);
 
 static __attribute__((unused)) struct bbr3 *st(void)
 {

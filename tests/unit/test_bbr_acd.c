@@ -8,8 +8,7 @@
 
 static void converged(void)
 {
-	params = (struct bbr_acd_params){ BBR_ACD_TOLERANCE_DEF, BBR_ACD_RTT_FACTOR_DEF,
-		BBR_ACD_STEADY_ACKS_DEF, BBR_ACD_HALVE_ONCE_DEF };
+	params = (struct bbr_acd_params)BBRKIT_PARAMS_DEFAULTS(BBR_ACD_PARAMS);
 	sim_set_probe_bw(BW, MIN_RTT_US, 3);
 }
 

@@ -9,8 +9,7 @@
 /* A converged flow in a cruise phase whose clock is far from its end, with default parameters. */
 static void cruise(void)
 {
-	params = (struct bbr_rttgain_params){ BBR_RTTGAIN_ALPHA_DEF, BBR_RTTGAIN_PROBE_EXIT_DEF,
-		BBR_RTTGAIN_GAIN_FLOOR_DEF };
+	params = (struct bbr_rttgain_params)BBRKIT_PARAMS_DEFAULTS(BBR_RTTGAIN_PARAMS);
 	sim_set_probe_bw(BW, MIN_RTT_US, 3);
 }
 
