@@ -14,49 +14,77 @@
 
 /* Options every subcommand takes. */
 static const struct cli_opt common_opts[] = {
-	{ "verbose", 'v', NULL, "show libbpf's log (and the verifier's) on stderr", 0, NULL },
-	{ "help", 'h', NULL, "print this help", 0, NULL },
+	{ .name = "verbose", .short_name = 'v', .help = "show libbpf's log (and the verifier's) on stderr" },
+	{ .name = "help", .short_name = 'h', .help = "print this help" },
 };
 
 #define OPT_AT(field) offsetof(struct cmd_opts, field)
 
 static const struct cli_opt json_opt[] = {
-	{ "json", 'j', NULL, "print one JSON document instead of a table (failing: {\"error\", ...})",
-		OPT_AT(json), NULL },
+	{ .name = "json",
+		.short_name = 'j',
+		.help = "print one JSON document instead of a table (failing: {\"error\", ...})",
+		.offset = OPT_AT(json) },
 	{},
 };
 
 static const char *const trace_formats[] = { "jsonl", "csv", NULL };
 
 static const struct cli_opt trace_opts[] = {
-	{ "out", 'o', "FILE", "write records to FILE instead of stdout", OPT_AT(out), NULL },
-	{ "format", 'f', "FORMAT", "jsonl (default) or csv", OPT_AT(format), trace_formats },
+	{ .name = "out",
+		.short_name = 'o',
+		.metavar = "FILE",
+		.help = "write records to FILE instead of stdout",
+		.offset = OPT_AT(out) },
+	{ .name = "format",
+		.short_name = 'f',
+		.metavar = "FORMAT",
+		.help = "jsonl (default) or csv",
+		.offset = OPT_AT(format),
+		.choices = trace_formats },
 	{},
 };
 
 static const struct cli_opt upgrade_opts[] = {
-	{ "object", 'o', "FILE", "the build to swap in (default: the one built into bbrctl)", OPT_AT(object),
-		NULL },
+	{ .name = "object",
+		.short_name = 'o',
+		.metavar = "FILE",
+		.help = "the build to swap in (default: the one built into bbrctl)",
+		.offset = OPT_AT(object) },
 	{},
 };
 
 static const struct cli_opt export_opts[] = {
-	{ "listen", 'l', "ADDR", "serve /metrics on ADDR (HOST:PORT, [V6]:PORT; default 127.0.0.1:9563)",
-		OPT_AT(listen), NULL },
-	{ "flows", 'F', "N", "also export per-flow series, at most N flows (default 0: none)",
-		OPT_AT(flow_limit), NULL },
-	{ "stall-rtts", 's', "N",
-		"a flow with data in flight and no delivery for N smoothed RTTs is stalled "
-		"(default 4)",
-		OPT_AT(stall_rtts), NULL },
+	{ .name = "listen",
+		.short_name = 'l',
+		.metavar = "ADDR",
+		.help = "serve /metrics on ADDR (HOST:PORT, [V6]:PORT; default 127.0.0.1:9563)",
+		.offset = OPT_AT(listen) },
+	{ .name = "flows",
+		.short_name = 'F',
+		.metavar = "N",
+		.help = "also export per-flow series, at most N flows (default 0: none)",
+		.offset = OPT_AT(flow_limit) },
+	{ .name = "stall-rtts",
+		.short_name = 's',
+		.metavar = "N",
+		.help = "a flow with data in flight and no delivery for N smoothed RTTs is stalled "
+			"(default 4)",
+		.offset = OPT_AT(stall_rtts) },
 	{},
 };
 
 /* Left as written: each help text keeps one source line per printed line, as --help shows it. */
 /* clang-format off */
 const struct cli_command cli_commands[] = {
-	{ "list", cmd_list, "algorithms of this package, which are attached, the kernel's list", "", 0, 0,
-	  json_opt,
+	{ .name = "list",
+	  .run = cmd_list,
+	  .summary = "algorithms of this package, which are attached, the kernel's list",
+	  .args = "",
+	  .min_args = 0,
+	  .max_args = 0,
+	  .opts = json_opt,
+	  .doc =
 	  "Print bbrkit's algorithms, whether each is attached (registered through its pinned link) and its\n"
 	  "parameters, then the kernel's available congestion controls (" BBRCTL_AVAILABLE_CC ").\n"
 	  "FEATURES says what an attachment has besides the registration: the params map, trace's ring\n"
@@ -66,31 +94,55 @@ const struct cli_command cli_commands[] = {
 	  "JSON: {\"algorithms\": [{\"name\", \"attached\" (null: only root can tell), \"registered\",\n"
 	  "\"params\": [{\"name\", \"field\", \"kind\" (ratio, uint, bool), \"unit\", \"default\", \"min\",\n"
 	  "\"max\", \"usual_min\", \"usual_max\" (null: no band), \"help\"}], \"pin_dir\", \"features\"\n"
-	  "(attached only: {\"params\", \"trace\", \"flows\"})}], \"kernel_available\": [...]}\n",
-	  NULL, false },
-	{ "attach", cmd_attach, "register an algorithm (stays after bbrctl exits)", "ALGO", 1, 1, NULL,
+	  "(attached only: {\"params\", \"trace\", \"flows\"})}], \"kernel_available\": [...]}\n" },
+	{ .name = "attach",
+	  .run = cmd_attach,
+	  .summary = "register an algorithm (stays after bbrctl exits)",
+	  .args = "ALGO",
+	  .min_args = 1,
+	  .max_args = 1,
+	  .doc =
 	  "Load ALGO, register it as a TCP congestion control and pin it under " BBRKIT_PIN_ROOT "/ALGO so\n"
 	  "that it stays registered after bbrctl exits. Mounts bpffs at /sys/fs/bpf when missing.\n"
 	  "Attaching an attached algorithm changes nothing. Optional pieces the kernel refuses (trace,\n"
 	  "flow ids, the flows iterators) are a warning each, not a failure.\n",
-	  NULL, true },
-	{ "detach", cmd_detach, "unregister an algorithm and remove its pins", "ALGO", 1, 1, NULL,
+	  .takes_algo = true },
+	{ .name = "detach",
+	  .run = cmd_detach,
+	  .summary = "unregister an algorithm and remove its pins",
+	  .args = "ALGO",
+	  .min_args = 1,
+	  .max_args = 1,
+	  .doc =
 	  "Unregister ALGO and remove its pins. Connections already using it keep it until they close\n"
 	  "(the kernel holds a reference per socket); new ones can no longer select it. Its flows no\n"
 	  "longer show in `bbrctl flows` or `trace`. Refused while a network namespace has ALGO as its\n"
 	  "default congestion control: that default would keep handing the unregistered ALGO to new\n"
 	  "connections.\n",
-	  NULL, true },
-	{ "upgrade", cmd_upgrade, "swap another build into an attached algorithm's registration", "ALGO", 1, 1,
-	  upgrade_opts,
+	  .takes_algo = true },
+	{ .name = "upgrade",
+	  .run = cmd_upgrade,
+	  .summary = "swap another build into an attached algorithm's registration",
+	  .args = "ALGO",
+	  .min_args = 1,
+	  .max_args = 1,
+	  .opts = upgrade_opts,
+	  .doc =
 	  "Swap another build of ALGO into its registration through the pinned struct_ops link\n"
 	  "(bpf_link_update): new connections get the new version, running ones keep the one they\n"
 	  "started with, and the name never leaves the kernel's list. The new object shares the attached\n"
 	  "one's params map (values carry over), trace maps and flow storage. Refused where the kernel\n"
 	  "cannot update struct_ops links (bbrctl features: link-update; BBRCTL_DISABLE=link-update\n"
 	  "acts as if it could not).\n",
-	  NULL, true },
-	{ "show", cmd_show, "print an algorithm's parameters", "ALGO", 1, 1, json_opt,
+	  .takes_algo = true },
+	{ .name = "show",
+	  .run = cmd_show,
+	  .summary = "print an algorithm's parameters",
+	  .args = "ALGO",
+	  .min_args = 1,
+	  .max_args = 1,
+	  .opts = json_opt,
+	  .doc =
 	  "Print ALGO's parameters: the value flows act on, unit, default and allowed range.\n"
 	  "A stored value outside the range (a raw write, e.g. with bpftool) acts as the default; a\n"
 	  "warning names the raw value. Values in range but far from the paper's get a warning too\n"
@@ -99,27 +151,54 @@ const struct cli_command cli_commands[] = {
 	  "attached \"value\" (acted on), \"raw\" (stored), \"status\" (ok, out-of-range, unusual),\n"
 	  "\"note\"}]}; ratios are plain numbers (0.75). For a detached ALGO, --json needs no root and\n"
 	  "describes the parameters from the tables compiled into bbrctl.\n",
-	  help_params, true },
-	{ "set", cmd_set, "change an algorithm's parameters", "ALGO KEY=VALUE...", 2, CLI_MANY, NULL,
+	  .extra_help = help_params,
+	  .takes_algo = true },
+	{ .name = "set",
+	  .run = cmd_set,
+	  .summary = "change an algorithm's parameters",
+	  .args = "ALGO KEY=VALUE...",
+	  .min_args = 2,
+	  .max_args = CLI_MANY,
+	  .doc =
 	  "Set ALGO's parameters in its pinned params map, in human units (e.g. bbrctl set bbr_rttgain\n"
 	  "alpha=0.75 probe_exit=1.25). All keys are checked first and written together in one map\n"
 	  "update, or none is. Running flows use the new values from their next ACK. Values far from\n"
 	  "the paper's are written with a warning.\n",
-	  help_params, true },
-	{ "flows", cmd_flows, "print the live flows of attached algorithms", "[ALGO...]", 0, CLI_MANY, json_opt,
+	  .extra_help = help_params,
+	  .takes_algo = true },
+	{ .name = "flows",
+	  .run = cmd_flows,
+	  .summary = "print the live flows of attached algorithms",
+	  .args = "[ALGO...]",
+	  .min_args = 0,
+	  .max_args = CLI_MANY,
+	  .opts = json_opt,
+	  .doc =
 	  "Print the live flows (all network namespaces) of the named attached algorithms, or of all\n"
 	  "attached ones. The table shows gains as multiples, rates in Mbit/s, RTTs in ms, cwnd and\n"
 	  "inflight in packets; VARIANT is the variant's own state. JSON: {\"flows\": [...]}, each flow\n"
 	  "with the record keys below.\n",
-	  record_keys_help, false },
-	{ "trace", cmd_trace, "record per-flow state over time (JSON lines or CSV)", "[ALGO...]", 0, CLI_MANY,
-	  trace_opts,
+	  .extra_help = record_keys_help },
+	{ .name = "trace",
+	  .run = cmd_trace,
+	  .summary = "record per-flow state over time (JSON lines or CSV)",
+	  .args = "[ALGO...]",
+	  .min_args = 0,
+	  .max_args = CLI_MANY,
+	  .opts = trace_opts,
+	  .doc =
 	  "Record the per-flow state of the named attached algorithms (all attached ones by default), one\n"
 	  "record per flow per round trip and on every mode change, until SIGINT or SIGTERM. Output: JSON\n"
 	  "lines (default) or CSV with a header. One trace at a time may read an algorithm.\n",
-	  record_keys_help, false },
-	{ "policy", cmd_policy, "choose each new connection's algorithm by rules", "VERB [RULE] [KEY=VALUE...]",
-	  1, CLI_MANY, json_opt,
+	  .extra_help = record_keys_help },
+	{ .name = "policy",
+	  .run = cmd_policy,
+	  .summary = "choose each new connection's algorithm by rules",
+	  .args = "VERB [RULE] [KEY=VALUE...]",
+	  .min_args = 1,
+	  .max_args = CLI_MANY,
+	  .opts = json_opt,
+	  .doc =
 	  "Rules choose the congestion control of new TCP connections, both accepted and opened, when\n"
 	  "they are established (before the algorithm's init, so it runs the whole connection):\n"
 	  "  add RULE KEY=VALUE...  add a rule (replace=yes changes an existing one)\n"
@@ -136,29 +215,46 @@ const struct cli_command cli_commands[] = {
 	  "is mounted, bbrctl mounts one at /run/bbrkit/cgroup2 and unmounts it with the last rule.\n"
 	  "JSON (list, show): {\"attached\", \"cgroup2\", \"rules\": [{\"name\", \"slot\", \"priority\",\n"
 	  "\"cgroup\", \"lport\", \"rport\", \"dst\", \"fallback\", \"holdback\", \"arms\": [{\"algo\",\n"
-	  "\"weight\" (percent), \"connections\", \"fallbacks\"}]}]}\n",
-	  NULL, false },
-	{ "export", cmd_export, "serve Prometheus metrics of algorithms and policy arms", "", 0, 0, export_opts,
+	  "\"weight\" (percent), \"connections\", \"fallbacks\"}]}]}\n" },
+	{ .name = "export",
+	  .run = cmd_export,
+	  .summary = "serve Prometheus metrics of algorithms and policy arms",
+	  .args = "",
+	  .min_args = 0,
+	  .max_args = 0,
+	  .opts = export_opts,
+	  .doc =
 	  "Serve the Prometheus text format at http://ADDR/metrics until SIGINT or SIGTERM: per\n"
 	  "attached algorithm (bbrkit_algo_*) and per policy arm (bbrkit_policy_*), read on each scrape\n"
 	  "from the flows iterators and the policy's maps; per flow (bbrkit_flow_*) only with --flows.\n"
-	  "The metric list is in docs/operations.md.\n",
-	  NULL, false },
-	{ "ss", cmd_ss, "sockets: the kernel's TCP state joined with the algorithm's own", "", 0, 0, json_opt,
+	  "The metric list is in docs/operations.md.\n" },
+	{ .name = "ss",
+	  .run = cmd_ss,
+	  .summary = "sockets: the kernel's TCP state joined with the algorithm's own",
+	  .args = "",
+	  .min_args = 0,
+	  .max_args = 0,
+	  .opts = json_opt,
+	  .doc =
 	  "One line per connected TCP socket in every network namespace, like ss -ti: the kernel's\n"
 	  "state (the fields tcp_info reports, read from struct tcp_sock), the policy rule and arm that\n"
 	  "chose its algorithm, and for bbrkit's algorithms their own state (mode, gains, bandwidth).\n"
 	  "JSON: {\"sockets\": [{\"netns\", \"saddr\", \"sport\", \"daddr\", \"dport\", \"algo\",\n"
 	  "\"rule\", \"arm\", \"srtt_us\", \"min_rtt_us\", \"cwnd\", \"delivery_rate_bps\",\n"
 	  "\"bytes_acked\", \"retrans\", \"lost\", \"delivered_ce\", \"state\" (null: not bbrkit's,\n"
-	  "else the record keys of bbrctl flows)}]}\n",
-	  NULL, false },
-	{ "features", cmd_features, "what this kernel allows bbrkit to do", "", 0, 0, json_opt,
+	  "else the record keys of bbrctl flows)}]}\n" },
+	{ .name = "features",
+	  .run = cmd_features,
+	  .summary = "what this kernel allows bbrkit to do",
+	  .args = "",
+	  .min_args = 0,
+	  .max_args = 0,
+	  .opts = json_opt,
+	  .doc =
 	  "Probe each kernel capability bbrkit uses and print one line per capability: yes, or no with\n"
 	  "the reason. Probes load small BPF programs and bbrkit's own struct_ops programs without\n"
 	  "registering anything; nothing is changed. Only the first two are needed to attach.\n"
-	  "JSON: {\"features\": [{\"key\", \"what\", \"available\", \"reason\", \"note\"}]}\n",
-	  NULL, false },
+	  "JSON: {\"features\": [{\"key\", \"what\", \"available\", \"reason\", \"note\"}]}\n" },
 	{},
 };
 /* clang-format on */
