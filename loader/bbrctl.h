@@ -70,6 +70,13 @@ extern const size_t nalgos;
 void algos_init(void);
 const struct algo *algo_at(size_t i);
 const struct algo *algo_find(const char *name);
+/* algo_find(), or NULL after a usage error that lists the known names. */
+const struct algo *find_algo_or_fail(const char *name);
+/* The algorithms named in argv, or all attached ones when none is named (see algos.c). */
+int select_algos(int argc, char **argv, const struct algo **out, size_t *n);
+/* a's BPF object, opened (not loaded) under a's name; NULL with errno set. */
+struct bpf_object;
+struct bpf_object *open_algo(const struct algo *a);
 
 /* util.c: "bbrctl: <context>: message[: strerror]" on stderr. */
 extern bool verbose;
@@ -92,8 +99,12 @@ void libbpf_log_setup(void);
 void libbpf_log_reset(void);
 const char *libbpf_failed_prog(void);
 const char *libbpf_last_message(void);
+/* What a failed program load means (prog: libbpf_failed_prog(), or NULL), as one line of text. */
+void describe_load_failure(int err, const char *prog, const char *sec, char *buf, size_t size);
+/* EXIT_FAILURE after a one-line error unless bbrctl runs as root. */
+int check_root(void);
 
-/* state.c: pins, registration and feature checks, what an attachment has */
+/* state.c: what is attached: pins, registration, what an attachment has */
 int pin_path(char *buf, const char *algo, const char *name);
 bool algo_attached(const struct algo *a);
 /* 1 attached, 0 detached, -EACCES where only root can tell (bpffs is root's and the name is
@@ -102,9 +113,6 @@ bool algo_attached(const struct algo *a);
 int attached_state(const struct algo *a);
 bool kernel_has_cc(const char *name);
 int read_available_cc(char *buf, size_t size);
-int check_root(void);
-const struct algo *find_algo_or_fail(const char *name);
-int select_algos(int argc, char **argv, const struct algo **out, size_t *n);
 int open_pinned(const struct algo *a, const char *name, int flags);
 /* What an attachment has, from its pins. flows: "map-iterator", "iter-tcp" or NULL. */
 struct attachment {
@@ -180,14 +188,16 @@ struct flows_iter {
  * link-update does the same for upgrade.
  */
 bool feature_disabled(const char *key);
-/* a's BPF object, opened (not loaded) under a's name; NULL with errno set. */
-struct bpf_object *open_algo(const struct algo *a);
 int probe_map_type(enum bpf_map_type type);
+/* Readies obj for what have lacks (its maps become stand-ins) and sets the object's feature flags:
+ * 0, or negative errno with the map at fault in *map.
+ */
+int apply_features(struct bpf_object *obj, const struct bbrkit_features *have, const char **map);
+/* Probes the kernel (and BBRCTL_DISABLE) for the optional maps, warns about each missing one and
+ * applies the result: EXIT_FAILURE after a one-line error.
+ */
 int prepare_optional_maps(struct bpf_object *obj, struct bbrkit_features *have);
 void skip_optional_programs(struct bpf_object *obj);
-/* Loads a's struct_ops programs without registering (trace off; sk_storage as asked): 0 or -errno. */
-int probe_cc_load(const struct algo *a, bool storage);
-void describe_load_failure(int err, const char *prog, const char *sec, char *buf, size_t size);
 int load_flows_iterator(const struct algo *a, struct bpf_object *main, const struct bbrkit_features *have,
 	struct flows_iter *out);
 void flows_iter_release(struct flows_iter *it);
@@ -222,13 +232,12 @@ struct loaded {
 /* Root, kernel BTF, struct_ops for TCP, bpffs (mounted when missing): each with what is missing. */
 int check_kernel(void);
 /* Opens the object at path (NULL: the one built in), checks its ABI version, readies the optional
- * pieces and, with share, the attached instance's maps (share_maps), and loads it. What it made is
+ * pieces and, with share (upgrade), reuses the attached instance's params, trace maps and flow
+ * storage, and loads it. What it made is
  * in *l, for loaded_release() also after a failure.
  */
 int load_algo(const struct algo *a, const char *path, bool share, struct loaded *l);
 void loaded_release(struct loaded *l);
-/* upgrade.c: the new object reuses the attached instance's params, trace maps and flow storage. */
-int share_maps(const struct algo *a, struct bpf_object *obj);
 
 /* pins.c: the pin directories under BBRKIT_PIN_ROOT and their lock. */
 #define BPFFS_DIR "/sys/fs/bpf"

@@ -41,6 +41,26 @@ static int btf_has(struct btf *btf, const char *name, __u32 kind)
 	return btf__find_by_name_kind(btf, name, kind) < 0 ? -EOPNOTSUPP : 0;
 }
 
+/* Loads a's struct_ops programs without registering (trace off; sk_storage as asked): 0 or -errno. */
+static int probe_cc_load(const struct algo *a, bool storage)
+{
+	struct bbrkit_features have = { .storage = storage };
+	struct bpf_object *obj = open_algo(a);
+	const char *map;
+	int err;
+
+	if (!obj)
+		return -errno;
+	skip_optional_programs(obj);
+	err = apply_features(obj, &have, &map);
+	if (!err) {
+		libbpf_log_reset();
+		err = bpf_object__load(obj);
+	}
+	bpf_object__close(obj);
+	return err;
+}
+
 static int probe_struct_ops_tcp(struct btf *btf, char *note, size_t size)
 {
 	int err = btf_has(btf, "bpf_struct_ops_tcp_congestion_ops", BTF_KIND_STRUCT);

@@ -60,47 +60,30 @@ static int stand_in(struct bpf_object *obj, const char *name)
 	return bpf_map__value_size(m) ? 0 : bpf_map__set_value_size(m, sizeof(__u32));
 }
 
-struct bpf_object *open_algo(const struct algo *a)
-{
-	LIBBPF_OPTS(bpf_object_open_opts, open_opts, .object_name = a->name);
-	size_t size;
-	const void *bytes = a->elf_bytes(&size);
-
-	return bpf_object__open_mem(bytes, size, &open_opts);
-}
-
-int probe_cc_load(const struct algo *a, bool storage)
-{
-	struct bbrkit_features have = { .storage = storage };
-	struct bpf_object *obj = open_algo(a);
-	struct bpf_map *m;
-	int err;
-
-	if (!obj)
-		return -errno;
-	skip_optional_programs(obj);
-	m = bpf_object__find_map_by_name(obj, FEATURES_MAP);
-	err = m ? bpf_map__set_initial_value(m, &have, sizeof(have)) : -ENOENT;
-	if (!err)
-		err = stand_in(obj, "events");
-	if (!err && !storage)
-		err = stand_in(obj, "flow_storage");
-	if (!err) {
-		libbpf_log_reset();
-		err = bpf_object__load(obj);
-	}
-	bpf_object__close(obj);
-	return err;
-}
-
 static void warn_missing(const char *piece, const char *why, int err)
 {
 	warn(err, "%s unavailable (%s); the congestion control works without it", piece, why);
 }
 
-int prepare_optional_maps(struct bpf_object *obj, struct bbrkit_features *have)
+int apply_features(struct bpf_object *obj, const struct bbrkit_features *have, const char **map)
 {
 	struct bpf_map *m = bpf_object__find_map_by_name(obj, FEATURES_MAP);
+
+	*map = "events";
+	if (!have->trace && stand_in(obj, *map))
+		return -EINVAL;
+	*map = "flow_storage";
+	if (!have->storage && stand_in(obj, *map))
+		return -EINVAL;
+	*map = FEATURES_MAP;
+	if (!m || bpf_map__set_initial_value(m, have, sizeof(*have)))
+		return -ENOENT;
+	return 0;
+}
+
+int prepare_optional_maps(struct bpf_object *obj, struct bbrkit_features *have)
+{
+	const char *map;
 	int err;
 
 	*have = (struct bbrkit_features){ .trace = 1, .storage = 1 };
@@ -111,8 +94,6 @@ int prepare_optional_maps(struct bpf_object *obj, struct bbrkit_features *have)
 						  : "the kernel has no BPF ring buffers",
 			feature_disabled("trace") ? 0 : err);
 		have->trace = 0;
-		if (stand_in(obj, "events"))
-			return fail(0, "cannot replace the BPF object's map 'events'");
 	}
 	err = feature_disabled("storage") ? -EPERM : probe_map_type(BPF_MAP_TYPE_SK_STORAGE);
 	if (err < 0) {
@@ -121,11 +102,9 @@ int prepare_optional_maps(struct bpf_object *obj, struct bbrkit_features *have)
 						    : "the kernel has no BPF sk_storage maps",
 			feature_disabled("storage") ? 0 : err);
 		have->storage = 0;
-		if (stand_in(obj, "flow_storage"))
-			return fail(0, "cannot replace the BPF object's map 'flow_storage'");
 	}
-	if (!m || bpf_map__set_initial_value(m, have, sizeof(*have)))
-		return fail(0, "the BPF object has no '" FEATURES_MAP "' matching struct bbrkit_features");
+	if (apply_features(obj, have, &map))
+		return fail(0, "cannot ready the BPF object's map '%s' (struct bbrkit_features)", map);
 	return EXIT_SUCCESS;
 }
 
@@ -135,25 +114,6 @@ void skip_optional_programs(struct bpf_object *obj)
 
 	bpf_object__for_each_program(p, obj) if (bpf_program__type(p) != BPF_PROG_TYPE_STRUCT_OPS)
 		bpf_program__set_autoload(p, false);
-}
-
-/* What a failed program load means: an EPERM/EACCES with no verifier message is the kernel
- * refusing the program type, not a verdict on the code.
- */
-void describe_load_failure(int err, const char *prog, const char *sec, char *buf, size_t size)
-{
-	const char *why = libbpf_last_message();
-
-	if (prog && !why && (err == -EPERM || err == -EACCES))
-		snprintf(buf, size,
-			"the kernel refused to load program '%s' (%s): a security policy or "
-			"the kernel build forbids this program type",
-			prog, sec);
-	else if (prog)
-		snprintf(buf, size, "the verifier rejected program '%s' (%s)%s%s", prog, sec, why ? ": " : "",
-			why ? why : "");
-	else
-		snprintf(buf, size, "loading the BPF object failed%s%s", why ? ": " : "", why ? why : "");
 }
 
 /* Does a program name begin with one of the comma-separated prefixes? */

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Error reporting and libbpf's log. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <bpf/libbpf.h>
 
@@ -188,4 +190,30 @@ const char *libbpf_failed_prog(void)
 const char *libbpf_last_message(void)
 {
 	return last_message[0] ? last_message : NULL;
+}
+
+/* What a failed program load means: an EPERM/EACCES with no verifier message is the kernel
+ * refusing the program type, not a verdict on the code.
+ */
+void describe_load_failure(int err, const char *prog, const char *sec, char *buf, size_t size)
+{
+	const char *why = libbpf_last_message();
+
+	if (prog && !why && (err == -EPERM || err == -EACCES))
+		snprintf(buf, size,
+			"the kernel refused to load program '%s' (%s): a security policy or "
+			"the kernel build forbids this program type",
+			prog, sec);
+	else if (prog)
+		snprintf(buf, size, "the verifier rejected program '%s' (%s)%s%s", prog, sec, why ? ": " : "",
+			why ? why : "");
+	else
+		snprintf(buf, size, "loading the BPF object failed%s%s", why ? ": " : "", why ? why : "");
+}
+
+int check_root(void)
+{
+	if (geteuid() != 0)
+		return fail(0, "must be run as root (needs CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN)");
+	return EXIT_SUCCESS;
 }
