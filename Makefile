@@ -62,7 +62,8 @@ LIBBPF_LIBS := $(or $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null),-lbpf -lelf
 LOADER_CFLAGS := -O2 -g $(WARN_CFLAGS) -I$(BUILD) -Iinclude -Iloader $(LIBBPF_CFLAGS)
 # bbrctl export serves HTTP through libmicrohttpd.
 MHD_LIBS := $(or $(shell $(PKG_CONFIG) --libs libmicrohttpd 2>/dev/null),-lmicrohttpd)
-DELAY_CFLAGS := -O2 -g $(WARN_CFLAGS) -pthread -Ibench/wire
+# The two wire processes (bbrkit-delay, bbrkit-link) share bench/wire.
+WIRE_CFLAGS := -O2 -g $(WARN_CFLAGS) -pthread -Ibench/wire
 # The algorithm hooks share one signature and not every algorithm uses every argument.
 UNIT_CFLAGS := -O1 -g $(WARN_CFLAGS) -Wno-unused-parameter -Iinclude -Ibpf -Itests/unit
 
@@ -164,11 +165,11 @@ $(BUILD)/bbrbench.bash: scripts/bbrbench-gen.py $(wildcard bench/bbrbench/*.py b
 
 $(BUILD)/bbrkit-delay: $(DELAY_SRCS) $(wildcard bench/delayline/*.h) $(WIRE_HDRS) | $(BUILD)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(DELAY_CFLAGS) -o $@ $(DELAY_SRCS)
+	$(Q)$(CC) $(WIRE_CFLAGS) -o $@ $(DELAY_SRCS)
 
 $(LINK_BIN): $(LINK_SRCS) $(LINK_CORE) $(wildcard bench/link/*.h) $(WIRE_HDRS) | $(BUILD)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(DELAY_CFLAGS) -Ibench/link -o $@ $(LINK_SRCS) bench/link/queue.c -lm
+	$(Q)$(CC) $(WIRE_CFLAGS) -Ibench/link -o $@ $(LINK_SRCS) bench/link/queue.c -lm
 
 $(BUILD)/lockstep/bbr_lockstep.bpf.o: $(LOCKSTEP_SRCS) bench/kernelbbr/kernel_bbr_kfuncs.h $(BUILD)/vmlinux.h $(BPF_HDRS) | $(BUILD)/lockstep
 	$(call msg,BPF,$@)

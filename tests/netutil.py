@@ -64,7 +64,7 @@ def available_ccs() -> list[str]:
 @dataclass
 class NetPair:
     """Two network namespaces joined by veth through a tbf bottleneck. With an RTT, a third namespace
-    in the middle runs bbrkit's delay line (this kernel has no netem) and holds the bottleneck."""
+    in the middle runs bbrkit's delay line (for kernels without netem) and holds the bottleneck."""
 
     sender: str
     receiver: str

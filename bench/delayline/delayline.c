@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * bbrkit-delay: a transparent bump-in-the-wire that delays every frame by a
- * fixed time per direction, because this kernel has no netem.
+ * fixed time per direction, for kernels without netem.
  *
  * Mechanism: one AF_PACKET socket pair per interface (both interfaces live in
  * one network namespace, typically the two inner ends of two veth pairs).
@@ -106,8 +106,9 @@ struct dir {
 static struct dir dirs[2];
 static int stop_pipe[2] = { -1, -1 };
 static atomic_int fatal_error;
+/* Set from the command line before the threads start, read-only after. */
 static const char *tag = "";
-static uint64_t guard_ns = DEFAULT_GUARD_US * NSEC_PER_USEC;
+static uint64_t guard_ns;
 
 static void fail_runtime(const char *what, int err)
 {
@@ -416,7 +417,15 @@ static void setup_dir(struct dir *d, const char *name, const char *in_if, int rx
 	}
 }
 
-int main(int argc, char **argv)
+/* The command line; UINT64_MAX in a delay and NULL in a string: not given. */
+struct delay_args {
+	const char *left, *right, *tag;
+	uint64_t delay_lr_us, delay_rl_us, limit, prio, guard_us;
+	int sockbuf;
+};
+
+/* Every option into *a; a malformed one or --help ends the process here. */
+static void parse_args(int argc, char **argv, struct delay_args *a)
 {
 	enum { O_LEFT = 256, O_RIGHT, O_DLR, O_DRL, O_TAG, O_LIMIT, O_SOCKBUF, O_PRIO, O_GUARD, O_HELP };
 	static const struct option opts[] = {
@@ -432,49 +441,41 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *left = NULL, *right = NULL;
-	uint64_t dlr = UINT64_MAX, drl = UINT64_MAX, limit = DEFAULT_LIMIT_BYTES, prio = 0;
-	int sockbuf = DEFAULT_SOCKBUF_BYTES;
-	bool have_tag = false;
-	unsigned int lidx, ridx;
-	pthread_attr_t attr;
-	sigset_t sigs;
 	int opt;
 
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (opt) {
 		case O_LEFT:
-			left = optarg;
+			a->left = optarg;
 			break;
 		case O_RIGHT:
-			right = optarg;
+			a->right = optarg;
 			break;
 		case O_DLR:
-			dlr = parse_u64("--delay-lr-us", optarg, 0, MAX_DELAY_US);
+			a->delay_lr_us = parse_u64("--delay-lr-us", optarg, 0, MAX_DELAY_US);
 			break;
 		case O_DRL:
-			drl = parse_u64("--delay-rl-us", optarg, 0, MAX_DELAY_US);
+			a->delay_rl_us = parse_u64("--delay-rl-us", optarg, 0, MAX_DELAY_US);
 			break;
 		case O_TAG:
-			tag = optarg;
-			have_tag = true;
+			a->tag = optarg;
 			break;
 		case O_LIMIT:
-			limit = parse_u64("--limit-bytes", optarg, MIN_LIMIT_BYTES, MAX_LIMIT_BYTES);
+			a->limit = parse_u64("--limit-bytes", optarg, MIN_LIMIT_BYTES, MAX_LIMIT_BYTES);
 			break;
 		case O_SOCKBUF:
-			sockbuf = (int)parse_u64("--sockbuf-bytes", optarg, 65536, INT_MAX / 2);
+			a->sockbuf = (int)parse_u64("--sockbuf-bytes", optarg, 65536, INT_MAX / 2);
 			break;
 		case O_PRIO:
-			prio = parse_u64("--rt-prio", optarg, 1, 99);
+			a->prio = parse_u64("--rt-prio", optarg, 1, 99);
 			break;
 		case O_GUARD:
-			guard_ns = parse_u64("--guard-us", optarg, 0, MAX_GUARD_US) * NSEC_PER_USEC;
+			a->guard_us = parse_u64("--guard-us", optarg, 0, MAX_GUARD_US);
 			break;
 		case O_HELP:
 			usage(stdout);
-			return 0;
+			exit(0);
 		default:
 			if (optopt)
 				die_usage("option '%s' needs a value", argv[optind - 1]);
@@ -483,38 +484,62 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		die_usage("unexpected argument '%s'", argv[optind]);
-	if (!left)
+}
+
+/* The required options, the tag's form and the two interfaces, which must exist in this network
+ * namespace; their indexes into left and right.
+ */
+static void check_args(const struct delay_args *a, unsigned int *left, unsigned int *right)
+{
+	if (!a->left)
 		die_usage("%s is required", "--left");
-	if (!right)
+	if (!a->right)
 		die_usage("%s is required", "--right");
-	if (dlr == UINT64_MAX)
+	if (a->delay_lr_us == UINT64_MAX)
 		die_usage("%s is required", "--delay-lr-us");
-	if (drl == UINT64_MAX)
+	if (a->delay_rl_us == UINT64_MAX)
 		die_usage("%s is required", "--delay-rl-us");
-	if (!have_tag)
+	if (!a->tag)
 		die_usage("%s is required", "--tag");
-	if (!wire_tag_ok(tag))
-		die_usage("--tag '%s': use 1-64 characters from [A-Za-z0-9._-]", tag);
-	if (strcmp(left, right) == 0)
-		die_usage("--left and --right are both '%s'", left);
-	lidx = if_nametoindex(left);
-	if (!lidx)
-		die_usage("--left: no interface '%s' in this network namespace", left);
-	ridx = if_nametoindex(right);
-	if (!ridx)
-		die_usage("--right: no interface '%s' in this network namespace", right);
+	if (!wire_tag_ok(a->tag))
+		die_usage("--tag '%s': use 1-64 characters from [A-Za-z0-9._-]", a->tag);
+	if (strcmp(a->left, a->right) == 0)
+		die_usage("--left and --right are both '%s'", a->left);
+	*left = if_nametoindex(a->left);
+	if (!*left)
+		die_usage("--left: no interface '%s' in this network namespace", a->left);
+	*right = if_nametoindex(a->right);
+	if (!*right)
+		die_usage("--right: no interface '%s' in this network namespace", a->right);
+}
+
+int main(int argc, char **argv)
+{
+	struct delay_args args = { .delay_lr_us = UINT64_MAX,
+		.delay_rl_us = UINT64_MAX,
+		.limit = DEFAULT_LIMIT_BYTES,
+		.guard_us = DEFAULT_GUARD_US,
+		.sockbuf = DEFAULT_SOCKBUF_BYTES };
+	unsigned int lidx, ridx;
+	pthread_attr_t attr;
+	sigset_t sigs;
+
+	parse_args(argc, argv, &args);
+	check_args(&args, &lidx, &ridx);
+	tag = args.tag;
+	guard_ns = args.guard_us * NSEC_PER_USEC;
 
 	wire_block_signals(&sigs);
 	if (pipe2(stop_pipe, O_CLOEXEC) < 0) {
 		fprintf(stderr, PROG ": pipe: %s\n", strerror(errno));
 		return 1;
 	}
-	setup_dir(&dirs[0], "lr", left, wire_open_socket(PROG, left, lidx, true, sockbuf),
-		wire_open_socket(PROG, right, ridx, false, sockbuf), dlr, limit);
-	setup_dir(&dirs[1], "rl", right, wire_open_socket(PROG, right, ridx, true, sockbuf),
-		wire_open_socket(PROG, left, lidx, false, sockbuf), drl, limit);
+	setup_dir(&dirs[0], "lr", args.left, wire_open_socket(PROG, args.left, lidx, true, args.sockbuf),
+		wire_open_socket(PROG, args.right, ridx, false, args.sockbuf), args.delay_lr_us, args.limit);
+	setup_dir(&dirs[1], "rl", args.right, wire_open_socket(PROG, args.right, ridx, true, args.sockbuf),
+		wire_open_socket(PROG, args.left, lidx, false, args.sockbuf), args.delay_rl_us, args.limit);
 
-	wire_thread_attr(&attr, prio);
+	wire_thread_attr(&attr, args.prio);
 	for (int i = 0; i < 2; i++) {
 		int err = pthread_create(&dirs[i].thread, &attr, dir_main, &dirs[i]);
 
