@@ -113,10 +113,14 @@
 #define BBR3_UP_FORGETS_UNUSED_ACKS 0 /* v2: ACKs while not cwnd-limited earn no inflight_hi growth */
 #endif
 
-#define BBR_STARTUP_PACING_GAIN BBR3_STARTUP_PACING_GAIN
 #define BBRKIT_CC(fn) bbr3_##fn
 
 #include "bbr_substrate.h"
+
+BBR_INLINE u32 bbr_core_startup_pacing_gain(void)
+{
+	return BBR3_STARTUP_PACING_GAIN;
+}
 
 /* Gain of UP, in BBR_UNIT: probe for 25% more bandwidth. */
 #define BBR3_UP_GAIN (BBR_UNIT * 5 / 4)

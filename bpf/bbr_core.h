@@ -35,6 +35,11 @@
 
 #include "bbr_substrate.h"
 
+BBR_INLINE u32 bbr_core_startup_pacing_gain(void)
+{
+	return BBR_HIGH_GAIN;
+}
+
 #define CYCLE_LEN 8 /* phases in a PROBE_BW pacing gain cycle */
 
 /* Window length of the bandwidth filter, in rounds: a whole gain cycle plus slack. */

@@ -324,10 +324,10 @@ BBR_INLINE u64 bbr_bw_to_pacing_rate(struct sock *sk, u32 bw, u32 gain)
 	return bbr_min_u64(bbr_rate_bytes_per_sec(tcp_sk(sk), bw, gain), sk->sk_max_pacing_rate);
 }
 
-/* STARTUP's pacing gain, for the initial pacing rate; BBRv3 (bbr3_core.h) uses a lower one. */
-#ifndef BBR_STARTUP_PACING_GAIN
-#define BBR_STARTUP_PACING_GAIN BBR_HIGH_GAIN
-#endif
+/* STARTUP's pacing gain in BBR_UNIT, for the initial pacing rate. Each family's core defines it:
+ * BBRv1's 2/ln 2 (bbr_core.h), BBRv3's lower one (bbr3_core.h).
+ */
+BBR_INLINE u32 bbr_core_startup_pacing_gain(void);
 
 /* Before any bandwidth sample: STARTUP's gain x initial cwnd / RTT (1 ms when no RTT is known). */
 BBR_INLINE void bbr_init_pacing_rate_from_rtt(struct sock *sk, struct bbr_core *b)
@@ -341,7 +341,7 @@ BBR_INLINE void bbr_init_pacing_rate_from_rtt(struct sock *sk, struct bbr_core *
 		b->has_seen_rtt = 1;
 	}
 	bw = (u64)bbr_out_cwnd(sk, b) * BW_UNIT / rtt_us;
-	bbr_out_set_pacing_rate(sk, b, bbr_bw_to_pacing_rate(sk, bw, BBR_STARTUP_PACING_GAIN));
+	bbr_out_set_pacing_rate(sk, b, bbr_bw_to_pacing_rate(sk, bw, bbr_core_startup_pacing_gain()));
 }
 
 BBR_INLINE void bbr_set_pacing_rate(struct sock *sk, struct bbr_core *b, u32 bw, u32 gain)
