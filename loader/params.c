@@ -448,11 +448,11 @@ static void markdown_cell(FILE *out, const char *s)
  */
 void params_markdown(FILE *out)
 {
-	char d[VALUE_TEXT], lo[VALUE_TEXT], hi[VALUE_TEXT];
+	char d[VALUE_TEXT], lo[VALUE_TEXT], hi[VALUE_TEXT], ulo[VALUE_TEXT], uhi[VALUE_TEXT];
 
 	fprintf(out,
-		"| algorithm | key | map field | unit | default | range | meaning |\n"
-		"|---|---|---|---|---|---|---|\n");
+		"| algorithm | key | map field | unit | default | range | usual | meaning |\n"
+		"|---|---|---|---|---|---|---|---|\n");
 	for (size_t i = 0; i < nalgos; i++) {
 		const struct algo *a = algo_at(i);
 		char names[128] = "";
@@ -472,8 +472,14 @@ void params_markdown(FILE *out)
 			format_value(d, p, p->def);
 			format_value(lo, p, p->min);
 			format_value(hi, p, p->max);
+			format_value(ulo, p, p->usual_min);
+			format_value(uhi, p, p->usual_max);
 			fprintf(out, "| %s | `%s` | `%s` | %s | %s | %s .. %s | ", names, p->name, p->field,
 				p->unit, d, lo, hi);
+			if (p->usual_min || p->usual_max)
+				fprintf(out, "%s .. %s | ", ulo, uhi);
+			else /* no band (param_status) */
+				fputs("none | ", out);
 			markdown_cell(out, p->help);
 			fputs(" |\n", out);
 		}
