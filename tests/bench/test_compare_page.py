@@ -47,6 +47,12 @@ def fake_compare(out: Path, plan_: sweep.Plan, reps: int | None = None) -> None:
                                                       "finished": "2026-01-01 10:04:00 UTC"})
 
 
+def test_the_sweep_aggregates_the_tables_columns_and_nothing_else() -> None:
+    """compare.toml names no metrics: the plan's are COLUMNS', so a column added is a metric aggregated."""
+    assert compare_plan("cubic", "--reps", "2").metrics == [c.metric for c in compare.COLUMNS]
+    assert "metrics" not in cli.common.load_scenario(cli.build_parser().parse_args(["compare"]))[1]["sweep"]
+
+
 def test_page_facts_follow_overrides_and_host(tmp_path: Path) -> None:
     plan_ = compare_plan("cubic", "--reps", "2", "--set", "bottleneck.buffer_packets=100",
                          "--set", "flows.0.start_step_s=5", "--set", "duration_s=10", "--set", "metrics.warmup_s=3")

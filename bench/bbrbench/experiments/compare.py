@@ -63,6 +63,8 @@ COLUMNS = [
     Column("steady.retrans_rate", "retrans %", 100.0, 2),
     Column("steady.jain", "Jain", 1.0, 3, needs_two_flows=True),
 ]
+# What the sweep aggregates: the columns, nothing else (compare.toml names no metrics).
+METRICS = [c.metric for c in COLUMNS]
 
 
 def default_algos(catalog: AlgoCatalog) -> list[str]:
@@ -247,14 +249,13 @@ def figures(out: Path, rows: list[dict[str, Any]], cases: dict[int, Scenario],
 def report(out: Path, delay: str = DEFAULT_DELAY) -> str:
     """Recompute the summary, table, figures and page of a finished or partial compare directory. Every
     run's summary is computed again from its raw samples and the sweep aggregated over the columns' metrics,
-    so a directory an older bbrbench made (whole-run metrics) reports as a new one does."""
+    so a directory an older bbrbench made (whole-run metrics, other columns) reports as a new one does."""
     plan_ = sweep.load_plan(out)
     for point in plan_.points:
         for run_dir in _done_runs(out, point.id):
             summarize(run_dir)
-    metrics = [c.metric for c in COLUMNS]
-    if plan_.metrics != metrics:
-        plan_.metrics = metrics
+    if plan_.metrics != METRICS:
+        plan_.metrics = METRICS
         write_json(out / "plan.json", "plan", plan_.to_json())
     sweep.aggregate(out)
     aggregated = read_json(out / "sweep.json", "sweep")
@@ -348,6 +349,7 @@ def describe(plan_: sweep.Plan, hosts: list[dict[str, Any]], doc: dict[str, Any]
 def plan(raw: dict[str, Any], catalog: AlgoCatalog, requested: list[str], reps: int | None) -> sweep.Plan:
     """The compare's sweep, every point validated: called before anything needs root or runs."""
     algos = choose_algos(requested, catalog)
+    raw = {**raw, "sweep": {**raw.get("sweep", {}), "metrics": METRICS}}
     plan_ = sweep.plan(raw, catalog, [(ALGO_KEY, algos)], reps)
     if plan_.repetitions < 2:
         raise UsageError("--reps: compare needs at least 2 repetitions for its intervals")
