@@ -57,7 +57,7 @@ def test_catalogue_covers_every_seed() -> None:
 @pytest.mark.parametrize("profile", reproduce.PROFILES)
 def test_every_scenario_validates(profile: str, catalog: Any) -> None:
     for e in reproduce.experiments():
-        plan = sweep.plan(prepare_raw(e.path, profile, []), catalog, [], None)
+        plan = sweep.plan_runs(prepare_raw(e.path, profile, []), catalog, [], None)
         assert plan.points, e.key
 
 
@@ -81,11 +81,11 @@ def test_quick_profile_is_labelled_and_fits_the_hour(catalog: Any) -> None:
     total_s = 0.0
     for e in reproduce.experiments():
         quick, paper = _labelled(e, "quick")
-        plan = sweep.plan(quick, catalog, [], None)
+        plan = sweep.plan_runs(quick, catalog, [], None)
         total_s += _planned_s(plan, quick)
         # The paper profile never runs shorter than the quick one (repetitions may be fewer: seed 002's
         # testbed and seed 004 report single runs).
-        assert sweep.plan(paper, catalog, [], None).duration_s >= plan.duration_s, e.key
+        assert sweep.plan_runs(paper, catalog, [], None).duration_s >= plan.duration_s, e.key
     assert total_s <= QUICK_BUDGET_S, f"quick profile needs about {total_s / 60:.0f} min"
 
 
@@ -93,7 +93,7 @@ def test_standard_profile_is_long_enough_and_fits_the_budget(catalog: Any) -> No
     total_s = 0.0
     for e in reproduce.experiments():
         standard, paper = _labelled(e, "standard")
-        plan = sweep.plan(standard, catalog, [], None)
+        plan = sweep.plan_runs(standard, catalog, [], None)
         assert plan.repetitions >= STANDARD_MIN_REPS, e.key
         paper_after_s = time_after_last_start_s(paper)
         for point in plan.points:
