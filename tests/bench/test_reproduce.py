@@ -914,6 +914,15 @@ def test_the_readme_states_only_what_its_summary_holds() -> None:
     assert not re.search(r"\*\*(holds|does not hold|undecided|not decided)\*\*", prose)
 
 
+def test_docs_hold_documents_and_data_reproduction_the_results_they_cite() -> None:
+    """Issue 36: recorded results (summaries, metadata, figures) live in data/reproduction/, documents in
+    docs/; every summary the README's build command reads is there."""
+    root = Path(__file__).resolve().parents[2]
+    assert not [p for p in (root / "docs").rglob("*") if p.suffix in (".json", ".png", ".svg", ".csv")]
+    inputs = re.findall(r"--from-summary (\S+)", README.read_text())
+    assert inputs and all(p.startswith("data/reproduction/") and (root / p).is_file() for p in inputs), inputs
+
+
 def test_readme_overview_is_rewritten_in_place(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n\n{report.README_BEGIN}\nstale\n{report.README_END}\n\noutro\n")
