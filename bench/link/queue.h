@@ -169,7 +169,7 @@ struct lq_params {
 struct lq_stats {
 	uint64_t enq_pkts, deq_pkts, deq_bytes;
 	uint64_t drop_overlimit; /* queue full */
-	uint64_t drop_aqm;	 /* CoDel's or PIE's drop decision */
+	uint64_t drop_aqm;	 /* CoDel's, PIE's or COBALT's drop decision */
 	uint64_t mark_aqm;	 /* that decision carried out as a CE mark */
 	uint64_t mark_step;	 /* sojourn above the step threshold */
 	uint64_t new_flows;	 /* FQ-CoDel, CAKE: queues that joined the new list */
