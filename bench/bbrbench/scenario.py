@@ -115,8 +115,8 @@ class Bottleneck:
 
     @property
     def needs_link(self) -> bool:
-        """What only bbrkit-link can do here: rate traces and shapes, burst loss, the step marker, a shaped
-        ACK path."""
+        """What only bbrkit-link can do here: rate traces and shapes, burst loss, an AQM with no kernel qdisc
+        (the step marker), a shaped ACK path."""
         return bool(self.rate_trace or self.rate_shape or self.gilbert_elliott or self.jitter_ms or
                     AQMS[self.aqm].qdisc is None or self.ack_path or self.delay_ms or self.policer or self.reorder or
                     self.duplicate_pct or self.packet_log)

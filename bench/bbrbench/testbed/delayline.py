@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .wire import WireError, WireProcess
+from .wire import DELAY_BINARY, WireError, WireProcess
 
-BINARY_ENV = "BBRKIT_DELAY"
-BINARY_NAME = "bbrkit-delay"
+BINARY_NAME, BINARY_ENV = DELAY_BINARY
 MAX_DELAY_US = 10_000_000
 
 
@@ -35,9 +34,9 @@ class DelayLine(WireProcess):
 
     def __init__(self, netns: str, left_if: str, right_if: str, delay_lr_us: int, delay_rl_us: int,
                  tag: str, binary: Path | None = None) -> None:
+        super().__init__(netns, left_if, right_if, tag, binary)
         _check_delay("delay_lr_us", delay_lr_us)
         _check_delay("delay_rl_us", delay_rl_us)
-        super().__init__(netns, left_if, right_if, tag, binary)
         self.delay_lr_us = delay_lr_us
         self.delay_rl_us = delay_rl_us
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from .procs import command
-from .wire import WireError, WireProcess
+from .wire import LINK_BINARY, WireError, WireProcess
 
-BINARY_ENV = "BBRKIT_LINK"
-BINARY_NAME = "bbrkit-link"
+BINARY_NAME, BINARY_ENV = LINK_BINARY
 
 
 class LinkError(WireError):

@@ -30,8 +30,9 @@ STDERR_KEEP_LINES = 20
 # both cores (bench/delayline/README.md); the threads sleep between departures, so they cannot starve the
 # machine.
 RT_PRIO = 10
-# Every wire binary (name, environment variable naming another path): what kill_wire_processes looks for.
-BINARIES = (("bbrkit-delay", "BBRKIT_DELAY"), ("bbrkit-link", "BBRKIT_LINK"))
+# Each wire binary's name and the environment variable that names another path to it.
+DELAY_BINARY = ("bbrkit-delay", "BBRKIT_DELAY")
+LINK_BINARY = ("bbrkit-link", "BBRKIT_LINK")
 
 
 class WireError(HarnessError):
@@ -239,7 +240,7 @@ def _tag_of(argv: list[str]) -> str | None:
 
 
 def _wire_processes(tag_prefix: str) -> list[int]:
-    names = {n for name, env in BINARIES for n in (name, Path(os.environ.get(env, name)).name)}
+    names = {n for name, env in (DELAY_BINARY, LINK_BINARY) for n in (name, Path(os.environ.get(env, name)).name)}
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
