@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from . import ratetrace
+from .testbed.aqm import ACK_PATH_AQMS, AQMS, MAX_PARAM_MS, PARAMS
 
 _T = TypeVar("_T")
 
@@ -28,17 +29,6 @@ CLIENT_PORT_BASE = 40001
 MAX_FLOWS = 2000
 # Payload size the socket-buffer floor guarantees even on tiny paths (bytes).
 SOCKET_BUFFER_FLOOR_BYTES = 256 * 1024
-AQM_KINDS = ("fifo", "fq_codel", "codel", "pie", "cake", "step")
-# Typed aqm_params per kind (units in the names); booleans are stored as 0/1.
-AQM_PARAMS: dict[str, dict[str, str]] = {
-    "fifo": {},
-    "codel": {"target_ms": "number", "interval_ms": "number", "ecn": "bool", "ce_threshold_ms": "number"},
-    "fq_codel": {"target_ms": "number", "interval_ms": "number", "ecn": "bool", "ce_threshold_ms": "number",
-                 "quantum_bytes": "integer", "flows": "integer"},
-    "step": {"threshold_ms": "number", "ect1_only": "bool"},
-    "pie": {"target_ms": "number", "tupdate_ms": "number", "ecn": "bool"},
-    "cake": {"target_ms": "number", "interval_ms": "number", "ecn": "bool", "flows": "integer"},
-}
 # Where the bottleneck runs: the kernel's qdiscs, bbrbench's own link emulator, or the kernel's when it
 # has what the scenario needs.
 EMULATORS = ("auto", "kernel", "bbrkit-link")
@@ -55,7 +45,6 @@ AGGREGATION_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 AGGREGATION_COUNTS = ("packets", "acks")
 POLICER_KEYS = ("rate_mbit", "burst_bytes")
 REORDER_KEYS = ("probability", "gap")
-ACK_PATH_AQMS = ("fifo", "codel", "fq_codel", "pie", "cake")
 SHAPE_KEYS = {"kind", "low_mbit", "high_mbit", "period_s", "step_mbit"}
 SHAPERS = ("tbf", "htb")
 NAME_RE = re.compile(r"^[A-Za-z0-9_]{1,32}$")
@@ -126,10 +115,10 @@ class Bottleneck:
 
     @property
     def needs_link(self) -> bool:
-        """What only bbrkit-link can do here: rate traces and shapes, burst loss, the step marker, a shaped
-        ACK path."""
+        """What only bbrkit-link can do here: rate traces and shapes, burst loss, an AQM with no kernel qdisc
+        (the step marker), a shaped ACK path."""
         return bool(self.rate_trace or self.rate_shape or self.gilbert_elliott or self.jitter_ms or
-                    self.aqm == "step" or self.ack_path or self.delay_ms or self.policer or self.reorder or
+                    AQMS[self.aqm].qdisc is None or self.ack_path or self.delay_ms or self.policer or self.reorder or
                     self.duplicate_pct or self.packet_log)
 
     @property
@@ -586,22 +575,26 @@ def _rate_source(t: _Table) -> tuple[str | None, dict[str, Any] | None, float | 
 
 
 def _aqm_params(t: _Table, aqm: str) -> dict[str, float]:
-    schema = AQM_PARAMS[aqm]
+    spec = AQMS[aqm]
     where = t.key("aqm_params")
     raw = t.table("aqm_params")
-    if raw and not schema:
+    if raw and not spec.params:
         raise ScenarioError(f"{where}: {aqm} takes no parameters here")
-    pt = _Table(raw, where, set(schema))
+    pt = _Table(raw, where, set(spec.params))
     params: dict[str, float] = {}
-    for key, kind in schema.items():
+    for key in spec.params:
+        p = PARAMS[key]
         if not pt.has(key):
+            if key in spec.required:
+                raise ScenarioError(f"{where}.{key}: required with aqm = \"{aqm}\"")
             continue
-        if kind == "bool":
+        if p.kind == "bool":
             params[key] = 1.0 if pt.boolean(key, False) else 0.0
-        elif kind == "integer":
-            params[key] = pt.integer(key, None, between(64, 1 << 20) if key == "quantum_bytes" else between(1, 65536))
+        elif p.kind == "integer":
+            params[key] = pt.integer(key, None, between(p.low, p.high))
         else:
-            params[key] = pt.number(key, None, lambda v: None if 0 < v <= 10_000 else "must be in (0, 10000] ms")
+            params[key] = pt.number(key, None, lambda v: None if 0 < v <= MAX_PARAM_MS else
+                                    f"must be in (0, {MAX_PARAM_MS}] ms")
     if params.get("target_ms", 0) > params.get("interval_ms", 100.0) and "target_ms" in params:
         raise ScenarioError(f"{where}.target_ms: above interval_ms ({params.get('interval_ms', 100.0):g} ms)")
     return params
@@ -629,7 +622,7 @@ def _ack_path(t: _Table) -> dict[str, Any] | None:
             raise ScenarioError(f"{at.key('rate_trace')}: {exc}") from None
     buffer = _exclusive(at, ("buffer_packets", "buffer_bytes"))
     aqm = at.string("aqm", "fifo", ACK_PATH_AQMS)
-    if buffer == "buffer_bytes" and aqm != "fifo":
+    if buffer == "buffer_bytes" and not AQMS[aqm].byte_limit:
         raise ScenarioError(f"{at.key('buffer_bytes')}: only with aqm = \"fifo\" ({aqm} limits packets)")
     return {
         "rate_mbit": at.number("rate_mbit", None, lambda v: None if 0.008 <= v <= 100_000 else
@@ -722,10 +715,8 @@ def _bottleneck(t: _Table, senders: list[Sender]) -> Bottleneck:
                 f"{bdp_bytes:.0f} bytes at bdp_rtt_ms={bdp_rtt_ms:g})")
         buffer_packets = packets
     loss_pct = t.number("loss_pct", 0.0, lambda v: None if 0 <= v < 100 else "must be in [0, 100)")
-    aqm = t.string("aqm", "fifo", AQM_KINDS)
+    aqm = t.string("aqm", "fifo", tuple(AQMS))
     aqm_params = _aqm_params(t, aqm)
-    if aqm == "step" and "threshold_ms" not in aqm_params:
-        raise ScenarioError(f"{t.key('aqm_params')}.threshold_ms: required with aqm = \"step\"")
     emulator = t.string("emulator", "auto", EMULATORS)
     gilbert_elliott = _gilbert_elliott(t)
     delay_ms = t.number("delay_ms", 0.0, between(0, 10_000))

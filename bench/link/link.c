@@ -158,6 +158,17 @@ static void print_stats(const char *event)
 	fflush(stdout);
 }
 
+/* Every --aqm KIND, comma-separated. */
+static const char *aqm_names(void)
+{
+	static char list[128];
+	size_t n = 0;
+
+	for (int k = 0; k < LQ_KIND_COUNT && n < sizeof(list); k++)
+		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", k ? ", " : "", lq_kind_names[k]);
+	return list;
+}
+
 static void usage(void)
 {
 	printf("Usage: " PROG " --left IF --right IF --tag TAG (--rate-bps N | --trace FILE) [options]\n"
@@ -172,7 +183,7 @@ static void usage(void)
 	       "  --trace FILE           Mahimahi trace: one line per delivery opportunity of %d bytes\n"
 	       "                         (IP packet + 4, as mm-link), in ms; loops with the last line's\n"
 	       "                         time as its period\n"
-	       "  --aqm KIND             fifo (default), codel, fq_codel, cake (a subset), pie or step\n"
+	       "  --aqm KIND             one of: %s (default fifo; cake is a subset)\n"
 	       "  --limit-pkts N         queue limit in packets (default: 1000, fq_codel 10240; cake:\n"
 	       "                         N MTU frames cap its truesize buffer, default 10240)\n"
 	       "  --limit-bytes N        queue limit in bytes (fifo; replaces the packet limit)\n"
@@ -221,8 +232,8 @@ static void usage(void)
 	       "\n"
 	       "Prints {\"event\":\"ready\",...} when forwarding, a {\"event\":\"stats\",...} line of\n"
 	       "counters on SIGUSR1 and {\"event\":\"exit\",...} on SIGTERM/SIGINT.\n",
-		WIRE_MAX_TAG_LEN, MIN_RATE_BPS, MAX_RATE_BPS, TRACE_OPPORTUNITY_BYTES, DEFAULT_MTU,
-		DEFAULT_LOG_INTERVAL_US, DEFAULT_SOCKBUF_BYTES);
+		WIRE_MAX_TAG_LEN, MIN_RATE_BPS, MAX_RATE_BPS, TRACE_OPPORTUNITY_BYTES, aqm_names(),
+		DEFAULT_MTU, DEFAULT_LOG_INTERVAL_US, DEFAULT_SOCKBUF_BYTES);
 }
 
 /* One direction's options as given (0: the queue's default). */
@@ -556,20 +567,8 @@ static enum lq_kind check_aqm(const struct path_args *pa, const char *x)
 {
 	enum lq_kind kind;
 
-	if (!strcmp(pa->aqm, "fifo"))
-		kind = LQ_FIFO;
-	else if (!strcmp(pa->aqm, "codel"))
-		kind = LQ_CODEL;
-	else if (!strcmp(pa->aqm, "fq_codel"))
-		kind = LQ_FQ_CODEL;
-	else if (!strcmp(pa->aqm, "step"))
-		kind = LQ_STEP;
-	else if (!strcmp(pa->aqm, "pie"))
-		kind = LQ_PIE;
-	else if (!strcmp(pa->aqm, "cake"))
-		kind = LQ_CAKE;
-	else
-		die("--%saqm '%s': not one of fifo, codel, fq_codel, cake, pie, step", x, pa->aqm);
+	if (!lq_kind_parse(pa->aqm, &kind))
+		die("--%saqm '%s': not one of %s", x, pa->aqm, aqm_names());
 	if (pa->limit_bytes && kind != LQ_FIFO && kind != LQ_STEP)
 		die("--%slimit-bytes: only for fifo and step (%s limits packets)", x, pa->aqm);
 	if ((pa->target || pa->ecn != UINT64_MAX) && (kind == LQ_FIFO || kind == LQ_STEP))

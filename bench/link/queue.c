@@ -48,6 +48,21 @@ static struct lq_pkt *fifo_pop(struct lq_fifo *f)
 	return p;
 }
 
+#define LQ_KIND_NAME(id, name) [id] = name,
+const char *const lq_kind_names[LQ_KIND_COUNT] = { LQ_KINDS(LQ_KIND_NAME) };
+#undef LQ_KIND_NAME
+
+bool lq_kind_parse(const char *name, enum lq_kind *kind)
+{
+	for (int k = 0; k < LQ_KIND_COUNT; k++) {
+		if (!strcmp(name, lq_kind_names[k])) {
+			*kind = (enum lq_kind)k;
+			return true;
+		}
+	}
+	return false;
+}
+
 void lq_defaults(struct lq_params *p, enum lq_kind kind, uint32_t mtu_bytes)
 {
 	memset(p, 0, sizeof(*p));

@@ -35,14 +35,24 @@
 #define LQ_ECN_ECT0 2
 #define LQ_ECN_CE 3
 
-enum lq_kind {
-	LQ_FIFO,     /* tail drop at limit_pkts or limit_bytes */
-	LQ_CODEL,    /* one CoDel queue */
-	LQ_FQ_CODEL, /* flow queues, DRR, CoDel per queue */
-	LQ_STEP,     /* tail drop, CE on ECT packets whose sojourn exceeds step_ns */
-	LQ_PIE,	     /* RFC 8033: early drop with a controller-driven probability */
-	LQ_CAKE,     /* CAKE subset: set-associative flow queues, DRR++, COBALT per queue */
-};
+/* Every queue kind: its constant and its --aqm name. bench/bbrbench/testbed/aqm.py's AQMS names the same
+ * kinds in the same order (tests/bench/test_aqm_registry.py holds them equal). */
+#define LQ_KINDS(X) \
+	X(LQ_FIFO, "fifo")	   /* tail drop at limit_pkts or limit_bytes */ \
+	X(LQ_CODEL, "codel")	   /* one CoDel queue */ \
+	X(LQ_FQ_CODEL, "fq_codel") /* flow queues, DRR, CoDel per queue */ \
+	X(LQ_PIE, "pie")	   /* RFC 8033: early drop with a controller-driven probability */ \
+	X(LQ_CAKE, "cake")	   /* CAKE subset: set-associative flow queues, DRR++, COBALT per queue */ \
+	X(LQ_STEP, "step")	   /* tail drop, CE on ECT packets whose sojourn exceeds step_ns */
+
+#define LQ_KIND_ENUM(id, name) id,
+enum lq_kind { LQ_KINDS(LQ_KIND_ENUM) LQ_KIND_COUNT };
+#undef LQ_KIND_ENUM
+
+/* Each kind's --aqm name, by enum lq_kind. */
+extern const char *const lq_kind_names[LQ_KIND_COUNT];
+/* The kind called @name: true and *kind set, or false. */
+bool lq_kind_parse(const char *name, enum lq_kind *kind);
 
 /* CAKE (Hoeiland-Joergensen et al., LANMAN 2018) as the Linux sch_cake defaults have it. */
 #define LQ_CAKE_WAYS 8		      /* set-associative hashing: a flow may take any queue of its set */
@@ -159,7 +169,7 @@ struct lq_params {
 struct lq_stats {
 	uint64_t enq_pkts, deq_pkts, deq_bytes;
 	uint64_t drop_overlimit; /* queue full */
-	uint64_t drop_aqm;	 /* CoDel's or PIE's drop decision */
+	uint64_t drop_aqm;	 /* CoDel's, PIE's or COBALT's drop decision */
 	uint64_t mark_aqm;	 /* that decision carried out as a CE mark */
 	uint64_t mark_step;	 /* sojourn above the step threshold */
 	uint64_t new_flows;	 /* FQ-CoDel, CAKE: queues that joined the new list */

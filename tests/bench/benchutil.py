@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from bbrbench import sweep
-from bbrbench.analysis.report import summarize
+from bbrbench.analysis.report import write_summary
 from bbrbench.results import FLOW_FIELDS, QUEUE_FIELDS, write_json
 from bbrbench.scenario import AlgoCatalog, validate
 
@@ -113,7 +113,7 @@ def write_fake_run(run_dir: Path, raw: dict[str, Any], rng: np.random.Generator,
             writer.writerow([f"{t:.3f}", backlog, backlog // 1514, 0, sent, sent // 1514])
     (run_dir / "raw" / "events.json").write_text("{}\n")
     write_json(run_dir / "host.json", "host", HOST)
-    summarize(run_dir)
+    write_summary(run_dir)
     if done:
         (run_dir / sweep.DONE_MARK).write_text("")
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import bbrbench
+from bbrbench.analysis import comparison
 from bbrbench.errors import UsageError
 from bbrbench.experiments import compare
 from bbrbench.results import read_json
@@ -34,14 +35,14 @@ def test_rows_carry_ratios_to_bbr_and_jain_only_where_flows_share() -> None:
                         _point("bbr", 1, [40.0, 40.5, 39.5], [1.0, 1.0, 1.0]),
                         _point("cubic", 2, [47.0, 47.0, 47.5], [0.7, 0.8, 0.9]),
                         _point("bbr", 2, [47.0, 47.5, 47.0], [0.99, 0.98, 0.99])]}
-    rows = compare.summarise(sweep)
+    rows = comparison.rows_against_reference(sweep)
     assert [(r["case"], r["algo"]) for r in rows] == [("1 flow", "bbr"), ("1 flow", "cubic"),
                                                       ("2 flows", "bbr"), ("2 flows", "cubic")]
     cubic1 = rows[1]["metrics"]["steady.goodput_mbps"]["ratio_to_reference"]
     assert cubic1["ratio"] == pytest.approx(45 / 40)
     assert rows[0]["metrics"]["steady.goodput_mbps"]["ratio_to_reference"] is None
     assert "steady.jain" not in rows[0]["metrics"] and "steady.jain" in rows[3]["metrics"]
-    text = compare.table(rows)
+    text = comparison.table(rows)
     # 45 vs 40 with these spreads: an interval that excludes 1, so starred.
     assert "45.0 ± 0.1 (1.12*)" in text
     assert "0.800 ± 0.100 (0.81" in text
@@ -54,7 +55,7 @@ def test_ratio_marks_do_not_show_a_quantised_zero_as_certainty() -> None:
     def rows(candidate: list[float], reference: list[float]) -> str:
         sweep = {"points": [_point("cubic", 1, candidate, [1.0, 1.0, 1.0]),
                             _point("bbr", 1, reference, [1.0, 1.0, 1.0])]}
-        return compare.table(compare.summarise(sweep))
+        return comparison.table(comparison.rows_against_reference(sweep))
     assert "(0.00?)" in rows([0.0, 0.0, 0.0], [0.0, 0.0, 0.96])
     assert "(0.00=)" in rows([0.0, 0.0, 0.0], [0.31, 0.32, 0.33])
     assert "(1.00=)" in rows([2.0, 2.0, 2.0], [2.0, 2.0, 2.0])
@@ -94,7 +95,7 @@ def test_real_compare_table_figures_and_page_in_a_browser(tmp_path: Path) -> Non
     assert not namespaces("bbrb-")
     lines = res.stdout.splitlines()
     assert sum(1 for line in lines if line.startswith(("1 flow", "2 flows"))) == 4
-    rows = compare.summarise(read_json(out / "sweep.json", "sweep"))
+    rows = comparison.rows_against_reference(read_json(out / "sweep.json", "sweep"))
     by = {(r["case"], r["algo"]): r["metrics"] for r in rows}
     for metrics in by.values():
         # One or two flows fill the 50 Mbit/s link: goodput near 50 x 1448/1514 = 47.8 Mbit/s. A 4 s run's

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.transforms import Bbox
 
 from bbrbench import cli, sweep
-from bbrbench.analysis import plots
+from bbrbench.analysis import comparison, plots
 from bbrbench.experiments import compare
 from bbrbench.results import read_json, write_json
 from bbrbench.scenario import AlgoCatalog
@@ -30,7 +30,7 @@ def compare_plan(*argv: str, catalog: AlgoCatalog = CATALOG) -> sweep.Plan:
     """The plan `bbrbench compare ARGV` would run, through the command line's own resolution."""
     args = cli.build_parser().parse_args(["compare", *argv])
     _, raw = cli.common.load_scenario(args)
-    return compare.plan(raw, catalog, args.algos, args.reps)
+    return compare.plan_runs(raw, catalog, args.algos, args.reps)
 
 
 def fake_compare(out: Path, plan_: sweep.Plan, reps: int | None = None) -> None:
@@ -45,6 +45,12 @@ def fake_compare(out: Path, plan_: sweep.Plan, reps: int | None = None) -> None:
     write_json(out / compare.RESULT_FILE, "compare", {"algorithms": compare.algorithms(plan_),
                                                       "started": "2026-01-01 10:00:00 UTC",
                                                       "finished": "2026-01-01 10:04:00 UTC"})
+
+
+def test_the_sweep_aggregates_the_tables_columns_and_nothing_else() -> None:
+    """compare.toml names no metrics: the plan's are COLUMNS', so a column added is a metric aggregated."""
+    assert compare_plan("cubic", "--reps", "2").metrics == [c.metric for c in comparison.COLUMNS]
+    assert "metrics" not in cli.common.load_scenario(cli.build_parser().parse_args(["compare"]))[1]["sweep"]
 
 
 def test_page_facts_follow_overrides_and_host(tmp_path: Path) -> None:
@@ -72,8 +78,8 @@ def test_page_facts_of_the_quick_profile_defaults(tmp_path: Path) -> None:
     plan_ = compare_plan("--profile", "quick")
     out = tmp_path / "cmp"
     fake_compare(out, plan_, reps=1)
-    rows = compare.summarise(read_json(out / "sweep.json", "sweep"))
-    facts = compare.describe(plan_, compare.run_hosts(out, rows), {})
+    rows = comparison.rows_against_reference(read_json(out / "sweep.json", "sweep"))
+    facts = comparison.describe(compare.resolved_cases(plan_), plan_.repetitions, compare.run_hosts(out, rows), {})
     # compare.toml: 2 BDP of 125,000 bytes = 165 packets; 5 s runs and 3 repetitions from the profile.
     assert facts[0] == "Path: 50 Mbit/s tbf bottleneck, base RTT 20 ms, FIFO of 165 packets (2 BDP at 20 ms)."
     assert facts[1].startswith("Each run 5 s; cases: 1 flow; 2 flows, the second starting 2 s after the first. "
@@ -130,17 +136,17 @@ def test_html_table_marks_significant_ratios_only(tmp_path: Path) -> None:
     plan_ = compare_plan("cubic", "bbr1", "--reps", "3", "--set", "duration_s=4")
     out = tmp_path / "cmp"
     fake_compare(out, plan_)
-    rows = compare.summarise(read_json(out / "sweep.json", "sweep"))
-    html_table = compare.table(rows, "html")
+    rows = comparison.rows_against_reference(read_json(out / "sweep.json", "sweep"))
+    html_table = comparison.table(rows, "html")
     marked = re.findall(r'<span class="sig" title="([^"]*)">([^<]*)</span>', html_table)
     cubic = next(r for r in rows if r["algo"] == "cubic" and r["flows"] == 1)
     ratio = cubic["metrics"]["steady.queueing_delay_ms_mean"]["ratio_to_reference"]
     # cubic's 30 ms against bbr's 4: significant, marked, with its interval in the tooltip.
     assert (f"ratio to bbr {ratio['ratio']:.3f} ± {ratio['ci95']:.3f}: its 95% interval excludes 1",
-            compare._format(cubic["metrics"]["steady.queueing_delay_ms_mean"], compare.COLUMNS[4])
+            comparison._format(cubic["metrics"]["steady.queueing_delay_ms_mean"], comparison.COLUMNS[4])
             + f" ({ratio['ratio']:.2f}*)") in marked
     # Exactly the starred cells of the text table are marked.
-    assert len(marked) == compare.table(rows).count("*)")
+    assert len(marked) == comparison.table(rows).count("*)")
     assert all(text.endswith("*)") for _, text in marked)
 
 

@@ -17,7 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
 
 from bbrbench.experiments.delaybench import RECEIVER_ADDR, Chain  # noqa: E402
-from bbrbench.testbed.delayline import DelayLine, DelayLineError, cleanup_stale  # noqa: E402
+from bbrbench.testbed.delayline import DelayLine, DelayLineError  # noqa: E402
+from bbrbench.testbed.wire import kill_wire_processes  # noqa: E402
 
 pytestmark = [pytest.mark.net, pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces")]
 
@@ -164,7 +165,7 @@ def test_stop_leaves_nothing_behind(chain: Chain, binary: Path) -> None:
     assert line.stats()["lr_pkts"] >= 0
 
 
-def test_cleanup_stale_kills_an_orphan(chain: Chain, binary: Path) -> None:
+def test_kill_wire_processes_kills_an_orphan(chain: Chain, binary: Path) -> None:
     tag = f"{chain.prefix}orphan"
     # The shell exits at once, so the delay line is re-parented: an orphan as a crashed run leaves it.
     subprocess.run(["sh", "-c", f"setsid ip netns exec {chain.delay} {binary} --left l0 --right r0 "
@@ -174,8 +175,8 @@ def test_cleanup_stale_kills_an_orphan(chain: Chain, binary: Path) -> None:
         time.sleep(0.05)
     pids = _pids_with_tag(tag)
     assert pids, "the orphan did not start"
-    assert cleanup_stale(f"{chain.prefix}other") == 0
-    assert cleanup_stale(chain.prefix) == 1
+    assert kill_wire_processes(f"{chain.prefix}other") == 0
+    assert kill_wire_processes(chain.prefix) == 1
     assert not [pid for pid in pids if running(pid)]
 
 

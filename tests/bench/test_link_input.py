@@ -11,7 +11,8 @@ import pytest
 
 from bbrbench import ratetrace
 from bbrbench.scenario import AlgoCatalog, ScenarioError, apply_override, validate
-from bbrbench.testbed.emulation import Emulation, ack_path_options, describe_ack_path, describe_conditions, tc_aqm_args
+from bbrbench.testbed import aqm
+from bbrbench.testbed.emulation import Emulation, ack_path_options, describe_ack_path, describe_conditions
 from bbrbench.testbed.topology import Topology
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -190,18 +191,18 @@ def test_traces_are_read_as_mahimahi_reads_them(tmp_path: Path, text: str, messa
 
 
 def test_aqm_params_become_tc_arguments() -> None:
-    assert tc_aqm_args({"target_ms": 5, "interval_ms": 100, "ecn": 0, "quantum_bytes": 300, "flows": 64}) == \
+    assert aqm.tc_args({"target_ms": 5, "interval_ms": 100, "ecn": 0, "quantum_bytes": 300, "flows": 64}) == \
         ["target", "5000us", "interval", "100000us", "noecn", "quantum", "300", "flows", "64"]
 
 
 @pytest.mark.skipif(not LINK.exists(), reason="bbrkit-link not built (make)")
 @pytest.mark.parametrize(("args", "message"), [
-    (["--aqm", "red"], "--aqm 'red': not one of fifo, codel, fq_codel, cake, pie, step"),
+    (["--aqm", "red"], "--aqm 'red': not one of fifo, codel, fq_codel, pie, cake, step"),
     (["--aqm", "step"], "--aqm step needs --step-us"),
     (["--aqm", "fifo", "--target-us", "5000"],
      "--target-us and --ecn apply to codel, fq_codel, cake and pie, not fifo"),
     (["--trace", "/nonexistent"], "--trace /nonexistent: No such file or directory"),
-    (["--rev-aqm", "red"], "--rev-aqm 'red': not one of fifo, codel, fq_codel, cake, pie, step"),
+    (["--rev-aqm", "red"], "--rev-aqm 'red': not one of fifo, codel, fq_codel, pie, cake, step"),
     (["--rev-rate-bps", "100000", "--rev-trace", "/nonexistent"], "give at most one of --rev-rate-bps and --rev-trace"),
     (["--rev-trace", "/nonexistent"], "--rev-trace /nonexistent: No such file or directory"),
     (["--rev-loss", "1.5"], "--rev-loss: '1.5' is not a probability in 0..1"),

@@ -13,12 +13,12 @@ from bbrbench.errors import HarnessError
 from bbrbench.experiments.overhead import (
     FLOOR,
     RESULT_FILE,
+    intervals_and_ratios,
     paired_ratio,
     pooled,
     ratio_pairs,
     stats_delta,
     struct_ops_programs,
-    summarise,
 )
 from bbrbench.results import write_json
 
@@ -110,7 +110,7 @@ def test_pool_refuses_unlike_runs(tmp_path: Path) -> None:
 def test_summary_has_every_algorithm_metric_and_callback() -> None:
     runs = [_run(rep, algo, cpu * (1 + rep / 10), ns)
             for rep in range(3) for algo, cpu, ns in (("bbr", 1.0, None), (FLOOR, 1.01, 290.0), ("bbr1", 1.03, 300.0))]
-    s = summarise(runs, ["bbr", FLOOR, "bbr1"])
+    s = intervals_and_ratios(runs, ["bbr", FLOOR, "bbr1"])
     assert s["metrics"]["process_ns_per_byte"]["bbr"]["n"] == 3
     assert set(s["ratios"]["process_ns_per_byte"]) == {f"{FLOOR}/bbr", "bbr1/bbr", f"bbr1/{FLOOR}"}
     assert s["ratios"]["process_ns_per_byte"][f"bbr1/{FLOOR}"]["mean"] == pytest.approx(1.03 / 1.01)

@@ -45,7 +45,7 @@ def messages() -> Iterator[list[str]]:
 def _compare_plan(*argv: str) -> sweep.Plan:
     args = cli.build_parser().parse_args(["compare", *argv])
     _, raw = cli.common.load_scenario(args)
-    return compare.plan(raw, CATALOG, args.algos, args.reps)
+    return compare.plan_runs(raw, CATALOG, args.algos, args.reps)
 
 
 def test_estimates_and_eta() -> None:

@@ -57,7 +57,7 @@ def test_catalogue_covers_every_seed() -> None:
 @pytest.mark.parametrize("profile", reproduce.PROFILES)
 def test_every_scenario_validates(profile: str, catalog: Any) -> None:
     for e in reproduce.experiments():
-        plan = sweep.plan(prepare_raw(e.path, profile, []), catalog, [], None)
+        plan = sweep.plan_runs(prepare_raw(e.path, profile, []), catalog, [], None)
         assert plan.points, e.key
 
 
@@ -81,11 +81,11 @@ def test_quick_profile_is_labelled_and_fits_the_hour(catalog: Any) -> None:
     total_s = 0.0
     for e in reproduce.experiments():
         quick, paper = _labelled(e, "quick")
-        plan = sweep.plan(quick, catalog, [], None)
+        plan = sweep.plan_runs(quick, catalog, [], None)
         total_s += _planned_s(plan, quick)
         # The paper profile never runs shorter than the quick one (repetitions may be fewer: seed 002's
         # testbed and seed 004 report single runs).
-        assert sweep.plan(paper, catalog, [], None).duration_s >= plan.duration_s, e.key
+        assert sweep.plan_runs(paper, catalog, [], None).duration_s >= plan.duration_s, e.key
     assert total_s <= QUICK_BUDGET_S, f"quick profile needs about {total_s / 60:.0f} min"
 
 
@@ -93,7 +93,7 @@ def test_standard_profile_is_long_enough_and_fits_the_budget(catalog: Any) -> No
     total_s = 0.0
     for e in reproduce.experiments():
         standard, paper = _labelled(e, "standard")
-        plan = sweep.plan(standard, catalog, [], None)
+        plan = sweep.plan_runs(standard, catalog, [], None)
         assert plan.repetitions >= STANDARD_MIN_REPS, e.key
         paper_after_s = time_after_last_start_s(paper)
         for point in plan.points:
@@ -912,6 +912,15 @@ def test_the_readme_states_only_what_its_summary_holds() -> None:
     assert "±" not in prose and "+-" not in prose.replace("+- 5", "").replace("+- 10", "")
     assert not re.search(r"\d+\.\d+\s?(ms|Mbit/s)\b", prose)
     assert not re.search(r"\*\*(holds|does not hold|undecided|not decided)\*\*", prose)
+
+
+def test_docs_hold_documents_and_data_reproduction_the_results_they_cite() -> None:
+    """Issue 36: recorded results (summaries, metadata, figures) live in data/reproduction/, documents in
+    docs/; every summary the README's build command reads is there."""
+    root = Path(__file__).resolve().parents[2]
+    assert not [p for p in (root / "docs").rglob("*") if p.suffix in (".json", ".png", ".svg", ".csv")]
+    inputs = re.findall(r"--from-summary (\S+)", README.read_text())
+    assert inputs and all(p.startswith("data/reproduction/") and (root / p).is_file() for p in inputs), inputs
 
 
 def test_readme_overview_is_rewritten_in_place(tmp_path: Path) -> None:

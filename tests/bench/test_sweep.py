@@ -12,7 +12,7 @@ import pytest
 from bbrbench import sweep
 from bbrbench.errors import HarnessError
 from bbrbench.scenario import AlgoCatalog, ScenarioError, find_scenario, load_raw
-from bbrbench.sweep import plan
+from bbrbench.sweep import plan_runs
 from benchutil import FakeExecutor, needs_net, popen_cli, run_cli
 
 CATALOG = AlgoCatalog(kernel=frozenset({"cubic", "bbr", "reno"}), bbrkit=frozenset())
@@ -22,18 +22,18 @@ SWEEP = ("sweep", "smoke", "--quiet", "duration_s=2", "--grid", "bottleneck.rate
 
 def test_plan_validates_every_point() -> None:
     raw = load_raw(find_scenario("smoke"))
-    p = plan(raw, CATALOG, [("bottleneck.rate_mbit", [10, 20]), ("flows.0.algo", ["cubic", "bbr"])], 3)
+    p = plan_runs(raw, CATALOG, [("bottleneck.rate_mbit", [10, 20]), ("flows.0.algo", ["cubic", "bbr"])], 3)
     assert len(p.points) == 4 and p.repetitions == 3
     assert len({pt.id for pt in p.points}) == 4
     with pytest.raises(ScenarioError, match=r"^sweep point \(bottleneck.rate_mbit=0\): bottleneck.rate_mbit"):
-        plan(raw, CATALOG, [("bottleneck.rate_mbit", [10, 0])], 1)
+        plan_runs(raw, CATALOG, [("bottleneck.rate_mbit", [10, 0])], 1)
 
 
 def test_cases_combine_with_the_grid() -> None:
     raw = load_raw(find_scenario("smoke"))
     raw["sweep"] = {"repetitions": 2, "grid": {"bottleneck.buffer_packets": [10, 20]},
                     "cases": [{"duration_s": 3}, {"duration_s": 5, "bottleneck.rate_mbit": 5}]}
-    p = plan(raw, CATALOG, [], None)
+    p = plan_runs(raw, CATALOG, [], None)
     assert p.repetitions == 2 and len(p.points) == 4
     assert p.points[3].overrides == {"duration_s": 5, "bottleneck.rate_mbit": 5, "bottleneck.buffer_packets": 20}
 
@@ -76,7 +76,7 @@ def _two_invocations(out: Path, second_revision: str, shift_ms: float) -> None:
     RTTs shifted by shift_ms."""
     raw = load_raw(find_scenario("smoke"))
     raw["sweep"] = {"metrics": ["total.rtt_ms_mean"]}
-    sweep.run_sweep(plan(raw, CATALOG, [], 4), out, CATALOG, FakeExecutor())
+    sweep.run_sweep(plan_runs(raw, CATALOG, [], 4), out, CATALOG, FakeExecutor())
     for rep in range(4):
         run = next(out.glob(f"points/*/rep{rep}"))
         meta = json.loads((run / "scenario.json").read_text())

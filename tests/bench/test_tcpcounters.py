@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bbrbench.analysis.report import summarize
+from bbrbench.analysis.report import write_summary
 from bbrbench.results import TCP_COUNTERS
 from bbrbench.sweep import metric_value
 from bbrbench.testbed import tcpcounters
@@ -53,7 +53,7 @@ def test_summary_sums_the_senders_counters_and_takes_each_flows_last_trace_count
     records = [{"t_ns": 1, "sport": port, "acd_halvings": 1, "rtt_gain": 0.5},
                {"t_ns": 2, "sport": port, "acd_halvings": 5, "rtt_gain": 0.25}]
     (run / "raw" / "trace.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    summarize(run)
+    write_summary(run)
     result = summary(run)
     assert result["tcp"]["TCPTimeouts"] == 3 and result["tcp"]["OutSegs"] == 1
     assert [f.get("acd_halvings") for f in result["flows"]] == [None, 5]

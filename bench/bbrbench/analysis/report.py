@@ -17,7 +17,7 @@ TRACE_COUNTERS = ("acd_halvings",)
 TRACE_MEANS = ("rtt_gain",)
 
 
-def summarize(run_dir: Path) -> dict[str, Any]:
+def write_summary(run_dir: Path) -> dict[str, Any]:
     meta, data, events_doc = load_run(run_dir)
     summary = compute(data)
     scenario = meta["resolved"]
@@ -82,7 +82,7 @@ def table(summary: dict[str, Any]) -> str:
 
 
 def write_report(run_dir: Path, plots: bool = True) -> str:
-    summary = summarize(run_dir)
+    summary = write_summary(run_dir)
     text = table(summary)
     (run_dir / "table.txt").write_text(text + "\n")
     if plots:

@@ -135,7 +135,7 @@ def add_json_arg(p: argparse.ArgumentParser) -> None:
 
 
 def add_delay_arg(p: argparse.ArgumentParser) -> None:
-    # The choices are compare.DELAY_STATS's keys (compare is not imported here: it needs numpy).
+    # The choices are analysis/comparison.DELAY_STATS's keys (compare is not imported here: it needs numpy).
     p.add_argument("--delay", choices=("p95", "mean"), default="p95",
                    help="compare's throughput-delay figure: each run's 95th-percentile or mean queueing delay "
                         "(default p95, as Pantheon)")

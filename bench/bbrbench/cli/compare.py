@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         emit_outcome(args, compare.report(Path(args.out), args.delay), Path(args.out))
         return 0
     catalog = system.catalog()
-    plan = compare.plan(raw, catalog, args.algos, args.reps)
+    plan = compare.plan_runs(raw, catalog, args.algos, args.reps)
     need_root()
     # No timestamp: rerunning the same compare (compare.sh) resumes it, as reproduce does.
     out = Path(args.out) if args.out else Path.cwd() / "results" / f"compare-{args.profile or 'default'}"

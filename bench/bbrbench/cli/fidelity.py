@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     args.scenario = args.scenario or str(fidelity.DEFAULT_SCENARIO)
     _, raw = load_scenario(args)
     catalog = system.catalog()
-    plan = fidelity.plan(raw, catalog, args.reps)
+    plan = fidelity.plan_runs(raw, catalog, args.reps)
     need_root_here(args)
     out = Path(args.out) if args.out else default_out("fidelity", str(raw.get("name", "fidelity")))
     with executor(args) as where:

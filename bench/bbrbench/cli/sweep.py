@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     path, raw = load_scenario(args)
     grid = [parse_assignment(g) for g in args.grid]
     catalog = system.catalog()
-    plan = sweep.plan(raw, catalog, grid, args.reps)
+    plan = sweep.plan_runs(raw, catalog, grid, args.reps)
     need_root_here(args)
     out = Path(args.out) if args.out else default_out("sweep", str(raw.get("name", path.stem)))
     with executor(args) as where:

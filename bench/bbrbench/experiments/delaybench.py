@@ -28,9 +28,10 @@ from types import FrameType
 from typing import Any
 
 from ..errors import HarnessError, UsageError
-from ..testbed.delayline import DelayLine, cleanup_stale
+from ..testbed.delayline import DelayLine
 from ..testbed.netns import Namespaces
 from ..testbed.procs import command
+from ..testbed.wire import kill_wire_processes
 
 SENDER_ADDR = "198.18.0.1"
 RECEIVER_ADDR = "198.18.0.2"
@@ -88,7 +89,7 @@ class Chain:
                     netns=ns)
 
     def destroy(self) -> None:
-        cleanup_stale(self.prefix)
+        kill_wire_processes(self.prefix)
         self.namespaces.destroy()
 
     def delay_line(self, delay_lr_us: int, delay_rl_us: int) -> DelayLine:

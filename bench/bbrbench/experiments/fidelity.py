@@ -109,13 +109,13 @@ def loadavg() -> list[float]:
     return [float(v) for v in Path("/proc/loadavg").read_text().split()[:3]]
 
 
-def plan(raw: dict[str, Any], catalog: AlgoCatalog, reps: int | None) -> Plan:
+def plan_runs(raw: dict[str, Any], catalog: AlgoCatalog, reps: int | None) -> Plan:
     """The sweep, every point validated: called before anything needs root or runs."""
     from .. import sweep
     for algo in (REFERENCE, CANDIDATE):
         if algo not in catalog.kernel | catalog.bbrkit:
             raise HarnessError(f"{algo}: not available here (kernel module or `make` for bbrctl)")
-    plan_ = sweep.plan(raw, catalog, [], reps)
+    plan_ = sweep.plan_runs(raw, catalog, [], reps)
     if not any(ALGO_KEY in p.overrides for p in plan_.points):
         raise HarnessError(f"the scenario's sweep grid must vary {ALGO_KEY} over [{REFERENCE}, {CANDIDATE}]")
     return plan_

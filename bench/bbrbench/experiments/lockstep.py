@@ -37,7 +37,7 @@ from typing import Any
 
 from ..errors import HarnessError, NotRunnable
 from ..scenario import Flow, validate
-from ..testbed import delayline, procs, runstate, system
+from ..testbed import procs, runstate, system, wire
 from ..testbed.cleanup import cleanup_stale, signals_deferred, signals_interrupt
 from ..testbed.emulation import Emulation, check_runnable
 from ..testbed.netns import Namespaces
@@ -380,7 +380,7 @@ def _stop_tool(proc: subprocess.Popen[str]) -> dict[str, Any]:
 
 
 def _cleanup_delay_lines(prefix: str) -> None:
-    delayline.cleanup_stale(prefix)
+    wire.kill_wire_processes(prefix)
 
 
 def run_scenario(name: str, spec: LockstepScenario, seconds: float, out_dir: Path) -> dict[str, Any]:

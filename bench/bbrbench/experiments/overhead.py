@@ -303,7 +303,7 @@ def _per_call(callback: str) -> Callable[[dict[str, Any]], float | None]:
     return lambda run: run["callbacks"].get(callback, {}).get("ns_per_call")
 
 
-def summarise(runs: list[dict[str, Any]], algos: Sequence[str]) -> dict[str, Any]:
+def intervals_and_ratios(runs: list[dict[str, Any]], algos: Sequence[str]) -> dict[str, Any]:
     metrics: dict[str, Any] = {}
     ratios: dict[str, Any] = {}
     for key in METRICS:
@@ -415,7 +415,7 @@ def run(out: Path, reps: int, seconds: int, extra: Sequence[str] = (), pin: bool
             pair.destroy()
             undo_bbrkit(state)
             state.remove()
-    summary = summarise(runs, algos)
+    summary = intervals_and_ratios(runs, algos)
     write_json(out / RESULT_FILE, "overhead", {
         "started": started, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "kernel": os.uname().release,
         "cpus": os.cpu_count(), "seconds": seconds, "repetitions": reps, "pinned": pin,
@@ -445,4 +445,4 @@ def pooled(dirs: Sequence[Path]) -> str:
         offset += data["repetitions"]
         load += data["loadavg_1min_before_each_run"]
     return (f"{offset} repetitions from {len(dirs)} runs ({', '.join(str(d) for d in dirs)})\n\n"
-            + table(summarise(runs, algos), load))
+            + table(intervals_and_ratios(runs, algos), load))

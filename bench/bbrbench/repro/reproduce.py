@@ -146,7 +146,7 @@ def plans(selected: list[Experiment], profile: str, reps: int | None = None) -> 
     for e in selected:
         raw = prepare_raw(e.path, profile, [])
         try:
-            out.append((e, sweep.plan(raw, catalog, [], reps)))
+            out.append((e, sweep.plan_runs(raw, catalog, [], reps)))
         except ScenarioError as exc:
             raise ScenarioError(f"{e.key}: {exc}") from None
     return out

@@ -19,9 +19,9 @@ checks).
 
 from .aggregation import aggregate, metric_value
 from .execution import Executor, LocalExecutor, Outcome, nominal_s, run_sweep
-from .plans import Job, Plan, Point, load_plan, open_plan, plan, point_id, point_raw
-from .store import DONE_MARK, FAILED, NOT_RUNNABLE, pending, runs_done
+from .plans import Job, Plan, Point, load_plan, open_plan, plan_runs, point_id, point_raw
+from .store import DONE_MARK, FAILED, NOT_RUNNABLE, done_runs, pending, runs_done
 
 __all__ = ["DONE_MARK", "FAILED", "NOT_RUNNABLE", "Executor", "Job", "LocalExecutor", "Outcome", "Plan", "Point",
-           "aggregate", "load_plan", "metric_value", "nominal_s", "open_plan", "pending", "plan", "point_id",
-           "point_raw", "run_sweep", "runs_done"]
+           "aggregate", "done_runs", "load_plan", "metric_value", "nominal_s", "open_plan", "pending", "plan_runs",
+           "point_id", "point_raw", "run_sweep", "runs_done"]

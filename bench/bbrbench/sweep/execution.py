@@ -13,7 +13,7 @@ from typing import Protocol
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from .. import progress
-from ..analysis.report import summarize
+from ..analysis.report import write_summary
 from ..errors import HarnessError, NotRunnable, RunsInterrupted, RunsLost
 from ..scenario import DEFAULT_DURATION_S, AlgoCatalog, validate
 from ..testbed.runner import run
@@ -54,7 +54,7 @@ class LocalExecutor:
                 shutil.rmtree(job.run_dir)
             try:
                 run(validate(job.raw, catalog), job.raw, job.run_dir, catalog.bbrkit, show_progress=False)
-                summarize(job.run_dir)
+                write_summary(job.run_dir)
             except NotRunnable as exc:
                 not_runnable[job.point.id] = str(exc)
                 yield job, Outcome("not_runnable", str(exc))

@@ -59,7 +59,7 @@ def point_raw(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]
     return raw
 
 
-def plan(raw: dict[str, Any], catalog: AlgoCatalog, cli_grid: list[tuple[str, Any]], reps: int | None) -> Plan:
+def plan_runs(raw: dict[str, Any], catalog: AlgoCatalog, cli_grid: list[tuple[str, Any]], reps: int | None) -> Plan:
     """Every point is validated here, before anything runs."""
     base = validate(raw, catalog)
     spec = base.sweep

@@ -23,6 +23,11 @@ def pending(plan_: Plan, out: Path) -> list[Job]:
             and not (out / "points" / point.id / NOT_RUNNABLE).is_file()]
 
 
+def done_runs(out: Path, point_id: str) -> list[Path]:
+    """A point's finished run directories, in repetition order."""
+    return [d for d in sorted((out / "points" / point_id).glob("rep*")) if (d / DONE_MARK).is_file()]
+
+
 def runs_done(plan_: Plan, out: Path) -> int:
     return sum((out / "points" / point.id / f"rep{rep}" / DONE_MARK).is_file()
                for rep in range(plan_.repetitions) for point in plan_.points)

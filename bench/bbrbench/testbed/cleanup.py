@@ -10,7 +10,7 @@ import signal
 from collections.abc import Iterator
 from typing import Any
 
-from . import delayline
+from . import wire
 from .attachments import undo_bbrkit
 from .netns import list_netns, remove_netns
 from .procs import kill_pids, tagged_pids
@@ -61,7 +61,7 @@ def cleanup_prefix(prefix: str) -> list[str]:
         if ns.startswith(prefix + "-"):
             remove_netns(ns)
             removed.append(f"netns {ns}")
-    count = delayline.cleanup_stale(prefix)
+    count = wire.kill_wire_processes(prefix)
     if count:
         removed.append(f"{count} delay line(s)")
     state = RunState.load(STATE_DIR / f"{prefix}.json")

@@ -1,58 +1,22 @@
 """Python side of the project's delay line (build/bbrkit-delay), used where the kernel has no netem.
 
 The binary forwards every frame between two interfaces of one network namespace through AF_PACKET
-sockets, delayed by a fixed time per direction (see bench/delayline/README.md for how and how well).
-This module starts it inside the namespace, waits until it forwards, reads its counters and stops it.
+sockets, delayed by a fixed time per direction (see bench/delayline/README.md for how and how well);
+testbed/wire.py starts, reads and stops it.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import signal
-import subprocess
-import threading
-import time
 from pathlib import Path
-from typing import IO, Any
 
-from ..errors import HarnessError
-from .procs import CHECKOUT_BUILD, command, find_binary
+from .wire import DELAY_BINARY, WireError, WireProcess
 
-BINARY_ENV = "BBRKIT_DELAY"
-BINARY_NAME = "bbrkit-delay"
+BINARY_NAME, BINARY_ENV = DELAY_BINARY
 MAX_DELAY_US = 10_000_000
-MAX_IFNAME_LEN = 15
-TAG_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
-READY_TIMEOUT_S = 5.0
-STATS_TIMEOUT_S = 2.0
-STOP_GRACE_S = 3.0
-COMMAND_TIMEOUT_S = 10.0
-STDERR_KEEP_LINES = 20
-# SCHED_FIFO for the forwarding threads: measured to keep departures on time while iperf3 saturates
-# both cores (README); the threads sleep between departures, so they cannot starve the machine.
-RT_PRIO = 10
 
 
-class DelayLineError(HarnessError):
+class DelayLineError(WireError):
     """The delay line cannot be set up or has failed; the message is one line."""
-
-
-def _binary(explicit: Path | None, name: str, env: str) -> Path:
-    if explicit is not None:
-        return explicit
-    # A missing binary is reported by start(), naming where it was looked for.
-    return find_binary(name, env) or CHECKOUT_BUILD / name
-
-
-def _run(args: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
-    return command(args, timeout=COMMAND_TIMEOUT_S, check=check)
-
-
-def _check_ifname(what: str, name: str) -> None:
-    if not name or len(name) > MAX_IFNAME_LEN or any(c in name for c in "/ \t\n:"):
-        raise DelayLineError(f"{what}: invalid interface name {name!r}")
 
 
 def _check_delay(what: str, value: int) -> None:
@@ -60,235 +24,21 @@ def _check_delay(what: str, value: int) -> None:
         raise DelayLineError(f"{what}: must be an integer from 0 to {MAX_DELAY_US} microseconds, got {value!r}")
 
 
-class DelayLine:
-    """Transparent bump-in-the-wire between two interfaces of one network namespace: every frame that
-    arrives on left_if leaves on right_if delay_lr_us later and vice versa (delay_rl_us). Hosts on
-    either side see each other as directly connected (same L2 segment / subnet)."""
+class DelayLine(WireProcess):
+    """Every frame that arrives on left_if leaves on right_if delay_lr_us later and vice versa
+    (delay_rl_us)."""
 
     binary_name = BINARY_NAME
     binary_env = BINARY_ENV
+    error = DelayLineError
 
     def __init__(self, netns: str, left_if: str, right_if: str, delay_lr_us: int, delay_rl_us: int,
                  tag: str, binary: Path | None = None) -> None:
-        if not netns or "/" in netns:
-            raise DelayLineError(f"netns: invalid namespace name {netns!r}")
-        _check_ifname("left_if", left_if)
-        _check_ifname("right_if", right_if)
-        if left_if == right_if:
-            raise DelayLineError(f"left_if and right_if are both {left_if!r}")
+        super().__init__(netns, left_if, right_if, tag, binary)
         _check_delay("delay_lr_us", delay_lr_us)
         _check_delay("delay_rl_us", delay_rl_us)
-        if not TAG_RE.fullmatch(tag):
-            raise DelayLineError(f"tag: {tag!r} must be 1-64 characters from [A-Za-z0-9._-]")
-        self.netns = netns
-        self.left_if = left_if
-        self.right_if = right_if
         self.delay_lr_us = delay_lr_us
         self.delay_rl_us = delay_rl_us
-        self.tag = tag
-        self.binary = _binary(binary, self.binary_name, self.binary_env)
-        self._proc: subprocess.Popen[str] | None = None
-        self._readers: list[threading.Thread] = []
-        self._cond = threading.Condition()
-        self._ready = False
-        self._stats: dict[str, int] = {}
-        self._stats_seq = 0
-        self._stderr: list[str] = []
-        # What start() changed in the namespace, to undo in stop(): sysctl key -> old value, links set up.
-        self._sysctls: dict[str, str] = {}
-        self._links_up: list[str] = []
-
-    def start(self) -> None:
-        """Returns once forwarding works; raises DelayLineError with a clear message."""
-        if self._proc is not None:
-            raise DelayLineError(f"delay line {self.tag} is already running")
-        if not os.access(self.binary, os.X_OK):
-            raise DelayLineError(f"{self.binary}: not found or not executable (make, make install, or set "
-                                 f"{self.binary_env})")
-        if _run(["ip", "netns", "exec", self.netns, "true"], check=False).returncode != 0:
-            raise DelayLineError(f"network namespace {self.netns!r} does not exist")
-        try:
-            self._prepare_links()
-            self._launch()
-        except BaseException:
-            self.stop()
-            raise
-
-    def _prepare_links(self) -> None:
-        for name in (self.left_if, self.right_if):
-            show = _run(["ip", "-n", self.netns, "-j", "link", "show", "dev", name], check=False)
-            if show.returncode != 0:
-                raise DelayLineError(f"no interface {name!r} in network namespace {self.netns!r}")
-            if "UP" not in json.loads(show.stdout)[0].get("flags", []):
-                _run(["ip", "-n", self.netns, "link", "set", "dev", name, "up"])
-                self._links_up.append(name)
-        # Without this, the namespace's own IPv6 stack would send router solicitations and DAD probes
-        # out of the two interfaces into the emulated path.
-        keys = [f"net.ipv6.conf.{name}.disable_ipv6" for name in (self.left_if, self.right_if)]
-        old = _run(["ip", "netns", "exec", self.netns, "sysctl", "-n", *keys], check=False)
-        values = old.stdout.split()
-        if old.returncode == 0 and len(values) == len(keys):
-            _run(["ip", "netns", "exec", self.netns, "sysctl", "-qw", *(f"{k}=1" for k in keys)])
-            self._sysctls = dict(zip(keys, values))
 
     def _arguments(self) -> list[str]:
-        """The binary's options besides --left, --right, --tag and --rt-prio."""
         return ["--delay-lr-us", str(self.delay_lr_us), "--delay-rl-us", str(self.delay_rl_us)]
-
-    def _launch(self) -> None:
-        args = ["ip", "netns", "exec", self.netns, str(self.binary), "--left", self.left_if,
-                "--right", self.right_if, "--tag", self.tag, "--rt-prio", str(RT_PRIO), *self._arguments()]
-        # Own session: a Ctrl-C aimed at the harness must not kill the line before stop() reads its counters.
-        self._proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True, start_new_session=True)
-        assert self._proc.stdout is not None and self._proc.stderr is not None
-        self._readers = [threading.Thread(target=self._read_stdout, args=(self._proc.stdout,), daemon=True),
-                         threading.Thread(target=self._read_stderr, args=(self._proc.stderr,), daemon=True)]
-        for reader in self._readers:
-            reader.start()
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        with self._cond:
-            while not self._ready and self._proc.poll() is None and time.monotonic() < deadline:
-                self._cond.wait(0.05)
-            ready = self._ready
-        if not ready:
-            self._reap(force=True)
-            raise DelayLineError(f"{self.binary_name} in {self.netns} did not start: {self._last_error()}")
-
-    def _read_stdout(self, stream: IO[str]) -> None:
-        for line in stream:
-            try:
-                event: dict[str, Any] = json.loads(line)
-            except ValueError:
-                continue
-            with self._cond:
-                if event.get("event") == "ready":
-                    self._ready = True
-                elif event.get("event") in ("stats", "exit"):
-                    self._stats = {k: v for k, v in event.items() if isinstance(v, int)}
-                    self._stats_seq += 1
-                self._cond.notify_all()
-
-    def _read_stderr(self, stream: IO[str]) -> None:
-        for line in stream:
-            with self._cond:
-                self._stderr = (self._stderr + [line.strip()])[-STDERR_KEEP_LINES:]
-                self._cond.notify_all()
-
-    def _last_error(self) -> str:
-        with self._cond:
-            lines = [line for line in self._stderr if line]
-        if lines:
-            return lines[-1]
-        code = self._proc.returncode if self._proc else None
-        return f"exit status {code}" if code is not None else f"no ready line within {READY_TIMEOUT_S:.0f} s"
-
-    def stats(self) -> dict[str, int]:
-        """Packets forwarded/dropped per direction (keys lr_*/rl_*), fresh while running, final after stop()."""
-        proc = self._proc
-        if proc is None or proc.poll() is not None:
-            with self._cond:
-                return dict(self._stats)
-        with self._cond:
-            seq = self._stats_seq
-        proc.send_signal(signal.SIGUSR1)
-        deadline = time.monotonic() + STATS_TIMEOUT_S
-        with self._cond:
-            while self._stats_seq == seq and time.monotonic() < deadline:
-                self._cond.wait(0.05)
-            if self._stats_seq == seq:
-                raise DelayLineError(f"{self.binary_name} {self.tag} did not report counters: {self._last_error()}")
-            return dict(self._stats)
-
-    def _reap(self, force: bool) -> None:
-        proc = self._proc
-        if proc is None:
-            return
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL if force else signal.SIGTERM)
-            try:
-                proc.wait(STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        for reader in self._readers:
-            reader.join(STOP_GRACE_S)
-        self._readers = []
-
-    def stop(self) -> None:
-        """Idempotent: ends the process (its last counters stay readable) and undoes start()'s changes."""
-        self._reap(force=False)
-        self._proc = None
-        with self._cond:
-            self._ready = False
-        namespace_alive = _run(["ip", "netns", "exec", self.netns, "true"], check=False).returncode == 0
-        if namespace_alive and self._sysctls:
-            _run(["ip", "netns", "exec", self.netns, "sysctl", "-qw",
-                  *(f"{k}={v}" for k, v in self._sysctls.items())], check=False)
-        if namespace_alive:
-            for name in self._links_up:
-                _run(["ip", "-n", self.netns, "link", "set", "dev", name, "down"], check=False)
-        self._sysctls = {}
-        self._links_up = []
-
-    def __enter__(self) -> DelayLine:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-def _tag_of(argv: list[str]) -> str | None:
-    for i, arg in enumerate(argv):
-        if arg == "--tag" and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith("--tag="):
-            return arg[len("--tag="):]
-    return None
-
-
-def _delay_processes(tag_prefix: str) -> list[int]:
-    # The link emulator (testbed/linkemu.py) is started the same way and tagged with the run's prefix.
-    names = {BINARY_NAME, Path(os.environ.get(BINARY_ENV, BINARY_NAME)).name, "bbrkit-link",
-             Path(os.environ.get("BBRKIT_LINK", "bbrkit-link")).name}
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
-        except OSError:
-            continue
-        tag = _tag_of(argv)
-        if argv and Path(argv[0]).name in names and tag is not None and tag.startswith(tag_prefix):
-            pids.append(int(entry.name))
-    return pids
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
-
-
-def cleanup_stale(tag_prefix: str) -> int:
-    """Kills leftover bbrkit-delay and bbrkit-link processes whose --tag starts with tag_prefix; returns
-    how many."""
-    pids = _delay_processes(tag_prefix)
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    deadline = time.monotonic() + STOP_GRACE_S
-    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
-        time.sleep(0.05)
-    for pid in filter(_alive, pids):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    return len(pids)

@@ -18,7 +18,8 @@ from typing import Any
 from .. import ratetrace
 from ..errors import HarnessError, NotRunnable
 from ..scenario import Bottleneck, Scenario
-from . import delayline, linkemu
+from . import aqm, delayline, linkemu
+from .aqm import AQMS
 from .procs import command, find_binary
 from .system import have_tool, qdisc_available
 from .topology import BOTTLENECK_IF, DELAY_LEFT_IF, DELAY_RIGHT_IF, LINK_LEFT_IF, LINK_RIGHT_IF, Topology
@@ -29,33 +30,26 @@ NFT_TABLE = "bbrbench"
 # numgen draws uniformly in [0, LOSS_SCALE); drop when below p * LOSS_SCALE.
 LOSS_SCALE = 1_000_000_000
 NETEM_LIMIT_PACKETS = 1_000_000
-AQM_CONFIG = {"fq_codel": "NET_SCH_FQ_CODEL", "codel": "NET_SCH_CODEL", "pie": "NET_SCH_PIE",
-              "cake": "NET_SCH_CAKE", "netem": "NET_SCH_NETEM"}
-LINK_AQMS = ("fifo", "codel", "fq_codel", "pie", "cake", "step")
 KERNEL = "kernel"
 LINK = "bbrkit-link"
 # bottleneck.packet_log: each direction's packets in Mahimahi mm-link's log format, in the run's raw/.
 MM_LOG_FORWARD = "link-forward.mm"
 MM_LOG_REVERSE = "link-reverse.mm"
-# What each bbrkit-link queue implements, as recorded in results: never the kernel's name alone.
-LINK_AQM_NAMES = {"fifo": "tail-drop FIFO", "codel": "CoDel (RFC 8289)", "fq_codel": "FQ-CoDel (RFC 8290)",
-                  "pie": "PIE (RFC 8033)", "step": "step marker",
-                  "cake": "cake subset (8-way set-associative queues, DRR++, COBALT; no shaper, host isolation, "
-                          "tins or ACK filter)"}
+# netem's probe needs an argument to be created.
+NETEM_PROBE_ARGS = ("delay", "1ms")
 
 
 def bottleneck_impl(scenario: Scenario, probe_netns: str) -> str:
     """KERNEL or LINK for the bottleneck; raises NotRunnable when neither can run it."""
     b = scenario.bottleneck
-    in_kernel = b.aqm == "fifo" or (not b.needs_link and qdisc_available(b.aqm, probe_netns))
+    spec = AQMS[b.aqm]
+    in_kernel = spec.qdisc is not None and (
+        spec.config is None or (not b.needs_link and qdisc_available(spec.qdisc, probe_netns, spec.probe_args)))
     if b.emulator == KERNEL or (b.emulator == "auto" and in_kernel and not b.needs_link):
         if not in_kernel:
-            raise NotRunnable(f"bottleneck.aqm = {b.aqm!r}: this kernel has no {b.aqm} qdisc "
-                              f"(CONFIG_{AQM_CONFIG[b.aqm]} is off); the scenario cannot run here")
+            raise NotRunnable(f"bottleneck.aqm = {b.aqm!r}: this kernel has no {spec.qdisc} qdisc "
+                              f"(CONFIG_{spec.config} is off); the scenario cannot run here")
         return KERNEL
-    if b.aqm not in LINK_AQMS:
-        raise NotRunnable(f"bottleneck.aqm = {b.aqm!r}: this kernel has no {b.aqm} qdisc "
-                          f"(CONFIG_{AQM_CONFIG[b.aqm]} is off) and bbrkit-link does not implement it")
     if find_binary(linkemu.BINARY_NAME, linkemu.BINARY_ENV) is None:
         raise NotRunnable(f"the bottleneck needs {linkemu.BINARY_NAME}, which is neither on PATH nor built (make)")
     if not have_tool("ethtool"):
@@ -67,7 +61,7 @@ def delay_mechanism(scenario: Scenario, probe_netns: str) -> str | None:
     """'netem', 'delayline' or None (no sender has a delay); raises NotRunnable when neither exists."""
     if all(s.rtt_ms == 0 for s in scenario.senders):
         return None
-    if qdisc_available("netem", probe_netns):
+    if qdisc_available("netem", probe_netns, NETEM_PROBE_ARGS):
         return "netem"
     if find_binary(delayline.BINARY_NAME, delayline.BINARY_ENV) is None:
         raise NotRunnable(f"senders need delay: the kernel has no netem and {delayline.BINARY_NAME} is neither "
@@ -117,15 +111,7 @@ class Emulation:
 
     def leaf_args(self) -> list[str]:
         b = self.scenario.bottleneck
-        if b.aqm == "fifo":
-            if b.buffer_bytes is not None:
-                return ["bfifo", "limit", str(b.buffer_bytes)]
-            return ["pfifo", "limit", str(b.buffer_packets)]
-        extra = tc_aqm_args(b.aqm_params)
-        if b.aqm == "cake":
-            return ["cake", "unlimited", "memlimit", str(b.limit_bytes), *extra]
-        packets = b.buffer_packets if b.buffer_packets is not None else max(1, b.limit_bytes // b.frame_bytes)
-        return [b.aqm, "limit", str(packets), *extra]
+        return aqm.qdisc_args(b.aqm, b.aqm_params, _limit_packets(b), b.limit_bytes, b.buffer_bytes)
 
     def _bottleneck(self) -> None:
         b = self.scenario.bottleneck
@@ -149,24 +135,11 @@ class Emulation:
             opts += ["--trace", str(self._trace_path())]
         else:
             opts += ["--rate-bps", str(int(b.rate_bps))]
-        if b.buffer_bytes is not None and b.aqm in ("fifo", "step"):
+        if b.buffer_bytes is not None and AQMS[b.aqm].byte_limit:
             opts += ["--limit-bytes", str(b.buffer_bytes)]
         else:
-            packets = b.buffer_packets if b.buffer_packets is not None else max(1, b.limit_bytes // b.frame_bytes)
-            opts += ["--limit-pkts", str(packets)]
-        p = b.aqm_params
-        for key, flag in (("target_ms", "--target-us"), ("interval_ms", "--interval-us"),
-                          ("tupdate_ms", "--tupdate-us"), ("ce_threshold_ms", "--step-us"),
-                          ("threshold_ms", "--step-us")):
-            if key in p:
-                opts += [flag, str(round(p[key] * 1000))]
-        for key, flag in (("quantum_bytes", "--quantum"), ("flows", "--flows")):
-            if key in p:
-                opts += [flag, str(int(p[key]))]
-        if "ecn" in p:
-            opts += ["--ecn", str(int(p["ecn"]))]
-        if p.get("ect1_only"):
-            opts.append("--step-ect1-only")
+            opts += ["--limit-pkts", str(_limit_packets(b))]
+        opts += aqm.link_options(b.aqm_params)
         if b.jitter_ms:
             opts += ["--jitter-us", str(round(b.jitter_ms * 1000))]
         if b.gilbert_elliott:
@@ -224,7 +197,7 @@ class Emulation:
             ack = (f"; {describe_ack_path(b.ack_path)}" if b.ack_path else
                    "; ACK path unshaped, " + ("the link's own thread (" + self.reverse_path_problem + ")"
                                                if self.reverse_path_problem else "kernel tc mirred redirect"))
-            return f"{LINK} {LINK_AQM_NAMES[b.aqm]}, {rate}{extra}{ack}"
+            return f"{LINK} {AQMS[b.aqm].link_name}, {rate}{extra}{ack}"
         return f"kernel {b.shaper} + {b.aqm if b.aqm != 'fifo' else ('bfifo' if b.buffer_bytes else 'pfifo')}"
 
     def _loss(self) -> None:
@@ -356,7 +329,7 @@ def describe_ack_path(ack: dict[str, Any]) -> str:
     """The ACK path that ran, as results record it."""
     rate = (f"trace {ack['rate_trace']}" if ack["rate_trace"] else
             f"{ack['rate_mbit']:g} Mbit/s" if ack["rate_mbit"] else "no rate limit")
-    parts = [f"ACK path {rate}", LINK_AQM_NAMES[ack["aqm"]]]
+    parts = [f"ACK path {rate}", AQMS[ack["aqm"]].link_name]
     if ack["delay_ms"]:
         parts.append(f"delay {ack['delay_ms']:g} ms")
     if ack["jitter_ms"]:
@@ -368,17 +341,9 @@ def describe_ack_path(ack: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def tc_aqm_args(params: dict[str, float]) -> list[str]:
-    """The scenario's aqm_params as tc codel/fq_codel arguments."""
-    args: list[str] = []
-    for key, value in params.items():
-        if key == "ecn":
-            args.append("ecn" if value else "noecn")
-        elif key.endswith("_ms"):
-            args += [key.removesuffix("_ms"), f"{round(value * 1000)}us"]
-        else:
-            args += [key.removesuffix("_bytes"), str(int(value))]
-    return args
+def _limit_packets(b: Bottleneck) -> int:
+    """The queue's limit in packets: the scenario's, or its byte limit in whole frames."""
+    return b.buffer_packets if b.buffer_packets is not None else max(1, b.limit_bytes // b.frame_bytes)
 
 
 def _nft_counter(text: str) -> int | None:

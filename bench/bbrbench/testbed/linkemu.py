@@ -2,31 +2,34 @@
 traces and burst loss where the kernel has no qdisc for them (see bench/link/README.md).
 
 The binary sits in a namespace of its own between the router and the receiver and forwards frames
-through AF_PACKET sockets like the delay line, so this wrapper reuses the delay line's process
-handling (start, ready line, counters on SIGUSR1, stop, stale clean-up by tag).
+through AF_PACKET sockets like the delay line; testbed/wire.py starts, reads and stops it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from .delayline import DelayLine
 from .procs import command
+from .wire import LINK_BINARY, WireError, WireProcess
 
-BINARY_ENV = "BBRKIT_LINK"
-BINARY_NAME = "bbrkit-link"
+BINARY_NAME, BINARY_ENV = LINK_BINARY
 
 
-class LinkEmulator(DelayLine):
+class LinkError(WireError):
+    """The link emulator cannot be set up or has failed; the message is one line."""
+
+
+class LinkEmulator(WireProcess):
     """The bottleneck: frames from left_if leave on right_if at the link's rate through its queue;
     frames from right_if go back unshaped. `options` are the binary's own (--rate-bps, --aqm, ...)."""
 
     binary_name = BINARY_NAME
     binary_env = BINARY_ENV
+    error = LinkError
 
     def __init__(self, netns: str, left_if: str, right_if: str, tag: str, options: list[str],
                  binary: Path | None = None) -> None:
-        super().__init__(netns, left_if, right_if, 0, 0, tag, binary)
+        super().__init__(netns, left_if, right_if, tag, binary)
         self.options = options
 
     def _arguments(self) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any
 from .. import progress, provenance
 from ..results import write_json
 from ..scenario import Scenario
-from . import delayline, tcpcounters
+from . import tcpcounters, wire
 from .attachments import prepare_bbrkit, undo_bbrkit
 from .cleanup import cleanup_stale, signals_deferred, signals_interrupt
 from .emulation import LINK, Emulation, bottleneck_impl, check_runnable
@@ -141,4 +141,4 @@ def _stop_samplers(samplers: list[Any], events: dict[str, Any]) -> None:
 
 
 def _cleanup_delay_lines(prefix: str) -> None:
-    delayline.cleanup_stale(prefix)
+    wire.kill_wire_processes(prefix)

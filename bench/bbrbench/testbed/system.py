@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -106,10 +107,9 @@ def have_tool(name: str) -> bool:
     return shutil.which(name) is not None
 
 
-def qdisc_available(kind: str, probe_netns: str) -> bool:
-    """Whether the kernel can create a qdisc of this kind: tried on lo of a scratch namespace."""
-    args = {"netem": ["delay", "1ms"], "cake": ["bandwidth", "10mbit"]}.get(kind, [])
-    result = command(["tc", "qdisc", "add", "dev", "lo", "root", kind, *args], netns=probe_netns, check=False)
+def qdisc_available(qdisc: str, probe_netns: str, args: Sequence[str] = ()) -> bool:
+    """Whether the kernel can create this qdisc (given @args): tried on lo of a scratch namespace."""
+    result = command(["tc", "qdisc", "add", "dev", "lo", "root", qdisc, *args], netns=probe_netns, check=False)
     if result.returncode == 0:
         command(["tc", "qdisc", "del", "dev", "lo", "root"], netns=probe_netns, check=False)
         return True
