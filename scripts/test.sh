@@ -12,5 +12,8 @@ make -s all check-readme
 # The binaries just built, ahead of any installed copy (the harness looks on PATH first).
 PATH="$PWD/build:$PWD/.venv/bin:$PATH"
 export PATH
-python -m pytest -m "not root" "$@"
-exec python -m pytest -m root "$@"
+# The slowest tests of each run are listed (above pytest's summary line), so a test that outgrows the time
+# budget shows in CI's log.
+DURATIONS=--durations=15
+python -m pytest -m "not root" "$DURATIONS" "$@"
+exec python -m pytest -m root "$DURATIONS" "$@"

@@ -9,12 +9,14 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from bbrbench.testbed.cleanup import cleanup_stale
 from netutil import (
     BBRCTL,
+    ROOT,
     NetPair,
     available_ccs,
     bbrctl,
@@ -72,6 +74,15 @@ def netpair() -> Iterator[Callable[..., NetPair]]:
     finally:
         for pair in made:
             remove_netpair(pair)
+
+
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tree `make install DESTDIR=... PREFIX=/usr` writes, made once (its pip build takes seconds) for
+    the tests that read it."""
+    destdir = tmp_path_factory.mktemp("installed")
+    run(["make", "-s", "-C", str(ROOT), "install", f"DESTDIR={destdir}", "PREFIX=/usr"], timeout=300)
+    return destdir
 
 
 @pytest.fixture(params=list(FLOWS_MECHANISMS))
