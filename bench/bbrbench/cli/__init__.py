@@ -1,6 +1,6 @@
 """Command line: bbrbench compare | run | sweep | report | cleanup | check | model | reproduce | fidelity |
-overhead | lockstep | cluster | delaybench | linkbench | rollout | conformance, one module each (HELP, add_arguments, run), in the
-order of COMMANDS. Results go to stdout; diagnostics through logging to stderr (-v, -q).
+overhead | lockstep | cluster | delaybench | linkbench | rollout | conformance, one module each (HELP,
+add_arguments, run), in the order of COMMANDS. Results go to stdout; diagnostics through logging to stderr (-v, -q).
 Building the parser imports nothing beyond the standard library (scripts/bbrbench-gen.py runs it with the
 system's python3): a command module imports what its run needs when it runs."""
 

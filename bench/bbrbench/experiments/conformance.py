@@ -238,7 +238,7 @@ class Ctx:
     def rate_mbit(self, t_s: float) -> float:
         if self.case.rate_steps:
             return [m for at, m in self.case.rate_steps if at <= t_s][-1]
-        return float(self.case.path.get("bottleneck", {}).get("rate_mbit") or self.case.twin.get("rate_mbit"))
+        return float(self.case.path.get("bottleneck", {}).get("rate_mbit") or self.case.twin["rate_mbit"])
 
 
 # ---- the checks, one per case ---------------------------------------------------------------------------
@@ -274,9 +274,10 @@ def check_a1(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     rel = exit_rec["bw_bps"] / link - 1
     checks.append(judge("max_bw within bw_rel of the bottleneck", abs(rel) <= ctx.tol["bw_rel"],
                         f"{_mbit(exit_rec['bw_bps'])} ({rel:+.1%})", f"{_mbit(link)} +- {ctx.tol['bw_rel']:.0%}"))
-    startup_rounds = [r for r in records[:i] if r["mode"] == "STARTUP" and r["event"] == "round"]
-    if len(startup_rounds) >= 4:
-        growth = exit_rec["bw_bps"] / max(startup_rounds[-4]["bw_bps"], 1) - 1
+    # full_bw as it stood 3 rounds before the exit: the rounds since grew less than plateau_growth over it.
+    before = [r for r in records[:i] if r["mode"] == "STARTUP" and r["round"] <= exit_rec["round"] - 3]
+    if before:
+        growth = exit_rec["bw_bps"] / max(before[-1]["bw_bps"], 1) - 1
         checks.append(judge("growth over the last 3 rounds", growth < ctx.tol["plateau_growth"], f"{growth:.1%}",
                             f"< {ctx.tol['plateau_growth']:.0%}"))
     checks.append(_flag(records, i, "full_bw_reached"))
@@ -631,30 +632,27 @@ def check_a17(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     return checks
 
 
-UNDO_KEYS = ("undo_state", "undo_bw_shortterm_bps", "undo_inflight_shortterm", "undo_inflight_longterm")
-
-
 def check_undo(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     """A.18, A.19: the state saved at the loss is the state before it, and the undo restores it."""
-    missing = [k for k in UNDO_KEYS if key_of(records, k) is None]
+    # (saved copy, the state it saves): BBRSaveStateUponLoss()
+    pairs = [("undo_state", "mode"), ("undo_bw_shortterm_bps", "bw_shortterm_bps"),
+             ("undo_inflight_shortterm", "inflight_shortterm"), ("undo_inflight_longterm", "inflight_longterm")]
+    keys = {name: key_of(records, name) for pair in pairs for name in pair}
+    missing = [name for name, key in keys.items() if key is None]
     if missing:
         return [blocked("state saved upon loss and restored", missing[0])]
+    k: dict[str, str] = {name: key for name, key in keys.items() if key is not None}
     loss = next((i for i in range(1, len(records)) if records[i]["ca_state"] in ("recovery", "loss")
                  and records[i - 1]["ca_state"] not in ("recovery", "loss")), None)
     if loss is None:
         return [judge("a recovery", False, "none", "one")]
     before, at = records[loss - 1], records[loss]
-    pairs = [("undo_state", "mode"), ("undo_bw_shortterm_bps", "bw_shortterm_bps"),
-             ("undo_inflight_shortterm", "inflight_shortterm"), ("undo_inflight_longterm", "inflight_longterm")]
-    saved = {u: at[key_of(records, u)] for u, _ in pairs}
-    checks = [judge(f"{u} saved", saved[u] == before[key_of(records, s)], str(saved[u]), str(before[key_of(records, s)]))
-              for u, s in pairs]
+    saved = {u: at[k[u]] for u, _ in pairs}
+    checks = [judge(f"{u} saved", saved[u] == before[k[s]], str(saved[u]), str(before[k[s]])) for u, s in pairs]
     end = next((r for r in records[loss:] if r["ca_state"] == "open"), None)
     if end is None:
         return [*checks, judge("recovery ends", False, "never", "undone")]
-    checks += [judge(f"{s} restored", end[key_of(records, s)] == saved[u], str(end[key_of(records, s)]), str(saved[u]))
-               for u, s in pairs]
-    return checks
+    return checks + [judge(f"{s} restored", end[k[s]] == saved[u], str(end[k[s]]), str(saved[u])) for u, s in pairs]
 
 
 def check_a20(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
