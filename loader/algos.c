@@ -92,12 +92,6 @@ static const struct param_desc v3_params[] = {
 
 static const struct variant_desc v3_variants[] = {
 	{ "bw_phase", BBRKIT_VAR_V3_PHASE, VAR_V3_PHASE, "PROBE_BW sub-phase: UP, DOWN, CRUISE, REFILL" },
-	{ "bw_hi_bps", BBRKIT_VAR_V3_BW_HI, VAR_BW, "long-term bandwidth bound (null: unset)" },
-	{ "bw_lo_bps", BBRKIT_VAR_V3_BW_LO, VAR_BW, "short-term bandwidth bound (null: unset)" },
-	{ "inflight_hi", BBRKIT_VAR_V3_INFLIGHT_HI, VAR_UINT,
-		"long-term inflight bound, packets (null: unset)" },
-	{ "inflight_lo", BBRKIT_VAR_V3_INFLIGHT_LO, VAR_UINT,
-		"short-term inflight bound, packets (null: unset)" },
 	{ "loss_rate", BBRKIT_VAR_V3_LOSS_RATE, VAR_PERMILLE, "lost / sent in the last loss round" },
 	{ "ecn_rate", BBRKIT_VAR_V3_ECN_RATE, VAR_PERMILLE, "CE-marked / delivered in the last round" },
 	{ "ecn_alpha", BBRKIT_VAR_V3_ECN_ALPHA, VAR_GAIN, "smoothed CE fraction" },
