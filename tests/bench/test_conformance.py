@@ -142,9 +142,9 @@ def test_a1_startup_exits_on_plateau() -> None:
 
 
 def test_a2_startup_exits_on_loss_when_app_limited() -> None:
-    series = [rec(0.04 * i, "STARTUP", i, bw_bps=BW / 4, app_limited=True, loss_rate=0.0) for i in range(10)]
+    series = [rec(0.04 * i, "STARTUP", i, bw_bps=BW / 4, is_app_limited=True, loss_rate=0.0) for i in range(10)]
     series[-1]["loss_rate"] = 0.05
-    good = [*series, rec(0.4, "DRAIN", 10, full_bw_reached=True, full_bw_now=True, app_limited=True)]
+    good = [*series, rec(0.4, "DRAIN", 10, full_bw_reached=True, full_bw_now=True, is_app_limited=True)]
     assert verdict("A.2", good) == "pass"
     assert verdict("A.2", [dict(r, loss_rate=0.01) for r in good]) == "fail"  # under BBR.LossThresh
     late = [dict(r, t_s=r["t_s"] * 10) for r in good]  # STARTUP lasting 4 s
@@ -185,15 +185,15 @@ def test_a5_up_exits_on_plateau() -> None:
 
 
 def test_a6_up_exits_on_loss_when_app_limited() -> None:
-    good = up_series(2, lost_in_up=5, app_limited=True, loss_rate=0.05, inflight_hi=100)
+    good = up_series(2, lost_in_up=5, is_app_limited=True, loss_rate=0.05, inflight_hi=100)
     assert verdict("A.6", good) == "pass"
-    assert verdict("A.6", up_series(2, lost_in_up=5, after="REFILL", app_limited=True, loss_rate=0.05,
+    assert verdict("A.6", up_series(2, lost_in_up=5, after="REFILL", is_app_limited=True, loss_rate=0.05,
                                     inflight_hi=100)) == "fail"
-    assert verdict("A.6", up_series(6, lost_in_up=5, app_limited=True, loss_rate=0.05, inflight_hi=100)) == "fail"
+    assert verdict("A.6", up_series(6, lost_in_up=5, is_app_limited=True, loss_rate=0.05, inflight_hi=100)) == "fail"
 
 
 def test_a7_app_limited_startup_is_never_left() -> None:
-    good = [rec(0.1 * i, "STARTUP", i, app_limited=True) for i in range(80)]
+    good = [rec(0.1 * i, "STARTUP", i, is_app_limited=True) for i in range(80)]
     assert verdict("A.7", good) == "pass"
     assert verdict("A.7", [*good[:40], *[dict(r, mode="DRAIN") for r in good[40:]]]) == "fail"
     assert verdict("A.7", [*good[:40], *[dict(r, lost=2) for r in good[40:]]]) == "fail"
@@ -364,7 +364,7 @@ def test_a21_loss_in_up_cuts_inflight_longterm() -> None:
 
 
 def test_a22_app_limited_refill_keeps_max_bw() -> None:
-    good = [rec(0, "PROBE_BW", 1, "CRUISE"), rec(0.02, "PROBE_BW", 2, "REFILL", app_limited=True),
+    good = [rec(0, "PROBE_BW", 1, "CRUISE"), rec(0.02, "PROBE_BW", 2, "REFILL", is_app_limited=True),
             rec(0.04, "PROBE_BW", 3, "UP")]
     assert verdict("A.22", good) == "pass"
     assert verdict("A.22", [*good[:2], dict(good[2], bw_bps=BW / 2)]) == "fail"

@@ -271,13 +271,13 @@ def check_a1(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
               judge("no loss before the exit (a plateau exit)", exit_rec["lost"] == records[0]["lost"],
                     f"{exit_rec['lost'] - records[0]['lost']} lost", "0")]
     link = payload_bps(ctx.rate_mbit(exit_rec["t_s"]), exit_rec["mss"])
-    rel = exit_rec["bw_bps"] / link - 1
+    rel = exit_rec["max_bw_bps"] / link - 1
     checks.append(judge("max_bw within bw_rel of the bottleneck", abs(rel) <= ctx.tol["bw_rel"],
-                        f"{_mbit(exit_rec['bw_bps'])} ({rel:+.1%})", f"{_mbit(link)} +- {ctx.tol['bw_rel']:.0%}"))
+                        f"{_mbit(exit_rec['max_bw_bps'])} ({rel:+.1%})", f"{_mbit(link)} +- {ctx.tol['bw_rel']:.0%}"))
     # full_bw as it stood 3 rounds before the exit: the rounds since grew less than plateau_growth over it.
     before = [r for r in records[:i] if r["mode"] == "STARTUP" and r["round"] <= exit_rec["round"] - 3]
     if before:
-        growth = exit_rec["bw_bps"] / max(before[-1]["bw_bps"], 1) - 1
+        growth = exit_rec["max_bw_bps"] / max(before[-1]["max_bw_bps"], 1) - 1
         checks.append(judge("growth over the last 3 rounds", growth < ctx.tol["plateau_growth"], f"{growth:.1%}",
                             f"< {ctx.tol['plateau_growth']:.0%}"))
     checks.append(_flag(records, i, "full_bw_reached"))
@@ -298,8 +298,8 @@ def check_a2(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
                     f"<= {ctx.tol['exit_within_s']} s"),
               judge("loss rate seen in STARTUP", loss > ctx.tol["loss_thresh"], f"{loss:.1%}",
                     f"> {ctx.tol['loss_thresh']:.0%}")]
-    app = key_of(records, "app_limited")
-    checks.append(blocked("STARTUP's samples app-limited", "app_limited") if app is None else
+    app = key_of(records, "is_app_limited")
+    checks.append(blocked("STARTUP's samples app-limited", "is_app_limited") if app is None else
                   judge("STARTUP's samples app-limited", any(r[app] for r in records[:i]),
                         f"{sum(bool(r[app]) for r in records[:i])}/{i} records", "some"))
     checks.append(_flag(records, i, "full_bw_reached"))
@@ -365,9 +365,9 @@ def check_a5(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
 
 
 def check_a6(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
-    app = key_of(records, "app_limited")
+    app = key_of(records, "is_app_limited")
     if app is None:
-        return [blocked("app-limited UP with loss", "app_limited")]
+        return [blocked("app-limited UP with loss", "is_app_limited")]
     lossy = [(a, b) for a, b in _ups(records)
              if any(r[app] for r in records[a:b]) and max((r.get("loss_rate") or 0) for r in records[a:b + 1])
              > ctx.tol["loss_thresh"]]
@@ -386,14 +386,14 @@ def check_a6(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
 def check_a7(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     modes = sorted({r["mode"] for r in records})
     lost = records[-1]["lost"] - records[0]["lost"]
-    app = key_of(records, "app_limited")
+    app = key_of(records, "is_app_limited")
     return [judge("no loss", lost <= ctx.tol["max_lost_packets"], f"{lost} lost",
                   f"<= {ctx.tol['max_lost_packets']:.0f}"),
             judge("STARTUP never left (PROBE_RTT aside)", set(modes) <= {"STARTUP", "PROBE_RTT"}, ",".join(modes),
                   "STARTUP"),
             judge("stays for the whole transfer", records[-1]["t_s"] - records[0]["t_s"] >= ctx.case.duration_s - 1,
                   f"{records[-1]['t_s'] - records[0]['t_s']:.1f} s", f">= {ctx.case.duration_s - 1:.0f} s"),
-            blocked("rounds app-limited", "app_limited") if app is None else
+            blocked("rounds app-limited", "is_app_limited") if app is None else
             judge("rounds app-limited", sum(bool(r[app]) for r in records) >= 0.9 * len(records),
                   f"{sum(bool(r[app]) for r in records)}/{len(records)}", ">= 90%")]
 
@@ -492,8 +492,8 @@ def check_a12(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     extra = key_of(records, "extra_acked")
     return [judge("cwnd > 2 BDP late in STARTUP", cwnd_bdp > ctx.tol["cwnd_bdp_min"], f"{cwnd_bdp:.2f} BDP",
                   f"> {ctx.tol['cwnd_bdp_min']}"),
-            judge("STARTUP finds the bottleneck rate", exit_rec["bw_bps"] >= ctx.tol["bw_found_rel"] * link,
-                  _mbit(exit_rec["bw_bps"]), f">= {ctx.tol['bw_found_rel']:.0%} of {_mbit(link)}"),
+            judge("STARTUP finds the bottleneck rate", exit_rec["max_bw_bps"] >= ctx.tol["bw_found_rel"] * link,
+                  _mbit(exit_rec["max_bw_bps"]), f">= {ctx.tol['bw_found_rel']:.0%} of {_mbit(link)}"),
             blocked("extra_acked measured", "extra_acked") if extra is None else
             judge("extra_acked measured", max(r[extra] or 0 for r in startup) > 0,
                   f"max {max(r[extra] or 0 for r in startup)} pkts", "> 0")]
@@ -550,9 +550,9 @@ def check_a15(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     step = _step_time(ctx)
     link = payload_bps(ctx.rate_mbit(step), records[0]["mss"])
     after = [i for i, r in enumerate(records) if r["t_s"] >= step]
-    found = next((i for i in after if records[i]["bw_bps"] >= ctx.tol["found_rel"] * link), None)
+    found = next((i for i in after if records[i]["max_bw_bps"] >= ctx.tol["found_rel"] * link), None)
     if found is None:
-        return [judge("max_bw reaches the new rate", False, _mbit(max(records[i]["bw_bps"] for i in after)),
+        return [judge("max_bw reaches the new rate", False, _mbit(max(records[i]["max_bw_bps"] for i in after)),
                       f">= {ctx.tol['found_rel']:.0%} of {_mbit(link)}")]
     took = records[found]["t_s"] - step
     bdp = link * records[found]["min_rtt_us"] / 1e6 / 8 / records[0]["mss"]
@@ -582,13 +582,13 @@ def check_a16(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     new_link = payload_bps(ctx.rate_mbit(step), records[0]["mss"])
     bound = ctx.tol["adapted_rel"] * new_link
     after = [r for r in records if r["t_s"] >= step]
-    adapted = next((r for r in after if r["bw_bps"] <= bound), None)
+    adapted = next((r for r in after if r["max_bw_bps"] <= bound), None)
     pacing = next((r for r in after if r["pacing_rate_bps"] <= ctx.tol["adapted_rel"] * ctx.rate_mbit(step) * 1e6),
                   None)
     checks = [Check("pacing rate down to adapted_rel x the new rate", INFO,
                     f"{pacing['t_s'] - step:.1f} s after the step" if pacing else "never", "")]
     if adapted is None:
-        return [*checks, judge("max_bw adapts down", False, _mbit(min(r["bw_bps"] for r in after)),
+        return [*checks, judge("max_bw adapts down", False, _mbit(min(r["max_bw_bps"] for r in after)),
                                f"<= {_mbit(bound)}")]
     checks.append(Check("max_bw adapted", INFO, f"{adapted['t_s'] - step:.1f} s after the step", ""))
     if ctx.algo == "bbr1":
@@ -635,8 +635,8 @@ def check_a17(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
 def check_undo(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     """A.18, A.19: the state saved at the loss is the state before it, and the undo restores it."""
     # (saved copy, the state it saves): BBRSaveStateUponLoss()
-    pairs = [("undo_state", "mode"), ("undo_bw_shortterm_bps", "bw_shortterm_bps"),
-             ("undo_inflight_shortterm", "inflight_shortterm"), ("undo_inflight_longterm", "inflight_longterm")]
+    pairs = [("undo_bw_shortterm_bps", "bw_shortterm_bps"), ("undo_inflight_shortterm", "inflight_shortterm"),
+             ("undo_inflight_longterm", "inflight_longterm")]
     keys = {name: key_of(records, name) for pair in pairs for name in pair}
     missing = [name for name, key in keys.items() if key is None]
     if missing:
@@ -652,7 +652,9 @@ def check_undo(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     end = next((r for r in records[loss:] if r["ca_state"] == "open"), None)
     if end is None:
         return [*checks, judge("recovery ends", False, "never", "undone")]
-    return checks + [judge(f"{s} restored", end[k[s]] == saved[u], str(end[k[s]]), str(saved[u])) for u, s in pairs]
+    checks += [judge(f"{s} restored", end[k[s]] == saved[u], str(end[k[s]]), str(saved[u])) for u, s in pairs]
+    # The saved state (BBR.state) has no key of its own: the phase before the loss stands in for it.
+    return [*checks, judge("state resumes", phase(end) == phase(before), phase(end), phase(before))]
 
 
 def check_a20(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
@@ -700,16 +702,16 @@ def check_a21(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
 
 
 def check_a22(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
-    app = key_of(records, "app_limited")
+    app = key_of(records, "is_app_limited")
     if app is None:
-        return [blocked("app-limited REFILL keeps max_bw", "app_limited")]
+        return [blocked("app-limited REFILL keeps max_bw", "is_app_limited")]
     refills = [(a, b) for p, a, b in runs(records) if p == "REFILL" and a > 0 and b < len(records)
                and any(r[app] for r in records[a:b])]
     if not refills:
         return [judge("an app-limited REFILL", False, "none", ">= 1")]
     a, b = refills[0]
-    return [judge("max_bw not lowered", records[b]["bw_bps"] >= records[a - 1]["bw_bps"],
-                  _mbit(records[b]["bw_bps"]), f">= {_mbit(records[a - 1]['bw_bps'])}"),
+    return [judge("max_bw not lowered", records[b]["max_bw_bps"] >= records[a - 1]["max_bw_bps"],
+                  _mbit(records[b]["max_bw_bps"]), f">= {_mbit(records[a - 1]['max_bw_bps'])}"),
             judge("REFILL -> UP", phase(records[b]) == "UP", phase(records[b]), "UP")]
 
 
@@ -744,6 +746,8 @@ CHECKERS: dict[str, tuple[Callable[[list[dict[str, Any]], Ctx], list[Check]], tu
 def evaluate(case: Case, algo: str, records: list[dict[str, Any]]) -> list[Check]:
     if not records:
         return [judge("records of the flow", False, "none", "some")]
+    # BBR.max_bw: records before ABI 4 had only bw_bps, the estimate, which was max_bw where no bound cut it.
+    records = [{"max_bw_bps": r["bw_bps"], **r} for r in records]
     return CHECKERS[case.id][0](records, Ctx(case, algo, case.tolerances))
 
 
@@ -875,10 +879,10 @@ def plot(case: Case, algo: str, records: list[dict[str, Any]], out: Path) -> Non
     for p, a, b in runs(records):
         for ax in (top, bottom):
             ax.axvspan(t[a], t[min(b, len(t) - 1)], color=PHASE_COLOURS.get(p, "#eeeeee"), lw=0)
-    top.step(t, [r["bw_bps"] / 1e6 for r in records], where="post", label="max_bw")
+    top.step(t, [r.get("max_bw_bps", r["bw_bps"]) / 1e6 for r in records], where="post", label="max_bw")
     top.step(t, [r["pacing_rate_bps"] / 1e6 for r in records], where="post", label="pacing rate", alpha=0.7)
     short = key_of(records, "bw_shortterm_bps")
-    if short:
+    if short and any(r[short] for r in records):  # bbr1 reports 0: it has no bw_shortterm
         top.step(t, [math.nan if r[short] is None else r[short] / 1e6 for r in records], where="post",
                  label="bw_shortterm")
     top.set_ylabel("Mbit/s")
@@ -886,7 +890,7 @@ def plot(case: Case, algo: str, records: list[dict[str, Any]], out: Path) -> Non
     bottom.step(t, [r["cwnd"] for r in records], where="post", label="cwnd")
     bottom.step(t, [r["inflight"] for r in records], where="post", label="inflight", alpha=0.7)
     longterm = key_of(records, "inflight_longterm")
-    if longterm:
+    if longterm and any(r[longterm] for r in records):
         bottom.step(t, [math.nan if r[longterm] is None else r[longterm] for r in records], where="post",
                     label="inflight_longterm")
     bottom.set_ylabel("packets")
