@@ -34,7 +34,12 @@ ALGOS = ("bbr3", "bbr2", "bbr1")
 RUNNERS = ("real", "twin")
 TWIN_BINARY = "bbrkit-twin"
 CASE_KEYS = {"id", "title", "statement", "algos", "not_applicable", "runner", "duration_s", "path", "sender",
-             "rate_steps", "twin", "tolerances", "note"}
+             "rate_steps", "twin", "trigger", "tolerances", "note"}
+TWIN_KEYS = {"rate", "rtt", "buffer", "ack_aggregation", "app_limit", "pause", "loss", "seed"}
+# A trigger's phase and nth (which start of it, from 1), and one action.
+TRIGGER_ACTIONS = {"rate_rel", "pause_s", "spurious", "app_limit_mbit"}
+TRIGGER_KEYS = {"phase", "nth", "loss_pct", "for_s"} | TRIGGER_ACTIONS
+SPURIOUS_DELAY_S = 0.005  # a spurious loss this long after the phase starts: inside its first round
 REQUIRED_KEYS = ("id", "title", "statement", "algos", "runner", "duration_s", "tolerances")
 # Frame bytes a full-sized segment's payload does not count: TCP (with timestamps) 32, IP 20, Ethernet 14.
 HEADER_BYTES = 66
@@ -69,7 +74,8 @@ class Case:
     path: dict[str, Any] = field(default_factory=dict)
     sender: tuple[tuple[float, float | None], ...] = ()
     rate_steps: tuple[tuple[float, float], ...] = ()
-    twin: dict[str, Any] = field(default_factory=dict)
+    twin: dict[str, str] = field(default_factory=dict)
+    trigger: dict[str, Any] = field(default_factory=dict)
     note: str = ""
 
     @property
@@ -130,6 +136,14 @@ def parse_case(raw: dict[str, Any]) -> Case:
         raise CaseError(f"{where}: a real case needs path")
     if runner == "twin" and not raw.get("twin"):
         raise CaseError(f"{where}: a twin case needs twin")
+    twin, trigger = raw.get("twin", {}), raw.get("trigger", {})
+    if set(twin) - TWIN_KEYS or not all(isinstance(v, str) for v in twin.values()):
+        raise CaseError(f"{where}: twin takes bbrkit-twin's options as strings: {', '.join(sorted(TWIN_KEYS))}")
+    if twin and ("rate" not in twin or _bits(twin["rate"]) is None):
+        raise CaseError(f"{where}: twin needs rate (e.g. \"50mbit\")")
+    if trigger and (set(trigger) - TRIGGER_KEYS or "phase" not in trigger
+                    or len(set(trigger) & TRIGGER_ACTIONS) != 1):
+        raise CaseError(f"{where}: trigger is a phase, its nth start and one of {', '.join(sorted(TRIGGER_ACTIONS))}")
     duration = raw["duration_s"]
     if not isinstance(duration, int | float) or duration <= 0:
         raise CaseError(f"{where}: duration_s must be > 0")
@@ -145,7 +159,7 @@ def parse_case(raw: dict[str, Any]) -> Case:
         raise CaseError(f"{where}: rate_steps must start at 0 s, rise in time and have rates > 0")
     case = Case(id=cid, title=raw["title"], statement=raw["statement"], algos=algos, not_applicable=not_applicable,
                 runner=runner, duration_s=float(duration), tolerances=dict(tolerances), path=raw.get("path", {}),
-                sender=sender, rate_steps=steps, twin=raw.get("twin", {}), note=raw.get("note", ""))
+                sender=sender, rate_steps=steps, twin=twin, trigger=trigger, note=raw.get("note", ""))
     if case.id not in CHECKERS:
         raise CaseError(f"{where}: no checker")
     needed = CHECKERS[case.id][1]
@@ -153,6 +167,20 @@ def parse_case(raw: dict[str, Any]) -> Case:
     if absent:
         raise CaseError(f"{where}: tolerances lack {absent[0]}")
     return case
+
+
+RATE_UNITS = {"gbit": 1e9, "mbit": 1e6, "kbit": 1e3, "bit": 1.0}
+
+
+def _bits(rate: str) -> float | None:
+    """bit/s of a twin rate such as "50mbit", or None."""
+    for unit, scale in RATE_UNITS.items():
+        if rate.endswith(unit):
+            try:
+                return float(rate[: -len(unit)]) * scale
+            except ValueError:
+                return None
+    return None
 
 
 def _segment(where: str, seg: dict[str, Any]) -> tuple[float, float | None]:
@@ -238,7 +266,9 @@ class Ctx:
     def rate_mbit(self, t_s: float) -> float:
         if self.case.rate_steps:
             return [m for at, m in self.case.rate_steps if at <= t_s][-1]
-        return float(self.case.path.get("bottleneck", {}).get("rate_mbit") or self.case.twin["rate_mbit"])
+        if self.case.runner == "twin":
+            return (_bits(self.case.twin["rate"]) or 0) / 1e6
+        return float(self.case.path["bottleneck"]["rate_mbit"])
 
 
 # ---- the checks, one per case ---------------------------------------------------------------------------
@@ -836,30 +866,63 @@ def run_real(case: Case, algo: str, work: Path) -> list[dict[str, Any]]:
 
 
 def twin_argv(case: Case, algo: str, binary: Path) -> list[str]:
-    argv = [str(binary), "--algo", algo, "--case", case.id, "--duration-s", f"{case.duration_s:g}"]
+    argv = [str(binary), "--algo", algo, "--duration", f"{case.duration_s:g}s"]
     for key, value in case.twin.items():
-        argv += [f"--{key.replace('_', '-')}", str(value)]
+        argv += [f"--{key.replace('_', '-')}", value]
     return argv
 
 
-def run_twin(case: Case, algo: str, work: Path) -> tuple[list[dict[str, Any]], str | None]:
-    """The twin's records, or (nothing, why it could not run)."""
-    from ..testbed.procs import find_binary
-    binary = find_binary(TWIN_BINARY, "BBRKIT_TWIN")
-    if binary is None:
-        return [], f"twin not built ({TWIN_BINARY}: make, or BBRKIT_TWIN)"
-    work.mkdir(parents=True, exist_ok=True)
-    argv = twin_argv(case, algo, binary)
+def _us(t_s: float) -> str:
+    return f"{round(t_s * 1e6)}us"
+
+
+def trigger_args(case: Case, at_s: float) -> list[str]:
+    """bbrkit-twin options that apply the case's trigger from at_s (the phase's start in the first run)."""
+    tr = case.trigger
+    window = f"{_us(at_s)}-{_us(at_s + tr.get('for_s', case.duration_s))}"
+    if "rate_rel" in tr:
+        bps = (_bits(case.twin["rate"]) or 0) * tr["rate_rel"]
+        return ["--rate", f"{case.twin['rate']}@0,{round(bps)}bit@{_us(at_s)}"]
+    if "pause_s" in tr:
+        return ["--pause", f"{_us(at_s)}-{_us(at_s + tr['pause_s'])}"]
+    if "spurious" in tr:
+        return ["--spurious-loss", _us(at_s + SPURIOUS_DELAY_S)]
+    args = ["--app-limit", f"{tr['app_limit_mbit']:g}mbit@{window}"]
+    return args + (["--loss", f"{tr['loss_pct']:g}%@{window}"] if "loss_pct" in tr else [])
+
+
+def _twin_records(argv: list[str], out: Path) -> tuple[list[dict[str, Any]], str | None]:
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=TWIN_TIMEOUT_S, check=False)
-    (work / "twin.jsonl").write_text(proc.stdout)
+    out.write_text(proc.stdout)
     if proc.returncode != 0:
         first = (proc.stderr.strip().splitlines() or ["no message"])[0]
         return [], f"twin refused the case: {first}"
     records = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
-    t0 = records[0]["t_ns"] if records else 0
     for r in records:
-        r["t_s"] = (r["t_ns"] - t0) / 1e9
+        r["t_s"] = r["t_ns"] / 1e9  # the twin's clock starts with the transfer
     return records, None
+
+
+def run_twin(case: Case, algo: str, work: Path) -> tuple[list[dict[str, Any]], str | None]:
+    """The twin's records, or (nothing, why it could not run). With a trigger, a first run finds when its
+    phase starts and a second, identical up to then (the twin is deterministic), applies it from then."""
+    from ..testbed.procs import find_binary
+    binary = find_binary(TWIN_BINARY, "BBRKIT_TWIN")
+    if binary is None:
+        return [], f"twin not built ({TWIN_BINARY}: make, or BBRKIT_TWIN)"
+    if case.trigger.get("spurious") == "rto":
+        return [], "the twin makes no spurious RTO (its --spurious-loss reorders a packet: fast recovery)"
+    work.mkdir(parents=True, exist_ok=True)
+    argv = twin_argv(case, algo, binary)
+    records, why = _twin_records(argv, work / "twin.jsonl")
+    if why or not case.trigger:
+        return records, why
+    starts = [records[a]["t_s"] for p, a, _ in runs(records) if p == case.trigger["phase"]]
+    nth = case.trigger.get("nth", 1)
+    if len(starts) < nth:
+        return [], f"the twin's run never started {case.trigger['phase']} {nth} time(s)"
+    (work / "trigger.json").write_text(json.dumps({"phase": case.trigger["phase"], "at_s": starts[nth - 1]}) + "\n")
+    return _twin_records(argv + trigger_args(case, starts[nth - 1]), work / "twin-triggered.jsonl")
 
 
 # ---- plots, table, results ---------------------------------------------------------------------------
