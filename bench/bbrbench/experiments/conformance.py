@@ -937,6 +937,7 @@ def plot(case: Case, algo: str, records: list[dict[str, Any]], out: Path) -> Non
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
     t = [r["t_s"] for r in records]
     fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(6.4, 3.6), dpi=100)
     for p, a, b in runs(records):
@@ -957,10 +958,13 @@ def plot(case: Case, algo: str, records: list[dict[str, Any]], out: Path) -> Non
         bottom.step(t, [math.nan if r[longterm] is None else r[longterm] for r in records], where="post",
                     label="inflight_longterm")
     bottom.set_ylabel("packets")
-    bottom.set_xlabel("s (background: phase)")
+    bottom.set_xlabel("s since the run's start")
     bottom.legend(fontsize=6, loc="upper right")
+    present = list(dict.fromkeys(p for p, _, _ in runs(records)))
+    fig.legend(handles=[Patch(facecolor=PHASE_COLOURS.get(p, "#eeeeee"), edgecolor="#999999", label=p)
+                        for p in present], fontsize=6, loc="lower left", ncol=len(present), frameon=False)
     fig.suptitle(f"{case.id} {case.title} — {algo}", fontsize=8)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     fig.savefig(out)
     plt.close(fig)
 
