@@ -374,3 +374,46 @@ def test_a22_app_limited_refill_keeps_max_bw() -> None:
 def test_case_objects_are_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         CASES["A.1"].runner = "twin"  # type: ignore[misc]
+
+
+def test_trigger_becomes_the_twin_s_options_from_the_phase_start() -> None:
+    base = {"rate": "50mbit", "rtt": "20ms", "buffer": "170p"}
+    cut = dataclasses.replace(CASES["A.4"], trigger={"phase": "DRAIN", "rate_rel": 0.9})
+    assert conf.trigger_options(cut, 0.25) == {**base, "rate": "50mbit@0,45000000bit@250000us"}
+    pause = dataclasses.replace(CASES["A.22"], twin={**base, "pause": "1s-2s"},
+                                trigger={"phase": "REFILL", "pause_s": 0.02})
+    assert conf.trigger_options(pause, 3.0) == {**base, "pause": "1s-2s,3000000us-3020000us"}
+    lossy = dataclasses.replace(CASES["A.6"], trigger={"phase": "UP", "app_limit_mbit": 30, "loss_pct": 5,
+                                                       "for_s": 0.3})
+    assert conf.trigger_options(lossy, 1.0) == {**base, "app_limit": "30mbit@1000000us-1300000us",
+                                                "loss": "5%@1000000us-1300000us"}
+    spurious = dataclasses.replace(CASES["A.18"], trigger={"phase": "UP", "spurious": "fast_recovery"})
+    assert conf.trigger_options(spurious, 2.0) == {**base, "spurious_loss": "2005000us"}
+
+
+FAKE_TWIN = """#!/usr/bin/env python3
+# A deterministic stand-in for bbrkit-twin: DRAIN from 0.2 s; with a --rate cut, DRAIN lasts 4 rounds.
+import json, sys
+cut = "--rate" in sys.argv
+open(sys.argv[0] + ".calls", "a").write(" ".join(sys.argv[1:]) + "\\n")
+rec = dict(event="round", bw_phase=None, bw_bps=47e6, pacing_rate_bps=47e6, pacing_gain=1.0, cwnd_gain=2.0,
+           min_rtt_us=20000, cwnd=170, inflight=200, lost=0, delivered=0, mss=1448, ca_state="open")
+modes = ["STARTUP"] * 10 + ["DRAIN"] * (4 if cut else 1) + ["PROBE_BW"] * 3
+for i, m in enumerate(modes):
+    print(json.dumps(dict(rec, t_ns=i * 20_000_000, mode=m, round=i, drain_start_round=10,
+                          bw_phase="DOWN" if m == "PROBE_BW" else None)))
+"""
+
+
+def test_a_trigger_runs_the_twin_twice_and_applies_from_the_phase_start(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    twin = tmp_path / "twin"
+    twin.write_text(FAKE_TWIN)
+    twin.chmod(0o755)
+    monkeypatch.setenv("BBRKIT_TWIN", str(twin))
+    records, why = conf.run_twin(CASES["A.4"], "bbr3", tmp_path / "work")
+    assert why is None
+    calls = (tmp_path / "twin.calls").read_text().splitlines()
+    assert len(calls) == 2
+    assert calls[1] == calls[0].replace("--rate 50mbit", "--rate 50mbit@0,45000000bit@200000us")
+    assert verdict("A.4", records) == "pass"  # the fake's DRAIN: rounds 10-13, PROBE_BW at 14

@@ -865,9 +865,9 @@ def run_real(case: Case, algo: str, work: Path) -> list[dict[str, Any]]:
     return [r for r in records if r.get("algo") == algo]
 
 
-def twin_argv(case: Case, algo: str, binary: Path) -> list[str]:
-    argv = [str(binary), "--algo", algo, "--duration", f"{case.duration_s:g}s"]
-    for key, value in case.twin.items():
+def twin_argv(binary: Path, algo: str, duration_s: float, options: dict[str, str]) -> list[str]:
+    argv = [str(binary), "--algo", algo, "--duration", f"{duration_s:g}s"]
+    for key, value in options.items():
         argv += [f"--{key.replace('_', '-')}", value]
     return argv
 
@@ -876,19 +876,26 @@ def _us(t_s: float) -> str:
     return f"{round(t_s * 1e6)}us"
 
 
-def trigger_args(case: Case, at_s: float) -> list[str]:
-    """bbrkit-twin options that apply the case's trigger from at_s (the phase's start in the first run)."""
+def trigger_options(case: Case, at_s: float) -> dict[str, str]:
+    """The case's twin options with its trigger applied from at_s (the phase's start in the first run):
+    a rate cut replaces the rate; a window adds to the case's own list of that option."""
     tr = case.trigger
     window = f"{_us(at_s)}-{_us(at_s + tr.get('for_s', case.duration_s))}"
     if "rate_rel" in tr:
         bps = (_bits(case.twin["rate"]) or 0) * tr["rate_rel"]
-        return ["--rate", f"{case.twin['rate']}@0,{round(bps)}bit@{_us(at_s)}"]
+        return {**case.twin, "rate": f"{case.twin['rate']}@0,{round(bps)}bit@{_us(at_s)}"}
     if "pause_s" in tr:
-        return ["--pause", f"{_us(at_s)}-{_us(at_s + tr['pause_s'])}"]
-    if "spurious" in tr:
-        return ["--spurious-loss", _us(at_s + SPURIOUS_DELAY_S)]
-    args = ["--app-limit", f"{tr['app_limit_mbit']:g}mbit@{window}"]
-    return args + (["--loss", f"{tr['loss_pct']:g}%@{window}"] if "loss_pct" in tr else [])
+        added = {"pause": f"{_us(at_s)}-{_us(at_s + tr['pause_s'])}"}
+    elif "spurious" in tr:
+        added = {"spurious_loss": _us(at_s + SPURIOUS_DELAY_S)}
+    else:
+        added = {"app_limit": f"{tr['app_limit_mbit']:g}mbit@{window}"}
+        if "loss_pct" in tr:
+            added["loss"] = f"{tr['loss_pct']:g}%@{window}"
+    options = dict(case.twin)
+    for key, value in added.items():
+        options[key] = f"{options[key]},{value}" if key in options else value
+    return options
 
 
 def _twin_records(argv: list[str], out: Path) -> tuple[list[dict[str, Any]], str | None]:
@@ -913,8 +920,7 @@ def run_twin(case: Case, algo: str, work: Path) -> tuple[list[dict[str, Any]], s
     if case.trigger.get("spurious") == "rto":
         return [], "the twin makes no spurious RTO (its --spurious-loss reorders a packet: fast recovery)"
     work.mkdir(parents=True, exist_ok=True)
-    argv = twin_argv(case, algo, binary)
-    records, why = _twin_records(argv, work / "twin.jsonl")
+    records, why = _twin_records(twin_argv(binary, algo, case.duration_s, case.twin), work / "twin.jsonl")
     if why or not case.trigger:
         return records, why
     starts = [records[a]["t_s"] for p, a, _ in runs(records) if p == case.trigger["phase"]]
@@ -922,7 +928,8 @@ def run_twin(case: Case, algo: str, work: Path) -> tuple[list[dict[str, Any]], s
     if len(starts) < nth:
         return [], f"the twin's run never started {case.trigger['phase']} {nth} time(s)"
     (work / "trigger.json").write_text(json.dumps({"phase": case.trigger["phase"], "at_s": starts[nth - 1]}) + "\n")
-    return _twin_records(argv + trigger_args(case, starts[nth - 1]), work / "twin-triggered.jsonl")
+    options = trigger_options(case, starts[nth - 1])
+    return _twin_records(twin_argv(binary, algo, case.duration_s, options), work / "twin-triggered.jsonl")
 
 
 # ---- plots, table, results ---------------------------------------------------------------------------
