@@ -59,6 +59,16 @@ BBR_INLINE void bbrkit_on_ack(struct sock *sk, const struct rate_sample *rs)
 			rs);
 }
 
+/* undo_cwnd: the state after a spurious recovery's undo gets a record. */
+BBR_INLINE u32 bbrkit_on_undo_cwnd(struct sock *sk)
+{
+	u32 cwnd = BBRKIT_CC(undo_cwnd)(sk);
+
+	if (bbrkit_tracing())
+		bbrkit_emit(sk, bbr_core_of(sk), BBRKIT_EV_UNDO, NULL);
+	return cwnd;
+}
+
 /* cwnd_event: a restart from idle gets a record, as the next ACK with data clears idle_restart. */
 BBR_INLINE void bbrkit_on_cwnd_event(struct sock *sk, enum tcp_ca_event event)
 {
@@ -175,7 +185,7 @@ BBR_INLINE void bbrkit_cb_main(struct sock *sk, u32 ack, int flag, const struct 
 }
 
 #define bbrkit_cb_ssthresh BBRKIT_CC(ssthresh)
-#define bbrkit_cb_undo_cwnd BBRKIT_CC(undo_cwnd)
+#define bbrkit_cb_undo_cwnd bbrkit_on_undo_cwnd
 #define bbrkit_cb_cwnd_event bbrkit_on_cwnd_event
 #define bbrkit_cb_set_state BBRKIT_CC(set_state)
 #define bbrkit_cb_sndbuf_expand BBRKIT_CC(sndbuf_expand)

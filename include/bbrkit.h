@@ -37,6 +37,7 @@ enum bbrkit_event {
 	BBRKIT_EV_MODE,	    /* the state machine changed mode */
 	BBRKIT_EV_PHASE,    /* the PROBE_BW gain cycle changed phase (cycle_idx) in the same mode */
 	BBRKIT_EV_IDLE,	    /* transmission restarted after idle while app-limited (idle_restart set) */
+	BBRKIT_EV_UNDO,	    /* TCP found a recovery spurious and undid it (undo_cwnd) */
 };
 
 /* Record flag bits. */

@@ -16,7 +16,7 @@
 #define CELL_TEXT (INET6_ADDRSTRLEN + 8)
 
 static const char *const mode_names[] = { "STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT" };
-static const char *const event_names[] = { "snapshot", "init", "round", "mode", "phase", "idle" };
+static const char *const event_names[] = { "snapshot", "init", "round", "mode", "phase", "idle", "undo" };
 /* TCP_CA_Open .. TCP_CA_Loss */
 static const char *const ca_state_names[] = { "open", "disorder", "cwr", "recovery", "loss" };
 
@@ -118,7 +118,7 @@ struct field_value {
 	X(t_ns, UINT, "ns", f->t_ns, NULL, 0, 1, 0, "CLOCK_MONOTONIC time (Python's time.monotonic_ns())") \
 	X(algo, TEXT, "", a->name, "ALGO", -12, 1, 0, "congestion control") \
 	X(event, TEXT, "", NAME_OF(event_names, f->event), NULL, 0, 1, 0, \
-		"why the record was made: snapshot, init, round, mode, phase, idle") \
+		"why the record was made: snapshot, init, round, mode, phase, idle, undo") \
 	X(cookie, UINT, "", f->cookie, NULL, 0, 1, 0, \
 		"flow id: when the flow started using the algorithm, CLOCK_MONOTONIC ns") \
 	X(netns, UINT, "", f->netns, NULL, 0, 1, 0, "network namespace inode") \
@@ -151,32 +151,32 @@ struct field_value {
 	X(full_bw_reached, UINT, "", flag(f, BBRKIT_F_FULL_BW_REACHED), NULL, 0, 1, 0, \
 		"1 once STARTUP found the pipe full") \
 	X(full_bw_now, UINT, "", flag(f, BBRKIT_F_FULL_BW_NOW), NULL, 0, 1, 0, \
-		"bbr3: 1 while the delivery rate has plateaued (ends STARTUP and UP); 0 for the others") \
+		"1 while the delivery rate has plateaued, which ends STARTUP and UP (bbr3; 0 for the others)") \
 	X(full_bw_bps, UINT, "bit/s", bw_to_bps(f->full_bw, f->mss), NULL, 0, 1, 0, \
 		"the plateau check's baseline: growth is measured against it") \
 	X(full_bw_cnt, UINT, "rounds", f->full_bw_cnt, NULL, 0, 1, 0, "rounds without 25% growth over full_bw") \
 	X(max_bw_bps, UINT, "bit/s", bw_to_bps(f->max_bw, f->mss), NULL, 0, 1, 0, \
 		"max filter: bbr1 family over 10 rounds; bbr2/bbr3 over 2 probe cycles (bw_hi)") \
 	X(max_bw_last_cycle_bps, UINT, "bit/s", bw_to_bps(f->max_bw_cycle[0], f->mss), NULL, 0, 1, 0, \
-		"bbr2/bbr3: max_bw's slot of the last probe cycle; 0 for the others") \
+		"max_bw's slot of the last probe cycle (bbr2/bbr3; 0 for the others)") \
 	X(max_bw_this_cycle_bps, UINT, "bit/s", bw_to_bps(f->max_bw_cycle[1], f->mss), NULL, 0, 1, 0, \
-		"bbr2/bbr3: max_bw's slot of this probe cycle; 0 for the others") \
+		"max_bw's slot of this probe cycle (bbr2/bbr3; 0 for the others)") \
 	X(bw_shortterm_bps, BOUND, "bit/s", bound_bps(f, f->bw_shortterm), NULL, 0, 1, 0, \
-		"bbr2/bbr3: short-term bandwidth bound, bw_lo (null: unset); 0 for the others") \
+		"short-term bandwidth bound, bw_lo (bbr2/bbr3, null: unset; 0 for the others)") \
 	X(inflight_longterm, BOUND, "packets", bound(f->inflight_longterm), NULL, 0, 1, 0, \
-		"bbr2/bbr3: long-term inflight bound, inflight_hi (null: unset); 0 for the others") \
+		"long-term inflight bound, inflight_hi (bbr2/bbr3, null: unset; 0 for the others)") \
 	X(inflight_shortterm, BOUND, "packets", bound(f->inflight_shortterm), NULL, 0, 1, 0, \
-		"bbr2/bbr3: short-term inflight bound, inflight_lo (null: unset); 0 for the others") \
+		"short-term inflight bound, inflight_lo (bbr2/bbr3, null: unset; 0 for the others)") \
 	X(undo_bw_shortterm_bps, BOUND, "bit/s", bound_bps(f, f->undo_bw_shortterm), NULL, 0, 1, 0, \
-		"bbr2/bbr3: bw_shortterm saved on entering recovery, restored by undo (null: unset)") \
+		"bw_shortterm saved on entering recovery, restored by undo (bbr2/bbr3; 0 for the others)") \
 	X(undo_inflight_shortterm, BOUND, "packets", bound(f->undo_inflight_shortterm), NULL, 0, 1, 0, \
-		"bbr2/bbr3: inflight_shortterm saved likewise (null: unset)") \
+		"inflight_shortterm saved likewise (bbr2/bbr3; 0 for the others)") \
 	X(undo_inflight_longterm, BOUND, "packets", bound(f->undo_inflight_longterm), NULL, 0, 1, 0, \
-		"bbr2/bbr3: inflight_longterm saved likewise (null: unset)") \
+		"inflight_longterm saved likewise (bbr2/bbr3; 0 for the others)") \
 	X(prior_cwnd, UINT, "packets", f->prior_cwnd, NULL, 0, 1, 0, \
 		"cwnd saved on entering recovery or PROBE_RTT, restored after") \
 	X(drain_start_round, UINT, "", f->drain_start_round, NULL, 0, 1, 0, \
-		"bbr2/bbr3: round of the last entry to DRAIN; 0 for the others") \
+		"round of the last entry to DRAIN (bbr2/bbr3; 0 for the others)") \
 	X(extra_acked, UINT, "packets", f->extra_acked, NULL, 0, 1, 0, "ACK aggregation estimate (windowed max)") \
 	X(idle_restart, UINT, "", flag(f, BBRKIT_F_IDLE_RESTART), NULL, 0, 1, 0, \
 		"1 from a restart after idle until the next ACK of data") \

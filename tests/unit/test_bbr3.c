@@ -434,7 +434,7 @@ TEST(record_follows_startup_plateau_exit_in_the_drafts_names)
 
 /* v3's undo (bbr_ssthresh saves, bbr_undo_cwnd restores): a loss round in CRUISE sets the short-term
  * bounds; recovery entry saves them; lower bounds in recovery; the undo of a spurious recovery puts
- * back the saved ones, which the record then shows as the bounds in force.
+ * back the saved ones, which the undo's own record then shows as the bounds in force.
  */
 TEST(record_carries_the_saved_undo_state_and_the_undo_restores_it)
 {
@@ -459,10 +459,13 @@ TEST(record_carries_the_saved_undo_state_and_the_undo_restores_it)
 	CHECK_EQ(f.undo_inflight_longterm, st()->undo_inflight_hi);
 	CHECK_EQ(f.bw_shortterm, st()->bw_lo);
 	CHECK_EQ(f.inflight_shortterm, st()->inflight_lo);
-	bbr3_undo_cwnd(sk);
-	bbr3_fill_flow(&f, sk, core(), BBRKIT_EV_SNAPSHOT);
-	CHECK_EQ(f.bw_shortterm, saved_bw_lo);
-	CHECK_EQ(f.inflight_shortterm, saved_inflight_lo);
+	host_trace_enabled = true;
+	host_trace_n = 0;
+	bbrkit_on_undo_cwnd(sk); /* the callback as the kernel calls it: the undo gets a record */
+	CHECK_EQ(host_trace_n, 1);
+	CHECK_EQ(host_trace_log[0].event, BBRKIT_EV_UNDO);
+	CHECK_EQ(host_trace_log[0].bw_shortterm, saved_bw_lo);
+	CHECK_EQ(host_trace_log[0].inflight_shortterm, saved_inflight_lo);
 }
 
 /* A PROBE_BW phase change within the mode makes a "phase" record, carrying the new phase; the record
