@@ -166,6 +166,8 @@ def test_a4_drain_exits_after_three_rounds() -> None:
     assert verdict("A.4", good) == "pass"
     assert verdict("A.4", [*good[:3], dict(good[3], round=9)]) == "fail"
     assert verdict("A.4", [{k: v for k, v in r.items() if k != "drain_start_round"} for r in good]) == "blocked"
+    # An exit at the target is an inflight exit: the path did not force the case's condition.
+    assert verdict("A.4", [*good[:3], dict(good[3], inflight=80)]) == "blocked"
 
 
 def up_series(up_rounds: int, lost_in_up: int = 0, after: str = "DOWN", **kw: Any) -> list[dict[str, Any]]:
@@ -211,10 +213,13 @@ def test_a8_down_exits_on_inflight() -> None:
 
 
 def test_a9_down_goes_to_refill_after_the_probe_wait() -> None:
-    good = [rec(0, "PROBE_BW", 1, "DOWN", inflight=120), rec(2.5, "PROBE_BW", 100, "REFILL", inflight=120)]
+    # The case cuts the rate in the second DOWN; the first, after DRAIN, is over at once.
+    first = [rec(-0.1, "PROBE_BW", 0, "DOWN"), rec(-0.05, "PROBE_BW", 0, "CRUISE")]
+    good = [*first, rec(0, "PROBE_BW", 1, "DOWN", inflight=120), rec(2.5, "PROBE_BW", 100, "REFILL", inflight=120)]
     assert verdict("A.9", good) == "pass"
-    assert verdict("A.9", [good[0], dict(good[1], bw_phase="CRUISE")]) == "fail"
-    assert verdict("A.9", [good[0], dict(good[1], t_s=4.0)]) == "fail"
+    assert verdict("A.9", [*good[:3], dict(good[3], bw_phase="CRUISE")]) == "fail"
+    assert verdict("A.9", [*good[:3], dict(good[3], t_s=4.0)]) == "fail"
+    assert verdict("A.9", [*good[:3], dict(good[3], inflight=90)]) == "blocked"  # the path let inflight fall
 
 
 def probe_rtt_series(entry_s: float = 5.1, stay_s: float = 0.22, gain: float = 0.5,
@@ -326,13 +331,15 @@ def test_a17_policer() -> None:
     assert verdict("A.17", [dict(r, bw_lo_bps=None) for r in good], algo="bbr1") == "pass"
 
 
-def undo_series(restored: bool) -> list[dict[str, Any]]:
-    saved = {"undo_state": "PROBE_BW", "undo_bw_shortterm_bps": None, "undo_inflight_shortterm": None,
-             "undo_inflight_longterm": 150}
-    out = [rec(0, "PROBE_BW", 1, "UP", inflight_hi=150, **saved),
-           rec(0.02, "PROBE_BW", 2, "DOWN", ca_state="recovery", inflight_hi=105, inflight_lo=100,
-               bw_lo_bps=BW / 2, **saved)]
-    out.append(rec(0.06, "PROBE_BW", 4, "UP", inflight_hi=150 if restored else 105, **saved))
+def undo_series(restored: bool, longterm_before: int | None = 150) -> list[dict[str, Any]]:
+    """UP with inflight_longterm set; a recovery saves it and undo (an 'undo' record) restores it."""
+    saved = {"undo_bw_shortterm_bps": None, "undo_inflight_shortterm": None, "undo_inflight_longterm": 0}
+    out = [rec(0, "PROBE_BW", 1, "UP", inflight_hi=longterm_before, **saved),
+           rec(0.02, "PROBE_BW", 2, "UP", ca_state="recovery", inflight_hi=105, inflight_lo=100, bw_lo_bps=BW / 2,
+               **dict(saved, undo_inflight_longterm=longterm_before)),
+           rec(0.03, "PROBE_BW", 2, "UP", event="undo", ca_state="recovery", inflight_hi=105,
+               **dict(saved, undo_inflight_longterm=longterm_before))]
+    out.append(rec(0.04, "PROBE_BW", 3, "UP", inflight_hi=longterm_before if restored else 105, **saved))
     return out
 
 
@@ -340,6 +347,8 @@ def test_a18_a19_undo_restores_the_saved_state() -> None:
     assert verdict("A.18", undo_series(True)) == "pass"
     assert verdict("A.18", undo_series(False)) == "fail"
     assert verdict("A.19", undo_series(False)) == "fail"
+    assert verdict("A.18", undo_series(True, longterm_before=None)) == "fail"  # nothing was saved: vacuous
+    assert verdict("A.18", [r for r in undo_series(True) if r["event"] != "undo"]) == "fail"
 
 
 def test_a20_probe_rtt_during_startup_returns_to_startup() -> None:
@@ -387,7 +396,7 @@ def test_trigger_becomes_the_twin_s_options_from_the_phase_start() -> None:
                                                        "for_s": 0.3})
     assert conf.trigger_options(lossy, 1.0) == {**base, "app_limit": "30mbit@1000000us-1300000us",
                                                 "loss": "5%@1000000us-1300000us"}
-    spurious = dataclasses.replace(CASES["A.18"], trigger={"phase": "UP", "spurious": "fast_recovery"})
+    spurious = dataclasses.replace(CASES["A.18"], twin=base, trigger={"phase": "UP", "spurious": "fast_recovery"})
     assert conf.trigger_options(spurious, 2.0) == {**base, "spurious_loss": "2005000us"}
 
 
@@ -415,5 +424,5 @@ def test_a_trigger_runs_the_twin_twice_and_applies_from_the_phase_start(tmp_path
     assert why is None
     calls = (tmp_path / "twin.calls").read_text().splitlines()
     assert len(calls) == 2
-    assert calls[1] == calls[0].replace("--rate 50mbit", "--rate 50mbit@0,45000000bit@200000us")
+    assert calls[1] == calls[0].replace("--rate 50mbit", "--rate 50mbit@0,15000000bit@200000us")
     assert verdict("A.4", records) == "pass"  # the fake's DRAIN: rounds 10-13, PROBE_BW at 14

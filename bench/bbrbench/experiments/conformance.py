@@ -354,6 +354,11 @@ def check_a3(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
                   f"{exit_rec['inflight']} pkts", f"<= {bdp:.0f} (+slack: {bound:.0f})")]
 
 
+def unforced(name: str, measured: str, expected: str) -> Check:
+    """The path did not bring about the condition the draft's step needs: not a verdict on the algorithm."""
+    return Check(f"precondition: {name}", BLOCKED, measured, f"{expected} (the path did not force it)")
+
+
 def check_a4(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     key = key_of(records, "drain_start_round")
     if key is None:
@@ -362,15 +367,15 @@ def check_a4(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     if i is None:
         return [judge("DRAIN ends", False, "never", "after 3 rounds")]
     exit_rec = records[i]
-    last_drain = records[i - 1]
-    rounds = exit_rec["round"] - last_drain[key]
+    bound = bdp_packets(exit_rec) * (1 + ctx.tol["inflight_rel"]) + ctx.tol["inflight_slack_packets"]
+    if exit_rec["inflight"] <= bound:
+        return [unforced("inflight above BBRInflight(1.0) when DRAIN ends", f"{exit_rec['inflight']} pkts",
+                         f"> {bound:.0f} (BDP and slack)")]
+    rounds = exit_rec["round"] - records[i - 1][key]
     limit = ctx.tol["drain_rounds"] + ctx.tol["round_slack"]
-    bdp = bdp_packets(last_drain)
     return [judge("DRAIN -> PROBE_BW", exit_rec["mode"] == "PROBE_BW", exit_rec["mode"], "PROBE_BW"),
             judge("rounds in DRAIN", ctx.tol["drain_rounds"] <= rounds <= limit, str(rounds),
-                  f"{ctx.tol['drain_rounds']:.0f}..{limit:.0f}"),
-            judge("inflight still above BBRInflight(1.0) (a time exit)", last_drain["inflight"] > bdp,
-                  f"{last_drain['inflight']} pkts", f"> {bdp:.0f}")]
+                  f"{ctx.tol['drain_rounds']:.0f}..{limit:.0f}")]
 
 
 def _ups(records: list[dict[str, Any]]) -> list[tuple[int, int]]:
@@ -455,12 +460,22 @@ def check_a8(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
 
 
 def check_a9(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
+    nth = ctx.case.trigger.get("nth", 1)
     downs = [(a, b) for p, a, b in runs(records) if p == "DOWN" and b < len(records)]
-    if not downs:
-        return [judge("DOWN entered and left", False, "no DOWN", "one")]
-    a, b = downs[0]
-    took = records[b]["t_s"] - records[a]["t_s"]
-    return [judge("DOWN -> REFILL (CRUISE skipped)", phase(records[b]) == "REFILL", phase(records[b]), "REFILL"),
+    if len(downs) < nth:
+        return [judge(f"DOWN entered and left {nth} time(s)", False, str(len(downs)), str(nth))]
+    a, b = downs[nth - 1]  # the DOWN the trigger cut the rate in
+    exit_rec = records[b]
+    longterm = key_of(records, "inflight_longterm")
+    target = bdp_packets(exit_rec)
+    if longterm and exit_rec[longterm] is not None:
+        target = min(target, (1 - ctx.tol["headroom"]) * exit_rec[longterm])
+    bound = target * (1 + ctx.tol["inflight_rel"]) + ctx.tol["inflight_slack_packets"]
+    if exit_rec["inflight"] <= bound:
+        return [unforced("inflight above BBRInflightWithHeadroom() when DOWN ends", f"{exit_rec['inflight']} pkts",
+                         f"> {bound:.0f} (target and slack)")]
+    took = exit_rec["t_s"] - records[a]["t_s"]
+    return [judge("DOWN -> REFILL (CRUISE skipped)", phase(exit_rec) == "REFILL", phase(exit_rec), "REFILL"),
             judge("time in DOWN <= bw_probe_wait", took <= ctx.tol["probe_wait_max_s"] + ctx.tol["time_slack_s"],
                   f"{took:.2f} s", f"<= {ctx.tol['probe_wait_max_s']} s")]
 
@@ -663,8 +678,10 @@ def check_a17(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
 
 
 def check_undo(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
-    """A.18, A.19: the state saved at the loss is the state before it, and the undo restores it."""
-    # (saved copy, the state it saves): BBRSaveStateUponLoss()
+    """A.18, A.19: at the undo, the state saved upon loss is the state before the recovery, and the
+    records after it carry it again."""
+    # (saved copy, the state it saves): BBRSaveStateUponLoss(); BBR.state has no saved key of its own:
+    # the phase before the recovery stands in for it.
     pairs = [("undo_bw_shortterm_bps", "bw_shortterm_bps"), ("undo_inflight_shortterm", "inflight_shortterm"),
              ("undo_inflight_longterm", "inflight_longterm")]
     keys = {name: key_of(records, name) for pair in pairs for name in pair}
@@ -672,19 +689,19 @@ def check_undo(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     if missing:
         return [blocked("state saved upon loss and restored", missing[0])]
     k: dict[str, str] = {name: key for name, key in keys.items() if key is not None}
-    loss = next((i for i in range(1, len(records)) if records[i]["ca_state"] in ("recovery", "loss")
-                 and records[i - 1]["ca_state"] not in ("recovery", "loss")), None)
-    if loss is None:
-        return [judge("a recovery", False, "none", "one")]
-    before, at = records[loss - 1], records[loss]
-    saved = {u: at[k[u]] for u, _ in pairs}
-    checks = [judge(f"{u} saved", saved[u] == before[k[s]], str(saved[u]), str(before[k[s]])) for u, s in pairs]
-    end = next((r for r in records[loss:] if r["ca_state"] == "open"), None)
-    if end is None:
-        return [*checks, judge("recovery ends", False, "never", "undone")]
-    checks += [judge(f"{s} restored", end[k[s]] == saved[u], str(end[k[s]]), str(saved[u])) for u, s in pairs]
-    # The saved state (BBR.state) has no key of its own: the phase before the loss stands in for it.
-    return [*checks, judge("state resumes", phase(end) == phase(before), phase(end), phase(before))]
+    undo = next((i for i, r in enumerate(records) if r["event"] == "undo"), None)
+    if undo is None or undo + 1 >= len(records):
+        return [judge("a spurious recovery undone", False, "no undo record", "one")]
+    before = next((r for r in reversed(records[:undo]) if r["ca_state"] == "open"), None)
+    if before is None:
+        return [judge("a record before the recovery", False, "none", "one")]
+    at, after = records[undo], records[undo + 1]
+    set_before = [s for _, s in pairs if before[k[s]] is not None]
+    checks = [judge("bounds set before the loss (else nothing to restore)", bool(set_before),
+                    ",".join(set_before) or "none", ">= 1")]
+    checks += [judge(f"{u} saved", at[k[u]] == before[k[s]], str(at[k[u]]), str(before[k[s]])) for u, s in pairs]
+    checks += [judge(f"{s} restored", after[k[s]] == at[k[u]], str(after[k[s]]), str(at[k[u]])) for u, s in pairs]
+    return [*checks, judge("state resumes", phase(after) == phase(before), phase(after), phase(before))]
 
 
 def check_a20(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
@@ -735,8 +752,9 @@ def check_a22(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     app = key_of(records, "is_app_limited")
     if app is None:
         return [blocked("app-limited REFILL keeps max_bw", "is_app_limited")]
+    # REFILL lasts a round: its samples come with the ACKs that end it, so the record after it counts.
     refills = [(a, b) for p, a, b in runs(records) if p == "REFILL" and a > 0 and b < len(records)
-               and any(r[app] for r in records[a:b])]
+               and any(r[app] for r in records[a:b + 1])]
     if not refills:
         return [judge("an app-limited REFILL", False, "none", ">= 1")]
     a, b = refills[0]
@@ -750,12 +768,12 @@ CHECKERS: dict[str, tuple[Callable[[list[dict[str, Any]], Ctx], list[Check]], tu
     "A.1": (check_a1, ("bw_rel", "plateau_growth")),
     "A.2": (check_a2, ("loss_thresh", "exit_within_s")),
     "A.3": (check_a3, ("drain_gain_max", "inflight_slack_packets", "inflight_rel")),
-    "A.4": (check_a4, ("drain_rounds", "round_slack")),
+    "A.4": (check_a4, ("drain_rounds", "round_slack", "inflight_slack_packets", "inflight_rel")),
     "A.5": (check_a5, ("min_up_rounds",)),
     "A.6": (check_a6, ("loss_thresh", "exit_rounds")),
     "A.7": (check_a7, ("max_lost_packets",)),
     "A.8": (check_a8, ("down_gain", "gain_abs", "headroom", "inflight_slack_packets", "inflight_rel")),
-    "A.9": (check_a9, ("probe_wait_max_s", "time_slack_s")),
+    "A.9": (check_a9, ("probe_wait_max_s", "time_slack_s", "headroom", "inflight_slack_packets", "inflight_rel")),
     "A.10": (check_a10, ("interval_s", "record_slack_s", "cwnd_gain", "gain_abs", "min_duration_s",
                          "max_duration_s")),
     "A.11": (check_a11, ("no_probe_rtt_after_restart_s",)),
