@@ -187,11 +187,17 @@ def test_a5_up_exits_on_plateau() -> None:
 
 
 def test_a6_up_exits_on_loss_when_app_limited() -> None:
-    good = up_series(2, lost_in_up=5, is_app_limited=True, loss_rate=0.05, inflight_hi=100)
+    # The exit's sample app-limited: HandleInflightTooHigh() leaves inflight_longterm as it was.
+    good = up_series(2, lost_in_up=5, is_app_limited=True, inflight_hi=100)
     assert verdict("A.6", good) == "pass"
-    assert verdict("A.6", up_series(2, lost_in_up=5, after="REFILL", is_app_limited=True, loss_rate=0.05,
-                                    inflight_hi=100)) == "fail"
-    assert verdict("A.6", up_series(6, lost_in_up=5, is_app_limited=True, loss_rate=0.05, inflight_hi=100)) == "fail"
+    assert verdict("A.6", up_series(2, lost_in_up=5, after="REFILL", is_app_limited=True, inflight_hi=100)) == "fail"
+    assert verdict("A.6", up_series(6, lost_in_up=5, is_app_limited=True, inflight_hi=100)) == "fail"
+    moved = [*good[:-1], dict(good[-1], inflight_hi=80)]
+    assert verdict("A.6", moved) == "fail"
+    # A sample that is not app-limited at the exit must set it.
+    set_by_loss = [*good[:-1], dict(good[-1], is_app_limited=False, inflight_hi=80)]
+    assert verdict("A.6", set_by_loss) == "pass"
+    assert verdict("A.6", up_series(2, lost_in_up=0, is_app_limited=True, inflight_hi=100)) == "fail"
 
 
 def test_a7_app_limited_startup_is_never_left() -> None:
