@@ -109,7 +109,7 @@ def test_twin_cases_without_the_twin_are_blocked_not_passed(tmp_path: Path, monk
     assert verdicts[("A.18", "bbr1")] == "not applicable"
     row = next(line for line in (tmp_path / "c.md").read_text().splitlines() if line.startswith("| A.18 "))
     assert [c.strip() for c in row.strip("|").split("|")] == ["A.18", "Handling Spurious Fast Recovery", "twin",
-                                                               "blocked", "not applicable", "not applicable"]
+                                                               "blocked (twin)", "not applicable", "not applicable"]
 
 
 def test_a_failed_case_fails_the_run_and_blocked_does_not() -> None:
@@ -228,10 +228,10 @@ def test_a9_down_goes_to_refill_after_the_probe_wait() -> None:
     assert verdict("A.9", [*good[:3], dict(good[3], inflight=90)]) == "blocked"  # the path let inflight fall
 
 
-def probe_rtt_series(entry_s: float = 5.1, stay_s: float = 0.22, gain: float = 0.5,
+def probe_rtt_series(entry_s: float = 5.1, stay_s: float = 0.22, gain: float = 0.5, cwnd: int = 41,
                      after: str = "PROBE_BW") -> list[dict[str, Any]]:
     out = [rec(0.1 * i, "PROBE_BW", i, "CRUISE") for i in range(int(entry_s * 10))]
-    out.append(rec(entry_s, "PROBE_RTT", 60, cwnd_gain=gain, cwnd=41))
+    out.append(rec(entry_s, "PROBE_RTT", 60, cwnd_gain=gain, cwnd=cwnd))
     out.append(rec(entry_s + stay_s, after, 70, "CRUISE" if after == "PROBE_BW" else None))
     return out
 
@@ -240,7 +240,8 @@ def test_a10_probe_rtt_entered_and_left() -> None:
     assert verdict("A.10", probe_rtt_series()) == "pass"
     assert verdict("A.10", probe_rtt_series(entry_s=3.0)) == "fail"
     assert verdict("A.10", probe_rtt_series(stay_s=0.1)) == "fail"
-    assert verdict("A.10", probe_rtt_series(gain=1.0)) == "fail"
+    assert verdict("A.10", probe_rtt_series(gain=1.0, cwnd=80)) == "fail"
+    assert verdict("A.10", probe_rtt_series(gain=1.0, cwnd=44)) == "pass"  # v3: the 0.5 is in the cwnd
     assert verdict("A.10", probe_rtt_series(after="STARTUP")) == "fail"
     series = probe_rtt_series()
     series[30]["probe_rtt_min_us"] = RTT_US - 5  # a new low at 3 s: 2.1 s before the entry is too soon
@@ -432,3 +433,21 @@ def test_a_trigger_runs_the_twin_twice_and_applies_from_the_phase_start(tmp_path
     assert len(calls) == 2
     assert calls[1] == calls[0].replace("--rate 50mbit", "--rate 50mbit@0,15000000bit@200000us")
     assert verdict("A.4", records) == "pass"  # the fake's DRAIN: rounds 10-13, PROBE_BW at 14
+
+
+def test_a_real_case_s_path_as_the_twin_s_options() -> None:
+    # A.11: 50 Mbit/s, 20 ms, 2 BDP (2 x 82.6 frames of 1514 bytes); bulk 3 s, idle 11 s, bulk 3 s.
+    assert conf.twin_path(CASES["A.11"]) == ({"rate": "50mbit", "rtt": "20ms", "buffer": "165p",
+                                               "pause": "3000000us-14000000us"}, None)
+    options, why = conf.twin_path(CASES["A.16"])
+    assert why is None and options["rate"] == "100mbit@0s,10mbit@5s" and options["buffer"] == "1000000b"
+    assert conf.twin_path(CASES["A.2"])[0]["app_limit"] == "40mbit@0us-6000000us"
+    assert conf.twin_path(CASES["A.12"])[0]["ack_aggregation"] == "20ms"
+    assert conf.twin_path(CASES["A.17"]) == ({}, "the twin has no policer")
+
+
+def test_runners_a_case_can_use() -> None:
+    assert conf.runners_for(CASES["A.1"], "both") == ["real", "twin"]
+    assert conf.runners_for(CASES["A.1"], "twin") == ["twin"]
+    assert conf.runners_for(CASES["A.4"], "both") == ["twin"]
+    assert conf.runners_for(CASES["A.4"], "real") == []
