@@ -282,6 +282,11 @@ class Ctx:
 
 # ---- the checks, one per case ---------------------------------------------------------------------------
 
+def unforced(name: str, measured: str, expected: str) -> Check:
+    """The path did not bring about the condition the draft's step needs: not a verdict on the algorithm."""
+    return Check(f"precondition: {name}", BLOCKED, measured, f"{expected} (the path did not force it)")
+
+
 def _first_exit(records: list[dict[str, Any]], mode: str) -> int | None:
     """Index of the first record after the first run of `mode`, not counting PROBE_RTT interruptions."""
     seen = False
@@ -363,11 +368,6 @@ def check_a3(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
                   f"{exit_rec['inflight']} pkts", f"<= {bdp:.0f} (+slack: {bound:.0f})")]
 
 
-def unforced(name: str, measured: str, expected: str) -> Check:
-    """The path did not bring about the condition the draft's step needs: not a verdict on the algorithm."""
-    return Check(f"precondition: {name}", BLOCKED, measured, f"{expected} (the path did not force it)")
-
-
 def check_a4(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     key = key_of(records, "drain_start_round")
     if key is None:
@@ -395,7 +395,7 @@ def _ups(records: list[dict[str, Any]]) -> list[tuple[int, int]]:
 def check_a5(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     lossless = [(a, b) for a, b in _ups(records) if records[b]["lost"] == records[a]["lost"]]
     if not lossless:
-        return [judge("a loss-free UP", False, f"{len(_ups(records))} UPs, all lossy", ">= 1 without loss")]
+        return [unforced("a loss-free UP", f"{len(_ups(records))} UPs, all lossy", ">= 1 without loss")]
     a, b = lossless[0]
     after = phase(records[b])
     rounds = records[b]["round"] - records[a]["round"]
@@ -420,7 +420,7 @@ def check_a6(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     lossy = [(a, b) for a, b in _ups(records)
              if any(r[app] for r in records[a:b + 1]) and records[b]["lost"] > records[a]["lost"]]
     if not lossy:
-        return [judge("an app-limited UP ended by loss", False, "none", ">= 1")]
+        return [unforced("an app-limited UP ended by loss", "none", ">= 1")]
     a, b = lossy[0]
     rounds = records[b]["round"] - records[a]["round"]
     # HandleInflightTooHigh(): inflight_longterm from a sample that is not app-limited only.
@@ -538,7 +538,7 @@ def _restart(records: list[dict[str, Any]], min_gap_s: float) -> int | None:
 def check_a11(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     i = _restart(records, 5.0)
     if i is None:
-        return [judge("an idle period of >= 5 s", False, "none", "one")]
+        return [unforced("an idle period of >= 5 s", "none", "one")]
     gap = records[i]["t_s"] - records[i - 1]["t_s"]
     window = ctx.tol["no_probe_rtt_after_restart_s"]
     soon = [r for r in records[i:] if r["t_s"] - records[i]["t_s"] <= window]
@@ -732,7 +732,7 @@ def check_a20(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     rs = runs(records)
     in_startup = [(i, b) for i, (p, _, b) in enumerate(rs) if p == "PROBE_RTT" and i > 0 and rs[i - 1][0] == "STARTUP"]
     if not in_startup:
-        return [judge("PROBE_RTT during STARTUP", False, "none", "one")]
+        return [unforced("PROBE_RTT during STARTUP", "none", "one")]
     nexts = [records[b]["mode"] if b < len(records) else "end" for _, b in in_startup]
     return [judge("PROBE_RTT during STARTUP", True, f"{len(in_startup)} time(s)", ">= 1"),
             judge("back to STARTUP", all(n == "STARTUP" for n in nexts), ",".join(nexts), "STARTUP")]
@@ -749,7 +749,7 @@ def check_a21(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
         if max((r.get("loss_rate") or 0) for r in records[a:b + 1]) > ctx.tol["loss_thresh"]:
             lossy.append((a, b))
     if not lossy:
-        return [judge("an UP with inflight_longterm set and loss", False, "none", ">= 1")]
+        return [unforced("an UP with inflight_longterm set and loss", "none", ">= 1")]
     bad_next, slow, not_cut, too_low = [], [], [], []
     for a, b in lossy:
         first_loss = next(i for i in range(a, b + 1) if records[i]["lost"] > records[a]["lost"])
@@ -780,7 +780,7 @@ def check_a22(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     refills = [(a, b) for p, a, b in runs(records) if p == "REFILL" and a > 0 and b < len(records)
                and any(r[app] for r in records[a:b + 1])]
     if not refills:
-        return [judge("an app-limited REFILL", False, "none", ">= 1")]
+        return [unforced("an app-limited REFILL", "none", ">= 1")]
     a, b = refills[0]
     return [judge("max_bw not lowered", records[b]["max_bw_bps"] >= records[a - 1]["max_bw_bps"],
                   _mbit(records[b]["max_bw_bps"]), f">= {_mbit(records[a - 1]['max_bw_bps'])}"),
