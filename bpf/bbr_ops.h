@@ -33,7 +33,8 @@
 
 BBR_INLINE bool bbrkit_tracing(void);
 /* rs: the ACK's rate sample, NULL outside an ACK. */
-BBR_INLINE void bbrkit_emit(struct sock *sk, const struct bbr_core *b, u8 event, const struct rate_sample *rs);
+BBR_INLINE void bbrkit_emit(
+	struct sock *sk, const struct bbr_core *b, u8 event, const struct rate_sample *rs);
 
 /* The record's flag for the ACK's rate sample, which the state does not keep. */
 BBR_INLINE void bbrkit_fill_sample(struct bbrkit_flow *f, const struct rate_sample *rs)
@@ -53,7 +54,7 @@ BBR_INLINE void bbrkit_on_ack(struct sock *sk, const struct rate_sample *rs)
 	BBRKIT_CC(main)(sk, rs);
 	if ((b->round_start || b->mode != mode || b->cycle_idx != cycle_idx) && bbrkit_tracing())
 		bbrkit_emit(sk, b,
-			b->mode != mode		      ? BBRKIT_EV_MODE
+			b->mode != mode			    ? BBRKIT_EV_MODE
 				: b->cycle_idx != cycle_idx ? BBRKIT_EV_PHASE
 							    : BBRKIT_EV_ROUND,
 			rs);

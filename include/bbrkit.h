@@ -46,9 +46,9 @@ enum bbrkit_event {
 #define BBRKIT_F_PACKET_CONSERVATION (1U << 2)
 #define BBRKIT_F_IDLE_RESTART (1U << 3)
 #define BBRKIT_F_IPV6 (1U << 4)
-#define BBRKIT_F_FULL_BW_NOW (1U << 5)	 /* bbr2/bbr3: the plateau estimator sees a plateau now */
+#define BBRKIT_F_FULL_BW_NOW (1U << 5)	  /* bbr2/bbr3: the plateau estimator sees a plateau now */
 #define BBRKIT_F_RS_APP_LIMITED (1U << 6) /* this ACK's rate sample was app-limited */
-#define BBRKIT_F_APP_LIMITED (1U << 7)	 /* tp->app_limited set: the sender is app-limited */
+#define BBRKIT_F_APP_LIMITED (1U << 7)	  /* tp->app_limited set: the sender is app-limited */
 
 /* Slots of bbrkit_flow.variant for the variants' own state. */
 #define BBRKIT_VAR_RTTGAIN_GAIN 0     /* last RTT-based cruise gain, BBR_UNIT */
@@ -94,25 +94,25 @@ struct bbrkit_flow {
 	__u32 pacing_gain; /* BBR_UNIT */
 	__u32 cwnd_gain;   /* BBR_UNIT */
 	__u32 min_rtt_us;
-	__u32 rtt_us;			 /* latest RTT sample */
-	__u32 srtt_us;			 /* smoothed RTT */
-	__u32 cwnd;			 /* packets */
-	__u32 inflight;			 /* packets */
-	__u32 round;			 /* packet-timed round trips so far */
-	__u32 mss;			 /* bytes */
-	__u32 lost;			 /* packets lost, total */
-	__u32 retrans;			 /* segments retransmitted, total */
-	__u32 delivered;		 /* packets delivered, total */
-	__u32 prior_cwnd;		 /* cwnd saved on entering recovery or PROBE_RTT */
+	__u32 rtt_us;	  /* latest RTT sample */
+	__u32 srtt_us;	  /* smoothed RTT */
+	__u32 cwnd;	  /* packets */
+	__u32 inflight;	  /* packets */
+	__u32 round;	  /* packet-timed round trips so far */
+	__u32 mss;	  /* bytes */
+	__u32 lost;	  /* packets lost, total */
+	__u32 retrans;	  /* segments retransmitted, total */
+	__u32 delivered;  /* packets delivered, total */
+	__u32 prior_cwnd; /* cwnd saved on entering recovery or PROBE_RTT */
 	/* The model as draft-ietf-ccwg-bbr names it. A field an algorithm lacks is 0; a bound it has
 	 * but has not set is BBRKIT_VAR_NONE.
 	 */
-	__u32 max_bw;		       /* the max filter, packets/us << BW_SCALE (v3: max of bw_hi[]) */
-	__u32 max_bw_cycle[2];	       /* bbr2/bbr3's bw_hi[]: max of the last and of this probe cycle */
-	__u32 bw_shortterm;	       /* bbr2/bbr3's bw_lo, same unit */
-	__u32 inflight_longterm;       /* bbr2/bbr3's inflight_hi, packets */
-	__u32 inflight_shortterm;      /* bbr2/bbr3's inflight_lo, packets */
-	__u32 undo_bw_shortterm;       /* bbr2/bbr3: the bounds saved on entering recovery, for undo */
+	__u32 max_bw;		  /* the max filter, packets/us << BW_SCALE (v3: max of bw_hi[]) */
+	__u32 max_bw_cycle[2];	  /* bbr2/bbr3's bw_hi[]: max of the last and of this probe cycle */
+	__u32 bw_shortterm;	  /* bbr2/bbr3's bw_lo, same unit */
+	__u32 inflight_longterm;  /* bbr2/bbr3's inflight_hi, packets */
+	__u32 inflight_shortterm; /* bbr2/bbr3's inflight_lo, packets */
+	__u32 undo_bw_shortterm;  /* bbr2/bbr3: the bounds saved on entering recovery, for undo */
 	__u32 undo_inflight_shortterm;
 	__u32 undo_inflight_longterm;
 	__u32 full_bw;		 /* the plateau estimator's baseline, packets/us << BW_SCALE */

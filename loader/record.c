@@ -151,10 +151,12 @@ struct field_value {
 	X(full_bw_reached, UINT, "", flag(f, BBRKIT_F_FULL_BW_REACHED), NULL, 0, 1, 0, \
 		"1 once STARTUP found the pipe full") \
 	X(full_bw_now, UINT, "", flag(f, BBRKIT_F_FULL_BW_NOW), NULL, 0, 1, 0, \
-		"1 while the delivery rate has plateaued, which ends STARTUP and UP (bbr3; 0 for the others)") \
+		"1 while the delivery rate has plateaued, which ends STARTUP and UP (bbr3; 0 for the " \
+		"others)") \
 	X(full_bw_bps, UINT, "bit/s", bw_to_bps(f->full_bw, f->mss), NULL, 0, 1, 0, \
 		"the plateau check's baseline: growth is measured against it") \
-	X(full_bw_cnt, UINT, "rounds", f->full_bw_cnt, NULL, 0, 1, 0, "rounds without 25% growth over full_bw") \
+	X(full_bw_cnt, UINT, "rounds", f->full_bw_cnt, NULL, 0, 1, 0, \
+		"rounds without 25% growth over full_bw") \
 	X(max_bw_bps, UINT, "bit/s", bw_to_bps(f->max_bw, f->mss), NULL, 0, 1, 0, \
 		"max filter: bbr1 family over 10 rounds; bbr2/bbr3 over 2 probe cycles (bw_hi)") \
 	X(max_bw_last_cycle_bps, UINT, "bit/s", bw_to_bps(f->max_bw_cycle[0], f->mss), NULL, 0, 1, 0, \
@@ -177,7 +179,8 @@ struct field_value {
 		"cwnd saved on entering recovery or PROBE_RTT, restored after") \
 	X(drain_start_round, UINT, "", f->drain_start_round, NULL, 0, 1, 0, \
 		"round of the last entry to DRAIN (bbr2/bbr3; 0 for the others)") \
-	X(extra_acked, UINT, "packets", f->extra_acked, NULL, 0, 1, 0, "ACK aggregation estimate (windowed max)") \
+	X(extra_acked, UINT, "packets", f->extra_acked, NULL, 0, 1, 0, \
+		"ACK aggregation estimate (windowed max)") \
 	X(idle_restart, UINT, "", flag(f, BBRKIT_F_IDLE_RESTART), NULL, 0, 1, 0, \
 		"1 from a restart after idle until the next ACK of data") \
 	X(is_app_limited, UINT, "", flag(f, BBRKIT_F_RS_APP_LIMITED), NULL, 0, 1, 0, \

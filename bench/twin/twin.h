@@ -30,8 +30,8 @@ struct twin_window {
 struct twin_cfg {
 	struct twin_step rate[TWIN_MAX_ITEMS]; /* bottleneck bit/s from each time on; rate[0].at_us == 0 */
 	int nrate;
-	uint32_t rtt_us;	    /* base (propagation) round trip */
-	uint64_t buffer_bytes;	    /* bottleneck FIFO */
+	uint32_t rtt_us;			/* base (propagation) round trip */
+	uint64_t buffer_bytes;			/* bottleneck FIFO */
 	struct twin_window app[TWIN_MAX_ITEMS]; /* the application writes value bit/s in the window */
 	int napp;
 	struct twin_window pause[TWIN_MAX_ITEMS]; /* the application writes nothing in the window */

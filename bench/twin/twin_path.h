@@ -55,10 +55,10 @@ static u64 tw_qhead, tw_qtail;
 static struct tw_arrival tw_late[TWIN_MAX_ITEMS]; /* reordered arrivals */
 static int tw_nlate;
 static u64 tw_now, tw_next_send, tw_rto_from, tw_link_free, tw_first_tx;
-static u64 tw_app_bits;	 /* what the application wrote and the sender has not sent, when limited */
-static u64 tw_app_frac;	 /* bit x us written but not yet a whole bit */
+static u64 tw_app_bits; /* what the application wrote and the sender has not sent, when limited */
+static u64 tw_app_frac; /* bit x us written but not yet a whole bit */
 static u64 tw_rng;
-static u32 tw_recovery_end; /* snd_nxt (packets) when recovery began */
+static u32 tw_recovery_end;	   /* snd_nxt (packets) when recovery began */
 static u32 tw_marked, tw_spurious; /* packets marked lost in this recovery, and found delivered */
 static int tw_spurious_next;
 
@@ -184,7 +184,8 @@ static void tw_send(u32 i, bool rexmit)
 		tw_nxt++;
 		tw_tp.snd_nxt = tw_nxt * TWIN_MSS;
 		tw_tp.packets_out++;
-		if (tw_spurious_next < tw_cfg->nspurious && tw_since() >= tw_cfg->spurious_us[tw_spurious_next]) {
+		if (tw_spurious_next < tw_cfg->nspurious &&
+			tw_since() >= tw_cfg->spurious_us[tw_spurious_next]) {
 			p->reordered = 1;
 			tw_spurious_next++;
 		}
@@ -349,7 +350,8 @@ static void tw_ack(u32 i)
 	/* RACK: sent a quarter RTT before the packet just delivered, still not delivered. */
 	reo_before = rack_advances && p->sent_us > tw_cfg->rtt_us / 4 ? p->sent_us - tw_cfg->rtt_us / 4 : 0;
 	for (u32 j = tw_una; j < tw_nxt && tw_pk[j].first_sent_us < reo_before; j++)
-		if (!tw_pk[j].sacked && (!tw_pk[j].marked || tw_pk[j].rexmit) && tw_pk[j].sent_us < reo_before)
+		if (!tw_pk[j].sacked && (!tw_pk[j].marked || tw_pk[j].rexmit) &&
+			tw_pk[j].sent_us < reo_before)
 			tw_mark(j);
 	rs.losses = (int)(tw_tp.lost - lost);
 	rs.acked_sacked = 1;
@@ -377,7 +379,8 @@ static bool tw_next_arrival(u32 *pkt)
 	int late = -1;
 
 	for (int k = 0; k < tw_nlate; k++)
-		if (tw_ack_time(tw_late[k].at_us) <= tw_now && (late < 0 || tw_late[k].at_us < tw_late[late].at_us))
+		if (tw_ack_time(tw_late[k].at_us) <= tw_now &&
+			(late < 0 || tw_late[k].at_us < tw_late[late].at_us))
 			late = k;
 	if (late >= 0 && (tw_qhead == tw_qtail || tw_late[late].at_us <= tw_q[tw_qhead].at_us)) {
 		*pkt = tw_late[late].pkt;
