@@ -303,7 +303,8 @@ def test_a15_ten_times_up() -> None:
     assert verdict("A.15", step_up_series(16.0)) == "fail"
 
 
-def step_down_series(adapt_at_s: float, probes: int, short_at_s: float = 5.5) -> list[dict[str, Any]]:
+def step_down_series(adapt_at_s: float, probes: int, short_at_s: float = 5.5,
+                     lossy: bool = True) -> list[dict[str, Any]]:
     """100 -> 10 Mbit/s at 5 s; `probes` one-record UPs spread between the step and max_bw's fall."""
     high, low = conf.payload_bps(100, MSS), conf.payload_bps(10, MSS)
     ups = [5.0 + (adapt_at_s - 5.0) * (k + 1) / (probes + 1) for k in range(probes)]
@@ -312,7 +313,7 @@ def step_down_series(adapt_at_s: float, probes: int, short_at_s: float = 5.5) ->
         t = 0.1 * i
         phase = "UP" if any(abs(t - u) < 0.05 for u in ups) else "CRUISE"
         bw = high if t < adapt_at_s else low
-        out.append(rec(t, "PROBE_BW", i, phase, bw_bps=bw, pacing_rate_bps=bw,
+        out.append(rec(t, "PROBE_BW", i, phase, bw_bps=bw, pacing_rate_bps=bw, lost=max(0, i - 50) if lossy else 0,
                        bw_lo_bps=low if t >= short_at_s else None))
     return out
 
@@ -325,6 +326,7 @@ def test_a16_ten_times_down() -> None:
     assert verdict("A.16", step_down_series(12.0, probes=7)) == "fail"  # more cycles than the window
     assert verdict("A.16", step_down_series(12.0, probes=2, short_at_s=9.0)) == "fail"
     assert verdict("A.16", step_down_series(30.0, probes=2)[:200]) == "fail"  # never adapts
+    assert verdict("A.16", step_down_series(12.0, probes=2, lossy=False)) == "blocked"  # nothing to adapt on
 
 
 def test_a17_policer() -> None:

@@ -18,6 +18,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 import tomllib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -671,6 +672,10 @@ def check_a16(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     key = key_of(records, "bw_shortterm_bps")
     if key is None:
         return [*checks, blocked("bw_shortterm adapts down", "bw_shortterm")]
+    window = [r for r in after if r["t_s"] - step <= ctx.tol["shortterm_within_s"]]
+    if window[-1]["lost"] == after[0]["lost"]:
+        return [*checks, unforced("loss after the step (what bw_shortterm adapts on)", "none",
+                                  f"within {ctx.tol['shortterm_within_s']} s")]
     short = next((r for r in after if r[key] is not None and r[key] <= bound), None)
     checks.append(judge("bw_shortterm adapts down", short is not None and short["t_s"] - step
                         <= ctx.tol["shortterm_within_s"],
@@ -834,8 +839,8 @@ bbr2 and bbr1: real transfers through the testbed checked against the algorithm'
 pass, fail (a check outside its tolerance, written before the runs), blocked (a key the records lack, or
 the twin missing), not applicable (why, from the draft and the v1/v2alpha/v3 code).
 
-Revision {revision}, kernel {kernel}, load average at the end {load} (a shared 2-CPU machine with other
-jobs running: not a quiet machine). Command: `{command}`.
+The runs (each outcome is the last invocation's that ran it; a shared 2-CPU machine with other jobs
+running, so not a quiet machine, and the load says how busy):
 """
 
 
@@ -1142,6 +1147,7 @@ def run(algos: list[str], cases: list[Case], runner: str, out: Path) -> list[Out
     """Each case on each algorithm; outcomes already in out (an earlier invocation) are kept unless rerun,
     so several shorter invocations build one table."""
     out.mkdir(parents=True, exist_ok=True)
+    invocation = new_invocation()
     outcomes = {(o.case, o.algo, o.runner): o for o in read_outcomes(out)}
     for case in cases:
         for algo in algos:
@@ -1152,9 +1158,10 @@ def run(algos: list[str], cases: list[Case], runner: str, out: Path) -> list[Out
                 except HarnessError as exc:
                     result = Outcome(case.id, algo, r, BLOCKED, f"run failed: {exc}")
                 outcomes[(case.id, algo, r)] = result
-                write_results(out, list(outcomes.values()))
-    ordered = sorted(outcomes.values(), key=lambda o: (int(o.case.split(".")[1]), ALGOS.index(o.algo)))
-    write_results(out, ordered)
+                write_results(out, list(outcomes.values()), invocation)
+    ordered = sorted(outcomes.values(), key=lambda o: (int(o.case.split(".")[1]), ALGOS.index(o.algo),
+                                                       RUNNERS.index(o.runner)))
+    write_results(out, ordered, invocation)
     return ordered
 
 
@@ -1164,12 +1171,22 @@ def table(outcomes: list[Outcome], cases: list[Case]) -> str:
     return tables.text(TABLE_HEADERS, table_rows([o for o in outcomes if o.case in wanted]), labels=5)
 
 
-def write_results(out: Path, outcomes: list[Outcome]) -> None:
-    """conformance.json: the outcomes, with what ran them (revision, kernel, the load it ran under)."""
+def write_results(out: Path, outcomes: list[Outcome], invocation: dict[str, Any]) -> None:
+    """conformance.json: the outcomes, and every invocation that ran into it (revision, command, kernel, the
+    load it ran under): outcomes kept from an earlier one stay as that one measured them."""
+    path = out / "conformance.json"
+    earlier = read_results(path)["invocations"] if path.is_file() else []
+    invocations = [i for i in earlier if i["started"] != invocation["started"]] + [
+        {**invocation, "loadavg_end": [round(x, 2) for x in os.getloadavg()]}]
+    doc = {"format": RESULTS_FORMAT, "draft": DRAFT, "invocations": invocations,
+           "outcomes": [o.as_dict() for o in outcomes]}
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def new_invocation() -> dict[str, Any]:
     from .. import provenance
-    doc = {"format": RESULTS_FORMAT, "draft": DRAFT, "bbrbench": provenance.record(), "kernel": os.uname().release,
-           "loadavg": [round(x, 2) for x in os.getloadavg()], "outcomes": [o.as_dict() for o in outcomes]}
-    (out / "conformance.json").write_text(json.dumps(doc, indent=2) + "\n")
+    return {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "bbrbench": provenance.record(),
+            "kernel": os.uname().release, "loadavg_start": [round(x, 2) for x in os.getloadavg()]}
 
 
 def read_results(path: Path) -> dict[str, Any]:
@@ -1196,11 +1213,14 @@ def markdown(doc: dict[str, Any], cases: list[Case]) -> str:
             return "not run"
         if found[0]["verdict"] == NOT_APPLICABLE:
             return NOT_APPLICABLE
-        return ", ".join(f"{o['verdict']} ({o['runner']})" for o in found)
-    rev = doc["bbrbench"].get("revision") or "unknown"
-    lines = [MARKDOWN_HEAD.format(draft=DRAFT, revision=rev, kernel=doc["kernel"],
-                                  load=", ".join(f"{x:g}" for x in doc["loadavg"]),
-                                  command=doc["bbrbench"].get("command") or "bbrbench conformance"), ""]
+        ordered = sorted(found, key=lambda o: RUNNERS.index(o["runner"]))
+        return ", ".join(f"{o['verdict']} ({o['runner']})" for o in ordered)
+    lines = [MARKDOWN_HEAD.format(draft=DRAFT), ""]
+    for inv in doc["invocations"]:
+        load = "-".join(f"{x:g}" for x in (inv["loadavg_start"][0], inv["loadavg_end"][0]))
+        lines.append(f"- {inv['started']}, revision {inv['bbrbench'].get('revision') or 'unknown'}, kernel "
+                     f"{inv['kernel']}, 1-minute load {load}: `{inv['bbrbench'].get('command') or 'bbrbench'}`")
+    lines.append("")
     rows = [[c.id, c.title, c.runner, *[cell(c.id, a) for a in ALGOS]] for c in cases]
     lines += [tables.markdown(["case", "title", "runner", *ALGOS], rows, labels=6), ""]
     for c in cases:
