@@ -453,3 +453,11 @@ def test_runners_a_case_can_use() -> None:
     assert conf.runners_for(CASES["A.1"], "twin") == ["twin"]
     assert conf.runners_for(CASES["A.4"], "both") == ["twin"]
     assert conf.runners_for(CASES["A.4"], "real") == []
+
+
+def test_regenerating_the_report_keeps_the_hand_written_part(tmp_path: Path) -> None:
+    doc = tmp_path / "c.md"
+    conf.write_markdown(doc, "# generated 1\n" + conf.GENERATED_END + "\n")
+    doc.write_text(doc.read_text() + "## Findings\nby hand\n")
+    conf.write_markdown(doc, "# generated 2\n" + conf.GENERATED_END + "\n")
+    assert doc.read_text() == "# generated 2\n" + conf.GENERATED_END + "\n\n## Findings\nby hand\n"

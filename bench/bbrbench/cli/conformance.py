@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         outcomes = conformance.run(algos, cases, args.runner, out)
     emit(conformance.table(outcomes, cases))
     if args.markdown:
-        Path(args.markdown).write_text(conformance.markdown(conformance.read_results(out / "conformance.json"),
-                                                            cases))
+        conformance.write_markdown(Path(args.markdown),
+                                   conformance.markdown(conformance.read_results(out / "conformance.json"), cases))
     emit(f"results: {out}")
     return conformance.exit_status(outcomes)
