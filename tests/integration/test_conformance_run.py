@@ -1,5 +1,5 @@
 """`bbrbench conformance` for real (root): a short subset of the BBR draft's Appendix A cases on real
-transfers through the testbed, each checked from `bbrctl trace` (draft-ietf-ccwg-bbr-06). ~40 s: A.3
+transfers through the testbed, each checked from `bbrctl trace` (draft-ietf-ccwg-bbr-06). ~45 s: A.3
 (DRAIN exits on inflight) for bbr3 and bbr1, A.20 (PROBE_RTT during an app-limited STARTUP returns to
 STARTUP) for bbr3. The full suite is a command, not a test (docs/conformance.md):
 
