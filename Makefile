@@ -51,6 +51,13 @@ LOCKSTEP_SRCS := $(wildcard bench/kernelbbr/lockstep/*.c bench/kernelbbr/lockste
 # bbrkit-floor registers it while it runs.
 FLOOR_BIN := $(BUILD)/bbrkit-floor
 
+# bbrkit-twin: the host twin of a transfer (bench/twin/), one object per algorithm it runs, each the
+# algorithm's host build as the unit tests compile it; records printed by bbrctl's own record code.
+TWIN_BIN := $(BUILD)/bbrkit-twin
+TWIN_ALGOS := bbr1 bbr2 bbr3
+TWIN_OBJS := $(TWIN_ALGOS:%=$(BUILD)/twin/twin_%.o)
+TWIN_RECORD_OBJS := $(BUILD)/loader/record.o $(BUILD)/loader/json.o $(BUILD)/loader/algos.o
+
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/%)
 UNIT_HDRS := $(wildcard tests/unit/*.h)
@@ -79,9 +86,9 @@ endif
 .SECONDARY:
 .PHONY: all test install clean deps FORCE
 
-all: $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(UNIT_BINS) $(LOCKSTEP_BIN) $(FLOOR_BIN) $(DOCS)
+all: $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(UNIT_BINS) $(LOCKSTEP_BIN) $(FLOOR_BIN) $(TWIN_BIN) $(DOCS)
 
-$(BUILD) $(BUILD)/loader $(BUILD)/lockstep $(BUILD)/floor:
+$(BUILD) $(BUILD)/loader $(BUILD)/lockstep $(BUILD)/floor $(BUILD)/twin:
 	$(Q)mkdir -p $@
 
 # Generated from the running kernel: callback signatures differ between kernels. After booting
@@ -196,6 +203,14 @@ $(BUILD)/floor/bbr_floor.skel.h: $(BUILD)/floor/bbr_floor.bpf.o
 $(FLOOR_BIN): bench/kernelbbr/floor/floor.c $(BUILD)/floor/bbr_floor.skel.h bench/kernelbbr/kernel_bbr_tool.h loader/struct_ops_link.h
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LOADER_CFLAGS) -I$(BUILD)/floor -Ibench/kernelbbr $< $(LIBBPF_LIBS) -o $@
+
+$(BUILD)/twin/twin_%.o: bench/twin/twin_algo.c $(wildcard bench/twin/*.h) $(BPF_HDRS) $(UNIT_HDRS) | $(BUILD)/twin
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UNIT_CFLAGS) -O2 -Ibench/twin -DTWIN_ALGO=$* -c $< -o $@
+
+$(TWIN_BIN): bench/twin/twin.c bench/twin/twin.h $(TWIN_OBJS) $(TWIN_RECORD_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LOADER_CFLAGS) -Ibench/twin $< $(TWIN_OBJS) $(TWIN_RECORD_OBJS) -lm -o $@
 
 # The link emulator's queue core is plain C too, tested on the host like the BBR core.
 $(BUILD)/test_queue: tests/unit/test_queue.c $(LINK_CORE) $(UNIT_HDRS) | $(BUILD)

@@ -30,10 +30,10 @@
  * bw_lo, kept current by bbr3_set_bw()), so the substrate's helpers that read the estimate use v3's.
  * BBRv1's state machine (bbr_core.h) is not included.
  *
- * State beyond the 104 bytes: struct bbr3 (108 bytes) lives in BPF_MAP_TYPE_SK_STORAGE, looked up
+ * State beyond the 104 bytes: struct bbr3 (112 bytes) lives in BPF_MAP_TYPE_SK_STORAGE, looked up
  * once per ACK (bbr3_main) and passed down. Packing does not work: the core fields v3 shares take
  * ~56 bytes, leaving 48 (the v1-only max filter, long-term sampling and ext) for a model of 96
- * (plus 12 bytes of telemetry counts), and narrowing bandwidths or inflights to 16 bits would
+ * (plus 16 bytes of telemetry), and narrowing bandwidths or inflights to 16 bits would
  * change the algorithm. The storage is created at init and, should that fail, on a later ACK;
  * until it exists the flow keeps its cwnd and pacing rate.
  *
@@ -181,6 +181,7 @@ struct bbr3 {
 	u32 last_round_delivered; /* telemetry's rates, divided by the reader (bbr3_fill_flow) */
 	u32 last_round_ce;
 	u32 ack_delivered_ce;  /* tp->delivered_ce after the last ACK: a rise is this ACK's CE (v3: is_ece) */
+	u32 drain_start_round; /* round at the last entry to DRAIN (telemetry: the draft's name) */
 	u32 initialized : 1,   /* bbr3_state_init() ran */
 		init_cwnd : 7, /* cwnd at init */
 		full_bw_now : 1,	 /* the delivery rate plateaued recently */
@@ -1166,6 +1167,7 @@ BBR_INLINE void bbr3_check_drain(struct sock *sk, struct bbr_core *b, struct bbr
 
 	if (b->mode == BBRKIT_STARTUP && b->full_bw_reached) {
 		b->mode = BBRKIT_DRAIN;
+		s->drain_start_round = b->rtt_cnt;
 		bbr_out_set_ssthresh(sk, b, bbr3_inflight(sk, b, bbr3_max_bw(s), BBR_UNIT));
 		bbr3_reset_congestion_signals(s);
 	}
@@ -1513,10 +1515,17 @@ BBR_INLINE void bbr3_fill_flow(struct bbrkit_flow *f, struct sock *sk, const str
 		return;
 	lost = s->last_round_lost;
 	delivered = s->last_round_delivered;
-	f->variant[BBRKIT_VAR_V3_BW_HI] = bbr3_max_bw(s);
-	f->variant[BBRKIT_VAR_V3_BW_LO] = s->bw_lo;
-	f->variant[BBRKIT_VAR_V3_INFLIGHT_HI] = s->inflight_hi;
-	f->variant[BBRKIT_VAR_V3_INFLIGHT_LO] = s->inflight_lo;
+	f->flags |= s->full_bw_now ? BBRKIT_F_FULL_BW_NOW : 0;
+	f->max_bw = bbr3_max_bw(s);
+	f->max_bw_cycle[0] = s->bw_hi[0];
+	f->max_bw_cycle[1] = s->bw_hi[1];
+	f->bw_shortterm = s->bw_lo;
+	f->inflight_longterm = s->inflight_hi;
+	f->inflight_shortterm = s->inflight_lo;
+	f->undo_bw_shortterm = s->undo_bw_lo;
+	f->undo_inflight_shortterm = s->undo_inflight_lo;
+	f->undo_inflight_longterm = s->undo_inflight_hi;
+	f->drain_start_round = s->drain_start_round;
 	f->variant[BBRKIT_VAR_V3_LOSS_RATE] =
 		lost + delivered ? (u16)((u64)lost * BBRKIT_PERMILLE / (lost + delivered)) : 0;
 	f->variant[BBRKIT_VAR_V3_ECN_RATE] =

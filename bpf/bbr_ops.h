@@ -32,17 +32,53 @@
 #endif
 
 BBR_INLINE bool bbrkit_tracing(void);
-BBR_INLINE void bbrkit_emit(struct sock *sk, const struct bbr_core *b, u8 event);
+/* rs: the ACK's rate sample, NULL outside an ACK. */
+BBR_INLINE void bbrkit_emit(
+	struct sock *sk, const struct bbr_core *b, u8 event, const struct rate_sample *rs);
 
-/* Per-ACK entry: the BBR core, then a trace record when a round ends or the mode changes. */
+/* The record's flag for the ACK's rate sample, which the state does not keep. */
+BBR_INLINE void bbrkit_fill_sample(struct bbrkit_flow *f, const struct rate_sample *rs)
+{
+	if (rs && rs->is_app_limited)
+		f->flags |= BBRKIT_F_RS_APP_LIMITED;
+}
+
+/* Per-ACK entry: the BBR core, then a trace record when a round ends, the mode changes or the
+ * PROBE_BW cycle moves to another phase.
+ */
 BBR_INLINE void bbrkit_on_ack(struct sock *sk, const struct rate_sample *rs)
 {
 	struct bbr_core *b = bbr_core_of(sk);
-	u32 mode = b->mode;
+	u32 mode = b->mode, cycle_idx = b->cycle_idx;
 
 	BBRKIT_CC(main)(sk, rs);
-	if ((b->round_start || b->mode != mode) && bbrkit_tracing())
-		bbrkit_emit(sk, b, b->mode != mode ? BBRKIT_EV_MODE : BBRKIT_EV_ROUND);
+	if ((b->round_start || b->mode != mode || b->cycle_idx != cycle_idx) && bbrkit_tracing())
+		bbrkit_emit(sk, b,
+			b->mode != mode			    ? BBRKIT_EV_MODE
+				: b->cycle_idx != cycle_idx ? BBRKIT_EV_PHASE
+							    : BBRKIT_EV_ROUND,
+			rs);
+}
+
+/* undo_cwnd: the state after a spurious recovery's undo gets a record. */
+BBR_INLINE u32 bbrkit_on_undo_cwnd(struct sock *sk)
+{
+	u32 cwnd = BBRKIT_CC(undo_cwnd)(sk);
+
+	if (bbrkit_tracing())
+		bbrkit_emit(sk, bbr_core_of(sk), BBRKIT_EV_UNDO, NULL);
+	return cwnd;
+}
+
+/* cwnd_event: a restart from idle gets a record, as the next ACK with data clears idle_restart. */
+BBR_INLINE void bbrkit_on_cwnd_event(struct sock *sk, enum tcp_ca_event event)
+{
+	struct bbr_core *b = bbr_core_of(sk);
+	u32 idle_restart = b->idle_restart;
+
+	BBRKIT_CC(cwnd_event)(sk, event);
+	if (event == CA_EVENT_TX_START && !idle_restart && b->idle_restart && bbrkit_tracing())
+		bbrkit_emit(sk, b, BBRKIT_EV_IDLE, NULL);
 }
 
 #ifdef __bpf__
@@ -112,7 +148,7 @@ BBR_INLINE void bbrkit_fill_addrs(struct bbrkit_flow *f, const struct sock *sk)
 	}
 }
 
-BBR_INLINE void bbrkit_emit(struct sock *sk, const struct bbr_core *b, u8 event)
+BBR_INLINE void bbrkit_emit(struct sock *sk, const struct bbr_core *b, u8 event, const struct rate_sample *rs)
 {
 	struct bbrkit_flow *f = bpf_ringbuf_reserve(&events, sizeof(*f), 0);
 
@@ -121,6 +157,7 @@ BBR_INLINE void bbrkit_emit(struct sock *sk, const struct bbr_core *b, u8 event)
 	__builtin_memset(f, 0, sizeof(*f));
 	f->t_ns = bpf_ktime_get_ns();
 	BBRKIT_CC(fill_flow)(f, sk, b, event);
+	bbrkit_fill_sample(f, rs);
 	bbrkit_fill_addrs(f, sk);
 	f->cookie = bbrkit_cookie(sk);
 	bpf_ringbuf_submit(f, 0);
@@ -140,7 +177,7 @@ BBR_INLINE void bbrkit_cb_init(struct sock *sk)
 			s->init_ns = bpf_ktime_get_ns();
 	}
 	if (bbrkit_tracing())
-		bbrkit_emit(sk, bbr_core_of(sk), BBRKIT_EV_INIT);
+		bbrkit_emit(sk, bbr_core_of(sk), BBRKIT_EV_INIT, NULL);
 }
 
 BBR_INLINE void bbrkit_cb_main(struct sock *sk, u32 ack, int flag, const struct rate_sample *rs)
@@ -149,8 +186,8 @@ BBR_INLINE void bbrkit_cb_main(struct sock *sk, u32 ack, int flag, const struct 
 }
 
 #define bbrkit_cb_ssthresh BBRKIT_CC(ssthresh)
-#define bbrkit_cb_undo_cwnd BBRKIT_CC(undo_cwnd)
-#define bbrkit_cb_cwnd_event BBRKIT_CC(cwnd_event)
+#define bbrkit_cb_undo_cwnd bbrkit_on_undo_cwnd
+#define bbrkit_cb_cwnd_event bbrkit_on_cwnd_event
 #define bbrkit_cb_set_state BBRKIT_CC(set_state)
 #define bbrkit_cb_sndbuf_expand BBRKIT_CC(sndbuf_expand)
 #define bbrkit_cb_min_tso_segs BBRKIT_CC(min_tso_segs)
@@ -247,12 +284,13 @@ BBR_INLINE bool bbrkit_tracing(void)
 	return host_trace_enabled;
 }
 
-BBR_INLINE void bbrkit_emit(struct sock *sk, const struct bbr_core *b, u8 event)
+BBR_INLINE void bbrkit_emit(struct sock *sk, const struct bbr_core *b, u8 event, const struct rate_sample *rs)
 {
 	struct bbrkit_flow f = { 0 };
 
 	f.t_ns = tcp_sk(sk)->tcp_mstamp * 1000;
 	BBRKIT_CC(fill_flow)(&f, sk, b, event);
+	bbrkit_fill_sample(&f, rs);
 	host_trace_record(&f);
 }
 

@@ -581,7 +581,7 @@ BBR_INLINE void bbr_fill_flow_common(
 	f->flags = (b->full_bw_reached ? BBRKIT_F_FULL_BW_REACHED : 0) |
 		(b->lt_use_bw ? BBRKIT_F_LT_USE_BW : 0) |
 		(b->packet_conservation ? BBRKIT_F_PACKET_CONSERVATION : 0) |
-		(b->idle_restart ? BBRKIT_F_IDLE_RESTART : 0);
+		(b->idle_restart ? BBRKIT_F_IDLE_RESTART : 0) | (tp->app_limited ? BBRKIT_F_APP_LIMITED : 0);
 	f->pacing_gain = b->pacing_gain;
 	f->cwnd_gain = b->cwnd_gain;
 	f->bw = bbr_bw(b);
@@ -597,6 +597,10 @@ BBR_INLINE void bbr_fill_flow_common(
 	f->retrans = tp->total_retrans;
 	f->delivered = tp->delivered;
 	f->prior_cwnd = b->prior_cwnd;
+	f->max_bw = bbr_max_bw(b);
+	f->full_bw = b->full_bw;
+	f->full_bw_cnt = b->full_bw_cnt;
+	f->extra_acked = bbr_extra_acked(b);
 }
 
 #endif /* BBR_SUBSTRATE_H */

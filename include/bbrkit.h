@@ -35,6 +35,9 @@ enum bbrkit_event {
 	BBRKIT_EV_INIT,	    /* the connection started using the algorithm */
 	BBRKIT_EV_ROUND,    /* a packet-timed round trip ended */
 	BBRKIT_EV_MODE,	    /* the state machine changed mode */
+	BBRKIT_EV_PHASE,    /* the PROBE_BW gain cycle changed phase (cycle_idx) in the same mode */
+	BBRKIT_EV_IDLE,	    /* transmission restarted after idle while app-limited (idle_restart set) */
+	BBRKIT_EV_UNDO,	    /* TCP found a recovery spurious and undid it (undo_cwnd) */
 };
 
 /* Record flag bits. */
@@ -43,6 +46,9 @@ enum bbrkit_event {
 #define BBRKIT_F_PACKET_CONSERVATION (1U << 2)
 #define BBRKIT_F_IDLE_RESTART (1U << 3)
 #define BBRKIT_F_IPV6 (1U << 4)
+#define BBRKIT_F_FULL_BW_NOW (1U << 5)	  /* bbr2/bbr3: the plateau estimator sees a plateau now */
+#define BBRKIT_F_RS_APP_LIMITED (1U << 6) /* this ACK's rate sample was app-limited */
+#define BBRKIT_F_APP_LIMITED (1U << 7)	  /* tp->app_limited set: the sender is app-limited */
 
 /* Slots of bbrkit_flow.variant for the variants' own state. */
 #define BBRKIT_VAR_RTTGAIN_GAIN 0     /* last RTT-based cruise gain, BBR_UNIT */
@@ -50,18 +56,14 @@ enum bbrkit_event {
 #define BBRKIT_VAR_ACD_CONGESTED 1    /* 1 when the detector declares congestion */
 #define BBRKIT_VAR_ACD_HALVINGS 2     /* cwnd halvings applied so far */
 #define BBRKIT_VAR_V3_PHASE 0	      /* bbr2/bbr3 PROBE_BW sub-phase, enum bbrkit_v3_phase */
-#define BBRKIT_VAR_V3_BW_HI 1	      /* long-term max bw, packets/us << BW_SCALE */
-#define BBRKIT_VAR_V3_BW_LO 2	      /* short-term bound, same unit; BBRKIT_VAR_NONE: unset */
-#define BBRKIT_VAR_V3_INFLIGHT_HI 3   /* packets; BBRKIT_VAR_NONE: unset */
-#define BBRKIT_VAR_V3_INFLIGHT_LO 4   /* packets; BBRKIT_VAR_NONE: unset */
-#define BBRKIT_VAR_V3_LOSS_RATE 5     /* lost / (lost + delivered) of the last loss round, permille */
-#define BBRKIT_VAR_V3_ECN_RATE 6      /* CE-marked / delivered of the last loss round, permille */
-#define BBRKIT_VAR_V3_ECN_ALPHA 7     /* EWMA of the CE fraction, BBR_UNIT */
-#define BBRKIT_VAR_V3_PROBE_RTT_MIN 8 /* us, the min RTT filter that times PROBE_RTT */
-#define BBRKIT_VAR_V3_PP_DECISIONS 9  /* lost skbs judged per packet; BBRKIT_VAR_NONE: ACK-time path */
-#define BBRKIT_VAR_V3_PP_MISSES 10    /* lost skbs with no send record; BBRKIT_VAR_NONE: ACK-time path */
-#define BBRKIT_VAR_SLOTS 11
-/* A variant slot with no value (a bound that is not set). */
+#define BBRKIT_VAR_V3_LOSS_RATE 1     /* lost / (lost + delivered) of the last loss round, permille */
+#define BBRKIT_VAR_V3_ECN_RATE 2      /* CE-marked / delivered of the last loss round, permille */
+#define BBRKIT_VAR_V3_ECN_ALPHA 3     /* EWMA of the CE fraction, BBR_UNIT */
+#define BBRKIT_VAR_V3_PROBE_RTT_MIN 4 /* us, the min RTT filter that times PROBE_RTT */
+#define BBRKIT_VAR_V3_PP_DECISIONS 5  /* lost skbs judged per packet; BBRKIT_VAR_NONE: ACK-time path */
+#define BBRKIT_VAR_V3_PP_MISSES 6     /* lost skbs with no send record; BBRKIT_VAR_NONE: ACK-time path */
+#define BBRKIT_VAR_SLOTS 7
+/* A variant slot, or a bound of the record, with no value (a bound that is not set). */
 #define BBRKIT_VAR_NONE 0xffffffffU
 
 /* PROBE_BW sub-phases of bbr2/bbr3 (the kernel's cycle_idx); NONE outside PROBE_BW. */
@@ -92,20 +94,36 @@ struct bbrkit_flow {
 	__u32 pacing_gain; /* BBR_UNIT */
 	__u32 cwnd_gain;   /* BBR_UNIT */
 	__u32 min_rtt_us;
-	__u32 rtt_us;			 /* latest RTT sample */
-	__u32 srtt_us;			 /* smoothed RTT */
-	__u32 cwnd;			 /* packets */
-	__u32 inflight;			 /* packets */
-	__u32 round;			 /* packet-timed round trips so far */
-	__u32 mss;			 /* bytes */
-	__u32 lost;			 /* packets lost, total */
-	__u32 retrans;			 /* segments retransmitted, total */
-	__u32 delivered;		 /* packets delivered, total */
-	__u32 prior_cwnd;		 /* cwnd saved on entering recovery or PROBE_RTT */
+	__u32 rtt_us;	  /* latest RTT sample */
+	__u32 srtt_us;	  /* smoothed RTT */
+	__u32 cwnd;	  /* packets */
+	__u32 inflight;	  /* packets */
+	__u32 round;	  /* packet-timed round trips so far */
+	__u32 mss;	  /* bytes */
+	__u32 lost;	  /* packets lost, total */
+	__u32 retrans;	  /* segments retransmitted, total */
+	__u32 delivered;  /* packets delivered, total */
+	__u32 prior_cwnd; /* cwnd saved on entering recovery or PROBE_RTT */
+	/* The model as draft-ietf-ccwg-bbr names it. A field an algorithm lacks is 0; a bound it has
+	 * but has not set is BBRKIT_VAR_NONE.
+	 */
+	__u32 max_bw;		  /* the max filter, packets/us << BW_SCALE (v3: max of bw_hi[]) */
+	__u32 max_bw_cycle[2];	  /* bbr2/bbr3's bw_hi[]: max of the last and of this probe cycle */
+	__u32 bw_shortterm;	  /* bbr2/bbr3's bw_lo, same unit */
+	__u32 inflight_longterm;  /* bbr2/bbr3's inflight_hi, packets */
+	__u32 inflight_shortterm; /* bbr2/bbr3's inflight_lo, packets */
+	__u32 undo_bw_shortterm;  /* bbr2/bbr3: the bounds saved on entering recovery, for undo */
+	__u32 undo_inflight_shortterm;
+	__u32 undo_inflight_longterm;
+	__u32 full_bw;		 /* the plateau estimator's baseline, packets/us << BW_SCALE */
+	__u32 drain_start_round; /* bbr2/bbr3: round at the last entry to DRAIN */
+	__u32 extra_acked;	 /* ACK aggregation estimate, packets */
+	__u8 full_bw_cnt;	 /* rounds without 25% bandwidth growth (STARTUP's exit at 3) */
+	__u8 pad[7];
 	__u32 variant[BBRKIT_VAR_SLOTS]; /* ends the record 8-byte aligned: no hidden hole */
 };
 /* The ring buffer's record size is ABI between the BPF objects and the readers. */
-_Static_assert(sizeof(struct bbrkit_flow) == 176, "struct bbrkit_flow changed size: readers must follow");
+_Static_assert(sizeof(struct bbrkit_flow) == 216, "struct bbrkit_flow changed size: readers must follow");
 
 /* The version of everything bbrctl reads or shares with a BPF object: struct bbrkit_flow, struct
  * bbrkit_ctl, struct bbrkit_features, the params structs and the pin layout. Each object carries it in
@@ -113,7 +131,7 @@ _Static_assert(sizeof(struct bbrkit_flow) == 176, "struct bbrkit_flow changed si
  * object of another version and flows/trace an attachment of another, instead of misreading records.
  * Bump it with any change to those.
  */
-#define BBRKIT_ABI_VERSION 3
+#define BBRKIT_ABI_VERSION 4
 /* The section, and so the libbpf map, that holds the object's __u32 ABI version. */
 #define BBRKIT_ABI_SECTION ".rodata.abi"
 

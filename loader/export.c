@@ -87,10 +87,10 @@ static void sum_algo(const struct algo *a, const struct bbrkit_flow *f, size_t n
 		s->v3_n++;
 		if (f->variant[BBRKIT_VAR_V3_PHASE] < NPHASES)
 			s->phases[f->variant[BBRKIT_VAR_V3_PHASE]]++;
-		if (f->variant[BBRKIT_VAR_V3_INFLIGHT_HI] != BBRKIT_VAR_NONE)
-			s->hi += f->variant[BBRKIT_VAR_V3_INFLIGHT_HI], s->hi_n++;
-		if (f->variant[BBRKIT_VAR_V3_INFLIGHT_LO] != BBRKIT_VAR_NONE)
-			s->lo += f->variant[BBRKIT_VAR_V3_INFLIGHT_LO], s->lo_n++;
+		if (f->inflight_longterm != BBRKIT_VAR_NONE)
+			s->hi += f->inflight_longterm, s->hi_n++;
+		if (f->inflight_shortterm != BBRKIT_VAR_NONE)
+			s->lo += f->inflight_shortterm, s->lo_n++;
 		s->loss += f->variant[BBRKIT_VAR_V3_LOSS_RATE] / PERMILLE;
 		s->ecn += f->variant[BBRKIT_VAR_V3_ECN_RATE] / PERMILLE;
 	}

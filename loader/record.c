@@ -16,7 +16,7 @@
 #define CELL_TEXT (INET6_ADDRSTRLEN + 8)
 
 static const char *const mode_names[] = { "STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT" };
-static const char *const event_names[] = { "snapshot", "init", "round", "mode" };
+static const char *const event_names[] = { "snapshot", "init", "round", "mode", "phase", "idle", "undo" };
 /* TCP_CA_Open .. TCP_CA_Loss */
 static const char *const ca_state_names[] = { "open", "disorder", "cwr", "recovery", "loss" };
 
@@ -71,6 +71,23 @@ static const char *addr_text(char *buf, const struct bbrkit_flow *f, const __u8 
 	return buf;
 }
 
+/* A record flag as 0 or 1. */
+static unsigned int flag(const struct bbrkit_flow *f, __u32 bit)
+{
+	return !!(f->flags & bit);
+}
+
+/* A bound of the record: -1 when unset (BBRKIT_VAR_NONE). */
+static long long bound(__u32 v)
+{
+	return v == BBRKIT_VAR_NONE ? -1 : (long long)v;
+}
+
+static long long bound_bps(const struct bbrkit_flow *f, __u32 bw)
+{
+	return bw == BBRKIT_VAR_NONE ? -1 : (long long)bw_to_bps(bw, f->mss);
+}
+
 static double gain(__u32 v)
 {
 	return (double)v / BBR_UNIT;
@@ -83,6 +100,8 @@ enum field_kind {
 	KIND_TEXT, /* a name or an address, a JSON string */
 	KIND_NULL, /* not set: JSON null, an empty CSV cell */
 };
+/* A bound: KIND_UINT, or KIND_NULL when unset (value < 0). */
+#define KIND_BOUND KIND_UINT
 
 struct field_value {
 	enum field_kind kind;
@@ -99,7 +118,7 @@ struct field_value {
 	X(t_ns, UINT, "ns", f->t_ns, NULL, 0, 1, 0, "CLOCK_MONOTONIC time (Python's time.monotonic_ns())") \
 	X(algo, TEXT, "", a->name, "ALGO", -12, 1, 0, "congestion control") \
 	X(event, TEXT, "", NAME_OF(event_names, f->event), NULL, 0, 1, 0, \
-		"why the record was made: snapshot, init, round, mode") \
+		"why the record was made: snapshot, init, round, mode, phase, idle, undo") \
 	X(cookie, UINT, "", f->cookie, NULL, 0, 1, 0, \
 		"flow id: when the flow started using the algorithm, CLOCK_MONOTONIC ns") \
 	X(netns, UINT, "", f->netns, NULL, 0, 1, 0, "network namespace inode") \
@@ -125,7 +144,49 @@ struct field_value {
 	X(lost, UINT, "packets", f->lost, "LOST", 5, 1, 0, "lost so far") \
 	X(retrans, UINT, "packets", f->retrans, "RETR", 5, 1, 0, "retransmitted so far") \
 	X(delivered, UINT, "packets", f->delivered, NULL, 0, 1, 0, "delivered so far") \
-	X(mss, UINT, "bytes", f->mss, NULL, 0, 1, 0, "maximum segment size")
+	X(mss, UINT, "bytes", f->mss, NULL, 0, 1, 0, "maximum segment size") \
+	X(cycle_idx, UINT, "", f->cycle_idx, NULL, 0, 1, 0, \
+		"PROBE_BW gain cycle phase: bbr1 family 0-7 (0 probes, 1 drains); bbr2/bbr3 0 UP, 1 DOWN, " \
+		"2 CRUISE, 3 REFILL") \
+	X(full_bw_reached, UINT, "", flag(f, BBRKIT_F_FULL_BW_REACHED), NULL, 0, 1, 0, \
+		"1 once STARTUP found the pipe full") \
+	X(full_bw_now, UINT, "", flag(f, BBRKIT_F_FULL_BW_NOW), NULL, 0, 1, 0, \
+		"1 while the delivery rate has plateaued, which ends STARTUP and UP (bbr3; 0 for the " \
+		"others)") \
+	X(full_bw_bps, UINT, "bit/s", bw_to_bps(f->full_bw, f->mss), NULL, 0, 1, 0, \
+		"the plateau check's baseline: growth is measured against it") \
+	X(full_bw_cnt, UINT, "rounds", f->full_bw_cnt, NULL, 0, 1, 0, \
+		"rounds without 25% growth over full_bw") \
+	X(max_bw_bps, UINT, "bit/s", bw_to_bps(f->max_bw, f->mss), NULL, 0, 1, 0, \
+		"max filter: bbr1 family over 10 rounds; bbr2/bbr3 over 2 probe cycles (bw_hi)") \
+	X(max_bw_last_cycle_bps, UINT, "bit/s", bw_to_bps(f->max_bw_cycle[0], f->mss), NULL, 0, 1, 0, \
+		"max_bw's slot of the last probe cycle (bbr2/bbr3; 0 for the others)") \
+	X(max_bw_this_cycle_bps, UINT, "bit/s", bw_to_bps(f->max_bw_cycle[1], f->mss), NULL, 0, 1, 0, \
+		"max_bw's slot of this probe cycle (bbr2/bbr3; 0 for the others)") \
+	X(bw_shortterm_bps, BOUND, "bit/s", bound_bps(f, f->bw_shortterm), NULL, 0, 1, 0, \
+		"short-term bandwidth bound, bw_lo (bbr2/bbr3, null: unset; 0 for the others)") \
+	X(inflight_longterm, BOUND, "packets", bound(f->inflight_longterm), NULL, 0, 1, 0, \
+		"long-term inflight bound, inflight_hi (bbr2/bbr3, null: unset; 0 for the others)") \
+	X(inflight_shortterm, BOUND, "packets", bound(f->inflight_shortterm), NULL, 0, 1, 0, \
+		"short-term inflight bound, inflight_lo (bbr2/bbr3, null: unset; 0 for the others)") \
+	X(undo_bw_shortterm_bps, BOUND, "bit/s", bound_bps(f, f->undo_bw_shortterm), NULL, 0, 1, 0, \
+		"bw_shortterm saved on entering recovery, restored by undo (bbr2/bbr3; 0 for the others)") \
+	X(undo_inflight_shortterm, BOUND, "packets", bound(f->undo_inflight_shortterm), NULL, 0, 1, 0, \
+		"inflight_shortterm saved likewise (bbr2/bbr3; 0 for the others)") \
+	X(undo_inflight_longterm, BOUND, "packets", bound(f->undo_inflight_longterm), NULL, 0, 1, 0, \
+		"inflight_longterm saved likewise (bbr2/bbr3; 0 for the others)") \
+	X(prior_cwnd, UINT, "packets", f->prior_cwnd, NULL, 0, 1, 0, \
+		"cwnd saved on entering recovery or PROBE_RTT, restored after") \
+	X(drain_start_round, UINT, "", f->drain_start_round, NULL, 0, 1, 0, \
+		"round of the last entry to DRAIN (bbr2/bbr3; 0 for the others)") \
+	X(extra_acked, UINT, "packets", f->extra_acked, NULL, 0, 1, 0, \
+		"ACK aggregation estimate (windowed max)") \
+	X(idle_restart, UINT, "", flag(f, BBRKIT_F_IDLE_RESTART), NULL, 0, 1, 0, \
+		"1 from a restart after idle until the next ACK of data") \
+	X(is_app_limited, UINT, "", flag(f, BBRKIT_F_RS_APP_LIMITED), NULL, 0, 1, 0, \
+		"1 when the rate sample of the ACK behind the record was app-limited (0 without an ACK)") \
+	X(app_limited, UINT, "", flag(f, BBRKIT_F_APP_LIMITED), NULL, 0, 1, 0, \
+		"1 while the sender is marked app-limited (tp->app_limited)")
 
 enum field_id {
 #define FIELD_ID(key, ...) FIELD_##key,
@@ -150,6 +211,15 @@ static const struct field_desc {
 #define SET_UINT(v, x) ((v)->u = (x))
 #define SET_GAIN(v, x) ((v)->g = gain(x))
 #define SET_TEXT(v, x) ((v)->s = (x))
+#define SET_BOUND(v, x) set_bound(v, x)
+
+static void set_bound(struct field_value *v, long long x)
+{
+	if (x < 0)
+		v->kind = KIND_NULL;
+	else
+		v->u = (unsigned long long)x;
+}
 
 /* text: at least INET6_ADDRSTRLEN bytes, for addresses. */
 static void field_value(enum field_id id, const struct algo *a, const struct bbrkit_flow *f, char *text,
@@ -399,7 +469,7 @@ void record_keys_help(FILE *out)
 {
 	fprintf(out, "record keys (JSON and CSV; the flows table shows some, scaled):\n");
 	for (int id = 0; id < NFIELDS; id++)
-		fprintf(out, "  %-17s %-8s %s\n", fields[id].key, fields[id].unit, fields[id].meaning);
+		fprintf(out, "  %-23s %-8s %s\n", fields[id].key, fields[id].unit, fields[id].meaning);
 	for (size_t i = 0; i < nalgos; i++) {
 		const struct algo *a = algo_at(i);
 
@@ -421,7 +491,7 @@ void record_keys_help(FILE *out)
 						used < sizeof(owners))
 						used += snprintf(owners + used, sizeof(owners) - used, "%s%s",
 							used ? ", " : "", algo_at(k)->name);
-			fprintf(out, "  %-17s %-8s %s: %s\n", v->key, variant_units[v->kind], owners,
+			fprintf(out, "  %-23s %-8s %s: %s\n", v->key, variant_units[v->kind], owners,
 				v->help ? v->help : "variant state");
 		}
 	}

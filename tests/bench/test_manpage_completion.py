@@ -54,7 +54,7 @@ def script(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_completion_of_commands_options_and_values(script: Path) -> None:
-    assert complete(script, "bbrbench", "co") == ["compare"]
+    assert complete(script, "bbrbench", "co") == ["compare", "conformance"]
     assert complete(script, "bbrbench", "-v", "rep") == ["report", "reproduce"]
     assert "--json" in complete(script, "bbrbench", "compare", "--")
     assert complete(script, "bbrbench", "compare", "--delay", "") == ["p95", "mean"]

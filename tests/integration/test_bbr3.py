@@ -20,7 +20,7 @@ RATE_MBIT = 100
 RTT_MS = 20
 QUEUE_BYTES = 2 * RATE_MBIT * 1_000_000 // 8 * RTT_MS // 1000  # 2 x BDP
 PHASES = {"UP", "DOWN", "CRUISE", "REFILL"}
-V3_KEYS = {"bw_phase", "bw_hi_bps", "bw_lo_bps", "inflight_hi", "inflight_lo", "loss_rate", "ecn_rate",
+V3_KEYS = {"bw_phase", "loss_rate", "ecn_rate",
            "ecn_alpha", "probe_rtt_min_us"}
 
 
@@ -42,8 +42,8 @@ def test_fills_the_bottleneck_and_shows_v3_state(algo: str, flows_via: str, atta
         assert flow["bw_phase"] in PHASES
     else:
         assert flow["bw_phase"] == "-"
-    assert 0.5 * RATE_MBIT * 1e6 < flow["bw_hi_bps"] < 1.5 * RATE_MBIT * 1e6
-    assert flow["bw_lo_bps"] is None or flow["bw_lo_bps"] > 0
+    assert 0.5 * RATE_MBIT * 1e6 < flow["max_bw_bps"] < 1.5 * RATE_MBIT * 1e6
+    assert flow["bw_shortterm_bps"] is None or flow["bw_shortterm_bps"] > 0
     assert 0 <= flow["loss_rate"] <= 1 and flow["ecn_rate"] == 0
     # min_rtt takes probe_rtt_min whenever that is not above it (bbr_update_min_rtt).
     assert RTT_MS * 1000 <= flow["min_rtt_us"] <= flow["probe_rtt_min_us"], flow
@@ -126,8 +126,8 @@ def test_rto_during_up_recovers_the_link(attach, netpair, tmp_path: Path) -> Non
     assert any(r["ca_state"] == "open" for r in after), "loss recovery never ended"
     bdp_packets = rate_mbit * 1e6 / 8 * RTT_MS / 1000 / after[0]["mss"]
     # From the first ACK after the RTO on, not only once a re-probe has regrown it.
-    low = [(r["ca_state"], r["bw_phase"], r["inflight_hi"]) for r in after
-           if r["inflight_hi"] is not None and r["inflight_hi"] < bdp_packets / 2]
+    low = [(r["ca_state"], r["bw_phase"], r["inflight_longterm"]) for r in after
+           if r["inflight_longterm"] is not None and r["inflight_longterm"] < bdp_packets / 2]
     assert not low, f"inflight_hi below half the BDP ({bdp_packets:.0f} packets) after the RTO: {low[:5]}"
     best = 0.0
     for i, start in enumerate(after):

@@ -99,7 +99,7 @@ def test_bbr3_cycles_probes_and_probes_rtt(attach, path: NetPair, tmp_path: Path
     # between per-round records.
     assert names[:2] == ["STARTUP", "DRAIN"] and names[2] in ("DOWN", "CRUISE"), names[:5]
     drain = next(r for r in records if r["mode"] == "DRAIN")
-    assert drain["inflight_hi"] is None, drain
+    assert drain["inflight_longterm"] is None, drain
     # PROBE_BW sub-phases in v3's order (bbr_update_cycle_phase): DOWN -> CRUISE -> REFILL -> UP ->
     # DOWN; DOWN may go straight to REFILL when the probe is due (bbr_check_time_to_probe_bw), and
     # PROBE_RTT leaves to DOWN/CRUISE (bbr_exit_probe_rtt). An UP that stopped at the old inflight_hi
@@ -169,7 +169,7 @@ def test_bbr3_loss_above_two_percent_cuts_inflight_hi_and_probing_goes_on(path: 
     first_up_start, first_up_end = ups[0]
     # A probe under 3% loss lasts a few rounds, not the several it takes to find a plateau.
     assert first_up_end - first_up_start <= 8 * RTT_MS / 1000 + 0.1, ups[0]
-    cut = next((r for r in records if r["t"] > first_up_start and r["inflight_hi"] is not None), None)
+    cut = next((r for r in records if r["t"] > first_up_start and r["inflight_longterm"] is not None), None)
     assert cut is not None and cut["t"] <= first_up_end + 0.2, (cut, ups[0])
     # The cut is the flight at which the loss rate passed 2% (bbr_inflight_hi_from_lost), or beta x the
     # target inflight where that is larger (bbr_handle_inflight_too_high): about 0.7 x the BDP at least,
@@ -177,7 +177,7 @@ def test_bbr3_loss_above_two_percent_cuts_inflight_hi_and_probing_goes_on(path: 
     # gave, would be far below), and at most what the path holds (a BDP on the wire, two in the FIFO).
     # UP's recorded cwnd is no bound: records are per round, and UP's cwnd grows within a round by what
     # it ACKs (CI once saw a cut of 230 after a recorded 215).
-    assert 0.6 * BDP_PACKETS <= cut["inflight_hi"] <= 3 * BDP_PACKETS, cut
+    assert 0.6 * BDP_PACKETS <= cut["inflight_longterm"] <= 3 * BDP_PACKETS, cut
 
 
 def test_bbr3_startup_exits_on_loss(attach, netpair, tmp_path: Path) -> None:
@@ -190,8 +190,8 @@ def test_bbr3_startup_exits_on_loss(attach, netpair, tmp_path: Path) -> None:
     records = traced("bbr3", shallow, tmp_path, seconds=3)
     first_drain = next((r for r in records if r["mode"] != "STARTUP"), None)
     assert first_drain is not None, "STARTUP never ended"
-    assert first_drain["inflight_hi"] is not None, first_drain
-    assert first_drain["inflight_hi"] >= 0.8 * BDP_PACKETS, first_drain
+    assert first_drain["inflight_longterm"] is not None, first_drain
+    assert first_drain["inflight_longterm"] >= 0.8 * BDP_PACKETS, first_drain
 
 
 def test_bbr2_differs_from_bbr3_where_the_constants_differ(path: NetPair, attach, tmp_path: Path) -> None:
@@ -216,3 +216,41 @@ def test_bbr2_differs_from_bbr3_where_the_constants_differ(path: NetPair, attach
             # REFILL lasts one round and may fall between two records.
             assert seen or phase == "REFILL", f"{algo}: no {phase} record"
             assert all(abs(g - value) < 0.015 for g in seen), (algo, phase, key, seen)
+
+
+# The record's draft-ietf-ccwg-bbr names (include/bbrkit.h struct bbrkit_flow), which `bbrbench
+# conformance` and the host twin (bbrkit-twin) read.
+DRAFT_KEYS = {"cycle_idx", "full_bw_reached", "full_bw_now", "full_bw_bps", "full_bw_cnt", "max_bw_bps",
+              "max_bw_last_cycle_bps", "max_bw_this_cycle_bps", "bw_shortterm_bps", "inflight_longterm",
+              "inflight_shortterm", "undo_bw_shortterm_bps", "undo_inflight_shortterm", "undo_inflight_longterm",
+              "prior_cwnd", "drain_start_round", "extra_acked", "idle_restart", "is_app_limited", "app_limited"}
+
+
+@pytest.mark.parametrize("algo", ["bbr3", "bbr1"])
+def test_trace_carries_the_drafts_state(algo: str, netpair, attach, tmp_path: Path) -> None:
+    """Every record has the keys; once the pipe is full (the DRAIN entry) full_bw_reached stays 1, the
+    DRAIN record's round is bbr3's drain_start_round (bbr_check_drain), the max filter holds the
+    path's rate and is never below the bandwidth in use (bw = min(max_bw, bw_lo) in v3, lt_bw or max in
+    v1); PROBE_BW's phase changes get their own records; BBRv1 has no bounds (0)."""
+    attach(algo)
+    pair = netpair(rate_mbit=RATE_MBIT, queue_bytes=2 * BDP_BYTES, rtt_ms=RTT_MS)
+    records = traced(algo, pair, tmp_path, seconds=4)
+    for r in records:
+        assert DRAFT_KEYS <= r.keys(), DRAFT_KEYS - r.keys()
+        assert r["max_bw_bps"] >= r["bw_bps"] or r["mode"] == "STARTUP", r
+        assert r["is_app_limited"] in (0, 1) and r["app_limited"] in (0, 1) and r["idle_restart"] in (0, 1)
+        assert 0 <= r["full_bw_cnt"] <= 3
+    drain = next(r for r in records if r["mode"] == "DRAIN")
+    later = records[records.index(drain):]
+    assert all(r["full_bw_reached"] == 1 for r in later)
+    settled = [r for r in later if r["mode"] == "PROBE_BW" and r["t"] > 1]
+    assert settled and all(0.5 * RATE_MBIT * 1e6 < r["max_bw_bps"] < 1.5 * RATE_MBIT * 1e6 for r in settled)
+    assert any(r["event"] == "phase" for r in later), "no PROBE_BW phase change recorded"
+    if algo == "bbr3":
+        assert drain["drain_start_round"] == drain["round"], drain
+        assert all(r["max_bw_bps"] == max(r["max_bw_last_cycle_bps"], r["max_bw_this_cycle_bps"])
+                   for r in later)
+    else:
+        assert all(r[k] == 0 for r in records for k in ("inflight_longterm", "inflight_shortterm",
+                                                       "bw_shortterm_bps", "drain_start_round", "full_bw_now"))
+        assert all(0 <= r["cycle_idx"] <= 7 for r in records)

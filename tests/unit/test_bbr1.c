@@ -528,6 +528,42 @@ TEST(trace_records_rounds_and_mode_changes_only_when_enabled)
 	CHECK_EQ(host_trace_log[0].min_rtt_us, SIM_RTT_US);
 }
 
+/* The record in the draft's names, for BBRv1: the restart from idle gets its own "idle" record with
+ * idle_restart and tp->app_limited set (the next ACK of data clears idle_restart: bbr_update_min_rtt),
+ * the gain cycle's phase and the ACK aggregation estimate are the kernel's cycle_idx and extra_acked,
+ * and the bounds BBRv1 does not have are 0.
+ */
+TEST(record_carries_idle_restart_cycle_and_aggregation_v1_has_no_bounds)
+{
+	struct bbr_core *b = core();
+	const struct bbrkit_flow *r;
+
+	sim_set_probe_bw(sim_bw(10, 1000), SIM_RTT_US, 3);
+	b->extra_acked[0] = 17;
+	b->prior_cwnd = 55;
+	host_trace_enabled = true;
+	sim_tp.app_limited = 1;
+	bbr1_cwnd_event(sk, CA_EVENT_TX_START); /* the algorithm's own entry: no record */
+	CHECK_EQ(host_trace_n, 0);
+	b->idle_restart = 0;
+	bbrkit_on_cwnd_event(sk, CA_EVENT_TX_START);
+	CHECK_EQ(host_trace_n, 1);
+	bbrkit_on_cwnd_event(sk, CA_EVENT_TX_START); /* already restarting: nothing new */
+	CHECK_EQ(host_trace_n, 1);
+	r = &host_trace_log[0];
+	CHECK_EQ(r->event, BBRKIT_EV_IDLE);
+	CHECK(r->flags & BBRKIT_F_IDLE_RESTART);
+	CHECK(r->flags & BBRKIT_F_APP_LIMITED);
+	CHECK(!(r->flags & BBRKIT_F_FULL_BW_NOW));
+	CHECK_EQ(r->cycle_idx, 3);
+	CHECK_EQ(r->extra_acked, 17);
+	CHECK_EQ(r->prior_cwnd, 55);
+	CHECK_EQ(r->max_bw, sim_bw(10, 1000));
+	CHECK_EQ(r->inflight_longterm, 0);
+	CHECK_EQ(r->bw_shortterm, 0);
+	CHECK_EQ(r->drain_start_round, 0);
+}
+
 TEST(sndbuf_and_tso_segs)
 {
 	CHECK_EQ(bbr_core_sndbuf_expand(sk), 3);

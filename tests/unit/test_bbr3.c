@@ -377,11 +377,124 @@ TEST(record_carries_v3_state)
 	round_of(80);
 	bbr3_fill_flow(&f, sk, core(), BBRKIT_EV_SNAPSHOT);
 	CHECK_EQ(f.variant[BBRKIT_VAR_V3_PHASE], core()->cycle_idx);
-	CHECK_EQ(f.variant[BBRKIT_VAR_V3_BW_HI], bbr3_max_bw(st()));
-	CHECK_EQ(f.variant[BBRKIT_VAR_V3_INFLIGHT_HI], st()->inflight_hi);
+	CHECK_EQ(f.max_bw, bbr3_max_bw(st()));
+	CHECK_EQ(f.inflight_longterm, st()->inflight_hi);
 	CHECK(f.variant[BBRKIT_VAR_V3_LOSS_RATE] > 0);
 	CHECK_EQ(f.variant[BBRKIT_VAR_V3_ECN_ALPHA], BBR_UNIT);
 	CHECK_EQ(f.bw, bbr_bw(core()));
+}
+
+/* The last trace record of the given event, NULL if none. */
+static const struct bbrkit_flow *last_record(u8 event)
+{
+	for (int i = host_trace_n - 1; i >= 0; i--)
+		if (host_trace_log[i].event == event)
+			return &host_trace_log[i];
+	return NULL;
+}
+
+/* draft-ietf-ccwg-bbr's names in the record along STARTUP's plateau exit (v3's bbr_full_bw_reached,
+ * the draft's BBRCheckStartupHighLoss/BBRCheckFullBWReached): the plateau check counts rounds without
+ * 25% growth over full_bw, the third sets full_bw_now and full_bw_reached and enters DRAIN, whose
+ * entry round is kept; a plateau exit sets no long-term bound, and no loss no short-term one.
+ */
+TEST(record_follows_startup_plateau_exit_in_the_drafts_names)
+{
+	const struct bbrkit_flow *r;
+
+	params = defaults;
+	host_trace_enabled = true;
+	sim_tp.packets_out = 1000; /* a queue: stay in DRAIN */
+	sim_round(10, SIM_RTT_US);
+	sim_round(20, SIM_RTT_US);
+	sim_round(40, SIM_RTT_US);
+	sim_round(40, SIM_RTT_US);
+	r = last_record(BBRKIT_EV_ROUND);
+	CHECK(r != NULL);
+	CHECK_EQ(r->full_bw_cnt, 1);
+	CHECK_EQ(r->full_bw, sim_bw(40, SIM_RTT_US) + 1); /* v3 rounds the sample up */
+	CHECK(!(r->flags & (BBRKIT_F_FULL_BW_NOW | BBRKIT_F_FULL_BW_REACHED)));
+	sim_round(40, SIM_RTT_US);
+	sim_round(40, SIM_RTT_US);
+	r = last_record(BBRKIT_EV_MODE);
+	CHECK(r != NULL);
+	CHECK_EQ(r->mode, BBRKIT_DRAIN);
+	CHECK_EQ(r->full_bw_cnt, 3);
+	CHECK(r->flags & BBRKIT_F_FULL_BW_NOW);
+	CHECK(r->flags & BBRKIT_F_FULL_BW_REACHED);
+	CHECK_EQ(r->drain_start_round, r->round);
+	CHECK_EQ(r->drain_start_round, 6);
+	CHECK_EQ(r->inflight_longterm, BBRKIT_VAR_NONE);
+	CHECK_EQ(r->inflight_shortterm, BBRKIT_VAR_NONE);
+	CHECK_EQ(r->bw_shortterm, BBRKIT_VAR_NONE);
+	CHECK_EQ(r->max_bw, bbr3_max_bw(st()));
+	CHECK_EQ(r->max_bw_cycle[1], bbr3_max_bw(st())); /* all samples in this (the first) cycle */
+	CHECK_EQ(r->max_bw_cycle[0], 0);
+}
+
+/* v3's undo (bbr_ssthresh saves, bbr_undo_cwnd restores): a loss round in CRUISE sets the short-term
+ * bounds; recovery entry saves them; lower bounds in recovery; the undo of a spurious recovery puts
+ * back the saved ones, which the undo's own record then shows as the bounds in force.
+ */
+TEST(record_carries_the_saved_undo_state_and_the_undo_restores_it)
+{
+	struct bbrkit_flow f = { 0 };
+	u32 saved_bw_lo, saved_inflight_lo;
+
+	start();
+	bbr3_start_bw_probe_down(sk, core(), st());
+	bbr3_start_bw_probe_cruise(core(), st());
+	ack(80, 3, false);
+	round_of(80); /* the loss round ends: bw_lo and inflight_lo cut */
+	CHECK(st()->bw_lo != ~0U);
+	saved_bw_lo = st()->bw_lo;
+	saved_inflight_lo = st()->inflight_lo;
+	bbr3_ssthresh(sk);
+	/* Recovery cuts further (on this steady path bw_latest floors a real cut at the old value). */
+	st()->bw_lo = saved_bw_lo / 2;
+	st()->inflight_lo = saved_inflight_lo / 2;
+	bbr3_fill_flow(&f, sk, core(), BBRKIT_EV_SNAPSHOT);
+	CHECK_EQ(f.undo_bw_shortterm, saved_bw_lo);
+	CHECK_EQ(f.undo_inflight_shortterm, saved_inflight_lo);
+	CHECK_EQ(f.undo_inflight_longterm, st()->undo_inflight_hi);
+	CHECK_EQ(f.bw_shortterm, st()->bw_lo);
+	CHECK_EQ(f.inflight_shortterm, st()->inflight_lo);
+	host_trace_enabled = true;
+	host_trace_n = 0;
+	bbrkit_on_undo_cwnd(sk); /* the callback as the kernel calls it: the undo gets a record */
+	CHECK_EQ(host_trace_n, 1);
+	CHECK_EQ(host_trace_log[0].event, BBRKIT_EV_UNDO);
+	CHECK_EQ(host_trace_log[0].bw_shortterm, saved_bw_lo);
+	CHECK_EQ(host_trace_log[0].inflight_shortterm, saved_inflight_lo);
+}
+
+/* A PROBE_BW phase change within the mode makes a "phase" record, carrying the new phase; the record
+ * of an ACK whose rate sample was app-limited says so, and tp->app_limited shows as its own flag.
+ */
+TEST(record_on_phase_change_and_app_limited_marks)
+{
+	const struct bbrkit_flow *r;
+	struct rate_sample rs;
+
+	to_up();
+	host_trace_enabled = true;
+	host_trace_n = 0;
+	bbr3_start_bw_probe_down(sk, core(), st());
+	bbr3_start_bw_probe_cruise(core(), st());
+	st()->probe_wait_us = 0; /* the probe is due: CRUISE -> REFILL on the next ACK */
+	rs = ack_sample(20);
+	rs.is_app_limited = true;
+	sim_tp.app_limited = 1;
+	bbrkit_on_ack(sk, &rs);
+	CHECK_EQ(host_trace_n, 1);
+	r = &host_trace_log[0];
+	CHECK_EQ(r->event, BBRKIT_EV_PHASE);
+	CHECK_EQ(r->cycle_idx, BBRKIT_V3_REFILL);
+	CHECK(r->flags & BBRKIT_F_RS_APP_LIMITED);
+	CHECK(r->flags & BBRKIT_F_APP_LIMITED);
+	rs = ack_sample(20); /* same phase, no round end: no record */
+	bbrkit_on_ack(sk, &rs);
+	CHECK_EQ(host_trace_n, 1);
 }
 
 /* The record carries probe_rtt_min, which alone times PROBE_RTT: an expired filter takes any sample,

@@ -1,6 +1,6 @@
 """Command line: bbrbench compare | run | sweep | report | cleanup | check | model | reproduce | fidelity |
-overhead | lockstep | cluster | delaybench | linkbench | rollout, one module each (HELP, add_arguments, run), in the
-order of COMMANDS. Results go to stdout; diagnostics through logging to stderr (-v, -q).
+overhead | lockstep | cluster | delaybench | linkbench | rollout | conformance, one module each (HELP,
+add_arguments, run), in the order of COMMANDS. Results go to stdout; diagnostics through logging to stderr (-v, -q).
 Building the parser imports nothing beyond the standard library (scripts/bbrbench-gen.py runs it with the
 system's python3): a command module imports what its run needs when it runs."""
 
@@ -22,6 +22,7 @@ from . import (
     cleanup,
     cluster,
     compare,
+    conformance,
     delaybench,
     fidelity,
     linkbench,
@@ -42,7 +43,7 @@ __all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_INVALID", "EXIT_NOT_RUNNABLE
 COMMANDS = {"compare": compare, "run": run, "sweep": sweep, "report": report, "cleanup": cleanup, "check": check,
             "model": model, "reproduce": reproduce, "fidelity": fidelity, "overhead": overhead,
             "lockstep": lockstep, "cluster": cluster, "delaybench": delaybench, "linkbench": linkbench,
-            "rollout": rollout}
+            "rollout": rollout, "conformance": conformance}
 log = logging.getLogger("bbrbench")
 
 

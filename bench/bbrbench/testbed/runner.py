@@ -35,11 +35,13 @@ log = logging.getLogger(__name__)
 
 
 def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit: frozenset[str],
-        show_progress: bool = True) -> None:
+        show_progress: bool = True,
+        make_traffic: Callable[[Topology, ProcessGroup, Path], Traffic] = Traffic) -> None:
     """Run the scenario and write its raw results into out_dir (a progress bar over the run's seconds
     unless show_progress is False, as in sweeps that show their own).
 
-    bbrkit: the names of bbrkit algorithms (from the catalog the scenario was validated against)."""
+    bbrkit: the names of bbrkit algorithms (from the catalog the scenario was validated against).
+    make_traffic: what makes the flows (a Traffic with other senders: conformance's schedules)."""
     cleanup_stale()
     load_start = os.getloadavg()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -75,7 +77,7 @@ def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit:
             emulation = Emulation(topo, delay, work_dir=raw_dir)
             emulation.start()
             prepare_bbrkit(scenario, bbrkit, state)
-            traffic = Traffic(topo, group, raw_dir)
+            traffic = make_traffic(topo, group, raw_dir)
             traffic.start_servers()
 
             traced = sorted({f.algo for f in scenario.flows if f.algo in bbrkit})

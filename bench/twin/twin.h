@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* bbrkit-twin: the host twin of a real transfer. The same core C as the BPF programs (bpf/), built
+ * for the host as the unit tests build it, drives a simulated closed-loop TCP sender through a
+ * scripted path and sender schedule, deterministically (seeded), and prints the trace records
+ * `bbrctl trace --format jsonl` would (loader/record.c). twin.c reads the command line; twin_algo.c,
+ * compiled once per algorithm, runs one transfer (twin_path.h).
+ */
+#ifndef TWIN_H
+#define TWIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bbrkit.h"
+
+#define TWIN_MAX_ITEMS 32 /* entries per schedule option: more than any test case needs */
+
+/* A value from a time on (rate steps). */
+struct twin_step {
+	uint64_t at_us;
+	uint64_t value;
+};
+
+/* A value over [from_us, to_us). */
+struct twin_window {
+	uint64_t from_us, to_us;
+	uint64_t value;
+};
+
+struct twin_cfg {
+	struct twin_step rate[TWIN_MAX_ITEMS]; /* bottleneck bit/s from each time on; rate[0].at_us == 0 */
+	int nrate;
+	uint32_t rtt_us;			/* base (propagation) round trip */
+	uint64_t buffer_bytes;			/* bottleneck FIFO */
+	struct twin_window app[TWIN_MAX_ITEMS]; /* the application writes value bit/s in the window */
+	int napp;
+	struct twin_window pause[TWIN_MAX_ITEMS]; /* the application writes nothing in the window */
+	int npause;
+	struct twin_window loss[TWIN_MAX_ITEMS]; /* random drops, value per million packets */
+	int nloss;
+	uint64_t spurious_us[TWIN_MAX_ITEMS]; /* the first packet sent from then on is reordered */
+	int nspurious;
+	uint32_t ack_aggregation_us; /* ACKs leave the path in bursts at multiples of this; 0: none */
+	uint64_t duration_us;
+	uint64_t seed;
+};
+
+/* Receives each record, its t_ns already the time since the transfer began. */
+typedef void (*twin_emit_fn)(const struct bbrkit_flow *f);
+
+/* Bytes per packet on the simulated path (an Ethernet MSS with timestamps). */
+#define TWIN_MSS 1448
+
+/* Packets a transfer may send at most (about 500 MB of state); a longer or faster one is refused. */
+#define TWIN_MAX_PACKETS 8000000ULL
+
+/* The packets a run of cfg may send: what the bottleneck can carry at its top rate, twice over for
+ * retransmits and drops.
+ */
+static inline uint64_t twin_packet_cap(const struct twin_cfg *cfg)
+{
+	uint64_t top = 0;
+
+	for (int i = 0; i < cfg->nrate; i++)
+		top = cfg->rate[i].value > top ? cfg->rate[i].value : top;
+	return 2 * (top / 8 * (cfg->duration_us / 1000) / 1000 / TWIN_MSS) + 10000;
+}
+
+/* Each runs one transfer of cfg: 0, or -1 when memory ran out. */
+int twin_run_bbr1(const struct twin_cfg *cfg, twin_emit_fn emit);
+int twin_run_bbr2(const struct twin_cfg *cfg, twin_emit_fn emit);
+int twin_run_bbr3(const struct twin_cfg *cfg, twin_emit_fn emit);
+
+#endif /* TWIN_H */

@@ -1,0 +1,147 @@
+"""bbrkit-twin (bench/twin/): the host twin of a transfer. Its records carry exactly the keys of
+`bbrctl trace --format jsonl`, it is deterministic for a seed, it refuses bad input with one line, and
+the core it runs shows the behaviours draft-ietf-ccwg-bbr and the kernel/v3 code name, on the
+simulated path: STARTUP leaves after three rounds of less than 25% growth (draft 4.3.1.2, the kernel's
+bbr_check_full_bw_reached), bbr3 leaves it on loss with inflight_longterm set (draft
+BBRCheckStartupHighLoss, v3 bbr_check_loss_too_high_in_startup), a spurious loss is undone (TCP's
+tcp_try_undo_dsack -> undo_cwnd), an app-limited flow reaches PROBE_RTT before the pipe is full and
+goes back to STARTUP (draft 4.3.4.4, v3 bbr_exit_probe_rtt)."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TWIN = ROOT / "build" / "bbrkit-twin"
+BBRCTL = ROOT / "build" / "bbrctl"
+MEANING_COLUMN = 35  # `bbrctl trace --help`: two spaces, a 23-wide key, a space, an 8-wide unit, a space
+VARIANT_OWNERS = re.compile(r"^(bbr\w*)(, bbr\w*)*: ")
+
+
+def twin(*args: str) -> list[dict]:
+    assert TWIN.exists(), f"{TWIN} is missing: run `make` first"
+    out = subprocess.run([str(TWIN), *args], capture_output=True, text=True, check=True, timeout=120)
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def trace_keys(algo: str) -> list[str]:
+    """The record keys `bbrctl trace` writes for `algo`: the common ones, then the algorithm's own."""
+    text = subprocess.run([str(BBRCTL), "trace", "--help"], capture_output=True, text=True, check=True).stdout
+    common: list[str] = []
+    own: list[str] = []
+    for line in text.split("record keys")[1].splitlines()[1:]:
+        key, meaning = line.split()[0], line[MEANING_COLUMN:]
+        owners = VARIANT_OWNERS.match(meaning)
+        if owners is None:
+            common.append(key)
+        elif algo in meaning[:owners.end()].rstrip(": ").split(", "):
+            own.append(key)
+    return common + own
+
+
+@pytest.mark.parametrize("algo", ["bbr1", "bbr2", "bbr3"])
+def test_records_have_exactly_the_trace_keys(algo: str) -> None:
+    records = twin("--algo", algo, "--rate", "10mbit", "--rtt", "20ms", "--duration", "2s")
+    assert records[0]["event"] == "init"
+    for r in records:
+        assert list(r) == trace_keys(algo)
+        assert r["algo"] == algo
+
+
+def drain_entry(records: list[dict]) -> dict:
+    return next(r for r in records if r["mode"] == "DRAIN")
+
+
+@pytest.mark.parametrize("algo", ["bbr3", "bbr1"])
+def test_startup_leaves_after_three_rounds_without_25_percent_growth(algo: str) -> None:
+    """A 4-BDP buffer: no loss, so only the plateau ends STARTUP. The two round ends before DRAIN
+    count 1 and 2 rounds without growth over the same full_bw, the third enters DRAIN with
+    full_bw_reached, at the path's rate, the bandwidth still under 1.25 x full_bw."""
+    records = twin("--algo", algo, "--rate", "20mbit", "--rtt", "40ms", "--buffer", "400kb", "--duration", "3s")
+    drain = drain_entry(records)
+    assert drain["lost"] == 0 and drain["full_bw_reached"] == 1 and drain["full_bw_cnt"] == 3, drain
+    rounds = {r["round"]: r for r in records if r["event"] == "round" and r["mode"] == "STARTUP"}
+    last = drain["round"]  # the round end that counted the third flat round enters DRAIN
+    flat = [rounds[last - 2], rounds[last - 1]]
+    assert [r["full_bw_cnt"] for r in flat] == [1, 2], flat
+    assert flat[0]["full_bw_bps"] == flat[1]["full_bw_bps"] == drain["full_bw_bps"]
+    assert drain["bw_bps"] < 1.25 * drain["full_bw_bps"]
+    assert 0.9 * 20e6 <= drain["max_bw_bps"] <= 1.1 * 20e6
+    if algo == "bbr3":
+        assert drain["full_bw_now"] == 1 and drain["drain_start_round"] == drain["round"]
+        assert drain["inflight_longterm"] is None  # a plateau exit sets no bound
+
+
+def test_bbr3_startup_leaves_on_loss_and_sets_inflight_longterm() -> None:
+    """A quarter-BDP buffer: STARTUP's overshoot loses more than 2% of a flight before the plateau
+    shows; bbr3 leaves with fewer than 3 flat rounds and inflight_longterm set to at least the BDP
+    estimate (v3: max(BDP, the last round's delivered volume))."""
+    records = twin("--algo", "bbr3", "--rate", "20mbit", "--rtt", "40ms", "--buffer", "25kb", "--duration", "3s")
+    drain = drain_entry(records)
+    assert drain["lost"] > 0 and drain["full_bw_cnt"] < 3, drain
+    bdp_packets = drain["max_bw_bps"] / 8 * drain["min_rtt_us"] / 1e6 / drain["mss"]
+    assert drain["inflight_longterm"] is not None and drain["inflight_longterm"] >= bdp_packets, drain
+
+
+def test_same_seed_same_records_other_seed_other_drops() -> None:
+    args = ("--algo", "bbr3", "--rate", "10mbit", "--rtt", "40ms", "--loss", "1%", "--duration", "4s")
+    first = twin(*args, "--seed", "7")
+    assert first == twin(*args, "--seed", "7")
+    assert first != twin(*args, "--seed", "8")
+    assert first[-1]["lost"] > 0
+
+
+@pytest.mark.parametrize("algo", ["bbr3", "bbr1"])
+def test_spurious_loss_is_undone(algo: str) -> None:
+    """One reordered packet at 3 s: marked lost (one loss, one retransmit), recovery, then undone when
+    the original arrives: an 'undo' record, and the flow is open again with its cwnd back."""
+    records = twin("--algo", algo, "--rate", "10mbit", "--rtt", "40ms", "--buffer", "200kb",
+                   "--spurious-loss", "3s", "--duration", "4s")
+    undo = [r for r in records if r["event"] == "undo"]
+    assert len(undo) == 1 and undo[0]["t_ns"] > 3e9 and undo[0]["ca_state"] == "recovery", undo
+    after = [r for r in records if r["t_ns"] >= undo[0]["t_ns"] and r["event"] != "undo"]
+    assert after[0]["ca_state"] == "open" and after[-1]["lost"] == 1 and after[-1]["retrans"] == 1
+    before = [r for r in records if r["t_ns"] < 3e9][-1]
+    assert after[0]["cwnd"] >= before["cwnd"], (before, after[0])
+
+
+def test_bbr3_app_limited_reaches_probe_rtt_before_the_pipe_is_full() -> None:
+    """Writing 5 Mbit/s into a 100 Mbit/s path: every sample is app-limited, so STARTUP never sees a
+    plateau; after the 5 s PROBE_RTT interval it enters PROBE_RTT with full_bw_reached 0 and returns
+    to STARTUP, which ends once the application writes without limit."""
+    records = twin("--algo", "bbr3", "--rate", "100mbit", "--rtt", "20ms", "--app-limit", "5mbit@0-7s",
+                   "--duration", "8s")
+    modes = [(r["mode"], r["full_bw_reached"], r["t_ns"] / 1e9) for r in records if r["event"] == "mode"]
+    assert modes[0][:2] == ("PROBE_RTT", 0) and 5.0 <= modes[0][2] < 5.5, modes
+    assert modes[1][:2] == ("STARTUP", 0), modes
+    assert any(m[0] == "DRAIN" and m[2] > 7 for m in modes), modes
+    startup = [r for r in records if r["event"] == "round" and 1 < r["t_ns"] / 1e9 < 5]
+    assert startup and all(r["is_app_limited"] == 1 and r["app_limited"] == 1 for r in startup)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--algo", "bbr4", "--rate", "1mbit", "--rtt", "1ms"], "bad --algo 'bbr4'"),
+    (["--algo", "bbr3", "--rate", "10mbps", "--rtt", "1ms"], "bad --rate '10mbps'"),
+    (["--algo", "bbr3", "--rate", "10mbit@1s", "--rtt", "1ms"], "the first rate must start at 0"),
+    (["--algo", "bbr3", "--rate", "10mbit"], "--rtt is required"),
+    (["--algo", "bbr3", "--rate", "1mbit", "--rtt", "1ms", "--pause", "5s-4s"], "bad --pause '5s-4s'"),
+    (["--algo", "bbr3", "--rate", "1mbit", "--rtt", "1ms", "--loss", "5"], "bad --loss '5'"),
+    (["--algo", "bbr3", "--rate", "10gbit", "--rtt", "1ms", "--duration", "3000s"], "--duration is too long"),
+    (["--algo", "bbr3", "--rate", "1mbit", "--rtt", "1ms", "--bogus"], "unknown option"),
+])
+def test_bad_input_is_one_line_and_nothing_on_stdout(args: list[str], message: str) -> None:
+    result = subprocess.run([str(TWIN), *args], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 2 and result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1 and message in result.stderr, result.stderr
+    assert result.stderr.startswith("bbrkit-twin: ") and not result.stderr[13].isupper()
+
+
+def test_help_lists_every_option() -> None:
+    result = subprocess.run([str(TWIN), "--help"], capture_output=True, text=True, check=True)
+    for option in ("--algo", "--rate", "--rtt", "--buffer", "--app-limit", "--pause", "--loss",
+                   "--spurious-loss", "--ack-aggregation", "--duration", "--seed"):
+        assert option in result.stdout
