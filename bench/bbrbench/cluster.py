@@ -21,6 +21,7 @@ import contextlib
 import ctypes
 import datetime
 import fcntl
+import gzip
 import io
 import json
 import logging
@@ -534,7 +535,9 @@ def _extract(data: bytes, root: Path) -> None:
     devices or owners from the sender (tarfile's filter='data' does this from Python 3.11.4 only)."""
     root.mkdir(parents=True)
     try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        # The whole stream is decompressed first: gzip's CRC and length are checked only at its end, and a
+        # damaged tail would otherwise be read as file content before the damage is seen.
+        with tarfile.open(fileobj=io.BytesIO(gzip.decompress(data)), mode="r:") as tar:
             for member in tar:
                 path = _member_path(member, root)
                 if member.isdir():

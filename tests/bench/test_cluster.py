@@ -393,6 +393,9 @@ def test_results_are_taken_only_as_the_run_asked_for(tmp_path: Path) -> None:
     assert (tmp_path / "copy" / "raw" / "ss.csv").read_text() == "1\n"
     with pytest.raises(HarnessError, match="damaged"):
         unpack(data[:-40] + b"x" * 40, tmp_path / "c2", raw, submitted)
+    # Only gzip's trailer (CRC-32, length) is damaged: the files read fine, the stream is still refused.
+    with pytest.raises(HarnessError, match="damaged"):
+        unpack(data[:-8] + bytes(b ^ 0xFF for b in data[-8:-4]) + data[-4:], tmp_path / "c2", raw, submitted)
     with pytest.raises(HarnessError, match="not of the run asked for"):
         unpack(data, tmp_path / "c3", {"name": "other"}, submitted)
     with pytest.raises(HarnessError, match="not of the run asked for"):
