@@ -21,7 +21,6 @@ import contextlib
 import ctypes
 import datetime
 import fcntl
-import gzip
 import io
 import json
 import logging
@@ -64,6 +63,10 @@ CONNECT_TIMEOUT_S = 20
 EXIT_FAILED, EXIT_INVALID, EXIT_NOT_RUNNABLE = 1, 2, 3
 PR_SET_PDEATHSIG = 1
 SCRATCH_PREFIX = "bbrbench-cluster-"
+# A run's files (raw samples, summaries, plots) are tens of MiB; a result larger unpacked is refused
+# rather than held in the client's memory.
+RESULT_MAX_BYTES = 1 << 30
+GZIP_WBITS = 16 + zlib.MAX_WBITS  # zlib's framing flag for a gzip header and trailer
 # A run may take RUN_TIMEOUT_FACTOR times its scenario's duration plus RUN_SETUP_S (namespaces, bbrctl,
 # summary) before its host counts as hung; a slow, loaded host stays well inside.
 RUN_TIMEOUT_FACTOR, RUN_SETUP_S = 2.0, 120.0
@@ -530,14 +533,24 @@ def _member_path(member: tarfile.TarInfo, root: Path) -> Path:
     return root.joinpath(*[p for p in name.parts if p != "."])
 
 
+def _gunzip(data: bytes) -> bytes:
+    """The whole gzip stream, decompressed before any file is written: its CRC and length are checked only
+    at its end (a damaged tail would otherwise be read as file content), and a bomb stops at the cap."""
+    stream = zlib.decompressobj(wbits=GZIP_WBITS)
+    tar = stream.decompress(data, RESULT_MAX_BYTES + 1)
+    if len(tar) > RESULT_MAX_BYTES:
+        raise HarnessError(f"results refused: larger than {RESULT_MAX_BYTES >> 20} MiB unpacked")
+    if not stream.eof or stream.unused_data:
+        raise HarnessError("results arrived damaged (the gzip stream is cut short or followed by junk)")
+    return tar
+
+
 def _extract(data: bytes, root: Path) -> None:
     """The tar's files and directories under root, written by this process with its own modes: no links,
     devices or owners from the sender (tarfile's filter='data' does this from Python 3.11.4 only)."""
     root.mkdir(parents=True)
     try:
-        # The whole stream is decompressed first: gzip's CRC and length are checked only at its end, and a
-        # damaged tail would otherwise be read as file content before the damage is seen.
-        with tarfile.open(fileobj=io.BytesIO(gzip.decompress(data)), mode="r:") as tar:
+        with tarfile.open(fileobj=io.BytesIO(_gunzip(data)), mode="r:") as tar:
             for member in tar:
                 path = _member_path(member, root)
                 if member.isdir():

@@ -380,7 +380,7 @@ def _tar(members: list[tuple[tarfile.TarInfo, bytes]]) -> bytes:
     return buffer.getvalue()
 
 
-def test_results_are_taken_only_as_the_run_asked_for(tmp_path: Path) -> None:
+def test_results_are_taken_only_as_the_run_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """On the Python the venv runs (Debian 12's 3.11.2 has no tarfile filter=): plain files and
     directories only, inside the run directory, and only the run the client asked for."""
     raw, submitted = {"name": "s"}, {"command": "bbrbench sweep s"}
@@ -393,9 +393,16 @@ def test_results_are_taken_only_as_the_run_asked_for(tmp_path: Path) -> None:
     assert (tmp_path / "copy" / "raw" / "ss.csv").read_text() == "1\n"
     with pytest.raises(HarnessError, match="damaged"):
         unpack(data[:-40] + b"x" * 40, tmp_path / "c2", raw, submitted)
-    # Only gzip's trailer (CRC-32, length) is damaged: the files read fine, the stream is still refused.
-    with pytest.raises(HarnessError, match="damaged"):
-        unpack(data[:-8] + bytes(b ^ 0xFF for b in data[-8:-4]) + data[-4:], tmp_path / "c2", raw, submitted)
+    # Only gzip's trailer (CRC-32, length) is damaged: the files read fine, the stream is still refused;
+    # so is a stream cut short or followed by junk.
+    for damaged in (data[:-8] + bytes(b ^ 0xFF for b in data[-8:-4]) + data[-4:], data[:-4], data + b"junk"):
+        with pytest.raises(HarnessError, match="damaged"):
+            unpack(damaged, tmp_path / "c2", raw, submitted)
+    # The tar alone is 10 KiB of blocks: over a 1 KiB cap, as a bomb would be over the real one.
+    with monkeypatch.context() as m:
+        m.setattr("bbrbench.cluster.RESULT_MAX_BYTES", 1024)
+        with pytest.raises(HarnessError, match="larger than"):
+            unpack(data, tmp_path / "c2", raw, submitted)
     with pytest.raises(HarnessError, match="not of the run asked for"):
         unpack(data, tmp_path / "c3", {"name": "other"}, submitted)
     with pytest.raises(HarnessError, match="not of the run asked for"):
