@@ -87,7 +87,7 @@ BBR_INLINE void bbrkit_on_cwnd_event(struct sock *sk, enum tcp_ca_event event)
 
 #define AF_INET 2
 #define AF_INET6 10
-#define BBRKIT_EVENTS_BYTES (512 * 1024) /* ~3000 records: several rounds of 100 flows */
+#define BBRKIT_EVENTS_BYTES (512 * 1024) /* ~2400 records: several rounds of 100 flows */
 
 char _license[] SEC("license") = "GPL";
 
