@@ -461,3 +461,11 @@ def test_regenerating_the_report_keeps_the_hand_written_part(tmp_path: Path) -> 
     doc.write_text(doc.read_text() + "## Findings\nby hand\n")
     conf.write_markdown(doc, "# generated 2\n" + conf.GENERATED_END + "\n")
     assert doc.read_text() == "# generated 2\n" + conf.GENERATED_END + "\n\n## Findings\nby hand\n"
+
+
+def test_a13_cwnd_target_is_bounded_by_the_model_in_cruise() -> None:
+    # inflight_longterm 150: CRUISE's cwnd bound is 0.85 x 150 = 127.5, under 2 x 82.5 + 20.
+    bounded = [rec(0.1 * i, "PROBE_BW", i, "CRUISE", delivered=int(431.5 * i), cwnd=128, extra_acked=20,
+                   inflight_hi=150) for i in range(100)]
+    assert verdict("A.13", bounded) == "pass"
+    assert verdict("A.13", [dict(r, cwnd=110) for r in bounded]) == "fail"
