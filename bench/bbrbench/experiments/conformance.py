@@ -12,6 +12,7 @@ not judged); a case's verdict is fail if any check failed, else blocked if any w
 
 from __future__ import annotations
 
+import csv
 import json
 import logging
 import math
@@ -45,6 +46,7 @@ REQUIRED_KEYS = ("id", "title", "statement", "algos", "runner", "duration_s", "t
 # Frame bytes a full-sized segment's payload does not count: TCP (with timestamps) 32, IP 20, Ethernet 14.
 HEADER_BYTES = 66
 RESULTS_FORMAT = "bbrbench-conformance/1"
+RATE_TRACE = "rate.trace"  # a case's rate_steps as the Mahimahi trace its real run plays
 TWIN_TIMEOUT_S = 120.0  # the twin simulates; a case of at most 25 s takes seconds
 
 PASS, FAIL, BLOCKED, INFO, NOT_APPLICABLE = "pass", "fail", "blocked", "info", "not applicable"
@@ -876,7 +878,7 @@ def real_scenario(case: Case, algo: str, work: Path) -> dict[str, Any]:
     raw.update(name=f"conformance-{case.id}-{algo}", duration_s=case.duration_s,
                flows=[{"algo": algo, "sender": raw["senders"][0]["name"]}])
     if case.rate_steps:
-        trace = work / "rate.trace"
+        trace = work / RATE_TRACE
         trace.write_text("\n".join(rate_trace_lines(case.rate_steps, case.duration_s)) + "\n")
         raw["bottleneck"]["rate_trace"] = str(trace)
         raw["bottleneck"].pop("rate_mbit", None)
@@ -928,8 +930,14 @@ def real_records(work: Path, algo: str) -> list[dict[str, Any]]:
     from ..results import read_json
     scenario = read_json(work / "scenario.json", "run")["resolved"]
     events = json.loads((work / "raw" / "events.json").read_text())
-    records = trace_by_flow(work, scenario, events).get(0, [])
-    return [r for r in records if r.get("algo") == algo]
+    records = [r for r in trace_by_flow(work, scenario, events).get(0, []) if r.get("algo") == algo]
+    if (work / RATE_TRACE).is_file():
+        # The link plays its trace from its own start, before the run's t0: rate_steps' times are on that
+        # clock, so the records move onto it (its queue log's first row, within one log interval).
+        link_start_s = float(next(csv.DictReader((work / "raw" / "link.csv").open()))["t_mono_s"])
+        for r in records:
+            r["t_s"] += events["t0_ns"] / 1e9 - link_start_s
+    return records
 
 
 def stored_records(out: Path, case: Case, algo: str, runner: str) -> list[dict[str, Any]] | None:
