@@ -961,7 +961,7 @@ def reevaluate(out: Path, cases: list[Case]) -> list[Outcome]:
     outcomes = read_outcomes(out)
     for i, o in enumerate(outcomes):
         case = by_id.get(o.case)
-        if case is None or o.verdict == NOT_APPLICABLE:
+        if case is None or o.verdict == NOT_APPLICABLE or o.why:  # no run, or it failed: nothing to read
             continue
         records = stored_records(out, case, o.algo, o.runner)
         if records is not None:
