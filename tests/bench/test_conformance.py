@@ -371,14 +371,14 @@ def test_a20_probe_rtt_during_startup_returns_to_startup() -> None:
 def test_a21_loss_in_up_cuts_inflight_longterm() -> None:
     def series(hi_after: int, after: str = "DOWN") -> list[dict[str, Any]]:
         out = [rec(0, "PROBE_BW", 10, "REFILL", inflight_hi=100)]
-        out += [rec(0.02 * (k + 1), "PROBE_BW", 11 + k, "UP", inflight_hi=100 + 4 * k, lost=3 * k,
-                    loss_rate=0.05 if k else 0.0) for k in range(3)]
+        out += [rec(0.02 * (k + 1), "PROBE_BW", 11 + k, "UP", inflight_hi=100 + 4 * k, lost=3 * k) for k in range(3)]
         out.append(rec(0.08, "PROBE_BW", 14, after, inflight_hi=hi_after, lost=6))
         return out
     assert verdict("A.21", series(90)) == "pass"
     assert verdict("A.21", series(120)) == "fail"  # grew, not cut
     assert verdict("A.21", series(40)) == "fail"  # below beta x BDP (0.7 x 82.5, less 10%)
     assert verdict("A.21", series(90, after="REFILL")) == "fail"
+    assert verdict("A.21", [dict(r, lost=0) for r in series(90)]) == "blocked"  # no loss in UP: not forced
 
 
 def test_a22_app_limited_refill_keeps_max_bw() -> None:

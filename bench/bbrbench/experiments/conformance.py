@@ -762,12 +762,10 @@ def check_a21(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     key = key_of(records, "inflight_longterm")
     if key is None:
         return [blocked("inflight_longterm cut on loss in UP", "inflight_longterm")]
-    lossy = []
-    for a, b in _ups(records):
-        if records[a][key] is None or records[b]["lost"] <= records[a]["lost"]:
-            continue
-        if max((r.get("loss_rate") or 0) for r in records[a:b + 1]) > ctx.tol["loss_thresh"]:
-            lossy.append((a, b))
+    # IsInflightTooHigh() judges each ACK, which per-round loss_rate does not show (A.6): an UP that
+    # started with inflight_longterm set and ended with new losses is the case's.
+    lossy = [(a, b) for a, b in _ups(records)
+             if records[a][key] is not None and records[b]["lost"] > records[a]["lost"]]
     if not lossy:
         return [unforced("an UP with inflight_longterm set and loss", "none", ">= 1")]
     bad_next, slow, not_cut, too_low = [], [], [], []
@@ -830,7 +828,7 @@ CHECKERS: dict[str, tuple[Callable[[list[dict[str, Any]], Ctx], list[Check]], tu
     "A.18": (check_undo, ()),
     "A.19": (check_undo, ()),
     "A.20": (check_a20, ()),
-    "A.21": (check_a21, ("loss_thresh", "beta", "exit_rounds", "bdp_rel")),
+    "A.21": (check_a21, ("beta", "exit_rounds", "bdp_rel")),
     "A.22": (check_a22, ()),
 }
 
