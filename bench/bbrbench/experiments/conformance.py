@@ -965,9 +965,10 @@ def reevaluate(out: Path, cases: list[Case]) -> list[Outcome]:
         if case is None or o.verdict == NOT_APPLICABLE or o.why:  # no run, or it failed: nothing to read
             continue
         records = stored_records(out, case, o.algo, o.runner)
-        if records is not None:
+        if records:
             checks = evaluate(case, o.algo, records, o.runner)
-            outcomes[i] = Outcome(o.case, o.algo, o.runner, verdict(checks), checks=checks, plot=o.plot)
+            outcomes[i] = Outcome(o.case, o.algo, o.runner, verdict(checks), checks=checks,
+                                  plot=draw(out, case, o.algo, o.runner, records))
     path = out / "conformance.json"
     doc = read_results(path)
     doc["outcomes"] = [o.as_dict() for o in outcomes]
@@ -1163,13 +1164,16 @@ def run_one(case: Case, algo: str, runner: str, out: Path) -> Outcome:
     else:
         records = run_real(case, algo, work)
     checks = evaluate(case, algo, records, runner)
-    result = Outcome(case.id, algo, runner, verdict(checks), checks=checks)
-    if records:
-        png = out / "plots" / f"{case.id}-{algo}-{runner}.png"
-        png.parent.mkdir(parents=True, exist_ok=True)
-        plot(case, algo, records, png)
-        result.plot = str(png.relative_to(out))
-    return result
+    return Outcome(case.id, algo, runner, verdict(checks), checks=checks,
+                   plot=draw(out, case, algo, runner, records) if records else None)
+
+
+def draw(out: Path, case: Case, algo: str, runner: str, records: list[dict[str, Any]]) -> str:
+    """The run's plot in out/plots; its path relative to out."""
+    png = out / "plots" / f"{case.id}-{algo}-{runner}.png"
+    png.parent.mkdir(parents=True, exist_ok=True)
+    plot(case, algo, records, png)
+    return str(png.relative_to(out))
 
 
 def runners_for(case: Case, wanted: str) -> list[str]:
