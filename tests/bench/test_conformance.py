@@ -100,7 +100,6 @@ def test_bad_command_line_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[s
 def test_twin_cases_without_the_twin_are_blocked_not_passed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("BBRKIT_TWIN", str(tmp_path / "absent"))
-    monkeypatch.setenv("PATH", "/nonexistent")
     assert main(["conformance", "--case", "A.14", "--case", "A.18", "--runner", "twin", "--out", str(tmp_path),
                  "--markdown", str(tmp_path / "c.md")]) == 0
     doc = json.loads((tmp_path / "conformance.json").read_text())
@@ -371,14 +370,14 @@ def test_a20_probe_rtt_during_startup_returns_to_startup() -> None:
 def test_a21_loss_in_up_cuts_inflight_longterm() -> None:
     def series(hi_after: int, after: str = "DOWN") -> list[dict[str, Any]]:
         out = [rec(0, "PROBE_BW", 10, "REFILL", inflight_hi=100)]
-        out += [rec(0.02 * (k + 1), "PROBE_BW", 11 + k, "UP", inflight_hi=100 + 4 * k, lost=3 * k,
-                    loss_rate=0.05 if k else 0.0) for k in range(3)]
+        out += [rec(0.02 * (k + 1), "PROBE_BW", 11 + k, "UP", inflight_hi=100 + 4 * k, lost=3 * k) for k in range(3)]
         out.append(rec(0.08, "PROBE_BW", 14, after, inflight_hi=hi_after, lost=6))
         return out
     assert verdict("A.21", series(90)) == "pass"
     assert verdict("A.21", series(120)) == "fail"  # grew, not cut
     assert verdict("A.21", series(40)) == "fail"  # below beta x BDP (0.7 x 82.5, less 10%)
     assert verdict("A.21", series(90, after="REFILL")) == "fail"
+    assert verdict("A.21", [dict(r, lost=0) for r in series(90)]) == "blocked"  # no loss in UP: not forced
 
 
 def test_a22_app_limited_refill_keeps_max_bw() -> None:
@@ -461,3 +460,11 @@ def test_regenerating_the_report_keeps_the_hand_written_part(tmp_path: Path) -> 
     doc.write_text(doc.read_text() + "## Findings\nby hand\n")
     conf.write_markdown(doc, "# generated 2\n" + conf.GENERATED_END + "\n")
     assert doc.read_text() == "# generated 2\n" + conf.GENERATED_END + "\n\n## Findings\nby hand\n"
+
+
+def test_a13_cwnd_target_is_bounded_by_the_model_in_cruise() -> None:
+    # inflight_longterm 150: CRUISE's cwnd bound is 0.85 x 150 = 127.5, under 2 x 82.5 + 20.
+    bounded = [rec(0.1 * i, "PROBE_BW", i, "CRUISE", delivered=int(431.5 * i), cwnd=128, extra_acked=20,
+                   inflight_hi=150) for i in range(100)]
+    assert verdict("A.13", bounded) == "pass"
+    assert verdict("A.13", [dict(r, cwnd=110) for r in bounded]) == "fail"

@@ -19,7 +19,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", help="results directory; outcomes already there are kept unless rerun "
                    "(default results/conformance-TIME)")
     p.add_argument("--markdown", metavar="FILE", help="also write the Markdown report (docs/conformance.md)")
-    p.add_argument("--report-only", action="store_true", help="run nothing: table and --markdown from --out")
+    p.add_argument("--report-only", action="store_true",
+                   help="run nothing: the checks again on the records kept in --out, table and --markdown")
     p.set_defaults(func=run)
 
 
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--report-only needs --out")
         out = Path(args.out)
         cases = conformance.select(conformance.load_cases(), args.case)
-        outcomes = conformance.read_outcomes(out)
+        outcomes = conformance.reevaluate(out, cases)
     else:
         out = Path(args.out) if args.out else default_out("conformance", "bbr")
         cases = conformance.plan(algos, args.case)
