@@ -509,10 +509,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": pipe: %s\n", strerror(errno));
 		return 1;
 	}
-	setup_dir(&dirs[0], "lr", left, wire_open_socket(PROG, left, lidx, true, sockbuf),
-		wire_open_socket(PROG, right, ridx, false, sockbuf), dlr, limit);
-	setup_dir(&dirs[1], "rl", right, wire_open_socket(PROG, right, ridx, true, sockbuf),
-		wire_open_socket(PROG, left, lidx, false, sockbuf), drl, limit);
+	setup_dir(&dirs[0], "lr", left, wire_open_socket(PROG, left, lidx, true, sockbuf, NULL, 0, NULL),
+		wire_open_socket(PROG, right, ridx, false, sockbuf, NULL, 0, NULL), dlr, limit);
+	setup_dir(&dirs[1], "rl", right, wire_open_socket(PROG, right, ridx, true, sockbuf, NULL, 0, NULL),
+		wire_open_socket(PROG, left, lidx, false, sockbuf, NULL, 0, NULL), drl, limit);
 
 	wire_thread_attr(&attr, prio);
 	for (int i = 0; i < 2; i++) {

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "afpacket.h"
 #include "queue.h"
 #include "stages.h"
 #include "trace.h"
@@ -48,7 +49,8 @@
 	X(rx_stamp_fallback) \
 	X(sockbuf_max_bytes) \
 	X(rx_wait_max_us) \
-	X(rx_waited_pkts)
+	X(rx_waited_pkts) \
+	X(spin_us)
 
 struct lp_pub {
 #define LP_FIELD(name) atomic_uint_fast64_t name;
@@ -57,6 +59,12 @@ struct lp_pub {
 };
 
 struct lp_slot;
+
+/* The added-delay histogram: 1 us buckets below LP_LAT_LINEAR_US, then LP_LAT_SUB buckets per doubling up
+ * to about 16 s; a percentile reads as its bucket's lower bound (within 1/8 of the value). */
+#define LP_LAT_LINEAR_US 128
+#define LP_LAT_SUB 8
+#define LP_LAT_BUCKETS (LP_LAT_LINEAR_US + LP_LAT_SUB * 17)
 
 /* What one direction is asked to do (the command line's options for it, checked). */
 struct lp_config {
@@ -80,6 +88,12 @@ struct lpath {
 	const char *name; /* "forward" or "reverse", for messages */
 	struct lp_config cfg;
 	int rx_fd, tx_fd;
+	struct wire_rx_ring ring; /* ring.map NULL: frames come by recvmmsg */
+	uint64_t busy_poll_ns;	  /* poll again instead of sleeping this long after the last frame */
+	atomic_bool stopping;	  /* set by the main thread with the stop pipe: a spinning thread sees it */
+	uint64_t last_rx_ns, spin_since_ns;
+	/* how late each frame left against its schedule (forward thread writes, stats lines read) */
+	atomic_uint_fast64_t added_hist[LP_LAT_BUCKETS];
 	uint32_t frame_max, slot_size, seed;
 	struct lq q;
 	struct lq_ge ge;
