@@ -83,49 +83,20 @@ static void on_drop(void *ctx, struct lq_pkt *pkt)
 	slot_put(ctx, (struct lp_slot *)pkt);
 }
 
-static uint32_t added_bucket(uint64_t us)
-{
-	int exp;
-
-	if (us < LP_LAT_LINEAR_US)
-		return (uint32_t)us;
-	exp = 63 - __builtin_clzll(us); /* LP_LAT_LINEAR_US is 2^7 */
-	if (exp > 7 + 16)
-		return LP_LAT_BUCKETS - 1;
-	return LP_LAT_LINEAR_US + (uint32_t)(exp - 7) * LP_LAT_SUB +
-		(uint32_t)((us >> (exp - 3)) & (LP_LAT_SUB - 1));
-}
-
-static uint64_t added_bucket_floor_us(uint32_t b)
-{
-	uint32_t exp, sub;
-
-	if (b < LP_LAT_LINEAR_US)
-		return b;
-	exp = (b - LP_LAT_LINEAR_US) / LP_LAT_SUB + 7;
-	sub = (b - LP_LAT_LINEAR_US) % LP_LAT_SUB;
-	return (1ULL << exp) + ((uint64_t)sub << (exp - 3));
-}
-
 /* One frame left @ns after its schedule: the time the link adds beyond the configured path. */
 static void added_delay(struct lpath *p, uint64_t ns)
 {
-	atomic_fetch_add_explicit(&p->added_hist[added_bucket(ns / LQ_NSEC_PER_USEC)], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&p->added_hist[ls_lat_bucket(ns / LQ_NSEC_PER_USEC)], 1, memory_order_relaxed);
 }
 
-/* The @pct percentile of the added delay in us (its bucket's lower bound), 0 before any frame. */
+/* The @pct percentile of the added delay in us, 0 before any frame. */
 static uint64_t added_percentile_us(struct lpath *p, double pct)
 {
-	uint64_t total = 0, seen = 0, counts[LP_LAT_BUCKETS];
+	uint64_t counts[LS_LAT_BUCKETS];
 
-	for (uint32_t b = 0; b < LP_LAT_BUCKETS; b++)
-		total += counts[b] = atomic_load_explicit(&p->added_hist[b], memory_order_relaxed);
-	for (uint32_t b = 0; b < LP_LAT_BUCKETS; b++) {
-		seen += counts[b];
-		if (total && (double)seen >= pct / 100 * (double)total)
-			return added_bucket_floor_us(b);
-	}
-	return 0;
+	for (uint32_t b = 0; b < LS_LAT_BUCKETS; b++)
+		counts[b] = atomic_load_explicit(&p->added_hist[b], memory_order_relaxed);
+	return ls_lat_percentile_us(counts, pct);
 }
 
 static void tx_flush(struct lpath *p)
@@ -444,11 +415,19 @@ static void sample_sockbuf(struct lpath *p)
 	socklen_t len = sizeof(mem);
 
 	if (p->ring.map) {
-		uint32_t ready = 0;
+		/* The kernel fills slots in order and they are handed back in order, so the filled ones run on
+		 * from the head: a binary search finds the first empty one. */
+		uint32_t lo = 0, hi = p->ring.frames;
 
-		while (ready < p->ring.frames && wire_rx_ring_peek(&p->ring, ready))
-			ready++;
-		mem[SK_MEMINFO_RMEM_ALLOC] = ready * p->ring.frame_bytes;
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+
+			if (wire_rx_ring_peek(&p->ring, mid))
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		mem[SK_MEMINFO_RMEM_ALLOC] = lo * p->ring.frame_bytes;
 	} else if (p->meminfo_failed) {
 		return;
 	}

@@ -60,12 +60,6 @@ struct lp_pub {
 
 struct lp_slot;
 
-/* The added-delay histogram: 1 us buckets below LP_LAT_LINEAR_US, then LP_LAT_SUB buckets per doubling up
- * to about 16 s; a percentile reads as its bucket's lower bound (within 1/8 of the value). */
-#define LP_LAT_LINEAR_US 128
-#define LP_LAT_SUB 8
-#define LP_LAT_BUCKETS (LP_LAT_LINEAR_US + LP_LAT_SUB * 17)
-
 /* What one direction is asked to do (the command line's options for it, checked). */
 struct lp_config {
 	uint64_t rate_bps; /* 0 with no trace: no rate limit */
@@ -93,7 +87,7 @@ struct lpath {
 	atomic_bool stopping;	  /* set by the main thread with the stop pipe: a spinning thread sees it */
 	uint64_t last_rx_ns, spin_since_ns;
 	/* how late each frame left against its schedule (forward thread writes, stats lines read) */
-	atomic_uint_fast64_t added_hist[LP_LAT_BUCKETS];
+	atomic_uint_fast64_t added_hist[LS_LAT_BUCKETS];
 	uint32_t frame_max, slot_size, seed;
 	struct lq q;
 	struct lq_ge ge;
