@@ -160,8 +160,9 @@ static void print_stats(const char *event)
 		sample_cpu();
 	printf(",\"cpu_fwd_us\":%" PRIu64 ",\"cpu_rev_us\":%" PRIu64 ",\"wall_us\":%" PRIu64,
 		cpu_ns[DIR_FWD] / 1000, cpu_ns[DIR_REV] / 1000, wall_ns / 1000);
-	printf(",\"rev_kernel\":%d,\"rx_ring\":%d,\"qdisc_bypass\":%d,\"busy_poll_us\":%" PRIu64, !rev_running,
-		rx_ring_on[DIR_FWD], qdisc_bypass_on[DIR_FWD], (uint64_t)(fwd.busy_poll_ns / LQ_NSEC_PER_USEC));
+	printf(",\"rev_kernel\":%d,\"rx_ring\":%d,\"qdisc_bypass\":%d,\"busy_poll_us\":%" PRIu64,
+		!rev_running, rx_ring_on[DIR_FWD], qdisc_bypass_on[DIR_FWD],
+		(uint64_t)(fwd.busy_poll_ns / LQ_NSEC_PER_USEC));
 	printf(",\"rev_shaped\":%d,\"rev_pkts\":%" PRIu64 "}\n", rev_shaped,
 		(uint64_t)atomic_load(&rev.pub.out_pkts));
 	fflush(stdout);

@@ -86,7 +86,8 @@ static void on_drop(void *ctx, struct lq_pkt *pkt)
 /* One frame left @ns after its schedule: the time the link adds beyond the configured path. */
 static void added_delay(struct lpath *p, uint64_t ns)
 {
-	atomic_fetch_add_explicit(&p->added_hist[ls_lat_bucket(ns / LQ_NSEC_PER_USEC)], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(
+		&p->added_hist[ls_lat_bucket(ns / LQ_NSEC_PER_USEC)], 1, memory_order_relaxed);
 }
 
 /* The @pct percentile of the added delay in us, 0 before any frame. */
@@ -630,7 +631,8 @@ static void end_spin(struct lpath *p, uint64_t now)
 {
 	if (!p->spin_since_ns)
 		return;
-	atomic_fetch_add_explicit(&p->pub.spin_us, (now - p->spin_since_ns) / LQ_NSEC_PER_USEC, memory_order_relaxed);
+	atomic_fetch_add_explicit(
+		&p->pub.spin_us, (now - p->spin_since_ns) / LQ_NSEC_PER_USEC, memory_order_relaxed);
 	p->spin_since_ns = 0;
 }
 

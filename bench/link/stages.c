@@ -126,7 +126,8 @@ uint32_t ls_lat_bucket(uint64_t us)
 	if (exp >= 7 + LS_LAT_DOUBLINGS)
 		return LS_LAT_BUCKETS - 1;
 	/* the three bits below the leading one pick the eighth of the doubling */
-	return LS_LAT_LINEAR_US + (uint32_t)(exp - 7) * LS_LAT_SUB + (uint32_t)((us >> (exp - 3)) & (LS_LAT_SUB - 1));
+	return LS_LAT_LINEAR_US + (uint32_t)(exp - 7) * LS_LAT_SUB +
+		(uint32_t)((us >> (exp - 3)) & (LS_LAT_SUB - 1));
 }
 
 uint64_t ls_lat_floor_us(uint32_t b)

@@ -91,8 +91,8 @@ static inline int wire_rx_ring_setup(int fd, struct wire_rx_ring *ring, uint32_t
 	if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &version, sizeof(version)) < 0 ||
 		setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)) < 0)
 		return errno;
-	map = mmap(NULL, (size_t)req.tp_block_size * req.tp_block_nr, PROT_READ | PROT_WRITE, MAP_SHARED,
-		fd, 0);
+	map = mmap(
+		NULL, (size_t)req.tp_block_size * req.tp_block_nr, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED)
 		return errno;
 	*ring = (struct wire_rx_ring){ .map = map,
@@ -105,8 +105,8 @@ static inline int wire_rx_ring_setup(int fd, struct wire_rx_ring *ring, uint32_t
 /* The ring's next slot if the kernel has filled it, else NULL. */
 static inline struct tpacket2_hdr *wire_rx_ring_peek(const struct wire_rx_ring *ring, uint32_t ahead)
 {
-	struct tpacket2_hdr *h =
-		(struct tpacket2_hdr *)(ring->map + (size_t)((ring->head + ahead) % ring->frames) * ring->frame_bytes);
+	struct tpacket2_hdr *h = (struct tpacket2_hdr *)(ring->map +
+		(size_t)((ring->head + ahead) % ring->frames) * ring->frame_bytes);
 
 	return __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER ? h : NULL;
 }

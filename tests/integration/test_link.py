@@ -655,8 +655,8 @@ def test_a_real_runs_trust_fields_hold_it_to_its_configured_path(link_path: Call
     sends past the qdisc layer, reports how late frames left against their schedule (added_p50_us <=
     added_p99_us) and its busy-poll time, and the trust check (analysis/trust.py) on those counters, the
     receiver's rate (iperf3's receiver figure of 1400-byte payloads, 97% of the 1442-byte frame) and the
-    queue's busy share over the flood from the link's log passes, the receiver's rate within its limits of the configured
-    one."""
+    queue's busy share over the flood from the link's log passes, the receiver's rate within its limits of
+    the configured one."""
     from bbrbench.analysis import trust
 
     path = link_path({"rate_mbit": 50, "aqm": "fifo", "buffer_packets": 300}, rtt_ms=20)

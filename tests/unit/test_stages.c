@@ -198,7 +198,8 @@ TEST(latency_histogram_percentiles_are_within_an_eighth)
 	}
 	CHECK_EQ(ls_lat_percentile_us(counts, 1), 63); /* the 10th value, in a 1 us bucket */
 	for (uint64_t v = 1; v < (1ULL << 24); v = v * 3 + 1)
-		CHECK(ls_lat_floor_us(ls_lat_bucket(v)) <= v && ls_lat_floor_us(ls_lat_bucket(v)) * 8 > v * 7);
+		CHECK(ls_lat_floor_us(ls_lat_bucket(v)) <= v &&
+			ls_lat_floor_us(ls_lat_bucket(v)) * 8 > v * 7);
 	CHECK_EQ(ls_lat_bucket(UINT64_MAX), LS_LAT_BUCKETS - 1);
 	memset(counts, 0, sizeof(counts));
 	CHECK_EQ(ls_lat_percentile_us(counts, 99), 0);

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import UsageError
+from ..testbed.delayline import DelayLine
 from ..testbed.linkemu import LinkEmulator, kernel_reverse
 from ..testbed.procs import command
 from .delaybench import RECEIVER_ADDR, Chain, RttStats, machine, percentile, run_reported
@@ -123,7 +124,7 @@ def _udp_clients(chain: Chain, streams: int, per_stream_bps: float, seconds: flo
     return clients
 
 
-def _measure(chain: Chain, link: LinkEmulator | None, name: str, streams: int, payload: int,
+def _measure(chain: Chain, link: DelayLine | None, name: str, streams: int, payload: int,
              seconds: float) -> dict[str, Any]:
     """UDP through whatever is in the middle: what the receiver took in over the steady part of the run,
     and with a link its counters' differences, the forward thread's CPU share and its busy-poll share."""
