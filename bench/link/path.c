@@ -12,6 +12,7 @@
 #include <linux/virtio_net.h>
 #include <net/ethernet.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -626,14 +627,23 @@ static void log_line(struct lpath *p, uint64_t t)
 	p->log_last_sum = sum;
 }
 
-/* The time spent polling without a frame (the busy-poll's CPU cost) goes to spin_us. */
-static void end_spin(struct lpath *p, uint64_t now)
+/* The thread's own CPU time: a busy-poll's cost is what it ran, not the wall time it was preempted in. */
+static uint64_t thread_cpu_ns(void)
 {
-	if (!p->spin_since_ns)
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* The CPU time spent polling without a frame (the busy-poll's cost) goes to spin_us. */
+static void end_spin(struct lpath *p)
+{
+	if (!p->spinning)
 		return;
 	atomic_fetch_add_explicit(
-		&p->pub.spin_us, (now - p->spin_since_ns) / LQ_NSEC_PER_USEC, memory_order_relaxed);
-	p->spin_since_ns = 0;
+		&p->pub.spin_us, (thread_cpu_ns() - p->spin_cpu_ns) / LQ_NSEC_PER_USEC, memory_order_relaxed);
+	p->spinning = false;
 }
 
 void *lp_main(void *arg)
@@ -668,7 +678,7 @@ void *lp_main(void *arg)
 		if (atomic_load_explicit(&p->stopping, memory_order_relaxed))
 			return NULL;
 		if (got) {
-			end_spin(p, now);
+			end_spin(p);
 			p->last_rx_ns = now;
 		}
 		if (got == LP_RX_BATCH) {
@@ -676,13 +686,17 @@ void *lp_main(void *arg)
 			continue;
 		}
 		/* The bounded busy-poll: frames came within busy_poll_ns, so more are likely; a wake-up from ppoll
-		 * costs tens to hundreds of us on a virtual CPU. */
+		 * costs tens to hundreds of us on a virtual CPU. Each empty poll yields the CPU to whatever else is
+		 * runnable on it (on a small machine, often the senders themselves). */
 		if (now - p->last_rx_ns < p->busy_poll_ns) {
-			if (!p->spin_since_ns)
-				p->spin_since_ns = now;
+			if (!p->spinning) {
+				p->spinning = true;
+				p->spin_cpu_ns = thread_cpu_ns();
+			}
+			sched_yield();
 			continue;
 		}
-		end_spin(p, now);
+		end_spin(p);
 		due = next_event(p);
 		if (p->log && due > next_log)
 			due = next_log;

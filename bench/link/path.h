@@ -85,7 +85,8 @@ struct lpath {
 	struct wire_rx_ring ring; /* ring.map NULL: frames come by recvmmsg */
 	uint64_t busy_poll_ns;	  /* poll again instead of sleeping this long after the last frame */
 	atomic_bool stopping;	  /* set by the main thread with the stop pipe: a spinning thread sees it */
-	uint64_t last_rx_ns, spin_since_ns;
+	uint64_t last_rx_ns, spin_cpu_ns; /* spin_cpu_ns: the thread's CPU time when it began spinning */
+	bool spinning;
 	/* how late each frame left against its schedule (forward thread writes, stats lines read) */
 	atomic_uint_fast64_t added_hist[LS_LAT_BUCKETS];
 	uint32_t frame_max, slot_size, seed;
