@@ -415,6 +415,7 @@ static void sample_sockbuf(struct lpath *p)
 {
 	uint32_t mem[SK_MEMINFO_VARS];
 	socklen_t len = sizeof(mem);
+	uint64_t held;
 
 	if (p->ring.map) {
 		/* The kernel fills slots in order and they are handed back in order, so the filled ones run on
@@ -429,20 +430,21 @@ static void sample_sockbuf(struct lpath *p)
 			else
 				hi = mid;
 		}
-		mem[SK_MEMINFO_RMEM_ALLOC] = lo * p->ring.frame_bytes;
-	} else if (p->meminfo_failed) {
-		return;
+		held = (uint64_t)lo * p->ring.frame_bytes;
+	} else {
+		if (p->meminfo_failed)
+			return;
+		if (getsockopt(p->rx_fd, SOL_SOCKET, SO_MEMINFO, mem, &len) < 0) {
+			fprintf(stderr,
+				"bbrkit-link: %s SO_MEMINFO: %s: the socket-buffer backlog is not counted\n",
+				p->name, strerror(errno));
+			p->meminfo_failed = true;
+			return;
+		}
+		held = mem[SK_MEMINFO_RMEM_ALLOC];
 	}
-	if (!p->ring.map && getsockopt(p->rx_fd, SOL_SOCKET, SO_MEMINFO, mem, &len) < 0) {
-		return;
-		fprintf(stderr, "bbrkit-link: %s SO_MEMINFO: %s: the socket-buffer backlog is not counted\n",
-			p->name, strerror(errno));
-		p->meminfo_failed = true;
-		return;
-	}
-	if (mem[SK_MEMINFO_RMEM_ALLOC] >
-		atomic_load_explicit(&p->pub.sockbuf_max_bytes, memory_order_relaxed))
-		SET(p, sockbuf_max_bytes, mem[SK_MEMINFO_RMEM_ALLOC]);
+	if (held > atomic_load_explicit(&p->pub.sockbuf_max_bytes, memory_order_relaxed))
+		SET(p, sockbuf_max_bytes, held);
 }
 
 static void publish(struct lpath *p)
