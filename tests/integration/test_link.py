@@ -382,7 +382,8 @@ def test_sojourn_is_the_queues_own_not_the_links_serialisation(link_path: Callab
 def test_what_waits_in_the_socket_buffer_is_counted(link_path: Callable[..., LinkPath]) -> None:
     """The receive socket is a FIFO the AQM cannot see: with the link stopped for 300 ms (SIGSTOP, as a
     CPU-starved forwarder) under a 5 Mbit/s UDP flow, the frames that piled up there are counted when it
-    resumes: the longest wait (>= 250 ms), how many waited over 1 ms, and the bytes held (SO_MEMINFO)."""
+    resumes: the longest wait (>= 250 ms), how many waited over 1 ms, and the bytes held (the filled slots of
+    the receive ring, or SO_MEMINFO without one)."""
     path = link_path({"rate_mbit": 10, "aqm": "fifo", "buffer_packets": 1000})
     link = path.emulation.link
     assert link is not None and link._proc is not None
