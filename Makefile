@@ -35,7 +35,7 @@ DOCS := $(BUILD)/bbrctl.8 $(BUILD)/bbrctl.bash $(BUILD)/bbrbench.1 $(BUILD)/bbrb
 DELAY_SRCS := $(sort $(wildcard bench/delayline/*.c))
 WIRE_HDRS := $(wildcard bench/wire/*.h)
 DELAY_BIN := $(if $(DELAY_SRCS),$(BUILD)/bbrkit-delay)
-LINK_CORE := bench/link/queue.c bench/link/queue.h
+LINK_CORE := bench/link/queue.c bench/link/queue.h bench/link/stages.h
 # The link's process: arguments (link.c), one direction's forwarding (path.c), traces (trace.c), the
 # path conditions around the queue (stages.c).
 LINK_SRCS := bench/link/link.c bench/link/path.c bench/link/trace.c bench/link/stages.c

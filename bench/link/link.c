@@ -56,6 +56,10 @@
 #define DEFAULT_SOCKBUF_BYTES (4 << 20)
 #define DEFAULT_LOG_INTERVAL_US 10000ULL
 #define MAX_PARAM_MS 10000ULL
+/* Frames 40 us apart (a 300 Mbit/s stream of full-size frames) keep a 100 us busy-poll awake, so a loaded
+ * link never pays a wake-up; an idle one stops spinning within 100 us. */
+#define DEFAULT_BUSY_POLL_US 100ULL
+#define MAX_BUSY_POLL_US 1000000ULL
 
 enum { DIR_FWD, DIR_REV, DIRS };
 static int stop_pipe[2] = { -1, -1 };
@@ -139,6 +143,10 @@ static void sample_cpu(void)
 	wall_ns = wire_now_ns() - start_ns;
 }
 
+/* What the fast paths got: each shaping direction's receive ring and send socket's qdisc bypass (the
+ * ready and stats lines report them; a refusal falls back to recvmmsg or the qdisc, with one line on stderr). */
+static bool rx_ring_on[DIRS], qdisc_bypass_on[DIRS];
+
 static void print_stats(const char *event)
 {
 	printf("{\"event\":\"%s\",\"tag\":\"%s\"", event, tag);
@@ -152,7 +160,9 @@ static void print_stats(const char *event)
 		sample_cpu();
 	printf(",\"cpu_fwd_us\":%" PRIu64 ",\"cpu_rev_us\":%" PRIu64 ",\"wall_us\":%" PRIu64,
 		cpu_ns[DIR_FWD] / 1000, cpu_ns[DIR_REV] / 1000, wall_ns / 1000);
-	printf(",\"rev_kernel\":%d", !rev_running);
+	printf(",\"rev_kernel\":%d,\"rx_ring\":%d,\"qdisc_bypass\":%d,\"busy_poll_us\":%" PRIu64,
+		!rev_running, rx_ring_on[DIR_FWD], qdisc_bypass_on[DIR_FWD],
+		(uint64_t)(fwd.busy_poll_ns / LQ_NSEC_PER_USEC));
 	printf(",\"rev_shaped\":%d,\"rev_pkts\":%" PRIu64 "}\n", rev_shaped,
 		(uint64_t)atomic_load(&rev.pub.out_pkts));
 	fflush(stdout);
@@ -228,12 +238,14 @@ static void usage(void)
 	       "  --rt-prio N            run the forwarding threads SCHED_FIFO at priority N (1..99)\n"
 	       "  --rev-kernel           no ACK-direction sockets or thread: the caller has the kernel\n"
 	       "                         redirect --right's ingress to --left (tc mirred)\n"
+	       "  --busy-poll-us N       a shaping thread polls instead of sleeping for N us after its\n"
+	       "                         last frame (default %llu; 0: always sleep); the time is spin_us\n"
 	       "  --help                 show this help\n"
 	       "\n"
 	       "Prints {\"event\":\"ready\",...} when forwarding, a {\"event\":\"stats\",...} line of\n"
 	       "counters on SIGUSR1 and {\"event\":\"exit\",...} on SIGTERM/SIGINT.\n",
 		WIRE_MAX_TAG_LEN, MIN_RATE_BPS, MAX_RATE_BPS, TRACE_OPPORTUNITY_BYTES, aqm_names(),
-		DEFAULT_MTU, DEFAULT_LOG_INTERVAL_US, DEFAULT_SOCKBUF_BYTES);
+		DEFAULT_MTU, DEFAULT_LOG_INTERVAL_US, DEFAULT_SOCKBUF_BYTES, DEFAULT_BUSY_POLL_US);
 }
 
 /* One direction's options as given (0: the queue's default). */
@@ -258,7 +270,7 @@ static const char *const dir_prefix[DIRS] = { "", "rev-" };
 /* The command line as given; main checks it, then builds the link from it. */
 struct link_args {
 	const char *left, *right, *log_path;
-	uint64_t mtu, prio, log_us, seed;
+	uint64_t mtu, prio, log_us, seed, busy_poll_us;
 	int sockbuf;
 	bool have_tag, rev_kernel;
 	struct path_args path[DIRS];
@@ -305,6 +317,7 @@ enum link_opt {
 	O_SOCKBUF,
 	O_PRIO,
 	O_REV_KERNEL,
+	O_BUSY_POLL,
 	O_HELP,
 	O_DIR_BASE
 };
@@ -319,6 +332,7 @@ static const struct option global_opts[] = {
 	{ "sockbuf-bytes", required_argument, NULL, O_SOCKBUF },
 	{ "rt-prio", required_argument, NULL, O_PRIO },
 	{ "rev-kernel", no_argument, NULL, O_REV_KERNEL },
+	{ "busy-poll-us", required_argument, NULL, O_BUSY_POLL },
 	{ "help", no_argument, NULL, O_HELP },
 };
 #define N_GLOBAL (sizeof(global_opts) / sizeof(global_opts[0]))
@@ -549,6 +563,9 @@ static void parse_args(int argc, char **argv, struct link_args *a)
 		case O_REV_KERNEL:
 			a->rev_kernel = true;
 			break;
+		case O_BUSY_POLL:
+			a->busy_poll_us = parse_u64("--busy-poll-us", optarg, 0, MAX_BUSY_POLL_US);
+			break;
 		case O_HELP:
 			usage();
 			exit(0);
@@ -710,15 +727,36 @@ static void mm_headers(int argc, char **argv, const struct link_args *a)
 	}
 }
 
+/* A shaping direction's sockets: a TPACKET_V2 receive ring and a send socket past the qdisc layer
+ * (PACKET_QDISC_BYPASS: the link is the only queue the frames should meet). */
+static void open_shaping(struct lpath *p, int d, const char *in, const char *out, const struct link_args *a)
+{
+	int one = 1, err = 0;
+
+	p->rx_fd = wire_open_socket(PROG, in, if_nametoindex(in), true, a->sockbuf, &p->ring,
+		(uint32_t)a->mtu + L2_OVERHEAD_BYTES, &err);
+	if (err)
+		fprintf(stderr, PROG ": %s receive ring refused (%s): reading with recvmmsg\n", p->name,
+			strerror(err));
+	rx_ring_on[d] = !err;
+	p->tx_fd = wire_open_socket(PROG, out, if_nametoindex(out), false, a->sockbuf, NULL, 0, NULL);
+	qdisc_bypass_on[d] = setsockopt(p->tx_fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)) == 0;
+	if (!qdisc_bypass_on[d])
+		fprintf(stderr, PROG ": %s PACKET_QDISC_BYPASS refused (%s): sending through the qdisc\n",
+			p->name, strerror(errno));
+	p->busy_poll_ns = a->busy_poll_us * LQ_NSEC_PER_USEC;
+}
+
 static void open_sockets(const struct link_args *a)
 {
 	unsigned int left = if_nametoindex(a->left), right = if_nametoindex(a->right);
 
-	fwd.rx_fd = wire_open_socket(PROG, a->left, left, true, a->sockbuf);
-	fwd.tx_fd = wire_open_socket(PROG, a->right, right, false, a->sockbuf);
-	if (!a->rev_kernel) {
-		rev.rx_fd = wire_open_socket(PROG, a->right, right, true, a->sockbuf);
-		rev.tx_fd = wire_open_socket(PROG, a->left, left, false, a->sockbuf);
+	open_shaping(&fwd, DIR_FWD, a->left, a->right, a);
+	if (rev_shaped) {
+		open_shaping(&rev, DIR_REV, a->right, a->left, a);
+	} else if (!a->rev_kernel) {
+		rev.rx_fd = wire_open_socket(PROG, a->right, right, true, a->sockbuf, NULL, 0, NULL);
+		rev.tx_fd = wire_open_socket(PROG, a->left, left, false, a->sockbuf, NULL, 0, NULL);
 	}
 	fwd.stop_fd = rev.stop_fd = stop_pipe[0];
 }
@@ -744,7 +782,8 @@ int main(int argc, char **argv)
 		.mtu = DEFAULT_MTU,
 		.log_us = DEFAULT_LOG_INTERVAL_US,
 		.seed = 1,
-		.sockbuf = DEFAULT_SOCKBUF_BYTES };
+		.sockbuf = DEFAULT_SOCKBUF_BYTES,
+		.busy_poll_us = DEFAULT_BUSY_POLL_US };
 	pthread_t f, r;
 	sigset_t sigs;
 
@@ -769,10 +808,14 @@ int main(int argc, char **argv)
 		return 1;
 	fwd_thread = f;
 	rev_thread = r;
-	printf("{\"event\":\"ready\",\"tag\":\"%s\",\"pid\":%d}\n", tag, (int)getpid());
+	printf("{\"event\":\"ready\",\"tag\":\"%s\",\"pid\":%d,\"rx_ring\":%d,\"qdisc_bypass\":%d,"
+	       "\"busy_poll_us\":%" PRIu64 "}\n",
+		tag, (int)getpid(), rx_ring_on[DIR_FWD], qdisc_bypass_on[DIR_FWD], args.busy_poll_us);
 	fflush(stdout);
 	wire_wait_for_stop(&sigs, print_stats);
 	sample_cpu();
+	atomic_store(&fwd.stopping, true);
+	atomic_store(&rev.stopping, true);
 	if (write(stop_pipe[1], "x", 1) < 0)
 		fprintf(stderr, PROG ": stop pipe: %s\n", strerror(errno));
 	pthread_join(f, NULL);

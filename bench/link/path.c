@@ -12,6 +12,7 @@
 #include <linux/virtio_net.h>
 #include <net/ethernet.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -43,6 +44,7 @@ struct lp_slot {
 	struct lq_pkt p;
 	struct lp_slot *free_next; /* the free list, or the jitter line while the frame waits there */
 	uint64_t due_ns;	   /* jitter: when the frame leaves */
+	uint64_t sched_ns;	   /* when it was due to be sent (its added delay counts from here) */
 	uint32_t wire_len;	   /* vnet header + frame */
 	uint8_t buf[];		   /* vnet header, then the frame */
 };
@@ -51,7 +53,9 @@ struct lp_slot {
 #define SET(p, field, v) atomic_store_explicit(&(p)->pub.field, (v), memory_order_relaxed)
 
 /* Mahimahi's log (link_queue.cc): "+" an arrival, "#" a delivery opportunity of its size, "-" a departure
- * with its delay through the link, each stamped in whole ms since the log began. */
+ * with its delay through the link, each stamped in whole ms since the log began. All three count in one
+ * unit, the one the link's capacity is in (mm_bytes): with a trace, Mahimahi's (the IP packet and its 4-byte
+ * tun header, which an opportunity of 1504 carries); at a rate, Ethernet frames. */
 static uint64_t mm_ms(const struct lpath *p, uint64_t t)
 {
 	return t > p->mm_start_ns ? (t - p->mm_start_ns) / LQ_NSEC_PER_MSEC : 0;
@@ -80,13 +84,34 @@ static void on_drop(void *ctx, struct lq_pkt *pkt)
 	slot_put(ctx, (struct lp_slot *)pkt);
 }
 
+/* One frame left @ns after its schedule: the time the link adds beyond the configured path. */
+static void added_delay(struct lpath *p, uint64_t ns)
+{
+	atomic_fetch_add_explicit(
+		&p->added_hist[ls_lat_bucket(ns / LQ_NSEC_PER_USEC)], 1, memory_order_relaxed);
+}
+
+/* The @pct percentile of the added delay in us, 0 before any frame. */
+static uint64_t added_percentile_us(struct lpath *p, double pct)
+{
+	uint64_t counts[LS_LAT_BUCKETS];
+
+	for (uint32_t b = 0; b < LS_LAT_BUCKETS; b++)
+		counts[b] = atomic_load_explicit(&p->added_hist[b], memory_order_relaxed);
+	return ls_lat_percentile_us(counts, pct);
+}
+
 static void tx_flush(struct lpath *p)
 {
 	static __thread struct mmsghdr msgs[LP_RX_BATCH];
 	static __thread struct iovec iov[LP_RX_BATCH];
 	int done = 0;
+	uint64_t now = wire_now_ns();
 
 	for (int i = 0; i < p->tx_count; i++) {
+		uint64_t sched = p->tx_pending[i]->sched_ns;
+
+		added_delay(p, now > sched ? now - sched : 0);
 		iov[i] = (struct iovec){ .iov_base = p->tx_pending[i]->buf,
 			.iov_len = p->tx_pending[i]->wire_len };
 		msgs[i].msg_hdr = (struct msghdr){ .msg_iov = &iov[i], .msg_iovlen = 1 };
@@ -148,32 +173,54 @@ static void agg_release(struct lpath *p, uint64_t now)
 	p->agg_wake_ns = UINT64_MAX;
 	while (p->agg_head &&
 		ls_agg_may_send(&p->agg, p->agg_head->due_ns, p->agg_held, now, &p->agg_wake_ns)) {
-		send_now(p, fifo_pop(&p->agg_head, &p->agg_tail));
+		struct lp_slot *s = fifo_pop(&p->agg_head, &p->agg_tail);
+
+		s->sched_ns = now; /* held on purpose until now */
+		send_now(p, s);
 		p->agg_held--;
 		ls_agg_sent(&p->agg, now);
 	}
 }
 
-static void deliver(struct lpath *p, struct lp_slot *s, uint64_t now)
+/* The frame is due to leave the delay line at @due. */
+static void deliver(struct lpath *p, struct lp_slot *s, uint64_t due)
 {
 	if (p->cfg.agg == LS_AGG_NONE) {
+		s->sched_ns = due;
 		send_now(p, s);
 		return;
 	}
-	s->due_ns = now; /* when it joined: the count's time-out and the slot's readiness run from here */
+	s->due_ns = due; /* when it joined: the count's time-out and the slot's readiness run from here */
 	fifo_push(&p->agg_head, &p->agg_tail, s);
 	p->agg_held++;
 }
 
+/* What a frame costs of a trace's opportunities: what Mahimahi would have read for it from its TUN device
+ * (the IP packet and a 4-byte header; the Ethernet header, a VLAN tag included, is not carried). */
+static uint32_t trace_cost(const struct lp_slot *s)
+{
+	const uint8_t *frame = s->buf + VNET_HDR_BYTES;
+	uint32_t l2 = s->p.l3 ? (uint32_t)(s->p.l3 - frame) : ETHER_HDR_LEN;
+
+	return (s->p.len > l2 ? s->p.len - l2 : 0) + TUN_PI_BYTES;
+}
+
+/* A frame's bytes in the mm-link log's unit (see mm_ms). */
+static uint32_t mm_bytes(const struct lpath *p, const struct lp_slot *s)
+{
+	return p->cfg.trace.ns ? trace_cost(s) : s->p.len;
+}
+
 /* After the link each frame waits the direction's delay plus a uniform 0..jitter_ns, never leaving before
  * the frame ahead of it (netem's jitter reorders; this line does not), except a frame netem's reorder picks:
- * that one skips the line, as netem puts it at the head of its queue. */
+ * that one skips the line, as netem puts it at the head of its queue. @now is when the frame was due to
+ * cross the link: the delay counts from there, so a late wake-up is not added to it. */
 static void transmit(struct lpath *p, struct lp_slot *s, uint64_t now)
 {
 	uint64_t due;
 
 	if (p->mm)
-		fprintf(p->mm, "%" PRIu64 " - %u %" PRIu64 "\n", mm_ms(p, now), s->p.len,
+		fprintf(p->mm, "%" PRIu64 " - %u %" PRIu64 "\n", mm_ms(p, now), mm_bytes(p, s),
 			mm_ms(p, now) - mm_ms(p, s->p.enq_ns));
 	if (p->cfg.reorder_gap && ls_reorder_jump(&p->reorder)) {
 		INC(p, reordered);
@@ -193,8 +240,11 @@ static void transmit(struct lpath *p, struct lp_slot *s, uint64_t now)
 
 static void line_release(struct lpath *p, uint64_t now)
 {
-	while (p->line_head && p->line_head->due_ns <= now)
-		deliver(p, fifo_pop(&p->line_head, &p->line_tail), now);
+	while (p->line_head && p->line_head->due_ns <= now) {
+		struct lp_slot *s = fifo_pop(&p->line_head, &p->line_tail);
+
+		deliver(p, s, s->due_ns);
+	}
 	if (p->agg_head)
 		agg_release(p, now);
 }
@@ -250,7 +300,7 @@ static void service_rate(struct lpath *p, uint64_t now)
 				return;
 			late(p, now - p->cur_finish);
 			p->free_at = p->cur_finish;
-			transmit(p, p->cur, now);
+			transmit(p, p->cur, p->cur_finish);
 			p->cur = NULL;
 		}
 		p->cur = (struct lp_slot *)lq_dequeue(&p->q, now);
@@ -266,16 +316,6 @@ static void service_rate(struct lpath *p, uint64_t now)
 			start += (uint64_t)p->cur->p.len * BITS_PER_BYTE * NSEC_PER_SEC / p->cfg.rate_bps;
 		p->cur_finish = start;
 	}
-}
-
-/* What a frame costs of a trace's opportunities: what Mahimahi would have read for it from its TUN device
- * (the IP packet and a 4-byte header; the Ethernet header, a VLAN tag included, is not carried). */
-static uint32_t trace_cost(const struct lp_slot *s)
-{
-	const uint8_t *frame = s->buf + VNET_HDR_BYTES;
-	uint32_t l2 = s->p.l3 ? (uint32_t)(s->p.l3 - frame) : ETHER_HDR_LEN;
-
-	return (s->p.len > l2 ? s->p.len - l2 : 0) + TUN_PI_BYTES;
 }
 
 /* Mahimahi's LinkQueue::rationalize: every opportunity at or before @t delivers up to 1504 bytes of the
@@ -354,10 +394,8 @@ static uint64_t next_event(const struct lpath *p)
 
 /* The frame's arrival on the monotonic clock, from its kernel receive stamp; without a plausible one, now,
  * counted: its queueing and sojourn then start late by however long it waited in the socket. */
-static uint64_t arrival_ns(struct lpath *p, struct msghdr *msg, uint64_t now)
+static uint64_t arrival_ns(struct lpath *p, int64_t age, uint64_t now)
 {
-	int64_t age = wire_rx_age_ns(msg);
-
 	if (age < 0) {
 		INC(p, rx_stamp_fallback);
 		return now;
@@ -370,24 +408,43 @@ static uint64_t arrival_ns(struct lpath *p, struct msghdr *msg, uint64_t now)
 	return now - (uint64_t)age;
 }
 
-/* Bytes (truesize) waiting unread in the data socket: SO_MEMINFO's receive allocation (SIOCINQ on a packet
- * socket gives only the next frame's length). Sampled after a full batch, the only time frames are left. */
+/* Bytes waiting unread in the data socket: with a ring, the filled slots ahead; else SO_MEMINFO's receive
+ * allocation (truesize; SIOCINQ on a packet socket gives only the next frame's length). Sampled after a full
+ * batch, the only time frames are left. */
 static void sample_sockbuf(struct lpath *p)
 {
 	uint32_t mem[SK_MEMINFO_VARS];
 	socklen_t len = sizeof(mem);
+	uint64_t held;
 
-	if (p->meminfo_failed)
-		return;
-	if (getsockopt(p->rx_fd, SOL_SOCKET, SO_MEMINFO, mem, &len) < 0) {
-		fprintf(stderr, "bbrkit-link: %s SO_MEMINFO: %s: the socket-buffer backlog is not counted\n",
-			p->name, strerror(errno));
-		p->meminfo_failed = true;
-		return;
+	if (p->ring.map) {
+		/* The kernel fills slots in order and they are handed back in order, so the filled ones run on
+		 * from the head: a binary search finds the first empty one. */
+		uint32_t lo = 0, hi = p->ring.frames;
+
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+
+			if (wire_rx_ring_peek(&p->ring, mid))
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		held = (uint64_t)lo * p->ring.frame_bytes;
+	} else {
+		if (p->meminfo_failed)
+			return;
+		if (getsockopt(p->rx_fd, SOL_SOCKET, SO_MEMINFO, mem, &len) < 0) {
+			fprintf(stderr,
+				"bbrkit-link: %s SO_MEMINFO: %s: the socket-buffer backlog is not counted\n",
+				p->name, strerror(errno));
+			p->meminfo_failed = true;
+			return;
+		}
+		held = mem[SK_MEMINFO_RMEM_ALLOC];
 	}
-	if (mem[SK_MEMINFO_RMEM_ALLOC] >
-		atomic_load_explicit(&p->pub.sockbuf_max_bytes, memory_order_relaxed))
-		SET(p, sockbuf_max_bytes, mem[SK_MEMINFO_RMEM_ALLOC]);
+	if (held > atomic_load_explicit(&p->pub.sockbuf_max_bytes, memory_order_relaxed))
+		SET(p, sockbuf_max_bytes, held);
 }
 
 static void publish(struct lpath *p)
@@ -416,13 +473,13 @@ static void enqueue(struct lpath *p, struct lp_slot *s, uint64_t at)
 		return;
 	}
 	if (p->mm)
-		fprintf(p->mm, "%" PRIu64 " + %u\n", mm_ms(p, at), s->p.len);
+		fprintf(p->mm, "%" PRIu64 " + %u\n", mm_ms(p, at), mm_bytes(p, s));
 	lq_frame_info(&s->p, s->buf + VNET_HDR_BYTES, s->p.len, p->seed);
 	lq_enqueue(&p->q, &s->p, at);
 }
 
 /* Takes one received frame into the queue (or drops it, counted). */
-static void admit(struct lpath *p, struct lp_slot *s, size_t n, struct msghdr *msg, uint64_t now)
+static void admit(struct lpath *p, struct lp_slot *s, size_t n, int64_t age, uint64_t now)
 {
 	struct virtio_net_hdr *vh = (struct virtio_net_hdr *)s->buf;
 	int copies;
@@ -450,7 +507,7 @@ static void admit(struct lpath *p, struct lp_slot *s, size_t n, struct msghdr *m
 	}
 	s->wire_len = (uint32_t)n;
 	s->p.len = (uint32_t)n - VNET_HDR_BYTES;
-	at = arrival_ns(p, msg, now);
+	at = arrival_ns(p, age, now);
 	/* mm-link's rationalize up to the arrival before the frame (and its copy) joins the queue. */
 	if (p->cfg.trace.ns)
 		service_trace(p, at, true);
@@ -469,6 +526,37 @@ static void admit(struct lpath *p, struct lp_slot *s, size_t n, struct msghdr *m
 	enqueue(p, s, at);
 }
 
+/* Takes up to LP_RX_BATCH filled slots of the receive ring; returns how many. */
+static int ring_batch(struct lpath *p)
+{
+	struct tpacket2_hdr *h;
+	uint64_t now = wire_now_ns();
+	int got = 0;
+
+	while (got < LP_RX_BATCH && (h = wire_rx_ring_peek(&p->ring, 0))) {
+		struct lp_slot *s = slot_get(p);
+		size_t n = VNET_HDR_BYTES + h->tp_snaplen;
+		struct timespec ts = { .tv_sec = h->tp_sec, .tv_nsec = h->tp_nsec };
+
+		got++;
+		if (!s) { /* every slot is queued (a limit larger than the pool) */
+			INC(p, in_pkts);
+			INC(p, drop_bad);
+		} else if (h->tp_len > h->tp_snaplen || n > p->slot_size) {
+			/* larger than a ring slot or a queue slot: a GSO frame */
+			INC(p, in_pkts);
+			INC(p, drop_gso);
+			slot_put(p, s);
+		} else {
+			/* the kernel puts the vnet header just before the frame */
+			memcpy(s->buf, (uint8_t *)h + h->tp_mac - VNET_HDR_BYTES, n);
+			admit(p, s, n, wire_stamp_age_ns(&ts), now);
+		}
+		wire_rx_ring_release(&p->ring, h);
+	}
+	return got;
+}
+
 /* Receives up to LP_RX_BATCH frames in one recvmmsg without blocking; returns how many were read. */
 static int recv_batch(struct lpath *p)
 {
@@ -482,6 +570,8 @@ static int recv_batch(struct lpath *p)
 	int want, got;
 	uint64_t now;
 
+	if (p->ring.map)
+		return ring_batch(p);
 	for (want = 0; want < LP_RX_BATCH; want++) {
 		slots[want] = slot_get(p);
 		if (!slots[want])
@@ -513,7 +603,7 @@ static int recv_batch(struct lpath *p)
 	}
 	now = wire_now_ns();
 	for (int i = 0; i < got; i++)
-		admit(p, slots[i], msgs[i].msg_len, &msgs[i].msg_hdr, now);
+		admit(p, slots[i], msgs[i].msg_len, wire_rx_age_ns(&msgs[i].msg_hdr), now);
 	for (int i = got; i < want; i++)
 		slot_put(p, slots[i]);
 	return got;
@@ -537,6 +627,25 @@ static void log_line(struct lpath *p, uint64_t t)
 		(uint64_t)atomic_load(&p->pub.out_bytes));
 	p->log_last_deq = deq;
 	p->log_last_sum = sum;
+}
+
+/* The thread's own CPU time: a busy-poll's cost is what it ran, not the wall time it was preempted in. */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* The CPU time spent polling without a frame (the busy-poll's cost) goes to spin_us. */
+static void end_spin(struct lpath *p)
+{
+	if (!p->spinning)
+		return;
+	atomic_fetch_add_explicit(
+		&p->pub.spin_us, (thread_cpu_ns() - p->spin_cpu_ns) / LQ_NSEC_PER_USEC, memory_order_relaxed);
+	p->spinning = false;
 }
 
 void *lp_main(void *arg)
@@ -568,10 +677,28 @@ void *lp_main(void *arg)
 			if (next_log < now)
 				next_log = now + p->log_interval_ns;
 		}
+		if (atomic_load_explicit(&p->stopping, memory_order_relaxed))
+			return NULL;
+		if (got) {
+			end_spin(p);
+			p->last_rx_ns = now;
+		}
 		if (got == LP_RX_BATCH) {
 			sample_sockbuf(p);
 			continue;
 		}
+		/* The bounded busy-poll: frames came within busy_poll_ns, so more are likely; a wake-up from ppoll
+		 * costs tens to hundreds of us on a virtual CPU. Each empty poll yields the CPU to whatever else is
+		 * runnable on it (on a small machine, often the senders themselves). */
+		if (now - p->last_rx_ns < p->busy_poll_ns) {
+			if (!p->spinning) {
+				p->spinning = true;
+				p->spin_cpu_ns = thread_cpu_ns();
+			}
+			sched_yield();
+			continue;
+		}
+		end_spin(p);
 		due = next_event(p);
 		if (p->log && due > next_log)
 			due = next_log;
@@ -721,12 +848,17 @@ void lp_print_counters(struct lpath *p, const char *prefix)
 	LP_COUNTERS(LP_PRINT)
 #undef LP_PRINT
 	printf(",\"%sdrop_kernel\":%" PRIu64, prefix, p->kernel_drops);
+	printf(",\"%sadded_p50_us\":%" PRIu64 ",\"%sadded_p99_us\":%" PRIu64, prefix,
+		added_percentile_us(p, 50), prefix, added_percentile_us(p, 99));
 	printf(",\"%ssojourn_mean_us\":%" PRIu64 ",\"%ssojourn_max_us\":%" PRIu64, prefix,
 		deq ? (uint64_t)atomic_load(&p->pub.sojourn_sum_us) / deq : 0, prefix, max);
 }
 
 void lp_close(struct lpath *p)
 {
+	if (p->ring.map)
+		munmap(p->ring.map, p->ring.map_bytes);
+	p->ring.map = NULL;
 	if (p->mm)
 		fclose(p->mm);
 	p->mm = NULL;

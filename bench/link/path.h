@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "afpacket.h"
 #include "queue.h"
 #include "stages.h"
 #include "trace.h"
@@ -48,7 +49,8 @@
 	X(rx_stamp_fallback) \
 	X(sockbuf_max_bytes) \
 	X(rx_wait_max_us) \
-	X(rx_waited_pkts)
+	X(rx_waited_pkts) \
+	X(spin_us)
 
 struct lp_pub {
 #define LP_FIELD(name) atomic_uint_fast64_t name;
@@ -80,6 +82,13 @@ struct lpath {
 	const char *name; /* "forward" or "reverse", for messages */
 	struct lp_config cfg;
 	int rx_fd, tx_fd;
+	struct wire_rx_ring ring; /* ring.map NULL: frames come by recvmmsg */
+	uint64_t busy_poll_ns;	  /* poll again instead of sleeping this long after the last frame */
+	atomic_bool stopping;	  /* set by the main thread with the stop pipe: a spinning thread sees it */
+	uint64_t last_rx_ns, spin_cpu_ns; /* spin_cpu_ns: the thread's CPU time when it began spinning */
+	bool spinning;
+	/* how late each frame left against its schedule (forward thread writes, stats lines read) */
+	atomic_uint_fast64_t added_hist[LS_LAT_BUCKETS];
 	uint32_t frame_max, slot_size, seed;
 	struct lq q;
 	struct lq_ge ge;

@@ -9,6 +9,7 @@
  * Linux codel or fq_codel follow.
  */
 #include "queue.h"
+#include "stages.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -294,8 +295,6 @@ static void fq_drop_fattest(struct lq *q)
 	f->cv.count += n;
 }
 
-static double next_unit(uint64_t *s);
-
 /* The drop probability update every tupdate, as Linux's pie_calculate_probability (without its rate
  * estimator) has it: RFC 8033 section 4.2's alpha/beta controller with section 5.2's scaling of small
  * steps, Linux's 2% cap from 10% on and 2% extra above 250 ms of delay, and a decay of 1/64 (RFC: 2%)
@@ -388,7 +387,7 @@ static bool pie_drop_early(struct lq *q)
 		return false;
 	if (v->accu_prob >= LQ_PIE_ACCU_MAX)
 		return true;
-	if (next_unit(&v->rng) < v->drop_prob) {
+	if (ls_unit(&v->rng) < v->drop_prob) {
 		v->accu_prob = 0;
 		return true;
 	}
@@ -508,7 +507,7 @@ static bool cobalt_should_drop(
 			next_due = cb->count && schedule >= 0;
 		}
 	}
-	*blue = cb->p_drop > 0 && next_unit(&q->rng) < cb->p_drop && !drop;
+	*blue = cb->p_drop > 0 && ls_unit(&q->rng) < cb->p_drop && !drop;
 	drop |= *blue;
 	/* drop_next doubles as an activity timeout once the count is spent; a late packet that is not
 	 * dropped pulls the schedule up to now. */
@@ -927,17 +926,6 @@ void lq_frame_info(struct lq_pkt *p, uint8_t *frame, uint32_t len, uint32_t seed
 	p->hash = h;
 }
 
-/* splitmix64: a small seeded generator, so a run's loss pattern can be replayed. */
-static double next_unit(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	z ^= z >> 31;
-	return (double)(z >> 11) / (double)(1ULL << 53);
-}
-
 void lq_ge_init(struct lq_ge *g, double p, double r, double loss_good, double loss_bad, uint64_t seed)
 {
 	g->p = p;
@@ -952,9 +940,9 @@ void lq_ge_init(struct lq_ge *g, double p, double r, double loss_good, double lo
  * and the state moves on each packet. */
 bool lq_ge_lose(struct lq_ge *g)
 {
-	bool lost = next_unit(&g->rng) < (g->bad ? g->loss_bad : g->loss_good);
+	bool lost = ls_unit(&g->rng) < (g->bad ? g->loss_bad : g->loss_good);
 
-	if (next_unit(&g->rng) < (g->bad ? g->r : g->p))
+	if (ls_unit(&g->rng) < (g->bad ? g->r : g->p))
 		g->bad = !g->bad;
 	return lost;
 }

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -56,12 +57,75 @@ static inline uint64_t wire_parse_u64(
 }
 
 /*
+ * A TPACKET_V2 receive ring: the kernel writes each frame (its virtio-net header just before it) into
+ * the next slot and flips the slot's status, so a reader that polls the status pays no system call per
+ * batch; the frame is copied out and the slot handed back at once.
+ */
+struct wire_rx_ring {
+	uint8_t *map; /* NULL: the ring was refused, frames come by recvmmsg */
+	size_t map_bytes;
+	uint32_t frame_bytes, frames, head;
+};
+
+/* A ring slot holds the TPACKET_V2 header, the kernel's alignment padding and the vnet header before the
+ * frame: 128 bytes cover all three. */
+#define WIRE_RING_FRAME_OVERHEAD 128
+/* Blocks of 64 KiB: a multiple of the page and of every power-of-two slot up to it. */
+#define WIRE_RING_BLOCK_BYTES (64U << 10)
+
+/* Asks for a receive ring of about @bytes with slots for frames of up to @frame_max bytes; on a refusal
+ * leaves ring->map NULL and returns the errno (the caller reads with recvmmsg instead). */
+static inline int wire_rx_ring_setup(int fd, struct wire_rx_ring *ring, uint32_t frame_max, size_t bytes)
+{
+	int version = TPACKET_V2;
+	uint32_t frame = 2048;
+	struct tpacket_req req;
+	void *map;
+
+	while (frame < frame_max + WIRE_RING_FRAME_OVERHEAD)
+		frame *= 2;
+	req.tp_frame_size = frame;
+	req.tp_block_size = frame > WIRE_RING_BLOCK_BYTES ? frame : WIRE_RING_BLOCK_BYTES;
+	req.tp_block_nr = (unsigned int)((bytes + req.tp_block_size - 1) / req.tp_block_size);
+	req.tp_frame_nr = req.tp_block_nr * (req.tp_block_size / frame);
+	if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &version, sizeof(version)) < 0 ||
+		setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)) < 0)
+		return errno;
+	map = mmap(
+		NULL, (size_t)req.tp_block_size * req.tp_block_nr, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return errno;
+	*ring = (struct wire_rx_ring){ .map = map,
+		.map_bytes = (size_t)req.tp_block_size * req.tp_block_nr,
+		.frame_bytes = frame,
+		.frames = req.tp_frame_nr };
+	return 0;
+}
+
+/* The ring's next slot if the kernel has filled it, else NULL. */
+static inline struct tpacket2_hdr *wire_rx_ring_peek(const struct wire_rx_ring *ring, uint32_t ahead)
+{
+	struct tpacket2_hdr *h = (struct tpacket2_hdr *)(ring->map +
+		(size_t)((ring->head + ahead) % ring->frames) * ring->frame_bytes);
+
+	return __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER ? h : NULL;
+}
+
+/* Hands the head slot back to the kernel. */
+static inline void wire_rx_ring_release(struct wire_rx_ring *ring, struct tpacket2_hdr *h)
+{
+	__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+	ring->head = (ring->head + 1) % ring->frames;
+}
+
+/*
  * A socket bound to one interface. A receive socket gets every frame but those sent from this host
  * (PACKET_IGNORE_OUTGOING) with its kernel timestamp; a send socket binds protocol 0, so it never
- * receives.
+ * receives. With @ring (receive only) the socket gets a receive ring before it is bound, so no frame
+ * lands in its ordinary queue first; a refused ring is reported in *ring_err (0: it is there).
  */
-static inline int wire_open_socket(
-	const char *prog, const char *ifname, unsigned int ifindex, bool rx, int bufbytes)
+static inline int wire_open_socket(const char *prog, const char *ifname, unsigned int ifindex, bool rx,
+	int bufbytes, struct wire_rx_ring *ring, uint32_t frame_max, int *ring_err)
 {
 	int one = 1;
 	int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
@@ -79,6 +143,8 @@ static inline int wire_open_socket(
 		fprintf(stderr, "%s: socket options on %s: %s\n", prog, ifname, strerror(errno));
 		exit(1);
 	}
+	if (ring)
+		*ring_err = wire_rx_ring_setup(fd, ring, frame_max, (size_t)bufbytes);
 	sll.sll_protocol = rx ? htons(ETH_P_ALL) : 0;
 	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
 		fprintf(stderr, "%s: bind to %s: %s\n", prog, ifname, strerror(errno));
@@ -88,23 +154,29 @@ static inline int wire_open_socket(
 }
 
 /*
- * How long ago the kernel received the frame of @msg, by its SO_TIMESTAMPNS stamp: waking a thread on
- * a virtual CPU can take hundreds of microseconds, so delays count from the kernel's receive. The stamp
- * is CLOCK_REALTIME: only its age against the current realtime clock is used. WIRE_NO_STAMP without a
- * stamp, WIRE_BAD_STAMP for an implausible age (a clock step).
+ * How long ago the kernel received a frame stamped @ts: waking a thread on a virtual CPU can take hundreds
+ * of microseconds, so delays count from the kernel's receive. The stamp is CLOCK_REALTIME: only its age
+ * against the current realtime clock is used. WIRE_BAD_STAMP for an implausible age (a clock step).
  */
+static inline int64_t wire_stamp_age_ns(const struct timespec *ts)
+{
+	struct timespec now;
+	int64_t age;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	age = ((int64_t)now.tv_sec - ts->tv_sec) * (int64_t)WIRE_NSEC_PER_SEC + (now.tv_nsec - ts->tv_nsec);
+	return age >= 0 && (uint64_t)age <= WIRE_MAX_RX_AGE_NS ? age : WIRE_BAD_STAMP;
+}
+
+/* The age of the frame of @msg by its SO_TIMESTAMPNS stamp; WIRE_NO_STAMP without one. */
 static inline int64_t wire_rx_age_ns(struct msghdr *msg)
 {
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
-			struct timespec ts, now;
-			int64_t age;
+			struct timespec ts;
 
 			memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-			clock_gettime(CLOCK_REALTIME, &now);
-			age = ((int64_t)now.tv_sec - ts.tv_sec) * (int64_t)WIRE_NSEC_PER_SEC +
-				(now.tv_nsec - ts.tv_nsec);
-			return age >= 0 && (uint64_t)age <= WIRE_MAX_RX_AGE_NS ? age : WIRE_BAD_STAMP;
+			return wire_stamp_age_ns(&ts);
 		}
 	}
 	return WIRE_NO_STAMP;

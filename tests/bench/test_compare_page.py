@@ -199,3 +199,28 @@ def test_runs_csv_has_a_row_per_run_and_points_have_readable_names(tmp_path: Pat
     for point in plan_.points:
         link = next(p for p in (out / "points" / "by-label").iterdir() if p.resolve().name == point.id)
         assert link.is_symlink() and (link / "rep0").is_dir()
+
+
+def test_the_page_gives_each_runs_trust_verdict_and_marks_the_cells_it_left(tmp_path: Path) -> None:
+    """A run that failed bbrkit-link's trust check is named with its reason in the per-run verdicts, and every
+    cell of its point is marked (class "untrusted", the run and reason in the tooltip); other points' cells
+    are not."""
+    plan_ = compare_plan("cubic", "bbr1", "--reps", "2", "--set", "duration_s=4")
+    out = tmp_path / "cmp"
+    fake_compare(out, plan_)
+    point = plan_.points[0]
+    for rep, ok in ((0, True), (1, False)):
+        run = out / "points" / point.id / f"rep{rep}" / "summary.json"
+        summary = read_json(run, "summary")
+        summary["trust"] = {"ok": ok, "failed": [] if ok else ["frames over 1 ms in the socket buffer: 900"]}
+        write_json(run, "summary", summary)
+    sweep.aggregate(out)
+    rows = comparison.rows_against_reference(read_json(out / "sweep.json", "sweep"))
+    html_table = comparison.table(rows, "html")
+    untrusted = re.findall(r'<span class="(?:sig )?untrusted" title="([^"]*)">', html_table)
+    bad = next(r for r in rows if r["point"] == point.id)
+    assert len(untrusted) == sum(1 for m in bad["metrics"].values() if m) > 0
+    assert all("rep 1: frames over 1 ms in the socket buffer: 900" in t for t in untrusted)
+    verdicts = comparison.verdicts(rows, {row["point"]: sweep.done_runs(out, row["point"]) for row in rows})
+    assert verdicts.count("<tr>") == 3  # the header and the two runs given a verdict
+    assert re.search(r">trusted *<", verdicts) and "UNTRUSTED: frames over 1 ms in the socket buffer: 900" in verdicts

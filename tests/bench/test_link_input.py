@@ -218,6 +218,8 @@ def test_aqm_params_become_tc_arguments() -> None:
     (["--ge", "1,2,3,4,5"], "--ge '1,2,3,4,5': expected netem's gemodel P [R [1-H [1-K]]], in percent"),
     (["--ge", "10% 200%"], "--ge: '200%' is not a percentage in 0..100"),
     (["--ge", "10 x"], "--ge: 'x' is not a percentage in 0..100"),
+    (["--busy-poll-us", "1000001"], "--busy-poll-us: '1000001' out of range 0..1000000"),
+    (["--busy-poll-us", "-1"], "--busy-poll-us: not a non-negative integer"),
 ])
 def test_the_link_binary_rejects_bad_options_in_one_line(args: list[str], message: str) -> None:
     rate = [] if "--trace" in args else ["--rate-bps", "1000000"]

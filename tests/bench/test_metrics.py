@@ -95,6 +95,7 @@ def test_run_metrics_by_hand() -> None:
     assert t["queue_backlog_packets_mean"] == pytest.approx(48 / 9, abs=1e-4)
     assert t["queue_backlog_packets_max"] == 10
     assert t["queue_occupancy_mean"] == pytest.approx(48 / 90, abs=1e-4)     # mean bytes / 10 frames
+    assert t["queue_busy_share"] == pytest.approx(8 / 9, abs=1e-4)           # all samples but t = 0 hold some
     assert t["queue_delay_mean_ms"] == pytest.approx(48 / 9 * FRAME * 8 / 10e6 * 1e3, abs=1e-3)
     assert t["queue_drops"] == 3
     assert t["utilisation"] == pytest.approx(0.8)                     # 1e6 B/s of 1.25e6 B/s

@@ -1,28 +1,54 @@
-"""bbrkit-link's per-run trust check (analysis/trust.py) on the link's exit counters."""
+"""bbrkit-link's per-run trust check (analysis/trust.py): the link's exit counters, the receivers' rate
+against the configured one and the link's added delay against the base RTT, on synthetic figures."""
 from __future__ import annotations
 
 from bbrbench.analysis import trust
 
 GOOD = {"in_pkts": 100000, "out_pkts": 100000, "wall_us": 10_000_000, "cpu_fwd_us": 3_000_000,
-        "cpu_rev_us": 500_000, "late_wakeups": 20, "late_max_us": 900, "rx_waited_pkts": 10}
+        "cpu_rev_us": 500_000, "late_wakeups": 20, "late_max_us": 900, "rx_waited_pkts": 10, "spin_us": 0,
+        "added_p50_us": 40, "added_p99_us": 400}
+# A 100 Mbit/s link kept busy: 1448 of every 1514 bytes are payload, so the receivers get 95.6 Mbit/s.
+PATH = {"rate_mbit": 100, "goodput_mbps": 95.6, "queue_busy_share": 0.99, "base_rtt_ms": 10}
 
 
 def test_a_link_with_room_to_spare_passes() -> None:
-    verdict = trust.assess(GOOD)
+    verdict = trust.assess(GOOD, PATH)
     assert verdict["ok"] and verdict["failed"] == [] and verdict["not_reported"] == []
-    assert verdict["checks"]["cpu_fwd_share"] == 0.3
+    assert verdict["checks"]["cpu_fwd_share"] == 0.3 and verdict["checks"]["receiver_rate_ratio"] == 0.956
 
 
 def test_each_sign_of_a_link_falling_behind_fails_the_run() -> None:
-    """A thread busy over 90% of the run, over 1 in 1000 departures 200 us late, over 1 in 1000 frames over
-    1 ms in the socket buffer: each alone fails, with its own line."""
-    for change, words in (({"cpu_fwd_us": 9_500_000}, "CPU-bound"), ({"late_wakeups": 101}, "200 us late"),
-                          ({"rx_waited_pkts": 101}, "socket buffer")):
-        verdict = trust.assess({**GOOD, **change})
+    """A thread working over 90% of the run, over 1 in 1000 departures 200 us late, over 1 in 1000 frames over
+    1 ms in the socket buffer, the receivers getting over 2% more than the rate, or over 15% less with the queue
+    backlogged, half the frames over 200 us late, 1% over 1 ms (at a 10 ms RTT): each alone fails, with its
+    own line."""
+    for link, path, words in (({"cpu_fwd_us": 9_500_000}, {}, "CPU-bound"),
+                              ({"late_wakeups": 101}, {}, "200 us late"),
+                              ({"rx_waited_pkts": 101}, {}, "socket buffer"),
+                              ({}, {"goodput_mbps": 102.5}, "more than its rate"),
+                              ({}, {"goodput_mbps": 84.0}, "fell behind"),
+                              ({"added_p50_us": 201}, {}, "added delay p50"),
+                              ({"added_p99_us": 1001}, {}, "added delay p99")):
+        verdict = trust.assess({**GOOD, **link}, {**PATH, **path})
         assert not verdict["ok"] and len(verdict["failed"]) == 1 and words in verdict["failed"][0], verdict
+
+
+def test_what_the_link_cannot_be_blamed_for_passes() -> None:
+    """Busy-polling is not work (a thread spinning 95% of the run is not CPU-bound); senders that leave the
+    queue empty set their own rate (a 20 Mbit/s flow on a 100 Mbit/s link); the added-delay limits grow with
+    the base RTT (10% of 100 ms: 10 ms at p99, 2% at p50)."""
+    assert trust.assess({**GOOD, "cpu_fwd_us": 9_800_000, "spin_us": 9_500_000}, PATH)["ok"]
+    assert trust.assess(GOOD, {**PATH, "goodput_mbps": 20.0, "queue_busy_share": 0.3})["ok"]
+    assert trust.assess({**GOOD, "added_p50_us": 1900, "added_p99_us": 9000}, {**PATH, "base_rtt_ms": 100})["ok"]
+    assert not trust.assess({**GOOD, "added_p99_us": 11000}, {**PATH, "base_rtt_ms": 100})["ok"]
+
+
+def test_every_threshold_says_why() -> None:
+    assert all(t.reason and t.limit > 0 for t in trust.THRESHOLDS.values())
 
 
 def test_counters_an_older_link_lacks_are_named_not_guessed() -> None:
     verdict = trust.assess({"in_pkts": 10, "out_pkts": 10})
     assert verdict["ok"] and set(verdict["not_reported"]) == {"cpu_fwd_us", "cpu_rev_us", "late_wakeups",
-                                                              "rx_waited_pkts"}
+                                                              "rx_waited_pkts", "rate", "added_p50_us",
+                                                              "added_p99_us"}

@@ -103,14 +103,20 @@ def rows_against_reference(aggregated: dict[str, Any]) -> list[dict[str, Any]]:
                 ratio = asdict(ratio_ci95(stat["values"], ref_stat["values"]))
             metrics[col.metric] = {**stat, "ratio_to_reference": ratio}
         rows.append({"case": case_name(count), "flows": count, "algo": algo, "status": point["status"],
-                     "point": point["id"], "metrics": metrics})
+                     "point": point["id"], "metrics": metrics, "untrusted_runs": point.get("untrusted_runs", [])})
     rows.sort(key=lambda r: (r["flows"], r["algo"] != REFERENCE))
     return rows
 
 
+def _untrusted_text(runs: list[dict[str, Any]]) -> str:
+    return (f"{len(runs)} run(s) of this point failed bbrkit-link's trust check and are left out: "
+            + "; ".join(f"rep {r['rep']}: {', '.join(r['failed'])}" for r in runs))
+
+
 def table(rows: list[dict[str, Any]], form: str = "text") -> str:
     """The table as console text, or as HTML where each cell whose ratio's interval excludes 1 is marked
-    (class "sig", the interval in its tooltip)."""
+    (class "sig", the interval in its tooltip) and each cell of a point with a run that failed bbrkit-link's
+    trust check (class "untrusted", the runs and reasons in its tooltip): that run is not in the cell."""
     header = ["case", "algorithm", "runs"] + [c.title for c in COLUMNS]
     body = []
     for row in rows:
@@ -119,18 +125,42 @@ def table(rows: list[dict[str, Any]], form: str = "text") -> str:
             stat = row["metrics"].get(col.metric)
             text = _format(stat, col)
             ratio = stat and stat["ratio_to_reference"]
+            marks = []
+            if form == "html" and text is not None and _significant(ratio):
+                ci = Ratio.from_json(ratio).interval_text()
+                marks.append(("sig", f"ratio to {REFERENCE} {ratio['ratio']:.3f} {ci}: its 95% interval excludes 1"))
+            if form == "html" and text is not None and row.get("untrusted_runs"):
+                marks.append(("untrusted", _untrusted_text(row["untrusted_runs"])))
             if text is None:
                 cells.append(None)
-            elif form == "html" and _significant(ratio):
-                ci = Ratio.from_json(ratio).interval_text()
-                cells.append(tables.Marked(text + _ratio_text(ratio), "sig",
-                                           f"ratio to {REFERENCE} {ratio['ratio']:.3f} {ci}: "
-                                           "its 95% interval excludes 1"))
+            elif marks:
+                cells.append(tables.Marked(text + _ratio_text(ratio), " ".join(c for c, _ in marks),
+                                           "; ".join(t for _, t in marks)))
             else:
                 cells.append(text + _ratio_text(ratio))
         body.append(cells)
     render = tables.html if form == "html" else tables.text
     return render(header, body, labels=3)
+
+
+def verdicts(rows: list[dict[str, Any]], runs_of: dict[str, list[Path]]) -> str:
+    """The trust check's verdict per run (an HTML table), untrusted rows marked; empty when no run went through
+    bbrkit-link."""
+    body: list[list[str | tables.Marked | None]] = []
+    for row in rows:
+        for run_dir in runs_of[row["point"]]:
+            trust = read_json(run_dir / "summary.json", "summary").get("trust")
+            if trust is None:
+                continue
+            verdict: str | tables.Marked = "trusted"
+            if not trust["ok"]:
+                verdict = tables.Marked("UNTRUSTED: " + "; ".join(trust["failed"]), "untrusted",
+                                        "left out of the table above")
+            body.append([f"{row['case']}, {row['algo']}", run_dir.name, verdict])
+    if not body:
+        return ""
+    return ("<h2>bbrkit-link trust check, per run</h2>"
+            + tables.html(["point", "run", "verdict"], body, labels=3))
 
 
 def window_text(cases: dict[int, Scenario]) -> str:

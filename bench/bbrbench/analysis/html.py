@@ -16,6 +16,7 @@ table { border-collapse: collapse; font-size: 0.75em; }
 th, td { border: 1px solid #ccc; padding: 0.15em 0.4em; text-align: right; white-space: nowrap; }
 td:nth-child(-n+2), th:nth-child(-n+2) { text-align: left; }
 .sig { font-weight: bold; background: #fff1b8; }
+.untrusted { color: #a00; text-decoration: underline dotted; }
 figure { margin: 1.5em 0; }
 img { max-width: 100%; }
 """

@@ -236,6 +236,8 @@ def queue_metrics(data: RunData, span: tuple[float, float] | None) -> dict[str, 
         "queue_backlog_bytes_mean": _num(mean(backlog_b)),
         "queue_backlog_bytes_max": int(backlog_b.max()) if len(backlog_b) else None,
         "queue_occupancy_mean": _num(float(backlog_b.mean()) / data.info.limit_bytes if len(backlog_b) else None),
+        # the share of samples with anything queued: the link, not the senders, set the rate then
+        "queue_busy_share": _num(float((backlog_p > 0).mean()) if len(backlog_p) else None),
         "queue_delay_mean_ms": _num(mean(delay_ms)),
         "queue_delay_p95_ms": _num(percentile(delay_ms, 95)),
         "queue_delay_p99_ms": _num(percentile(delay_ms, 99)),

@@ -27,7 +27,12 @@ def write_summary(run_dir: Path) -> dict[str, Any]:
     summary["emulation"] = {k: v for k, v in events_doc.get("emulation", {}).items() if k != "qdisc"}
     link = summary["emulation"].get("link")
     if link:
-        summary["trust"] = trust.assess(link)
+        total, bottleneck = summary["total"], scenario["bottleneck"]
+        rtts = [f["base_rtt_ms"] for f in summary["flows"] if f.get("base_rtt_ms") is not None]
+        summary["trust"] = trust.assess(link, {
+            "rate_mbit": None if bottleneck.get("rate_trace") else bottleneck["rate_mbit"],
+            "goodput_mbps": total.get("goodput_mbps"), "queue_busy_share": total.get("queue_busy_share"),
+            "base_rtt_ms": min(rtts, default=None)})
     summary["sampler_errors"] = events_doc.get("sampler_errors", [])
     # The senders' TCP counters summed (runs from before they were kept have none).
     counters = events_doc.get("tcp_counters", {}).values()

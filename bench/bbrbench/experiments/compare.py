@@ -31,6 +31,7 @@ from ..analysis.comparison import (
     legend,
     rows_against_reference,
     table,
+    verdicts,
     window_text,
 )
 from ..analysis.report import write_summary
@@ -87,7 +88,8 @@ def report(out: Path, delay: str = DEFAULT_DELAY) -> str:
     text = table(rows) + "\n" + legend(cases)
     (out / "table.txt").write_text(text + "\n")
     html.write_page(out / PAGE, "bbrbench compare", describe(cases, plan_.repetitions, run_hosts(out, rows), doc),
-                    table(rows, "html"), legend(cases), figures(out, rows, runs_of, cases, delay))
+                    table(rows, "html") + verdicts(rows, runs_of), legend(cases),
+                    figures(out, rows, runs_of, cases, delay))
     return text
 
 

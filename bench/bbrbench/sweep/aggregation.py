@@ -128,7 +128,7 @@ def aggregate(out: Path, mix_hosts: bool = False) -> str:
             rows.append(row)
             continue
         summaries = []
-        untrusted = 0
+        untrusted: list[dict[str, Any]] = []
         invocations: list[tuple[str, str]] = []
         hosts: list[dict[str, Any]] = []
         names: list[str] = []
@@ -140,7 +140,8 @@ def aggregate(out: Path, mix_hosts: bool = False) -> str:
                 runs.append({"point": point.id, "label": point.label, "rep": rep, "overrides": point.overrides,
                              "summary": summary, "host": host or {}})
                 if not summary.get("trust", {}).get("ok", True):
-                    untrusted += 1  # listed in runs.csv, never pooled
+                    # listed in runs.csv and on compare's page, never pooled
+                    untrusted.append({"rep": rep, "failed": summary["trust"].get("failed", [])})
                     continue
                 summaries.append(summary)
                 invocations.append(_invocation(run_dir))
@@ -155,8 +156,9 @@ def aggregate(out: Path, mix_hosts: bool = False) -> str:
         point_hosts[point.id] = hosts
         row["hosts"] = sorted({str(h.get("hostname")) for h in hosts})
         row["status"] = f"{len(summaries)}/{plan_.repetitions} repetitions" + (
-            f" ({untrusted} failed bbrkit-link's trust check, not pooled)" if untrusted else "")
-        row["untrusted"] = untrusted
+            f" ({len(untrusted)} failed bbrkit-link's trust check, not pooled)" if untrusted else "")
+        row["untrusted"] = len(untrusted)
+        row["untrusted_runs"] = untrusted
         row["repetitions"] = len(summaries)
         for metric in plan_.metrics:
             values = [v for v in (metric_value(s, metric) for s in summaries) if v is not None]
