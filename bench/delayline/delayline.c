@@ -536,8 +536,8 @@ int main(int argc, char **argv)
 	}
 	setup_dir(&dirs[0], "lr", args.left,
 		wire_open_socket(PROG, args.left, lidx, true, args.sockbuf, NULL, 0, NULL),
-		wire_open_socket(PROG, args.right, ridx, false, args.sockbuf, NULL, 0, NULL), args.delay_lr_us,
-		args.limit);
+		wire_open_socket(PROG, args.right, ridx, false, args.sockbuf, NULL, 0, NULL),
+		args.delay_lr_us, args.limit);
 	setup_dir(&dirs[1], "rl", args.right,
 		wire_open_socket(PROG, args.right, ridx, true, args.sockbuf, NULL, 0, NULL),
 		wire_open_socket(PROG, args.left, lidx, false, args.sockbuf, NULL, 0, NULL), args.delay_rl_us,
