@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import provenance
+from .cluster import run_timeout_s
 from .errors import HarnessError, UsageError
 from .provenance import SUBMITTED_ENV
 from .scenario import AlgoCatalog
@@ -121,14 +122,17 @@ class SlurmExecutor:
         script = submission.directory / "batch.sh"
         script.write_text(BATCH_SCRIPT.format(submission=shlex.quote(str(submission.directory)),
                                               bbrbench=shlex.quote(str(bbrbench_path()))))
-        from .cluster import run_timeout_s
         minutes = math.ceil(max(run_timeout_s(j) for j in jobs) / 60)
         argv = ["sbatch", "--parsable", f"--array=0-{len(jobs) - 1}", "--exclusive", "--nodes=1", "--ntasks=1",
                 f"--time={minutes}", f"--job-name=bbrbench-{jobs[0].raw.get('name', 'sweep')}",
                 f"--output={submission.directory}/task%a/slurm.log", f"--chdir={submission.directory}",
                 *([f"--exclude={','.join(sorted(exclude))}"] if exclude else []), *self.sbatch_args, str(script)]
-        submission.job_id = _slurm(argv, {**os.environ, SUBMITTED_ENV: json.dumps(self.submitted)}).strip() \
-            .split(";")[0]
+        try:
+            answer = _slurm(argv, {**os.environ, SUBMITTED_ENV: json.dumps(self.submitted)})
+        except HarnessError:
+            shutil.rmtree(submission.directory)
+            raise
+        submission.job_id = answer.strip().split(";")[0]  # --parsable: JOBID or JOBID;CLUSTER
         self.active.append(submission.job_id)
         log.info("slurm: job %s, %d task(s)", submission.job_id, len(jobs))
         return submission

@@ -41,8 +41,6 @@ CLIENT_CONNECT_S = 5
 NOBODY = 65534
 # 2 points x 2 repetitions of 1 s: each point on two hosts, or a run under way when another has finished.
 SWEEP = ("sweep", "smoke", "--quiet", "duration_s=1", "--reps", "2", "--grid", "bottleneck.rate_mbit=[10, 20]")
-# The machine ids of this run's simulated hosts start with this and the test process's pid.
-TEST_HOSTS = "bbrbench-test-"
 
 
 def free_port() -> int:
@@ -118,13 +116,9 @@ class Authority:
 
 
 def simulated_host(name: str) -> dict[str, str]:
-    """A simulated host of this test run (FAKE_HOST_ENV): its lock file and scratch are its own, apart from
-    another test run's on this machine, and named so that the leak check finds them."""
-    return {"hostname": name, "machine_id": f"{TEST_HOSTS}{os.getpid()}-{name}"}
-
-
-def lock_files() -> list[Path]:
-    return sorted(cluster_mod.LOCK_DIR.glob(f"bbrbench-worker-{TEST_HOSTS}{os.getpid()}-*.lock"))
+    """A simulated host of this test run (FAKE_HOST_ENV), its machine id (and so its lock file) apart from
+    another test run's on this machine."""
+    return {"hostname": name, "machine_id": f"bbrbench-test-{os.getpid()}-{name}"}
 
 
 SHARED_HOST = simulated_host("shared")
@@ -141,6 +135,7 @@ class Cluster:
         self.address = f"tls://127.0.0.1:{self.port}"
         self.procs: list[subprocess.Popen[bytes]] = []
         self.workers: list[subprocess.Popen[bytes]] = []
+        self.hosts: set[str] = set()  # the machine ids its workers stood for
         self.scheduler_argv, self.worker_argv = start_commands(self.scheduler_certs, "127.0.0.1", self.port)
 
     def _start(self, argv: list[str], name: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
@@ -170,8 +165,9 @@ class Cluster:
         its own), under `prefix` (setpriv to another user)."""
         mine = str(certs or self.worker_certs())  # once: a comprehension would issue one per argument
         argv = [a.replace(str(self.scheduler_certs), mine) for a in self.worker_argv]
-        proc = self._start([*prefix, *argv], "worker",
-                           {FAKE_HOST_ENV: json.dumps(host or simulated_host(f"w{len(self.procs)}")), **(env or {})})
+        host = host or simulated_host(f"w{len(self.procs)}")
+        self.hosts.add(host["machine_id"])
+        proc = self._start([*prefix, *argv], "worker", {FAKE_HOST_ENV: json.dumps(host), **(env or {})})
         if not wait:
             return proc
         self.workers.append(proc)
@@ -186,6 +182,10 @@ class Cluster:
     def close(self) -> None:
         while self.procs:
             stop(self.procs.pop())
+
+    def lock_files(self) -> list[Path]:
+        """Lock files of its workers' hosts still there (none once they have all stopped)."""
+        return [p for h in sorted(self.hosts) if (p := cluster_mod.LOCK_DIR / f"bbrbench-worker-{h}.lock").exists()]
 
 
 @pytest.fixture(scope="module")
@@ -207,7 +207,7 @@ def cluster(authority: Authority, tmp_path: Path) -> Iterator[Callable[[], Clust
         for c in made:
             c.close()
         # Workers that closed, and the nannies of those killed, leave no lock file of their host behind.
-        assert not lock_files()
+        assert not [f for c in made for f in c.lock_files()]
 
 
 @pytest.fixture(scope="module")
@@ -221,7 +221,7 @@ def shared(authority: Authority, tmp_path_factory: pytest.TempPathFactory) -> It
         yield c
     finally:
         c.close()
-    assert not lock_files()
+    assert not c.lock_files()
 
 
 # ---------------------------------------------------------------- no root
