@@ -12,8 +12,9 @@ iputils-ping ethtool util-linux python3 python3-venv"
 if [ "${1:-}" = "--test" ]; then
 	extras="[test,lint,cluster]"
 	# A headless browser for the HTML report test; shellcheck and clang-format for the lint gate;
-	# a web server, HTTP load generators and Prometheus for the policy and exporter tests.
-	PACKAGES="$PACKAGES chromium chromium-driver shellcheck clang-format nginx-light wrk curl prometheus"
+	# a web server, HTTP load generators and Prometheus for the policy and exporter tests; Slurm and munge
+	# for the --slurm tests (their fixture starts its own daemons; the packages' services are not needed).
+	PACKAGES="$PACKAGES chromium chromium-driver shellcheck clang-format nginx-light wrk curl prometheus slurm-wlm munge"
 fi
 
 missing=""

@@ -43,9 +43,9 @@ from typing import Any
 from . import provenance
 from .errors import HarnessError, UsageError
 from .provenance import SUBMITTED_ENV
-from .results import read_json
 from .scenario import AlgoCatalog
 from .sweep import Job, Outcome, nominal_s
+from .sweep.store import accept_run
 from .testbed.host import bbrctl_build, host_key, host_name, identity
 
 log = logging.getLogger(__name__)
@@ -414,6 +414,8 @@ def dask_setup(server: Any) -> None:
     atexit.register(_remove_scratch, own=True, wait_s=RUN_STOP_TIMEOUT_S)
     if type(server).__name__ == "Worker":  # not its nanny, which would hold the lock its worker needs
         _lock_host()
+    else:  # the nanny exits after its worker: a worker killed outright leaves it its lock file to remove
+        atexit.register(_unlock_host)
 
 
 # Why this worker may not run experiments on its host: another worker there holds the host's lock.
@@ -421,26 +423,67 @@ _LOCK_PROBLEM = ""
 _lock_fds: list[int] = []
 
 
+def _lock_path() -> Path:
+    return LOCK_DIR / f"bbrbench-worker-{host_name(identity())}.lock"
+
+
+def _names(path: Path, fd: int) -> bool:
+    """Whether path is still the file open as fd (not removed, or replaced, by its last holder)."""
+    try:
+        st, held = os.stat(path), os.fstat(fd)
+    except FileNotFoundError:
+        return False
+    return (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino)
+
+
 def _lock_host() -> None:
     """One worker per host: a worker takes the host's lock (released when its process ends, however) or
     reports, through health(), that another holds it, and is given no runs."""
     global _LOCK_PROBLEM
-    path = LOCK_DIR / f"bbrbench-worker-{host_name(identity())}.lock"
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError as exc:
-        _LOCK_PROBLEM = f"cannot open the host lock {path}: {exc.strerror}"
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
-        os.close(fd)
-        _LOCK_PROBLEM = f"another worker (pid {holder or '?'}) already runs experiments on this host"
-        return
+    path = _lock_path()
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            _LOCK_PROBLEM = f"cannot open the host lock {path}: {exc.strerror}"
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            os.close(fd)
+            _LOCK_PROBLEM = f"another worker (pid {holder or '?'}) already runs experiments on this host"
+            return
+        if _names(path, fd):
+            break
+        os.close(fd)  # its holder removed it as we opened it: take the one there now
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     _lock_fds.append(fd)
+
+
+def _unlock_host() -> None:
+    """The host's lock file removed, so that stopped workers leave none behind: by the worker holding it,
+    as it closes, or by any process that can take it (a killed worker's nanny as it exits). Removed while
+    held, and a taker checks it still has the file named (_lock_host), so no two workers ever hold two
+    files of one host."""
+    path = _lock_path()
+    if not _lock_fds:
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except OSError:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # a live worker's
+            os.close(fd)
+            return
+        _lock_fds.append(fd)
+    while _lock_fds:
+        fd = _lock_fds.pop()
+        if _names(path, fd):
+            path.unlink()
+        os.close(fd)
 
 
 def dask_teardown(_worker: Any) -> None:
@@ -450,6 +493,8 @@ def dask_teardown(_worker: Any) -> None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=RUN_STOP_TIMEOUT_S)
     _remove_scratch(own=True)
+    if _lock_fds:  # a worker's (its nanny's teardown comes before its worker has stopped)
+        _unlock_host()
 
 
 def _run_child(argv: list[str], env: dict[str, str], timeout_s: float) -> tuple[int | None, str]:
@@ -574,15 +619,10 @@ def unpack(data: bytes, run_dir: Path, raw: dict[str, Any], submitted: dict[str,
         shutil.rmtree(partial)
     try:
         _extract(data, partial)
-        scenario = read_json(partial / "scenario.json", "run")
-        if scenario.get("raw") != raw or scenario.get("submitted_by") != submitted:
-            raise HarnessError("the result is not of the run asked for (its scenario or submitting command differ)")
     except HarnessError as exc:
         shutil.rmtree(partial, ignore_errors=True)
         raise HarnessError(f"{run_dir}: {exc}") from None
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    partial.rename(run_dir)
+    accept_run(partial, run_dir, raw, submitted)
 
 
 def run_timeout_s(job: Job) -> float:

@@ -36,8 +36,11 @@ from benchutil import needs_net, popen_cli, run_cli
 pytest.importorskip("distributed", reason="the cluster extra: pip install 'bbrbench[cluster]'")
 
 START_TIMEOUT_S = 30
+# Dask's connect timeout for a client that is to find its scheduler gone: ample on loopback, even loaded.
+CLIENT_CONNECT_S = 5
 NOBODY = 65534
-SWEEP = ("sweep", "smoke", "--quiet", "duration_s=2", "--reps", "2", "--grid", "bottleneck.rate_mbit=[10, 20]")
+# 2 points x 2 repetitions of 1 s: each point on two hosts, or a run under way when another has finished.
+SWEEP = ("sweep", "smoke", "--quiet", "duration_s=1", "--reps", "2", "--grid", "bottleneck.rate_mbit=[10, 20]")
 
 
 def free_port() -> int:
@@ -73,6 +76,17 @@ def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
         time.sleep(0.1)
 
 
+def children(proc: subprocess.Popen[bytes]) -> set[str]:
+    """The pids of proc's children (a nanny's: its worker process)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError, IndexError):
+            # The parent's pid is the second field after the command name in parentheses.
+            if entry.name.isdigit() and (entry / "stat").read_text().rpartition(")")[2].split()[1] == str(proc.pid):
+                found.add(entry.name)
+    return found
+
+
 def issue(ca: Path, kind: str, name: str, out: Path, *address: str) -> Path:
     args = ["cluster", kind, name, "--ca", str(ca), "--out", str(out), *(f"--address={a}" for a in address)]
     result = run_cli(*args)
@@ -80,20 +94,50 @@ def issue(ca: Path, kind: str, name: str, out: Path, *address: str) -> Path:
     return out
 
 
-class Cluster:
-    """An authority in DIR/ca; the scheduler's certificate, one per worker, and the user's (`certs`)."""
+def certificate(ca: Path, name: str, out: Path, *address: str) -> Path:
+    """A host's certificate (given addresses) or a user's, issued through the library."""
+    cluster_mod.issue(ca, name, out, list(address) if address else None)
+    return out
+
+
+class Authority:
+    """An authority in DIR/ca with the user's certificate (`certs`), the scheduler's, and a host certificate
+    per worker on demand: made once per module, through the library (the command line has its own test)."""
 
     def __init__(self, directory: Path) -> None:
         self.dir = directory
         self.ca = directory / "ca"
+        cluster_mod.init_ca(self.ca)
+        self.certs = certificate(self.ca, "tester", directory / "user")
+        self.scheduler_certs = certificate(self.ca, "scheduler", directory / "scheduler", "127.0.0.1")
+        self.hosts = 0
+
+    def host_certs(self) -> Path:
+        self.hosts += 1
+        return certificate(self.ca, f"worker-{self.hosts}", self.dir / f"worker-{self.hosts}", "127.0.0.1")
+
+
+def simulated_host(name: str) -> dict[str, str]:
+    """A simulated host of this test run (FAKE_HOST_ENV), its machine id (and so its lock file) apart from
+    another test run's on this machine."""
+    return {"hostname": name, "machine_id": f"bbrbench-test-{os.getpid()}-{name}"}
+
+
+SHARED_HOST = simulated_host("shared")
+
+
+class Cluster:
+    """A scheduler on a port of its own and its workers, with certificates of `authority`."""
+
+    def __init__(self, authority: Authority, directory: Path) -> None:
+        self.dir = directory
+        self.ca, self.certs, self.scheduler_certs = authority.ca, authority.certs, authority.scheduler_certs
+        self.authority = authority
         self.port = free_port()
         self.address = f"tls://127.0.0.1:{self.port}"
         self.procs: list[subprocess.Popen[bytes]] = []
         self.workers: list[subprocess.Popen[bytes]] = []
-        result = run_cli("cluster", "init", "--ca", str(self.ca), "--port", str(self.port))
-        assert result.returncode == 0, result.stderr
-        self.certs = issue(self.ca, "add-user", "tester", directory / "user")
-        self.scheduler_certs = issue(self.ca, "add-host", "scheduler", directory / "scheduler", "127.0.0.1")
+        self.hosts: set[str] = set()  # the machine ids its workers stood for
         self.scheduler_argv, self.worker_argv = start_commands(self.scheduler_certs, "127.0.0.1", self.port)
 
     def _start(self, argv: list[str], name: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
@@ -114,17 +158,18 @@ class Cluster:
         return Client(self.address, security=cluster_mod._security(self.certs), timeout=START_TIMEOUT_S)
 
     def worker_certs(self) -> Path:
-        n = len(list(self.dir.glob("worker-*")))
-        return issue(self.ca, "add-host", f"worker-{n}", self.dir / f"worker-{n}", "127.0.0.1")
+        return self.authority.host_certs()
 
     def start_worker(self, host: dict[str, str] | None = None, prefix: tuple[str, ...] = (),
                      certs: Path | None = None, env: dict[str, str] | None = None,
                      wait: bool = True) -> subprocess.Popen[bytes]:
-        """A worker with its own host certificate (or `certs`), as the simulated `host` (FAKE_HOST_ENV),
-        under `prefix` (setpriv to another user)."""
-        argv = [a.replace(str(self.scheduler_certs), str(certs or self.worker_certs())) for a in self.worker_argv]
-        proc = self._start([*prefix, *argv], "worker",
-                           {**({FAKE_HOST_ENV: json.dumps(host)} if host else {}), **(env or {})})
+        """A worker with its own host certificate (or `certs`), as the simulated `host` (default: one of
+        its own), under `prefix` (setpriv to another user)."""
+        mine = str(certs or self.worker_certs())  # once: a comprehension would issue one per argument
+        argv = [a.replace(str(self.scheduler_certs), mine) for a in self.worker_argv]
+        host = host or simulated_host(f"w{len(self.procs)}")
+        self.hosts.add(host["machine_id"])
+        proc = self._start([*prefix, *argv], "worker", {FAKE_HOST_ENV: json.dumps(host), **(env or {})})
         if not wait:
             return proc
         self.workers.append(proc)
@@ -132,17 +177,30 @@ class Cluster:
             client.wait_for_workers(len([p for p in self.workers if p.poll() is None]), timeout=START_TIMEOUT_S)
         return proc
 
+    def stop_worker(self, worker: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+        stop(worker, sig)
+        self.workers.remove(worker)
+
     def close(self) -> None:
         while self.procs:
             stop(self.procs.pop())
 
+    def lock_files(self) -> list[Path]:
+        """Lock files of its workers' hosts still there (none once they have all stopped)."""
+        return [p for h in sorted(self.hosts) if (p := cluster_mod.LOCK_DIR / f"bbrbench-worker-{h}.lock").exists()]
+
+
+@pytest.fixture(scope="module")
+def authority(tmp_path_factory: pytest.TempPathFactory) -> Authority:
+    return Authority(tmp_path_factory.mktemp("authority"))
+
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Callable[[], Cluster]]:
+def cluster(authority: Authority, tmp_path: Path) -> Iterator[Callable[[], Cluster]]:
     made: list[Cluster] = []
 
     def factory() -> Cluster:
-        made.append(Cluster(tmp_path))
+        made.append(Cluster(authority, tmp_path))
         return made[-1]
 
     try:
@@ -150,6 +208,22 @@ def cluster(tmp_path: Path) -> Iterator[Callable[[], Cluster]]:
     finally:
         for c in made:
             c.close()
+        # Workers that closed, and the nannies of those killed, leave no lock file of their host behind.
+        assert not [f for c in made for f in c.lock_files()]
+
+
+@pytest.fixture(scope="module")
+def shared(authority: Authority, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A scheduler with one worker, for the tests that need no other; a test that stops the worker starts
+    another in its place (as the same host)."""
+    c = Cluster(authority, tmp_path_factory.mktemp("shared"))
+    try:
+        c.start_scheduler()
+        c.start_worker(host=SHARED_HOST)
+        yield c
+    finally:
+        c.close()
+    assert not c.lock_files()
 
 
 # ---------------------------------------------------------------- no root
@@ -210,17 +284,18 @@ def test_unauthenticated_peers_are_refused(cluster: Callable[[], Cluster], tmp_p
                 if not tls.recv(1):
                     raise ConnectionError("closed by the scheduler")
     # bbrbench with a certificate of another authority: one line, exit 1, no sweep directory made.
-    assert run_cli("cluster", "init", "--ca", str(tmp_path / "other-ca")).returncode == 0
-    other = issue(tmp_path / "other-ca", "add-user", "eve", tmp_path / "other")
+    # (Certificates through the library here: test_authority_issues_and_revokes covers the commands.)
+    cluster_mod.init_ca(tmp_path / "other-ca")
+    other = certificate(tmp_path / "other-ca", "eve", tmp_path / "other")
     out = tmp_path / "sweep"
     result = run_cli(*SWEEP, "--out", str(out), "--cluster", c.address, "--cluster-certs", str(other))
     assert result.returncode == 1 and "cannot connect" in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()
     # A user and a host whose certificates were revoked (the scheduler given the new list and restarted).
-    revoked = issue(c.ca, "add-user", "mallory", tmp_path / "mallory")
-    bad_host = issue(c.ca, "add-host", "stolen", tmp_path / "stolen", "127.0.0.1")
+    revoked = certificate(c.ca, "mallory", tmp_path / "mallory")
+    bad_host = certificate(c.ca, "stolen", tmp_path / "stolen", "127.0.0.1")
     for name in ("mallory", "stolen"):
-        assert run_cli("cluster", "revoke", name, "--ca", str(c.ca)).returncode == 0
+        cluster_mod.revoke(c.ca, name)
     for member in (c.scheduler_certs, bad_host):
         shutil.copyfile(c.ca / "crl.pem", member / "crl.pem")
     c.close()
@@ -229,7 +304,7 @@ def test_unauthenticated_peers_are_refused(cluster: Callable[[], Cluster], tmp_p
     assert result.returncode == 1 and "cannot connect" in result.stderr and not out.exists(), result.stderr
     # A worker of another authority never joins, a revoked host's neither; one with a good certificate,
     # started after them, does.
-    c.start_worker(certs=issue(tmp_path / "other-ca", "add-host", "w", tmp_path / "other-w", "127.0.0.1"), wait=False)
+    c.start_worker(certs=certificate(tmp_path / "other-ca", "w", tmp_path / "other-w", "127.0.0.1"), wait=False)
     c.start_worker(certs=bad_host, wait=False)
     time.sleep(3)
     c.start_worker()
@@ -238,7 +313,7 @@ def test_unauthenticated_peers_are_refused(cluster: Callable[[], Cluster], tmp_p
         assert len(client.scheduler_info()["workers"]) == 1
     # A scheduler whose certificate names another address: the client will not take it for this one.
     c.close()
-    elsewhere = issue(c.ca, "add-host", "elsewhere", tmp_path / "elsewhere", "10.9.9.9")
+    elsewhere = certificate(c.ca, "elsewhere", tmp_path / "elsewhere", "10.9.9.9")
     c.scheduler_argv = [a.replace(str(c.scheduler_certs), str(elsewhere)) for a in c.scheduler_argv]
     c.start_scheduler()
     result = run_cli(*SWEEP, "--out", str(out), "--cluster", c.address, "--cluster-certs", str(c.certs))
@@ -251,18 +326,11 @@ def test_unauthenticated_peers_are_refused(cluster: Callable[[], Cluster], tmp_p
     assert missing.returncode == 1 and "cluster add-host/add-user" in missing.stderr and not out.exists()
 
 
-def test_listeners_bind_only_the_address_given(cluster: Callable[[], Cluster]) -> None:
+def test_listeners_bind_only_the_address_given(shared: Cluster) -> None:
     """Dask's scheduler served HTTP on 0.0.0.0:8787 even with --no-dashboard; every socket of the
     scheduler, the worker and its nanny now listens on the address given (here loopback)."""
-    c = cluster()
-    scheduler = c.start_scheduler()
-    worker = c.start_worker()
-    time.sleep(1)
-    pids = {str(scheduler.pid), str(worker.pid)}
-    for proc in Path("/proc").iterdir():
-        with contextlib.suppress(OSError):
-            if proc.name.isdigit() and (proc / "stat").read_text().split()[3] in pids:
-                pids.add(proc.name)  # the worker process under its nanny
+    scheduler, worker = shared.procs[0], shared.workers[0]
+    pids = {str(scheduler.pid), str(worker.pid), *children(worker)}  # the worker process under its nanny
     listening = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True, check=True).stdout.splitlines()
     ours = [line.split()[3] for line in listening if any(f"pid={p}," in line for p in pids)]
     assert len(ours) >= 4, listening  # scheduler: comm and HTTP; nanny and worker: comm (and HTTP)
@@ -427,8 +495,12 @@ def test_a_hung_run_is_stopped_at_its_timeout() -> None:
 
 
 def test_one_worker_per_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host's lock is one file per host: a second worker is refused while the first holds it; it is
+    removed by its holder as it closes, or once free by whoever can take it (a killed worker's nanny), so
+    that stopped workers leave no lock file behind, and never while a live worker holds it."""
     monkeypatch.setattr(cluster_mod, "LOCK_DIR", tmp_path)
     monkeypatch.setattr(cluster_mod, "_LOCK_PROBLEM", "")
+    monkeypatch.setattr(cluster_mod, "_lock_fds", [])
     holder = subprocess.Popen(["python", "-c", "import sys, time; import bbrbench.cluster as c; "
                                f"c.LOCK_DIR = c.Path({str(tmp_path)!r}); c._lock_host(); "
                                "print(c._LOCK_PROBLEM or 'held', flush=True); time.sleep(60)"],
@@ -438,14 +510,20 @@ def test_one_worker_per_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         cluster_mod._lock_host()
         assert f"pid {holder.pid}" in cluster_mod._LOCK_PROBLEM
         assert any(f"pid {holder.pid}" in p for p in cluster_mod.health()["problems"])
+        cluster_mod._unlock_host()
+        assert len(list(tmp_path.iterdir())) == 1  # a live worker's lock stays
     finally:
-        holder.kill()
+        holder.kill()  # a worker killed outright: its lock file stays, free
         holder.wait()
-    # Another (simulated) host on this machine has its own lock.
+    cluster_mod._unlock_host()
+    assert not list(tmp_path.iterdir())
+    # Another (simulated) host on this machine has its own lock, which its worker removes as it closes.
     monkeypatch.setattr(cluster_mod, "_LOCK_PROBLEM", "")
     monkeypatch.setenv(FAKE_HOST_ENV, json.dumps({"hostname": "b", "machine_id": "b"}))
     cluster_mod._lock_host()
-    assert cluster_mod._LOCK_PROBLEM == ""
+    assert cluster_mod._LOCK_PROBLEM == "" and [p.name for p in tmp_path.iterdir()] == ["bbrbench-worker-b.lock"]
+    cluster_mod._unlock_host()
+    assert not list(tmp_path.iterdir())
 
 
 class Scripted:
@@ -486,21 +564,44 @@ def goodputs(out: Path) -> dict[str, tuple[float, float | None]]:
             for p in sweep["points"]}
 
 
+def on(c: Cluster, *args: str) -> tuple[str, ...]:
+    return (*args, "--cluster", c.address, "--cluster-certs", str(c.certs))
+
+
+def wait_for(what: str, ready: Callable[[], object], alive: subprocess.Popen[str] | None = None,
+             timeout_s: float = 120) -> None:
+    """Until ready() (polled every 0.1 s), while `alive` (the sweep) runs."""
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout_s:.0f} s"
+        assert alive is None or alive.poll() is None, f"{what}: the sweep ended first"
+        time.sleep(0.1)
+
+
+def scratch_of(worker: subprocess.Popen[bytes]) -> list[Path]:
+    """The scratch directories of the worker process under this nanny."""
+    pids = children(worker)
+    return [p for p in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*")
+            if p.name.removeprefix(SCRATCH_PREFIX).split("-")[0] in pids]
+
+
+def dead_scratch() -> list[Path]:
+    """Scratch directories whose worker process has gone."""
+    return [p for p in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*")
+            if not Path(f"/proc/{p.name.removeprefix(SCRATCH_PREFIX).split('-')[0]}").exists()]
+
+
 @pytest.mark.net
 @needs_net
-def test_cluster_sweep_matches_local(cluster: Callable[[], Cluster], tmp_path: Path) -> None:
-    c = cluster()
-    c.start_scheduler()
-    c.start_worker()
-    remote = run_cli(*SWEEP, "--out", str(tmp_path / "remote"), "--cluster", c.address,
-                     "--cluster-certs", str(c.certs), timeout=300)
+def test_cluster_sweep_matches_local(shared: Cluster, tmp_path: Path) -> None:
+    remote = run_cli(*on(shared, *SWEEP, "--out", str(tmp_path / "remote")), timeout=300)
     assert remote.returncode == 0, remote.stderr
     local = run_cli(*SWEEP, "--out", str(tmp_path / "local"), timeout=300)
     assert local.returncode == 0, local.stderr
     got, want = goodputs(tmp_path / "remote"), goodputs(tmp_path / "local")
     assert got.keys() == want.keys()
     for label, (mean, ci) in got.items():
-        # Within the two intervals, with a floor of 3% for the near-zero spread of 2 s runs at line rate.
+        # Within the two intervals, with a floor of 3% for the near-zero spread of short runs at line rate.
         slack = (ci or 0) + (want[label][1] or 0) + 0.03 * mean
         assert abs(mean - want[label][0]) <= slack, (label, got, want)
     for out in (tmp_path / "remote", tmp_path / "local"):
@@ -513,21 +614,15 @@ def test_cluster_sweep_matches_local(cluster: Callable[[], Cluster], tmp_path: P
 
 @pytest.mark.net
 @needs_net
-def test_worker_killed_mid_sweep(cluster: Callable[[], Cluster], tmp_path: Path) -> None:
-    c = cluster()
-    c.start_scheduler()
-    worker = c.start_worker()
+def test_worker_killed_mid_sweep(shared: Cluster, tmp_path: Path) -> None:
+    worker = shared.workers[0]
     out = tmp_path / "sweep"
-    sweep = popen_cli(*(a if a != "duration_s=2" else "duration_s=4" for a in SWEEP), "--out", str(out),
-                      "--cluster", c.address, "--cluster-certs", str(c.certs))
-    deadline = time.monotonic() + 120
-    while not list(out.glob("points/*/rep*/done")):
-        assert time.monotonic() < deadline and sweep.poll() is None, "no run finished"
-        time.sleep(0.1)
-    time.sleep(1.5)  # well into the next run's 4 s
-    stop(worker, signal.SIGKILL)  # the host dies: worker and nanny at once
-    time.sleep(1)
-    c.start_worker()
+    sweep = popen_cli(*on(shared, *SWEEP, "--out", str(out)))
+    wait_for("a run finished", lambda: list(out.glob("points/*/rep*/done")), sweep)
+    # The next run under way: its child has written its scenario into the scratch directory.
+    wait_for("the next run started", lambda: [p for p in scratch_of(worker) if (p / "run").is_dir()], sweep)
+    shared.stop_worker(worker, signal.SIGKILL)  # the host dies: worker and nanny at once
+    shared.start_worker(host=SHARED_HOST)  # and comes back
     _, stderr = sweep.communicate(timeout=300)
     assert sweep.returncode == 0, stderr
     runs = sorted(out.glob("points/*/rep*"))
@@ -537,34 +632,27 @@ def test_worker_killed_mid_sweep(cluster: Callable[[], Cluster], tmp_path: Path)
     assert len({json.loads((r / "scenario.json").read_text())["prefix"] for r in runs}) == 4
     assert [p["repetitions"] for p in json.loads((out / "sweep.json").read_text())["points"]] == [2, 2]
     # The killed worker's scratch directory went with the next run on that host.
-    assert not [p for p in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*")
-                if not Path(f"/proc/{p.name.split('-')[2]}").exists()]
+    assert not dead_scratch()
 
 
 @pytest.mark.net
 @needs_net
-def test_interrupted_client_leaves_nothing_queued(cluster: Callable[[], Cluster], tmp_path: Path) -> None:
-    c = cluster()
-    c.start_scheduler()
-    c.start_worker()
+def test_interrupted_client_leaves_nothing_queued(shared: Cluster, tmp_path: Path) -> None:
     out = tmp_path / "sweep"
-    sweep = popen_cli(*SWEEP, "--out", str(out), "--cluster", c.address, "--cluster-certs", str(c.certs))
-    deadline = time.monotonic() + 60
-    while not list(out.glob("points/*/rep*/done")):
-        assert time.monotonic() < deadline and sweep.poll() is None, "no run finished"
-        time.sleep(0.1)
+    sweep = popen_cli(*on(shared, *SWEEP, "--out", str(out)))
+    wait_for("a run finished", lambda: list(out.glob("points/*/rep*/done")), sweep)
     sweep.send_signal(signal.SIGINT)
     sweep.communicate(timeout=60)
     assert sweep.returncode == 130
-    with c.client() as client:
-        deadline = time.monotonic() + 30
+    with shared.client() as client:
         # A lambda travels by value; a function of this module would need the module on the scheduler.
-        while client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)):
-            assert time.monotonic() < deadline, "the scheduler still holds the sweep's runs"
-            time.sleep(0.5)
+        wait_for("the scheduler dropped the sweep's runs",
+                 lambda: not client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)), timeout_s=30)
     assert len(list(out.glob("points/*/rep*/done"))) < 4
-    c.close()  # the worker closing takes its abandoned run's scratch directory with it
+    # The worker closing takes its abandoned run's scratch directory with it.
+    shared.stop_worker(shared.workers[0])
     assert not list(Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*"))
+    shared.start_worker(host=SHARED_HOST)
 
 
 def run_hosts(out: Path) -> dict[str, list[str]]:
@@ -581,42 +669,43 @@ def test_two_hosts_share_every_point(cluster: Callable[[], Cluster], tmp_path: P
     over both with --mix-hosts; without it only the first kind of host gets runs, and the other is named."""
     c = cluster()
     c.start_scheduler()
-    c.start_worker(host={"hostname": "host-a", "machine_id": "a"})
-    c.start_worker(host={"hostname": "host-b", "machine_id": "b", "kernel": "6.1.0-other"})
-    mixed = run_cli(*SWEEP, "--out", str(tmp_path / "mixed"), "--cluster", c.address, "--cluster-certs",
-                    str(c.certs), "--mix-hosts", timeout=300)
+    c.start_worker(host=simulated_host("host-a"))
+    c.start_worker(host={**simulated_host("host-b"), "kernel": "6.1.0-other"})
+    mixed = run_cli(*on(c, *SWEEP, "--out", str(tmp_path / "mixed"), "--mix-hosts"), timeout=300)
     assert mixed.returncode == 0, mixed.stderr
     hosts = run_hosts(tmp_path / "mixed")
     assert len(hosts) == 2 and all(sorted(h) == ["host-a", "host-b"] for h in hosts.values()), hosts
     assert all(p["hosts"] == ["host-a", "host-b"] for p in
                json.loads((tmp_path / "mixed" / "sweep.json").read_text())["points"])
-    one = run_cli(*SWEEP, "--out", str(tmp_path / "one"), "--cluster", c.address, "--cluster-certs", str(c.certs),
+    # One point's two repetitions: on both hosts if both were used.
+    one = run_cli(*on(c, "sweep", "smoke", "--quiet", "duration_s=1", "--reps", "2", "--out", str(tmp_path / "one")),
                   timeout=300)
     assert one.returncode == 0, one.stderr
     assert "refused" in one.stderr and "6.1.0-other" in one.stderr and "--mix-hosts" in one.stderr, one.stderr
+    assert [len(reps) for reps in run_hosts(tmp_path / "one").values()] == [2]
     assert len({h for reps in run_hosts(tmp_path / "one").values() for h in reps}) == 1
 
 
 @pytest.mark.net
 @needs_net
-def test_a_dead_scheduler_fails_the_sweep_and_it_resumes(cluster: Callable[[], Cluster], tmp_path: Path) -> None:
+def test_a_dead_scheduler_fails_the_sweep_and_it_resumes(cluster: Callable[[], Cluster], tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     c = cluster()
     scheduler = c.start_scheduler()
     worker = c.start_worker()
     out = tmp_path / "sweep"
-    args = [*(a if a != "duration_s=2" else "duration_s=3" for a in SWEEP), "--out", str(out), "--cluster", c.address,
-            "--cluster-certs", str(c.certs)]
-    sweep = popen_cli(*args)
-    deadline = time.monotonic() + 120
-    while not list(out.glob("points/*/rep*/done")):
-        assert time.monotonic() < deadline and sweep.poll() is None, "no run finished"
-        time.sleep(0.1)
+    args = on(c, *SWEEP, "--out", str(out))
+    # The client gives up on the scheduler after Dask's connect timeout (30 s by default; loopback needs less).
+    with monkeypatch.context() as env:
+        env.setenv("DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT", f"{CLIENT_CONNECT_S}s")
+        sweep = popen_cli(*args)
+    wait_for("a run finished", lambda: list(out.glob("points/*/rep*/done")), sweep)
     stop(scheduler, signal.SIGKILL)
     _, stderr = sweep.communicate(timeout=180)
     assert sweep.returncode == 1, stderr
     last = stderr.strip().splitlines()[-1]
     assert "runs lost" in last and "went away" in last and "resume with bbrbench sweep smoke" in last, stderr
-    stop(worker)
+    c.stop_worker(worker)
     c.start_scheduler()
     c.start_worker()
     # The command it printed (this one: --out was given), so that the runs are of one invocation.
@@ -627,7 +716,8 @@ def test_a_dead_scheduler_fails_the_sweep_and_it_resumes(cluster: Callable[[], C
 
 @pytest.mark.root
 @pytest.mark.skipif(os.geteuid() != 0, reason="starts a worker as another user")
-def test_workers_that_cannot_run_experiments_get_none(cluster: Callable[[], Cluster], tmp_path: Path) -> None:
+def test_workers_that_cannot_run_experiments_get_none(cluster: Callable[[], Cluster], shared: Cluster,
+                                                      tmp_path: Path) -> None:
     """A worker not running as root, and a second worker on one host, are refused when they join; with no
     other worker the sweep fails before writing anything."""
     c = cluster()
@@ -643,18 +733,20 @@ def test_workers_that_cannot_run_experiments_get_none(cluster: Callable[[], Clus
         c.start_worker(prefix=("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"), certs=theirs,
                        env={"HOME": str(theirs)})
         out = tmp_path / "sweep"
-        refused = run_cli(*SWEEP, "--out", str(out), "--cluster", c.address, "--cluster-certs", str(c.certs))
+        refused = run_cli(*on(c, *SWEEP, "--out", str(out)))
         assert refused.returncode == 1 and "no worker can run experiments" in refused.stderr, refused.stderr
         assert "not root" in refused.stderr and not out.exists()
     finally:
         c.close()
         subprocess.run(["rm", "-rf", str(theirs)], check=True)
-    c.start_scheduler()
-    c.start_worker()
-    c.start_worker()
+    # A second worker on the shared worker's host.
     from bbrbench.cluster import DaskExecutor
-    with DaskExecutor(c.address, c.certs, 1) as executor:
-        assert len(executor.members) == 1 and len(executor.refused) == 1
+    twin = shared.start_worker(host=SHARED_HOST)
+    try:
+        with DaskExecutor(shared.address, shared.certs, 1) as executor:
+            assert len(executor.members) == 1 and len(executor.refused) == 1
+    finally:
+        shared.stop_worker(twin)
 
 
 ROGUE = '''
@@ -690,9 +782,9 @@ def test_a_rogue_workers_pickle_never_runs_in_the_client(cluster: Callable[[], C
     c.start_scheduler()
     c.start_worker(env={"PYTHONPATH": str(site)})
     out = tmp_path / "sweep"
-    result = run_cli(*SWEEP, "--out", str(out), "--tries", "1", "--cluster", c.address, "--cluster-certs",
-                     str(c.certs), timeout=120)
-    assert result.returncode == 1 and "runs lost" in result.stderr, result.stderr
+    # One run: the rogue worker answers it at once.
+    result = run_cli(*on(c, "sweep", "smoke", "--quiet", "--reps", "1", "--out", str(out), "--tries", "1"), timeout=120)
+    assert result.returncode == 1 and "1/1 runs lost" in result.stderr, result.stderr
     assert not list(tmp_path.glob("unpickled*")) and not list(out.glob("points/*/rep*/done"))
 
 

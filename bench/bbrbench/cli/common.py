@@ -67,8 +67,9 @@ def need_root() -> None:
 
 
 def need_root_here(args: argparse.Namespace) -> None:
-    """Runs on this host need root; with --cluster the workers run them, and the client needs none."""
-    if not args.cluster:
+    """Runs on this host need root; with --cluster or --slurm other hosts run them, and the client needs
+    none."""
+    if not (args.cluster or args.slurm):
         need_root()
 
 
@@ -81,7 +82,12 @@ def load_scenario(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
 
 @contextlib.contextmanager
 def executor(args: argparse.Namespace) -> Iterator[Any]:
-    """Where a sweep's runs go: None (this host) or the Dask cluster of --cluster, connected."""
+    """Where a sweep's runs go: None (this host), the Dask cluster of --cluster, connected, or Slurm."""
+    if args.slurm:
+        from ..slurm import SlurmExecutor
+        with SlurmExecutor(args.tries, args.sbatch_arg) as slurm:
+            yield slurm
+        return
     if not args.cluster:
         yield None
         return
@@ -111,13 +117,21 @@ def add_scenario_args(p: argparse.ArgumentParser, optional: bool = False) -> Non
 
 
 def add_cluster_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--cluster", metavar="tls://HOST:PORT",
-                   help="run on the test hosts of this Dask scheduler (bbrbench cluster scheduler) instead of here")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--cluster", metavar="tls://HOST:PORT",
+                       help="run on the test hosts of this Dask scheduler (bbrbench cluster scheduler) instead of "
+                            "here")
+    where.add_argument("--slurm", action="store_true",
+                       help="run each repetition as a task of a Slurm job array (--out on a path every node "
+                            "shares; docs/cluster.md)")
+    p.add_argument("--sbatch-arg", action="append", default=[], metavar="ARG",
+                   help="with --slurm: pass ARG to sbatch, e.g. --sbatch-arg=--partition=net (repeatable)")
     p.add_argument("--cluster-certs", default=CERTS_DEFAULT,
                    metavar="DIR", help="your certificate from cluster add-user (default $BBRBENCH_CLUSTER_CERTS or "
                    "~/.config/bbrbench/cluster)")
     p.add_argument("--tries", type=int, default=3,
-                   help="with --cluster: tries of a run whose worker dies or that ends abnormally, each on a "
+                   help="with --cluster or --slurm: tries of a run whose worker or task dies or that ends "
+                   "abnormally, each on a "
                    "free host, before it counts as lost (default 3)")
     add_mix_hosts_arg(p)
 

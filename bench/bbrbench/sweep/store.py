@@ -3,8 +3,12 @@ still pending, and the by-label links."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+from typing import Any
 
+from ..errors import HarnessError
+from ..results import read_json
 from .plans import Job, Plan, point_raw
 
 DONE_MARK = "done"
@@ -26,6 +30,24 @@ def pending(plan_: Plan, out: Path) -> list[Job]:
 def done_runs(out: Path, point_id: str) -> list[Path]:
     """A point's finished run directories, in repetition order."""
     return [d for d in sorted((out / "points" / point_id).glob("rep*")) if (d / DONE_MARK).is_file()]
+
+
+def accept_run(staged: Path, run_dir: Path, raw: dict[str, Any], submitted: dict[str, Any]) -> None:
+    """A run made elsewhere (a cluster worker's, a Slurm task's), staged at `staged`, moved to run_dir only
+    if it is the run asked for: its scenario.json holds this job's scenario and the submitting command's
+    record. Whatever was at run_dir (an unfinished earlier try) is replaced only then; a refused run is
+    removed, and HarnessError says why."""
+    try:
+        scenario = read_json(staged / "scenario.json", "run")
+        if scenario.get("raw") != raw or scenario.get("submitted_by") != submitted:
+            raise HarnessError("the result is not of the run asked for (its scenario or submitting command differ)")
+    except HarnessError as exc:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise HarnessError(f"{run_dir}: {exc}") from None
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    staged.rename(run_dir)
 
 
 def runs_done(plan_: Plan, out: Path) -> int:

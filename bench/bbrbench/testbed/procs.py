@@ -46,11 +46,12 @@ def pid_alive(pid: int) -> bool:
 
 
 def command(argv: Sequence[str], netns: str | None = None, timeout: float = COMMAND_TIMEOUT_S,
-            check: bool = True, input_text: str | None = None) -> subprocess.CompletedProcess[str]:
+            check: bool = True, input_text: str | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run a short command to completion; failures become one-line HarnessErrors."""
     full = (["ip", "netns", "exec", netns] if netns else []) + list(argv)
     try:
-        result = subprocess.run(full, capture_output=True, text=True, timeout=timeout, input=input_text)
+        result = subprocess.run(full, capture_output=True, text=True, timeout=timeout, input=input_text, env=env)
     except FileNotFoundError:
         raise HarnessError(f"{argv[0]}: not installed") from None
     except subprocess.TimeoutExpired:
