@@ -22,7 +22,6 @@ from bbrbench.testbed.wire import kill_wire_processes  # noqa: E402
 
 pytestmark = [pytest.mark.net, pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces")]
 
-SOURCES = sorted((REPO / "bench" / "delayline").glob("*.c"))
 DEFAULT_BINARY = REPO / "build" / "bbrkit-delay"
 UDP_PORT = 9000
 # Python timestamps in user space add scheduling noise on top of the delay line's own error.
@@ -33,13 +32,11 @@ _serial = itertools.count()
 
 @pytest.fixture(scope="module")
 def binary() -> Path:
-    """The delay-line binary; built with the project's command when absent or older than its source."""
+    """The delay-line binary, brought up to date by the project's own build rule (make knows its sources,
+    headers and flags)."""
     if os.environ.get("BBRKIT_DELAY"):
         return Path(os.environ["BBRKIT_DELAY"])
-    if not DEFAULT_BINARY.exists() or DEFAULT_BINARY.stat().st_mtime < max(p.stat().st_mtime for p in SOURCES):
-        DEFAULT_BINARY.parent.mkdir(exist_ok=True)
-        subprocess.run(["cc", "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-pthread", "-o", str(DEFAULT_BINARY),
-                        *map(str, SOURCES)], check=True)
+    subprocess.run(["make", "-s", "-C", str(REPO), "build/bbrkit-delay"], check=True)
     return DEFAULT_BINARY
 
 
