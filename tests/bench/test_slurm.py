@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -68,6 +70,14 @@ class Slurm:
         self.node = socket.gethostname().split(".")[0]
         self.ctld_port, self.slurmd_port = free_port(), free_port()
         self.conf = directory / "slurm.conf"
+        # The epilog docs/cluster.md asks of a lab: `bbrbench cleanup` as root after every job; each run of
+        # it leaves its exit status in epilog.ran.
+        self.epilog_ran = directory / "epilog.ran"
+        epilog = directory / "epilog"
+        epilog.write_text(f"#!/bin/sh\n{shlex.quote(sys.executable)} -m bbrbench cleanup"
+                          f" >>{shlex.quote(str(directory / 'log' / 'epilog.log'))} 2>&1\n"
+                          f"echo $? >>{shlex.quote(str(self.epilog_ran))}\n")
+        epilog.chmod(0o700)
         self.conf.write_text("\n".join([
             "ClusterName=bbrbenchtest", f"SlurmctldHost={self.node}(127.0.0.1)",
             f"SlurmctldPort={self.ctld_port}", f"SlurmdPort={self.slurmd_port}", "SlurmUser=root", "SlurmdUser=root",
@@ -75,7 +85,7 @@ class Slurm:
             f"StateSaveLocation={directory / 'state'}", f"SlurmdSpoolDir={directory / 'spool'}",
             f"SlurmctldPidFile={directory / 'slurmctld.pid'}", f"SlurmdPidFile={directory / 'slurmd.pid'}",
             f"SlurmctldLogFile={directory / 'log' / 'slurmctld.log'}",
-            f"SlurmdLogFile={directory / 'log' / 'slurmd.log'}",
+            f"SlurmdLogFile={directory / 'log' / 'slurmd.log'}", f"Epilog={epilog}",
             # No cgroups or accounting: a container's or VM's plain process groups will do.
             "ProctrackType=proctrack/pgid", "TaskPlugin=task/none", "JobAcctGatherType=jobacct_gather/none",
             "AccountingStorageType=accounting_storage/none", "JobCompType=jobcomp/none", "MpiDefault=none",
@@ -108,6 +118,9 @@ class Slurm:
         self._wait("slurmctld", lambda: listening(self.ctld_port))
         self._start("slurmd", "-D", "-f", str(self.conf))
         self._wait("the node", lambda: self.sinfo().strip() == "idle")
+
+    def epilog_statuses(self) -> list[str]:
+        return self.epilog_ran.read_text().split() if self.epilog_ran.exists() else []
 
     def sinfo(self) -> str:
         return subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, env=self.env).stdout
@@ -176,6 +189,10 @@ def test_a_sweep_through_slurm_is_a_sweep(slurm: Slurm, tmp_path: Path) -> None:
         assert "--slurm" in submitted["command"] and submitted["tree"] is not None
     assert [p["repetitions"] for p in json.loads((out / "sweep.json").read_text())["points"]] == [2, 2]
     assert not list((out / "slurm").iterdir()) and not slurm.jobs()
+    deadline = time.monotonic() + START_TIMEOUT_S  # the epilog follows each task's end, maybe after the sweep's
+    while len(slurm.epilog_statuses()) < len(runs) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert slurm.epilog_statuses() == ["0"] * len(runs)
     again = sweep_cli(slurm, *(a for a in SWEEP if a != "--quiet"), "--out", str(out), "--slurm")
     assert again.returncode == 0 and "4 run(s), 0 to do" in again.stderr, again.stderr
 

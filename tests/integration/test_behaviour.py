@@ -79,8 +79,10 @@ def phase_runs(records: list[dict]) -> list[tuple[str, float, float]]:
 
 
 def gains_in(records: list[dict], phase: str, key: str) -> set[float]:
-    return {r[key] for r in records
-            if (r["bw_phase"] if r["mode"] == "PROBE_BW" else r["mode"]) == phase and r["event"] == "round"}
+    """key's values in records made after an ACK in `phase`: round ends, and phase changes (the ACK that
+    ends a round and moves the PROBE_BW cycle is recorded as a phase change; UP may last no longer)."""
+    return {r[key] for r in records if (r["bw_phase"] if r["mode"] == "PROBE_BW" else r["mode"]) == phase
+            and r["event"] in ("round", "phase")}
 
 
 def new_path(netpair: Callable[..., NetPair]) -> NetPair:
