@@ -169,6 +169,11 @@ def test_a4_drain_exits_after_three_rounds() -> None:
     assert verdict("A.4", [{k: v for k, v in r.items() if k != "drain_start_round"} for r in good]) == "blocked"
     # An exit at the target is an inflight exit: the path did not force the case's condition.
     assert verdict("A.4", [*good[:3], dict(good[3], inflight=80)]) == "blocked"
+    # Google's v3 has no time exit: a DRAIN kept above target to the end of the run fails at its last record.
+    stuck = [*good[:3], *(rec(0.02 * k, "DRAIN", k, inflight=200, drain_start_round=2) for k in range(4, 30))]
+    checks = conf.evaluate(CASES["A.4"], "bbr3", stuck, "twin")
+    assert conf.verdict(checks) == "fail" and checks[1].measured == "27, never left", checks
+    assert verdict("A.4", [dict(r, inflight=80) if r["mode"] == "DRAIN" else r for r in stuck]) == "blocked"
 
 
 def up_series(up_rounds: int, lost_in_up: int = 0, after: str = "DOWN", **kw: Any) -> list[dict[str, Any]]:

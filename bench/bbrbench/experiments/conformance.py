@@ -383,18 +383,22 @@ def check_a4(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     key = key_of(records, "drain_start_round")
     if key is None:
         return [blocked("DRAIN ends 3 rounds after drain_start_round", "drain_start_round")]
+    drain = [r for r in records if r["mode"] == "DRAIN"]
+    if not drain:
+        return [judge("DRAIN entered", False, "never", "DRAIN")]
     i = _first_exit(records, "DRAIN")
-    if i is None:
-        return [judge("DRAIN ends", False, "never", "after 3 rounds")]
-    exit_rec = records[i]
+    # A DRAIN never left is judged at its last record: inflight still above target there is the case's
+    # condition, and the rounds it has lasted are past the time exit.
+    exit_rec, last = (records[i], records[i - 1]) if i is not None else (drain[-1], drain[-1])
     bound = bdp_packets(exit_rec) * (1 + ctx.tol["inflight_rel"]) + ctx.tol["inflight_slack_packets"]
     if exit_rec["inflight"] <= bound:
         return [unforced("inflight above BBRInflight(1.0) when DRAIN ends", f"{exit_rec['inflight']} pkts",
                          f"> {bound:.0f} (BDP and slack)")]
-    rounds = exit_rec["round"] - records[i - 1][key]
+    rounds = exit_rec["round"] - last[key]
     limit = ctx.tol["drain_rounds"] + ctx.tol["round_slack"]
-    return [judge("DRAIN -> PROBE_BW", exit_rec["mode"] == "PROBE_BW", exit_rec["mode"], "PROBE_BW"),
-            judge("rounds in DRAIN", ctx.tol["drain_rounds"] <= rounds <= limit, str(rounds),
+    mode, rounds_seen = (exit_rec["mode"], str(rounds)) if i is not None else ("DRAIN to the end", f"{rounds}, never left")
+    return [judge("DRAIN -> PROBE_BW", mode == "PROBE_BW", mode, "PROBE_BW"),
+            judge("rounds in DRAIN", i is not None and ctx.tol["drain_rounds"] <= rounds <= limit, rounds_seen,
                   f"{ctx.tol['drain_rounds']:.0f}..{limit:.0f}")]
 
 
