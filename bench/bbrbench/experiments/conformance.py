@@ -396,9 +396,10 @@ def check_a4(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
                          f"> {bound:.0f} (BDP and slack)")]
     rounds = exit_rec["round"] - last[key]
     limit = ctx.tol["drain_rounds"] + ctx.tol["round_slack"]
-    mode, rounds_seen = (exit_rec["mode"], str(rounds)) if i is not None else ("DRAIN to the end", f"{rounds}, never left")
+    left = i is not None
+    mode, rounds_seen = (exit_rec["mode"], str(rounds)) if left else ("DRAIN to the end", f"{rounds}, never left")
     return [judge("DRAIN -> PROBE_BW", mode == "PROBE_BW", mode, "PROBE_BW"),
-            judge("rounds in DRAIN", i is not None and ctx.tol["drain_rounds"] <= rounds <= limit, rounds_seen,
+            judge("rounds in DRAIN", left and ctx.tol["drain_rounds"] <= rounds <= limit, rounds_seen,
                   f"{ctx.tol['drain_rounds']:.0f}..{limit:.0f}")]
 
 
