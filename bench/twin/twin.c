@@ -40,6 +40,8 @@ static const char usage_text[] =
 	"  --spurious-loss LIST     TIME,...: the first packet sent then is reordered by half an RTT, so\n"
 	"                           it is marked lost, retransmitted, and the recovery undone\n"
 	"  --ack-aggregation TIME   ACKs leave the path in bursts, at multiples of TIME\n"
+	"  --ack-blackout LIST      FROM-TO,...: ACKs due in the window reach the sender at its end; one\n"
+	"                           longer than the RTO (200ms + srtt) makes a spurious RTO, undone\n"
 	"  --duration TIME          length of the transfer (default 10s)\n"
 	"  --seed N                 seed of the random drops and the algorithm's random draws (default 1)\n"
 	"  --help                   this text\n";
@@ -174,13 +176,15 @@ static void parse_app_limit(char *list, struct twin_cfg *c)
 	}
 }
 
-static void parse_pause(char *list, struct twin_cfg *c)
+/* FROM-TO,... into w; returns how many. */
+static int windows(char *list, struct twin_window *w)
 {
 	char *it[TWIN_MAX_ITEMS];
+	int n = items(list, it);
 
-	c->npause = items(list, it);
-	for (int i = 0; i < c->npause; i++)
-		window(it[i], &c->pause[i]);
+	for (int i = 0; i < n; i++)
+		window(it[i], &w[i]);
+	return n;
 }
 
 static void parse_loss(char *list, struct twin_cfg *c)
@@ -296,6 +300,7 @@ int main(int argc, char **argv)
 		{ "loss", required_argument, NULL, 'o' },
 		{ "spurious-loss", required_argument, NULL, 's' },
 		{ "ack-aggregation", required_argument, NULL, 'g' },
+		{ "ack-blackout", required_argument, NULL, 'k' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "seed", required_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
@@ -345,7 +350,7 @@ int main(int argc, char **argv)
 			parse_app_limit(value, &c);
 			break;
 		case 'p':
-			parse_pause(value, &c);
+			c.npause = windows(value, c.pause);
 			break;
 		case 'o':
 			parse_loss(value, &c);
@@ -357,6 +362,9 @@ int main(int argc, char **argv)
 			c.ack_aggregation_us = (uint32_t)time_us(value);
 			if (time_us(value) > 10 * US_PER_S)
 				bad("at most 10s");
+			break;
+		case 'k':
+			c.nblackout = windows(value, c.blackout);
 			break;
 		case 'd':
 			c.duration_us = time_us(value);

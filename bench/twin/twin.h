@@ -41,6 +41,8 @@ struct twin_cfg {
 	uint64_t spurious_us[TWIN_MAX_ITEMS]; /* the first packet sent from then on is reordered */
 	int nspurious;
 	uint32_t ack_aggregation_us; /* ACKs leave the path in bursts at multiples of this; 0: none */
+	struct twin_window blackout[TWIN_MAX_ITEMS]; /* ACKs due in the window reach the sender at its end */
+	int nblackout;
 	uint64_t duration_us;
 	uint64_t seed;
 };

@@ -12,7 +12,11 @@
  * is RACK's time rule (lost when sent a quarter RTT before a delivered packet); an RTO (200 ms plus
  * the smoothed RTT without ACK) marks the whole flight. A reordered packet (--spurious-loss) arrives
  * half an RTT late, is marked lost and retransmitted; when every packet marked lost in the recovery
- * has arrived after all, TCP's undo (tcp_try_undo_dsack) calls undo_cwnd and leaves recovery.
+ * has arrived after all, TCP's undo (tcp_try_undo_dsack) calls undo_cwnd and leaves recovery. An ACK
+ * blackout (--ack-blackout) holds the ACKs due in its window until it ends, so an RTO may fire first;
+ * the first held ACK then echoes a send time before the RTO's retransmit, and TCP's timestamp check
+ * (tcp_try_undo_loss(), tcp_packet_delayed(): Eifel) undoes the loss: undo_cwnd, the lost marks
+ * cleared, back to Open.
  */
 #ifndef TWIN_PATH_H
 #define TWIN_PATH_H
@@ -40,6 +44,7 @@ struct tw_pkt {
 /* A packet on its way back as an ACK. */
 struct tw_arrival {
 	u64 at_us;
+	u64 tx_us; /* when this transmission left: the timestamp the ACK echoes */
 	u32 pkt;
 };
 
@@ -55,6 +60,7 @@ static u64 tw_qhead, tw_qtail;
 static struct tw_arrival tw_late[TWIN_MAX_ITEMS]; /* reordered arrivals */
 static int tw_nlate;
 static u64 tw_now, tw_next_send, tw_rto_from, tw_link_free, tw_first_tx;
+static u64 tw_rto_at; /* when the last RTO fired (tp->retrans_stamp: its retransmit left then) */
 static u64 tw_app_bits; /* what the application wrote and the sender has not sent, when limited */
 static u64 tw_app_frac; /* bit x us written but not yet a whole bit */
 static u64 tw_rng;
@@ -198,18 +204,24 @@ static void tw_send(u32 i, bool rexmit)
 	depart = tw_link_free + svc_us;
 	tw_link_free = depart;
 	if (p->reordered && !rexmit && tw_nlate < TWIN_MAX_ITEMS) {
-		tw_late[tw_nlate++] = (struct tw_arrival){ depart + tw_cfg->rtt_us * 3 / 2, i };
+		tw_late[tw_nlate++] = (struct tw_arrival){ depart + tw_cfg->rtt_us * 3 / 2, tw_now, i };
 		return;
 	}
-	tw_q[tw_qtail++] = (struct tw_arrival){ depart + tw_cfg->rtt_us, i };
+	tw_q[tw_qtail++] = (struct tw_arrival){ depart + tw_cfg->rtt_us, tw_now, i };
 }
 
-/* ACK aggregation: an ACK leaves the path at the next multiple of the aggregation interval. */
+/* When an ACK due at `at` reaches the sender: at the next multiple of the aggregation interval, and
+ * not before the end of a blackout it falls in.
+ */
 static u64 tw_ack_time(u64 at)
 {
 	u64 a = tw_cfg->ack_aggregation_us;
 
-	return a ? (at + a - 1) / a * a : at;
+	at = a ? (at + a - 1) / a * a : at;
+	for (int i = 0; i < tw_cfg->nblackout; i++)
+		if (at >= TW_START_US + tw_cfg->blackout[i].from_us && at < TW_START_US + tw_cfg->blackout[i].to_us)
+			at = TW_START_US + tw_cfg->blackout[i].to_us;
+	return at;
 }
 
 /* tcp_write_xmit() under pacing and cwnd, with tcp_rate_check_app_limited() when the application
@@ -279,21 +291,30 @@ static void tw_rto(void)
 	tw_tp.snd_cwnd = tw_in_flight() + 1;
 	tw_set_state(TCP_CA_Loss);
 	tw_recovery_end = tw_nxt;
-	tw_rto_from = tw_now;
+	tw_rto_from = tw_rto_at = tw_now;
 }
 
-/* tcp_undo_cwnd_reduction() of tcp_try_undo_dsack(): every mark of this recovery was spurious. */
-static void tw_undo(void)
+/* tcp_undo_cwnd_reduction(): every mark of this recovery was spurious (tcp_try_undo_dsack()), or an
+ * ACK echoed a send time before the RTO's retransmit (tcp_try_undo_loss(), which also clears the lost
+ * marks: those packets are still in flight).
+ */
+static void tw_undo(bool unmark_loss)
 {
 	u32 cwnd = bbrkit_on_undo_cwnd(tw_sk);
+
+	for (u32 i = tw_una; unmark_loss && i < tw_nxt; i++)
+		if (tw_pk[i].marked && !tw_pk[i].sacked) {
+			tw_pk[i].marked = 0;
+			tw_tp.lost_out--;
+		}
 
 	tw_tp.snd_cwnd = bbr_max_u32(tw_tp.snd_cwnd, cwnd);
 	tw_set_state(TCP_CA_Open);
 	tw_marked = tw_spurious = 0;
 }
 
-/* One ACK (a SACK of packet i), in tcp_ack()'s order. */
-static void tw_ack(u32 i)
+/* One ACK (a SACK of packet i, echoing tx_us), in tcp_ack()'s order. */
+static void tw_ack(u32 i, u64 tx_us)
 {
 	struct tw_pkt *p = &tw_pk[i];
 	struct rate_sample rs = { 0 };
@@ -358,8 +379,10 @@ static void tw_ack(u32 i)
 	rs.last_end_seq = (i + 1) * TWIN_MSS;
 	rs.prior_in_flight = prior_in_flight;
 	tw_reseed_core();
-	if (tw_tp.inet_conn.icsk_ca_state == TCP_CA_Recovery && tw_marked && tw_spurious >= tw_marked)
-		tw_undo();
+	if (tw_tp.inet_conn.icsk_ca_state == TCP_CA_Loss && tx_us < tw_rto_at)
+		tw_undo(true);
+	else if (tw_tp.inet_conn.icsk_ca_state == TCP_CA_Recovery && tw_marked && tw_spurious >= tw_marked)
+		tw_undo(false);
 	else if (tw_tp.inet_conn.icsk_ca_state >= TCP_CA_Recovery && tw_una >= tw_recovery_end)
 		tw_set_state(TCP_CA_Open);
 	if (tw_tp.inet_conn.icsk_ca_state == TCP_CA_Open)
@@ -374,7 +397,7 @@ static void tw_ack(u32 i)
 }
 
 /* The next arrival, in-order or reordered, due by now; false when none is. */
-static bool tw_next_arrival(u32 *pkt)
+static bool tw_next_arrival(struct tw_arrival *next)
 {
 	int late = -1;
 
@@ -383,12 +406,12 @@ static bool tw_next_arrival(u32 *pkt)
 			(late < 0 || tw_late[k].at_us < tw_late[late].at_us))
 			late = k;
 	if (late >= 0 && (tw_qhead == tw_qtail || tw_late[late].at_us <= tw_q[tw_qhead].at_us)) {
-		*pkt = tw_late[late].pkt;
+		*next = tw_late[late];
 		tw_late[late] = tw_late[--tw_nlate];
 		return true;
 	}
 	if (tw_qhead < tw_qtail && tw_ack_time(tw_q[tw_qhead].at_us) <= tw_now) {
-		*pkt = tw_q[tw_qhead++].pkt;
+		*next = tw_q[tw_qhead++];
 		return true;
 	}
 	return false;
@@ -417,8 +440,8 @@ static void tw_setup(void)
 
 static int tw_run(const struct twin_cfg *cfg, twin_emit_fn emit, u64 cap)
 {
+	struct tw_arrival next;
 	u64 end;
-	u32 pkt;
 
 	tw_cfg = cfg;
 	tw_emit = emit;
@@ -438,11 +461,12 @@ static int tw_run(const struct twin_cfg *cfg, twin_emit_fn emit, u64 cap)
 	tw_rng = cfg->seed;
 	tw_setup();
 	tw_now = tw_next_send = tw_rto_from = tw_link_free = tw_first_tx = TW_START_US;
+	tw_rto_at = 0;
 	end = TW_START_US + cfg->duration_us;
 	while (tw_now < end) {
 		tw_try_send();
-		if (tw_next_arrival(&pkt)) {
-			tw_ack(pkt);
+		if (tw_next_arrival(&next)) {
+			tw_ack(next.pkt, next.tx_us);
 			continue;
 		}
 		if (tw_una < tw_nxt && tw_now >= tw_rto_from + TW_RTO_MIN_US + (tw_tp.srtt_us >> 3)) {

@@ -77,6 +77,8 @@ def test_a_rate_step_becomes_a_trace_of_each_rate() -> None:
     ({"rate_steps": [[1, 10]]}, "case A.1: rate_steps must start at 0 s, rise in time and have rates > 0"),
     ({"id": "B.1"}, "case B.1: id must be A.<n>"),
     ({"id": "A.99"}, "case A.99: no checker"),
+    ({"runner": "twin", "twin": {"rate": "50mbit"}, "trigger": {"phase": "UP", "spurious": "rtoo"}},
+     "case A.1: trigger spurious is one of fast_recovery, rto"),
 ])
 def test_bad_case_data_is_one_line_naming_case_and_key(change: dict[str, Any], message: str) -> None:
     raw = {"id": "A.1", "title": "t", "statement": "s", "algos": list(conf.ALGOS), "runner": "real",
@@ -167,6 +169,11 @@ def test_a4_drain_exits_after_three_rounds() -> None:
     assert verdict("A.4", [{k: v for k, v in r.items() if k != "drain_start_round"} for r in good]) == "blocked"
     # An exit at the target is an inflight exit: the path did not force the case's condition.
     assert verdict("A.4", [*good[:3], dict(good[3], inflight=80)]) == "blocked"
+    # Google's v3 has no time exit: a DRAIN kept above target to the end of the run fails at its last record.
+    stuck = [*good[:3], *(rec(0.02 * k, "DRAIN", k, inflight=200, drain_start_round=2) for k in range(4, 30))]
+    checks = conf.evaluate(CASES["A.4"], "bbr3", stuck, "twin")
+    assert conf.verdict(checks) == "fail" and checks[1].measured == "27, never left", checks
+    assert verdict("A.4", [dict(r, inflight=80) if r["mode"] == "DRAIN" else r for r in stuck]) == "blocked"
 
 
 def up_series(up_rounds: int, lost_in_up: int = 0, after: str = "DOWN", **kw: Any) -> list[dict[str, Any]]:
@@ -406,6 +413,9 @@ def test_trigger_becomes_the_twin_s_options_from_the_phase_start() -> None:
                                                 "loss": "5%@1000000us-1300000us"}
     spurious = dataclasses.replace(CASES["A.18"], twin=base, trigger={"phase": "UP", "spurious": "fast_recovery"})
     assert conf.trigger_options(spurious, 2.0) == {**base, "spurious_loss": "2005000us"}
+    # A spurious RTO: the ACKs held from 5 ms into the phase for RTO_BLACKOUT_S (0.35 s).
+    rto = dataclasses.replace(CASES["A.19"], twin=base, trigger={"phase": "UP", "spurious": "rto"})
+    assert conf.trigger_options(rto, 2.0) == {**base, "ack_blackout": "2005000us-2355000us"}
 
 
 FAKE_TWIN = """#!/usr/bin/env python3
@@ -432,7 +442,8 @@ def test_a_trigger_runs_the_twin_twice_and_applies_from_the_phase_start(tmp_path
     assert why is None
     calls = (tmp_path / "twin.calls").read_text().splitlines()
     assert len(calls) == 2
-    assert calls[1] == calls[0].replace("--rate 50mbit", "--rate 50mbit@0,15000000bit@200000us")
+    # A.4's cut to 0.3 comes lead_s (10 ms) before the DRAIN the first run found at 0.2 s.
+    assert calls[1] == calls[0].replace("--rate 50mbit", "--rate 50mbit@0,15000000bit@190000us")
     assert verdict("A.4", records) == "pass"  # the fake's DRAIN: rounds 10-13, PROBE_BW at 14
 
 

@@ -4,8 +4,9 @@ the core it runs shows the behaviours draft-ietf-ccwg-bbr and the kernel/v3 code
 simulated path: STARTUP leaves after three rounds of less than 25% growth (draft 4.3.1.2, the kernel's
 bbr_check_full_bw_reached), bbr3 leaves it on loss with inflight_longterm set (draft
 BBRCheckStartupHighLoss, v3 bbr_check_loss_too_high_in_startup), a spurious loss is undone (TCP's
-tcp_try_undo_dsack -> undo_cwnd), an app-limited flow reaches PROBE_RTT before the pipe is full and
-goes back to STARTUP (draft 4.3.4.4, v3 bbr_exit_probe_rtt)."""
+tcp_try_undo_dsack -> undo_cwnd), so is a spurious RTO behind an ACK blackout (tcp_try_undo_loss),
+an app-limited flow reaches PROBE_RTT before the pipe is full and goes back to STARTUP (draft 4.3.4.4,
+v3 bbr_exit_probe_rtt)."""
 from __future__ import annotations
 
 import json
@@ -109,6 +110,24 @@ def test_spurious_loss_is_undone(algo: str) -> None:
     assert after[0]["cwnd"] >= before["cwnd"], (before, after[0])
 
 
+@pytest.mark.parametrize("algo", ["bbr3", "bbr1"])
+def test_ack_blackout_makes_a_spurious_rto_that_is_undone(algo: str) -> None:
+    """ACKs held from 1.9 s to 2.25 s (bbr3 cruising there): the RTO (200 ms + srtt without an ACK)
+    fires inside the window and marks the flight lost (ca_state loss); the first held ACK echoes a send
+    time before the RTO's retransmit, so TCP's timestamp check (the kernel's tcp_try_undo_loss ->
+    tcp_packet_delayed, Eifel) undoes it at 2.25 s: an 'undo' record in loss state, then open, cwnd
+    back, no second recovery."""
+    records = twin("--algo", algo, "--rate", "50mbit", "--rtt", "20ms", "--buffer", "85p",
+                   "--ack-blackout", "1.9s-2.25s", "--duration", "3s")
+    undo = [r for r in records if r["event"] == "undo"]
+    assert len(undo) == 1 and undo[0]["ca_state"] == "loss" and 2.25e9 <= undo[0]["t_ns"] < 2.251e9, undo
+    before = [r for r in records if r["t_ns"] < 1.9e9][-1]
+    after = [r for r in records if r["t_ns"] >= undo[0]["t_ns"] and r["event"] != "undo"]
+    assert all(r["ca_state"] == "open" for r in after), {r["ca_state"] for r in after}
+    assert after[0]["cwnd"] >= before["cwnd"] > undo[0]["cwnd"], (before, undo[0], after[0])
+    assert after[-1]["lost"] == undo[0]["lost"] > 0  # the RTO's marks only: nothing lost after
+
+
 def test_bbr3_app_limited_reaches_probe_rtt_before_the_pipe_is_full() -> None:
     """Writing 5 Mbit/s into a 100 Mbit/s path: every sample is app-limited, so STARTUP never sees a
     plateau; after the 5 s PROBE_RTT interval it enters PROBE_RTT with full_bw_reached 0 and returns
@@ -130,6 +149,8 @@ def test_bbr3_app_limited_reaches_probe_rtt_before_the_pipe_is_full() -> None:
     (["--algo", "bbr3", "--rate", "10mbit"], "--rtt is required"),
     (["--algo", "bbr3", "--rate", "1mbit", "--rtt", "1ms", "--pause", "5s-4s"], "bad --pause '5s-4s'"),
     (["--algo", "bbr3", "--rate", "1mbit", "--rtt", "1ms", "--loss", "5"], "bad --loss '5'"),
+    (["--algo", "bbr3", "--rate", "1mbit", "--rtt", "1ms", "--ack-blackout", "3s"], "bad --ack-blackout '3s'"),
+    (["--algo", "bbr3", "--rate", "1mbit", "--rtt", "1ms", "--ack-blackout", "3s-2s"], "window ends before"),
     (["--algo", "bbr3", "--rate", "10gbit", "--rtt", "1ms", "--duration", "3000s"], "--duration is too long"),
     (["--algo", "bbr3", "--rate", "1mbit", "--rtt", "1ms", "--bogus"], "unknown option"),
 ])
@@ -143,5 +164,5 @@ def test_bad_input_is_one_line_and_nothing_on_stdout(args: list[str], message: s
 def test_help_lists_every_option() -> None:
     result = subprocess.run([str(TWIN), "--help"], capture_output=True, text=True, check=True)
     for option in ("--algo", "--rate", "--rtt", "--buffer", "--app-limit", "--pause", "--loss",
-                   "--spurious-loss", "--ack-aggregation", "--duration", "--seed"):
+                   "--spurious-loss", "--ack-aggregation", "--ack-blackout", "--duration", "--seed"):
         assert option in result.stdout

@@ -40,8 +40,14 @@ CASE_KEYS = {"id", "title", "statement", "algos", "not_applicable", "runner", "d
 TWIN_KEYS = {"rate", "rtt", "buffer", "ack_aggregation", "app_limit", "pause", "loss", "seed"}
 # A trigger's phase and nth (which start of it, from 1), and one action.
 TRIGGER_ACTIONS = {"rate_rel", "pause_s", "spurious", "app_limit_mbit"}
-TRIGGER_KEYS = {"phase", "nth", "loss_pct", "for_s"} | TRIGGER_ACTIONS
+# lead_s: apply it that long before the phase starts (a rate cut reaches only packets sent after it, so a
+# queue built before the phase would otherwise still drain at the old rate).
+TRIGGER_KEYS = {"phase", "nth", "loss_pct", "for_s", "lead_s"} | TRIGGER_ACTIONS
+SPURIOUS_KINDS = {"rto", "fast_recovery"}
 SPURIOUS_DELAY_S = 0.005  # a spurious loss this long after the phase starts: inside its first round
+# A spurious RTO's ACK blackout: longer than the twin's RTO (200 ms + srtt, srtt at most ~60 ms on a 2-BDP
+# 20 ms path) so one fires, shorter than two of them so only one does.
+RTO_BLACKOUT_S = 0.35
 REQUIRED_KEYS = ("id", "title", "statement", "algos", "runner", "duration_s", "tolerances")
 # Frame bytes a full-sized segment's payload does not count: TCP (with timestamps) 32, IP 20, Ethernet 14.
 HEADER_BYTES = 66
@@ -147,6 +153,8 @@ def parse_case(raw: dict[str, Any]) -> Case:
     if trigger and (set(trigger) - TRIGGER_KEYS or "phase" not in trigger
                     or len(set(trigger) & TRIGGER_ACTIONS) != 1):
         raise CaseError(f"{where}: trigger is a phase, its nth start and one of {', '.join(sorted(TRIGGER_ACTIONS))}")
+    if "spurious" in trigger and trigger["spurious"] not in SPURIOUS_KINDS:
+        raise CaseError(f"{where}: trigger spurious is one of {', '.join(sorted(SPURIOUS_KINDS))}")
     duration = raw["duration_s"]
     if not isinstance(duration, int | float) or duration <= 0:
         raise CaseError(f"{where}: duration_s must be > 0")
@@ -375,18 +383,23 @@ def check_a4(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     key = key_of(records, "drain_start_round")
     if key is None:
         return [blocked("DRAIN ends 3 rounds after drain_start_round", "drain_start_round")]
+    drain = [r for r in records if r["mode"] == "DRAIN"]
+    if not drain:
+        return [judge("DRAIN entered", False, "never", "DRAIN")]
     i = _first_exit(records, "DRAIN")
-    if i is None:
-        return [judge("DRAIN ends", False, "never", "after 3 rounds")]
-    exit_rec = records[i]
+    # A DRAIN never left is judged at its last record: inflight still above target there is the case's
+    # condition, and the rounds it has lasted are past the time exit.
+    exit_rec, last = (records[i], records[i - 1]) if i is not None else (drain[-1], drain[-1])
     bound = bdp_packets(exit_rec) * (1 + ctx.tol["inflight_rel"]) + ctx.tol["inflight_slack_packets"]
     if exit_rec["inflight"] <= bound:
         return [unforced("inflight above BBRInflight(1.0) when DRAIN ends", f"{exit_rec['inflight']} pkts",
                          f"> {bound:.0f} (BDP and slack)")]
-    rounds = exit_rec["round"] - records[i - 1][key]
+    rounds = exit_rec["round"] - last[key]
     limit = ctx.tol["drain_rounds"] + ctx.tol["round_slack"]
-    return [judge("DRAIN -> PROBE_BW", exit_rec["mode"] == "PROBE_BW", exit_rec["mode"], "PROBE_BW"),
-            judge("rounds in DRAIN", ctx.tol["drain_rounds"] <= rounds <= limit, str(rounds),
+    left = i is not None
+    mode, rounds_seen = (exit_rec["mode"], str(rounds)) if left else ("DRAIN to the end", f"{rounds}, never left")
+    return [judge("DRAIN -> PROBE_BW", mode == "PROBE_BW", mode, "PROBE_BW"),
+            judge("rounds in DRAIN", left and ctx.tol["drain_rounds"] <= rounds <= limit, rounds_seen,
                   f"{ctx.tol['drain_rounds']:.0f}..{limit:.0f}")]
 
 
@@ -1037,6 +1050,9 @@ def trigger_options(case: Case, at_s: float) -> dict[str, str]:
         return {**case.twin, "rate": f"{case.twin['rate']}@0,{round(bps)}bit@{_us(at_s)}"}
     if "pause_s" in tr:
         added = {"pause": f"{_us(at_s)}-{_us(at_s + tr['pause_s'])}"}
+    elif tr.get("spurious") == "rto":
+        start = at_s + SPURIOUS_DELAY_S
+        added = {"ack_blackout": f"{_us(start)}-{_us(start + RTO_BLACKOUT_S)}"}
     elif "spurious" in tr:
         added = {"spurious_loss": _us(at_s + SPURIOUS_DELAY_S)}
     else:
@@ -1068,8 +1084,6 @@ def run_twin(case: Case, algo: str, work: Path) -> tuple[list[dict[str, Any]], s
     binary = find_binary(TWIN_BINARY, "BBRKIT_TWIN")
     if binary is None:
         return [], f"twin not built ({TWIN_BINARY}: make, or BBRKIT_TWIN)"
-    if case.trigger.get("spurious") == "rto":
-        return [], "the twin makes no spurious RTO (its --spurious-loss reorders a packet: fast recovery)"
     options, why = (case.twin, None) if case.runner == "twin" else twin_path(case)
     if why:
         return [], why
@@ -1082,7 +1096,7 @@ def run_twin(case: Case, algo: str, work: Path) -> tuple[list[dict[str, Any]], s
     if len(starts) < nth:
         return [], f"the twin's run never started {case.trigger['phase']} {nth} time(s)"
     (work / "trigger.json").write_text(json.dumps({"phase": case.trigger["phase"], "at_s": starts[nth - 1]}) + "\n")
-    options = trigger_options(case, starts[nth - 1])
+    options = trigger_options(case, starts[nth - 1] - case.trigger.get("lead_s", 0.0))
     return _twin_records(twin_argv(binary, algo, case.duration_s, options), work / "twin-triggered.jsonl")
 
 
