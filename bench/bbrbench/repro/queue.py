@@ -29,10 +29,12 @@ SETTLE_S = 10.0
 US_PER_MS = 1000.0
 FIGURE = "seed000_queue_factors.png"
 # What the factors do not show: the cause. The ablation that would (issue 34) has not run.
-UNPROVEN = ("the factors say which term of the cwnd is inflated (min_rtt with 6 flows), not why. That a flow "
-            "starting while the others' queue stands never measures the propagation delay is the likely cause, "
-            "untested: the ablation that tests it, the 6 flows starting together or at least 10 s apart (one "
-            "min_rtt window, so each sees the empty path), or min_rtt pinned to the path's, has not run")
+# Why min_rtt is inflated is decided outside this report's runs, by the ablation whose data and figures
+# docs/reproduction/README.md cites (its report.md beside its data).
+WHY = ("the factors say which term of the cwnd is inflated (min_rtt with 6 flows), not why. The ablation of "
+       "2026-11-26 (data/reproduction/ablation-fig4.12-2026-11-26/report.md, with its data) "
+       "tests the likely cause, a flow starting while the others' queue stands never measuring the propagation "
+       "delay: the same 6 flows started together, or 10 s apart (one min_rtt window)")
 DPI = 90
 TITLES = {"srtt": "RTT / RTT_min", "cwnd_bdp": "cwnd / BDP", "gain": "cwnd gain",
           "bandwidth": "sum bw / link", "min_rtt": "min_rtt / RTT_min", "allowance": "cwnd / target"}
@@ -102,7 +104,7 @@ def render(js: dict[str, Any], fig_dir: Path, rel: str) -> tuple[list[str], dict
              "(cwnd / the gain's target, the allowance the kernel adds: ACK-aggregation `extra_acked` and TSO "
              "quanta). Medians over the instants, then mean ± 95% CI over repetitions:", "",
              tables.markdown(["flows", "runs", *(TITLES[n] for n in FACTORS)], rows, labels=2), "",
-             f"**Unproven: {UNPROVEN}**", ""]
+             f"**Why: {WHY}**", ""]
     if (fig_dir / FIGURE).is_file():
         lines += [f"![where the queue comes from]({rel}/{FIGURE})", ""]
     return lines, js
