@@ -7,6 +7,7 @@ import csv
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -24,6 +25,21 @@ from bbrbench.scenario import AlgoCatalog, validate
 # The console script pip installed beside the interpreter running the tests (the venv): the entry point
 # users run, not a module path.
 BBRBENCH = Path(sys.executable).parent / "bbrbench"
+
+
+# The distributed back-ends' tests (Dask, Slurm): how long a daemon may take to come up, the uid runs are
+# handed to, and one sweep of 2 points x 2 repetitions of 1 s (each point on two hosts, or a run under
+# way when another has finished).
+START_TIMEOUT_S = 30
+NOBODY = 65534
+SWEEP = ("sweep", "smoke", "--quiet", "duration_s=1", "--reps", "2", "--grid", "bottleneck.rate_mbit=[10, 20]")
+
+
+def free_port() -> int:
+    """A loopback TCP port free at this moment."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def bbrbench_cmd(*args: str) -> list[str]:

@@ -31,22 +31,12 @@ from bbrbench.scenario import AlgoCatalog
 from bbrbench.sweep import DONE_MARK, Job, Outcome, Plan, Point, run_sweep
 from bbrbench.sweep.store import NOT_RUNNABLE, NOT_RUNNABLE_ON
 from bbrbench.testbed.host import FAKE_HOST_ENV, host_key
-from benchutil import needs_net, popen_cli, run_cli
+from benchutil import NOBODY, START_TIMEOUT_S, SWEEP, free_port, needs_net, popen_cli, run_cli
 
 pytest.importorskip("distributed", reason="the cluster extra: pip install 'bbrbench[cluster]'")
 
-START_TIMEOUT_S = 30
 # Dask's connect timeout for a client that is to find its scheduler gone: ample on loopback, even loaded.
 CLIENT_CONNECT_S = 5
-NOBODY = 65534
-# 2 points x 2 repetitions of 1 s: each point on two hosts, or a run under way when another has finished.
-SWEEP = ("sweep", "smoke", "--quiet", "duration_s=1", "--reps", "2", "--grid", "bottleneck.rate_mbit=[10, 20]")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:

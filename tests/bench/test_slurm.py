@@ -27,7 +27,7 @@ from bbrbench.scenario import AlgoCatalog
 from bbrbench.slurm import SlurmExecutor
 from bbrbench.sweep import DONE_MARK, FAILED, NOT_RUNNABLE, Plan, Point, run_sweep
 from bbrbench.sweep.store import NOT_RUNNABLE_ON
-from benchutil import bbrbench_cmd, needs_net
+from benchutil import NOBODY, START_TIMEOUT_S, SWEEP, bbrbench_cmd, free_port, needs_net
 
 
 def real_slurm(test: Callable[..., None]) -> Callable[..., None]:
@@ -37,17 +37,6 @@ def real_slurm(test: Callable[..., None]) -> Callable[..., None]:
                                     reason="needs slurm-wlm and munge (apt-get install slurm-wlm munge)")):
         test = mark(test)
     return test
-
-
-START_TIMEOUT_S = 30
-NOBODY = 65534
-SWEEP = ("sweep", "smoke", "--quiet", "duration_s=1", "--reps", "2", "--grid", "bottleneck.rate_mbit=[10, 20]")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def listening(port: int) -> bool:
