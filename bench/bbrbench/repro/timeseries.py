@@ -36,6 +36,8 @@ STARTUP_S = 3.0
 # A PROBE_RTT sample: cwnd at bbr_cwnd_min_target (4 packets).
 PROBE_RTT_CWND = 4
 BIN_S = 1.0
+# ss samples every 100 ms; a finer grid would only interpolate.
+CWND_GRID_S = 0.1
 DPI = 90
 
 
@@ -172,6 +174,19 @@ def full_buffer_share(run: Run) -> float | None:
     return float(np.mean(run.backlog_bytes[keep] >= run.limit_bytes - MSS_BYTES))
 
 
+def cwnd_jain(run: Run) -> float | None:
+    """The mean over the steady window of Jain's index of the flows' congestion windows (ss samples put on
+    one 100 ms grid): how equally the flows hold the path, as seed 002's Figs 5(a) and 10(a) show it."""
+    if len(run.flows) < 2:
+        return None
+    lo, hi = run.steady
+    grid = np.arange(lo, hi, CWND_GRID_S)
+    if grid.size == 0:
+        return None
+    cwnd = np.array([np.interp(grid, f["t"], f["cwnd"]) for f in run.flows.values()])
+    return float(np.mean(cwnd.sum(axis=0) ** 2 / (len(cwnd) * (cwnd ** 2).sum(axis=0))))
+
+
 # The window after the last flow starts in which a flow mix that converges at once is already fair: past
 # the newest flows' start-up, within the paper's shortest equilibrium times (5-10 s for BBR-ACD).
 FAIR_WINDOW_S = (5.0, 15.0)
@@ -203,6 +218,7 @@ MEASURES: dict[str, tuple[Callable[[Run], float | None], str, tuple[float | None
     "queue_drops": (queue_drops, " packets", (0.0, None)),
     "drop_seconds_share": (drop_seconds_share, "", (0.0, 1.0)),
     "full_buffer_share": (full_buffer_share, "", (0.0, 1.0)),
+    "cwnd_jain": (cwnd_jain, "", (0.0, 1.0)),
 }
 
 
