@@ -106,3 +106,46 @@ def test_jain_after_the_last_start_reads_the_flows_shares() -> None:
     run.flows[1] = {**run.flows[0], "bytes_acked": run.flows[0]["t"] * 3e6}
     assert timeseries.jain_after_last_start(run) == pytest.approx(0.8)
     assert timeseries.jain_after_last_start(make_run(duration_s=20.0, starts=(0.0, 10.0))) is None
+
+
+def test_near_full_share_counts_a_buffer_full_within_the_reports_margin() -> None:
+    """A 10 ms sample rarely catches a buffer holding its very last packet: probes that reach 5 ms of a 6 ms
+    buffer never leave less than one packet free, but they hold more than 6 / 1.25 = 4.8 ms of it."""
+    run = make_run(full_buffer_ms=6.0)
+    assert timeseries.full_buffer_share(run) == 0.0
+    assert timeseries.near_full_share(run) == pytest.approx(0.1, abs=0.02)
+    assert timeseries.near_full_share(make_run(full_buffer_ms=10.0)) == 0.0
+
+
+def test_cwnd_jain_reads_how_equally_the_flows_hold_the_path() -> None:
+    """Seed 002's Figs 5(a) and 10(a): Jain's index of the flows' cwnd over the steady window."""
+    run = make_run(starts=(0.0, 0.0))
+    assert timeseries.cwnd_jain(run) == pytest.approx(1.0)
+    # One flow's cwnd three times the other's: (1 + 3)^2 / (2 (1 + 9)) = 0.8.
+    run.flows[1] = {**run.flows[0], "cwnd": run.flows[0]["cwnd"] * 3}
+    assert timeseries.cwnd_jain(run) == pytest.approx(0.8)
+    assert timeseries.cwnd_jain(make_run()) is None
+
+
+def _claim(text: str, outcome: Outcome) -> dict[str, object]:
+    return {"claim": f"{text} [margin: m]", "verdict": {"outcome": outcome.value, "text": "t", "min_n": None}}
+
+
+def test_a_claim_whose_control_fails_is_undecided() -> None:
+    """A measure that misses the effect where the paper shows it (the control) cannot show its absence."""
+    defs = [{"claim": "Claim", "control": "Control: x"}, {"claim": "Control: x"}]
+    claims = [_claim("Claim", Outcome.HOLDS), _claim("Control: x", Outcome.FAILS)]
+    timeseries._apply_controls(defs, claims)
+    assert claims[0]["verdict"]["outcome"] == Outcome.UNDECIDED.value
+    assert "its control ('Control: x') does not hold" in claims[0]["verdict"]["text"]
+    claims = [_claim("Claim", Outcome.FAILS), _claim("Control: x", Outcome.HOLDS)]
+    timeseries._apply_controls(defs, claims)
+    assert claims[0]["verdict"]["outcome"] == Outcome.FAILS.value
+
+
+def test_every_control_names_a_claim_of_its_figure() -> None:
+    for fig in timeseries.figures():
+        texts = [c["claim"] for c in fig["claims"]]
+        for claim in (c for c in fig["claims"] if "control" in c):
+            assert [t for t in texts if t.startswith(claim["control"])][:1] != [claim["claim"]]
+            assert any(t.startswith(claim["control"]) for t in texts), claim["control"]

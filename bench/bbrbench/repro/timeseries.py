@@ -24,7 +24,7 @@ from ..analysis.rundata import load_run  # noqa: E402
 from ..analysis.stats import mean_ci95  # noqa: E402
 from ..results import read_json  # noqa: E402
 from ..sweep import DONE_MARK  # noqa: E402
-from .claims import MIN_N, Estimate, Interval, Outcome, Rule, Verdict, decide, too_short, verdict_line  # noqa: E402
+from .claims import FACTOR, MIN_N, Estimate, Interval, Outcome, Rule, Verdict, decide, too_short, verdict_line  # noqa: E402
 from .papers import REPRO_DIR  # noqa: E402
 from .points import MSS_BYTES  # noqa: E402
 
@@ -165,6 +165,15 @@ def drop_seconds_share(run: Run) -> float | None:
     return float(np.mean(np.diff(at)[after] > 0)) if after.any() else None
 
 
+def near_full_share(run: Run) -> float | None:
+    """The share of the steady window's queue samples holding at least the buffer's size / 1.25: full within
+    the report's margin for a number the paper gives as 'about' (a 10 ms sample rarely catches the last packet)."""
+    keep = _within(run.t_q, run.steady)
+    if not keep.any() or run.limit_bytes <= 0:
+        return None
+    return float(np.mean(run.backlog_bytes[keep] >= run.limit_bytes / FACTOR))
+
+
 def full_buffer_share(run: Run) -> float | None:
     """The share of the steady window's queue samples with the buffer full (less than one full-sized packet
     free): what an RTT bound at the buffer's size cannot tell apart, since no algorithm exceeds it."""
@@ -218,6 +227,7 @@ MEASURES: dict[str, tuple[Callable[[Run], float | None], str, tuple[float | None
     "queue_drops": (queue_drops, " packets", (0.0, None)),
     "drop_seconds_share": (drop_seconds_share, "", (0.0, 1.0)),
     "full_buffer_share": (full_buffer_share, "", (0.0, 1.0)),
+    "near_full_share": (near_full_share, "", (0.0, 1.0)),
     "cwnd_jain": (cwnd_jain, "", (0.0, 1.0)),
 }
 
@@ -272,12 +282,26 @@ def collect_seed(seed: str, out: Path, fig_dir: Path) -> dict[str, Any]:
             verdict = _judge(claim, runs)
             rule = Rule.from_data(claim).describe()
             claims.append({"claim": f"{claim['claim']} [margin: {rule}]", "verdict": verdict.to_json()})
+        _apply_controls(fig.get("claims", []), claims)
         name = f"{seed}_{fig['item'].lower().replace(' ', '')}.png"
         drawn = DRAWINGS[fig["drawing"]](fig, out, fig_dir / name)
         if drawn or any(c["verdict"]["outcome"] != Outcome.TOO_FEW_RUNS.value for c in claims):
             js[fig["item"]] = {"title": fig["title"], "claims": claims, "figure": name if drawn else None,
                                "drawn_from": drawn}
     return {"claims": [c for f in js.values() for c in f["claims"]], "figures": js} if js else {}
+
+
+def _apply_controls(defs: list[dict[str, Any]], claims: list[dict[str, Any]]) -> None:
+    """A claim whose positive control (`control`: the start of another claim of its figure) does not hold is
+    undecided: a measure that misses the effect where the paper shows it cannot show its absence."""
+    for d, c in zip(defs, claims):
+        if "control" not in d or c["verdict"]["outcome"] not in (Outcome.HOLDS.value, Outcome.FAILS.value):
+            continue
+        found = [v["verdict"]["outcome"] for v in claims if v["claim"].startswith(d["control"])]
+        if found and found[0] != Outcome.HOLDS.value:
+            c["verdict"] = Verdict(Outcome.UNDECIDED, f"{c['verdict']['text']}; but its control ('{d['control']}') "
+                                   f"{'does not hold' if found[0] == Outcome.FAILS.value else 'is ' + found[0]}, so "
+                                   "the measure does not show the effect where the paper shows it").to_json()
 
 
 def render(js: dict[str, Any], _fig_dir: Path, rel: str) -> tuple[list[str], dict[str, Any]]:
