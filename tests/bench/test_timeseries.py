@@ -149,3 +149,16 @@ def test_every_control_names_a_claim_of_its_figure() -> None:
         for claim in (c for c in fig["claims"] if "control" in c):
             assert [t for t in texts if t.startswith(claim["control"])][:1] != [claim["claim"]]
             assert any(t.startswith(claim["control"]) for t in texts), claim["control"]
+
+
+def test_a_recorded_claim_names_the_experiment_that_reruns_it() -> None:
+    """The report's rerun command for a fragile time-series verdict must name a runnable experiment
+    (seed000/table4.1), not the report section (seed000/timeseries), also for records made before claims
+    carried it."""
+    fig = next(f for f in timeseries.figures() if f["item"] == "Fig 4.9")
+    first = fig["claims"][0]
+    recorded = {"claim": f"{first['claim']} [margin: m]",
+                "verdict": {"outcome": Outcome.HOLDS.value, "text": "t", "min_n": 3}}
+    js = {"claims": [recorded], "figures": {"Fig 4.9": {"title": fig["title"], "claims": [recorded]}}}
+    _, out = timeseries.render(js, Path("."), "figures")
+    assert {c.get("experiment") for c in out["claims"]} == {"seed000/table4.1"}

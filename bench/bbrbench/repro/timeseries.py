@@ -281,7 +281,9 @@ def collect_seed(seed: str, out: Path, fig_dir: Path) -> dict[str, Any]:
             runs = [Run.load(r) for r in _reps(out, fig["experiment"], wanted)]
             verdict = _judge(claim, runs)
             rule = Rule.from_data(claim).describe()
-            claims.append({"claim": f"{claim['claim']} [margin: {rule}]", "verdict": verdict.to_json()})
+            # The experiment that decides it, so that the report's rerun command names a runnable one.
+            claims.append({"claim": f"{claim['claim']} [margin: {rule}]", "verdict": verdict.to_json(),
+                           "experiment": fig["experiment"]})
         _apply_controls(fig.get("claims", []), claims)
         name = f"{seed}_{fig['item'].lower().replace(' ', '')}.png"
         drawn = DRAWINGS[fig["drawing"]](fig, out, fig_dir / name)
@@ -320,6 +322,9 @@ def render(js: dict[str, Any], _fig_dir: Path, rel: str) -> tuple[list[str], dic
                                    {"claims": []})
         recorded = {c["claim"].split(" [margin: ")[0] for c in fig["claims"]}
         for c in fig["claims"]:
+            # Records from before claims named their experiment.
+            if now.get("experiment"):
+                c.setdefault("experiment", now["experiment"])
             v = c["verdict"]
             lines.append(verdict_line(c["claim"], Verdict(Outcome(v["outcome"]), v["text"], v.get("min_n"))))
             lines += _notes(next((d for d in now["claims"] if c["claim"].startswith(d["claim"])), {}))
@@ -329,7 +334,7 @@ def render(js: dict[str, Any], _fig_dir: Path, rel: str) -> tuple[list[str], dic
             verdict = Verdict(Outcome.TOO_FEW_RUNS, f"{d['measure']}: not measured: the record holds no samples; "
                                                     "the next run decides it", 0)
             lines += [verdict_line(claim, verdict), *_notes(d)]
-            fig["claims"].append({"claim": claim, "verdict": verdict.to_json()})
+            fig["claims"].append({"claim": claim, "verdict": verdict.to_json(), "experiment": now.get("experiment")})
             js["claims"].append(fig["claims"][-1])
         lines.append("")
     return lines, js
