@@ -142,6 +142,31 @@ def test_bbr3_app_limited_reaches_probe_rtt_before_the_pipe_is_full() -> None:
     assert startup and all(r["is_app_limited"] == 1 and r["app_limited"] == 1 for r in startup)
 
 
+def test_bbr3_bw_shortterm_after_a_10x_decrease_is_cut_outside_probes_and_cleared_by_them() -> None:
+    """Conformance case A.16's path (100 -> 10 Mbit/s at 5 s, 40 ms; its 1 MB FIFO as the 660 full
+    frames the real link holds): the FIFO overflows in CRUISE, yet bw_shortterm (v3's bw_lo) reaches
+    1.3 x the new rate only once max_bw has, as Google's v3 tcp_bbr.c makes it: bbr_adapt_lower_bounds
+    cuts it once per loss round, to no less than 0.7 x (bbr_loss_lower_bounds), and returns while
+    probing (bbr_is_probing_bandwidth: REFILL, UP); bbr_start_bw_probe_refill and bbr_exit_probe_rtt
+    clear it (bbr_reset_lower_bounds)."""
+    records = twin("--algo", "bbr3", "--rate", "100mbit@0,10mbit@5s", "--rtt", "40ms", "--buffer", "660p",
+                   "--duration", "25s")
+    after = [r for r in records if r["t_ns"] >= 5e9]
+    assert next(r for r in after if r["lost"] > after[0]["lost"])["t_ns"] < 7e9  # overflow within 2 s
+    refills = [r for r in after if r["event"] == "phase" and r["bw_phase"] == "REFILL"]
+    returns = [b for a, b in zip(after, after[1:], strict=False)
+               if a["mode"] == "PROBE_RTT" and b["mode"] != "PROBE_RTT"]
+    assert refills and returns and all(r["bw_shortterm_bps"] is None for r in refills + returns)
+    assert all(r["bw_shortterm_bps"] is None for r in after if r["bw_phase"] in ("REFILL", "UP"))
+    cuts = [(a["bw_shortterm_bps"] or a["max_bw_bps"], b["bw_shortterm_bps"])
+            for a, b in zip(after, after[1:], strict=False)
+            if b["bw_shortterm_bps"] is not None and b["bw_shortterm_bps"] < (a["bw_shortterm_bps"] or 2**64)]
+    assert len(cuts) >= 3 and all(new >= 0.7 * old for old, new in cuts), cuts
+    bound = 1.3 * 10e6
+    short = next(r for r in after if (r["bw_shortterm_bps"] or bound + 1) <= bound)
+    assert short["t_ns"] >= next(r for r in after if r["max_bw_bps"] <= bound)["t_ns"], short
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--algo", "bbr4", "--rate", "1mbit", "--rtt", "1ms"], "bad --algo 'bbr4'"),
     (["--algo", "bbr3", "--rate", "10mbps", "--rtt", "1ms"], "bad --rate '10mbps'"),
