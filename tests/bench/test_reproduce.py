@@ -272,6 +272,13 @@ def test_report_from_fixed_results(tmp_path: Path) -> None:
     assert cubic["mechanism"]["9"]["cwnd per CUBIC flow"] == [pytest.approx(30 / 9)]
     assert cubic["mechanism"]["9"]["BBR share %"] == [pytest.approx(0.47)]
     assert "Why the CUBIC count matters" in text
+    # A section drawn from several experiments names the invocations that produced it, as an experiment's does
+    # (issue 34), and its claims carry their second-margin verdict and their declared n.
+    seed004_text = text.split("### Seed 004: BBR's share against CUBIC, model vs measured\n\n", 1)[1]
+    assert seed004_text.startswith("Produced by `bbrbench reproduce --profile quick` at `abc123`, t0.")
+    count_claim = summary["experiments"]["seed004"]["claims"][0]
+    assert count_claim["wide"]["rule"].startswith("inside ±0.1 ") and count_claim["n"] == 3
+    assert "(n declared for the next run: 3.)" in seed004_text
     assert summary["experiments"]["seed004"]["loss"][0]["l1"] == pytest.approx(0.3)
     assert (tmp_path / "figures" / "seed004_share.png").stat().st_size > 1000
     assert (tmp_path / "figures" / "seed000_table4.1.png").is_file()
@@ -789,6 +796,17 @@ def test_fieller_interval_matches_its_closed_form_and_inverts_its_test() -> None
     assert delta.bounds == pytest.approx(fieller.bounds, rel=1e-3)
     # seed 002 #4's ratio (0.43 with the reference's CV large) goes to Fieller's.
     assert stats.ratio_of_moments(x, y).method == "fieller"
+
+
+def test_a_single_point_experiment_names_only_its_measure() -> None:
+    """fig21-long has one point and no x to name: its verdict reads 'Tail Drop, 100 BDP, Jain: mean ...', not
+    ': , Tail Drop'."""
+    class OnePoint(FakeLookup):
+        def x_name(self, x: Any) -> str:
+            return ""
+    lk = OnePoint({(claims.FIG21, None, claims.JAIN): [0.90, 0.91, 0.92]})
+    (est,) = claims.QUANTITIES["taildrop_jain_long"](lk)
+    assert est.label == "Tail Drop, 100 BDP, Jain"
 
 
 def test_a_zero_width_interval_is_not_certainty() -> None:
