@@ -247,7 +247,9 @@ def _decide(claim: dict[str, Any], values: list[float], run_s: float, rule: Rule
     _, unit, limits = MEASURES[claim["measure"]]
     m, ci = mean_ci95(values)
     each = ", ".join(f"{v:.3g}" for v in values)
-    iv = Interval(f"{claim['measure']} (each: {each})", m, ci or 0.0, f"n = {len(values)}", unit=unit, limits=limits)
+    # Identical repetitions: the zero width is the measure's resolution, not certainty (claims.Interval).
+    iv = Interval(f"{claim['measure']} (each: {each})", m, ci or 0.0, f"n = {len(values)}", unit=unit, limits=limits,
+                  zero_spread=max(values) == min(values))
     return decide(Estimate(claim["measure"], iv, claim.get("paper")), rule, run_s)
 
 
