@@ -16,7 +16,7 @@ import pytest
 from bbrbench import sweep
 from bbrbench.analysis import sharemodel, stats
 from bbrbench.errors import HarnessError
-from bbrbench.repro import claims, papers, points, report, reproduce, seed004, timeseries
+from bbrbench.repro import claims, papers, report, reproduce, seed004, timeseries
 from bbrbench.repro.claims import Outcome, Stat
 from bbrbench.repro.points import RecordedPoint
 from bbrbench.results import write_json
@@ -808,27 +808,6 @@ def test_a_single_point_experiment_names_only_its_measure() -> None:
     lk = OnePoint({(claims.FIG21, None, claims.JAIN): [0.90, 0.91, 0.92]})
     (est,) = claims.QUANTITIES["taildrop_jain_long"](lk)
     assert est.label == "Tail Drop, 100 BDP, Jain"
-
-
-def test_seed002_cwnd_equality_is_jains_index_of_the_flows_mean_cwnd() -> None:
-    """Seed 002 Figs 5a and 10a (issue 34's 'CWND distributed almost equally'): Jain's index of the flows'
-    mean cwnd from a run's summary; BBR-ACD's near 100% holds, BBR's lower one leaves the gap the paper
-    describes; a flow without samples leaves it unmeasured."""
-    def run(*cwnds: float | None) -> dict[str, Any]:
-        return {"flows": [{"cwnd_mean": c} for c in cwnds]}
-    assert points.value(run(10, 10, 10), claims.CWND_JAIN) == pytest.approx(1.0)
-    # (10 + 30)^2 / (2 (100 + 900)) = 0.8
-    assert points.value(run(10, 30), claims.CWND_JAIN) == pytest.approx(0.8)
-    assert points.value(run(10, None), claims.CWND_JAIN) is None
-    spec = papers.spec_for("seed002/simulation")
-    assert spec is not None
-    equal, gap = (c for c in spec.claims if c.check in (claims.sim_cwnd_jain_acd, claims.sim_cwnd_jain_gap))
-    lk = FakeLookup({("acd_tol1000", None, claims.CWND_JAIN): [0.98, 0.97, 0.99],
-                     ("bbr", None, claims.CWND_JAIN): [0.80, 0.78, 0.82]})
-    assert equal.judge(lk, 45).outcome is Outcome.HOLDS and gap.judge(lk, 45).outcome is Outcome.HOLDS
-    unequal = FakeLookup({("acd_tol1000", None, claims.CWND_JAIN): [0.80, 0.78, 0.82],
-                          ("bbr", None, claims.CWND_JAIN): [0.80, 0.79, 0.81]})
-    assert equal.judge(unequal, 45).outcome is Outcome.FAILS and gap.judge(unequal, 45).outcome is Outcome.FAILS
 
 
 def test_a_zero_width_interval_is_not_certainty() -> None:

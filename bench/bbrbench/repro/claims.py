@@ -795,20 +795,6 @@ def sim_drop_diff(lk: Lookup) -> list[Estimate]:
         (("bbr", None, DROPS), ("bbr", None, SENT)), PCT, " points"))]
 
 
-CWND_JAIN = "derived.cwnd_jain"
-
-
-def sim_cwnd_jain_acd(lk: Lookup) -> list[Estimate]:
-    """Fig 10a: how equally BBR-ACD's (1000 us) seven flows hold the cwnd, Jain's index in %."""
-    return _each_mean(lk, "acd_tol1000", CWND_JAIN, "acd (1000 us) Jain's index of the flows' mean cwnd", PCT, "%")
-
-
-def sim_cwnd_jain_gap(lk: Lookup) -> list[Estimate]:
-    """Figs 5a and 10a: BBR-ACD's (1000 us) cwnd Jain less BBR's, in points."""
-    return [Estimate("acd (1000 us) - bbr Jain's index of the flows' mean cwnd", diff(
-        lk, "cwnd Jain", ("acd_tol1000", None, CWND_JAIN), ("bbr", None, CWND_JAIN), PCT, " points"))]
-
-
 def sim_goodput_diff(lk: Lookup) -> list[Estimate]:
     return [Estimate("acd (1000 us) - bbr goodput", diff(
         lk, "goodput", ("acd_tol1000", None, GOODPUT), ("bbr", None, GOODPUT), unit=" Mbit/s"))]
@@ -879,8 +865,6 @@ QUANTITIES: dict[str, Quantity] = {
     "acd_goodput": _acd_ratio(GOODPUT, "goodput", lambda x: True),
     "acd_equilibrium": acd_equilibrium,
     "sim_drop_diff": sim_drop_diff,
-    "sim_cwnd_jain_acd": sim_cwnd_jain_acd,
-    "sim_cwnd_jain_gap": sim_cwnd_jain_gap,
     "sim_goodput_diff": sim_goodput_diff,
     "tolerance_ratios": tolerance_ratios,
 }

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..analysis.metrics import jain
 from ..analysis.stats import mean_ci95
 from ..results import read_json
 from ..scenario import time_after_last_start_s
@@ -27,7 +26,7 @@ def value(summary: dict[str, Any], metric: str) -> float | None:
     """A sweep metric path, or one derived from the run's per-flow results:
     derived.retrans_packets / derived.sent_packets (full-sized segments), derived.throughput_mbps (bytes
     put on the wire over the active period), derived.share.LABEL (goodput share of flows whose label
-    starts with LABEL), derived.cwnd_jain (Jain's index of the flows' mean cwnd over the run)."""
+    starts with LABEL)."""
     if not metric.startswith("derived."):
         return metric_value(summary, metric)
     name = metric.removeprefix("derived.")
@@ -44,10 +43,6 @@ def value(summary: dict[str, Any], metric: str) -> float | None:
         total = sum(f.get("goodput_mbps") or 0.0 for f in flows)
         mine = sum(f.get("goodput_mbps") or 0.0 for f in flows if str(f.get("label", "")).startswith(label))
         return mine / total if total else None
-    if name == "cwnd_jain":
-        # How equally the flows hold the cwnd (seed 002 Figs 5a, 10a); a flow without samples has no mean.
-        cwnds = [f.get("cwnd_mean") for f in flows]
-        return jain(cwnds) if cwnds and None not in cwnds else None
     raise ValueError(f"unknown derived metric {metric!r}")
 
 
