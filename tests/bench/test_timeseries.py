@@ -78,12 +78,58 @@ def test_full_buffer_share_tells_a_filling_flow_from_one_that_does_not() -> None
 def test_a_statement_is_decided_on_every_repetition_at_the_papers_magnitude() -> None:
     claim = {"measure": "probe_rtt_peak_ms", "needs_s": 20, "why": "steady ProbeBW", "paper": 25,
              "paper_factor": 1.25}
+    rule = Rule.from_data(claim)
+
+    def judge(runs: list[Run]) -> Outcome:
+        return timeseries._judge(claim, runs, [rule])[0].outcome
     runs = [make_run(probe_ms=p) for p in (4.8, 5.0, 5.2)]
-    assert timeseries._judge(claim, runs).outcome is Outcome.HOLDS
+    assert judge(runs) is Outcome.HOLDS
     # A probe phase that adds 20 ms, not 5, lies outside 25 ms x/÷ 1.25: the statement fails.
-    assert timeseries._judge(claim, [make_run(probe_ms=p) for p in (19.8, 20.0, 20.2)]).outcome is Outcome.FAILS
-    assert timeseries._judge(claim, runs[:2]).outcome is Outcome.TOO_FEW_RUNS
-    assert timeseries._judge(claim, [make_run(duration_s=15.0) for _ in range(3)]).outcome is Outcome.NOT_TESTABLE
+    assert judge([make_run(probe_ms=p) for p in (19.8, 20.0, 20.2)]) is Outcome.FAILS
+    assert judge(runs[:2]) is Outcome.TOO_FEW_RUNS
+    assert judge([make_run(duration_s=15.0) for _ in range(3)]) is Outcome.NOT_TESTABLE
+    # 35 ms is outside x/÷ 1.25 of 25 ms (31.25) and inside x/÷ 1.5 (37.5): the second family moves it.
+    wide = [make_run(probe_ms=p) for p in (14.8, 15.0, 15.2)]
+    first, second = timeseries._judge(claim, wide, [rule, rule.widened()])
+    assert first.outcome is Outcome.FAILS and second.outcome is Outcome.HOLDS
+
+
+def test_time_series_claims_carry_the_second_margins_fragility_and_n() -> None:
+    """Issue 34: as the experiments' claims, each time-series claim declares its n and shows its verdict
+    under the second margin family and its fragile mark; a verdict recorded before these existed (2026-11-25)
+    is decided again on the repetitions its text lists."""
+    (fig,) = [f for f in timeseries.figures() if f["item"] == "Fig 4.1"]
+    claim = next(c for c in fig["claims"] if c["measure"] == "startup_rtt_peak_ms")
+    rule = Rule.from_data(claim)
+    recorded = {"claim": f"{claim['claim']} [margin: {rule.describe()}]",
+                "verdict": {"outcome": "holds", "min_n": None, "text": "startup_rtt_peak_ms: startup_rtt_peak_ms "
+                            "(each: 65.4, 65.4, 65.4) 65.4 ± 0 ms (95% CI, n = 3) inside [46.4 ms, 72.5 ms]"}}
+    js = {"claims": [recorded], "figures": {"Fig 4.1": {"title": fig["title"], "claims": [dict(recorded)],
+                                                        "figure": None, "drawn_from": None}}}
+    lines, out = timeseries.render(js, Path("f"), "figures")
+    text = "\n".join(lines)
+    assert "(Fragile: zero-width interval.)" in text and "(Second margins, within x/÷ 1.5" in text
+    assert f"(n declared for the next run: {claim['n']}.)" in text
+    (c,) = [c for c in out["claims"] if c["claim"] == recorded["claim"]]
+    assert c["verdict"]["fragile"] == "zero-width interval" and c["wide"]["verdict"]["outcome"] == "holds"
+    assert c["experiment"] == fig["experiment"] and c["n"] == claim["n"]
+    # Every claim of the data file declares its n before its next run.
+    assert all(c.get("n", 0) >= 3 for f in timeseries.figures() for c in f["claims"])
+
+
+def test_a_later_summary_replaces_only_the_figures_it_ran() -> None:
+    """A rerun of one experiment (seed000/table4.1) holds only its figure (Fig 4.9): merged into the record,
+    it replaces that figure and keeps the others (Figs 4.1, 4.3), in the data file's order."""
+    def section(*items: str) -> dict[str, object]:
+        figs = {i: {"title": i, "claims": [{"claim": f"{i} claim", "verdict": {"outcome": "holds", "text": "t"}}]}
+                for i in items}
+        return {"claims": [c for f in figs.values() for c in f["claims"]], "figures": figs}
+    earlier = section("Fig 4.9", "Fig 4.1", "Fig 4.3")
+    later = section("Fig 4.9")
+    later["figures"]["Fig 4.9"]["claims"][0]["verdict"]["outcome"] = "does not hold"
+    merged = timeseries.merge_recorded(earlier, later)
+    assert list(merged["figures"]) == ["Fig 4.1", "Fig 4.3", "Fig 4.9"]
+    assert [c["verdict"]["outcome"] for c in merged["claims"]] == ["holds", "holds", "does not hold"]
 
 
 def test_the_data_file_names_real_measures_drawings_and_rules() -> None:

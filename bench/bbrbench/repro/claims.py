@@ -513,7 +513,8 @@ def _each_mean(lk: Lookup, series: str, metric: str, what: str, scale: float = 1
     paper's number for `paper_metric` (default the same metric) there."""
     out = []
     for x in (x for x in lk.xs(series) if where(x)):
-        label = f"{lk.x_name(x)}, {what}"
+        # An experiment of one point (fig21-long) has no x to name.
+        label = ", ".join(part for part in (lk.x_name(x), what) if part)
         out.append(Estimate(label, mean(lk, label, (series, x, metric), scale, unit, offset),
                             lk.paper(series, x, paper_metric or metric)))
     return out

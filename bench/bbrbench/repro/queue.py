@@ -28,13 +28,14 @@ SERIES = "bbr"  # the kernel's own BBR, the paper's "original BBR"
 SETTLE_S = 10.0
 US_PER_MS = 1000.0
 FIGURE = "seed000_queue_factors.png"
-# What the factors do not show: the cause. The ablation that would (issue 34) has not run.
-# Why min_rtt is inflated is decided outside this report's runs, by the ablation whose data and figures
-# docs/reproduction/README.md cites (its report.md beside its data).
+# What the factors do not show: the cause. The ablation of 2026-11-26 tests it outside this report's runs;
+# its data and report.md are in data/reproduction/ablation-fig4.12-2026-11-26, which the README cites.
 WHY = ("the factors say which term of the cwnd is inflated (min_rtt with 6 flows), not why. The ablation of "
-       "2026-11-26 (data/reproduction/ablation-fig4.12-2026-11-26/report.md, with its data) "
-       "tests the likely cause, a flow starting while the others' queue stands never measuring the propagation "
-       "delay: the same 6 flows started together, or 10 s apart (one min_rtt window)")
+       "2026-11-26 (data/reproduction/ablation-fig4.12-2026-11-26/report.md, with its data) ran the same 6 flows "
+       "started together, or 10 s apart (one min_rtt window), 3 runs each: in both, min_rtt stayed at the "
+       "propagation RTT and the queue at what the cwnd gain and the kernel's allowance make, so the inflation "
+       "comes from flows that start into the others' standing queue and never measure the empty path. Not "
+       "tested: min_rtt pinned, and gaps between 3 and 10 s")
 DPI = 90
 TITLES = {"srtt": "RTT / RTT_min", "cwnd_bdp": "cwnd / BDP", "gain": "cwnd gain",
           "bandwidth": "sum bw / link", "min_rtt": "min_rtt / RTT_min", "allowance": "cwnd / target"}

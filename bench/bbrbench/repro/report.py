@@ -488,6 +488,8 @@ def _write(out: Path, meta: dict[str, Any], seeds: Sequence[str], experiments: S
             if found is None:
                 continue
             section, js = extra.render(found, fig_dir, rel)
+            if section:
+                section[2:2] = invocation_lines(invocations.get(extra.key, []))
             lines += section
             if js:
                 summary["experiments"][extra.key] = js
@@ -566,7 +568,8 @@ def write_report(out: Path, mix_hosts: bool = False) -> Path:
 
 # Sections drawn from several experiments: a later summary of some of them replaces only their parts.
 _SECTION_MERGES: dict[str, Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]] = {
-    seed004.SEED: seed004.merge_recorded}
+    seed004.SEED: seed004.merge_recorded, "seed000/timeseries": timeseries.merge_recorded,
+    "seed002/timeseries": timeseries.merge_recorded}
 
 
 def write_report_from_summaries(summaries: Sequence[Path], out: Path) -> Path:

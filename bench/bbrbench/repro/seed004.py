@@ -149,6 +149,25 @@ def best_fit_estimates(rows: list[dict[str, Any]], best: int) -> list[Estimate]:
     return found
 
 
+def claim_notes(c: dict[str, Any]) -> list[str]:
+    """Below a claim's verdict line, as the experiments' claims have them: its margin, its verdict under the
+    second margin family, the margin written after the data, the fragile mark, the n declared for its next
+    run."""
+    v, w = c["verdict"], c.get("wide")
+    lines = [f"  (Decided {c['rule']}: {c['margin']}.)"]
+    if w and (w["rule"] != c["rule"] or w["verdict"]["outcome"] != v["outcome"]):
+        same = ("the same" if w["verdict"]["outcome"] == v["outcome"]
+                else f"**{w['verdict']['outcome']}** (differs: depends on the margin)")
+        lines.append(f"  (Second margins, {w['rule']}: {same}.)")
+    if c.get("post_hoc"):
+        lines.append(f"  (Post-hoc: {c['post_hoc']}.)")
+    if v.get("fragile"):
+        lines.append(f"  (Fragile: {v['fragile']}.)")
+    if c.get("n"):
+        lines.append(f"  (n declared for the next run: {c['n']}.)")
+    return lines
+
+
 def table2_claim(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The data file's claim that the model fits one BBR count best, decided on our RMS errors."""
     claim = next(iter(section_data(f"{SEED}/share").get("claims", [])), None)
@@ -197,8 +216,7 @@ def share_part(rows: list[dict[str, Any]], fig_dir: Path, rel: str) -> tuple[lis
     lines += [tables.markdown(["BBR flows", f"paper L2 ({paper['ref']}; {queues} BDP)", "paper RMS", "ours L2",
                                "ours RMS", "our queue sizes (BDP)"], l2_rows, labels=0), ""]
     if (best := table2_claim(rows)) is not None:
-        lines += [best["line"], f"  (Decided {best['rule']}: {best['margin']}.)",
-                  f"  (Post-hoc: {best['post_hoc']}.)", ""]
+        lines += [best["line"], *claim_notes(best), ""]
     if rows:
         fig = _plot_share(rows, fig_dir)
         lines += [f"![seed 004 model vs measured]({rel}/{fig.name})", ""]
@@ -287,10 +305,11 @@ def mechanism_part(mechanism: dict[str, dict[str, list[float]]]) -> list[str]:
             tables.markdown(["CUBIC flows", *(t for t, _, _ in MECHANISM)], rows, labels=1), ""]
 
 
-def cubic_count_verdict(reg: dict[str, Any], span: float, short: Verdict | None) -> Verdict:
+def cubic_count_verdict(reg: dict[str, Any], span: float, short: Verdict | None,
+                        margin_key: str = "effect_margin") -> Verdict:
     """"The CUBIC count does not affect the share", decided on the regression slope: its effect over the
     CUBIC counts run (slope x span, with the slope's 95% interval) holds inside +- the data file's
-    effect_margin and does not hold wholly outside it."""
+    effect_margin (or its second family's, wide_effect_margin) and does not hold wholly outside it."""
     if short is not None:
         return short
     runs = int(reg["n"])
@@ -298,7 +317,7 @@ def cubic_count_verdict(reg: dict[str, Any], span: float, short: Verdict | None)
         return Verdict(Outcome.TOO_FEW_RUNS, f"{runs} runs over the CUBIC counts", runs)
     if reg["slope"] is None:
         return Verdict(Outcome.UNDECIDED, "slope undefined: the CUBIC count does not vary")
-    margin = float(section_data(f"{SEED}/cubic-count")["effect_margin"])
+    margin = float(section_data(f"{SEED}/cubic-count")[margin_key])
     effect, half = reg["slope"] * span, reg["slope_ci95"] * span
     iv = (f"slope {reg['slope']:.3g} ± {reg['slope_ci95']:.2g} per CUBIC flow (95% CI, n = {runs} runs), "
           f"over the {span:g} flows run {effect:.3g} ± {half:.2g}")
@@ -336,13 +355,19 @@ def cubic_count_part(js: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
         lines.append(f"- {count:g} CUBIC flows: BBR share {Stat(m, ci, len(shares)).text()}")
     run_s = float(js["after_last_start_s"])
     span = max(cx) - min(cx) if cx else 0.0
-    verdict = cubic_count_verdict(reg, span, too_short(paper["needs_s"], paper["why"], run_s))
+    short = too_short(paper["needs_s"], paper["why"], run_s)
+    verdict = cubic_count_verdict(reg, span, short)
+    over = "of BBR's share over the CUBIC counts run"
+    wide = {"rule": f"inside ±{paper['wide_effect_margin']:g} {over}",
+            "verdict": cubic_count_verdict(reg, span, short, "wide_effect_margin").to_json()}
+    claim = {"claim": paper["text"], "experiment": f"{SEED}/cubic-count", "verdict": verdict.to_json(),
+             "rule": f"inside ±{paper['effect_margin']:g} {over}", "wide": wide, "n": paper.get("n"),
+             "margin": paper["margin"]}
     lines += ["", *mechanism_part(js.get("mechanism", {})),
               f"Runs go on for {run_s:g} s after their last flow starts.", "",
-              verdict_line(paper["text"], verdict), f"  (Decided inside ±{paper['effect_margin']:g} of BBR's "
-              f"share over the CUBIC counts run: {paper['margin']}.)", ""]
+              verdict_line(paper["text"], verdict), *claim_notes(claim), ""]
     out = {"pearson": corr[0] if corr else None, "pearson_ci95": corr[1:] if corr else None, "regression": reg,
-           "points": points, "after_last_start_s": run_s, "verdict": verdict.to_json(),
+           "points": points, "after_last_start_s": run_s, "verdict": verdict.to_json(), "claim": claim,
            "mechanism": js.get("mechanism", {})}
     return lines, out
 
@@ -381,9 +406,7 @@ def loss_part(js: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
         lines += [f"Loss-free share: {Stat(**base).text()}.", ""]
     verdicts = loss_claims(js)
     for c in verdicts:
-        lines += [c["line"], f"  (Decided {c['rule']}: {c['margin']}.)",
-                  f"  (Second margins, {c['wide']['rule']}: {c['wide']['verdict']['outcome']}.)",
-                  f"  (Post-hoc: {c['post_hoc']}.)"]
+        lines += [c["line"], *claim_notes(c)]
     if verdicts:
         lines.append("")
     return lines, [*out, *({k: v for k, v in c.items() if k != "line"} for c in verdicts)]
@@ -480,7 +503,7 @@ def render(js: dict[str, Any], fig_dir: Path, rel: str) -> tuple[list[str], dict
     loss_lines, loss = loss_part(js)
     lines = ["### Seed 004: BBR's share against CUBIC, model vs measured", "", run_here(js), "", *share_lines,
              *cubic_lines, *loss_lines, *differences(js.get("durations_s", []))]
-    claim = {"claim": section_data(f"{SEED}/cubic-count")["text"], "verdict": cubic["verdict"]}
+    claim = cubic["claim"]
     shifts = [c for c in loss if "claim" in c]
     best = table2_claim(rows)
     shifts = [*([{k: v for k, v in best.items() if k != "line"}] if best else []), *shifts]

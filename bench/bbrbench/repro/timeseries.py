@@ -7,6 +7,7 @@ retransmitted)."""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -255,19 +256,37 @@ def _reps(out: Path, experiment: str, wanted: dict[str, Any]) -> list[Path]:
     return [r for r in reps if (r / DONE_MARK).is_file() and (r / "raw").is_dir()]
 
 
-def _judge(claim: dict[str, Any], runs: list[Run]) -> Verdict:
-    fn, unit, limits = MEASURES[claim["measure"]]
+def _judge(claim: dict[str, Any], runs: list[Run], rules: list[Rule]) -> list[Verdict]:
+    """The claim decided on every repetition by each rule (its own, the second margin family's)."""
+    fn = MEASURES[claim["measure"]][0]
     run_s = min(r.steady[1] - r.starts()[-1] for r in runs) if runs else 0.0
     if (short := too_short(float(claim["needs_s"]), claim["why"], run_s)) is not None and runs:
-        return short
+        return [short for _ in rules]
     values = [v for v in (fn(r) for r in runs) if v is not None]
     if len(values) < MIN_N:
-        return Verdict(Outcome.TOO_FEW_RUNS, f"{claim['measure']}: not decided: n = {len(values)}, needs {MIN_N}",
-                       len(values))
+        return [Verdict(Outcome.TOO_FEW_RUNS, f"{claim['measure']}: not decided: n = {len(values)}, needs {MIN_N}",
+                        len(values)) for _ in rules]
+    return [_decide(claim, values, run_s, rule) for rule in rules]
+
+
+def _decide(claim: dict[str, Any], values: list[float], run_s: float, rule: Rule) -> Verdict:
+    _, unit, limits = MEASURES[claim["measure"]]
     m, ci = mean_ci95(values)
     each = ", ".join(f"{v:.3g}" for v in values)
-    iv = Interval(f"{claim['measure']} (each: {each})", m, ci or 0.0, f"n = {len(values)}", unit=unit, limits=limits)
-    return decide(Estimate(claim["measure"], iv, claim.get("paper")), Rule.from_data(claim), run_s)
+    # Identical repetitions: the zero width is the measure's resolution, not certainty (claims.Interval).
+    iv = Interval(f"{claim['measure']} (each: {each})", m, ci or 0.0, f"n = {len(values)}", unit=unit, limits=limits,
+                  zero_spread=max(values) == min(values))
+    return decide(Estimate(claim["measure"], iv, claim.get("paper")), rule, run_s)
+
+
+def _entry(fig: dict[str, Any], claim: dict[str, Any], v: Verdict, w: Verdict) -> dict[str, Any]:
+    """A claim's summary.json entry: as the experiments' claims, it names the experiment a rerun needs and
+    the n declared for it, and carries its verdict under the second margin family."""
+    rule = Rule.from_data(claim)
+    return {"claim": f"{claim['claim']} [margin: {rule.describe()}]", "experiment": fig["experiment"],
+            "rule": rule.describe(), "verdict": v.to_json(),
+            "wide": {"rule": rule.widened().describe(), "verdict": w.to_json()},
+            **({"n": claim["n"]} if "n" in claim else {})}
 
 
 def collect_seed(seed: str, out: Path, fig_dir: Path) -> dict[str, Any]:
@@ -279,11 +298,8 @@ def collect_seed(seed: str, out: Path, fig_dir: Path) -> dict[str, Any]:
         for claim in fig.get("claims", []):
             wanted = claim.get("point", fig.get("point", {}))
             runs = [Run.load(r) for r in _reps(out, fig["experiment"], wanted)]
-            verdict = _judge(claim, runs)
-            rule = Rule.from_data(claim).describe()
-            # The experiment that decides it, so that the report's rerun command names a runnable one.
-            claims.append({"claim": f"{claim['claim']} [margin: {rule}]", "verdict": verdict.to_json(),
-                           "experiment": fig["experiment"]})
+            rule = Rule.from_data(claim)
+            claims.append(_entry(fig, claim, *_judge(claim, runs, [rule, rule.widened()])))
         _apply_controls(fig.get("claims", []), claims)
         name = f"{seed}_{fig['item'].lower().replace(' ', '')}.png"
         drawn = DRAWINGS[fig["drawing"]](fig, out, fig_dir / name)
@@ -297,13 +313,57 @@ def _apply_controls(defs: list[dict[str, Any]], claims: list[dict[str, Any]]) ->
     """A claim whose positive control (`control`: the start of another claim of its figure) does not hold is
     undecided: a measure that misses the effect where the paper shows it cannot show its absence."""
     for d, c in zip(defs, claims):
-        if "control" not in d or c["verdict"]["outcome"] not in (Outcome.HOLDS.value, Outcome.FAILS.value):
+        control = next((v for v in claims if "control" in d and v["claim"].startswith(d["control"])), None)
+        if control is None:
             continue
-        found = [v["verdict"]["outcome"] for v in claims if v["claim"].startswith(d["control"])]
-        if found and found[0] != Outcome.HOLDS.value:
-            c["verdict"] = Verdict(Outcome.UNDECIDED, f"{c['verdict']['text']}; but its control ('{d['control']}') "
-                                   f"{'does not hold' if found[0] == Outcome.FAILS.value else 'is ' + found[0]}, so "
-                                   "the measure does not show the effect where the paper shows it").to_json()
+        c["verdict"] = _controlled(c["verdict"], control["verdict"]["outcome"], d["control"])
+        if "wide" in c and "wide" in control:  # the same under the second margins
+            c["wide"]["verdict"] = _controlled(c["wide"]["verdict"], control["wide"]["verdict"]["outcome"],
+                                               d["control"])
+
+
+def _controlled(v: dict[str, Any], control: str, name: str) -> dict[str, Any]:
+    if v["outcome"] not in (Outcome.HOLDS.value, Outcome.FAILS.value) or control == Outcome.HOLDS.value:
+        return v
+    said = "does not hold" if control == Outcome.FAILS.value else f"is {control}"
+    return Verdict(Outcome.UNDECIDED, f"{v['text']}; but its control ('{name}') {said}, so the measure does not "
+                   "show the effect where the paper shows it").to_json()
+
+
+# A recorded verdict's repetitions, as its text printed them (3 significant digits).
+EACH = re.compile(r"\(each: ([^)]*)\)")
+DECIDED = (Outcome.HOLDS.value, Outcome.FAILS.value, Outcome.UNDECIDED.value)
+
+
+def _recorded(c: dict[str, Any], fig: dict[str, Any], claim: dict[str, Any]) -> str:
+    """A verdict recorded before the time-series claims carried the second margins and the fragile mark
+    (summaries of 2026-11-25): both decided again on the repetitions its text lists, in place, where that
+    gives the recorded outcome again; the note that says so, else ""."""
+    v = c["verdict"]
+    found = EACH.search(v["text"])
+    if "wide" in c or not claim or v["outcome"] not in DECIDED or found is None:
+        return ""
+    rule = Rule.from_data(claim)
+    if c["claim"] != f"{claim['claim']} [margin: {rule.describe()}]":
+        return ""  # the margin changed since: the recorded verdict is not this rule's
+    values = [float(x) for x in found.group(1).split(",")]
+    again = _decide(claim, values, float(claim["needs_s"]), rule)
+    wide = again if rule.widened() == rule else _decide(claim, values, float(claim["needs_s"]), rule.widened())
+    if again.outcome.value != v["outcome"]:
+        return ""  # rounding moved it: the recorded verdict stands alone
+    v.update({"fragile": again.fragile} if again.fragile else {})
+    c.update(_entry(fig, claim, Verdict(Outcome(v["outcome"]), v["text"], v.get("min_n"), again.fragile), wide))
+    return "second margins and fragility decided on the repetitions as the record prints them (3 significant digits)"
+
+
+def merge_recorded(earlier: dict[str, Any], later: dict[str, Any]) -> dict[str, Any]:
+    """Two summaries' time-series sections of a seed as one: each figure draws on one experiment, and a later
+    summary of some experiments (`--only seed000/table4.1`) holds only their figures, so it replaces those
+    and keeps the others', in timeseries.toml's order."""
+    merged = {**earlier.get("figures", {}), **later.get("figures", {})}
+    order = {f["item"]: i for i, f in enumerate(figures())}
+    figs = dict(sorted(merged.items(), key=lambda kv: order.get(kv[0], len(order))))
+    return {"claims": [c for f in figs.values() for c in f["claims"]], "figures": figs}
 
 
 def render(js: dict[str, Any], _fig_dir: Path, rel: str) -> tuple[list[str], dict[str, Any]]:
@@ -322,22 +382,43 @@ def render(js: dict[str, Any], _fig_dir: Path, rel: str) -> tuple[list[str], dic
                                    {"claims": []})
         recorded = {c["claim"].split(" [margin: ")[0] for c in fig["claims"]}
         for c in fig["claims"]:
-            # Records from before claims named their experiment.
-            if now.get("experiment"):
-                c.setdefault("experiment", now["experiment"])
+            d = next((d for d in now["claims"] if c["claim"].startswith(d["claim"])), {})
+            again = _recorded(c, now, d)
+            if d:  # the experiment a rerun needs and the n the data file declares for it
+                c.update({"experiment": now["experiment"], **({"n": d["n"]} if "n" in d else {})})
             v = c["verdict"]
             lines.append(verdict_line(c["claim"], Verdict(Outcome(v["outcome"]), v["text"], v.get("min_n"))))
-            lines += _notes(next((d for d in now["claims"] if c["claim"].startswith(d["claim"])), {}))
+            lines += [*_notes(d), *_robustness(c, again)]
         # Claims written after this record: its summary holds no samples to measure them on.
         for d in (d for d in now["claims"] if d["claim"] not in recorded):
             claim = f"{d['claim']} [margin: {Rule.from_data(d).describe()}]"
             verdict = Verdict(Outcome.TOO_FEW_RUNS, f"{d['measure']}: not measured: the record holds no samples; "
                                                     "the next run decides it", 0)
-            lines += [verdict_line(claim, verdict), *_notes(d)]
-            fig["claims"].append({"claim": claim, "verdict": verdict.to_json(), "experiment": now.get("experiment")})
-            js["claims"].append(fig["claims"][-1])
+            lines += [verdict_line(claim, verdict), *_notes(d), *([f"  (n declared for the next run: {d['n']}.)"]
+                                                                   if "n" in d else [])]
+            fig["claims"].append({"claim": claim, "experiment": now["experiment"], "verdict": verdict.to_json(),
+                                  **({"n": d["n"]} if "n" in d else {})})
         lines.append("")
-    return lines, js
+    # The figures' claims as rendered (a record read from JSON keeps them apart from its flat list).
+    return lines, {**js, "claims": [c for f in js["figures"].values() for c in f["claims"]]}
+
+
+def _robustness(c: dict[str, Any], recorded: str) -> list[str]:
+    """As the experiments' claims: the verdict under the second margins where their rule differs or it moves,
+    the fragile mark, the n declared for the next run."""
+    lines = []
+    v, w = c["verdict"], c.get("wide")
+    if w and (w["rule"] != c.get("rule") or w["verdict"]["outcome"] != v["outcome"]):
+        same = ("the same" if w["verdict"]["outcome"] == v["outcome"]
+                else f"**{w['verdict']['outcome']}** (differs: depends on the margin)")
+        lines.append(f"  (Second margins, {w['rule']}: {same}.)")
+    if v.get("fragile"):
+        lines.append(f"  (Fragile: {v['fragile']}.)")
+    if recorded:
+        lines.append(f"  (Recorded verdict: {recorded}.)")
+    if "n" in c:
+        lines.append(f"  (n declared for the next run: {c['n']}.)")
+    return lines
 
 
 def _notes(claim: dict[str, Any]) -> list[str]:
