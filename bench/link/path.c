@@ -380,12 +380,6 @@ static void service(struct lpath *p, uint64_t now)
 	tx_flush(p);
 }
 
-/* Frames queued, in service, on the delay line, held for a burst or about to be sent. */
-static bool holds_frames(const struct lpath *p)
-{
-	return p->q.backlog_pkts || p->cur || p->line_head || p->agg_head || p->tx_count;
-}
-
 static uint64_t next_event(const struct lpath *p)
 {
 	uint64_t t = p->cfg.trace.ns ? (p->cur || p->q.backlog_pkts ? opp_time(p) : UINT64_MAX)
@@ -693,10 +687,10 @@ void *lp_main(void *arg)
 			sample_sockbuf(p);
 			continue;
 		}
-		/* The bounded busy-poll (ls_busy_poll): while the link holds frames and they came within
-		 * busy_poll_ns, since a wake-up from ppoll costs tens to hundreds of us on a virtual CPU. Each empty
-		 * poll yields the CPU to whatever else is runnable on it (on a small machine, often the senders). */
-		if (ls_busy_poll(now, p->last_rx_ns, p->busy_poll_ns, holds_frames(p))) {
+		/* The bounded busy-poll: frames came within busy_poll_ns, so more are likely; a wake-up from ppoll
+		 * costs tens to hundreds of us on a virtual CPU. Each empty poll yields the CPU to whatever else is
+		 * runnable on it (on a small machine, often the senders themselves). */
+		if (now - p->last_rx_ns < p->busy_poll_ns) {
 			if (!p->spinning) {
 				p->spinning = true;
 				p->spin_cpu_ns = thread_cpu_ns();

@@ -155,11 +155,6 @@ uint64_t ls_lat_percentile_us(const uint64_t counts[LS_LAT_BUCKETS], double pct)
 	return 0;
 }
 
-bool ls_busy_poll(uint64_t now_ns, uint64_t last_rx_ns, uint64_t window_ns, bool holds_frames)
-{
-	return holds_frames && now_ns - last_rx_ns < window_ns;
-}
-
 uint64_t ls_ring_bytes(uint64_t floor_bytes, uint64_t rate_bps, uint32_t frame_bytes, uint32_t slot_bytes)
 {
 	/* the link's top rate, 10^11 bit/s, times 2 x 10^7 ns stays far inside 64 bits */

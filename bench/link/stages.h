@@ -97,15 +97,6 @@ uint64_t ls_lat_floor_us(uint32_t b);
 /* The @pct percentile (0..100) of @counts as its bucket's smallest value (nearest rank); 0 when empty. */
 uint64_t ls_lat_percentile_us(const uint64_t counts[LS_LAT_BUCKETS], double pct);
 
-/*
- * May a forwarding thread that found no frame poll again instead of sleeping? Only while it holds frames
- * (queued, in service, on the delay line or held for a burst: a departure is coming, whose timer wake-up
- * would be late) and a frame arrived within @window_ns. An idle link sleeps at once: polling after every
- * frame took the CPU from the senders and receivers it shares a small machine with (linkbench's 64-byte
- * payloads: 62 to 39 kpps).
- */
-bool ls_busy_poll(uint64_t now_ns, uint64_t last_rx_ns, uint64_t window_ns, bool holds_frames);
-
 /* A receive ring holds what a stalled forwarding thread lets arrive: LS_RING_GAP_NS at @rate_bps in frames
  * of @frame_bytes, each taking a @slot_bytes slot, at least @floor_bytes (--sockbuf-bytes) and at most
  * LS_RING_MAX_BYTES of memory. So the hidden FIFO covers the same time at any rate: 4 MiB of 2 KiB slots

@@ -205,16 +205,6 @@ TEST(latency_histogram_percentiles_are_within_an_eighth)
 	CHECK_EQ(ls_lat_percentile_us(counts, 99), 0);
 }
 
-TEST(busy_poll_only_while_frames_are_held)
-{
-	/* A frame 10 us ago: poll while a departure is pending, sleep once the link is empty (not after every
-	 * frame, which took the CPU from the senders); a frame older than the window never keeps it polling. */
-	CHECK(ls_busy_poll(1000 * US, 990 * US, 100 * US, true));
-	CHECK(!ls_busy_poll(1000 * US, 990 * US, 100 * US, false));
-	CHECK(!ls_busy_poll(1000 * US, 900 * US, 100 * US, true));
-	CHECK(!ls_busy_poll(1000 * US, 990 * US, 0, true)); /* --busy-poll-us 0 */
-}
-
 TEST(ring_holds_the_gap_at_the_rate)
 {
 	/* 20 ms at 2.4 Gbit/s in 1518-byte frames is 3952 frames, in 2 KiB slots 7.7 MiB, above a 4 MiB
