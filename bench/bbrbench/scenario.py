@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from . import ratetrace
-from .testbed.aqm import ACK_PATH_AQMS, AQMS, MAX_PARAM_MS, PARAMS
+from .testbed.aqm import ACK_PATH_AQMS, AQMS, MAX_PARAM_MS, PARAMS, kernel_problem
 
 _T = TypeVar("_T")
 
@@ -116,10 +116,10 @@ class Bottleneck:
     @property
     def needs_link(self) -> bool:
         """What only bbrkit-link can do here: rate traces and shapes, burst loss, an AQM with no kernel qdisc
-        (the step marker), a shaped ACK path."""
+        (the step marker) or parameters its qdisc cannot take (aqm.kernel_problem), a shaped ACK path."""
         return bool(self.rate_trace or self.rate_shape or self.gilbert_elliott or self.jitter_ms or
                     AQMS[self.aqm].qdisc is None or self.ack_path or self.delay_ms or self.policer or self.reorder or
-                    self.duplicate_pct or self.packet_log)
+                    self.duplicate_pct or self.packet_log or kernel_problem(self.aqm, self.aqm_params))
 
     @property
     def rate_bps(self) -> float:
@@ -730,6 +730,9 @@ def _bottleneck(t: _Table, senders: list[Sender]) -> Bottleneck:
         duplicate_pct=t.number("duplicate_pct", 0.0, between(0, 100)),
         packet_log=t.boolean("packet_log", False),
     )
+    if emulator == "kernel" and (problem := kernel_problem(aqm, aqm_params)):
+        raise ScenarioError(f"{t.key('emulator')} = \"kernel\": {t.key('aqm_params')} {problem}; use "
+                            f"\"bbrkit-link\" or \"auto\"")
     if emulator == "kernel" and bottleneck.needs_link:
         raise ScenarioError(f"{t.key('emulator')}: the kernel has no qdisc for rate traces, burst loss, jitter, "
                             f"the step marker, a shaped ACK path, a policer, reordering, duplication or a packet log; "

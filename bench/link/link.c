@@ -160,8 +160,9 @@ static void print_stats(const char *event)
 		sample_cpu();
 	printf(",\"cpu_fwd_us\":%" PRIu64 ",\"cpu_rev_us\":%" PRIu64 ",\"wall_us\":%" PRIu64,
 		cpu_ns[DIR_FWD] / 1000, cpu_ns[DIR_REV] / 1000, wall_ns / 1000);
-	printf(",\"rev_kernel\":%d,\"rx_ring\":%d,\"qdisc_bypass\":%d,\"busy_poll_us\":%" PRIu64,
-		!rev_running, rx_ring_on[DIR_FWD], qdisc_bypass_on[DIR_FWD],
+	printf(",\"rev_kernel\":%d,\"rx_ring\":%d,\"rx_ring_frames\":%" PRIu32
+	       ",\"qdisc_bypass\":%d,\"busy_poll_us\":%" PRIu64,
+		!rev_running, rx_ring_on[DIR_FWD], fwd.ring.frames, qdisc_bypass_on[DIR_FWD],
 		(uint64_t)(fwd.busy_poll_ns / LQ_NSEC_PER_USEC));
 	printf(",\"rev_shaped\":%d,\"rev_pkts\":%" PRIu64 "}\n", rev_shaped,
 		(uint64_t)atomic_load(&rev.pub.out_pkts));
@@ -234,7 +235,8 @@ static void usage(void)
 	       "  --log FILE             CSV time series of the queue every --log-interval-us, stamped\n"
 	       "                         in CLOCK_MONOTONIC seconds\n"
 	       "  --log-interval-us N    default %llu\n"
-	       "  --sockbuf-bytes N      kernel socket buffer per socket (default %d)\n"
+	       "  --sockbuf-bytes N      kernel socket buffer per socket (default %d); the receive ring\n"
+	       "                         holds this or 20 ms at the rate in full-size frames, up to 64 MiB\n"
 	       "  --rt-prio N            run the forwarding threads SCHED_FIFO at priority N (1..99)\n"
 	       "  --rev-kernel           no ACK-direction sockets or thread: the caller has the kernel\n"
 	       "                         redirect --right's ingress to --left (tc mirred)\n"
@@ -731,15 +733,17 @@ static void mm_headers(int argc, char **argv, const struct link_args *a)
  * (PACKET_QDISC_BYPASS: the link is the only queue the frames should meet). */
 static void open_shaping(struct lpath *p, int d, const char *in, const char *out, const struct link_args *a)
 {
+	uint32_t frame_max = (uint32_t)a->mtu + L2_OVERHEAD_BYTES;
 	int one = 1, err = 0;
 
-	p->rx_fd = wire_open_socket(PROG, in, if_nametoindex(in), true, a->sockbuf, &p->ring,
-		(uint32_t)a->mtu + L2_OVERHEAD_BYTES, &err);
+	p->rx_fd = wire_open_socket(PROG, in, if_nametoindex(in), true, a->sockbuf, &p->ring, frame_max,
+		ls_ring_bytes((uint64_t)a->sockbuf, p->cfg.queue.rate_bps, frame_max, wire_rx_ring_slot(frame_max)),
+		&err);
 	if (err)
 		fprintf(stderr, PROG ": %s receive ring refused (%s): reading with recvmmsg\n", p->name,
 			strerror(err));
 	rx_ring_on[d] = !err;
-	p->tx_fd = wire_open_socket(PROG, out, if_nametoindex(out), false, a->sockbuf, NULL, 0, NULL);
+	p->tx_fd = wire_open_socket(PROG, out, if_nametoindex(out), false, a->sockbuf, NULL, 0, 0, NULL);
 	qdisc_bypass_on[d] = setsockopt(p->tx_fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)) == 0;
 	if (!qdisc_bypass_on[d])
 		fprintf(stderr, PROG ": %s PACKET_QDISC_BYPASS refused (%s): sending through the qdisc\n",
@@ -755,8 +759,8 @@ static void open_sockets(const struct link_args *a)
 	if (rev_shaped) {
 		open_shaping(&rev, DIR_REV, a->right, a->left, a);
 	} else if (!a->rev_kernel) {
-		rev.rx_fd = wire_open_socket(PROG, a->right, right, true, a->sockbuf, NULL, 0, NULL);
-		rev.tx_fd = wire_open_socket(PROG, a->left, left, false, a->sockbuf, NULL, 0, NULL);
+		rev.rx_fd = wire_open_socket(PROG, a->right, right, true, a->sockbuf, NULL, 0, 0, NULL);
+		rev.tx_fd = wire_open_socket(PROG, a->left, left, false, a->sockbuf, NULL, 0, 0, NULL);
 	}
 	fwd.stop_fd = rev.stop_fd = stop_pipe[0];
 }

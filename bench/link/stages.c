@@ -154,3 +154,14 @@ uint64_t ls_lat_percentile_us(const uint64_t counts[LS_LAT_BUCKETS], double pct)
 	}
 	return 0;
 }
+
+uint64_t ls_ring_bytes(uint64_t floor_bytes, uint64_t rate_bps, uint32_t frame_bytes, uint32_t slot_bytes)
+{
+	/* the link's top rate, 10^11 bit/s, times 2 x 10^7 ns stays far inside 64 bits */
+	uint64_t frames = rate_bps * LS_RING_GAP_NS / (LS_NSEC_PER_SEC * LS_BITS_PER_BYTE * frame_bytes);
+	uint64_t bytes = (frames + 1) * slot_bytes;
+
+	if (bytes > LS_RING_MAX_BYTES)
+		bytes = LS_RING_MAX_BYTES;
+	return bytes > floor_bytes ? bytes : floor_bytes;
+}

@@ -97,4 +97,12 @@ uint64_t ls_lat_floor_us(uint32_t b);
 /* The @pct percentile (0..100) of @counts as its bucket's smallest value (nearest rank); 0 when empty. */
 uint64_t ls_lat_percentile_us(const uint64_t counts[LS_LAT_BUCKETS], double pct);
 
+/* A receive ring holds what a stalled forwarding thread lets arrive: LS_RING_GAP_NS at @rate_bps in frames
+ * of @frame_bytes, each taking a @slot_bytes slot, at least @floor_bytes (--sockbuf-bytes) and at most
+ * LS_RING_MAX_BYTES of memory. So the hidden FIFO covers the same time at any rate: 4 MiB of 2 KiB slots
+ * was 10 ms of full-size frames at 2.4 Gbit/s, and linkbench's tail drop overflowed it. */
+#define LS_RING_GAP_NS (20 * 1000000ULL)
+#define LS_RING_MAX_BYTES (64ULL << 20)
+uint64_t ls_ring_bytes(uint64_t floor_bytes, uint64_t rate_bps, uint32_t frame_bytes, uint32_t slot_bytes);
+
 #endif

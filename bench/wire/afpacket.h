@@ -73,17 +73,25 @@ struct wire_rx_ring {
 /* Blocks of 64 KiB: a multiple of the page and of every power-of-two slot up to it. */
 #define WIRE_RING_BLOCK_BYTES (64U << 10)
 
+/* The ring slot for frames of up to @frame_max bytes: a power of two, so that slots tile the blocks. */
+static inline uint32_t wire_rx_ring_slot(uint32_t frame_max)
+{
+	uint32_t frame = 2048;
+
+	while (frame < frame_max + WIRE_RING_FRAME_OVERHEAD)
+		frame *= 2;
+	return frame;
+}
+
 /* Asks for a receive ring of about @bytes with slots for frames of up to @frame_max bytes; on a refusal
  * leaves ring->map NULL and returns the errno (the caller reads with recvmmsg instead). */
 static inline int wire_rx_ring_setup(int fd, struct wire_rx_ring *ring, uint32_t frame_max, size_t bytes)
 {
 	int version = TPACKET_V2;
-	uint32_t frame = 2048;
+	uint32_t frame = wire_rx_ring_slot(frame_max);
 	struct tpacket_req req;
 	void *map;
 
-	while (frame < frame_max + WIRE_RING_FRAME_OVERHEAD)
-		frame *= 2;
 	req.tp_frame_size = frame;
 	req.tp_block_size = frame > WIRE_RING_BLOCK_BYTES ? frame : WIRE_RING_BLOCK_BYTES;
 	req.tp_block_nr = (unsigned int)((bytes + req.tp_block_size - 1) / req.tp_block_size);
@@ -121,11 +129,12 @@ static inline void wire_rx_ring_release(struct wire_rx_ring *ring, struct tpacke
 /*
  * A socket bound to one interface. A receive socket gets every frame but those sent from this host
  * (PACKET_IGNORE_OUTGOING) with its kernel timestamp; a send socket binds protocol 0, so it never
- * receives. With @ring (receive only) the socket gets a receive ring before it is bound, so no frame
- * lands in its ordinary queue first; a refused ring is reported in *ring_err (0: it is there).
+ * receives. With @ring (receive only) the socket gets a receive ring of about @ring_bytes before it is
+ * bound, so no frame lands in its ordinary queue first; a refused ring is reported in *ring_err (0: it is
+ * there).
  */
 static inline int wire_open_socket(const char *prog, const char *ifname, unsigned int ifindex, bool rx,
-	int bufbytes, struct wire_rx_ring *ring, uint32_t frame_max, int *ring_err)
+	int bufbytes, struct wire_rx_ring *ring, uint32_t frame_max, size_t ring_bytes, int *ring_err)
 {
 	int one = 1;
 	int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
@@ -144,7 +153,7 @@ static inline int wire_open_socket(const char *prog, const char *ifname, unsigne
 		exit(1);
 	}
 	if (ring)
-		*ring_err = wire_rx_ring_setup(fd, ring, frame_max, (size_t)bufbytes);
+		*ring_err = wire_rx_ring_setup(fd, ring, frame_max, ring_bytes);
 	sll.sll_protocol = rx ? htons(ETH_P_ALL) : 0;
 	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
 		fprintf(stderr, "%s: bind to %s: %s\n", prog, ifname, strerror(errno));

@@ -191,8 +191,102 @@ def test_traces_are_read_as_mahimahi_reads_them(tmp_path: Path, text: str, messa
 
 
 def test_aqm_params_become_tc_arguments() -> None:
-    assert aqm.tc_args({"target_ms": 5, "interval_ms": 100, "ecn": 0, "quantum_bytes": 300, "flows": 64}) == \
+    assert aqm.tc_args("fq_codel", {"target_ms": 5, "interval_ms": 100, "ecn": 0, "quantum_bytes": 300,
+                                    "flows": 64}) == \
         ["target", "5000us", "interval", "100000us", "noecn", "quantum", "300", "flows", "64"]
+
+
+# Each kernel qdisc's arguments as the SYNOPSIS of its man page gives them (iproute2's tc-cake(8),
+# tc-fq_codel(8), tc-codel(8), tc-pie(8)): a keyword and whether a value follows it.
+TC_SYNOPSIS: dict[str, dict[str, bool]] = {
+    "cake": {**dict.fromkeys(("bandwidth", "rtt", "memlimit", "fwmark", "overhead", "mpu"), True),
+             **dict.fromkeys(("unlimited", "autorate-ingress", "datacentre", "lan", "metro", "regional", "internet",
+                              "oceanic", "satellite", "interplanetary", "besteffort", "diffserv8", "diffserv4",
+                              "diffserv3", "flowblind", "srchost", "dsthost", "hosts", "flows", "dual-srchost",
+                              "dual-dsthost", "triple-isolate", "nat", "nonat", "wash", "nowash", "split-gso",
+                              "no-split-gso", "ack-filter", "ack-filter-aggressive", "no-ack-filter", "ptm", "atm",
+                              "noatm", "conservative", "raw", "ingress", "egress"), False)},
+    "fq_codel": {**dict.fromkeys(("limit", "flows", "target", "interval", "quantum", "ce_threshold",
+                                  "ce_threshold_selector", "memory_limit"), True),
+                 **dict.fromkeys(("ecn", "noecn"), False)},
+    "codel": {**dict.fromkeys(("limit", "target", "interval", "ce_threshold"), True),
+              **dict.fromkeys(("ecn", "noecn"), False)},
+    "pie": {**dict.fromkeys(("limit", "target", "tupdate", "alpha", "beta"), True),
+            **dict.fromkeys(("ecn", "noecn", "bytemode", "nobytemode", "dq_rate_estimator", "no_dq_rate_estimator"),
+                            False)},
+}
+
+
+def _tc_words(argv: list[str]) -> dict[str, str | None]:
+    """A qdisc's argv checked against its man page's synopsis: keyword -> value (None: a bare keyword)."""
+    qdisc, rest = argv[0], argv[1:]
+    grammar = TC_SYNOPSIS[qdisc]
+    words: dict[str, str | None] = {}
+    while rest:
+        word = rest.pop(0)
+        assert word in grammar, f"tc-{qdisc}(8) has no argument {word!r}: {argv}"
+        if grammar[word]:
+            assert rest and rest[0] not in grammar, f"tc-{qdisc}(8): {word} needs a value: {argv}"
+            words[word] = rest.pop(0)
+        else:
+            words[word] = None
+    return words
+
+
+@pytest.mark.skipif(not Path("/usr/share/man/man8/tc-cake.8.gz").exists(), reason="iproute2's man pages absent")
+@pytest.mark.parametrize("qdisc", list(TC_SYNOPSIS))
+def test_the_synopses_are_the_installed_man_pages(qdisc: str) -> None:
+    import gzip
+    import re
+    text = gzip.decompress(Path(f"/usr/share/man/man8/tc-{qdisc}.8.gz").read_bytes()).decode()
+    synopsis = text[text.index(".SH SYNOPSIS"):text.index(".SH DESCRIPTION")]
+    # '*' marks tc-cake(8)'s defaults
+    assert {k.rstrip("*") for k in re.findall(r"^\.BR? (\S+)$", synopsis, re.M)} == set(TC_SYNOPSIS[qdisc])
+
+
+@pytest.mark.parametrize("name", [n for n, a in aqm.AQMS.items() if a.qdisc and n != "fifo"])
+def test_every_aqm_parameter_is_a_kernel_qdisc_argument(name: str) -> None:
+    """All of an AQM's parameters at once, at values its kernel qdisc can take, give an argv its man page
+    accepts, the values in tc's units."""
+    params = {key: 1.0 for key in aqm.AQMS[name].params}
+    if name == "cake":
+        params |= {"target_ms": 2.0, "interval_ms": 40.0, "flows": aqm.CAKE_QUEUES}
+    elif "flows" in params:
+        params["flows"] = 64
+    assert aqm.kernel_problem(name, params) is None
+    words = _tc_words(aqm.qdisc_args(name, params, 100, 10**6, None))
+    if name == "cake":
+        # one tin and per-flow isolation, as bbrkit-link's subset; rtt is the interval, its target rtt/20
+        assert words == {"unlimited": None, "memlimit": str(10**6), "besteffort": None, "flows": None,
+                         "rtt": "40000us"}
+    else:
+        assert words["limit"] == "100" and words["target"] == "1000us" and "ecn" in words
+
+
+@pytest.mark.parametrize(("params", "problem"), [
+    ({"flows": 64}, "flows = 64: the kernel's cake has a fixed 1024 queues, tc-cake(8) takes no count"),
+    ({"ecn": False}, "ecn = 0: the kernel's cake always marks ECT packets, tc-cake(8) has no noecn"),
+    ({"target_ms": 2}, "target_ms = 2: the kernel's cake sets target to rtt/20 (5000 us here)"),
+    ({"interval_ms": 200}, "target_ms = 5: the kernel's cake sets target to rtt/20 (10000 us here)"),
+])
+def test_cake_parameters_the_kernel_cannot_take_need_the_link(params: dict[str, float], problem: str) -> None:
+    """Refused with emulator = "kernel", before anything is built; with "auto" the link runs them."""
+    changes = {"bottleneck__aqm": "cake", "bottleneck__aqm_params": params}
+    assert (f'bottleneck.emulator = "kernel": bottleneck.aqm_params {problem}' in
+            error_of(raw(bottleneck__emulator="kernel", **changes)))
+    b = validate(raw(**changes), CATALOG).bottleneck
+    assert b.needs_link and problem in (aqm.kernel_problem("cake", b.aqm_params) or "")
+
+
+def test_a_kernel_cake_run_records_what_its_qdisc_fixed() -> None:
+    b = validate(raw(bottleneck__aqm="cake", bottleneck__aqm_params={"interval_ms": 40, "target_ms": 2}),
+                 CATALOG)
+    assert not b.bottleneck.needs_link
+    assert Emulation(Topology("t", b), None).implementation() == (
+        "kernel tbf + cake (besteffort, flows: 1024 queues, target = rtt/20, ECN always on, unlimited (no target "
+        "scaling at low rates))")
+    fq = validate(raw(bottleneck__aqm="fq_codel"), CATALOG)
+    assert Emulation(Topology("t", fq), None).implementation() == "kernel tbf + fq_codel"
 
 
 @pytest.mark.skipif(not LINK.exists(), reason="bbrkit-link not built (make)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 from pathlib import Path
@@ -117,3 +118,37 @@ def test_a_run_that_fails_the_link_trust_check_is_listed_not_pooled(tmp_path: Pa
     assert point["status"] == "3/4 repetitions (1 failed bbrkit-link's trust check, not pooled)"
     rows = (out / "runs.csv").read_text().splitlines()
     assert len(rows) == 5 and "CPU-bound" in rows[4] and ",0,forward thread" in rows[4]
+
+
+def test_the_sweep_page_marks_each_cell_of_a_point_that_lost_a_run_to_the_trust_check(tmp_path: Path) -> None:
+    """sweep.html, written with sweep.json by the code compare's page uses (analysis/pages.py): every
+    cell of a point with a run that failed bbrkit-link's trust check is marked, the run and its reason in the
+    tooltip, other points' cells are not, and each run the link carried has its verdict below."""
+    raw = load_raw(find_scenario("smoke"))
+    raw["sweep"] = {"metrics": ["total.rtt_ms_mean", "total.goodput_mbps"]}
+    out = tmp_path / "sw"
+    plan_ = plan_runs(raw, CATALOG, [("flows.0.algo", ["cubic", "bbr"])], 2)
+    sweep.run_sweep(plan_, out, CATALOG, FakeExecutor())
+    assert "<table>" in (out / sweep.PAGE).read_text()  # run_sweep writes it, not only report
+    bad, good = plan_.points
+    reason = "frames over 1 ms in the socket buffer: 900 (over 1 in 1000)"
+    for point, rep, ok in ((bad, 0, True), (bad, 1, False), (good, 0, True)):
+        path = out / "points" / point.id / f"rep{rep}" / "summary.json"
+        summary = json.loads(path.read_text())
+        summary["trust"] = {"ok": ok, "failed": [] if ok else [reason]}
+        path.write_text(json.dumps(summary))
+    sweep.aggregate(out)
+    page = (out / sweep.PAGE).read_text()
+    table, verdicts = page.split("<h2>bbrkit-link trust check, per run</h2>")
+    rows = {re.search(r"<td[^>]*>([^<]*)</td>", tr).group(1).strip(): tr  # type: ignore[union-attr]
+            for tr in re.findall(r"<tr>.*?</tr>", table, re.S)[1:]}
+    point = json.loads((out / "sweep.json").read_text())["points"][0]
+    marked = re.findall(r'<span class="untrusted" title="([^"]*)">([^<]*)</span>', rows[bad.label])
+    assert [text for _, text in marked] == [sweep.aggregation.format_mean(point["metrics"][m]["mean"], None)
+                                            for m in plan_.metrics]
+    assert all(title.startswith("1 run(s) of this point failed bbrkit-link&#x27;s trust check and are left out: "
+                                f"rep 1: {reason}") for title, _ in marked)
+    assert "untrusted" not in rows[good.label]
+    assert verdicts.count("<tr>") == 4  # the header and the three runs with a trust record
+    assert f"UNTRUSTED: {reason}" in verdicts and len(re.findall(r">trusted *<", verdicts)) == 2
+    assert "2 point(s) over flows.0.algo, 2 repetition(s) each" in page

@@ -680,3 +680,17 @@ def test_a_real_runs_trust_fields_hold_it_to_its_configured_path(link_path: Call
     assert verdict["not_reported"] == [], verdict
     assert not [line for line in verdict["failed"] if "receiver" in line or "added delay" in line], verdict
     assert 0.9 <= verdict["checks"]["receiver_rate_ratio"] <= 1.0, verdict
+
+
+@pytest.mark.parametrize(("rate_mbit", "slots"), [(100, 2048), (5000, 8256)])
+def test_the_receive_ring_holds_20_ms_at_the_configured_rate(link_path: Callable[..., LinkPath], rate_mbit: int,
+                                                             slots: int) -> None:
+    """The TPACKET_V2 receive ring holds what 20 ms at the link's rate brings in full-size frames (stages.c's
+    ls_ring_bytes), at least the 4 MiB socket-buffer size: 2048 slots of 2 KiB at 100 Mbit/s; at 5 Gbit/s
+    8234 frames of 1518 bytes, 8235 slots, rounded up to whole 64 KiB blocks of 32 slots: 258 blocks, 8256.
+    Before, 4 MiB at any rate was 10 ms of full-size frames at 2.4 Gbit/s, and linkbench's tail drop
+    overflowed it."""
+    path = link_path({"rate_mbit": rate_mbit, "aqm": "fifo", "buffer_packets": 1000})
+    assert path.emulation.link is not None
+    stats = path.emulation.link.stats()
+    assert stats["rx_ring"] == 1 and stats["rx_ring_frames"] == slots, stats

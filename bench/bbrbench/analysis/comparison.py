@@ -13,7 +13,7 @@ import numpy as np
 
 from ..results import read_json
 from ..scenario import Scenario
-from . import plots, tables
+from . import pages, plots, tables
 from .metrics import US_PER_MS
 from .rundata import load_flows
 from .stats import Ratio, ratio_ci95
@@ -108,11 +108,6 @@ def rows_against_reference(aggregated: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _untrusted_text(runs: list[dict[str, Any]]) -> str:
-    return (f"{len(runs)} run(s) of this point failed bbrkit-link's trust check and are left out: "
-            + "; ".join(f"rep {r['rep']}: {', '.join(r['failed'])}" for r in runs))
-
-
 def table(rows: list[dict[str, Any]], form: str = "text") -> str:
     """The table as console text, or as HTML where each cell whose ratio's interval excludes 1 is marked
     (class "sig", the interval in its tooltip) and each cell of a point with a run that failed bbrkit-link's
@@ -125,42 +120,21 @@ def table(rows: list[dict[str, Any]], form: str = "text") -> str:
             stat = row["metrics"].get(col.metric)
             text = _format(stat, col)
             ratio = stat and stat["ratio_to_reference"]
-            marks = []
-            if form == "html" and text is not None and _significant(ratio):
+            marks: list[pages.Mark] = []
+            if form == "html" and _significant(ratio):
                 ci = Ratio.from_json(ratio).interval_text()
                 marks.append(("sig", f"ratio to {REFERENCE} {ratio['ratio']:.3f} {ci}: its 95% interval excludes 1"))
-            if form == "html" and text is not None and row.get("untrusted_runs"):
-                marks.append(("untrusted", _untrusted_text(row["untrusted_runs"])))
-            if text is None:
-                cells.append(None)
-            elif marks:
-                cells.append(tables.Marked(text + _ratio_text(ratio), " ".join(c for c, _ in marks),
-                                           "; ".join(t for _, t in marks)))
-            else:
-                cells.append(text + _ratio_text(ratio))
+            if form == "html":
+                marks += pages.untrusted_marks(row)
+            cells.append(pages.cell(None if text is None else text + _ratio_text(ratio), marks))
         body.append(cells)
     render = tables.html if form == "html" else tables.text
     return render(header, body, labels=3)
 
 
 def verdicts(rows: list[dict[str, Any]], runs_of: dict[str, list[Path]]) -> str:
-    """The trust check's verdict per run (an HTML table), untrusted rows marked; empty when no run went through
-    bbrkit-link."""
-    body: list[list[str | tables.Marked | None]] = []
-    for row in rows:
-        for run_dir in runs_of[row["point"]]:
-            trust = read_json(run_dir / "summary.json", "summary").get("trust")
-            if trust is None:
-                continue
-            verdict: str | tables.Marked = "trusted"
-            if not trust["ok"]:
-                verdict = tables.Marked("UNTRUSTED: " + "; ".join(trust["failed"]), "untrusted",
-                                        "left out of the table above")
-            body.append([f"{row['case']}, {row['algo']}", run_dir.name, verdict])
-    if not body:
-        return ""
-    return ("<h2>bbrkit-link trust check, per run</h2>"
-            + tables.html(["point", "run", "verdict"], body, labels=3))
+    """The trust check's verdict per run (pages.verdicts), points named by case and algorithm."""
+    return pages.verdicts([(f"{row['case']}, {row['algo']}", runs_of[row["point"]]) for row in rows])
 
 
 def window_text(cases: dict[int, Scenario]) -> str:
@@ -264,19 +238,6 @@ def _case_fact(count: int, scenario: Scenario) -> str:
     return f"{case_name(count)}, starting at {', '.join(f'{s:g}' for s in starts)} s"
 
 
-def _host_fact(hosts: list[dict[str, Any]]) -> str | None:
-    """Which machines ran the runs (host.json): kernel, CPUs, and the measured 1-minute load average."""
-    if not hosts:
-        return None
-    kinds = sorted({f"{h.get('hostname')} (kernel {h.get('kernel')}, {h.get('cpus')} CPUs)" for h in hosts})
-    loads = [float(v) for h in hosts for v in (h.get("loadavg_start", [None])[0], h.get("loadavg_end", [None])[0])
-             if isinstance(v, (int, float))]
-    fact = f"Ran on {'; '.join(kinds)}"
-    if loads:
-        fact += f"; 1-minute load average at the runs' starts and ends {min(loads):.2f} to {max(loads):.2f}"
-    return fact + "."
-
-
 def describe(cases: dict[int, Scenario], repetitions: int, hosts: list[dict[str, Any]],
              doc: dict[str, Any]) -> list[str]:
     """The page's facts, each from the resolved scenario of each case's runs or from their host.json."""
@@ -285,7 +246,7 @@ def describe(cases: dict[int, Scenario], repetitions: int, hosts: list[dict[str,
              f"Each run {first.duration_s:g} s; cases: {'; '.join(_case_fact(c, s) for c, s in cases.items())}. "
              f"{repetitions} repetitions, interleaved (every algorithm and case once, then the next round).",
              f"Table and figures cover the {window_text(cases)}."]
-    host = _host_fact(hosts)
+    host = pages.host_fact(hosts)
     if host:
         facts.append(host)
     if doc.get("started"):

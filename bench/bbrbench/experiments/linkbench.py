@@ -78,11 +78,22 @@ def _link(chain: Chain, name: str, options: list[str], busy_poll_us: int | None)
                         options=options + spin + ([] if problem else ["--rev-kernel"]))
 
 
+def _counters(netns: str, dev: str) -> dict[str, Any]:
+    """An interface's rx and tx counters (frames, Ethernet header included)."""
+    out = command(["ip", "-j", "-s", "link", "show", dev], netns=netns).stdout
+    return dict(json.loads(out)[0]["stats64"])
+
+
 def _received(chain: Chain) -> tuple[int, int]:
-    """Bytes and packets the receiver's interface has taken in (frames, Ethernet header included)."""
-    out = command(["ip", "-j", "-s", "link", "show", "eth0"], netns=chain.receiver).stdout
-    rx = json.loads(out)[0]["stats64"]["rx"]
+    """Bytes and packets the receiver's interface has taken in."""
+    rx = _counters(chain.receiver, "eth0")["rx"]
     return rx["bytes"], rx["packets"]
+
+
+def _offered(chain: Chain) -> tuple[int, int]:
+    """Frames the sender's interface sent and those the link's left interface took in: with the link's
+    in_pkts and drop_kernel (PACKET_STATISTICS' tp_drops), where frames were lost on the way in."""
+    return _counters(chain.sender, "eth0")["tx"]["packets"], _counters(chain.delay, "l0")["rx"]["packets"]
 
 
 def _offloads_off(chain: Chain) -> None:
@@ -132,14 +143,15 @@ def _measure(chain: Chain, link: WireProcess | None, name: str, streams: int, pa
     per_stream = 0 if streams == 1 else 2e9 / streams
     clients = _udp_clients(chain, streams, per_stream, seconds, payload)
     time.sleep(1.0)  # past the clients' start
-    before, (b0, p0), t0 = link.stats() if link else {}, _received(chain), time.monotonic()
+    before, (b0, p0), (s0, l0), t0 = link.stats() if link else {}, _received(chain), _offered(chain), time.monotonic()
     time.sleep(seconds - 2.0)
-    after, (b1, p1), t1 = link.stats() if link else {}, _received(chain), time.monotonic()
+    after, (b1, p1), (s1, l1), t1 = link.stats() if link else {}, _received(chain), _offered(chain), time.monotonic()
     for c in clients:
         c.communicate(timeout=seconds + COMMAND_TIMEOUT_S)
     command(["pkill", "-f", f"iperf3 -s -D -1 -p {IPERF_BASE_PORT}"], netns=chain.receiver, check=False)
     row: dict[str, Any] = {"name": name, "flows": streams, "payload_bytes": payload,
-                           "rx_bps": (b1 - b0) * 8 / (t1 - t0), "rx_pps": (p1 - p0) / (t1 - t0)}
+                           "rx_bps": (b1 - b0) * 8 / (t1 - t0), "rx_pps": (p1 - p0) / (t1 - t0),
+                           "sent_pkts": s1 - s0, "l0_rx_pkts": l1 - l0}
     if link:
         wall = max(1, after["wall_us"] - before["wall_us"])
         row.update({
@@ -148,8 +160,10 @@ def _measure(chain: Chain, link: WireProcess | None, name: str, streams: int, pa
             "cpu_fwd_share": (after["cpu_fwd_us"] - before["cpu_fwd_us"]) / wall,
             # a link from before the busy-poll and the receive ring reports neither (0)
             "spin_share": (after.get("spin_us", 0) - before.get("spin_us", 0)) / wall,
-            **{k: after.get(k, 0) for k in ("rx_ring", "qdisc_bypass", "busy_poll_us")},
-            **{k: after[k] - before[k] for k in ("drop_kernel", "drop_overlimit", "drop_aqm")},
+            # a link from before the ring's size was reported gives 0 for it
+            **{k: after.get(k, 0) for k in ("rx_ring", "rx_ring_frames", "qdisc_bypass", "busy_poll_us",
+                                            "rx_wait_max_us")},
+            **{k: after[k] - before[k] for k in ("in_pkts", "drop_kernel", "drop_overlimit", "drop_aqm")},
             "new_flows": after["new_flows"]})
     return row
 
@@ -218,8 +232,10 @@ def report(result: dict[str, Any]) -> Iterator[str]:
         if "out_bps" in c:
             line += (f"; socket drops {c['drop_kernel']}, overlimit {c['drop_overlimit']}, AQM {c['drop_aqm']}, "
                      f"new-queue activations {c['new_flows']}; forward thread CPU {c['cpu_fwd_share']:.0%} "
-                     f"(busy-polling {c['spin_share']:.0%}); rx ring {c['rx_ring']}, qdisc bypass "
-                     f"{c['qdisc_bypass']}, busy-poll {c['busy_poll_us']} us")
+                     f"(busy-polling {c['spin_share']:.0%}); rx ring {c['rx_ring']} ({c['rx_ring_frames']} "
+                     f"slots, longest wait {c['rx_wait_max_us']} us), qdisc bypass {c['qdisc_bypass']}, busy-poll "
+                     f"{c['busy_poll_us']} us; frames sent {c['sent_pkts']}, at the link's interface "
+                     f"{c['l0_rx_pkts']}, read {c['in_pkts']}")
         yield line
     for name, ok in result["checks"].items():
         yield f"  {'PASS' if ok else 'FAIL'} {name}"

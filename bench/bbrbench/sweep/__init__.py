@@ -4,7 +4,7 @@ Directory layout:
     plan.json                     the base scenario, the points (overrides) and repetitions
     points/<id>/rep<k>/           one run directory per point and repetition; `done` marks it complete
     points/<id>/not_runnable.txt  why the point cannot run on this kernel
-    sweep.json, sweep.csv         aggregated metrics; table.txt the console table
+    sweep.json, sweep.csv         aggregated metrics; table.txt the console table, sweep.html the page
 
 Rerunning with the same --out resumes: complete repetitions are kept, incomplete ones are redone, whichever
 host ran them. The runs go through an executor: LocalExecutor here, one after another, or
@@ -17,11 +17,11 @@ run), execution (executors and the loop that runs what is pending), aggregation 
 checks).
 """
 
-from .aggregation import aggregate, metric_value
+from .aggregation import PAGE, aggregate, metric_value
 from .execution import Executor, LocalExecutor, Outcome, nominal_s, run_sweep
 from .plans import Job, Plan, Point, load_plan, open_plan, plan_runs, point_id, point_raw
 from .store import DONE_MARK, FAILED, NOT_RUNNABLE, done_runs, pending, runs_done
 
-__all__ = ["DONE_MARK", "FAILED", "NOT_RUNNABLE", "Executor", "Job", "LocalExecutor", "Outcome", "Plan", "Point",
-           "aggregate", "done_runs", "load_plan", "metric_value", "nominal_s", "open_plan", "pending", "plan_runs",
-           "point_id", "point_raw", "run_sweep", "runs_done"]
+__all__ = ["DONE_MARK", "FAILED", "NOT_RUNNABLE", "PAGE", "Executor", "Job", "LocalExecutor", "Outcome", "Plan",
+           "Point", "aggregate", "done_runs", "load_plan", "metric_value", "nominal_s", "open_plan", "pending",
+           "plan_runs", "point_id", "point_raw", "run_sweep", "runs_done"]

@@ -1,7 +1,7 @@
 """Aggregating a sweep: per point the mean and 95% CI of every metric over its finished repetitions
 (never pooling hosts of different kernels or algorithm objects, or a dirty tree's runs with others, unless
-asked; repetitions of several invocations tested for a batch effect), sweep.json, sweep.csv, runs.csv and
-the console table."""
+asked; repetitions of several invocations tested for a batch effect), sweep.json, sweep.csv, runs.csv, the
+console table and the results page (sweep.html)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ..analysis import tables
+from ..analysis import html, pages, tables
 from ..analysis.stats import batch_effect_p, mean_ci95
 from ..errors import HarnessError
 from ..results import read_json, write_json
 from ..testbed.host import host_key, host_name, read_host
 from .plans import Plan, Point, load_plan
-from .store import DONE_MARK, NOT_RUNNABLE, link_labels
+from .store import DONE_MARK, NOT_RUNNABLE, done_runs, link_labels
 
 log = logging.getLogger(__name__)
 
@@ -112,9 +112,15 @@ def _batch_effects(point: Point, metrics: list[str], summaries: list[dict[str, A
     return found
 
 
+# The sweep's results page, beside table.txt.
+PAGE = "sweep.html"
+LEGEND = ("Mean ± 95% confidence half-width over repetitions. A point whose runs failed bbrkit-link's trust "
+          "check has every cell marked: those runs are left out, the tooltip names them and why.")
+
+
 def aggregate(out: Path, mix_hosts: bool = False) -> str:
-    """sweep.json, sweep.csv and table.txt from the finished runs. HarnessError when a point would pool
-    repetitions from hosts of different kernels or algorithm objects, unless mix_hosts."""
+    """sweep.json, sweep.csv, runs.csv, table.txt and sweep.html from the finished runs. HarnessError when a
+    point would pool repetitions from hosts of different kernels or algorithm objects, unless mix_hosts."""
     plan_ = load_plan(out)
     rows: list[dict[str, Any]] = []
     runs: list[dict[str, Any]] = []
@@ -191,7 +197,21 @@ def aggregate(out: Path, mix_hosts: bool = False) -> str:
     link_labels(out, plan_)
     text = sweep_table(plan_, rows, hosts_summary)
     (out / "table.txt").write_text(text + "\n")
+    write_page(out, plan_, rows, hosts_summary, [r["host"] for r in runs if r["host"]])
     return text
+
+
+def write_page(out: Path, plan_: Plan, rows: list[dict[str, Any]], hosts: dict[str, dict[str, Any]],
+               run_hosts: list[dict[str, Any]]) -> Path:
+    """sweep.html: the table, its cells marked as compare's are (pages), each run's trust verdict, the facts."""
+    keys = sorted({k for p in plan_.points for k in p.overrides})
+    facts = [f"{len(plan_.points)} point(s)" + (f" over {', '.join(keys)}" if keys else "")
+             + f", {plan_.repetitions} repetition(s) each, interleaved (every point once, then the next round)."]
+    if host := pages.host_fact(run_hosts):
+        facts.append(host)
+    body = sweep_table(plan_, rows, hosts, "html") + pages.verdicts(
+        [(row["label"], done_runs(out, row["id"])) for row in rows])
+    return html.write_page(out / PAGE, f"bbrbench sweep: {plan_.name}", facts, body, LEGEND, [])
 
 
 RUN_HOST_FIELDS = ("hostname", "machine_id", "kernel", "cpus", "bbrctl_version")
@@ -213,20 +233,24 @@ def write_runs_csv(out: Path, plan_: Plan, runs: list[dict[str, Any]], keys: lis
                              "; ".join(trust.get("failed", [])), *(r["host"].get(f, "") for f in RUN_HOST_FIELDS)])
 
 
-def sweep_table(plan_: Plan, rows: list[dict[str, Any]], hosts: dict[str, dict[str, Any]]) -> str:
-    """The console table; a sweep whose runs came from more than one host names them per point and below."""
+def sweep_table(plan_: Plan, rows: list[dict[str, Any]], hosts: dict[str, dict[str, Any]], form: str = "text") -> str:
+    """The table as console text, or as HTML whose cells are marked for runs left out by the trust check; a
+    sweep whose runs came from more than one host names them per point (and, as text, below)."""
     mixed = len(hosts) > 1
     header = ["point"] + [m.split(".", 1)[1] for m in plan_.metrics] + ["status"] + (["hosts"] if mixed else [])
-    body: list[list[str | None]] = []
+    body: list[list[str | tables.Marked | None]] = []
     for row in rows:
-        cells: list[str | None] = [row["label"]]
+        marks = pages.untrusted_marks(row) if form == "html" else []
+        cells: list[str | tables.Marked | None] = [row["label"]]
         for m in plan_.metrics:
             stat = row["metrics"].get(m)
-            cells.append(None if stat is None else format_mean(stat["mean"], stat["ci95"]))
+            cells.append(pages.cell(None if stat is None else format_mean(stat["mean"], stat["ci95"]), marks))
         cells.append(row["status"])
         if mixed:
             cells.append(", ".join(row.get("hosts", [])))
         body.append(cells)
+    if form == "html":
+        return tables.html(header, body)
     text = tables.text(header, body) + "\n(mean ± 95% confidence half-width over repetitions)"
     if mixed:
         text += "\nhosts: " + "; ".join(f"{name} (kernel {h['kernel']}, {h['cpus']} CPUs, {h['bbrctl_version']})"

@@ -45,9 +45,16 @@ class Aqm:
     required: tuple[str, ...] = ()  # params it cannot run without
     byte_limit: bool = False  # bbrkit-link takes its limit in bytes (--limit-bytes)
     ack_path: bool = True  # allowed as the ACK path's queue (with its defaults: no ack_path params)
+    # What the kernel's qdisc has fixed where bbrkit-link takes a parameter (recorded with a kernel run).
+    kernel_fixed: str = ""
 
 
 _CODEL = ("target_ms", "interval_ms", "ecn", "ce_threshold_ms")
+# sch_cake's CAKE_QUEUES: tc-cake(8) takes no queue count (its `flows` keyword is an isolation mode).
+CAKE_QUEUES = 1024
+# CoDel's and COBALT's defaults, Linux's and bbrkit-link's alike.
+CODEL_TARGET_MS = 5
+CODEL_INTERVAL_MS = 100
 AQMS: dict[str, Aqm] = {
     "fifo": Aqm((), "tail-drop FIFO", "pfifo", byte_limit=True),  # bfifo with a byte limit
     "codel": Aqm(_CODEL, "CoDel (RFC 8289)", "codel", "NET_SCH_CODEL"),
@@ -55,7 +62,9 @@ AQMS: dict[str, Aqm] = {
     "pie": Aqm(("target_ms", "tupdate_ms", "ecn"), "PIE (RFC 8033)", "pie", "NET_SCH_PIE"),
     "cake": Aqm(("target_ms", "interval_ms", "ecn", "flows"),
                 "cake subset (8-way set-associative queues, DRR++, COBALT; no shaper, host isolation, tins or "
-                "ACK filter)", "cake", "NET_SCH_CAKE", probe_args=("bandwidth", "10mbit")),
+                "ACK filter)", "cake", "NET_SCH_CAKE", probe_args=("bandwidth", "10mbit"),
+                kernel_fixed=f"besteffort, flows: {CAKE_QUEUES} queues, target = rtt/20, ECN always on, "
+                             "unlimited (no target scaling at low rates)"),
     "step": Aqm(("threshold_ms", "ect1_only"), "step marker", required=("threshold_ms",), byte_limit=True,
                 ack_path=False),
 }
@@ -80,8 +89,11 @@ def link_options(params: dict[str, float]) -> list[str]:
     return opts
 
 
-def tc_args(params: dict[str, float]) -> list[str]:
-    """A scenario's aqm_params as arguments of the kernel's qdisc (tc-codel(8), tc-fq_codel(8), ...)."""
+def tc_args(aqm: str, params: dict[str, float]) -> list[str]:
+    """A scenario's aqm_params as arguments of the kernel's qdisc: tc-codel(8), tc-fq_codel(8) and tc-pie(8)
+    take them under their own names; for tc-cake(8) see _cake_args."""
+    if aqm == "cake":
+        return _cake_args(params)
     args: list[str] = []
     for key, value in params.items():
         if key == "ecn":
@@ -93,6 +105,38 @@ def tc_args(params: dict[str, float]) -> list[str]:
     return args
 
 
+def _cake_interval_us(params: dict[str, float]) -> int:
+    return round(params.get("interval_ms", CODEL_INTERVAL_MS) * 1000)
+
+
+def _cake_args(params: dict[str, float]) -> list[str]:
+    """tc-cake(8)'s words for what bbrkit-link's subset does: one best-effort tin (`besteffort`; its default
+    diffserv3 has three) and per-flow isolation (`flows`; its default triple-isolate is per host too). Its
+    only AQM knob is `rtt TIME`, the interval, with target = rtt/20 (iproute2's q_cake.c); kernel_problem
+    refuses what it cannot say."""
+    args = ["besteffort", "flows"]
+    if "interval_ms" in params:
+        args += ["rtt", f"{_cake_interval_us(params)}us"]
+    return args
+
+
+def kernel_problem(aqm: str, params: dict[str, float]) -> str | None:
+    """Why the kernel's qdisc cannot run @aqm with these aqm_params (only bbrkit-link can), or None."""
+    if aqm != "cake":
+        return None
+    problems = []
+    target_us = max(1, _cake_interval_us(params) // 20)
+    if round(params.get("target_ms", CODEL_TARGET_MS) * 1000) != target_us:
+        problems.append(f"target_ms = {params.get('target_ms', CODEL_TARGET_MS):g}: the kernel's cake sets target "
+                        f"to rtt/20 ({target_us} us here), tc-cake(8) has no target")
+    if params.get("ecn", 1) == 0:
+        problems.append("ecn = 0: the kernel's cake always marks ECT packets, tc-cake(8) has no noecn")
+    if params.get("flows", CAKE_QUEUES) != CAKE_QUEUES:
+        problems.append(f"flows = {params['flows']:g}: the kernel's cake has a fixed {CAKE_QUEUES} queues, "
+                        f"tc-cake(8) takes no count")
+    return "; ".join(problems) or None
+
+
 def qdisc_args(aqm: str, params: dict[str, float], packets: int, limit_bytes: int,
                buffer_bytes: int | None) -> list[str]:
     """The kernel's leaf qdisc under the shaper: pfifo/bfifo for fifo, otherwise the AQM's qdisc limited
@@ -102,8 +146,8 @@ def qdisc_args(aqm: str, params: dict[str, float], packets: int, limit_bytes: in
     qdisc = AQMS[aqm].qdisc
     assert qdisc is not None, f"{aqm} has no kernel qdisc"
     if aqm == "cake":
-        return ["cake", "unlimited", "memlimit", str(limit_bytes), *tc_args(params)]
-    return [qdisc, "limit", str(packets), *tc_args(params)]
+        return ["cake", "unlimited", "memlimit", str(limit_bytes), *tc_args(aqm, params)]
+    return [qdisc, "limit", str(packets), *tc_args(aqm, params)]
 
 
 def readme_table() -> list[str]:
@@ -114,6 +158,6 @@ def readme_table() -> list[str]:
         params = ", ".join(f"`{p}`" + (" (required)" if p in a.required else "") +
                            (" (bool)" if PARAMS[p].kind == "bool" else "") for p in a.params) or "none"
         qdisc = ("none" if a.qdisc is None else "`pfifo`, `bfifo` with `buffer_bytes`" if name == "fifo" else
-                 f"`{a.qdisc}` (CONFIG_{a.config})")
+                 f"`{a.qdisc}` (CONFIG_{a.config}" + (f"; {a.kernel_fixed}" if a.kernel_fixed else "") + ")")
         rows.append(f"| `\"{name}\"` | {params} | {qdisc} | {a.link_name} | {'yes' if a.ack_path else 'no'} |")
     return rows

@@ -198,7 +198,9 @@ class Emulation:
                    "; ACK path unshaped, " + ("the link's own thread (" + self.reverse_path_problem + ")"
                                                if self.reverse_path_problem else "kernel tc mirred redirect"))
             return f"{LINK} {AQMS[b.aqm].link_name}, {rate}{extra}{ack}"
-        return f"kernel {b.shaper} + {b.aqm if b.aqm != 'fifo' else ('bfifo' if b.buffer_bytes else 'pfifo')}"
+        fixed = AQMS[b.aqm].kernel_fixed
+        return (f"kernel {b.shaper} + {b.aqm if b.aqm != 'fifo' else ('bfifo' if b.buffer_bytes else 'pfifo')}"
+                + (f" ({fixed})" if fixed else ""))
 
     def _loss(self) -> None:
         threshold = round(self.scenario.bottleneck.loss_pct / 100 * LOSS_SCALE)
