@@ -447,7 +447,7 @@ static void tw_setup(void)
 	tw_tp.srtt_us = tw_cfg->rtt_us << 3;
 	tw_tp.rtt_min.s[0].v = tw_cfg->rtt_us;
 #ifdef BBR3_CORE_H
-	bbr3_pp_live = !tw_w->ack_time_loss; /* as on a kernel where bbrctl attached the per-packet hooks */
+	bbr3_pp_live = !tw_w->ack_time_loss; /* the per-packet hooks attached, as bbrctl attaches them */
 #endif
 	tw_reseed_core();
 	BBRKIT_CC(init)(tw_sk);
