@@ -57,6 +57,7 @@ TWIN_BIN := $(BUILD)/bbrkit-twin
 TWIN_ALGOS := bbr1 bbr2 bbr3
 TWIN_OBJS := $(TWIN_ALGOS:%=$(BUILD)/twin/twin_%.o)
 TWIN_RECORD_OBJS := $(BUILD)/loader/record.o $(BUILD)/loader/json.o $(BUILD)/loader/algos.o
+TWIN_HDRS := $(wildcard bench/twin/*.h)
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/%)
@@ -204,7 +205,7 @@ $(FLOOR_BIN): bench/kernelbbr/floor/floor.c $(BUILD)/floor/bbr_floor.skel.h benc
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LOADER_CFLAGS) -I$(BUILD)/floor -Ibench/kernelbbr $< $(LIBBPF_LIBS) -o $@
 
-$(BUILD)/twin/twin_%.o: bench/twin/twin_algo.c $(wildcard bench/twin/*.h) $(BPF_HDRS) $(UNIT_HDRS) | $(BUILD)/twin
+$(BUILD)/twin/twin_%.o: bench/twin/twin_algo.c $(TWIN_HDRS) $(BPF_HDRS) $(UNIT_HDRS) | $(BUILD)/twin
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) -O2 -Ibench/twin -DTWIN_ALGO=$* -c $< -o $@
 
@@ -220,6 +221,12 @@ $(BUILD)/test_queue: tests/unit/test_queue.c $(LINK_CORE) $(UNIT_HDRS) | $(BUILD
 $(BUILD)/test_stages: tests/unit/test_stages.c bench/link/stages.c bench/link/stages.h $(UNIT_HDRS) | $(BUILD)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) -Ibench/link -o $@ $< bench/link/stages.c
+
+# bbr2's and bbr3's closed-loop tests run on the twin's path (tests/unit/sim_loop.h includes
+# bench/twin/twin_path.h).
+$(BUILD)/test_bbr2 $(BUILD)/test_bbr3_pp: $(BUILD)/test_%: tests/unit/test_%.c $(BPF_HDRS) $(UNIT_HDRS) $(TWIN_HDRS) | $(BUILD)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UNIT_CFLAGS) -Ibench/twin -o $@ $<
 
 $(BUILD)/test_%: tests/unit/test_%.c $(BPF_HDRS) $(UNIT_HDRS) | $(BUILD)
 	$(call msg,CC,$@)

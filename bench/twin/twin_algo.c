@@ -13,7 +13,28 @@
 
 #include "twin_path.h"
 
+static twin_emit_fn tw_emit;
+
+/* Each record as bbrctl would print it for the flow 10.0.0.1:40000 -> 10.0.0.2:5201, timed from the
+ * transfer's start.
+ */
+static void host_trace_record(const struct bbrkit_flow *rec)
+{
+	struct bbrkit_flow f = *rec;
+	static const u8 saddr[4] = { 10, 0, 0, 1 }, daddr[4] = { 10, 0, 0, 2 };
+
+	f.t_ns -= TW_START_US * 1000;
+	f.cookie = 1;
+	memcpy(f.saddr, saddr, sizeof(saddr));
+	memcpy(f.daddr, daddr, sizeof(daddr));
+	f.sport = 40000;
+	f.dport = 5201;
+	tw_emit(&f);
+}
+
 int TWIN_NAME(twin_run_, TWIN_ALGO)(const struct twin_cfg *cfg, twin_emit_fn emit)
 {
-	return tw_run(cfg, emit, twin_packet_cap(cfg));
+	tw_emit = emit;
+	host_trace_enabled = true;
+	return tw_run(cfg, twin_packet_cap(cfg), NULL);
 }

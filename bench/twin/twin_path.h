@@ -17,6 +17,10 @@
  * the first held ACK then echoes a send time before the RTO's retransmit, and TCP's timestamp check
  * (tcp_try_undo_loss(), tcp_packet_delayed(): Eifel) undoes the loss: undo_cwnd, the lost marks
  * cleared, back to Open.
+ *
+ * The unit tests of bbr2/bbr3 (tests/unit/sim_loop.h) run on this path too: they watch the sender
+ * through struct tw_watch and may run the ACK-time loss path instead of the per-packet one. The twin
+ * passes no watch; its callers supply host_trace_record() (bbr_ops.h's record sink).
  */
 #ifndef TWIN_PATH_H
 #define TWIN_PATH_H
@@ -41,6 +45,19 @@ struct tw_pkt {
 	u8 reordered; /* held back on the path: its loss mark will turn out spurious */
 };
 
+/* What a caller sees of the sender besides the trace records; every member may be zero (the twin's
+ * own runs). The hooks read tw_tp and tw_pk and must not change them; they may change the schedule
+ * ahead in the twin_cfg their caller passed (tw_cfg points to it).
+ */
+struct tw_watch {
+	bool ack_time_loss; /* bbr2/bbr3 without the per-packet hooks, as when bbrctl cannot attach them */
+	void (*sent)(u32 i, bool rexmit); /* packet i leaves, tp's counts not yet updated for it */
+	void (*lost)(u32 i);		  /* packet i is being marked lost, tp->lost not yet counting it */
+	/* An ACK's or an RTO's marks are done (`losses` of them) and no callback has seen them yet. */
+	void (*marked)(u32 losses, u32 prior_in_flight, bool rto);
+	void (*done)(bool rto); /* an ACK's or an RTO's callbacks have run */
+};
+
 /* A packet on its way back as an ACK. */
 struct tw_arrival {
 	u64 at_us;
@@ -51,7 +68,7 @@ struct tw_arrival {
 static struct tcp_sock tw_tp;
 static struct sock *const tw_sk = (struct sock *)&tw_tp;
 static const struct twin_cfg *tw_cfg;
-static twin_emit_fn tw_emit;
+static const struct tw_watch *tw_w;
 static struct tw_pkt *tw_pk;
 static u64 tw_cap;
 static u32 tw_una, tw_nxt;
@@ -67,20 +84,6 @@ static u64 tw_rng;
 static u32 tw_recovery_end;	   /* snd_nxt (packets) when recovery began */
 static u32 tw_marked, tw_spurious; /* packets marked lost in this recovery, and found delivered */
 static int tw_spurious_next;
-
-static void host_trace_record(const struct bbrkit_flow *rec)
-{
-	struct bbrkit_flow f = *rec;
-	static const u8 saddr[4] = { 10, 0, 0, 1 }, daddr[4] = { 10, 0, 0, 2 };
-
-	f.t_ns -= TW_START_US * 1000;
-	f.cookie = 1;
-	memcpy(f.saddr, saddr, sizeof(saddr));
-	memcpy(f.daddr, daddr, sizeof(daddr));
-	f.sport = 40000;
-	f.dport = 5201;
-	tw_emit(&f);
-}
 
 static u32 tw_rand(void)
 {
@@ -176,6 +179,8 @@ static void tw_send(u32 i, bool rexmit)
 	if (host_bbr3.pp_on)
 		bbr3_pp_sent(&host_bbr3_pp, &c, i * TWIN_MSS, (i + 1) * TWIN_MSS, 1);
 #endif
+	if (tw_w->sent)
+		tw_w->sent(i, rexmit);
 	p->sent_us = tw_now;
 	p->first_tx_us = tw_first_tx;
 	p->delivered_us = tw_tp.delivered_mstamp;
@@ -270,6 +275,8 @@ static void tw_mark(u32 i)
 	if (host_bbr3.pp_on)
 		bbr3_pp_lost(&host_bbr3_pp, &c, i * TWIN_MSS, (i + 1) * TWIN_MSS, 1, p->app_limited, true);
 #endif
+	if (tw_w->lost)
+		tw_w->lost(i);
 	tw_tp.lost++;
 	if (!p->marked) /* a lost retransmit stays counted once */
 		tw_tp.lost_out++;
@@ -283,15 +290,21 @@ static void tw_mark(u32 i)
 /* tcp_enter_loss(): the flight marked, ssthresh, cwnd = flight + 1, set_state(TCP_CA_Loss). */
 static void tw_rto(void)
 {
+	u32 lost = tw_tp.lost;
+
 	for (u32 i = tw_una; i < tw_nxt; i++)
 		if (!tw_pk[i].sacked && (!tw_pk[i].marked || tw_pk[i].rexmit))
 			tw_mark(i);
+	if (tw_w->marked)
+		tw_w->marked(tw_tp.lost - lost, 0, true);
 	tw_reseed_core();
 	BBRKIT_CC(ssthresh)(tw_sk);
 	tw_tp.snd_cwnd = tw_in_flight() + 1;
 	tw_set_state(TCP_CA_Loss);
 	tw_recovery_end = tw_nxt;
 	tw_rto_from = tw_rto_at = tw_now;
+	if (tw_w->done)
+		tw_w->done(true);
 }
 
 /* tcp_undo_cwnd_reduction(): every mark of this recovery was spurious (tcp_try_undo_dsack()), or an
@@ -374,6 +387,8 @@ static void tw_ack(u32 i, u64 tx_us)
 		if (!tw_pk[j].sacked && (!tw_pk[j].marked || tw_pk[j].rexmit) &&
 			tw_pk[j].sent_us < reo_before)
 			tw_mark(j);
+	if (tw_w->marked)
+		tw_w->marked(tw_tp.lost - lost, prior_in_flight, false);
 	rs.losses = (int)(tw_tp.lost - lost);
 	rs.acked_sacked = 1;
 	rs.last_end_seq = (i + 1) * TWIN_MSS;
@@ -394,6 +409,8 @@ static void tw_ack(u32 i, u64 tx_us)
 		tw_recovery_end = tw_nxt;
 	}
 	bbrkit_on_ack(tw_sk, &rs);
+	if (tw_w->done)
+		tw_w->done(false);
 }
 
 /* The next arrival, in-order or reordered, due by now; false when none is. */
@@ -429,22 +446,25 @@ static void tw_setup(void)
 	tw_tp.tcp_mstamp = tw_tp.delivered_mstamp = host_clock_us = TW_START_US;
 	tw_tp.srtt_us = tw_cfg->rtt_us << 3;
 	tw_tp.rtt_min.s[0].v = tw_cfg->rtt_us;
-	host_trace_enabled = true;
 #ifdef BBR3_CORE_H
-	bbr3_pp_live = 1; /* as on a kernel where bbrctl attached the per-packet hooks */
+	bbr3_pp_live = !tw_w->ack_time_loss; /* the per-packet hooks attached, as bbrctl attaches them */
 #endif
 	tw_reseed_core();
 	BBRKIT_CC(init)(tw_sk);
 	bbrkit_emit(tw_sk, bbr_core_of(tw_sk), BBRKIT_EV_INIT, NULL);
 }
 
-static int tw_run(const struct twin_cfg *cfg, twin_emit_fn emit, u64 cap)
+/* One transfer of cfg sending at most cap packets, watched by `watch` (NULL: not at all); 0, or -1 when
+ * memory ran out.
+ */
+static int tw_run(const struct twin_cfg *cfg, u64 cap, const struct tw_watch *watch)
 {
+	static const struct tw_watch unwatched;
 	struct tw_arrival next;
 	u64 end;
 
 	tw_cfg = cfg;
-	tw_emit = emit;
+	tw_w = watch ? watch : &unwatched;
 	tw_cap = cap;
 	tw_pk = calloc(cap, sizeof(*tw_pk));
 	tw_q = calloc(cap, sizeof(*tw_q));

@@ -5,7 +5,7 @@
 #include "bbr2.bpf.c"
 #include "sim.h"
 #include "sim_v3.h"
-#include "sim_pkt.h"
+#include "sim_loop.h"
 
 TEST(startup_paces_and_sizes_cwnd_at_2_885)
 {
@@ -96,14 +96,15 @@ TEST(up_forgets_acks_while_not_cwnd_limited)
 
 /* v2alpha judges each lost skb as v3 does (tcp_bbr2.c: bbr2_skb_marked_lost, the same 2% rule and
  * inflight_hi from the lost skb): the per-packet path takes exactly the reference's decisions in
- * the closed loop of sim_pkt.h, at 1% random loss.
+ * the closed loop of sim_loop.h (the twin's path), at 1% random loss.
  */
 TEST(per_packet_path_decides_as_v2alpha_at_1_percent_loss)
 {
-	struct pkt_path p = {
-		.rate_x1000 = 5000, .buffer = 200, .rtt_us = 20000, .loss_ppm = 10000, .seed = 2
-	};
-	struct pkt_stats s = pkt_run(&p, true, 20000000);
+	struct twin_cfg p = loop_path(5, 200, 20000, 10000); /* packets/ms, FIFO packets, RTT us, ppm */
+	struct loop_stats s;
+
+	p.seed = 2;
+	s = loop_run(&p, true, 20000000, 0);
 
 	CHECK(s.ref_cuts > 0);
 	CHECK_EQ(s.differ + s.extra, 0);

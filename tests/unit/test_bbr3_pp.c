@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-/* bbr3's per-packet loss path (issue 30) in a closed loop (sim_pkt.h): every skb marked lost is
- * judged by v3's rule (google/bbr v3, net/ipv4/tcp_bbr.c: bbr_skb_marked_lost ->
+/* bbr3's per-packet loss path (issue 30) in a closed loop (sim_loop.h: the twin's path): every skb
+ * marked lost is judged by v3's rule (google/bbr v3, net/ipv4/tcp_bbr.c: bbr_skb_marked_lost ->
  * bbr_is_inflight_too_high with the skb's tx.in_flight and tp->lost - tx.lost, then
  * bbr_inflight_hi_from_lost_skb), computed here from the sender's own per-packet state. The
  * per-packet path must take exactly those decisions; the ACK-time path (approximations A-C, F of
@@ -9,22 +9,25 @@
 #include "bbr3.bpf.c"
 #include "sim.h"
 #include "sim_v3.h"
-#include "sim_pkt.h"
+#include "sim_loop.h"
 
 #define RUN_US 20000000ULL /* 20 s: several probe cycles */
 
-static const struct pkt_path deep = { .rate_x1000 = 5000, .buffer = 200, .rtt_us = 20000, .seed = 1 };
+/* 5 packets/ms (58 Mbit/s), a 2-BDP FIFO, 20 ms. */
+#define DEEP_PKTS_PER_MS 5
+#define DEEP_BUFFER 200
+#define DEEP_RTT_US 20000
 
 #define SEEDS 5 /* runs per case, each with its own random drops */
 
-static void show(const char *what, const struct pkt_stats *s, int runs)
+static void show(const char *what, const struct loop_stats *s, int runs)
 {
 	printf("  %-26s v3 cuts %3u  agree %3u  differ %3u  extra %3u  %5.1f Mbit/s, lost %.2f%%\n", what,
 		s->ref_cuts, s->agree, s->differ, s->extra,
 		(double)s->delivered * SIM_MSS * 8 / ((double)RUN_US * runs), 100.0 * s->lost / s->sent);
 }
 
-static void add(struct pkt_stats *sum, const struct pkt_stats *s)
+static void add(struct loop_stats *sum, const struct loop_stats *s)
 {
 	sum->ref_cuts += s->ref_cuts;
 	sum->agree += s->agree;
@@ -38,14 +41,14 @@ static void add(struct pkt_stats *sum, const struct pkt_stats *s)
 /* Both paths on one path, SEEDS runs each: the per-packet one takes v3's decisions at every mark,
  * and there were some to take; returns the ACK-time path's count of decisions unlike v3's.
  */
-static u32 compare(const char *what, struct pkt_path p)
+static u32 compare(const char *what, struct twin_cfg p)
 {
-	struct pkt_stats pp = { 0 }, ack = { 0 }, one;
+	struct loop_stats pp = { 0 }, ack = { 0 }, one;
 
 	for (p.seed = 1; p.seed <= SEEDS; p.seed++) {
-		one = pkt_run(&p, true, RUN_US);
+		one = loop_run(&p, true, RUN_US, 0);
 		add(&pp, &one);
-		one = pkt_run(&p, false, RUN_US);
+		one = loop_run(&p, false, RUN_US, 0);
 		add(&ack, &one);
 	}
 	show(what, &pp, SEEDS);
@@ -59,10 +62,7 @@ static u32 compare(const char *what, struct pkt_path p)
 
 static u32 random_loss(const char *what, u32 ppm)
 {
-	struct pkt_path p = deep;
-
-	p.loss_ppm = ppm;
-	return compare(what, p);
+	return compare(what, loop_path(DEEP_PKTS_PER_MS, DEEP_BUFFER, DEEP_RTT_US, ppm));
 }
 
 TEST(per_packet_path_decides_as_v3_at_0_1_percent_loss)
@@ -82,35 +82,29 @@ TEST(per_packet_path_decides_as_v3_at_5_percent_loss)
 
 TEST(per_packet_path_decides_as_v3_with_a_shallow_buffer)
 {
-	struct pkt_path p = deep;
-
-	p.buffer = 25;
-	CHECK(compare("shallow buffer (1/4 BDP)", p) > 0);
+	CHECK(compare("shallow buffer (1/4 BDP)", loop_path(DEEP_PKTS_PER_MS, 25, DEEP_RTT_US, 0)) > 0);
 }
 
 TEST(per_packet_path_decides_as_v3_over_rate_steps)
 {
-	struct pkt_path p = deep;
+	struct twin_cfg p = loop_path(DEEP_PKTS_PER_MS, 50, DEEP_RTT_US, 0);
 
-	p.buffer = 50;
-	p.step_at_us = SIM_START_US + RUN_US / 2;
-	p.step_rate_x1000 = 2500;
+	p.rate[p.nrate++] = (struct twin_step){ RUN_US / 2, LOOP_RATE(DEEP_PKTS_PER_MS) / 2 };
 	CHECK(compare("rate step 5 -> 2.5 pkt/ms", p) > 0);
 }
+
+#define HOLE_US 250000 /* the black hole in UP: every packet in it is lost, so an RTO fires */
 
 /* An RTO in UP: v3 judges each marked skb with its own send-time flight; the ACK-time path's
  * stand-in (F) judges them as one, with the flight outstanding at the RTO.
  */
 TEST(per_packet_path_decides_as_v3_on_an_rto_in_up)
 {
-	struct pkt_path p = deep;
-	struct pkt_stats pp, ack;
+	struct twin_cfg p = loop_path(DEEP_PKTS_PER_MS, DEEP_BUFFER, DEEP_RTT_US, 0);
+	struct loop_stats pp, ack;
 
-	p.blackhole_in_up = true;
-	p.blackhole_us = 250000;
-	p.seed = 1;
-	pp = pkt_run(&p, true, RUN_US);
-	ack = pkt_run(&p, false, RUN_US);
+	pp = loop_run(&p, true, RUN_US, HOLE_US);
+	ack = loop_run(&p, false, RUN_US, HOLE_US);
 	show("RTO during UP", &pp, 1);
 	show("  (ACK-time path)", &ack, 1);
 	printf("  inflight_hi after the RTO: per-packet %u, ACK-time %u\n", pp.hi_after_rto,
