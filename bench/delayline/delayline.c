@@ -540,8 +540,8 @@ int main(int argc, char **argv)
 		args.delay_lr_us, args.limit);
 	setup_dir(&dirs[1], "rl", args.right,
 		wire_open_socket(PROG, args.right, ridx, true, args.sockbuf, NULL, 0, 0, NULL),
-		wire_open_socket(PROG, args.left, lidx, false, args.sockbuf, NULL, 0, 0, NULL), args.delay_rl_us,
-		args.limit);
+		wire_open_socket(PROG, args.left, lidx, false, args.sockbuf, NULL, 0, 0, NULL),
+		args.delay_rl_us, args.limit);
 
 	wire_thread_attr(&attr, args.prio);
 	for (int i = 0; i < 2; i++) {

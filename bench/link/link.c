@@ -737,7 +737,8 @@ static void open_shaping(struct lpath *p, int d, const char *in, const char *out
 	int one = 1, err = 0;
 
 	p->rx_fd = wire_open_socket(PROG, in, if_nametoindex(in), true, a->sockbuf, &p->ring, frame_max,
-		ls_ring_bytes((uint64_t)a->sockbuf, p->cfg.queue.rate_bps, frame_max, wire_rx_ring_slot(frame_max)),
+		ls_ring_bytes(
+			(uint64_t)a->sockbuf, p->cfg.queue.rate_bps, frame_max, wire_rx_ring_slot(frame_max)),
 		&err);
 	if (err)
 		fprintf(stderr, PROG ": %s receive ring refused (%s): reading with recvmmsg\n", p->name,

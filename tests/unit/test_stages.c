@@ -209,7 +209,8 @@ TEST(ring_holds_the_gap_at_the_rate)
 {
 	/* 20 ms at 2.4 Gbit/s in 1518-byte frames is 3952 frames, in 2 KiB slots 7.7 MiB, above a 4 MiB
 	 * floor; at 100 Mbit/s 20 ms is 164 frames, so the floor stands; 40 Gbit/s hits the 64 MiB cap. */
-	CHECK_EQ(ls_ring_bytes(4 << 20, 2400000000ULL, 1518, 2048), (2400000000ULL / 50 / 8 / 1518 + 1) * 2048);
+	CHECK_EQ(ls_ring_bytes(4 << 20, 2400000000ULL, 1518, 2048),
+		(2400000000ULL / 50 / 8 / 1518 + 1) * 2048);
 	CHECK(ls_ring_bytes(4 << 20, 2400000000ULL, 1518, 2048) / 2048 * 1518 * 8 * 50 >= 2400000000ULL);
 	CHECK_EQ(ls_ring_bytes(4 << 20, 100000000ULL, 1518, 2048), 4 << 20);
 	CHECK_EQ(ls_ring_bytes(4 << 20, 40000000000ULL, 1518, 2048), LS_RING_MAX_BYTES);

@@ -382,7 +382,7 @@ def render(js: dict[str, Any], _fig_dir: Path, rel: str) -> tuple[list[str], dic
                                    {"claims": []})
         recorded = {c["claim"].split(" [margin: ")[0] for c in fig["claims"]}
         for c in fig["claims"]:
-            d = next((d for d in now["claims"] if c["claim"].startswith(d["claim"])), {})
+            d: dict[str, Any] = next((d for d in now["claims"] if c["claim"].startswith(d["claim"])), {})
             again = _recorded(c, now, d)
             if d:  # the experiment a rerun needs and the n the data file declares for it
                 c.update({"experiment": now["experiment"], **({"n": d["n"]} if "n" in d else {})})
