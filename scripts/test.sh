@@ -8,12 +8,18 @@
 set -eu
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh --test
-make -s all check-readme
+cpus=$(nproc)
+make -s -j"$cpus" all check-readme
 # The binaries just built, ahead of any installed copy (the harness looks on PATH first).
 PATH="$PWD/build:$PWD/.venv/bin:$PATH"
 export PATH
 # The slowest tests of each run are listed (above pytest's summary line), so a test that outgrows the time
 # budget shows in CI's log.
 DURATIONS=--durations=15
-python -m pytest -m "not root" "$DURATIONS" "$@"
+# The tests that need no root write only into their own temporary directories and use ports free at the time
+# (the `installed` fixture's build in build/ takes a lock), so they run on every CPU, a test file per worker
+# (a module's fixtures are made once).
+# The root ones change the machine's shared state (registrations, pins, namespaces), checked after each
+# test, and time real transfers, so they run one at a time. `-n 0` in the arguments runs the first serially.
+python -m pytest -m "not root" -n "$cpus" --dist loadfile "$DURATIONS" "$@"
 exec python -m pytest -m root "$DURATIONS" "$@"

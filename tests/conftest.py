@@ -6,6 +6,7 @@ Tests split by privilege: `root` marks those that create namespaces, load BPF pr
 first (scripts/test.sh: `pytest -m "not root"`, then `pytest -m root`)."""
 from __future__ import annotations
 
+import fcntl
 import os
 import warnings
 from collections.abc import Callable, Iterator
@@ -78,10 +79,14 @@ def netpair() -> Iterator[Callable[..., NetPair]]:
 
 @pytest.fixture(scope="session")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tree `make install DESTDIR=... PREFIX=/usr` writes, made once (its pip build takes seconds) for
-    the tests that read it."""
+    """The tree `make install DESTDIR=... PREFIX=/usr` writes, made once per test process (its pip build
+    takes seconds) for the tests that read it. pip builds in the checkout's build/lib, so test processes
+    side by side (pytest -n) take turns."""
     destdir = tmp_path_factory.mktemp("installed")
-    run(["make", "-s", "-C", str(ROOT), "install", f"DESTDIR={destdir}", "PREFIX=/usr"], timeout=300)
+    (ROOT / "build").mkdir(exist_ok=True)
+    with open(ROOT / "build" / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        run(["make", "-s", "-C", str(ROOT), "install", f"DESTDIR={destdir}", "PREFIX=/usr"], timeout=300)
     return destdir
 
 
