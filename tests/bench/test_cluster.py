@@ -642,10 +642,20 @@ def test_interrupted_client_leaves_nothing_queued(shared: Cluster, tmp_path: Pat
         wait_for("the scheduler dropped the sweep's runs",
                  lambda: not client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)), timeout_s=30)
     assert len(list(out.glob("points/*/rep*/done"))) < 4
-    # The worker closing takes its abandoned run's scratch directory with it.
+    # The worker closing takes its abandoned run's scratch directory with it, and the run, stopped as on
+    # Ctrl-C, removes its namespaces within its stop time. The worker's exit does not wait for that last
+    # step (CI saw the run's namespaces still there when the test ended), so the test waits for it.
     shared.stop_worker(shared.workers[0])
     assert not list(Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*"))
+    wait_for("the abandoned run removed its namespaces", lambda: not run_namespaces(),
+             timeout_s=cluster_mod.RUN_STOP_TIMEOUT_S)
     shared.start_worker(host=SHARED_HOST)
+
+
+def run_namespaces() -> list[str]:
+    """The harness's namespaces now on this machine (a run names them bbrb-PID-...)."""
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    return [line.split()[0] for line in listed.splitlines() if line.startswith("bbrb-")]
 
 
 def run_hosts(out: Path) -> dict[str, list[str]]:
