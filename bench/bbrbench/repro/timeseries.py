@@ -166,22 +166,24 @@ def drop_seconds_share(run: Run) -> float | None:
     return float(np.mean(np.diff(at)[after] > 0)) if after.any() else None
 
 
-def near_full_share(run: Run) -> float | None:
-    """The share of the steady window's queue samples holding at least the buffer's size / 1.25: full within
-    the report's margin for a number the paper gives as 'about' (a 10 ms sample rarely catches the last packet)."""
+def _steady_share_at_least(run: Run, backlog_bytes: float) -> float | None:
+    """The share of the steady window's queue samples holding at least backlog_bytes."""
     keep = _within(run.t_q, run.steady)
     if not keep.any() or run.limit_bytes <= 0:
         return None
-    return float(np.mean(run.backlog_bytes[keep] >= run.limit_bytes / FACTOR))
+    return float(np.mean(run.backlog_bytes[keep] >= backlog_bytes))
+
+
+def near_full_share(run: Run) -> float | None:
+    """The share of the steady window's queue samples holding at least the buffer's size / 1.25: full within
+    the report's margin for a number the paper gives as 'about' (a 10 ms sample rarely catches the last packet)."""
+    return _steady_share_at_least(run, run.limit_bytes / FACTOR)
 
 
 def full_buffer_share(run: Run) -> float | None:
     """The share of the steady window's queue samples with the buffer full (less than one full-sized packet
     free): what an RTT bound at the buffer's size cannot tell apart, since no algorithm exceeds it."""
-    keep = _within(run.t_q, run.steady)
-    if not keep.any() or run.limit_bytes <= 0:
-        return None
-    return float(np.mean(run.backlog_bytes[keep] >= run.limit_bytes - MSS_BYTES))
+    return _steady_share_at_least(run, run.limit_bytes - MSS_BYTES)
 
 
 def cwnd_jain(run: Run) -> float | None:
