@@ -6,11 +6,15 @@ Builds the delay line benchmark's sender | middle | receiver chain (experiments/
   Linux bridge in the middle namespace), idle and beside a UDP load at half the rate;
 - capacity, tail drop: one unthrottled UDP flow of MTU-size datagrams through a link set far above what
   the machine can forward, for --duration; the link's own counters give what it forwarded;
-- capacity, FQ-CoDel with --flows flows: the same with that many UDP flows (iperf3 clients of at most
-  128 streams each) through FQ-CoDel;
+- added delay with a poll over the whole ping gap: the idle ping again with --busy-poll-us at twice the
+  ping interval, so the forward thread never sleeps between pings: what the idle goal costs in CPU;
+- capacity, --flows flows: that many UDP flows (iperf3 clients of at most 128 streams each), through tail
+  drop and through FQ-CoDel;
 - small packets: one unthrottled UDP flow of 64-byte payloads through tail drop, in packets per second.
-Capacities are counted at the receiver (its interface's counters), and the two one-flow runs also go
-through the kernel bridge first: what the sender and the machine can do at all, beside what the link does.
+Capacities are counted at the receiver (its interface's counters). Every load also goes through the kernel
+bridge first (CAPACITY_RUNS): what the senders and the machine can do at all, beside what the link does;
+each link run reports its ratio to that, and FQ-CoDel its ratio to tail drop at the same load (its own
+cost). A capacity goal is judgeable only where the bridge reaches it; below, the senders bound it.
 Each link run reports the forward thread's CPU share and how much of it was busy-polling.
 
 Run as `bbrbench linkbench [--out FILE]`. Everything it creates is named `bbl-<pid>-...` and removed on
@@ -24,7 +28,8 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
@@ -40,19 +45,56 @@ SMALL_PAYLOAD_BYTES = 64  # issue 32's small-packet case
 IPERF_MAX_STREAMS = 128
 IPERF_BASE_PORT = 5301
 ADDED_DELAY_TARGET_US = 50
-# Issue 32's goals for the link against a kernel bridge on the same machine.
-TAILDROP_TARGET_BPS = 2_500_000_000
-FQ_TARGET_BPS = 2_000_000_000
-SMALL_TARGET_PPS = 300_000
 PING_COUNT = 500
 PING_INTERVAL_S = 0.01
+# The second idle delay run's busy-poll: twice the gap between two pings, so no ping finds the forward thread
+# asleep (what the idle goal costs in CPU).
+GAP_POLL_US = round(2 * PING_INTERVAL_S * 1e6)
 COMMAND_TIMEOUT_S = 30.0
+BRIDGE = "bridge"  # a capacity run's middle: the kernel bridge instead of the link's queue
+
+
+@dataclass(frozen=True)
+class Load:
+    """What the senders offer: one unthrottled UDP flow, or --flows flows sharing 2 Gbit/s."""
+    key: str
+    payload: int
+    many: bool
+
+    def flows(self, flows_arg: int) -> int:
+        return flows_arg if self.many else 1
+
+
+LOADS = {load.key: load for load in (Load("one_flow", UDP_PAYLOAD_BYTES, False),
+                                     Load("many_flows", UDP_PAYLOAD_BYTES, True),
+                                     Load("small", SMALL_PAYLOAD_BYTES, False))}
+# Every capacity run, in order: a load and what is in the middle (the kernel bridge, or the link with that
+# queue). The bridge's runs share one bridge; each link run is compared with the bridge's at its load.
+CAPACITY_RUNS = (("one_flow", BRIDGE), ("many_flows", BRIDGE), ("small", BRIDGE),
+                 ("one_flow", "fifo"), ("many_flows", "fifo"), ("many_flows", "fq_codel"), ("small", "fifo"))
+
+
+@dataclass(frozen=True)
+class Goal:
+    """One of issue 32's capacity goals for the link against a kernel bridge on the same machine: the link
+    with queue `aqm` under `load` reaches `target` in `metric` ("rx_bps" or "rx_pps")."""
+    check: str  # its name among the checks; {flows} stands for --flows
+    load: str
+    aqm: str
+    metric: str
+    target: float
+
+
+GOALS = (Goal("taildrop_at_least_2.5gbps", "one_flow", "fifo", "rx_bps", 2_500_000_000),
+         Goal("fq_codel_{flows}_flows_at_least_2gbps", "many_flows", "fq_codel", "rx_bps", 2_000_000_000),
+         Goal("64_byte_payloads_at_least_300kpps", "small", "fifo", "rx_pps", 300_000))
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--rate", type=float, default=100.0, help="link rate in Mbit/s for the delay runs (default 100)")
     ap.add_argument("--duration", type=float, default=5.0, help="seconds per capacity run (default 5)")
-    ap.add_argument("--flows", type=int, default=1024, help="flows of the FQ-CoDel capacity run (default 1024)")
+    ap.add_argument("--flows", type=int, default=1024,
+                    help="flows of the many-flow capacity runs (bridge, tail drop, FQ-CoDel; default 1024)")
     ap.add_argument("--busy-poll-us", type=int, default=None,
                     help="the link's --busy-poll-us (default: the link's own default)")
     ap.add_argument("--out", help="write the results as JSON to this file")
@@ -102,8 +144,9 @@ def _offloads_off(chain: Chain) -> None:
         command(["ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"], netns=ns, check=False)
 
 
-def _bridged(chain: Chain, seconds: float) -> tuple[list[float], list[dict[str, Any]]]:
-    """Ping and the one-flow capacities through a kernel bridge in the middle namespace."""
+def _bridged(chain: Chain, loads: Iterable[Load], args: argparse.Namespace
+             ) -> tuple[list[float], list[dict[str, Any]]]:
+    """Ping and the capacity under each of @loads through a kernel bridge in the middle namespace."""
     command(["ip", "-n", chain.delay, "link", "add", "br0", "type", "bridge"])
     try:
         for dev in ("l0", "r0", "br0"):
@@ -112,9 +155,7 @@ def _bridged(chain: Chain, seconds: float) -> tuple[list[float], list[dict[str, 
             command(["ip", "-n", chain.delay, "link", "set", dev, "up"])
         chain.ping(3, 0.2)
         pings = chain.ping(PING_COUNT, PING_INTERVAL_S)
-        capacity = [_measure(chain, None, f"bridge, {size}-byte payloads", 1, size, seconds)
-                    for size in (UDP_PAYLOAD_BYTES, SMALL_PAYLOAD_BYTES)]
-        return pings, capacity
+        return pings, [_measure(chain, None, BRIDGE, load, args) for load in loads]
     finally:
         command(["ip", "-n", chain.delay, "link", "del", "br0"], check=False)
 
@@ -135,13 +176,22 @@ def _udp_clients(chain: Chain, streams: int, per_stream_bps: float, seconds: flo
     return clients
 
 
-def _measure(chain: Chain, link: WireProcess | None, name: str, streams: int, payload: int,
-             seconds: float) -> dict[str, Any]:
+def _cpu_shares(before: dict[str, Any], after: dict[str, Any]) -> dict[str, float]:
+    """The forward thread's CPU share between two of the link's stats lines, and how much of it was busy-polling
+    (a link from before the busy-poll reports no spin_us: 0)."""
+    wall = max(1, after["wall_us"] - before["wall_us"])
+    return {"cpu_fwd_share": (after["cpu_fwd_us"] - before["cpu_fwd_us"]) / wall,
+            "spin_share": (after.get("spin_us", 0) - before.get("spin_us", 0)) / wall}
+
+
+def _measure(chain: Chain, link: WireProcess | None, middle: str, load: Load, args: argparse.Namespace
+             ) -> dict[str, Any]:
     """UDP through whatever is in the middle: what the receiver took in over the steady part of the run,
     and with a link its counters' differences, the forward thread's CPU share and its busy-poll share."""
+    streams, seconds = load.flows(args.flows), args.duration
     # Unthrottled with one stream; with many, an even split of 2 Gbit/s (more than can pass).
     per_stream = 0 if streams == 1 else 2e9 / streams
-    clients = _udp_clients(chain, streams, per_stream, seconds, payload)
+    clients = _udp_clients(chain, streams, per_stream, seconds, load.payload)
     time.sleep(1.0)  # past the clients' start
     before, (b0, p0), (s0, l0), t0 = link.stats() if link else {}, _received(chain), _offered(chain), time.monotonic()
     time.sleep(seconds - 2.0)
@@ -149,17 +199,16 @@ def _measure(chain: Chain, link: WireProcess | None, name: str, streams: int, pa
     for c in clients:
         c.communicate(timeout=seconds + COMMAND_TIMEOUT_S)
     command(["pkill", "-f", f"iperf3 -s -D -1 -p {IPERF_BASE_PORT}"], netns=chain.receiver, check=False)
-    row: dict[str, Any] = {"name": name, "flows": streams, "payload_bytes": payload,
+    name = "bridge" if middle == BRIDGE else f"link {middle}"
+    row: dict[str, Any] = {"name": f"{name}, {load.payload}-byte payloads",
+                           "load": load.key, "middle": middle, "flows": streams, "payload_bytes": load.payload,
                            "rx_bps": (b1 - b0) * 8 / (t1 - t0), "rx_pps": (p1 - p0) / (t1 - t0),
                            "sent_pkts": s1 - s0, "l0_rx_pkts": l1 - l0}
     if link:
-        wall = max(1, after["wall_us"] - before["wall_us"])
         row.update({
             "out_bps": (after["out_bytes"] - before["out_bytes"]) * 8 / (t1 - t0),
             "out_pps": (after["out_pkts"] - before["out_pkts"]) / (t1 - t0),
-            "cpu_fwd_share": (after["cpu_fwd_us"] - before["cpu_fwd_us"]) / wall,
-            # a link from before the busy-poll and the receive ring reports neither (0)
-            "spin_share": (after.get("spin_us", 0) - before.get("spin_us", 0)) / wall,
+            **_cpu_shares(before, after),
             # a link from before the ring's size was reported gives 0 for it
             **{k: after.get(k, 0) for k in ("rx_ring", "rx_ring_frames", "qdisc_bypass", "busy_poll_us",
                                             "rx_wait_max_us")},
@@ -168,18 +217,24 @@ def _measure(chain: Chain, link: WireProcess | None, name: str, streams: int, pa
     return row
 
 
-def _capacity(chain: Chain, name: str, aqm: str, streams: int, payload: int, args: argparse.Namespace
-              ) -> dict[str, Any]:
+def _capacity(chain: Chain, name: str, aqm: str, load: Load, args: argparse.Namespace) -> dict[str, Any]:
     options = ["--rate-bps", str(UNBOUNDED_RATE_BPS), "--aqm", aqm, "--limit-pkts", "10000"]
     with _link(chain, name, options, args.busy_poll_us) as link:
-        row = _measure(chain, link, f"link {aqm}, {payload}-byte payloads", streams, payload, args.duration)
-    return {**row, "aqm": aqm}
+        return _measure(chain, link, aqm, load, args)
+
+
+def _added(samples: list[float], base_p50: float) -> dict[str, Any] | None:
+    """Ping RTT statistics and what the link added to the bridge's median."""
+    s = RttStats.of(samples, base_p50)
+    if s is None:
+        return None
+    return {**s.__dict__, "added_p50_us": s.p50_us - base_p50, "added_p99_us": s.p99_us - base_p50}
 
 
 def _delay(chain: Chain, rate_mbit: float, bridged: list[float], busy_poll_us: int | None) -> dict[str, Any]:
     base_p50 = percentile(bridged, 50)
-    rows = {}
-    with _link(chain, "d", ["--rate-bps", str(int(rate_mbit * 1e6)), "--limit-pkts", "1000"], busy_poll_us) as link:
+    options = ["--rate-bps", str(int(rate_mbit * 1e6)), "--limit-pkts", "1000"]
+    with _link(chain, "d", options, busy_poll_us) as link:
         chain.ping(3, 0.2)
         idle = chain.ping(PING_COUNT, PING_INTERVAL_S)
         load = _udp_clients(chain, 1, rate_mbit * 1e6 / 2, PING_COUNT * PING_INTERVAL_S + 2)
@@ -187,31 +242,73 @@ def _delay(chain: Chain, rate_mbit: float, bridged: list[float], busy_poll_us: i
         for c in load:
             c.communicate(timeout=COMMAND_TIMEOUT_S + PING_COUNT * PING_INTERVAL_S)
         stats = link.stats()
-    for name, samples in (("idle", idle), ("half load", loaded)):
-        s = RttStats.of(samples, base_p50)
-        rows[name] = s and {**s.__dict__, "added_p50_us": s.p50_us - base_p50, "added_p99_us": s.p99_us - base_p50}
-    return {"rate_mbit": rate_mbit, "bridged": RttStats.of(bridged, base_p50).__dict__, **rows, "link": stats}
+    with _link(chain, "g", options, GAP_POLL_US) as link:
+        chain.ping(3, 0.2)
+        before = link.stats()
+        gap = chain.ping(PING_COUNT, PING_INTERVAL_S)
+        gap_cpu = _cpu_shares(before, link.stats())
+    gap_row = _added(gap, base_p50)
+    return {"rate_mbit": rate_mbit, "bridged": RttStats.of(bridged, base_p50).__dict__,
+            "idle": _added(idle, base_p50), "half load": _added(loaded, base_p50), "link": stats,
+            "idle_gap_poll": gap_row and {**gap_row, "busy_poll_us": GAP_POLL_US, **gap_cpu}}
+
+
+def compare_runs(rows: list[dict[str, Any]]) -> None:
+    """Adds to each link run its ratio to the bridge at the same load (to_bridge) and, for a queue other than
+    tail drop, to tail drop at the same load (to_fifo): of received packets per second, which with one payload
+    size per load is also the ratio of bits. None where the other run received nothing or is missing."""
+    runs = {(r["load"], r["middle"]): r for r in rows}
+
+    def ratio(row: dict[str, Any], middle: str) -> float | None:
+        base = runs.get((row["load"], middle))
+        return row["rx_pps"] / base["rx_pps"] if base and base["rx_pps"] > 0 else None
+
+    for r in rows:
+        if r["middle"] != BRIDGE:
+            r["to_bridge"] = ratio(r, BRIDGE)
+            if r["middle"] != "fifo":
+                r["to_fifo"] = ratio(r, "fifo")
+
+
+def judge_goals(rows: list[dict[str, Any]], flows: int) -> list[dict[str, Any]]:
+    """Each capacity goal: met by the link, and judgeable at all, i.e. the kernel bridge carries the goal under
+    the same load (below it, the senders bound the run and no link could show the goal here)."""
+    runs = {(r["load"], r["middle"]): r for r in rows}
+    goals = []
+    for g in GOALS:
+        link, bridge = runs[(g.load, g.aqm)][g.metric], runs[(g.load, BRIDGE)][g.metric]
+        goals.append({"check": g.check.format(flows=flows), "metric": g.metric, "target": g.target,
+                      "link": link, "bridge": bridge, "met": link >= g.target, "judgeable": bridge >= g.target})
+    return goals
 
 
 def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     with Chain(f"bbl-{os.getpid()}-") as chain:
         _offloads_off(chain)
-        bridged, bridge_capacity = _bridged(chain, args.duration)
+        bridged, capacity = _bridged(chain, [LOADS[key] for key, middle in CAPACITY_RUNS if middle == BRIDGE], args)
         if not bridged:
             raise RuntimeError("no ping through the bridged chain")
         delay = _delay(chain, args.rate, bridged, args.busy_poll_us)
-        taildrop = _capacity(chain, "t", "fifo", 1, UDP_PAYLOAD_BYTES, args)
-        fq = _capacity(chain, "f", "fq_codel", args.flows, UDP_PAYLOAD_BYTES, args)
-        small = _capacity(chain, "p", "fifo", 1, SMALL_PAYLOAD_BYTES, args)
+        capacity += [_capacity(chain, f"c{i}", middle, LOADS[key], args)
+                     for i, (key, middle) in enumerate(CAPACITY_RUNS) if middle != BRIDGE]
+    compare_runs(capacity)
+    goals = judge_goals(capacity, args.flows)
     checks = {
         f"added_delay_p99_at_{args.rate:g}mbit_within_{ADDED_DELAY_TARGET_US}us":
             bool(delay["idle"]) and delay["idle"]["added_p99_us"] <= ADDED_DELAY_TARGET_US,
-        "taildrop_at_least_2.5gbps": taildrop["rx_bps"] >= TAILDROP_TARGET_BPS,
-        f"fq_codel_{args.flows}_flows_at_least_2gbps": fq["rx_bps"] >= FQ_TARGET_BPS,
-        "64_byte_payloads_at_least_300kpps": small["rx_pps"] >= SMALL_TARGET_PPS,
+        **{g["check"]: g["met"] for g in goals},
     }
-    return {"machine": machine(), "load": os.getloadavg(), "delay": delay,
-            "capacity": [*bridge_capacity, taildrop, fq, small], "checks": checks}
+    return {"machine": machine(), "load": os.getloadavg(), "delay": delay, "capacity": capacity, "goals": goals,
+            "checks": checks}
+
+
+def _rate(metric: str, value: float) -> str:
+    return f"{value / 1e6:.0f} Mbit/s" if metric == "rx_bps" else f"{value / 1e3:.0f} kpps"
+
+
+def _pings(label: str, s: dict[str, Any]) -> str:
+    return (f"  ping through the link at {label}: p50 {s['p50_us']:.0f}  p99 {s['p99_us']:.0f} us; added p50 "
+            f"{s['added_p50_us']:.0f}  p99 {s['added_p99_us']:.0f} us")
 
 
 def report(result: dict[str, Any]) -> Iterator[str]:
@@ -220,15 +317,19 @@ def report(result: dict[str, Any]) -> Iterator[str]:
     b = d["bridged"]
     yield f"  ping through a kernel bridge: p50 {b['p50_us']:.0f}  p99 {b['p99_us']:.0f} us"
     for name in ("idle", "half load"):
-        s = d[name]
-        if s:
-            yield (f"  ping through the link at {d['rate_mbit']:g} Mbit/s, {name}: p50 {s['p50_us']:.0f}  p99 "
-                   f"{s['p99_us']:.0f} us; added p50 {s['added_p50_us']:.0f}  p99 {s['added_p99_us']:.0f} us")
+        if d[name]:
+            yield _pings(f"{d['rate_mbit']:g} Mbit/s, {name}", d[name])
     if "link" in d:
         yield f"  link at {d['rate_mbit']:g} Mbit/s: {_cpu(d['link'])}"
+    if g := d.get("idle_gap_poll"):
+        yield (_pings(f"{d['rate_mbit']:g} Mbit/s, idle, busy-poll {g['busy_poll_us']} us (the whole ping gap)", g)
+               + f"; forward thread CPU {g['cpu_fwd_share']:.0%} (busy-polling {g['spin_share']:.0%})")
     for c in result["capacity"]:
         line = (f"  capacity, {c['name']}, {c['flows']} UDP flow(s): received {c['rx_bps'] / 1e6:.0f} Mbit/s "
                 f"({c['rx_pps'] / 1e3:.0f} kpps)")
+        for key, what in (("to_bridge", "the bridge's"), ("to_fifo", "tail drop's")):
+            if c.get(key) is not None:
+                line += f", {c[key]:.2f} x {what}"
         if "out_bps" in c:
             line += (f"; socket drops {c['drop_kernel']}, overlimit {c['drop_overlimit']}, AQM {c['drop_aqm']}, "
                      f"new-queue activations {c['new_flows']}; forward thread CPU {c['cpu_fwd_share']:.0%} "
@@ -239,6 +340,10 @@ def report(result: dict[str, Any]) -> Iterator[str]:
         yield line
     for name, ok in result["checks"].items():
         yield f"  {'PASS' if ok else 'FAIL'} {name}"
+    for g in result.get("goals", []):
+        yield (f"  {'judgeable' if g['judgeable'] else 'sender-bound'} {g['check']}: the bridge carries "
+               f"{_rate(g['metric'], g['bridge'])} under the same load (goal {_rate(g['metric'], g['target'])}), "
+               f"the link {_rate(g['metric'], g['link'])}")
 
 
 def _cpu(stats: dict[str, Any]) -> str:
