@@ -49,7 +49,13 @@ struct lp_slot {
 	uint8_t buf[];		   /* vnet header, then the frame */
 };
 
-#define INC(p, field) atomic_fetch_add_explicit(&(p)->pub.field, 1, memory_order_relaxed)
+/* Each counter has one writer, the direction's own thread (the stats lines only read them): a relaxed load
+ * and store publish it without the locked read-modify-write an atomic add costs, several times per frame. */
+#define BUMP(counter, n) \
+	atomic_store_explicit(&(counter), atomic_load_explicit(&(counter), memory_order_relaxed) + (n), \
+		memory_order_relaxed)
+#define ADD(p, field, n) BUMP((p)->pub.field, n)
+#define INC(p, field) ADD(p, field, 1)
 #define SET(p, field, v) atomic_store_explicit(&(p)->pub.field, (v), memory_order_relaxed)
 
 /* Mahimahi's log (link_queue.cc): "+" an arrival, "#" a delivery opportunity of its size, "-" a departure
@@ -87,8 +93,9 @@ static void on_drop(void *ctx, struct lq_pkt *pkt)
 /* One frame left @ns after its schedule: the time the link adds beyond the configured path. */
 static void added_delay(struct lpath *p, uint64_t ns)
 {
-	atomic_fetch_add_explicit(
-		&p->added_hist[ls_lat_bucket(ns / LQ_NSEC_PER_USEC)], 1, memory_order_relaxed);
+	atomic_uint_fast64_t *bucket = &p->added_hist[ls_lat_bucket(ns / LQ_NSEC_PER_USEC)];
+
+	BUMP(*bucket, 1);
 }
 
 /* The @pct percentile of the added delay in us, 0 before any frame. */
@@ -106,8 +113,11 @@ static void tx_flush(struct lpath *p)
 	static __thread struct mmsghdr msgs[LP_RX_BATCH];
 	static __thread struct iovec iov[LP_RX_BATCH];
 	int done = 0;
-	uint64_t now = wire_now_ns();
+	uint64_t now;
 
+	if (!p->tx_count)
+		return;
+	now = wire_now_ns();
 	for (int i = 0; i < p->tx_count; i++) {
 		uint64_t sched = p->tx_pending[i]->sched_ns;
 
@@ -120,11 +130,12 @@ static void tx_flush(struct lpath *p)
 		int n = sendmmsg(p->tx_fd, msgs + done, (unsigned int)(p->tx_count - done), 0);
 
 		if (n > 0) {
-			for (int i = done; i < done + n; i++) {
-				INC(p, out_pkts);
-				atomic_fetch_add_explicit(
-					&p->pub.out_bytes, p->tx_pending[i]->p.len, memory_order_relaxed);
-			}
+			uint64_t bytes = 0;
+
+			for (int i = done; i < done + n; i++)
+				bytes += p->tx_pending[i]->p.len;
+			ADD(p, out_pkts, (uint64_t)n);
+			ADD(p, out_bytes, bytes);
 			done += n;
 			continue;
 		}
@@ -526,11 +537,23 @@ static void admit(struct lpath *p, struct lp_slot *s, size_t n, int64_t age, uin
 	enqueue(p, s, at);
 }
 
-/* Takes up to LP_RX_BATCH filled slots of the receive ring; returns how many. */
+/* The monotonic clock now, and in *real the realtime clock read beside it: a batch's frames' kernel stamps
+ * (realtime) become monotonic arrivals through this one pair. */
+static uint64_t clock_pair(struct timespec *real)
+{
+	uint64_t now = wire_now_ns();
+
+	clock_gettime(CLOCK_REALTIME, real);
+	return now;
+}
+
+/* Takes up to LP_RX_BATCH filled slots of the receive ring; returns how many. The clocks are read only when
+ * a frame is there (an empty poll reads none). */
 static int ring_batch(struct lpath *p)
 {
 	struct tpacket2_hdr *h;
-	uint64_t now = wire_now_ns();
+	struct timespec real;
+	uint64_t now = 0;
 	int got = 0;
 
 	while (got < LP_RX_BATCH && (h = wire_rx_ring_peek(&p->ring, 0))) {
@@ -538,7 +561,8 @@ static int ring_batch(struct lpath *p)
 		size_t n = VNET_HDR_BYTES + h->tp_snaplen;
 		struct timespec ts = { .tv_sec = h->tp_sec, .tv_nsec = h->tp_nsec };
 
-		got++;
+		if (!got++)
+			now = clock_pair(&real);
 		if (!s) { /* every slot is queued (a limit larger than the pool) */
 			INC(p, in_pkts);
 			INC(p, drop_bad);
@@ -550,7 +574,7 @@ static int ring_batch(struct lpath *p)
 		} else {
 			/* the kernel puts the vnet header just before the frame */
 			memcpy(s->buf, (uint8_t *)h + h->tp_mac - VNET_HDR_BYTES, n);
-			admit(p, s, n, wire_stamp_age_ns(&ts), now);
+			admit(p, s, n, wire_stamp_age_at(&ts, &real), now);
 		}
 		wire_rx_ring_release(&p->ring, h);
 	}
@@ -567,6 +591,7 @@ static int recv_batch(struct lpath *p)
 	static __thread struct mmsghdr msgs[LP_RX_BATCH];
 	static __thread struct iovec iov[LP_RX_BATCH];
 	struct lp_slot *slots[LP_RX_BATCH];
+	struct timespec real;
 	int want, got;
 	uint64_t now;
 
@@ -601,9 +626,9 @@ static int recv_batch(struct lpath *p)
 		else if (errno != EAGAIN && errno != EINTR && errno != ENETDOWN)
 			link_fail("recv", errno);
 	}
-	now = wire_now_ns();
+	now = clock_pair(&real);
 	for (int i = 0; i < got; i++)
-		admit(p, slots[i], msgs[i].msg_len, wire_rx_age_ns(&msgs[i].msg_hdr), now);
+		admit(p, slots[i], msgs[i].msg_len, wire_rx_age_at(&msgs[i].msg_hdr, &real), now);
 	for (int i = got; i < want; i++)
 		slot_put(p, slots[i]);
 	return got;
@@ -643,8 +668,7 @@ static void end_spin(struct lpath *p)
 {
 	if (!p->spinning)
 		return;
-	atomic_fetch_add_explicit(
-		&p->pub.spin_us, (thread_cpu_ns() - p->spin_cpu_ns) / LQ_NSEC_PER_USEC, memory_order_relaxed);
+	ADD(p, spin_us, (thread_cpu_ns() - p->spin_cpu_ns) / LQ_NSEC_PER_USEC);
 	p->spinning = false;
 }
 

@@ -110,12 +110,16 @@ static inline int wire_rx_ring_setup(int fd, struct wire_rx_ring *ring, uint32_t
 	return 0;
 }
 
-/* The ring's next slot if the kernel has filled it, else NULL. */
+/* The slot @ahead (below ring->frames) after the ring's head if the kernel has filled it, else NULL. The
+ * ring's size is no power of two: the index wraps by a subtraction, not a division per frame. */
 static inline struct tpacket2_hdr *wire_rx_ring_peek(const struct wire_rx_ring *ring, uint32_t ahead)
 {
-	struct tpacket2_hdr *h = (struct tpacket2_hdr *)(ring->map +
-		(size_t)((ring->head + ahead) % ring->frames) * ring->frame_bytes);
+	uint32_t slot = ring->head + ahead;
+	struct tpacket2_hdr *h;
 
+	if (slot >= ring->frames)
+		slot -= ring->frames;
+	h = (struct tpacket2_hdr *)(ring->map + (size_t)slot * ring->frame_bytes);
 	return __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER ? h : NULL;
 }
 
@@ -123,7 +127,8 @@ static inline struct tpacket2_hdr *wire_rx_ring_peek(const struct wire_rx_ring *
 static inline void wire_rx_ring_release(struct wire_rx_ring *ring, struct tpacket2_hdr *h)
 {
 	__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
-	ring->head = (ring->head + 1) % ring->frames;
+	if (++ring->head == ring->frames)
+		ring->head = 0;
 }
 
 /*
@@ -163,32 +168,47 @@ static inline int wire_open_socket(const char *prog, const char *ifname, unsigne
 }
 
 /*
- * How long ago the kernel received a frame stamped @ts: waking a thread on a virtual CPU can take hundreds
- * of microseconds, so delays count from the kernel's receive. The stamp is CLOCK_REALTIME: only its age
- * against the current realtime clock is used. WIRE_BAD_STAMP for an implausible age (a clock step).
+ * How long before @now (CLOCK_REALTIME) the kernel received a frame stamped @ts: waking a thread on a virtual
+ * CPU can take hundreds of microseconds, so delays count from the kernel's receive. The stamp is
+ * CLOCK_REALTIME: only its age against the realtime clock is used, and the caller turns it into a monotonic
+ * arrival with a monotonic reading taken beside @now (one pair per batch of frames). WIRE_BAD_STAMP for an
+ * implausible age (a clock step).
  */
-static inline int64_t wire_stamp_age_ns(const struct timespec *ts)
+static inline int64_t wire_stamp_age_at(const struct timespec *ts, const struct timespec *now)
 {
-	struct timespec now;
-	int64_t age;
+	int64_t age = ((int64_t)now->tv_sec - ts->tv_sec) * (int64_t)WIRE_NSEC_PER_SEC +
+		(now->tv_nsec - ts->tv_nsec);
 
-	clock_gettime(CLOCK_REALTIME, &now);
-	age = ((int64_t)now.tv_sec - ts->tv_sec) * (int64_t)WIRE_NSEC_PER_SEC + (now.tv_nsec - ts->tv_nsec);
 	return age >= 0 && (uint64_t)age <= WIRE_MAX_RX_AGE_NS ? age : WIRE_BAD_STAMP;
 }
 
-/* The age of the frame of @msg by its SO_TIMESTAMPNS stamp; WIRE_NO_STAMP without one. */
-static inline int64_t wire_rx_age_ns(struct msghdr *msg)
+/* The same against the realtime clock now. */
+static inline int64_t wire_stamp_age_ns(const struct timespec *ts)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	return wire_stamp_age_at(ts, &now);
+}
+
+/* The age of the frame of @msg by its SO_TIMESTAMPNS stamp against @now (CLOCK_REALTIME, NULL: the clock
+ * now); WIRE_NO_STAMP without one. */
+static inline int64_t wire_rx_age_at(struct msghdr *msg, const struct timespec *now)
 {
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
 			struct timespec ts;
 
 			memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-			return wire_stamp_age_ns(&ts);
+			return now ? wire_stamp_age_at(&ts, now) : wire_stamp_age_ns(&ts);
 		}
 	}
 	return WIRE_NO_STAMP;
+}
+
+static inline int64_t wire_rx_age_ns(struct msghdr *msg)
+{
+	return wire_rx_age_at(msg, NULL);
 }
 
 #endif

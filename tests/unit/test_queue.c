@@ -1011,3 +1011,50 @@ TEST(cake_never_strands_a_backlog)
 	CHECK(q.st.drop_aqm + q.st.drop_overlimit > 0);
 	lq_free(&q);
 }
+
+/* Every queue's entry in the side-by-side byte counts the overflow's fattest-queue search reads equals its
+ * bytes. */
+static bool flow_bytes_agree(const struct lq *q)
+{
+	for (uint32_t i = 0; i < q->prm.flows; i++)
+		if (q->flow_bytes[i] != q->flow[i].q.bytes)
+			return false;
+	return true;
+}
+
+/* The fattest-queue search (fq_codel_drop's, cake_drop's) reads each queue's bytes from their own array, as
+ * the kernel's fq_codel reads backlogs[]: after every enqueue (overflow drops included) and dequeue (CoDel's
+ * and COBALT's drops included) of frames of mixed sizes from 40 flows, the array agrees with the queues. */
+TEST(flow_byte_counts_follow_every_queue_through_drops)
+{
+	enum lq_kind kinds[] = { LQ_FQ_CODEL, LQ_CAKE };
+
+	for (int k = 0; k < 2; k++) {
+		struct lq q;
+		uint64_t rng = 13;
+		bool agree = true;
+
+		if (kinds[k] == LQ_CAKE) {
+			setup_cake(&q, 64, 200);
+		} else {
+			setup(&q, LQ_FQ_CODEL, false);
+			q.prm.limit_pkts = 200;
+		}
+		for (clock_ns = 0; clock_ns < 2000 * MS && agree; clock_ns += MS / 4) {
+			rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+			for (uint32_t i = 0; i < (rng >> 62); i++)
+				lq_enqueue(&q,
+					frame(100 + (uint32_t)(rng >> 20) % (FRAME_BYTES - 100),
+						(uint16_t)(1 + (rng >> 40) % 40), LQ_ECN_NOT_ECT),
+					clock_ns);
+			agree = flow_bytes_agree(&q);
+			if ((rng >> 33) % 3 == 0)
+				lq_dequeue(&q, clock_ns);
+			agree = agree && flow_bytes_agree(&q);
+		}
+		CHECK(agree);
+		CHECK(q.st.drop_overlimit > 0);
+		CHECK(q.st.drop_aqm > 0);
+		lq_free(&q);
+	}
+}
