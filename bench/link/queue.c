@@ -177,9 +177,7 @@ int lq_init(struct lq *q, const struct lq_params *p, lq_drop_fn drop, void *ctx,
 			return -1;
 		}
 		q->flow = calloc(p->flows, sizeof(*q->flow));
-		q->flow_bytes = calloc(p->flows, sizeof(*q->flow_bytes));
-		if (!q->flow || !q->flow_bytes) {
-			lq_free(q);
+		if (!q->flow) {
 			*err = "out of memory for the flow table";
 			return -1;
 		}
@@ -194,9 +192,7 @@ int lq_init(struct lq *q, const struct lq_params *p, lq_drop_fn drop, void *ctx,
 void lq_free(struct lq *q)
 {
 	free(q->flow);
-	free(q->flow_bytes);
 	q->flow = NULL;
-	q->flow_bytes = NULL;
 }
 
 /* What the kernel charges CAKE's buffer for a packet of @len bytes. */
@@ -273,31 +269,18 @@ static uint32_t list_pop(struct lq *q, struct lq_flow_list *l)
 	return idx;
 }
 
-/* Queue @idx's packets changed: its entry in the side-by-side byte counts follows. */
-static void flow_bytes_sync(struct lq *q, uint32_t idx)
-{
-	q->flow_bytes[idx] = q->flow[idx].q.bytes;
-}
-
-/* The queue holding the most bytes, the first of equals (fq_codel_drop's and cake_drop's search). */
-static uint32_t fattest_flow(const struct lq *q)
-{
-	uint32_t fat = 0;
-
-	for (uint32_t i = 1; i < q->prm.flows; i++)
-		if (q->flow_bytes[i] > q->flow_bytes[fat])
-			fat = i;
-	return fat;
-}
-
 /* Linux fq_codel_drop: the queue holding the most bytes loses packets from its head, up to half of
  * its bytes or LQ_FQ_DROP_BATCH packets, so one overflow does not cost a drop per arrival. */
 static void fq_drop_fattest(struct lq *q)
 {
-	uint32_t fat = fattest_flow(q), n;
+	uint32_t fat = 0, n;
 	uint64_t dropped = 0, threshold;
-	struct lq_flow *f = &q->flow[fat];
+	struct lq_flow *f;
 
+	for (uint32_t i = 1; i < q->prm.flows; i++)
+		if (q->flow[i].q.bytes > q->flow[fat].q.bytes)
+			fat = i;
+	f = &q->flow[fat];
 	threshold = f->q.bytes / 2;
 	for (n = 0; n < LQ_FQ_DROP_BATCH && f->q.head && (n == 0 || dropped < threshold); n++) {
 		struct lq_pkt *p = fifo_pop(&f->q);
@@ -308,7 +291,6 @@ static void fq_drop_fattest(struct lq *q)
 		q->st.drop_overlimit++;
 		q->drop(q->drop_ctx, p);
 	}
-	flow_bytes_sync(q, fat);
 	/* Linux: the drops count towards the queue's CoDel signal, so its next drops come faster. */
 	f->cv.count += n;
 }
@@ -540,10 +522,13 @@ static bool cobalt_should_drop(
  * told. */
 static void cake_drop_fattest(struct lq *q, uint64_t now)
 {
-	uint32_t fat = fattest_flow(q);
-	struct lq_pkt *p = sub_pop(q, &q->flow[fat].q);
+	uint32_t fat = 0;
+	struct lq_pkt *p;
 
-	flow_bytes_sync(q, fat);
+	for (uint32_t i = 1; i < q->prm.flows; i++)
+		if (q->flow[i].q.bytes > q->flow[fat].q.bytes)
+			fat = i;
+	p = sub_pop(q, &q->flow[fat].q);
 	cobalt_queue_full(q, &q->flow[fat].cb, now);
 	q->st.drop_overlimit++;
 	q->drop(q->drop_ctx, p);
@@ -581,7 +566,6 @@ bool lq_enqueue(struct lq *q, struct lq_pkt *p, uint64_t now_ns)
 		struct lq_flow *f = &q->flow[idx];
 
 		fifo_push(&f->q, p);
-		flow_bytes_sync(q, idx);
 		/* sch_cake: a decaying queue that gets a packet is new again, with a fresh deficit. */
 		if (f->list == LQ_LIST_DECAYING)
 			list_unlink(q, &q->decaying_list, idx);
@@ -753,7 +737,6 @@ static struct lq_pkt *fq_codel_dequeue(struct lq *q, uint64_t now)
 			return NULL;
 		f = &q->flow[idx];
 		p = codel_dequeue(q, &f->cv, &f->q, now);
-		flow_bytes_sync(q, idx);
 		if (!p) {
 			list_pop(q, l);
 			if (l == &q->new_list && q->old_list.head != LQ_NO_FLOW)
@@ -797,7 +780,6 @@ static struct lq_pkt *cake_dequeue(struct lq *q, uint64_t now)
 		}
 		while ((p = sub_pop(q, &f->q))) {
 			if (!cobalt_should_drop(q, &f->cb, p, now, &marked, &blue) || !f->q.head) {
-				flow_bytes_sync(q, idx);
 				q->st.mark_aqm += marked;
 				f->deficit -= p->len;
 				return p;
@@ -806,7 +788,6 @@ static struct lq_pkt *cake_dequeue(struct lq *q, uint64_t now)
 			q->st.drop_aqm += !blue;
 			q->drop(q->drop_ctx, p);
 		}
-		flow_bytes_sync(q, idx);
 		cobalt_queue_empty(q, &f->cb, now);
 		list_unlink(q, l, idx);
 		if (f->cb.p_drop > 0 || f->cb.count || now < f->cb.drop_next_ns)

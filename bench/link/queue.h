@@ -191,11 +191,7 @@ struct lq {
 	struct lq_fifo fifo;  /* LQ_FIFO, LQ_CODEL, LQ_STEP */
 	struct lq_codel cv;   /* LQ_CODEL */
 	struct lq_pie pie;    /* LQ_PIE */
-	struct lq_flow *flow; /* LQ_FQ_CODEL, LQ_CAKE: prm.flows entries */
-	/* Each queue's bytes again, side by side (fq_codel's backlogs[]): an overflow's search for the fattest
-	 * queue reads prm.flows x 8 bytes instead of a cache line or more per queue. Kept equal to
-	 * flow[i].q.bytes whenever no lq_ call is running. */
-	uint64_t *flow_bytes;
+	struct lq_flow *flow; /* LQ_FQ_CODEL: prm.flows entries */
 	struct lq_flow_list new_list, old_list, decaying_list;
 	uint64_t cake_mtu_ns;	    /* CAKE: one MTU frame's time at the rate */
 	uint64_t cake_buffer_bytes; /* CAKE: the limit on backlog truesize (lq_truesize) */
