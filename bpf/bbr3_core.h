@@ -54,9 +54,10 @@
  *    loss_in_cycle -> the per-packet path's record; otherwise tp->lost minus its value when the
  *    current loss round began (bbr3_lost_in_round()), which leaves out the previous round's tail.
  * D. rs->is_ece (this ACK's ECE) -> this ACK's rise of tp->delivered_ce, which the kernel raises by
- *    the ACK's delivered packets exactly when it carries ECE; ECN eligibility: the `ecn` parameter,
- *    ECN negotiated (TCP_ECN_OK) and min_rtt <= ecn_max_rtt_us, since the kernel's per-route
- *    "shallow-threshold ECN" flag (TCP_ECN_LOW) does not exist here.
+ *    the ACK's delivered packets exactly when it carries ECE; the kernel's per-route
+ *    "shallow-threshold ECN" flag (TCP_ECN_LOW), which does not exist here -> the `ecn` parameter.
+ *    Eligibility is v3's otherwise: ECN negotiated (TCP_ECN_OK) and min_rtt <= ecn_max_rtt_us at
+ *    a round start make the flow eligible for good (bbr3_check_ecn_eligible).
  * E. Not done: the TLP-repaired-loss event, rs->is_acking_tlp_retrans_seq, PLB, fast_ack_mode,
  *    v3's app-limited fast path (a CPU saving: the full model runs every ACK), and
  *    - the min_rtt-based TSO allowance: 64 KB halved per 512 us of min_rtt, so under one MSS from
@@ -196,7 +197,8 @@ struct bbr3 {
 		loss_in_round : 1,	 /* loss in this loss round */
 		ecn_in_round : 1,	 /* CE in this loss round */
 		ack_phase : 3,		 /* enum bbr3_ack_phase */
-		unused_a : 4;
+		ecn_eligible : 1,	 /* ECN-capable path, small min_rtt: kept once set */
+		unused_a : 3;
 	u32 ecn_alpha : 9,		  /* EWMA of the CE fraction, BBR_UNIT */
 		rounds_since_probe : 8,	  /* rounds since the last probe */
 		loss_events_in_round : 4, /* ACKs reporting losses in this loss round (STARTUP) */
@@ -394,15 +396,32 @@ BBR_INLINE u32 bbr3_probe_rtt_win_ticks(void)
 		BBRKIT_PARAM(params.probe_rtt_interval_ms, BBR3_PROBE_RTT_INTERVAL) * USEC_PER_MSEC);
 }
 
-/* ECN on for this flow: the parameter and eligibility. Of what it reads, an ACK changes only
- * b->min_rtt_us, in bbr3_update_min_rtt() after the last call: every call on one ACK agrees.
+/* ECN eligibility, decided where v3 decides it (bbr_update_ecn_alpha, on round starts): at each
+ * round start, from the min_rtt before this ACK's update, until the flow is eligible, and then never
+ * again. A min_rtt that later grows past ecn_max_rtt_us (a standing queue, a longer route, the
+ * min_rtt window expiring) does not take the ECN response away, and a flow whose min_rtt falls
+ * under the limit mid-round becomes eligible at the next round start, not on that ACK. It also
+ * costs a check per round, and only until the flow is eligible. The `ecn` parameter stands for
+ * v3's per-route shallow-ECN flag (TCP_ECN_LOW), part of this condition in v3; bbr3_ecn() reads it
+ * again on each use, so that turning it off reaches running flows on their next ACK (v3's route
+ * flag cannot change under a flow).
  */
-BBR_INLINE bool bbr3_ecn(const struct sock *sk, const struct bbr_core *b)
+BBR_INLINE void bbr3_check_ecn_eligible(const struct sock *sk, const struct bbr_core *b, struct bbr3 *s)
 {
-	u32 max_rtt = BBRKIT_PARAM(params.ecn_max_rtt_us, BBR3_ECN_MAX_RTT);
+	u32 max_rtt;
 
-	return BBRKIT_PARAM(params.ecn, BBR3_ECN) && (tcp_sk(sk)->ecn_flags & BBR3_TCP_ECN_OK) &&
-		(!max_rtt || b->min_rtt_us <= max_rtt);
+	if (s->ecn_eligible || !BBRKIT_PARAM(params.ecn, BBR3_ECN) ||
+		!(tcp_sk(sk)->ecn_flags & BBR3_TCP_ECN_OK))
+		return;
+	max_rtt = BBRKIT_PARAM(params.ecn_max_rtt_us, BBR3_ECN_MAX_RTT);
+	if (!max_rtt || b->min_rtt_us <= max_rtt)
+		s->ecn_eligible = 1;
+}
+
+/* ECN on for this flow: the eligibility kept since a round start, and the parameter. */
+BBR_INLINE bool bbr3_ecn(const struct bbr3 *s)
+{
+	return s->ecn_eligible && BBRKIT_PARAM(params.ecn, BBR3_ECN);
 }
 
 /* Like BBRv1's budget (bbr_core.h), but v3 floors cwnd at 3 TSO skbs and 4 packets, not adds them. */
@@ -470,12 +489,12 @@ BBR_INLINE bool bbr3_loss_too_high(u32 tx_in_flight, u32 lost)
 /* Did the loss (or CE) rate of this flight go past its threshold? tx_in_flight and lost are
  * approximations A and B; delivered_ce is the kernel's own.
  */
-BBR_INLINE bool bbr3_is_inflight_too_high(const struct sock *sk, const struct bbr_core *b, u32 tx_in_flight,
-	u32 lost, const struct rate_sample *rs)
+BBR_INLINE bool bbr3_is_inflight_too_high(
+	const struct bbr3 *s, u32 tx_in_flight, u32 lost, const struct rate_sample *rs)
 {
 	if (bbr3_loss_too_high(tx_in_flight, lost))
 		return true;
-	return rs->delivered_ce > 0 && rs->delivered > 0 && bbr3_ecn(sk, b) &&
+	return rs->delivered_ce > 0 && rs->delivered > 0 && bbr3_ecn(s) &&
 		(u32)rs->delivered_ce > bbr3_mul_unit((u32)rs->delivered, bbr3_ecn_thresh());
 }
 
@@ -558,7 +577,7 @@ BBR_INLINE void bbr3_check_ecn_too_high_in_startup(
 		bbr3_handle_queue_too_high_in_startup(sk, b, s);
 }
 
-/* Once per round: the EWMA of the CE fraction, while ECN is on. */
+/* Once per round: eligibility, then the EWMA of the CE fraction, while ECN is on. */
 BBR_INLINE void bbr3_update_ecn_alpha(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
@@ -566,7 +585,8 @@ BBR_INLINE void bbr3_update_ecn_alpha(struct sock *sk, struct bbr_core *b, struc
 	u32 delivered_ce = tp->delivered_ce - s->alpha_last_delivered_ce;
 	u32 ce_ratio, alpha;
 
-	if (!delivered || (s32)delivered < 0 || (s32)delivered_ce < 0 || !bbr3_ecn(sk, b))
+	bbr3_check_ecn_eligible(sk, b, s);
+	if (!delivered || (s32)delivered < 0 || (s32)delivered_ce < 0 || !bbr3_ecn(s))
 		return;
 	ce_ratio = (u32)(((u64)delivered_ce << BBR_SCALE) / delivered);
 	alpha = bbr3_mul_unit(s->ecn_alpha, BBR_UNIT - BBR3_ECN_ALPHA_GAIN) +
@@ -890,7 +910,7 @@ BBR_INLINE void bbr3_adapt_lower_bounds(struct sock *sk, struct bbr_core *b, str
 	/* Without a signal nothing changes: bw_lo is never below 1 once the model is initialised. */
 	if (bbr3_is_probing_bandwidth(b) || !(s->loss_in_round || s->ecn_in_round))
 		return;
-	if (s->ecn_in_round && bbr3_ecn(sk, b)) {
+	if (s->ecn_in_round && bbr3_ecn(s)) {
 		if (s->inflight_lo == ~0U)
 			s->inflight_lo = bbr_out_cwnd(sk, b);
 		ecn_inflight_lo = bbr3_mul_unit(
@@ -992,7 +1012,7 @@ BBR_INLINE bool bbr3_check_time_to_probe_bw(struct sock *sk, struct bbr_core *b,
 {
 	u32 v, n = 0;
 
-	if (BBR3_ECN_REPROBE_GAIN && s->ecn_in_cycle && !s->loss_in_cycle && bbr3_ecn(sk, b) &&
+	if (BBR3_ECN_REPROBE_GAIN && s->ecn_in_cycle && !s->loss_in_cycle && bbr3_ecn(s) &&
 		inet_csk(sk)->icsk_ca_state == TCP_CA_Open) {
 		/* UP's slope then starts at about reprobe_gain x inflight_hi per round: n = log2 of it. */
 		v = bbr3_mul_unit(s->inflight_hi, BBR3_ECN_REPROBE_GAIN);
@@ -1055,7 +1075,7 @@ BBR_INLINE bool bbr3_adapt_upper_bounds(struct sock *sk, struct bbr_core *b, str
 			return true;
 		}
 	}
-	if (bbr3_is_inflight_too_high(sk, b, tx_in_flight, acked->lost, rs)) {
+	if (bbr3_is_inflight_too_high(s, tx_in_flight, acked->lost, rs)) {
 		if (s->bw_probe_samples)
 			bbr3_handle_inflight_too_high(
 				sk, b, s, tx_in_flight, bbr_out_cwnd(sk, b), rs->is_app_limited);
@@ -1120,7 +1140,7 @@ BBR_INLINE void bbr3_check_loss_too_high_in_startup(struct sock *sk, struct bbr_
 		s->loss_events_in_round++;
 	if (s->loss_round_start && inet_csk(sk)->icsk_ca_state == TCP_CA_Recovery &&
 		s->loss_events_in_round >= BBR3_FULL_LOSS_CNT &&
-		bbr3_is_inflight_too_high(sk, b, acked->tx_in_flight, acked->lost, rs)) {
+		bbr3_is_inflight_too_high(s, acked->tx_in_flight, acked->lost, rs)) {
 		bbr3_handle_queue_too_high_in_startup(sk, b, s);
 		return;
 	}
@@ -1400,7 +1420,7 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 	}
 	if (tp->delivered_ce != s->ack_delivered_ce) { /* this ACK carried CE feedback */
 		s->ack_delivered_ce = tp->delivered_ce;
-		if (bbr3_ecn(sk, b))
+		if (bbr3_ecn(s))
 			s->ecn_in_round = 1;
 	}
 	/* Rounded up, so that slow flows can grow. */

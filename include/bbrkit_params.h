@@ -105,9 +105,11 @@ static inline __attribute__((always_inline)) __u32 bbrkit_param(__u32 raw, __u32
 	 */ \
 	X(ecn_thresh, ecn_thresh_permille, BBR3_ECN_THRESH, RATIO, "ratio", 500, 4, 1000, 100, 1000, \
 		"a probe whose ACKs carry more CE than this went too far") \
-	/* 5 ms: v3's bbr_ecn_max_rtt_us (datacenter paths). */ \
+	/* 5 ms: v3's bbr_ecn_max_rtt_us (datacenter paths). As in v3 it decides eligibility only: a \
+	 * flow is eligible from the first round start at which min_rtt is within it, and stays so. \
+	 */ \
 	X(ecn_max_rtt_us, ecn_max_rtt_us, BBR3_ECN_MAX_RTT, UINT, "us", 5000, 0, 10000000, 0, 10000000, \
-		"ECN only while min_rtt <= this; 0 = at any RTT") \
+		"ECN once min_rtt <= this at a round start, then for good; 0 = at any RTT") \
 	/* 5 s: v3's bbr_probe_rtt_win_ms; at most the 10 s min_rtt window, at least one PROBE_RTT \
 	 * stay. Under 1 s PROBE_RTT costs over 10% of the time. \
 	 */ \

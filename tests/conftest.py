@@ -25,6 +25,7 @@ from netutil import (
     kernel_features,
     leftovers,
     make_netpair,
+    namespaces,
     pins,
     remove_netpair,
     run,
@@ -130,7 +131,7 @@ def _global_state() -> dict[str, list[str]]:
     """What a test could leave behind on the machine: registrations, bbrctl's pins, namespaces."""
     return {"congestion controls": sorted(available_ccs()),
             "pins": sorted(pins()),
-            "namespaces": sorted(line.split()[0] for line in run(["ip", "netns", "list"]).stdout.splitlines())}
+            "namespaces": sorted(namespaces())}
 
 
 @pytest.fixture(autouse=True)

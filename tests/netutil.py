@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bbrbench.testbed.delayline import DelayLine
-from bbrbench.testbed.netns import Namespaces
+from bbrbench.testbed.netns import Namespaces, list_netns
 from bbrbench.testbed.procs import command
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -149,9 +149,14 @@ def iperf_result(client: subprocess.Popen[str], timeout: float = 60) -> dict:
     return json.loads(out)
 
 
+def namespaces(prefix: str = "") -> list[str]:
+    """The network namespaces now on this machine whose names start with @prefix, as the harness lists
+    them for its own clean-up (list_netns); a failing `ip` fails the test rather than reading as none."""
+    return [ns for ns in list_netns(check=True) if ns.startswith(prefix)]
+
+
 def leftovers() -> list[str]:
-    found = [f"netns {ns}" for ns in run(["ip", "netns", "list"]).stdout.split() if ns.startswith(NS_PREFIX)]
-    return found
+    return [f"netns {ns}" for ns in namespaces(NS_PREFIX)]
 
 
 def pins() -> dict[str, list[str]]:

@@ -23,6 +23,7 @@ _T = TypeVar("_T")
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 ETH_HEADER_BYTES = 14
+DEFAULT_MTU = 1500
 MAX_SENDERS = 250
 SERVER_PORT_BASE = 5201
 CLIENT_PORT_BASE = 40001
@@ -140,6 +141,21 @@ class Bottleneck:
             return self.buffer_bytes
         assert self.buffer_packets is not None
         return self.buffer_packets * self.frame_bytes
+
+    @property
+    def limit_packets(self) -> int:
+        """The queue's limit in packets: the scenario's, or its byte limit in whole frames (frames_in)."""
+        if self.buffer_packets is not None:
+            return self.buffer_packets
+        return frames_in(self.limit_bytes, self.frame_bytes)
+
+
+def frames_in(buffer_bytes: int, frame_bytes: int) -> int:
+    """How many full-size frames a buffer of @buffer_bytes holds: what a byte limit is wherever it has to
+    become a packet count (a qdisc that limits packets, the twin's FIFO). bbrkit-link's --limit-bytes
+    (bench/link/queue.c, over_limit) and the kernel's bfifo count the frames' bytes, header included, and
+    take a frame only while the backlog stays within the limit: as many full-size frames as this."""
+    return max(1, buffer_bytes // frame_bytes)
 
 
 @dataclass(frozen=True)
@@ -684,7 +700,7 @@ def _bottleneck(t: _Table, senders: list[Sender]) -> Bottleneck:
     rate_trace, rate_shape, implied_mbit = _rate_source(t)
     rate_mbit = t.number("rate_mbit", implied_mbit, positive)
     shaper = t.string("shaper", "tbf", SHAPERS)
-    mtu = t.integer("mtu", 1500, between(576, 9000))
+    mtu = t.integer("mtu", DEFAULT_MTU, between(576, 9000))
     frame = mtu + ETH_HEADER_BYTES
     bdp_rtt_ms = t.number("bdp_rtt_ms", max(s.rtt_ms for s in senders), non_negative)
     rate_bytes_s = rate_mbit * 1e6 / 8

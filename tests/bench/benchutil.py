@@ -55,11 +55,6 @@ def popen_cli(*args: str) -> subprocess.Popen[str]:
                             text=True)
 
 
-def namespaces(prefix: str) -> list[str]:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return [line.split()[0] for line in out.splitlines() if line.startswith(prefix)]
-
-
 def tagged_processes(prefix: str) -> list[int]:
     """Processes carrying BBRBENCH_RUN=<prefix...> in their environment."""
     marker = f"BBRBENCH_RUN={prefix}".encode()

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from benchutil import namespaces, needs_net, popen_cli, root_qdiscs, run_cli, tagged_processes
+from benchutil import needs_net, popen_cli, root_qdiscs, run_cli, tagged_processes
+from netutil import namespaces
 
 pytestmark = [pytest.mark.net, needs_net]
 STARTUP_TIMEOUT_S = 30.0

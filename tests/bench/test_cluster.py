@@ -31,7 +31,9 @@ from bbrbench.scenario import AlgoCatalog
 from bbrbench.sweep import DONE_MARK, Job, Outcome, Plan, Point, run_sweep
 from bbrbench.sweep.store import NOT_RUNNABLE, NOT_RUNNABLE_ON
 from bbrbench.testbed.host import FAKE_HOST_ENV, host_key
+from bbrbench.testbed.runstate import RUN_BASE
 from benchutil import NOBODY, START_TIMEOUT_S, SWEEP, free_port, needs_net, popen_cli, run_cli
+from netutil import namespaces
 
 pytest.importorskip("distributed", reason="the cluster extra: pip install 'bbrbench[cluster]'")
 
@@ -647,15 +649,9 @@ def test_interrupted_client_leaves_nothing_queued(shared: Cluster, tmp_path: Pat
     # step (CI saw the run's namespaces still there when the test ended), so the test waits for it.
     shared.stop_worker(shared.workers[0])
     assert not list(Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*"))
-    wait_for("the abandoned run removed its namespaces", lambda: not run_namespaces(),
+    wait_for("the abandoned run removed its namespaces", lambda: not namespaces(RUN_BASE),
              timeout_s=cluster_mod.RUN_STOP_TIMEOUT_S)
     shared.start_worker(host=SHARED_HOST)
-
-
-def run_namespaces() -> list[str]:
-    """The harness's namespaces now on this machine (a run names them bbrb-PID-...)."""
-    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
-    return [line.split()[0] for line in listed.splitlines() if line.startswith("bbrb-")]
 
 
 def run_hosts(out: Path) -> dict[str, list[str]]:

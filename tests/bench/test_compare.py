@@ -15,7 +15,8 @@ from bbrbench.errors import UsageError
 from bbrbench.experiments import compare
 from bbrbench.results import read_json
 from bbrbench.scenario import AlgoCatalog
-from benchutil import namespaces, needs_net, run_cli
+from benchutil import needs_net, run_cli
+from netutil import namespaces
 
 CATALOG = AlgoCatalog(kernel=frozenset({"cubic", "bbr", "reno"}), bbrkit=frozenset({"bbr1"}))
 

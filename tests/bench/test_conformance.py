@@ -14,6 +14,8 @@ import pytest
 from bbrbench.cli import main
 from bbrbench.experiments import conformance as conf
 from bbrbench.scenario import AlgoCatalog, validate
+from bbrbench.testbed.emulation import Emulation
+from bbrbench.testbed.topology import Topology
 
 CASES = {c.id: c for c in conf.load_cases()}
 CATALOG = AlgoCatalog(kernel=frozenset({"cubic", "bbr", "reno"}), bbrkit=frozenset(conf.ALGOS))
@@ -452,10 +454,26 @@ def test_a_real_case_s_path_as_the_twin_s_options() -> None:
     assert conf.twin_path(CASES["A.11"]) == ({"rate": "50mbit", "rtt": "20ms", "buffer": "165p",
                                                "pause": "3000000us-14000000us"}, None)
     options, why = conf.twin_path(CASES["A.16"])
-    assert why is None and options["rate"] == "100mbit@0s,10mbit@5s" and options["buffer"] == "1000000b"
+    assert why is None and options["rate"] == "100mbit@0s,10mbit@5s" and options["buffer"] == "660p"
     assert conf.twin_path(CASES["A.2"])[0]["app_limit"] == "40mbit@0us-6000000us"
     assert conf.twin_path(CASES["A.12"])[0]["ack_aggregation"] == "20ms"
     assert conf.twin_path(CASES["A.17"]) == ({}, "the twin has no policer")
+
+
+def test_a_byte_buffer_holds_as_many_packets_on_the_twin_as_frames_on_the_link(tmp_path: Path) -> None:
+    # A.16's 1 MB FIFO reaches bbrkit-link as --limit-bytes; the link takes a frame while the backlog of
+    # frames' bytes stays within it (test_queue.c), so it holds the n full-size frames with
+    # n x frame <= limit < (n + 1) x frame. The twin's FIFO must hold n packets too.
+    case = CASES["A.16"]
+    scenario = validate(conf.real_scenario(case, "bbr3", tmp_path), CATALOG)
+    b = scenario.bottleneck
+    link = Emulation(Topology("t", scenario), None).link_options()
+    assert link[link.index("--limit-bytes") + 1] == str(b.buffer_bytes) == "1000000"
+    twin = conf.twin_path(case)[0]["buffer"]
+    assert twin.endswith("p")
+    packets = int(twin.removesuffix("p"))
+    assert packets * b.frame_bytes <= b.buffer_bytes < (packets + 1) * b.frame_bytes
+    assert packets == b.limit_packets == 660
 
 
 def test_runners_a_case_can_use() -> None:

@@ -21,7 +21,8 @@ from bbrbench.scenario import (
     parse_value,
     validate,
 )
-from benchutil import namespaces, popen_cli, run_cli
+from benchutil import popen_cli, run_cli
+from netutil import namespaces
 
 CATALOG = AlgoCatalog(kernel=frozenset({"cubic", "bbr", "reno"}), bbrkit=frozenset({"bbr_rttgain"}),
                       params={"bbr_rttgain": {"alpha": (0.001, 1.0), "probe_exit": (1.0, 8.0)}})

@@ -17,7 +17,8 @@ from bbrbench import cli
 from bbrbench.scenario import AlgoCatalog, validate
 from bbrbench.testbed import system
 from bbrbench.testbed.procs import find_binary
-from benchutil import namespaces, run_cli
+from benchutil import run_cli
+from netutil import namespaces
 
 NOBODY = 65534
 

@@ -350,6 +350,8 @@ TEST(ecn_on_ends_up_on_ce_above_threshold)
 	to_up();
 	params.ecn = 1;
 	params.ecn_max_rtt_us = 0;
+	ack(80, 0, true); /* eligible from this round start */
+	CHECK_EQ(phase(), BBRKIT_V3_UP);
 	ce_ack(4); /* 4/9 < 50% */
 	CHECK_EQ(phase(), BBRKIT_V3_UP);
 	ce_ack(5);
@@ -362,8 +364,34 @@ TEST(ecn_needs_a_small_min_rtt_or_no_limit)
 	sim_tp.ecn_flags = BBR3_TCP_ECN_OK;
 	to_up();
 	params.ecn = 1; /* the default limit 5 ms is below the 20 ms path */
+	ack(80, 0, true);
+	CHECK(!st()->ecn_eligible);
 	ce_ack(9);
 	CHECK_EQ(phase(), BBRKIT_V3_UP);
+}
+
+/* v3 decides ECN eligibility in bbr_update_ecn_alpha, on round starts only, and never clears it: a
+ * min_rtt within ecn_max_rtt_us counts from the next round start, and a flow once eligible keeps its
+ * ECN response when its min_rtt is no longer within the limit (here the limit falls below it).
+ */
+TEST(ecn_eligibility_comes_at_a_round_start_and_stays)
+{
+	sim_tp.ecn_flags = BBR3_TCP_ECN_OK;
+	to_up();
+	params.ecn = 1;
+	params.ecn_max_rtt_us = 2 * SIM_RTT_US; /* the 20 ms path is within the limit... */
+	ce_ack(9);				/* ...but no round has started since: no response yet */
+	CHECK(!st()->ecn_eligible);
+	CHECK(!st()->ecn_in_round);
+	CHECK_EQ(phase(), BBRKIT_V3_UP);
+	ack(80, 0, true);
+	CHECK(st()->ecn_eligible);
+	params.ecn_max_rtt_us = SIM_RTT_US / 4; /* min_rtt now 4x the limit */
+	ack(80, 0, true);
+	CHECK(st()->ecn_eligible);
+	ce_ack(9); /* 100% CE: too high */
+	CHECK_EQ(phase(), BBRKIT_V3_DOWN);
+	CHECK(st()->prev_probe_too_high);
 }
 
 /* Telemetry: the last loss round's loss rate and the v3 state in the record. */

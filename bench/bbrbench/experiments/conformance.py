@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HarnessError, UsageError
+from ..scenario import DEFAULT_MTU, ETH_HEADER_BYTES, frames_in
 
 log = logging.getLogger(__name__)
 
@@ -1001,7 +1002,9 @@ def _us(t_s: float) -> str:
     return f"{round(t_s * 1e6)}us"
 
 
-FRAME_BYTES = 1514  # a full-sized frame: the testbed's buffer_bdp counts these
+# A full-sized frame at the testbed's MTU (twin_path takes no other): the testbed's buffer_bdp and
+# buffer_bytes count these, and the twin's FIFO holds as many packets.
+FRAME_BYTES = DEFAULT_MTU + ETH_HEADER_BYTES
 
 
 def twin_path(case: Case) -> tuple[dict[str, str], str | None]:
@@ -1020,7 +1023,8 @@ def twin_path(case: Case) -> tuple[dict[str, str], str | None]:
     if "buffer_packets" in bottleneck:
         options["buffer"] = f"{bottleneck['buffer_packets']}p"
     elif "buffer_bytes" in bottleneck:
-        options["buffer"] = f"{bottleneck['buffer_bytes']}b"
+        # Not as bytes: the twin would fill them with 1448-byte payloads, where the real link holds frames.
+        options["buffer"] = f"{frames_in(bottleneck['buffer_bytes'], FRAME_BYTES)}p"
     else:
         bdp_frames = rate * 1e6 / 8 * rtt_ms / 1e3 / FRAME_BYTES
         options["buffer"] = f"{max(1, round(bottleneck.get('buffer_bdp', 1) * bdp_frames))}p"

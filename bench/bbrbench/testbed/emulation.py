@@ -111,7 +111,7 @@ class Emulation:
 
     def leaf_args(self) -> list[str]:
         b = self.scenario.bottleneck
-        return aqm.qdisc_args(b.aqm, b.aqm_params, _limit_packets(b), b.limit_bytes, b.buffer_bytes)
+        return aqm.qdisc_args(b.aqm, b.aqm_params, b.limit_packets, b.limit_bytes, b.buffer_bytes)
 
     def _bottleneck(self) -> None:
         b = self.scenario.bottleneck
@@ -138,7 +138,7 @@ class Emulation:
         if b.buffer_bytes is not None and AQMS[b.aqm].byte_limit:
             opts += ["--limit-bytes", str(b.buffer_bytes)]
         else:
-            opts += ["--limit-pkts", str(_limit_packets(b))]
+            opts += ["--limit-pkts", str(b.limit_packets)]
         opts += aqm.link_options(b.aqm_params)
         if b.jitter_ms:
             opts += ["--jitter-us", str(round(b.jitter_ms * 1000))]
@@ -341,11 +341,6 @@ def describe_ack_path(ack: dict[str, Any]) -> str:
     if ack["aggregation"]:
         parts.append(describe_aggregation(ack["aggregation"]))
     return ", ".join(parts)
-
-
-def _limit_packets(b: Bottleneck) -> int:
-    """The queue's limit in packets: the scenario's, or its byte limit in whole frames."""
-    return b.buffer_packets if b.buffer_packets is not None else max(1, b.limit_bytes // b.frame_bytes)
 
 
 def _nft_counter(text: str) -> int | None:

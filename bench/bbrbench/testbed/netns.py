@@ -8,8 +8,10 @@ from collections.abc import Iterator
 from .procs import command, kill_pids
 
 
-def list_netns() -> list[str]:
-    result = command(["ip", "netns", "list"], check=False)
+def list_netns(check: bool = False) -> list[str]:
+    """The namespaces' names (`ip netns list` writes `NAME` or `NAME (id: N)` a line); with @check a
+    failing `ip` raises instead of listing none (the tests' leak checks must not go blind)."""
+    result = command(["ip", "netns", "list"], check=check)
     return [line.split()[0] for line in result.stdout.splitlines() if line.strip()]
 
 
