@@ -1008,3 +1008,44 @@ def test_table2s_best_count_is_decided_on_rms_differences_with_intervals() -> No
     # Five flows nearer the model than thirteen: 13 is not the best.
     (worse,) = seed004.best_fit_estimates([row(5, thirteen, 0.60), row(13, five, 0.60)], 13)
     assert claims.decide(worse, rule, 60).outcome is Outcome.FAILS
+
+
+def _inv(command: str, started: str) -> dict[str, Any]:
+    return {"command": command, "revision": "0" * 40, "started": started, "finished": started}
+
+
+def test_rerun_is_the_prescribed_from_scratch_run_and_the_newest_behind_the_claim() -> None:
+    """Robustness: a fragile experiment counts as rerun only when its newest invocation is the run the section
+    prescribes (--only exactly it, --reps at least n, a results/rerun* directory); the run that made it
+    fragile, a smaller n or a later broader run do not count."""
+    cmd = "bbrbench -q reproduce --profile standard --only seed001/fig14-15 --reps 8 --out results/"
+    escalated = _inv(cmd + "standard-seed001-r8-fig14-15", "2026-11-25 21:06:09 UTC")
+    rerun = _inv(cmd + "rerun2-seed001-fig14-15", "2026-11-26 18:04:00 UTC")
+    assert report.rerun_of("seed001/fig14-15", set(), 8, [escalated]) is None
+    assert report.rerun_of("seed001/fig14-15", set(), 8, [rerun, escalated]) is rerun
+    assert report.rerun_of("seed001/fig14-15", set(), 9, [rerun, escalated]) is None
+    broader = _inv("bbrbench reproduce --profile standard --only seed001 --out results/x", "2026-11-27 01:00:00 UTC")
+    assert report.rerun_of("seed001/fig14-15", set(), 8, [rerun, broader]) is None
+    other = _inv("bbrbench reproduce --profile standard --only seed001/fig8 --reps 3 --out results/rerun-f8",
+                 "2026-11-27 02:00:00 UTC")
+    assert report.rerun_of("seed001/fig14-15", set(), 8, [rerun, other]) is rerun
+    # A claim drawing on two experiments (seed 004's share beside share-long) is rerun only with both.
+    share = "bbrbench -q reproduce --profile standard --only seed004/share{} --reps 3 --out results/rerun2-s"
+    both = _inv(share.format(" --only seed004/share-long"), "2026-11-26 19:00:00 UTC")
+    alone = _inv(share.format(""), "2026-11-26 19:00:00 UTC")
+    assert report.rerun_of("seed004/share", {"seed004/share-long"}, 3, [both]) is both
+    assert report.rerun_of("seed004/share", {"seed004/share-long"}, 3, [alone]) is None
+
+
+def test_robustness_says_which_fragile_experiments_were_rerun() -> None:
+    fragile = {"outcome": "holds", "text": "", "fragile": "zero-width interval"}
+    experiments = {key: {"points": [], "claims": [{"claim": f"claim of {key}", "n": 3, "verdict": fragile}]}
+                   for key in ("seed001/fig8", "seed001/fig16")}
+    done = _inv("bbrbench -q reproduce --profile standard --only seed001/fig8 --reps 3 --out results/rerun2-f8",
+                "2026-11-26 17:38:03 UTC")
+    lines = report.robustness_lines(experiments, "standard", {"seed001/fig8": [done]})
+    fig8 = next(line for line in lines if line.startswith("- seed001/fig8"))
+    fig16 = next(line for line in lines if line.startswith("- seed001/fig16"))
+    assert "rerun from scratch at n 3" in fig8 and "its verdicts stand" in fig8 and done["command"] in fig8
+    assert fig16.startswith("- seed001/fig16: to be rerun: `bbrbench -q reproduce --profile standard --only "
+                            "seed001/fig16 --reps 3")

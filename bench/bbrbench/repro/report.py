@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import shlex
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -497,19 +498,42 @@ def _write(out: Path, meta: dict[str, Any], seeds: Sequence[str], experiments: S
     head = header_lines(meta)
     path = out / "report.md"
     path.write_text("\n".join(head + overview_lines(summary["experiments"]) + lines
-                              + robustness_lines(summary["experiments"], meta["profile"])) + "\n")
+                              + robustness_lines(summary["experiments"], meta["profile"], invocations)) + "\n")
     return path
 
 
-def robustness_lines(experiments: dict[str, Any], profile: str) -> list[str]:
+def rerun_of(key: str, also: set[str], n: int, runs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The invocation that reran experiment `key` as Robustness prescribes, if the newest of those behind it
+    is one: its --only names exactly `key` and the experiments its claims draw on (`also`), at --reps n or
+    more, into a `rerun*` directory (a new --out runs from scratch; an existing one resumes and runs nothing)."""
+    def option(args: list[str], name: str) -> list[str]:
+        return [args[i + 1] for i, a in enumerate(args[:-1]) if a == name]
+    behind = [(r, shlex.split(r["command"])) for r in runs]
+    behind = [(r, args) for r, args in behind if covers({"only": option(args, "--only")}, key)]
+    if not behind:
+        return None
+    newest, args = max(behind, key=lambda b: b[0]["started"])
+    reps = [int(r) for r in option(args, "--reps") if r.isdigit()]
+    out = option(args, "--out")
+    rerun = ({o.strip("/") for o in option(args, "--only")} == {key, *also} and bool(reps) and reps[-1] >= n
+             and bool(out) and Path(out[-1]).name.startswith("rerun"))
+    return newest if rerun else None
+
+
+def robustness_lines(experiments: dict[str, Any], profile: str,
+                     invocations: dict[str, list[dict[str, Any]]] | None = None) -> list[str]:
     """The decided verdicts a rerun could move (fragile: within one interval width of the edge that decided
     them, or on a zero-width interval) with the command that reruns each experiment from scratch at the n its
-    claims declare (else the n they were decided on), and the verdicts that differ under the second margins."""
+    claims declare (else the n they were decided on), or the invocation that already did, and the verdicts
+    that differ under the second margins."""
+    invocations = invocations or {}
     fragile: dict[str, list[str]] = {}
     differ = []
     ns: dict[str, list[int]] = {}
     # Experiments a section's claim draws on besides its own (seed 004's share-long beside share).
     also: dict[str, set[str]] = {}
+    # The invocations behind each claim's experiment (a section's claim: its section's).
+    behind: dict[str, list[dict[str, Any]]] = {}
     for key, js in experiments.items():
         for c in js.get("claims", []) if isinstance(js, dict) else []:
             v = c["verdict"]
@@ -517,6 +541,7 @@ def robustness_lines(experiments: dict[str, Any], profile: str) -> list[str]:
             where = c.get("experiment", key)
             ns.setdefault(where, []).append(int(c.get("n") or 0))
             also.setdefault(where, set()).update(c.get("also", []))
+            behind.setdefault(where, invocations.get(where) or invocations.get(key, []))
             if v.get("fragile"):
                 fragile.setdefault(where, []).append(f"{c['claim']}: {v['outcome']} ({v['fragile']})")
             w = c.get("wide", {}).get("verdict")
@@ -525,14 +550,23 @@ def robustness_lines(experiments: dict[str, Any], profile: str) -> list[str]:
     lines = ["## Robustness", "", "### Fragile decided verdicts", "",
              "A decided verdict (holds, does not hold) is fragile when its interval lies within one of its own widths "
              "of the edge that decided it, or has zero width (every repetition gave the same value: the measure's "
-             "resolution, not certainty). Each experiment below is to be rerun from scratch at the same n, into a "
-             "directory of its own, on a quiet machine; the verdicts stand as provisional until then.", ""]
+             "resolution, not certainty). An experiment with a fragile verdict is rerun once from scratch at the same "
+             "n, into a directory of its own (results/rerun...), on a quiet machine. Where that rerun is the "
+             "experiment's newest invocation, its verdicts stand, fragile or not: a further run would be one more "
+             "look at the same question. The others show the command to run, and their verdicts stand as "
+             "provisional until then.", ""]
     for key, found in fragile.items():
         points = experiments.get(key, {}).get("points", [])
         recorded = max((m["n"] for p in points for m in p["metrics"].values() if m), default=MIN_N)
-        only = " ".join(f"--only {k}" for k in [key, *sorted(also.get(key, set()))])
-        lines += [f"- {key}: `bbrbench -q reproduce --profile {profile} {only} --reps "
-                  f"{max(ns.get(key, []) + [recorded])} --out results/rerun-{key.replace('/', '-')}`"]
+        n = max(ns.get(key, []) + [recorded])
+        done = rerun_of(key, also.get(key, set()), n, behind.get(key, []))
+        if done:
+            lines += [f"- {key}: rerun from scratch at n {n} by `{done['command']}`, {done['started']}; "
+                      "its verdicts stand"]
+        else:
+            only = " ".join(f"--only {k}" for k in [key, *sorted(also.get(key, set()))])
+            lines += [f"- {key}: to be rerun: `bbrbench -q reproduce --profile {profile} {only} --reps {n} "
+                      f"--out results/rerun-{key.replace('/', '-')}`"]
         lines += [f"  - {f}" for f in found]
     if not fragile:
         lines.append("- none")
