@@ -12,6 +12,7 @@
 #include <linux/virtio_net.h>
 #include <net/ethernet.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -672,13 +673,28 @@ static void end_spin(struct lpath *p)
 	p->spinning = false;
 }
 
+/* A real-time thread polls as SCHED_OTHER (its yields then reach the senders, and no poll, however long,
+ * adds up to the real-time budget) and sleeps as itself (a frame's wake-up preempts). One switch each way
+ * per stretch of polling, not per frame. A refused switch leaves the class as it was. */
+static void poll_class(struct lpath *p, bool polling)
+{
+	static const struct sched_param other = { .sched_priority = 0 };
+	int policy = polling ? SCHED_OTHER : SCHED_FIFO;
+
+	if (p->rt && p->demoted != polling &&
+		!pthread_setschedparam(pthread_self(), policy, polling ? &other : &p->rt_param))
+		p->demoted = polling;
+}
+
 void *lp_main(void *arg)
 {
 	struct lpath *p = arg;
 	uint64_t start = wire_now_ns(), next_log = start;
+	int policy;
 
 	p->free_at = start;
 	p->period_base = start;
+	p->rt = !pthread_getschedparam(pthread_self(), &policy, &p->rt_param) && policy == SCHED_FIFO;
 	for (;;) {
 		struct pollfd pfd[2] = { { .fd = p->rx_fd, .events = POLLIN },
 			{ .fd = p->stop_fd, .events = POLLIN } };
@@ -719,10 +735,12 @@ void *lp_main(void *arg)
 				p->spinning = true;
 				p->spin_cpu_ns = thread_cpu_ns();
 			}
+			poll_class(p, true);
 			sched_yield();
 			continue;
 		}
 		end_spin(p);
+		poll_class(p, false);
 		due = next_event(p);
 		if (p->log && due > next_log)
 			due = next_log;

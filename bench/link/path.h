@@ -7,6 +7,7 @@
 #ifndef BBRKIT_LINK_PATH_H
 #define BBRKIT_LINK_PATH_H
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -87,6 +88,12 @@ struct lpath {
 	atomic_bool stopping;	  /* set by the main thread with the stop pipe: a spinning thread sees it */
 	uint64_t last_rx_ns, spin_cpu_ns; /* spin_cpu_ns: the thread's CPU time when it began spinning */
 	bool spinning;
+	/* The thread's real-time class (SCHED_FIFO from --rt-prio), if any: it polls as SCHED_OTHER and takes
+	 * the class back before it sleeps, so that a wake-up preempts but a poll never runs into the kernel's
+	 * real-time throttling (sched_rt_runtime_us: a FIFO thread busy for 950 ms of a second is stopped for
+	 * the other 50 ms). demoted: polling as SCHED_OTHER now. */
+	struct sched_param rt_param;
+	bool rt, demoted;
 	/* how late each frame left against its schedule (forward thread writes, stats lines read) */
 	atomic_uint_fast64_t added_hist[LS_LAT_BUCKETS];
 	uint32_t frame_max, slot_size, seed;

@@ -697,3 +697,27 @@ def test_the_receive_ring_holds_20_ms_at_the_configured_rate(link_path: Callable
     assert path.emulation.link is not None
     stats = path.emulation.link.stats()
     assert stats["rx_ring"] == 1 and stats["rx_ring_frames"] == slots, stats
+
+
+def test_a_poll_over_the_whole_gap_never_runs_into_real_time_throttling() -> None:
+    """The link's threads are SCHED_FIFO (--rt-prio, wire.py's RT_PRIO), and the kernel stops a FIFO thread
+    that has run sched_rt_runtime_us of a sched_rt_period_us for the rest of that period (the kernel's
+    sched-rt-group.rst; 950 ms of 1 s by default). A poll that never sleeps, here 20 ms after each frame with
+    a ping every 10 ms, used to stall forwarding for those 50 ms once a second (linkbench, 2026-11-26: p99
+    37-41 ms, the forward thread's run-queue wait 46 ms a second). The thread polls as SCHED_OTHER and sleeps
+    as FIFO, so no ping of 3 s waits even half of that gap."""
+    from bbrbench.experiments import linkbench
+    from bbrbench.experiments.delaybench import Chain
+
+    runtime_us = int(Path("/proc/sys/kernel/sched_rt_runtime_us").read_text())
+    period_us = int(Path("/proc/sys/kernel/sched_rt_period_us").read_text())
+    if runtime_us < 0 or runtime_us >= period_us:
+        pytest.skip("this kernel does not throttle real-time threads (sched_rt_runtime_us)")
+    gap_us = period_us - runtime_us
+    with Chain(f"{NS_PREFIX}rt{next(_count)}-") as chain:
+        linkbench._offloads_off(chain)
+        with linkbench._link(chain, "d", ["--rate-bps", "100000000", "--limit-pkts", "1000"], 20000):
+            chain.ping(3, 0.2)
+            rtts_us = chain.ping(300, 0.01)
+    assert len(rtts_us) >= 295, f"only {len(rtts_us)} of 300 pings answered"
+    assert max(rtts_us) < gap_us / 2, f"a ping waited {max(rtts_us):.0f} us (throttling stops {gap_us} us)"
