@@ -16,7 +16,7 @@ import pytest
 from bbrbench import sweep
 from bbrbench.analysis import sharemodel, stats
 from bbrbench.errors import HarnessError
-from bbrbench.repro import claims, papers, report, reproduce, seed004, timeseries
+from bbrbench.repro import claims, papers, points, report, reproduce, seed004, timeseries
 from bbrbench.repro.claims import Outcome, Stat
 from bbrbench.repro.points import RecordedPoint
 from bbrbench.results import write_json
@@ -665,6 +665,42 @@ def test_rebuilt_from_its_summary_the_report_decides_as_the_runs_do(tmp_path: Pa
     assert claim["verdict"]["outcome"] == "too few runs" and "not measured" in claim["verdict"]["text"]
     with pytest.raises(HarnessError, match="no such summary.json"):
         reproduce.rebuild([tmp_path / "nothing.json"], again)
+
+
+def test_a_run_that_failed_the_link_trust_check_is_never_pooled(tmp_path: Path) -> None:
+    """As a sweep does (issue 32): a repetition bbrkit-link's trust check failed is left out of the table, the
+    verdicts and the time series, counted in the status and listed with its reasons, in the report and in a
+    report rebuilt from its summary."""
+    runs, again = tmp_path / "runs", tmp_path / "again"
+    runs.mkdir()
+    _long_table41(runs)
+    reproduce.report_only(runs)
+    trusted = json.loads((runs / "summary.json").read_text())["experiments"]["seed000/table4.1"]
+    # A fourth repetition of original BBR that would pull its steady-state mean far off, failed by the check.
+    exp = runs / "seed000/table4.1"
+    plan = json.loads((exp / "plan.json").read_text())
+    plan["repetitions"] = 4
+    (exp / "plan.json").write_text(json.dumps(plan))
+    rd = exp / "points" / "p0" / "rep3"
+    rd.mkdir()
+    why = "departures over 200 us late: 6927 (2.42%, over 0.1%)"
+    write_json(rd / "summary.json", "summary", {
+        **_summary([_flow("bbr", "bbr", 9.0)], {"retrans_rate": 0.9}, {"retrans_rate": 0.9}),
+        "trust": {"ok": False, "failed": [why]}})
+    (rd / sweep.DONE_MARK).write_text("")
+    text = reproduce.report_only(runs).read_text()
+    summary = json.loads((runs / "summary.json").read_text())["experiments"]["seed000/table4.1"]
+    assert summary["claims"] == trusted["claims"]
+    assert summary["points"][0]["metrics"] == trusted["points"][0]["metrics"]
+    assert summary["points"][0]["status"] == "3/4 repetitions (1 failed bbrkit-link's trust check, not pooled)"
+    assert summary["points"][0]["untrusted_runs"] == [{"rep": 3, "failed": [why]}]
+    listed = f"- flows.0.label=bbr, bottleneck.rate_mbit=20, rep 3: {why}"
+    assert "1 run(s) that failed bbrkit-link's trust check" in text and listed in text
+    assert [r.name for r in points.trusted_reps(exp / "points" / "p0", 4)] == ["rep0", "rep1", "rep2"]
+    reproduce.rebuild([runs / "summary.json"], again)
+    rebuilt = json.loads((again / "summary.json").read_text())["experiments"]["seed000/table4.1"]
+    assert rebuilt["points"][0]["untrusted_runs"] == [{"rep": 3, "failed": [why]}]
+    assert listed in (again / "report.md").read_text()
 
 
 def test_a_partial_seed004_summary_replaces_only_the_parts_it_ran() -> None:

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from ..analysis.stats import mean_ci95
 from ..results import read_json
 from ..scenario import time_after_last_start_s
-from ..sweep import DONE_MARK, NOT_RUNNABLE, metric_value, point_raw
+from ..sweep import DONE_MARK, NOT_RUNNABLE, metric_value, point_raw, repetitions_status, trust_failures
 from .claims import Stat
 
 # A metric's prefix for the time to an event that a run may end before (points.PointResult.stat).
@@ -54,6 +54,8 @@ class Point(Protocol):
     status: str
     # Seconds the point's runs go on after their last flow starts.
     after_last_start_s: float
+    # Repetitions bbrkit-link's trust check failed, left out of every measure: {"rep": r, "failed": [why]}.
+    untrusted: list[dict[str, Any]]
 
     @property
     def measured(self) -> bool: ...
@@ -75,6 +77,7 @@ class PointResult:
     # Seconds the point's runs go on after their last flow starts.
     after_last_start_s: float
     summaries: list[dict[str, Any]] = field(default_factory=list)
+    untrusted: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def measured(self) -> bool:
@@ -108,6 +111,7 @@ class RecordedPoint:
     status: str
     after_last_start_s: float
     stats: dict[str, Stat]
+    untrusted: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def measured(self) -> bool:
@@ -120,7 +124,16 @@ class RecordedPoint:
     def from_json(cls, p: dict[str, Any], after_last_start_s: float) -> RecordedPoint:
         stats = {m: Stat(s["mean"], s["ci95"], s["n"], tuple(s.get("values", ())), s.get("censored", 0))
                  for m, s in p["metrics"].items() if s}
-        return cls(p["overrides"], label_of(p["overrides"]), p["status"], after_last_start_s, stats)
+        return cls(p["overrides"], label_of(p["overrides"]), p["status"], after_last_start_s, stats,
+                   p.get("untrusted_runs", []))
+
+
+def trusted_reps(point_dir: Path, repetitions: int) -> list[Path]:
+    """A point's finished repetitions that bbrkit-link's trust check did not fail (or that ran without it):
+    the only ones a measure, a time series or a figure reads."""
+    reps = [point_dir / f"rep{r}" for r in range(repetitions)]
+    return [r for r in reps if (r / DONE_MARK).is_file()
+            and trust_failures(read_json(r / "summary.json", "summary")) is None]
 
 
 def load_experiment(directory: Path) -> list[PointResult]:
@@ -134,10 +147,16 @@ def load_experiment(directory: Path) -> list[PointResult]:
             why = (pdir / NOT_RUNNABLE).read_text().strip()
             points.append(PointResult(p["overrides"], label, f"not runnable: {why}", after_s))
             continue
-        summaries = [read_json(pdir / f"rep{r}" / "summary.json", "summary")
-                     for r in range(plan["repetitions"]) if (pdir / f"rep{r}" / DONE_MARK).is_file()]
-        points.append(PointResult(p["overrides"], label, f"{len(summaries)}/{plan['repetitions']} repetitions",
-                                  after_s, summaries))
+        summaries, untrusted = [], []
+        for r in range(plan["repetitions"]):
+            if (pdir / f"rep{r}" / DONE_MARK).is_file():
+                summary = read_json(pdir / f"rep{r}" / "summary.json", "summary")
+                if (failed := trust_failures(summary)) is None:
+                    summaries.append(summary)
+                else:
+                    untrusted.append({"rep": r, "failed": failed})
+        status = repetitions_status(len(summaries), plan["repetitions"], len(untrusted))
+        points.append(PointResult(p["overrides"], label, status, after_s, summaries, untrusted))
     return points
 
 

@@ -20,7 +20,7 @@ from ..analysis.queuegrowth import FACTORS, factor_series, queue_factors  # noqa
 from ..analysis.rundata import load_run  # noqa: E402
 from ..analysis.stats import mean_ci95  # noqa: E402
 from ..results import read_json  # noqa: E402
-from ..sweep import DONE_MARK  # noqa: E402
+from .points import trusted_reps  # noqa: E402
 
 EXPERIMENT = ("seed000", "fig4.12")
 SERIES = "bbr"  # the kernel's own BBR, the paper's "original BBR"
@@ -52,8 +52,7 @@ def _runs(out: Path) -> list[tuple[int, list[Path]]]:
         if p["overrides"].get("flows.0.label") != SERIES:
             continue
         count = int(p["overrides"].get("flows.0.count", 0))
-        reps = [exp / "points" / p["id"] / f"rep{r}" for r in range(plan["repetitions"])]
-        found.append((count, [r for r in reps if (r / DONE_MARK).is_file()]))
+        found.append((count, trusted_reps(exp / "points" / p["id"], plan["repetitions"])))
     return sorted(found)
 
 

@@ -196,9 +196,16 @@ def experiment_section(spec: Spec, points: Sequence[Point], fig_dir: Path, rel: 
             point_js["metrics"][m.metric] = s.to_json() if s else None
         row.append(p.status)
         body.append(row)
+        if p.untrusted:
+            point_js["untrusted_runs"] = p.untrusted
         js["points"].append(point_js)
     lines += [tables.markdown(header, body, labels=2), "",
               "(ours: mean ± 95% confidence half-width over n repetitions)", ""]
+    if left_out := [(p.label, u) for p in points for u in p.untrusted]:
+        lines += [f"Left out of every figure and verdict: {len(left_out)} run(s) that failed bbrkit-link's trust "
+                  "check (analysis/trust.py; its limits and their reasons are in bench/README.md):", ""]
+        lines += [f"- {label}, rep {u['rep']}: {'; '.join(u['failed'])}" for label, u in left_out]
+        lines.append("")
     run_s = after_last_start_s(points)
     js["after_last_start_s"] = run_s
     if spec.claims:

@@ -24,10 +24,9 @@ from ..analysis.metrics import window_rates_bps  # noqa: E402
 from ..analysis.rundata import load_run  # noqa: E402
 from ..analysis.stats import mean_ci95  # noqa: E402
 from ..results import read_json  # noqa: E402
-from ..sweep import DONE_MARK  # noqa: E402
 from .claims import FACTOR, MIN_N, Estimate, Interval, Outcome, Rule, Verdict, decide, too_short, verdict_line  # noqa: E402
 from .papers import REPRO_DIR  # noqa: E402
-from .points import MSS_BYTES  # noqa: E402
+from .points import MSS_BYTES, trusted_reps  # noqa: E402
 
 FIGURES = REPRO_DIR / "timeseries.toml"
 # Start-up, and the first PROBE_RTT after the last flow joins, are left out of the steady window.
@@ -253,9 +252,8 @@ def _reps(out: Path, experiment: str, wanted: dict[str, Any]) -> list[Path]:
     found = [p for p in plan["points"] if _matches(p["overrides"], wanted)]
     if len(found) != 1:
         return []
-    reps = [exp / "points" / found[0]["id"] / f"rep{r}" for r in range(plan["repetitions"])]
     # A repetition kept without its samples (its summary alone) has nothing to measure here.
-    return [r for r in reps if (r / DONE_MARK).is_file() and (r / "raw").is_dir()]
+    return [r for r in trusted_reps(exp / "points" / found[0]["id"], plan["repetitions"]) if (r / "raw").is_dir()]
 
 
 def _judge(claim: dict[str, Any], runs: list[Run], rules: list[Rule]) -> list[Verdict]:

@@ -17,11 +17,11 @@ run), execution (executors and the loop that runs what is pending), aggregation 
 checks).
 """
 
-from .aggregation import PAGE, aggregate, metric_value
+from .aggregation import PAGE, aggregate, metric_value, repetitions_status, trust_failures
 from .execution import Executor, LocalExecutor, Outcome, nominal_s, run_sweep
 from .plans import Job, Plan, Point, load_plan, open_plan, plan_runs, point_id, point_raw
 from .store import DONE_MARK, FAILED, NOT_RUNNABLE, done_runs, pending, runs_done
 
 __all__ = ["DONE_MARK", "FAILED", "NOT_RUNNABLE", "PAGE", "Executor", "Job", "LocalExecutor", "Outcome", "Plan",
            "Point", "aggregate", "done_runs", "load_plan", "metric_value", "nominal_s", "open_plan", "pending",
-           "plan_runs", "point_id", "point_raw", "run_sweep", "runs_done"]
+           "plan_runs", "point_id", "point_raw", "repetitions_status", "run_sweep", "runs_done", "trust_failures"]

@@ -118,6 +118,19 @@ LEGEND = ("Mean ± 95% confidence half-width over repetitions. A point whose run
           "check has every cell marked: those runs are left out, the tooltip names them and why.")
 
 
+def trust_failures(summary: dict[str, Any]) -> list[str] | None:
+    """Why a run failed bbrkit-link's trust check (analysis/trust.py); None when it passed or ran no link.
+    Such a run is never pooled: not by a sweep, a compare or a reproduction report."""
+    trust = summary.get("trust", {})
+    return None if trust.get("ok", True) else list(trust.get("failed", []))
+
+
+def repetitions_status(pooled: int, planned: int, untrusted: int) -> str:
+    """A point's status: the repetitions pooled, and those the trust check left out."""
+    return f"{pooled}/{planned} repetitions" + (
+        f" ({untrusted} failed bbrkit-link's trust check, not pooled)" if untrusted else "")
+
+
 def aggregate(out: Path, mix_hosts: bool = False) -> str:
     """sweep.json, sweep.csv, runs.csv, table.txt and sweep.html from the finished runs. HarnessError when a
     point would pool repetitions from hosts of different kernels or algorithm objects, unless mix_hosts."""
@@ -145,9 +158,9 @@ def aggregate(out: Path, mix_hosts: bool = False) -> str:
                 host = read_host(run_dir)
                 runs.append({"point": point.id, "label": point.label, "rep": rep, "overrides": point.overrides,
                              "summary": summary, "host": host or {}})
-                if not summary.get("trust", {}).get("ok", True):
+                if (failed := trust_failures(summary)) is not None:
                     # listed in runs.csv and on compare's page, never pooled
-                    untrusted.append({"rep": rep, "failed": summary["trust"].get("failed", [])})
+                    untrusted.append({"rep": rep, "failed": failed})
                     continue
                 summaries.append(summary)
                 invocations.append(_invocation(run_dir))
@@ -161,8 +174,7 @@ def aggregate(out: Path, mix_hosts: bool = False) -> str:
             row["batch_effects"] = batch
         point_hosts[point.id] = hosts
         row["hosts"] = sorted({str(h.get("hostname")) for h in hosts})
-        row["status"] = f"{len(summaries)}/{plan_.repetitions} repetitions" + (
-            f" ({len(untrusted)} failed bbrkit-link's trust check, not pooled)" if untrusted else "")
+        row["status"] = repetitions_status(len(summaries), plan_.repetitions, len(untrusted))
         row["untrusted"] = len(untrusted)
         row["untrusted_runs"] = untrusted
         row["repetitions"] = len(summaries)
