@@ -88,12 +88,14 @@ struct lpath {
 	atomic_bool stopping;	  /* set by the main thread with the stop pipe: a spinning thread sees it */
 	uint64_t last_rx_ns, spin_cpu_ns; /* spin_cpu_ns: the thread's CPU time when it began spinning */
 	bool spinning;
-	/* The thread's real-time class (SCHED_FIFO from --rt-prio), if any: it polls as SCHED_OTHER and takes
-	 * the class back before it sleeps, so that a wake-up preempts but a poll never runs into the kernel's
-	 * real-time throttling (sched_rt_runtime_us: a FIFO thread busy for 950 ms of a second is stopped for
-	 * the other 50 ms). demoted: polling as SCHED_OTHER now. */
+	/* The thread's real-time class (SCHED_FIFO from --rt-prio), if any: it polls as itself until it has
+	 * run RT_POLL_SHARE_PCT of the current RT_WINDOW_NS, then as SCHED_OTHER for the rest of the window,
+	 * so that a poll never runs into the kernel's real-time throttling (sched_rt_runtime_us: a FIFO thread
+	 * busy for 950 ms of a second is stopped for the other 50 ms). demoted: polling as SCHED_OTHER now;
+	 * rt_window_ns, rt_window_cpu_ns: the window's start and the thread's CPU time then. */
 	struct sched_param rt_param;
 	bool rt, demoted;
+	uint64_t rt_window_ns, rt_window_cpu_ns;
 	/* how late each frame left against its schedule (forward thread writes, stats lines read) */
 	atomic_uint_fast64_t added_hist[LS_LAT_BUCKETS];
 	uint32_t frame_max, slot_size, seed;

@@ -28,7 +28,8 @@ COMMAND_TIMEOUT_S = 10.0
 STDERR_KEEP_LINES = 20
 # SCHED_FIFO for the forwarding threads: measured to keep departures on time while iperf3 saturates
 # both cores (bench/delayline/README.md); the threads sleep between departures, and bbrkit-link's poll
-# runs as SCHED_OTHER (bench/link/README.md, "Fast paths"), so they cannot starve the machine.
+# runs as SCHED_OTHER past 80% of each 100 ms (bench/link/README.md, "Fast paths"), so they cannot starve
+# the machine.
 RT_PRIO = 10
 # Each wire binary's name and the environment variable that names another path to it.
 DELAY_BINARY = ("bbrkit-delay", "BBRKIT_DELAY")
