@@ -701,6 +701,15 @@ def test_a_run_that_failed_the_link_trust_check_is_never_pooled(tmp_path: Path) 
     rebuilt = json.loads((again / "summary.json").read_text())["experiments"]["seed000/table4.1"]
     assert rebuilt["points"][0]["untrusted_runs"] == [{"rep": 3, "failed": [why]}]
     assert listed in (again / "report.md").read_text()
+    # A point whose every run failed stays in the claims over it, not measured: a claim over both RTT-gain
+    # points cannot hold on alpha 0.75's alone.
+    for r in range(3):
+        rep = exp / "points" / "p2" / f"rep{r}" / "summary.json"
+        write_json(rep, "summary", {**json.loads(rep.read_text()), "trust": {"ok": False, "failed": [why]}})
+    reproduce.report_only(runs)
+    claims_ = json.loads((runs / "summary.json").read_text())["experiments"]["seed000/table4.1"]["claims"]
+    assert [c["verdict"]["outcome"] for c in claims_] == ["holds", "too few runs", "too few runs", "too few runs"]
+    assert "rttgain_a0.5 retransmissions, whole run: not measured" in claims_[1]["verdict"]["text"]
 
 
 def test_a_partial_seed004_summary_replaces_only_the_parts_it_ran() -> None:

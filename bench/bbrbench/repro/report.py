@@ -67,7 +67,9 @@ class Results:
         return p.stat(metric) if p else None
 
     def xs(self, series: str) -> list[Any]:
-        return [self.x_of(p) for p in self.points if self.series_of(p) == series and p.measured]
+        """The series' points a claim covers: the measured ones, and those whose every run the trust check
+        left out (not measured there), so that a claim over every point cannot hold on the others alone."""
+        return [self.x_of(p) for p in self.points if self.series_of(p) == series and (p.measured or p.untrusted)]
 
     def paper(self, series: str, x: Any, metric: str) -> float | None:
         key = _paper_key(self.spec, series, scalar(x), metric)
