@@ -17,7 +17,7 @@ class Threshold:
     reason: str
 
 
-# Every limit the check applies, with why it is where it is (bench/README.md lists them).
+# Every limit the check applies, with why it is where it is (listed in bench/link/README.md, "Trust check").
 THRESHOLDS = {
     "thread_cpu_share": Threshold(
         0.9, "a forwarding thread working (busy-polling not counted) this share of the run's wall time has no "

@@ -205,7 +205,8 @@ def experiment_section(spec: Spec, points: Sequence[Point], fig_dir: Path, rel: 
               "(ours: mean ± 95% confidence half-width over n repetitions)", ""]
     if left_out := [(p.label, u) for p in points for u in p.untrusted]:
         lines += [f"Left out of every figure and verdict: {len(left_out)} run(s) that failed bbrkit-link's trust "
-                  "check (analysis/trust.py; its limits and their reasons are in bench/README.md):", ""]
+                  "check (analysis/trust.py; its limits and their reasons are in bench/link/README.md, "
+                  "\"Trust check\"):", ""]
         lines += [f"- {label}, rep {u['rep']}: {'; '.join(u['failed'])}" for label, u in left_out]
         lines.append("")
     run_s = after_last_start_s(points)
@@ -324,8 +325,8 @@ RULE = (
     "repetitions could have produced is **undecided**. Repetitions of several invocations pool only when they "
     "ran on one kind of host and none from a dirty tree, and each measure is tested for a batch effect between "
     "them (one-way ANOVA, p < 0.01 reported); a run through bbrkit-link that failed its trust check "
-    "(analysis/trust.py) is never pooled, and is listed under its experiment's table. (4) Margins, the same rule for every claim: a number the paper "
-    "calls 'about' or prints is held "
+    "(analysis/trust.py) is never pooled, and is listed under its experiment's table. (4) Margins, the same "
+    "rule for every claim: a number the paper calls 'about' or prints is held "
     "to x/÷ 1.25 (no paper gives its own spread; a quarter is more than rounding and less than the factors "
     "their conclusions rest on); a share of a whole (utilisation, share, Jain's index) to +- 5 points; a range "
     "the paper states, to its ends widened by half a unit of their last digit; a bound it states, as stated; "
