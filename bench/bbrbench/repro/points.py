@@ -5,7 +5,7 @@ which is all that ratios and differences need (claims.Stat)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -128,12 +128,18 @@ class RecordedPoint:
                    p.get("untrusted_runs", []))
 
 
+def _finished(point_dir: Path, repetitions: int) -> Iterator[tuple[int, Path, dict[str, Any]]]:
+    """A point's finished repetitions: number, directory, summary."""
+    for r in range(repetitions):
+        rep = point_dir / f"rep{r}"
+        if (rep / DONE_MARK).is_file():
+            yield r, rep, read_json(rep / "summary.json", "summary")
+
+
 def trusted_reps(point_dir: Path, repetitions: int) -> list[Path]:
     """A point's finished repetitions that bbrkit-link's trust check did not fail (or that ran without it):
     the only ones a measure, a time series or a figure reads."""
-    reps = [point_dir / f"rep{r}" for r in range(repetitions)]
-    return [r for r in reps if (r / DONE_MARK).is_file()
-            and trust_failures(read_json(r / "summary.json", "summary")) is None]
+    return [rep for _, rep, summary in _finished(point_dir, repetitions) if trust_failures(summary) is None]
 
 
 def load_experiment(directory: Path) -> list[PointResult]:
@@ -148,13 +154,11 @@ def load_experiment(directory: Path) -> list[PointResult]:
             points.append(PointResult(p["overrides"], label, f"not runnable: {why}", after_s))
             continue
         summaries, untrusted = [], []
-        for r in range(plan["repetitions"]):
-            if (pdir / f"rep{r}" / DONE_MARK).is_file():
-                summary = read_json(pdir / f"rep{r}" / "summary.json", "summary")
-                if (failed := trust_failures(summary)) is None:
-                    summaries.append(summary)
-                else:
-                    untrusted.append({"rep": r, "failed": failed})
+        for r, _, summary in _finished(pdir, plan["repetitions"]):
+            if (failed := trust_failures(summary)) is None:
+                summaries.append(summary)
+            else:
+                untrusted.append({"rep": r, "failed": failed})
         status = repetitions_status(len(summaries), plan["repetitions"], len(untrusted))
         points.append(PointResult(p["overrides"], label, status, after_s, summaries, untrusted))
     return points
