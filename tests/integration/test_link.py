@@ -704,8 +704,8 @@ def test_a_poll_over_the_whole_gap_never_runs_into_real_time_throttling() -> Non
     that has run sched_rt_runtime_us of a sched_rt_period_us for the rest of that period (the kernel's
     sched-rt-group.rst; 950 ms of 1 s by default). A poll that never sleeps, here 20 ms after each frame with
     a ping every 10 ms, used to stall forwarding for those 50 ms once a second (linkbench, 2026-11-26: p99
-    37-41 ms, the forward thread's run-queue wait 46 ms a second). The thread polls as SCHED_OTHER and sleeps
-    as FIFO, so no ping of 3 s waits even half of that gap."""
+    37-41 ms, the forward thread's run-queue wait 46 ms a second). The thread polls as SCHED_OTHER past 80%
+    of each 100 ms and sleeps as FIFO, so no ping of 3 s waits even half of that gap."""
     from bbrbench.experiments import linkbench
     from bbrbench.experiments.delaybench import Chain
 
