@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import provenance
-from .cluster import run_timeout_s
+from .cluster.archive import check_complete
+from .cluster.client import run_timeout_s
+from .cluster.replies import one_line
 from .errors import HarnessError, UsageError
 from .provenance import SUBMITTED_ENV
 from .scenario import AlgoCatalog
@@ -225,10 +227,18 @@ class SlurmExecutor:
             code_text, _, node = status.read_text().strip().partition(" ")
             stderr = (task.directory / "stderr").read_text(errors="replace") if (task.directory / "stderr").is_file() \
                 else ""
-            message = (stderr.strip().splitlines() or [""])[-1].removeprefix("bbrbench: ")
+            last = (stderr.strip().splitlines() or [""])[-1].removeprefix("bbrbench: ")
+            message = "".join(c if c.isprintable() else "?" for c in last)
             code = int(code_text) if code_text.lstrip("-").isdigit() else None
+            try:
+                node = one_line(node, f"task {submission.job_id}_{index} node")
+            except HarnessError as exc:
+                yield task.job, Outcome("lost", str(exc))
+                shutil.rmtree(task.directory, ignore_errors=True)
+                continue
             if code == 0:
                 try:
+                    check_complete(task.directory / "run", None)
                     accept_run(task.directory / "run", task.job.run_dir, task.job.raw, self.submitted)
                 except HarnessError as exc:
                     yield task.job, Outcome("lost", f"from node {node}: {exc}")

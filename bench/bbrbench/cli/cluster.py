@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     elif command == "scheduler":
         expires = cluster.expiry(Path(args.certs))
         emit(f"scheduler on tls://{args.host}:{args.port}, certificate valid until {expires.date()}")
-        cluster.serve_scheduler(Path(args.certs), args.host, args.port)
+        cluster.serve_scheduler(Path(args.certs), args.host, args.port, Path(CA_DEFAULT))
     else:
         cluster.serve_worker(args.scheduler, Path(args.certs), args.host)
     return 0
