@@ -14,6 +14,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import tarfile
 import tempfile
 import time
@@ -23,8 +24,12 @@ from typing import Any
 
 import pytest
 
-from bbrbench import cluster as cluster_mod
-from bbrbench.cluster import CA_FILE, CERT_FILE, KEY_FILE, SCRATCH_PREFIX, pack, start_commands, unpack
+import bbrbench.cluster as cluster_mod
+from bbrbench.cluster import archive, client, worker
+from bbrbench.cluster.archive import pack, unpack
+from bbrbench.cluster.certs import CA_FILE, CERT_FILE, KEY_FILE, security
+from bbrbench.cluster.servers import start_commands
+from bbrbench.cluster.worker import SCRATCH_PREFIX
 from bbrbench.errors import HarnessError, RunsLost
 from bbrbench.results import write_json
 from bbrbench.scenario import AlgoCatalog
@@ -147,7 +152,7 @@ class Cluster:
 
     def client(self) -> Any:
         from distributed import Client
-        return Client(self.address, security=cluster_mod._security(self.certs), timeout=START_TIMEOUT_S)
+        return Client(self.address, security=security(self.certs), timeout=START_TIMEOUT_S)
 
     def worker_certs(self) -> Path:
         return self.authority.host_certs()
@@ -179,7 +184,7 @@ class Cluster:
 
     def lock_files(self) -> list[Path]:
         """Lock files of its workers' hosts still there (none once they have all stopped)."""
-        return [p for h in sorted(self.hosts) if (p := cluster_mod.LOCK_DIR / f"bbrbench-worker-{h}.lock").exists()]
+        return [p for h in sorted(self.hosts) if (p := worker.LOCK_DIR / f"bbrbench-worker-{h}.lock").exists()]
 
 
 @pytest.fixture(scope="module")
@@ -260,7 +265,7 @@ def test_authority_issues_and_revokes(tmp_path: Path) -> None:
     # A key others can read is refused when loaded.
     os.chmod(host / KEY_FILE, 0o644)
     with pytest.raises(HarnessError, match="readable by others"):
-        cluster_mod._security(host)
+        security(host)
 
 
 def test_unauthenticated_peers_are_refused(cluster: Callable[[], Cluster], tmp_path: Path) -> None:
@@ -446,6 +451,8 @@ def test_results_are_taken_only_as_the_run_asked_for(tmp_path: Path, monkeypatch
     raw, submitted = {"name": "s"}, {"command": "bbrbench sweep s"}
     (tmp_path / "run").mkdir()
     write_json(tmp_path / "run" / "scenario.json", "run", {"raw": raw, "submitted_by": submitted})
+    write_json(tmp_path / "run" / "summary.json", "summary", {})
+    write_json(tmp_path / "run" / "host.json", "host", {"hostname": "h", "machine_id": "h"})
     (tmp_path / "run" / "raw").mkdir()
     (tmp_path / "run" / "raw" / "ss.csv").write_text("1\n")
     data = pack(tmp_path / "run")
@@ -460,7 +467,7 @@ def test_results_are_taken_only_as_the_run_asked_for(tmp_path: Path, monkeypatch
             unpack(damaged, tmp_path / "c2", raw, submitted)
     # The tar alone is 10 KiB of blocks: over a 1 KiB cap, as a bomb would be over the real one.
     with monkeypatch.context() as m:
-        m.setattr("bbrbench.cluster.RESULT_MAX_BYTES", 1024)
+        m.setattr(archive, "RESULT_MAX_BYTES", 1024)
         with pytest.raises(HarnessError, match="larger than"):
             unpack(data, tmp_path / "c2", raw, submitted)
     with pytest.raises(HarnessError, match="not of the run asked for"):
@@ -479,42 +486,42 @@ def test_results_are_taken_only_as_the_run_asked_for(tmp_path: Path, monkeypatch
 
 def test_a_hung_run_is_stopped_at_its_timeout() -> None:
     start = time.monotonic()
-    code, _ = cluster_mod._run_child(["sleep", "60"], dict(os.environ), 1.0)
-    assert code is None and time.monotonic() - start < cluster_mod.RUN_STOP_TIMEOUT_S
-    assert cluster_mod._run_child(["sh", "-c", "echo no >&2; exit 3"], dict(os.environ), 10.0) == (3, "no\n")
+    code, _ = worker._run_child(["sleep", "60"], dict(os.environ), 1.0)
+    assert code is None and time.monotonic() - start < worker.RUN_STOP_TIMEOUT_S
+    assert worker._run_child(["sh", "-c", "echo no >&2; exit 3"], dict(os.environ), 10.0) == (3, "no\n")
     job = Job(0, Point("p", {}), {"duration_s": 30}, Path("x"))
-    assert cluster_mod.run_timeout_s(job) == 2 * 30 + cluster_mod.RUN_SETUP_S
+    assert client.run_timeout_s(job) == 2 * 30 + client.RUN_SETUP_S
 
 
 def test_one_worker_per_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A host's lock is one file per host: a second worker is refused while the first holds it; it is
     removed by its holder as it closes, or once free by whoever can take it (a killed worker's nanny), so
     that stopped workers leave no lock file behind, and never while a live worker holds it."""
-    monkeypatch.setattr(cluster_mod, "LOCK_DIR", tmp_path)
-    monkeypatch.setattr(cluster_mod, "_LOCK_PROBLEM", "")
-    monkeypatch.setattr(cluster_mod, "_lock_fds", [])
-    holder = subprocess.Popen(["python", "-c", "import sys, time; import bbrbench.cluster as c; "
+    monkeypatch.setattr(worker, "LOCK_DIR", tmp_path)
+    monkeypatch.setattr(worker, "_LOCK_PROBLEM", "")
+    monkeypatch.setattr(worker, "_lock_fds", [])
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; import bbrbench.cluster.worker as c; "
                                f"c.LOCK_DIR = c.Path({str(tmp_path)!r}); c._lock_host(); "
                                "print(c._LOCK_PROBLEM or 'held', flush=True); time.sleep(60)"],
                               stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        cluster_mod._lock_host()
-        assert f"pid {holder.pid}" in cluster_mod._LOCK_PROBLEM
-        assert any(f"pid {holder.pid}" in p for p in cluster_mod.health()["problems"])
-        cluster_mod._unlock_host()
+        worker._lock_host()
+        assert f"pid {holder.pid}" in worker._LOCK_PROBLEM
+        assert any(f"pid {holder.pid}" in p for p in worker.health()["problems"])
+        worker._unlock_host()
         assert len(list(tmp_path.iterdir())) == 1  # a live worker's lock stays
     finally:
         holder.kill()  # a worker killed outright: its lock file stays, free
         holder.wait()
-    cluster_mod._unlock_host()
+    worker._unlock_host()
     assert not list(tmp_path.iterdir())
     # Another (simulated) host on this machine has its own lock, which its worker removes as it closes.
-    monkeypatch.setattr(cluster_mod, "_LOCK_PROBLEM", "")
+    monkeypatch.setattr(worker, "_LOCK_PROBLEM", "")
     monkeypatch.setenv(FAKE_HOST_ENV, json.dumps({"hostname": "b", "machine_id": "b"}))
-    cluster_mod._lock_host()
-    assert cluster_mod._LOCK_PROBLEM == "" and [p.name for p in tmp_path.iterdir()] == ["bbrbench-worker-b.lock"]
-    cluster_mod._unlock_host()
+    worker._lock_host()
+    assert worker._LOCK_PROBLEM == "" and [p.name for p in tmp_path.iterdir()] == ["bbrbench-worker-b.lock"]
+    worker._unlock_host()
     assert not list(tmp_path.iterdir())
 
 
@@ -650,7 +657,7 @@ def test_interrupted_client_leaves_nothing_queued(shared: Cluster, tmp_path: Pat
     shared.stop_worker(shared.workers[0])
     assert not list(Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*"))
     wait_for("the abandoned run removed its namespaces", lambda: not namespaces(RUN_BASE),
-             timeout_s=cluster_mod.RUN_STOP_TIMEOUT_S)
+             timeout_s=worker.RUN_STOP_TIMEOUT_S)
     shared.start_worker(host=SHARED_HOST)
 
 
@@ -750,7 +757,7 @@ def test_workers_that_cannot_run_experiments_get_none(cluster: Callable[[], Clus
 
 ROGUE = '''
 import os
-import bbrbench.cluster
+import bbrbench.cluster.worker
 
 
 class Payload:
@@ -764,7 +771,7 @@ def rogue_run(*_args, **_kwargs):
     return {{"status": "done", "message": "", "host": "rogue", "tar": Payload()}}
 
 
-bbrbench.cluster.remote_run = rogue_run
+bbrbench.cluster.worker.remote_run = rogue_run
 '''
 
 
@@ -791,26 +798,25 @@ def test_each_point_spreads_over_the_hosts() -> None:
     """The client's placement, hosts taking runs in turn (as two equal hosts do): each point's repetitions
     alternate between them. Handing out the queue in order instead puts every repetition of one point on
     one host and of the other on the other: the confounding the review found."""
-    from collections import Counter
 
     from bbrbench.cluster import DaskExecutor, Member
     executor = DaskExecutor.__new__(DaskExecutor)
     hosts = [Member("tls://a", {"machine_id": "a"}), Member("tls://b", {"machine_id": "b"})]
     queue = [Job(rep, Point(f"p{k}", {}), {}, Path()) for rep in range(4) for k in range(2)]
-    placed: Counter[tuple[str, str]] = Counter()
+    ledger = client.Ledger()
     ran: dict[str, list[str]] = {}
     turn = 0
     while queue:
         member = hosts[turn % 2]
-        job = executor._pick(queue, member, placed, {})
+        job = executor._pick(queue, member, ledger)
         assert job is not None
         queue.remove(job)
-        placed[(job.point.id, member.host)] += 1
+        ledger.placed[(job.point.id, member.host)] += 1
         ran.setdefault(job.point.id, []).append(member.host)
         turn += 1
     assert {p: sorted(h) for p, h in ran.items()} == {"p0": ["a", "a", "b", "b"], "p1": ["a", "a", "b", "b"]}
     # A host that cannot run a point takes the other's runs, and the point's runs go to the other host.
-    excluded = {"p0": {"a": "no qdisc"}}
+    excluded = client.Ledger(excluded={"p0": {"a": "no qdisc"}})
     queue = [Job(0, Point("p0", {}), {}, Path()), Job(0, Point("p1", {}), {}, Path())]
-    assert executor._pick(queue, hosts[0], Counter(), excluded) is queue[1]
-    assert executor._pick(queue[:1], hosts[0], Counter(), excluded) is None
+    assert executor._pick(queue, hosts[0], excluded) is queue[1]
+    assert executor._pick(queue[:1], hosts[0], excluded) is None

@@ -59,8 +59,8 @@ def _gunzip(data: bytes) -> bytes:
 
 def extract_new(data: bytes, root: Path) -> None:
     """The tar's files and directories under root, a new directory, written by this process with its own
-    modes: no links, devices, sparse files or owners from the sender (tarfile's filter='data' does part of this from Python
-    3.11.4 only), and no more than RESULT_MAX_BYTES written in all, whatever the headers say."""
+    modes: no links, devices, sparse files or owners from the sender (tarfile's filter='data' does part of
+    this from Python 3.11.4 only), and no more than RESULT_MAX_BYTES written in all, whatever the headers say."""
     root.parent.mkdir(parents=True, exist_ok=True)
     root.mkdir()  # not an existing directory or a link to one
     left = RESULT_MAX_BYTES

@@ -305,7 +305,7 @@ class DaskExecutor:
         try:
             status, message, tar = run_reply(result, out.nonce)
         except HarnessError as exc:
-            yield from self._retry(out, f"from {member.label}: {exc}", queue, ledger)
+            yield from self._failed(out, f"from {member.label}: {exc}", queue, ledger)
             return
         log.debug("%s rep %d: %s on %s", job.point.label, job.rep + 1, status, member.label)
         if status == "not_runnable":
@@ -319,12 +319,16 @@ class DaskExecutor:
             try:
                 unpack(tar, job.run_dir, job.raw, {**self.submitted, "try": out.nonce}, member.report)
             except HarnessError as exc:
-                yield from self._retry(out, f"from {member.label}: {exc}", queue, ledger)
+                yield from self._failed(out, f"from {member.label}: {exc}", queue, ledger)
             else:
                 delivery = {"worker": member.address, "host": member.host, "try": out.nonce,
                             "certificate": member.report.get("certificate")}
                 (job.run_dir / DELIVERY_FILE).write_text(json.dumps(delivery, indent=2) + "\n")
                 yield job, Outcome("done")
         else:  # failed or timeout: another host may run it
-            ledger.failed_on.setdefault(id(job), {})[member.host] = f"{status}: {message}"
-            yield from self._retry(out, f"{status} on {member.label}: {message}", queue, ledger)
+            yield from self._failed(out, f"{status} on {member.label}: {message}", queue, ledger)
+
+    def _failed(self, out: Try, why: str, queue: list[Job], ledger: Ledger) -> Iterator[tuple[Job, Outcome]]:
+        """The run failed on its host, or came back malformed: another host gets it, this one not again."""
+        ledger.failed_on.setdefault(id(out.job), {})[out.member.host] = why
+        yield from self._retry(out, why, queue, ledger)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HarnessError
-from .certs import CA_KEY_FILE, security
+from .certs import CA_KEY_FILE, expiry, security
 from .worker import RESOURCE, close_http
 
 # Preloaded in every worker and its nanny: its dask_setup and dask_teardown hooks.
@@ -54,13 +54,14 @@ def ca_key_problem(certs: Path, ca_dir: Path) -> str:
     return ""
 
 
-def serve_scheduler(certs: Path, host: str, port: int, ca_dir: Path) -> None:
+def serve_scheduler(certs: Path, host: str, port: int, ca_dir: Path, announce: Callable[[str], None]) -> None:
     """A scheduler on host:port, its HTTP server closed as soon as it started; never where the authority's
     key is readable (beside its certificate, or in ca_dir)."""
     from distributed import Scheduler
     if problem := ca_key_problem(certs, ca_dir):
         raise HarnessError(f"cluster scheduler: {problem}")
     settings = security(certs)
+    announce(expiry(certs).date().isoformat())
     _serve(lambda: Scheduler(host=host, port=port, protocol="tls", security=settings, dashboard=False,
                              dashboard_address=f"{host}:0"))
 

@@ -287,7 +287,8 @@ def _own_certificate() -> str | None:
     each run it delivers (a member could lie; docs/cluster.md, the trust model)."""
     from distributed import get_worker
     with contextlib.suppress(ValueError, OSError):
-        cert = certificate(Path(getattr(get_worker().security, "tls_worker_cert")))
+        security: Any = get_worker().security  # its TLS paths are set per instance
+        cert = certificate(Path(security.tls_worker_cert))
         return f"{cert.subject.rfc4514_string()} serial {cert.serial_number:x}"
     return None
 
