@@ -223,21 +223,22 @@ def test_a_resume_goes_on_from_where_earlier_repetitions_ran(tmp_path: Path) -> 
     assert ex._pick(todo, members[1], ledger) is todo[0]  # b takes it, having run the point least
 
 
-def sparse_tar(tmp_path: Path) -> bytes:
-    """A GNU sparse member: a few hundred bytes of archive standing for a 64 MiB file."""
+def sparse_tar(tmp_path: Path, form: str) -> bytes:
+    """A sparse member (GNU's or pax's): a few hundred bytes of archive standing for a 64 MiB file."""
     (tmp_path / "src").mkdir()
     with (tmp_path / "src" / "summary.json").open("wb") as fh:
         fh.truncate(64 << 20)
-    subprocess.run(["tar", "--sparse", "--format=gnu", "-czf", str(tmp_path / "s.tgz"), "-C", str(tmp_path / "src"),
+    subprocess.run(["tar", "--sparse", f"--format={form}", "-czf", str(tmp_path / "s.tgz"), "-C", str(tmp_path / "src"),
                     "."], check=True)
     return (tmp_path / "s.tgz").read_bytes()
 
 
-def test_a_sparse_member_is_refused(tmp_path: Path) -> None:
-    data = sparse_tar(tmp_path)
+@pytest.mark.parametrize("form", ["gnu", "pax"])
+def test_a_sparse_member_is_refused(tmp_path: Path, form: str) -> None:
+    data = sparse_tar(tmp_path, form)
     assert len(data) < 1024
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        assert any(m.type == tarfile.GNUTYPE_SPARSE for m in tar)
+        assert any(m.type == tarfile.GNUTYPE_SPARSE or m.sparse is not None for m in tar)
     with pytest.raises(HarnessError, match="only plain files"):
         unpack(data, tmp_path / "run", RAW, {})
     assert not (tmp_path / "run").exists() and not (tmp_path / "run.part").exists()
