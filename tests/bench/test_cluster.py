@@ -323,15 +323,18 @@ def test_unauthenticated_peers_are_refused(cluster: Callable[[], Cluster], tmp_p
     assert missing.returncode == 1 and "cluster add-host/add-user" in missing.stderr and not out.exists()
 
 
-def test_listeners_bind_only_the_address_given(shared: Cluster) -> None:
-    """Dask's scheduler served HTTP on 0.0.0.0:8787 even with --no-dashboard; every socket of the
-    scheduler, the worker and its nanny now listens on the address given (here loopback)."""
-    scheduler, worker = shared.procs[0], shared.workers[0]
-    pids = {str(scheduler.pid), str(worker.pid), *children(worker)}  # the worker process under its nanny
+def test_only_the_tls_comm_listens_on_the_address_given(shared: Cluster) -> None:
+    """Dask's scheduler and workers serve HTTP (worker lists, logs, call stacks, metrics) to anyone, without
+    a certificate; it is closed as each starts. What listens is the TLS comm of the scheduler, the worker
+    and its nanny, on the address given (here loopback) only, each refusing a peer without a
+    certificate (test_unauthenticated_peers_are_refused)."""
+    scheduler, nanny = shared.procs[0], shared.workers[0]
+    pids = {str(scheduler.pid), str(nanny.pid), *children(nanny)}  # the worker process under its nanny
     listening = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True, check=True).stdout.splitlines()
     ours = [line.split()[3] for line in listening if any(f"pid={p}," in line for p in pids)]
-    assert len(ours) >= 4, listening  # scheduler: comm and HTTP; nanny and worker: comm (and HTTP)
+    assert len(ours) == 3, listening  # the comm of each: scheduler, nanny, worker
     assert all(a.startswith("127.0.0.1:") for a in ours), ours
+    assert f"127.0.0.1:{shared.port}" in ours
 
 
 def fake_sweep(out: Path, hosts: list[tuple[str, str]], points: int = 1,
@@ -794,12 +797,69 @@ def test_a_rogue_workers_pickle_never_runs_in_the_client(cluster: Callable[[], C
     assert not list(tmp_path.glob("unpickled*")) and not list(out.glob("points/*/rep*/done"))
 
 
+TO_PICKLE = '''
+import os
+import pickle
+import distributed.worker
+from distributed.protocol.serialize import Pickled, ToPickle
+
+
+class Payload:
+    """Unpickling it runs a command: what any member can send."""
+
+    def __reduce__(self):
+        return (os.system, ("echo $PPID >> {mark}",))
+
+
+async def rogue_run(*_args, **_kwargs):
+    # Dask's handler wraps a result in Serialize, which a msgpack-only peer refuses; a worker's own code
+    # can answer with a ToPickle frame instead, which every peer unpickles: the scheduler unpickles the
+    # outer one (running nothing) and forwards the inner, already pickled, to the client.
+    inner = Pickled({{"pickled-obj": pickle.dumps(Payload())}}, [])
+    return {{"status": "OK", "result": ToPickle(inner)}}
+
+
+distributed.worker.run = rogue_run
+'''
+
+
+@pytest.mark.net
+def test_every_member_can_run_code_in_every_other(cluster: Callable[[], Cluster], tmp_path: Path) -> None:
+    """The trust model of docs/cluster.md, attacked: Dask unpickles ToPickle frames whatever the client's
+    deserializers say, so a worker's reply runs code in the submitting client; a user's certificate runs
+    code in the scheduler and on every worker, and so does a host's used as a client. Every member is
+    trusted: the certificates decide membership, not what a member may do."""
+    c = cluster()
+    c.start_scheduler()
+    site = tmp_path / "site"
+    site.mkdir()
+    in_client = tmp_path / "ran-in-client"
+    (site / "sitecustomize.py").write_text(TO_PICKLE.format(mark=in_client))
+    rogue = c.worker_certs()
+    c.start_worker(certs=rogue, env={"PYTHONPATH": str(site)})
+    from bbrbench.cluster import DaskExecutor
+    with pytest.raises(HarnessError, match="no worker can run experiments"):
+        with DaskExecutor(c.address, c.certs, 1):
+            pass
+    # The worker's health reply ran in this process (the client's), and was then refused as malformed.
+    assert in_client.read_text().split() == [str(os.getpid())]
+    # A user's certificate, and a host's used as a client: code in the scheduler and on a worker.
+    c.start_worker()
+    for name, certs in (("user", c.certs), ("host", rogue)):
+        from distributed import Client
+        with Client(c.address, security=security(certs), timeout=START_TIMEOUT_S, set_as_default=False) as member:
+            member.run_on_scheduler(os.system, f"echo $PPID > {tmp_path / f'{name}-in-scheduler'}")
+            member.run(os.system, f"echo $PPID > {tmp_path / f'{name}-on-worker'}")
+        assert (tmp_path / f"{name}-in-scheduler").read_text().strip() == str(c.procs[0].pid)
+        assert (tmp_path / f"{name}-on-worker").is_file()
+
+
 def test_each_point_spreads_over_the_hosts() -> None:
     """The client's placement, hosts taking runs in turn (as two equal hosts do): each point's repetitions
     alternate between them. Handing out the queue in order instead puts every repetition of one point on
     one host and of the other on the other: the confounding the review found."""
 
-    from bbrbench.cluster import DaskExecutor, Member
+    from bbrbench.cluster.client import DaskExecutor, Member
     executor = DaskExecutor.__new__(DaskExecutor)
     hosts = [Member("tls://a", {"machine_id": "a"}), Member("tls://b", {"machine_id": "b"})]
     queue = [Job(rep, Point(f"p{k}", {}), {}, Path()) for rep in range(4) for k in range(2)]
