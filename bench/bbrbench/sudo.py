@@ -56,15 +56,15 @@ def check_root_owned(path: Path) -> None:
 
 
 def read_no_follow(path: Path, uid: int) -> bytes:
-    """The file at path, if it is a regular file (not a link) of uid's or root's, at most
-    SCENARIO_MAX_BYTES."""
+    """The file at path, if it is a regular file of uid's with one name (not a symbolic link, nor a hard
+    link to someone else's file), at most SCENARIO_MAX_BYTES."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise UsageError(f"run under sudo: {path}: {exc.strerror} (a regular file, not a link)") from None
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid not in (uid, 0):
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != uid or st.st_nlink != 1:
             raise UsageError(f"run under sudo: {path}: not a regular file of yours")
         data = fh.read(SCENARIO_MAX_BYTES + 1)
     if len(data) > SCENARIO_MAX_BYTES:
