@@ -17,7 +17,10 @@ import pytest
 from bbrbench import sudo
 from bbrbench.errors import HarnessError, UsageError
 from bbrbench.results import write_json
-from benchutil import NOBODY, bbrbench_cmd
+from benchutil import NOBODY, bbrbench_cmd, needs_net
+
+# One cubic flow for a second: the shortest run that makes every file of a run directory.
+SHORT_SCENARIO = 'duration_s = 1\n[bottleneck]\nrate_mbit = 20\nbuffer_packets = 50\n[[flows]]\nalgo = "cubic"\n'
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="acts as root for another user (setuid, chown)")
 
@@ -132,3 +135,22 @@ def test_sudo_is_recognised_only_as_root_for_another_user(monkeypatch: pytest.Mo
     monkeypatch.setenv("BBRCTL", "/home/ann/bbrctl")
     with pytest.raises(UsageError, match="not BBRCTL"):
         sudo.check_pinned(args)
+
+
+@pytest.mark.root
+@pytest.mark.net
+@needs_net
+def test_a_run_under_sudo_is_made_in_staging_and_handed_over(root_dir: Path) -> None:
+    """A real run through the entry point, as sudo would start it (SUDO_UID/SUDO_GID; this machine has no
+    sudo): the user's scenario in, every file of the run the user's, nothing left in root's staging."""
+    home = root_dir / "home"
+    home.mkdir()
+    nobodys(home)
+    scenario = nobodys(written(home / "s.toml", SHORT_SCENARIO))
+    before = set(Path(tempfile.gettempdir()).glob(f"{sudo.STAGING_PREFIX}*"))
+    result = under_sudo("-q", "run", "--no-plots", "--out", str(home / "run"), str(scenario))
+    assert result.returncode == 0, result.stderr
+    made = [home / "run", *(home / "run").rglob("*")]
+    assert {"summary.json", "host.json", "scenario.json"} <= {p.name for p in made}
+    assert {(p.lstat().st_uid, p.lstat().st_gid) for p in made} == {(NOBODY, NOBODY)}
+    assert set(Path(tempfile.gettempdir()).glob(f"{sudo.STAGING_PREFIX}*")) == before
