@@ -27,7 +27,7 @@ from bbrbench.scenario import AlgoCatalog
 from bbrbench.slurm import SlurmExecutor
 from bbrbench.sweep import DONE_MARK, FAILED, NOT_RUNNABLE, Plan, Point, run_sweep
 from bbrbench.sweep.store import NOT_RUNNABLE_ON
-from benchutil import NOBODY, START_TIMEOUT_S, SWEEP, bbrbench_cmd, free_port, needs_net
+from benchutil import START_TIMEOUT_S, SWEEP, bbrbench_cmd, free_port, needs_net
 
 
 def real_slurm(test: Callable[..., None]) -> Callable[..., None]:
