@@ -323,6 +323,23 @@ def test_unauthenticated_peers_are_refused(cluster: Callable[[], Cluster], tmp_p
     assert missing.returncode == 1 and "cluster add-host/add-user" in missing.stderr and not out.exists()
 
 
+def test_a_revocation_takes_effect_without_a_restart(cluster: Callable[[], Cluster], tmp_path: Path) -> None:
+    """The scheduler reads crl.pem at every handshake: a user revoked, the new list copied into the
+    scheduler's directory, and that user's next connection is refused, the scheduler still running."""
+    c = cluster()
+    scheduler = c.start_scheduler()
+    ann = certificate(c.ca, "ann-revoked-live", tmp_path / "ann")
+    args = ("--out", str(tmp_path / "sweep"), "--cluster", c.address, "--cluster-certs", str(ann))
+    from bbrbench.cluster.client import connect
+    connect(c.address, ann).close()
+    cluster_mod.revoke(c.ca, "ann-revoked-live")
+    shutil.copyfile(c.ca / "crl.pem", c.scheduler_certs / "crl.pem")
+    result = run_cli(*SWEEP, *args)
+    assert result.returncode == 1 and "cannot connect" in result.stderr, result.stderr
+    assert scheduler.poll() is None
+    connect(c.address, c.certs).close()  # others still connect
+
+
 def test_only_the_tls_comm_listens_on_the_address_given(shared: Cluster) -> None:
     """Dask's scheduler and workers serve HTTP (worker lists, logs, call stacks, metrics) to anyone, without
     a certificate; it is closed as each starts. What listens is the TLS comm of the scheduler, the worker

@@ -225,14 +225,25 @@ except ImportError:  # without the cluster extra; connect() says what to install
 
 class CheckedSecurity(_Security):
     """Dask's TLS contexts, which also check the authority's revocation list (crl.pem beside ca.pem) and,
-    on connecting, the peer's name or address against its certificate's SANs (Dask leaves that off).
+    on connecting, the peer's name or address against its certificate's SANs (Dask leaves that off). A
+    listener reads crl.pem again at every handshake, so that a new list takes effect without a restart.
     A class of this module: the nanny pickles it to its worker."""
 
-    def _get_tls_context(self, tls: dict[str, Any], purpose: ssl.Purpose) -> ssl.SSLContext:
+    def _checked_context(self, tls: dict[str, Any], purpose: ssl.Purpose) -> ssl.SSLContext:
         ctx: ssl.SSLContext = super()._get_tls_context(tls, purpose)
         ctx.load_verify_locations(cafile=str(Path(tls["ca_file"]).with_name(CRL_FILE)))
         ctx.verify_flags |= ssl.VERIFY_CRL_CHECK_LEAF
         ctx.check_hostname = purpose == ssl.Purpose.SERVER_AUTH
+        return ctx
+
+    def _get_tls_context(self, tls: dict[str, Any], purpose: ssl.Purpose) -> ssl.SSLContext:
+        ctx = self._checked_context(tls, purpose)
+        if purpose == ssl.Purpose.CLIENT_AUTH:
+            # OpenSSL calls this for every ClientHello (with or without SNI); the fresh context's store,
+            # with the revocation list as it is now, verifies the peer's certificate.
+            def reload(sock: ssl.SSLObject | ssl.SSLSocket, _name: str | None, _ctx: ssl.SSLContext) -> None:
+                sock.context = self._checked_context(tls, purpose)
+            ctx.sni_callback = reload
         return ctx
 
 
