@@ -249,16 +249,18 @@ def test_slurm_outcomes_per_node_and_lost_tasks(tmp_path: Path, monkeypatch: pyt
     """Not runnable on one node: recorded for that node, and the run goes again to the others (--exclude);
     on every node, the point is not runnable. A task that left no status is tried again (--tries); a run
     that is not the one asked for is refused, and once its tries are spent the sweep fails. A node name
-    with a control character in it (the status file is the task's) is refused, never written as a line."""
+    with a control character in it (the status file is the task's) is refused, never written as a line. A
+    run that failed on one node goes to another."""
     fake = FakeSlurm(["n1", "n2"], {0: [(3, "n1"), (0, "n2")], 1: ["lost", (0, "n1")], 2: ["other", "other"],
-                                    3: [(3, "n1"), (3, "n2")], 4: [(3, "n1\nn2: injected"), (0, "n2")]})
+                                    3: [(3, "n1"), (3, "n2")], 4: [(3, "n1\nn2: injected"), (0, "n2")],
+                                    5: [(1, "n1"), (0, "n2")], 6: [(1, "n1"), (1, "n2")]})
     monkeypatch.setattr(slurm_mod, "_slurm", fake)
     monkeypatch.setattr(slurm_mod, "POLL_S", 0.0)
     monkeypatch.setattr(slurm_mod, "STATUS_GRACE_S", 0.0)
-    plan = Plan(name="t", raw={"name": "t"}, points=[Point(f"p{k}", {"k": k}) for k in range(5)], repetitions=1,
+    plan = Plan(name="t", raw={"name": "t"}, points=[Point(f"p{k}", {"k": k}) for k in range(7)], repetitions=1,
                 metrics=["total.goodput_mbps"], duration_s=1)
     out = tmp_path / "sweep"
-    with pytest.raises(RunsLost, match="1/5 runs lost .*not of the run asked for"):
+    with pytest.raises(RunsLost, match="2/7 runs lost"):
         with SlurmExecutor(2, []) as executor:
             run_sweep(plan, out, AlgoCatalog.__new__(AlgoCatalog), executor)
     points = out / "points"
@@ -269,6 +271,10 @@ def test_slurm_outcomes_per_node_and_lost_tasks(tmp_path: Path, monkeypatch: pyt
     assert not (points / "p2" / "rep0" / "summary.json").exists()
     assert (points / "p3" / NOT_RUNNABLE).read_text() == "n1: no such qdisc here; n2: no such qdisc here\n"
     assert (points / "p4" / "rep0" / DONE_MARK).is_file() and not (points / "p4" / NOT_RUNNABLE_ON).exists()
+    assert (points / "p5" / "rep0" / DONE_MARK).is_file() and fake.excluded[5] == ["", "n1"]  # failed on n1
+    assert (points / "p2" / "rep0" / FAILED).read_text().startswith("lost: ") and "not of the run asked for" in (
+        points / "p2" / "rep0" / FAILED).read_text()
+    assert (points / "p6" / "rep0" / FAILED).read_text().startswith("lost: failed on node n2")  # tries spent
     # What is left in OUT/slurm: the lost task's directory, kept for its log, and no submission.
     assert [p.name for p in (out / "slurm").iterdir()] == ["lost-77_1"]
 
