@@ -798,8 +798,9 @@ bbrbench.cluster.worker.remote_run = rogue_run
 @pytest.mark.root
 @pytest.mark.skipif(os.geteuid() != 0, reason="starts a worker as root")
 def test_a_rogue_workers_pickle_never_runs_in_the_client(cluster: Callable[[], Cluster], tmp_path: Path) -> None:
-    """A compromised worker answers a run with a pickle that runs a command when loaded. The client takes
-    results as msgpack only: the run is lost (exit 1), and nothing ran."""
+    """A worker answers a run with a pickle, through Dask's Serialize path, that would run a command when
+    loaded: the client's msgpack-only deserializers refuse it, the run is lost (exit 1) and nothing ran.
+    (A ToPickle frame is unpickled regardless: test_every_member_can_run_code_in_every_other.)"""
     mark = tmp_path / "unpickled"
     site = tmp_path / "site"
     site.mkdir()
