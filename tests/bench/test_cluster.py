@@ -837,7 +837,7 @@ async def rogue_run(*_args, **_kwargs):
     # can answer with a ToPickle frame instead, which every peer unpickles: the scheduler unpickles the
     # outer one (running nothing) and forwards the inner, already pickled, to the client.
     inner = Pickled({{"pickled-obj": pickle.dumps(Payload())}}, [])
-    return {{"status": "OK", "result": ToPickle(inner)}}
+    return {{"status": "OK", "result": ToPickle(inner), "for_the_scheduler": ToPickle(Payload())}}
 
 
 distributed.worker.run = rogue_run
@@ -846,7 +846,7 @@ distributed.worker.run = rogue_run
 
 def test_every_member_can_run_code_in_every_other(cluster: Callable[[], Cluster], tmp_path: Path) -> None:
     """The trust model of docs/cluster.md, attacked: Dask unpickles ToPickle frames whatever the client's
-    deserializers say, so a worker's reply runs code in the submitting client; a user's certificate runs
+    deserializers say, so a worker's reply runs code in the scheduler and in the submitting client; a user's certificate runs
     code in the scheduler and on every worker, and so does a host's used as a client. Every member is
     trusted: the certificates decide membership, not what a member may do."""
     c = cluster()
@@ -861,8 +861,9 @@ def test_every_member_can_run_code_in_every_other(cluster: Callable[[], Cluster]
     with pytest.raises(HarnessError, match="no worker can run experiments"):
         with DaskExecutor(c.address, c.certs, 1):
             pass
-    # The worker's health reply ran in this process (the client's), and was then refused as malformed.
-    assert in_client.read_text().split() == [str(os.getpid())]
+    # The worker's health reply ran in the scheduler and in this process (the client's), and was then
+    # refused as malformed.
+    assert sorted(in_client.read_text().split()) == sorted([str(c.procs[0].pid), str(os.getpid())])
     # A user's certificate, and a host's used as a client: code in the scheduler and on a worker.
     c.start_worker()
     for name, certs in (("user", c.certs), ("host", rogue)):
