@@ -24,6 +24,7 @@ from typing import Any
 from ..errors import HarnessError
 from ..provenance import SUBMITTED_ENV
 from ..testbed.host import bbrctl_build, host_name, identity
+from ..testbed.runstate import STATE_DIR
 from .archive import pack
 from .certs import certificate
 from .replies import MAX_TEXT_CHARS
@@ -38,9 +39,9 @@ SCRATCH_PREFIX = "bbrbench-cluster-"
 RESOURCE = "testbed"
 # What a run needs on PATH besides bbrctl (the harness's own helpers come from the same checkout).
 NEEDED_TOOLS = ("ip", "tc", "nft", "iperf3", "ethtool")
-# Where a worker takes its host's lock: a directory of root's alone (not the world-writable /run/lock, where
-# another user could plant a link for root to follow), made on first use.
-LOCK_DIR = Path("/run/bbrbench")
+# Where a worker takes its host's lock: the runs' state directory, root's alone (not the world-writable
+# /run/lock, where another user could plant a link for root to follow), made on first use.
+LOCK_DIR = STATE_DIR
 # The lock file is opened without following a link, and closed in any child (a run must not hold it).
 LOCK_OPEN_FLAGS = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
 
