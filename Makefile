@@ -34,6 +34,7 @@ DOCS := $(BUILD)/bbrctl.8 $(BUILD)/bbrctl.bash $(BUILD)/bbrbench.1 $(BUILD)/bbrb
 
 DELAY_SRCS := $(sort $(wildcard bench/delayline/*.c))
 WIRE_HDRS := $(wildcard bench/wire/*.h)
+WIRE_SRCS := $(sort $(wildcard bench/wire/*.c))
 DELAY_BIN := $(if $(DELAY_SRCS),$(BUILD)/bbrkit-delay)
 LINK_CORE := bench/link/queue.c bench/link/queue.h bench/link/stages.h
 # The link's process: arguments (link.c), one direction's forwarding (path.c), traces (trace.c), the
@@ -70,7 +71,7 @@ LIBBPF_LIBS := $(or $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null),-lbpf -lelf
 LOADER_CFLAGS := -O2 -g $(WARN_CFLAGS) -I$(BUILD) -Iinclude -Iloader $(LIBBPF_CFLAGS)
 # bbrctl export serves HTTP through libmicrohttpd.
 MHD_LIBS := $(or $(shell $(PKG_CONFIG) --libs libmicrohttpd 2>/dev/null),-lmicrohttpd)
-# The two wire processes (bbrkit-delay, bbrkit-link) share bench/wire.
+# The two wire processes (bbrkit-delay, bbrkit-link) share bench/wire: its sources build into both.
 WIRE_CFLAGS := -O2 -g $(WARN_CFLAGS) -pthread -Ibench/wire
 # The algorithm hooks share one signature and not every algorithm uses every argument.
 UNIT_CFLAGS := -O1 -g $(WARN_CFLAGS) -Wno-unused-parameter -Iinclude -Ibpf -Itests/unit
@@ -171,13 +172,13 @@ $(BUILD)/bbrbench.bash: scripts/bbrbench-gen.py $(wildcard bench/bbrbench/*.py b
 	$(call msg,GEN,$@)
 	$(Q)PYTHONPATH=bench python3 scripts/bbrbench-gen.py completion > $@
 
-$(BUILD)/bbrkit-delay: $(DELAY_SRCS) $(wildcard bench/delayline/*.h) $(WIRE_HDRS) | $(BUILD)
+$(BUILD)/bbrkit-delay: $(DELAY_SRCS) $(wildcard bench/delayline/*.h) $(WIRE_SRCS) $(WIRE_HDRS) | $(BUILD)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(WIRE_CFLAGS) -o $@ $(DELAY_SRCS)
+	$(Q)$(CC) $(WIRE_CFLAGS) -o $@ $(DELAY_SRCS) $(WIRE_SRCS)
 
-$(LINK_BIN): $(LINK_SRCS) $(LINK_CORE) $(wildcard bench/link/*.h) $(WIRE_HDRS) | $(BUILD)
+$(LINK_BIN): $(LINK_SRCS) $(LINK_CORE) $(wildcard bench/link/*.h) $(WIRE_SRCS) $(WIRE_HDRS) | $(BUILD)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(WIRE_CFLAGS) -Ibench/link -o $@ $(LINK_SRCS) bench/link/queue.c -lm
+	$(Q)$(CC) $(WIRE_CFLAGS) -Ibench/link -o $@ $(LINK_SRCS) bench/link/queue.c $(WIRE_SRCS) -lm
 
 $(BUILD)/lockstep/bbr_lockstep.bpf.o: $(LOCKSTEP_SRCS) bench/kernelbbr/kernel_bbr_kfuncs.h $(BUILD)/vmlinux.h $(BPF_HDRS) | $(BUILD)/lockstep
 	$(call msg,BPF,$@)

@@ -16,14 +16,10 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <net/if.h>
 #include <pthread.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -34,6 +30,7 @@
 #include <unistd.h>
 
 #include "afpacket.h"
+#include "options.h"
 #include "path.h"
 #include "process.h"
 #include "queue.h"
@@ -62,34 +59,8 @@
 #define MAX_BUSY_POLL_US 1000000ULL
 
 enum { DIR_FWD, DIR_REV, DIRS };
-static int stop_pipe[2] = { -1, -1 };
-static atomic_int fatal_error;
 static const char *tag = "";
 static struct lpath fwd = { .name = "forward" }, rev = { .name = "reverse" };
-
-void link_fail(const char *what, int err)
-{
-	fprintf(stderr, PROG ": %s: %s\n", what, strerror(err));
-	atomic_store(&fatal_error, 1);
-	kill(getpid(), SIGTERM);
-}
-
-static void __attribute__((noreturn, format(printf, 1, 2))) die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs(PROG ": ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(2);
-}
-
-static uint64_t parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
-{
-	return wire_parse_u64(PROG, opt, s, min, max);
-}
 
 static double parse_prob(const char *opt, const char *s)
 {
@@ -98,10 +69,8 @@ static double parse_prob(const char *opt, const char *s)
 
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= 0.0 && v <= 1.0)) {
-		fprintf(stderr, PROG ": %s: '%s' is not a probability in 0..1 (see --help)\n", opt, s);
-		exit(2);
-	}
+	if (errno || end == s || *end || !(v >= 0.0 && v <= 1.0))
+		wire_die("%s: '%s' is not a probability in 0..1 (see --help)", opt, s);
 	return v;
 }
 
@@ -113,10 +82,8 @@ static double parse_percent(const char *opt, const char *s)
 
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || end == s || (*end && strcmp(end, "%")) || !(v >= 0.0 && v <= 100.0)) {
-		fprintf(stderr, PROG ": %s: '%s' is not a percentage in 0..100 (see --help)\n", opt, s);
-		exit(2);
-	}
+	if (errno || end == s || (*end && strcmp(end, "%")) || !(v >= 0.0 && v <= 100.0))
+		wire_die("%s: '%s' is not a percentage in 0..100 (see --help)", opt, s);
 	return v / 100;
 }
 
@@ -273,10 +240,10 @@ static const char *const dir_prefix[DIRS] = { "", "rev-" };
 
 /* The command line as given; main checks it, then builds the link from it. */
 struct link_args {
-	const char *left, *right, *log_path;
-	uint64_t mtu, prio, log_us, seed, busy_poll_us;
-	int sockbuf;
-	bool have_tag, rev_kernel;
+	struct wire_args wire; /* the interfaces, tag, socket buffers and priority (bench/wire) */
+	const char *log_path;
+	uint64_t mtu, log_us, seed, busy_poll_us;
+	bool rev_kernel;
 	struct path_args path[DIRS];
 };
 
@@ -309,60 +276,46 @@ struct link_args {
 enum path_opt { PATH_OPTS(PATH_OPT_ID) P_COUNT };
 #undef PATH_OPT_ID
 
-/* Long options only, numbered past every character getopt could return; a direction's options follow. */
-enum link_opt {
-	O_LEFT = 256,
-	O_RIGHT,
-	O_TAG,
-	O_SEED,
-	O_MTU,
-	O_LOG,
-	O_LOGINT,
-	O_SOCKBUF,
-	O_PRIO,
-	O_REV_KERNEL,
-	O_BUSY_POLL,
-	O_HELP,
-	O_DIR_BASE
-};
-static const struct option global_opts[] = {
-	{ "left", required_argument, NULL, O_LEFT },
-	{ "right", required_argument, NULL, O_RIGHT },
-	{ "tag", required_argument, NULL, O_TAG },
-	{ "seed", required_argument, NULL, O_SEED },
-	{ "mtu", required_argument, NULL, O_MTU },
-	{ "log", required_argument, NULL, O_LOG },
-	{ "log-interval-us", required_argument, NULL, O_LOGINT },
-	{ "sockbuf-bytes", required_argument, NULL, O_SOCKBUF },
-	{ "rt-prio", required_argument, NULL, O_PRIO },
-	{ "rev-kernel", no_argument, NULL, O_REV_KERNEL },
-	{ "busy-poll-us", required_argument, NULL, O_BUSY_POLL },
-	{ "help", no_argument, NULL, O_HELP },
-};
-#define N_GLOBAL (sizeof(global_opts) / sizeof(global_opts[0]))
 #define PATH_OPT_NAME(id, name, has_arg) { name, has_arg, NULL, 0 },
 static const struct option path_opts[P_COUNT] = { PATH_OPTS(PATH_OPT_NAME) };
 #undef PATH_OPT_NAME
 
-/* The option table: the global ones, then each direction's under its prefix. */
-static struct option all_opts[N_GLOBAL + DIRS * P_COUNT + 1];
+/* The link's options beside the shared ones (bench/wire/options.h): its own, then each direction's under
+ * its prefix, which come back to parse_path_opt by their index. */
+#define N_GLOBAL 6
+static struct wire_opt link_opts[N_GLOBAL + DIRS * P_COUNT];
 static char opt_names[DIRS * P_COUNT][32];
 
-static void build_options(void)
+static void build_options(struct link_args *a)
 {
+	const struct wire_opt global[N_GLOBAL] = {
+		{ .name = "seed", .has_arg = required_argument, .value = &a->seed, .max = UINT32_MAX },
+		{ .name = "mtu", .has_arg = required_argument, .value = &a->mtu, .min = 576, .max = MAX_MTU },
+		{ .name = "log", .has_arg = required_argument, .text = &a->log_path },
+		{ .name = "log-interval-us",
+			.has_arg = required_argument,
+			.value = &a->log_us,
+			.min = 100,
+			.max = 10000000 },
+		{ .name = "rev-kernel", .has_arg = no_argument, .flag = &a->rev_kernel },
+		{ .name = "busy-poll-us",
+			.has_arg = required_argument,
+			.value = &a->busy_poll_us,
+			.max = MAX_BUSY_POLL_US },
+	};
 	size_t n = 0;
 
 	for (size_t i = 0; i < N_GLOBAL; i++)
-		all_opts[n++] = global_opts[i];
+		link_opts[n++] = global[i];
 	for (int d = 0; d < DIRS; d++)
 		for (int i = 0; i < P_COUNT; i++) {
 			char *name = opt_names[d * P_COUNT + i];
 
 			snprintf(name, sizeof(opt_names[0]), "%s%s", dir_prefix[d], path_opts[i].name);
-			all_opts[n++] = (struct option){ name, path_opts[i].has_arg, NULL,
-				O_DIR_BASE + d * P_COUNT + i };
+			link_opts[n++] = (struct wire_opt){
+				.name = name, .has_arg = path_opts[i].has_arg, .id = d * P_COUNT + i
+			};
 		}
-	all_opts[n] = (struct option){ NULL, 0, NULL, 0 };
 }
 
 /* netem's "loss gemodel P [R [1-H [1-K]]]" (separated by spaces or commas), with tc's defaults for what
@@ -376,7 +329,7 @@ static void parse_ge(struct path_args *pa, const char *opt, const char *arg)
 	for (n = 0; tok && n < 4; n++, tok = strtok_r(NULL, ", ", &save))
 		pa->ge[n] = parse_percent(opt, tok);
 	if (n == 0 || tok)
-		die("%s '%s': expected netem's gemodel P [R [1-H [1-K]]], in percent", opt, arg);
+		wire_die("%s '%s': expected netem's gemodel P [R [1-H [1-K]]], in percent", opt, arg);
 	if (n < 2)
 		pa->ge[1] = 1 - pa->ge[0];
 	if (n < 3)
@@ -397,11 +350,11 @@ static void parse_fields(const char *opt, const char *arg, const char *what, int
 	snprintf(copy, sizeof(copy), "%s", arg);
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (n == max)
-			die("%s '%s': expected %s", opt, arg, what);
+			wire_die("%s '%s': expected %s", opt, arg, what);
 		out[n++] = tok;
 	}
 	if (n < min)
-		die("%s '%s': expected %s", opt, arg, what);
+		wire_die("%s '%s': expected %s", opt, arg, what);
 	for (int i = n; i < max; i++)
 		out[i] = NULL;
 }
@@ -414,173 +367,119 @@ static void parse_agg(struct path_args *pa, const char *opt, const char *arg)
 
 	parse_fields(opt, arg, form, 2, 4, f);
 	if (strcmp(f[0], "slot") && strcmp(f[0], "count") && strcmp(f[0], "onoff"))
-		die("%s '%s': expected %s", opt, arg, form);
+		wire_die("%s '%s': expected %s", opt, arg, form);
 	if (!strcmp(f[0], "slot")) {
 		pa->agg = LS_AGG_SLOT;
-		pa->agg_a_us = parse_u64(opt, f[1], 1, MAX_PARAM_MS * 1000);
-		pa->agg_b_us = f[2] ? parse_u64(opt, f[2], pa->agg_a_us, MAX_PARAM_MS * 1000) : pa->agg_a_us;
-		pa->agg_pkts = f[3] ? parse_u64(opt, f[3], 1, MAX_LIMIT_PKTS) : 0;
+		pa->agg_a_us = wire_parse_u64(opt, f[1], 1, MAX_PARAM_MS * 1000);
+		pa->agg_b_us =
+			f[2] ? wire_parse_u64(opt, f[2], pa->agg_a_us, MAX_PARAM_MS * 1000) : pa->agg_a_us;
+		pa->agg_pkts = f[3] ? wire_parse_u64(opt, f[3], 1, MAX_LIMIT_PKTS) : 0;
 		return;
 	}
 	if (!f[2] || f[3])
-		die("%s '%s': expected %s", opt, arg, form);
+		wire_die("%s '%s': expected %s", opt, arg, form);
 	if (!strcmp(f[0], "count")) {
 		pa->agg = LS_AGG_COUNT;
-		pa->agg_pkts = parse_u64(opt, f[1], 1, MAX_LIMIT_PKTS);
-		pa->agg_a_us = parse_u64(opt, f[2], 1, MAX_PARAM_MS * 1000);
+		pa->agg_pkts = wire_parse_u64(opt, f[1], 1, MAX_LIMIT_PKTS);
+		pa->agg_a_us = wire_parse_u64(opt, f[2], 1, MAX_PARAM_MS * 1000);
 	} else {
 		pa->agg = LS_AGG_ONOFF;
-		pa->agg_a_us = parse_u64(opt, f[1], 1, MAX_PARAM_MS * 1000);
-		pa->agg_b_us = parse_u64(opt, f[2], 1, MAX_PARAM_MS * 1000);
+		pa->agg_a_us = wire_parse_u64(opt, f[1], 1, MAX_PARAM_MS * 1000);
+		pa->agg_b_us = wire_parse_u64(opt, f[2], 1, MAX_PARAM_MS * 1000);
 	}
 }
 
 /* One direction's option @id, given as @opt ("--rev-aqm"). */
-static void parse_path_opt(struct path_args *pa, int id, const char *opt)
+static void parse_path_opt(struct path_args *pa, int id, const char *opt, const char *arg)
 {
 	char *fields[2];
 
 	pa->given = true;
 	switch (id) {
 	case P_RATE:
-		pa->rate_bps = parse_u64(opt, optarg, MIN_RATE_BPS, MAX_RATE_BPS);
+		pa->rate_bps = wire_parse_u64(opt, arg, MIN_RATE_BPS, MAX_RATE_BPS);
 		break;
 	case P_TRACE:
-		pa->trace = optarg;
+		pa->trace = arg;
 		break;
 	case P_AQM:
-		pa->aqm = optarg;
+		pa->aqm = arg;
 		break;
 	case P_LPKTS:
-		pa->limit_pkts = parse_u64(opt, optarg, 1, MAX_LIMIT_PKTS);
+		pa->limit_pkts = wire_parse_u64(opt, arg, 1, MAX_LIMIT_PKTS);
 		break;
 	case P_LBYTES:
-		pa->limit_bytes = parse_u64(opt, optarg, 1, MAX_LIMIT_BYTES);
+		pa->limit_bytes = wire_parse_u64(opt, arg, 1, MAX_LIMIT_BYTES);
 		break;
 	case P_TARGET:
-		pa->target = parse_u64(opt, optarg, 1, MAX_PARAM_MS * 1000);
+		pa->target = wire_parse_u64(opt, arg, 1, MAX_PARAM_MS * 1000);
 		break;
 	case P_INTERVAL:
-		pa->interval = parse_u64(opt, optarg, 1, MAX_PARAM_MS * 1000);
+		pa->interval = wire_parse_u64(opt, arg, 1, MAX_PARAM_MS * 1000);
 		break;
 	case P_TUPDATE:
-		pa->tupdate = parse_u64(opt, optarg, 1, MAX_PARAM_MS * 1000);
+		pa->tupdate = wire_parse_u64(opt, arg, 1, MAX_PARAM_MS * 1000);
 		break;
 	case P_QUANTUM:
-		pa->quantum = parse_u64(opt, optarg, 64, 1 << 20);
+		pa->quantum = wire_parse_u64(opt, arg, 64, 1 << 20);
 		break;
 	case P_FLOWS:
-		pa->flows = parse_u64(opt, optarg, 1, LQ_MAX_FLOWS);
+		pa->flows = wire_parse_u64(opt, arg, 1, LQ_MAX_FLOWS);
 		break;
 	case P_ECN:
-		pa->ecn = parse_u64(opt, optarg, 0, 1);
+		pa->ecn = wire_parse_u64(opt, arg, 0, 1);
 		break;
 	case P_STEP:
-		pa->step = parse_u64(opt, optarg, 1, MAX_PARAM_MS * 1000);
+		pa->step = wire_parse_u64(opt, arg, 1, MAX_PARAM_MS * 1000);
 		break;
 	case P_ECT1:
 		pa->ect1 = true;
 		break;
 	case P_GE:
-		parse_ge(pa, opt, optarg);
+		parse_ge(pa, opt, arg);
 		break;
 	case P_LOSS:
 		/* Independent loss: Gilbert-Elliott that never leaves its good state (1-K is its loss). */
 		pa->ge[0] = 0.0;
 		pa->ge[1] = 1.0;
 		pa->ge[2] = 1.0;
-		pa->ge[3] = parse_prob(opt, optarg);
+		pa->ge[3] = parse_prob(opt, arg);
 		pa->loss_on = true;
 		break;
 	case P_JITTER:
-		pa->jitter_us = parse_u64(opt, optarg, 0, MAX_PARAM_MS * 1000);
+		pa->jitter_us = wire_parse_u64(opt, arg, 0, MAX_PARAM_MS * 1000);
 		break;
 	case P_DELAY:
-		pa->delay_us = parse_u64(opt, optarg, 0, MAX_PARAM_MS * 1000);
+		pa->delay_us = wire_parse_u64(opt, arg, 0, MAX_PARAM_MS * 1000);
 		break;
 	case P_POLICE:
-		parse_fields(opt, optarg, "RATE_BPS,BURST_BYTES", 2, 2, fields);
-		pa->police_bps = parse_u64(opt, fields[0], MIN_RATE_BPS, MAX_RATE_BPS);
-		pa->police_burst = parse_u64(opt, fields[1], 64, MAX_LIMIT_BYTES);
+		parse_fields(opt, arg, "RATE_BPS,BURST_BYTES", 2, 2, fields);
+		pa->police_bps = wire_parse_u64(opt, fields[0], MIN_RATE_BPS, MAX_RATE_BPS);
+		pa->police_burst = wire_parse_u64(opt, fields[1], 64, MAX_LIMIT_BYTES);
 		break;
 	case P_REORDER:
-		parse_fields(opt, optarg, "P,GAP", 2, 2, fields);
+		parse_fields(opt, arg, "P,GAP", 2, 2, fields);
 		pa->reorder_prob = parse_prob(opt, fields[0]);
-		pa->reorder_gap = parse_u64(opt, fields[1], 1, MAX_LIMIT_PKTS);
+		pa->reorder_gap = wire_parse_u64(opt, fields[1], 1, MAX_LIMIT_PKTS);
 		break;
 	case P_DUP:
-		pa->dup_prob = parse_prob(opt, optarg);
+		pa->dup_prob = parse_prob(opt, arg);
 		break;
 	case P_AGG:
-		parse_agg(pa, opt, optarg);
+		parse_agg(pa, opt, arg);
 		break;
 	case P_MMLOG:
-		pa->mm_log = optarg;
+		pa->mm_log = arg;
 		break;
 	}
 }
 
-static void parse_args(int argc, char **argv, struct link_args *a)
+/* A direction's option: @id is the direction times P_COUNT plus the option, given as @opt with the value @arg. */
+static void parse_dir_opt(void *ctx, int id, const char *opt, const char *arg)
 {
-	int opt;
+	struct link_args *a = ctx;
 
-	build_options();
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "", all_opts, NULL)) != -1) {
-		if (opt >= O_DIR_BASE && opt < O_DIR_BASE + DIRS * P_COUNT) {
-			char name[40];
-			int d = (opt - O_DIR_BASE) / P_COUNT;
-
-			snprintf(name, sizeof(name), "--%s", opt_names[opt - O_DIR_BASE]);
-			parse_path_opt(&a->path[d], (opt - O_DIR_BASE) % P_COUNT, name);
-			continue;
-		}
-		switch (opt) {
-		case O_LEFT:
-			a->left = optarg;
-			break;
-		case O_RIGHT:
-			a->right = optarg;
-			break;
-		case O_TAG:
-			tag = optarg;
-			a->have_tag = true;
-			break;
-		case O_SEED:
-			a->seed = parse_u64("--seed", optarg, 0, UINT32_MAX);
-			break;
-		case O_MTU:
-			a->mtu = parse_u64("--mtu", optarg, 576, MAX_MTU);
-			break;
-		case O_LOG:
-			a->log_path = optarg;
-			break;
-		case O_LOGINT:
-			a->log_us = parse_u64("--log-interval-us", optarg, 100, 10000000);
-			break;
-		case O_SOCKBUF:
-			a->sockbuf = (int)parse_u64("--sockbuf-bytes", optarg, 65536, INT_MAX / 2);
-			break;
-		case O_PRIO:
-			a->prio = parse_u64("--rt-prio", optarg, 1, 99);
-			break;
-		case O_REV_KERNEL:
-			a->rev_kernel = true;
-			break;
-		case O_BUSY_POLL:
-			a->busy_poll_us = parse_u64("--busy-poll-us", optarg, 0, MAX_BUSY_POLL_US);
-			break;
-		case O_HELP:
-			usage();
-			exit(0);
-		default:
-			if (optopt)
-				die("option '%s' needs a value (see --help)", argv[optind - 1]);
-			die("unknown option '%s' (see --help)", argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		die("unexpected argument '%s' (see --help)", argv[optind]);
+	parse_path_opt(&a->path[id / P_COUNT], id % P_COUNT, opt, arg);
 }
 
 /* A direction's queue options; @x is its option prefix ("" or "rev-"). */
@@ -589,29 +488,31 @@ static enum lq_kind check_aqm(const struct path_args *pa, const char *x)
 	enum lq_kind kind;
 
 	if (!lq_kind_parse(pa->aqm, &kind))
-		die("--%saqm '%s': not one of %s", x, pa->aqm, aqm_names());
+		wire_die("--%saqm '%s': not one of %s", x, pa->aqm, aqm_names());
 	if (pa->limit_bytes && kind != LQ_FIFO && kind != LQ_STEP)
-		die("--%slimit-bytes: only for fifo and step (%s limits packets)", x, pa->aqm);
+		wire_die("--%slimit-bytes: only for fifo and step (%s limits packets)", x, pa->aqm);
 	if ((pa->target || pa->ecn != UINT64_MAX) && (kind == LQ_FIFO || kind == LQ_STEP))
-		die("--%starget-us and --%secn apply to codel, fq_codel, cake and pie, not %s", x, x,
+		wire_die("--%starget-us and --%secn apply to codel, fq_codel, cake and pie, not %s", x, x,
 			pa->aqm);
 	if (pa->interval && kind != LQ_CODEL && kind != LQ_FQ_CODEL && kind != LQ_CAKE)
-		die("--%sinterval-us applies to codel, fq_codel and cake, not %s", x, pa->aqm);
+		wire_die("--%sinterval-us applies to codel, fq_codel and cake, not %s", x, pa->aqm);
 	if (pa->tupdate && kind != LQ_PIE)
-		die("--%stupdate-us applies to pie, not %s", x, pa->aqm);
+		wire_die("--%stupdate-us applies to pie, not %s", x, pa->aqm);
 	if ((pa->quantum || pa->flows) && kind != LQ_FQ_CODEL && kind != LQ_CAKE)
-		die("--%squantum and --%sflows apply to fq_codel and cake, not %s", x, x, pa->aqm);
+		wire_die("--%squantum and --%sflows apply to fq_codel and cake, not %s", x, x, pa->aqm);
 	if (pa->flows % LQ_CAKE_WAYS && kind == LQ_CAKE)
-		die("--%sflows: cake's queues come in sets of 8, not a count that is not a multiple of 8", x);
+		wire_die(
+			"--%sflows: cake's queues come in sets of 8, not a count that is not a multiple of 8",
+			x);
 	if (kind == LQ_STEP && !pa->step)
-		die("--%saqm step needs --%sstep-us", x, x);
+		wire_die("--%saqm step needs --%sstep-us", x, x);
 	if (pa->ect1 && !pa->step)
-		die("--%sstep-ect1-only needs --%sstep-us", x, x);
+		wire_die("--%sstep-ect1-only needs --%sstep-us", x, x);
 	if (pa->ge_on && pa->loss_on)
-		die("--%sge and --%sloss: give one loss model", x, x);
+		wire_die("--%sge and --%sloss: give one loss model", x, x);
 	if (pa->reorder_gap && !pa->delay_us)
-		die("--%sreorder needs --%sdelay-us (as netem, a reordered packet is one that skips the "
-		    "delay)",
+		wire_die("--%sreorder needs --%sdelay-us (as netem, a reordered packet is one that skips the "
+			 "delay)",
 			x, x);
 	return kind;
 }
@@ -670,23 +571,20 @@ static void path_config(
 }
 
 /* Bad input stops here, before any socket, thread or file exists. */
-static void check_args(const struct link_args *a)
+static void check_args(struct link_args *a)
 {
 	uint32_t frame_max = (uint32_t)a->mtu + L2_OVERHEAD_BYTES;
 	struct lpath *dirs[DIRS] = { &fwd, &rev };
 
-	if (!a->left || !a->right || !a->have_tag)
-		die("--left, --right and --tag are required (see --help)");
-	if (!wire_tag_ok(tag))
-		die("--tag '%s': use 1-64 characters from [A-Za-z0-9._-]", tag);
+	wire_check_required(&a->wire);
 	if (!a->path[DIR_FWD].rate_bps == !a->path[DIR_FWD].trace)
-		die("give exactly one of --rate-bps and --trace");
+		wire_die("give exactly one of --rate-bps and --trace");
 	if (a->rev_kernel && a->path[DIR_REV].given)
-		die("--rev-kernel: the kernel passes the ACK direction unshaped, so no --rev- option "
-		    "applies");
+		wire_die("--rev-kernel: the kernel passes the ACK direction unshaped, so no --rev- option "
+			 "applies");
 	/* The ACK direction: no rate or trace is no rate limit, but both is a contradiction. */
 	if (a->path[DIR_REV].rate_bps && a->path[DIR_REV].trace)
-		die("give at most one of --rev-rate-bps and --rev-trace");
+		wire_die("give at most one of --rev-rate-bps and --rev-trace");
 	for (int d = 0; d < DIRS; d++) {
 		const struct path_args *pa = &a->path[d];
 		enum lq_kind kind;
@@ -700,12 +598,7 @@ static void check_args(const struct link_args *a)
 			trace_load(&dirs[d]->cfg.trace, opt, pa->trace);
 		path_config(pa, kind, frame_max, &dirs[d]->cfg);
 	}
-	if (strcmp(a->left, a->right) == 0)
-		die("--left and --right are both '%s'", a->left);
-	if (!if_nametoindex(a->left))
-		die("--left: no interface '%s' in this network namespace", a->left);
-	if (!if_nametoindex(a->right))
-		die("--right: no interface '%s' in this network namespace", a->right);
+	wire_check_interfaces(&a->wire);
 }
 
 /* The "# command line:" and "# queue:" lines of each direction's mm-link log. */
@@ -738,15 +631,17 @@ static void open_shaping(struct lpath *p, int d, const char *in, const char *out
 	uint32_t frame_max = (uint32_t)a->mtu + L2_OVERHEAD_BYTES;
 	int one = 1, err = 0;
 
-	p->rx_fd = wire_open_socket(PROG, in, if_nametoindex(in), true, a->sockbuf, &p->ring, frame_max,
+	int sockbuf = (int)a->wire.sockbuf_bytes;
+
+	p->rx_fd = wire_open_socket(in, if_nametoindex(in), true, sockbuf, &p->ring, frame_max,
 		ls_ring_bytes(
-			(uint64_t)a->sockbuf, p->cfg.queue.rate_bps, frame_max, wire_rx_ring_slot(frame_max)),
+			(uint64_t)sockbuf, p->cfg.queue.rate_bps, frame_max, wire_rx_ring_slot(frame_max)),
 		&err);
 	if (err)
 		fprintf(stderr, PROG ": %s receive ring refused (%s): reading with recvmmsg\n", p->name,
 			strerror(err));
 	rx_ring_on[d] = !err;
-	p->tx_fd = wire_open_socket(PROG, out, if_nametoindex(out), false, a->sockbuf, NULL, 0, 0, NULL);
+	p->tx_fd = wire_open_socket(out, if_nametoindex(out), false, sockbuf, NULL, 0, 0, NULL);
 	qdisc_bypass_on[d] = setsockopt(p->tx_fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)) == 0;
 	if (!qdisc_bypass_on[d])
 		fprintf(stderr, PROG ": %s PACKET_QDISC_BYPASS refused (%s): sending through the qdisc\n",
@@ -756,16 +651,18 @@ static void open_shaping(struct lpath *p, int d, const char *in, const char *out
 
 static void open_sockets(const struct link_args *a)
 {
-	unsigned int left = if_nametoindex(a->left), right = if_nametoindex(a->right);
+	const struct wire_args *w = &a->wire;
 
-	open_shaping(&fwd, DIR_FWD, a->left, a->right, a);
+	open_shaping(&fwd, DIR_FWD, w->left, w->right, a);
 	if (rev_shaped) {
-		open_shaping(&rev, DIR_REV, a->right, a->left, a);
+		open_shaping(&rev, DIR_REV, w->right, w->left, a);
 	} else if (!a->rev_kernel) {
-		rev.rx_fd = wire_open_socket(PROG, a->right, right, true, a->sockbuf, NULL, 0, 0, NULL);
-		rev.tx_fd = wire_open_socket(PROG, a->left, left, false, a->sockbuf, NULL, 0, 0, NULL);
+		rev.rx_fd = wire_open_socket(
+			w->right, w->right_ifindex, true, (int)w->sockbuf_bytes, NULL, 0, 0, NULL);
+		rev.tx_fd = wire_open_socket(
+			w->left, w->left_ifindex, false, (int)w->sockbuf_bytes, NULL, 0, 0, NULL);
 	}
-	fwd.stop_fd = rev.stop_fd = stop_pipe[0];
+	fwd.stop_fd = rev.stop_fd = wire_stop_fd();
 }
 
 static int start_threads(uint64_t prio, bool rev_thread_on, pthread_t *f, pthread_t *r)
@@ -784,18 +681,21 @@ static int start_threads(uint64_t prio, bool rev_thread_on, pthread_t *f, pthrea
 
 int main(int argc, char **argv)
 {
-	struct link_args args = { .path = { { .aqm = "fifo", .ecn = UINT64_MAX },
-					  { .aqm = "fifo", .ecn = UINT64_MAX } },
+	struct link_args args = { .wire.sockbuf_bytes = DEFAULT_SOCKBUF_BYTES,
+		.path = { { .aqm = "fifo", .ecn = UINT64_MAX }, { .aqm = "fifo", .ecn = UINT64_MAX } },
 		.mtu = DEFAULT_MTU,
 		.log_us = DEFAULT_LOG_INTERVAL_US,
 		.seed = 1,
-		.sockbuf = DEFAULT_SOCKBUF_BYTES,
 		.busy_poll_us = DEFAULT_BUSY_POLL_US };
 	pthread_t f, r;
 	sigset_t sigs;
 
-	parse_args(argc, argv, &args);
+	wire_init(PROG);
+	build_options(&args);
+	wire_parse_args(argc, argv, link_opts, sizeof(link_opts) / sizeof(link_opts[0]), parse_dir_opt, &args,
+		usage, &args.wire);
 	check_args(&args);
+	tag = args.wire.tag;
 	mm_headers(argc, argv, &args);
 	lp_setup(&fwd, args.seed, (uint32_t)args.mtu + L2_OVERHEAD_BYTES, args.log_path,
 		args.log_us * LQ_NSEC_PER_USEC);
@@ -803,15 +703,11 @@ int main(int argc, char **argv)
 	if (rev_shaped)
 		lp_setup(&rev, args.seed + 1, (uint32_t)args.mtu + L2_OVERHEAD_BYTES, NULL, 0);
 
-	wire_block_signals(&sigs);
-	if (pipe2(stop_pipe, O_CLOEXEC) < 0) {
-		fprintf(stderr, PROG ": pipe: %s\n", strerror(errno));
-		return 1;
-	}
+	wire_start(&sigs);
 	open_sockets(&args);
 	start_ns = wire_now_ns();
 	rev_running = !args.rev_kernel;
-	if (start_threads(args.prio, rev_running, &f, &r))
+	if (start_threads(args.wire.rt_prio, rev_running, &f, &r))
 		return 1;
 	fwd_thread = f;
 	rev_thread = r;
@@ -823,8 +719,7 @@ int main(int argc, char **argv)
 	sample_cpu();
 	atomic_store(&fwd.stopping, true);
 	atomic_store(&rev.stopping, true);
-	if (write(stop_pipe[1], "x", 1) < 0)
-		fprintf(stderr, PROG ": stop pipe: %s\n", strerror(errno));
+	wire_stop();
 	pthread_join(f, NULL);
 	if (rev_running)
 		pthread_join(r, NULL);
@@ -832,5 +727,5 @@ int main(int argc, char **argv)
 	lp_close(&fwd);
 	if (args.path[DIR_REV].given)
 		lp_close(&rev);
-	return atomic_load(&fatal_error) ? 1 : 0;
+	return wire_exit_status();
 }

@@ -141,7 +141,7 @@ static void tx_flush(struct lpath *p)
 			continue;
 		}
 		if (errno == ENXIO || errno == ENODEV) {
-			link_fail("output interface disappeared", errno);
+			wire_fail("output interface disappeared", errno);
 			break;
 		}
 		INC(p, drop_tx); /* ENOBUFS, ENETDOWN: the first frame is lost on the wire, as send() would lose it */
@@ -625,7 +625,7 @@ static int recv_batch(struct lpath *p)
 		if (errno == EINVAL) /* a GSO type with no vnet header form */
 			INC(p, drop_gso);
 		else if (errno != EAGAIN && errno != EINTR && errno != ENETDOWN)
-			link_fail("recv", errno);
+			wire_fail("recv", errno);
 	}
 	now = clock_pair(&real);
 	for (int i = 0; i < got; i++)
@@ -770,7 +770,7 @@ void *lp_main(void *arg)
 		if (due != UINT64_MAX)
 			tsp = wire_departure_timeout(due > now ? due - now : 0, GUARD_NS, &ts);
 		if (ppoll(pfd, 2, tsp, NULL) < 0 && errno != EINTR) {
-			link_fail("ppoll", errno);
+			wire_fail("ppoll", errno);
 			return NULL;
 		}
 		if (pfd[1].revents)
@@ -789,7 +789,7 @@ void *lp_passthrough_main(void *arg)
 		ssize_t n;
 
 		if (poll(pfd, 2, -1) < 0 && errno != EINTR) {
-			link_fail("poll", errno);
+			wire_fail("poll", errno);
 			return NULL;
 		}
 		if (pfd[1].revents)
@@ -898,13 +898,9 @@ void lp_setup(
 
 void lp_print_counters(struct lpath *p, const char *prefix)
 {
-	struct tpacket_stats st;
-	socklen_t sl = sizeof(st);
 	uint64_t deq = atomic_load(&p->pub.deq_pkts), max = atomic_load(&p->pub.sojourn_max_us);
 
-	/* PACKET_STATISTICS resets on read, so accumulate: frames the socket buffer had no room for. */
-	if (getsockopt(p->rx_fd, SOL_PACKET, PACKET_STATISTICS, &st, &sl) == 0)
-		p->kernel_drops += st.tp_drops;
+	wire_count_kernel_drops(p->rx_fd, &p->kernel_drops);
 	if (max < p->run_max_sojourn_us)
 		max = p->run_max_sojourn_us;
 #define LP_PRINT(key) \

@@ -145,7 +145,4 @@ void *lp_passthrough_main(void *arg);
 void lp_print_counters(struct lpath *p, const char *prefix);
 void lp_close(struct lpath *p);
 
-/* Defined by link.c: a fatal error while forwarding (prints, then stops the process). */
-void link_fail(const char *what, int err);
-
 #endif
