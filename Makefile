@@ -36,7 +36,10 @@ DELAY_SRCS := $(sort $(wildcard bench/delayline/*.c))
 WIRE_HDRS := $(wildcard bench/wire/*.h)
 WIRE_SRCS := $(sort $(wildcard bench/wire/*.c))
 DELAY_BIN := $(if $(DELAY_SRCS),$(BUILD)/bbrkit-delay)
-LINK_CORE := bench/link/queue.c bench/link/queue.h bench/link/stages.h
+# The link's queue: the kinds' enqueue and dequeue (queue.c), each AQM (codel.c, fq_codel.c, pie.c, cake.c)
+# and a frame's flow hash and ECN field (packet.c); plain C, unit-tested on the host.
+LINK_QUEUE_SRCS := $(addprefix bench/link/,queue.c packet.c codel.c fq_codel.c pie.c cake.c)
+LINK_CORE := $(LINK_QUEUE_SRCS) $(LINK_QUEUE_SRCS:.c=.h) bench/link/queue_core.h bench/link/stages.h
 # The link's process: arguments (link.c), one direction's forwarding (path.c), traces (trace.c), the
 # path conditions around the queue (stages.c).
 LINK_SRCS := bench/link/link.c bench/link/path.c bench/link/trace.c bench/link/stages.c
@@ -178,7 +181,7 @@ $(BUILD)/bbrkit-delay: $(DELAY_SRCS) $(wildcard bench/delayline/*.h) $(WIRE_SRCS
 
 $(LINK_BIN): $(LINK_SRCS) $(LINK_CORE) $(wildcard bench/link/*.h) $(WIRE_SRCS) $(WIRE_HDRS) | $(BUILD)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(WIRE_CFLAGS) -Ibench/link -o $@ $(LINK_SRCS) bench/link/queue.c $(WIRE_SRCS) -lm
+	$(Q)$(CC) $(WIRE_CFLAGS) -Ibench/link -o $@ $(LINK_SRCS) $(LINK_QUEUE_SRCS) $(WIRE_SRCS) -lm
 
 $(BUILD)/lockstep/bbr_lockstep.bpf.o: $(LOCKSTEP_SRCS) bench/kernelbbr/kernel_bbr_kfuncs.h $(BUILD)/vmlinux.h $(BPF_HDRS) | $(BUILD)/lockstep
 	$(call msg,BPF,$@)
@@ -217,7 +220,7 @@ $(TWIN_BIN): bench/twin/twin.c bench/twin/twin.h $(TWIN_OBJS) $(TWIN_RECORD_OBJS
 # The link emulator's queue core is plain C too, tested on the host like the BBR core.
 $(BUILD)/test_queue: tests/unit/test_queue.c $(LINK_CORE) $(UNIT_HDRS) | $(BUILD)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(UNIT_CFLAGS) -Ibench/link -o $@ $< bench/link/queue.c -lm
+	$(Q)$(CC) $(UNIT_CFLAGS) -Ibench/link -o $@ $< $(LINK_QUEUE_SRCS) -lm
 
 $(BUILD)/test_stages: tests/unit/test_stages.c bench/link/stages.c bench/link/stages.h $(UNIT_HDRS) | $(BUILD)
 	$(call msg,CC,$@)
