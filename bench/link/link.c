@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "afpacket.h"
+#include "forward.h"
 #include "options.h"
 #include "path.h"
 #include "process.h"
@@ -474,7 +475,7 @@ static void parse_path_opt(struct path_args *pa, int id, const char *opt, const 
 	}
 }
 
-/* A direction's option: @id is the direction times P_COUNT plus the option, given as @opt with the value @arg. */
+/* A direction's option (@id: the direction times P_COUNT plus the option), given as @opt with @arg. */
 static void parse_dir_opt(void *ctx, int id, const char *opt, const char *arg)
 {
 	struct link_args *a = ctx;
