@@ -19,8 +19,6 @@
 #define MAX_POOL_SLOTS (1U << 20)
 /* The rate a line after an unlimited link is sized for (the fastest a veth pair moves frames here). */
 #define LINE_RATE_BPS 10000000000ULL
-/* Smallest frame a byte limit or the line can hold, for sizing the packet pool. */
-#define MIN_FRAME_BYTES 60
 
 static void on_drop(void *ctx, struct lq_pkt *pkt)
 {
@@ -52,8 +50,8 @@ static void alloc_pool(struct lpath *p)
 	line_ns = p->cfg.delay_ns + p->cfg.jitter_ns + p->cfg.agg_a_ns + p->cfg.agg_b_ns;
 	if (line_ns) {
 		uint64_t rate = p->cfg.rate_bps ? p->cfg.rate_bps : LINE_RATE_BPS;
-		uint64_t line =
-			line_ns / LQ_NSEC_PER_USEC * (rate / LS_BITS_PER_BYTE / MIN_FRAME_BYTES) / 1000000 +
+		uint64_t line = line_ns / LQ_NSEC_PER_USEC * (rate / LS_BITS_PER_BYTE / LQ_MIN_FRAME_BYTES) /
+				1000000 +
 			1;
 
 		slots += (uint32_t)(line < MAX_POOL_SLOTS ? line : MAX_POOL_SLOTS);
