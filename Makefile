@@ -40,10 +40,10 @@ DELAY_BIN := $(if $(DELAY_SRCS),$(BUILD)/bbrkit-delay)
 # and a frame's flow hash and ECN field (packet.c); plain C, unit-tested on the host.
 LINK_QUEUE_SRCS := $(addprefix bench/link/,queue.c packet.c codel.c fq_codel.c pie.c cake.c)
 LINK_CORE := $(LINK_QUEUE_SRCS) $(LINK_QUEUE_SRCS:.c=.h) bench/link/queue_core.h bench/link/stages.h
-# The link's process: arguments (link.c), one direction's state, set-up and counters (path.c), its frames
-# in (arrival.c), its link and what follows it (service.c), its thread (forward.c), traces (trace.c), the
-# path conditions around the queue (stages.c).
-LINK_SRCS := $(addprefix bench/link/,link.c path.c arrival.c service.c forward.c trace.c stages.c)
+# The link's process: arguments (link.c; a direction's own in path_args.c), one direction's state, set-up
+# and counters (path.c), its frames in (arrival.c), its link and what follows it (service.c), its thread
+# (forward.c), traces (trace.c), the path conditions around the queue (stages.c).
+LINK_SRCS := $(addprefix bench/link/,link.c path_args.c path.c arrival.c service.c forward.c trace.c stages.c)
 LINK_BIN := $(BUILD)/bbrkit-link
 
 # bench/kernelbbr/: the two tools that run the kernel's own BBR through struct_ops, side by side with

@@ -3,12 +3,13 @@
  * bbrkit-link: a bottleneck link between two interfaces of one network namespace, for kernels without
  * netem, codel, fq_codel, cake or pie. Frames from --left leave on --right at a constant rate or on a
  * Mahimahi delivery trace, through a tail-drop, CoDel, FQ-CoDel, PIE, CAKE-subset or step-marking queue
- * (queue.c), with optional Gilbert-Elliott loss. Frames from --right go back to --left at once: the ACK
- * path is not shaped.
+ * (queue.c), with optional Gilbert-Elliott loss. Frames from --right go back to --left at once unless a
+ * --rev- option gives that direction (the ACK path) conditions of its own.
  *
- * This file parses the command line into one struct link_args, checks it (bad input stops before any
- * socket, thread or file exists), builds each direction's configuration from it and starts the
- * directions' threads (path.c); trace.c loads traces.
+ * This file parses the command line into one struct link_args (the options both wire tools take through
+ * bench/wire/options.c, each direction's through path_args.c), checks it (bad input stops before any
+ * socket, thread or file exists), builds each direction's configuration from it, opens the sockets and
+ * starts the directions' threads (forward.c), then prints the stats lines until it is told to stop.
  *
  * Queueing, marking and dropping are per packet, so the link needs wire-size frames: the wrapper turns
  * segmentation offloads off upstream, and a GSO frame that still arrives is dropped and counted
@@ -33,27 +34,22 @@
 #include "forward.h"
 #include "options.h"
 #include "path.h"
+#include "path_args.h"
 #include "process.h"
 #include "queue.h"
 #include "trace.h"
 
 #define PROG "bbrkit-link"
-#define BITS_PER_BYTE 8ULL
 /* Ethernet header plus one VLAN tag on top of the MTU. */
 #define L2_OVERHEAD_BYTES 18
 #define DEFAULT_MTU 1500
 #define MAX_MTU 9000
-#define MIN_RATE_BPS 8000ULL
-#define MAX_RATE_BPS 100000000000ULL
-#define MAX_LIMIT_PKTS 1000000
-#define MAX_LIMIT_BYTES (1ULL << 32)
 /* The receive socket is a FIFO the AQM cannot see: big enough for a burst over a wake-up gap (about 1800
  * full-size frames at ~2.3 KB of truesize each, 15 ms at the link's top speed here), small enough that a
  * forwarder falling behind shows as kernel drops instead of seconds of hidden delay (32 MiB held ~2 s at
  * 100 Mbit/s). What waits there is counted (sockbuf_max_bytes, rx_wait_max_us, rx_waited_pkts). */
 #define DEFAULT_SOCKBUF_BYTES (4 << 20)
 #define DEFAULT_LOG_INTERVAL_US 10000ULL
-#define MAX_PARAM_MS 10000ULL
 /* Frames 40 us apart (a 300 Mbit/s stream of full-size frames) keep a 100 us busy-poll awake, so a loaded
  * link never pays a wake-up; an idle one stops spinning within 100 us. */
 #define DEFAULT_BUSY_POLL_US 100ULL
@@ -62,31 +58,6 @@
 enum { DIR_FWD, DIR_REV, DIRS };
 static const char *tag = "";
 static struct lpath fwd = { .name = "forward" }, rev = { .name = "reverse" };
-
-static double parse_prob(const char *opt, const char *s)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= 0.0 && v <= 1.0))
-		wire_die("%s: '%s' is not a probability in 0..1 (see --help)", opt, s);
-	return v;
-}
-
-/* A probability as tc's parse_percent reads netem's: a percentage, the '%' optional ("1%" and "1" are 1%). */
-static double parse_percent(const char *opt, const char *s)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || (*end && strcmp(end, "%")) || !(v >= 0.0 && v <= 100.0))
-		wire_die("%s: '%s' is not a percentage in 0..100 (see --help)", opt, s);
-	return v / 100;
-}
 
 static bool rev_shaped;
 static pthread_t fwd_thread, rev_thread;
@@ -135,17 +106,6 @@ static void print_stats(const char *event)
 	printf(",\"rev_shaped\":%d,\"rev_pkts\":%" PRIu64 "}\n", rev_shaped,
 		(uint64_t)atomic_load(&rev.pub.out_pkts));
 	fflush(stdout);
-}
-
-/* Every --aqm KIND, comma-separated. */
-static const char *aqm_names(void)
-{
-	static char list[128];
-	size_t n = 0;
-
-	for (int k = 0; k < LQ_KIND_COUNT && n < sizeof(list); k++)
-		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", k ? ", " : "", lq_kind_names[k]);
-	return list;
 }
 
 static void usage(void)
@@ -220,22 +180,6 @@ static void usage(void)
 		DEFAULT_MTU, DEFAULT_LOG_INTERVAL_US, DEFAULT_SOCKBUF_BYTES, DEFAULT_BUSY_POLL_US);
 }
 
-/* One direction's options as given (0: the queue's default). */
-struct path_args {
-	bool given; /* any option for this direction (the ACK direction is shaped only then) */
-	uint64_t rate_bps;
-	const char *trace, *aqm;
-	uint64_t limit_pkts, limit_bytes, target, interval, tupdate, quantum, flows, step, ecn, jitter_us,
-		delay_us;
-	bool ect1, ge_on, loss_on;
-	double ge[4]; /* netem's order: P, R, 1-H, 1-K */
-	uint64_t police_bps, police_burst, reorder_gap;
-	double reorder_prob, dup_prob;
-	enum ls_agg_kind agg;
-	uint64_t agg_a_us, agg_b_us, agg_pkts;
-	const char *mm_log;
-};
-
 /* What a direction's options are called: --NAME for the data direction, --rev-NAME for the ACKs. */
 static const char *const dir_prefix[DIRS] = { "", "rev-" };
 
@@ -247,39 +191,6 @@ struct link_args {
 	bool rev_kernel;
 	struct path_args path[DIRS];
 };
-
-/* Options that set one direction; each exists as --NAME and --rev-NAME. */
-#define PATH_OPTS(X) \
-	X(P_RATE, "rate-bps", required_argument) \
-	X(P_TRACE, "trace", required_argument) \
-	X(P_AQM, "aqm", required_argument) \
-	X(P_LPKTS, "limit-pkts", required_argument) \
-	X(P_LBYTES, "limit-bytes", required_argument) \
-	X(P_TARGET, "target-us", required_argument) \
-	X(P_INTERVAL, "interval-us", required_argument) \
-	X(P_TUPDATE, "tupdate-us", required_argument) \
-	X(P_QUANTUM, "quantum", required_argument) \
-	X(P_FLOWS, "flows", required_argument) \
-	X(P_ECN, "ecn", required_argument) \
-	X(P_STEP, "step-us", required_argument) \
-	X(P_ECT1, "step-ect1-only", no_argument) \
-	X(P_GE, "ge", required_argument) \
-	X(P_LOSS, "loss", required_argument) \
-	X(P_JITTER, "jitter-us", required_argument) \
-	X(P_DELAY, "delay-us", required_argument) \
-	X(P_POLICE, "police", required_argument) \
-	X(P_REORDER, "reorder", required_argument) \
-	X(P_DUP, "duplicate", required_argument) \
-	X(P_AGG, "aggregate", required_argument) \
-	X(P_MMLOG, "mm-log", required_argument)
-
-#define PATH_OPT_ID(id, name, has_arg) id,
-enum path_opt { PATH_OPTS(PATH_OPT_ID) P_COUNT };
-#undef PATH_OPT_ID
-
-#define PATH_OPT_NAME(id, name, has_arg) { name, has_arg, NULL, 0 },
-static const struct option path_opts[P_COUNT] = { PATH_OPTS(PATH_OPT_NAME) };
-#undef PATH_OPT_NAME
 
 /* The link's options beside the shared ones (bench/wire/options.h): its own, then each direction's under
  * its prefix, which come back to parse_path_opt by their index. */
@@ -319,256 +230,12 @@ static void build_options(struct link_args *a)
 		}
 }
 
-/* netem's "loss gemodel P [R [1-H [1-K]]]" (separated by spaces or commas), with tc's defaults for what
- * is left out: R = 1 - P, 1-H = 100% (the bad state loses everything), 1-K = 0. Fills pa->ge as P, R, loss
- * in the bad state, loss in the good state. */
-static void parse_ge(struct path_args *pa, const char *opt, const char *arg)
-{
-	char *copy = strdup(arg), *save = NULL, *tok = strtok_r(copy, ", ", &save);
-	int n;
-
-	for (n = 0; tok && n < 4; n++, tok = strtok_r(NULL, ", ", &save))
-		pa->ge[n] = parse_percent(opt, tok);
-	if (n == 0 || tok)
-		wire_die("%s '%s': expected netem's gemodel P [R [1-H [1-K]]], in percent", opt, arg);
-	if (n < 2)
-		pa->ge[1] = 1 - pa->ge[0];
-	if (n < 3)
-		pa->ge[2] = 1;
-	if (n < 4)
-		pa->ge[3] = 0;
-	free(copy);
-	pa->ge_on = true;
-}
-
-/* Splits @arg at commas into min..max fields (kept in a static copy); @what is the expected form. */
-static void parse_fields(const char *opt, const char *arg, const char *what, int min, int max, char **out)
-{
-	static char copy[256];
-	char *save = NULL, *tok;
-	int n = 0;
-
-	snprintf(copy, sizeof(copy), "%s", arg);
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (n == max)
-			wire_die("%s '%s': expected %s", opt, arg, what);
-		out[n++] = tok;
-	}
-	if (n < min)
-		wire_die("%s '%s': expected %s", opt, arg, what);
-	for (int i = n; i < max; i++)
-		out[i] = NULL;
-}
-
-/* slot,MIN_US[,MAX_US[,PKTS]] | count,K,TIMEOUT_US | onoff,ON_US,OFF_US */
-static void parse_agg(struct path_args *pa, const char *opt, const char *arg)
-{
-	const char *form = "slot,MIN_US[,MAX_US[,PKTS]], count,K,TIMEOUT_US or onoff,ON_US,OFF_US";
-	char *f[4];
-
-	parse_fields(opt, arg, form, 2, 4, f);
-	if (strcmp(f[0], "slot") && strcmp(f[0], "count") && strcmp(f[0], "onoff"))
-		wire_die("%s '%s': expected %s", opt, arg, form);
-	if (!strcmp(f[0], "slot")) {
-		pa->agg = LS_AGG_SLOT;
-		pa->agg_a_us = wire_parse_u64(opt, f[1], 1, MAX_PARAM_MS * 1000);
-		pa->agg_b_us =
-			f[2] ? wire_parse_u64(opt, f[2], pa->agg_a_us, MAX_PARAM_MS * 1000) : pa->agg_a_us;
-		pa->agg_pkts = f[3] ? wire_parse_u64(opt, f[3], 1, MAX_LIMIT_PKTS) : 0;
-		return;
-	}
-	if (!f[2] || f[3])
-		wire_die("%s '%s': expected %s", opt, arg, form);
-	if (!strcmp(f[0], "count")) {
-		pa->agg = LS_AGG_COUNT;
-		pa->agg_pkts = wire_parse_u64(opt, f[1], 1, MAX_LIMIT_PKTS);
-		pa->agg_a_us = wire_parse_u64(opt, f[2], 1, MAX_PARAM_MS * 1000);
-	} else {
-		pa->agg = LS_AGG_ONOFF;
-		pa->agg_a_us = wire_parse_u64(opt, f[1], 1, MAX_PARAM_MS * 1000);
-		pa->agg_b_us = wire_parse_u64(opt, f[2], 1, MAX_PARAM_MS * 1000);
-	}
-}
-
-/* One direction's option @id, given as @opt ("--rev-aqm"). */
-static void parse_path_opt(struct path_args *pa, int id, const char *opt, const char *arg)
-{
-	char *fields[2];
-
-	pa->given = true;
-	switch (id) {
-	case P_RATE:
-		pa->rate_bps = wire_parse_u64(opt, arg, MIN_RATE_BPS, MAX_RATE_BPS);
-		break;
-	case P_TRACE:
-		pa->trace = arg;
-		break;
-	case P_AQM:
-		pa->aqm = arg;
-		break;
-	case P_LPKTS:
-		pa->limit_pkts = wire_parse_u64(opt, arg, 1, MAX_LIMIT_PKTS);
-		break;
-	case P_LBYTES:
-		pa->limit_bytes = wire_parse_u64(opt, arg, 1, MAX_LIMIT_BYTES);
-		break;
-	case P_TARGET:
-		pa->target = wire_parse_u64(opt, arg, 1, MAX_PARAM_MS * 1000);
-		break;
-	case P_INTERVAL:
-		pa->interval = wire_parse_u64(opt, arg, 1, MAX_PARAM_MS * 1000);
-		break;
-	case P_TUPDATE:
-		pa->tupdate = wire_parse_u64(opt, arg, 1, MAX_PARAM_MS * 1000);
-		break;
-	case P_QUANTUM:
-		pa->quantum = wire_parse_u64(opt, arg, 64, 1 << 20);
-		break;
-	case P_FLOWS:
-		pa->flows = wire_parse_u64(opt, arg, 1, LQ_MAX_FLOWS);
-		break;
-	case P_ECN:
-		pa->ecn = wire_parse_u64(opt, arg, 0, 1);
-		break;
-	case P_STEP:
-		pa->step = wire_parse_u64(opt, arg, 1, MAX_PARAM_MS * 1000);
-		break;
-	case P_ECT1:
-		pa->ect1 = true;
-		break;
-	case P_GE:
-		parse_ge(pa, opt, arg);
-		break;
-	case P_LOSS:
-		/* Independent loss: Gilbert-Elliott that never leaves its good state (1-K is its loss). */
-		pa->ge[0] = 0.0;
-		pa->ge[1] = 1.0;
-		pa->ge[2] = 1.0;
-		pa->ge[3] = parse_prob(opt, arg);
-		pa->loss_on = true;
-		break;
-	case P_JITTER:
-		pa->jitter_us = wire_parse_u64(opt, arg, 0, MAX_PARAM_MS * 1000);
-		break;
-	case P_DELAY:
-		pa->delay_us = wire_parse_u64(opt, arg, 0, MAX_PARAM_MS * 1000);
-		break;
-	case P_POLICE:
-		parse_fields(opt, arg, "RATE_BPS,BURST_BYTES", 2, 2, fields);
-		pa->police_bps = wire_parse_u64(opt, fields[0], MIN_RATE_BPS, MAX_RATE_BPS);
-		pa->police_burst = wire_parse_u64(opt, fields[1], 64, MAX_LIMIT_BYTES);
-		break;
-	case P_REORDER:
-		parse_fields(opt, arg, "P,GAP", 2, 2, fields);
-		pa->reorder_prob = parse_prob(opt, fields[0]);
-		pa->reorder_gap = wire_parse_u64(opt, fields[1], 1, MAX_LIMIT_PKTS);
-		break;
-	case P_DUP:
-		pa->dup_prob = parse_prob(opt, arg);
-		break;
-	case P_AGG:
-		parse_agg(pa, opt, arg);
-		break;
-	case P_MMLOG:
-		pa->mm_log = arg;
-		break;
-	}
-}
-
 /* A direction's option (@id: the direction times P_COUNT plus the option), given as @opt with @arg. */
 static void parse_dir_opt(void *ctx, int id, const char *opt, const char *arg)
 {
 	struct link_args *a = ctx;
 
 	parse_path_opt(&a->path[id / P_COUNT], id % P_COUNT, opt, arg);
-}
-
-/* A direction's queue options; @x is its option prefix ("" or "rev-"). */
-static enum lq_kind check_aqm(const struct path_args *pa, const char *x)
-{
-	enum lq_kind kind;
-
-	if (!lq_kind_parse(pa->aqm, &kind))
-		wire_die("--%saqm '%s': not one of %s", x, pa->aqm, aqm_names());
-	if (pa->limit_bytes && kind != LQ_FIFO && kind != LQ_STEP)
-		wire_die("--%slimit-bytes: only for fifo and step (%s limits packets)", x, pa->aqm);
-	if ((pa->target || pa->ecn != UINT64_MAX) && (kind == LQ_FIFO || kind == LQ_STEP))
-		wire_die("--%starget-us and --%secn apply to codel, fq_codel, cake and pie, not %s", x, x,
-			pa->aqm);
-	if (pa->interval && kind != LQ_CODEL && kind != LQ_FQ_CODEL && kind != LQ_CAKE)
-		wire_die("--%sinterval-us applies to codel, fq_codel and cake, not %s", x, pa->aqm);
-	if (pa->tupdate && kind != LQ_PIE)
-		wire_die("--%stupdate-us applies to pie, not %s", x, pa->aqm);
-	if ((pa->quantum || pa->flows) && kind != LQ_FQ_CODEL && kind != LQ_CAKE)
-		wire_die("--%squantum and --%sflows apply to fq_codel and cake, not %s", x, x, pa->aqm);
-	if (pa->flows % LQ_CAKE_WAYS && kind == LQ_CAKE)
-		wire_die(
-			"--%sflows: cake's queues come in sets of 8, not a count that is not a multiple of 8",
-			x);
-	if (kind == LQ_STEP && !pa->step)
-		wire_die("--%saqm step needs --%sstep-us", x, x);
-	if (pa->ect1 && !pa->step)
-		wire_die("--%sstep-ect1-only needs --%sstep-us", x, x);
-	if (pa->ge_on && pa->loss_on)
-		wire_die("--%sge and --%sloss: give one loss model", x, x);
-	if (pa->reorder_gap && !pa->delay_us)
-		wire_die("--%sreorder needs --%sdelay-us (as netem, a reordered packet is one that skips the "
-			 "delay)",
-			x, x);
-	return kind;
-}
-
-/* One direction's configuration from its checked options. */
-static void path_config(
-	const struct path_args *pa, enum lq_kind kind, uint32_t frame_max, struct lp_config *c)
-{
-	struct lq_params *prm = &c->queue;
-
-	c->rate_bps = pa->rate_bps;
-	c->jitter_ns = pa->jitter_us * LQ_NSEC_PER_USEC;
-	c->delay_ns = pa->delay_us * LQ_NSEC_PER_USEC;
-	c->ge_on = pa->ge_on || pa->loss_on;
-	c->police_bps = pa->police_bps;
-	c->police_burst = pa->police_burst;
-	c->reorder_prob = pa->reorder_prob;
-	c->reorder_gap = (uint32_t)pa->reorder_gap;
-	c->dup_prob = pa->dup_prob;
-	c->agg = pa->agg;
-	c->agg_a_ns = pa->agg_a_us * LQ_NSEC_PER_USEC;
-	c->agg_b_ns = pa->agg_b_us * LQ_NSEC_PER_USEC;
-	c->agg_pkts = (uint32_t)pa->agg_pkts;
-	c->mm_log = pa->mm_log;
-	memcpy(c->ge, pa->ge, sizeof(c->ge));
-	lq_defaults(prm, kind, frame_max - 4);
-	if (pa->limit_pkts)
-		prm->limit_pkts = (uint32_t)pa->limit_pkts;
-	if (pa->limit_bytes) {
-		prm->limit_bytes = pa->limit_bytes;
-		prm->limit_pkts = pa->limit_pkts ? (uint32_t)pa->limit_pkts : 0;
-	}
-	if (pa->target)
-		prm->target_ns = pa->target * LQ_NSEC_PER_USEC;
-	if (pa->interval)
-		prm->interval_ns = pa->interval * LQ_NSEC_PER_USEC;
-	if (pa->tupdate)
-		prm->tupdate_ns = pa->tupdate * LQ_NSEC_PER_USEC;
-	if (pa->quantum)
-		prm->quantum = (uint32_t)pa->quantum;
-	if (pa->flows)
-		prm->flows = (uint32_t)pa->flows;
-	if (pa->ecn != UINT64_MAX)
-		prm->ecn = pa->ecn;
-	prm->step_ns = pa->step * LQ_NSEC_PER_USEC;
-	prm->step_ect1_only = pa->ect1;
-	/* CAKE sizes its MTU time and quantum from the link rate (a trace's mean rate; none: the fastest). */
-	prm->rate_bps = c->rate_bps ? c->rate_bps : c->trace.ns ? trace_mean_bps(&c->trace) : MAX_RATE_BPS;
-	if (kind == LQ_CAKE && !pa->quantum) {
-		uint64_t q = prm->rate_bps / BITS_PER_BYTE >> 12; /* sch_cake: rate/4096, within 300..MTU */
-
-		prm->quantum = (uint32_t)(q < LQ_CAKE_MIN_QUANTUM ? LQ_CAKE_MIN_QUANTUM
-				: q > prm->mtu_bytes		  ? prm->mtu_bytes
-								  : q);
-	}
 }
 
 /* Bad input stops here, before any socket, thread or file exists. */
