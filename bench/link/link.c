@@ -193,10 +193,10 @@ struct link_args {
 };
 
 /* The link's options beside the shared ones (bench/wire/options.h): its own, then each direction's under
- * its prefix, which come back to parse_path_opt by their index. */
+ * its prefix, which come back to parse_dir_opt with the direction's id base. */
 #define N_GLOBAL 6
-static struct wire_opt link_opts[N_GLOBAL + DIRS * P_COUNT];
-static char opt_names[DIRS * P_COUNT][32];
+static struct wire_opt link_opts[N_GLOBAL + DIRS * PATH_OPT_COUNT];
+static char opt_names[DIRS][PATH_OPT_COUNT][PATH_OPT_NAME_BYTES];
 
 static void build_options(struct link_args *a)
 {
@@ -220,22 +220,17 @@ static void build_options(struct link_args *a)
 	for (size_t i = 0; i < N_GLOBAL; i++)
 		link_opts[n++] = global[i];
 	for (int d = 0; d < DIRS; d++)
-		for (int i = 0; i < P_COUNT; i++) {
-			char *name = opt_names[d * P_COUNT + i];
-
-			snprintf(name, sizeof(opt_names[0]), "%s%s", dir_prefix[d], path_opts[i].name);
-			link_opts[n++] = (struct wire_opt){
-				.name = name, .has_arg = path_opts[i].has_arg, .id = d * P_COUNT + i
-			};
-		}
+		path_options(&a->path[d], dir_prefix[d], d * P_IDS, opt_names[d],
+			link_opts + N_GLOBAL + d * PATH_OPT_COUNT);
 }
 
-/* A direction's option (@id: the direction times P_COUNT plus the option), given as @opt with @arg. */
+/* A direction's option that is no plain number, text or flag (@id: the direction times P_IDS plus its
+ * enum path_opt), given as @opt with @arg. */
 static void parse_dir_opt(void *ctx, int id, const char *opt, const char *arg)
 {
 	struct link_args *a = ctx;
 
-	parse_path_opt(&a->path[id / P_COUNT], id % P_COUNT, opt, arg);
+	parse_path_opt(&a->path[id / P_IDS], id % P_IDS, opt, arg);
 }
 
 /* Bad input stops here, before any socket, thread or file exists. */

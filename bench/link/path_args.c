@@ -15,10 +15,6 @@
 #define MAX_LIMIT_BYTES (1ULL << 32)
 #define MAX_PARAM_MS 10000ULL
 
-#define PATH_OPT_NAME(id, name, has_arg) { name, has_arg, NULL, 0 },
-const struct option path_opts[P_COUNT] = { PATH_OPTS(PATH_OPT_NAME) };
-#undef PATH_OPT_NAME
-
 static double parse_prob(const char *opt, const char *s)
 {
 	char *end;
@@ -126,52 +122,51 @@ static void parse_agg(struct path_args *pa, const char *opt, const char *arg)
 	}
 }
 
-/* One direction's option @id, given as @opt ("--rev-aqm"). */
+void path_options(struct path_args *pa, const char *prefix, int id_base, char (*names)[PATH_OPT_NAME_BYTES],
+	struct wire_opt *opts)
+{
+	const struct wire_opt table[PATH_OPT_COUNT] = {
+		{ .name = "rate-bps", .value = &pa->rate_bps, .min = MIN_RATE_BPS, .max = MAX_RATE_BPS },
+		{ .name = "trace", .text = &pa->trace },
+		{ .name = "aqm", .text = &pa->aqm },
+		{ .name = "limit-pkts", .value = &pa->limit_pkts, .min = 1, .max = MAX_LIMIT_PKTS },
+		{ .name = "limit-bytes", .value = &pa->limit_bytes, .min = 1, .max = MAX_LIMIT_BYTES },
+		{ .name = "target-us", .value = &pa->target, .min = 1, .max = MAX_PARAM_MS * 1000 },
+		{ .name = "interval-us", .value = &pa->interval, .min = 1, .max = MAX_PARAM_MS * 1000 },
+		{ .name = "tupdate-us", .value = &pa->tupdate, .min = 1, .max = MAX_PARAM_MS * 1000 },
+		{ .name = "quantum", .value = &pa->quantum, .min = 64, .max = 1 << 20 },
+		{ .name = "flows", .value = &pa->flows, .min = 1, .max = LQ_MAX_FLOWS },
+		{ .name = "ecn", .value = &pa->ecn, .min = 0, .max = 1 },
+		{ .name = "step-us", .value = &pa->step, .min = 1, .max = MAX_PARAM_MS * 1000 },
+		{ .name = "step-ect1-only", .has_arg = no_argument, .flag = &pa->ect1 },
+		{ .name = "ge", .id = P_GE },
+		{ .name = "loss", .id = P_LOSS },
+		{ .name = "jitter-us", .value = &pa->jitter_us, .max = MAX_PARAM_MS * 1000 },
+		{ .name = "delay-us", .value = &pa->delay_us, .max = MAX_PARAM_MS * 1000 },
+		{ .name = "police", .id = P_POLICE },
+		{ .name = "reorder", .id = P_REORDER },
+		{ .name = "duplicate", .id = P_DUP },
+		{ .name = "aggregate", .id = P_AGG },
+		{ .name = "mm-log", .text = &pa->mm_log },
+	};
+
+	for (int i = 0; i < PATH_OPT_COUNT; i++) {
+		opts[i] = table[i];
+		snprintf(names[i], PATH_OPT_NAME_BYTES, "%s%s", prefix, table[i].name);
+		opts[i].name = names[i];
+		/* every option but a flag takes a value */
+		if (!opts[i].flag)
+			opts[i].has_arg = required_argument;
+		opts[i].id += id_base;
+		opts[i].seen = &pa->given;
+	}
+}
+
 void parse_path_opt(struct path_args *pa, int id, const char *opt, const char *arg)
 {
 	char *fields[2];
 
-	pa->given = true;
 	switch (id) {
-	case P_RATE:
-		pa->rate_bps = wire_parse_u64(opt, arg, MIN_RATE_BPS, MAX_RATE_BPS);
-		break;
-	case P_TRACE:
-		pa->trace = arg;
-		break;
-	case P_AQM:
-		pa->aqm = arg;
-		break;
-	case P_LPKTS:
-		pa->limit_pkts = wire_parse_u64(opt, arg, 1, MAX_LIMIT_PKTS);
-		break;
-	case P_LBYTES:
-		pa->limit_bytes = wire_parse_u64(opt, arg, 1, MAX_LIMIT_BYTES);
-		break;
-	case P_TARGET:
-		pa->target = wire_parse_u64(opt, arg, 1, MAX_PARAM_MS * 1000);
-		break;
-	case P_INTERVAL:
-		pa->interval = wire_parse_u64(opt, arg, 1, MAX_PARAM_MS * 1000);
-		break;
-	case P_TUPDATE:
-		pa->tupdate = wire_parse_u64(opt, arg, 1, MAX_PARAM_MS * 1000);
-		break;
-	case P_QUANTUM:
-		pa->quantum = wire_parse_u64(opt, arg, 64, 1 << 20);
-		break;
-	case P_FLOWS:
-		pa->flows = wire_parse_u64(opt, arg, 1, LQ_MAX_FLOWS);
-		break;
-	case P_ECN:
-		pa->ecn = wire_parse_u64(opt, arg, 0, 1);
-		break;
-	case P_STEP:
-		pa->step = wire_parse_u64(opt, arg, 1, MAX_PARAM_MS * 1000);
-		break;
-	case P_ECT1:
-		pa->ect1 = true;
-		break;
 	case P_GE:
 		parse_ge(pa, opt, arg);
 		break;
@@ -182,12 +177,6 @@ void parse_path_opt(struct path_args *pa, int id, const char *opt, const char *a
 		pa->ge[2] = 1.0;
 		pa->ge[3] = parse_prob(opt, arg);
 		pa->loss_on = true;
-		break;
-	case P_JITTER:
-		pa->jitter_us = wire_parse_u64(opt, arg, 0, MAX_PARAM_MS * 1000);
-		break;
-	case P_DELAY:
-		pa->delay_us = wire_parse_u64(opt, arg, 0, MAX_PARAM_MS * 1000);
 		break;
 	case P_POLICE:
 		parse_fields(opt, arg, "RATE_BPS,BURST_BYTES", 2, 2, fields);
@@ -204,9 +193,6 @@ void parse_path_opt(struct path_args *pa, int id, const char *opt, const char *a
 		break;
 	case P_AGG:
 		parse_agg(pa, opt, arg);
-		break;
-	case P_MMLOG:
-		pa->mm_log = arg;
 		break;
 	}
 }

@@ -6,10 +6,10 @@
 #ifndef BBRKIT_LINK_PATH_ARGS_H
 #define BBRKIT_LINK_PATH_ARGS_H
 
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "options.h"
 #include "path.h"
 #include "queue.h"
 #include "stages.h"
@@ -33,41 +33,21 @@ struct path_args {
 	const char *mm_log;
 };
 
-/* Options that set one direction; each exists as --NAME and --rev-NAME. */
-#define PATH_OPTS(X) \
-	X(P_RATE, "rate-bps", required_argument) \
-	X(P_TRACE, "trace", required_argument) \
-	X(P_AQM, "aqm", required_argument) \
-	X(P_LPKTS, "limit-pkts", required_argument) \
-	X(P_LBYTES, "limit-bytes", required_argument) \
-	X(P_TARGET, "target-us", required_argument) \
-	X(P_INTERVAL, "interval-us", required_argument) \
-	X(P_TUPDATE, "tupdate-us", required_argument) \
-	X(P_QUANTUM, "quantum", required_argument) \
-	X(P_FLOWS, "flows", required_argument) \
-	X(P_ECN, "ecn", required_argument) \
-	X(P_STEP, "step-us", required_argument) \
-	X(P_ECT1, "step-ect1-only", no_argument) \
-	X(P_GE, "ge", required_argument) \
-	X(P_LOSS, "loss", required_argument) \
-	X(P_JITTER, "jitter-us", required_argument) \
-	X(P_DELAY, "delay-us", required_argument) \
-	X(P_POLICE, "police", required_argument) \
-	X(P_REORDER, "reorder", required_argument) \
-	X(P_DUP, "duplicate", required_argument) \
-	X(P_AGG, "aggregate", required_argument) \
-	X(P_MMLOG, "mm-log", required_argument)
+/* How many options a direction has; each exists as --NAME and --rev-NAME. */
+#define PATH_OPT_COUNT 22
+/* The longest option name with its prefix, and its terminator. */
+#define PATH_OPT_NAME_BYTES 32
+/* A direction's options that are no plain whole number, text or flag: parse_path_opt takes them by id. */
+enum path_opt { P_GE, P_LOSS, P_POLICE, P_REORDER, P_DUP, P_AGG, P_IDS };
 
-#define PATH_OPT_ID(id, name, has_arg) id,
-enum path_opt { PATH_OPTS(PATH_OPT_ID) P_COUNT };
-#undef PATH_OPT_ID
-
-/* Each option's name and whether it takes a value, by enum path_opt. */
-extern const struct option path_opts[P_COUNT];
-
+/* A direction's PATH_OPT_COUNT options into @opts, their values into *pa, their names @prefix ("" or
+ * "rev-") and the option's (kept in @names); those parse_path_opt takes carry @id_base plus their id. */
+void path_options(struct path_args *pa, const char *prefix, int id_base, char (*names)[PATH_OPT_NAME_BYTES],
+	struct wire_opt *opts);
 /* Every --aqm KIND, comma-separated. */
 const char *aqm_names(void);
-/* The option @id given as @opt ("--rev-aqm") with the value @arg, into *pa; a bad value exits 2. */
+/* The option @id (enum path_opt) given as @opt ("--rev-ge") with the value @arg, into *pa; a bad value exits
+ * 2. */
 void parse_path_opt(struct path_args *pa, int id, const char *opt, const char *arg);
 /* The queue kind of a direction's options, checked against each other; @x is their prefix ("" or "rev-"). */
 enum lq_kind check_aqm(const struct path_args *pa, const char *x);

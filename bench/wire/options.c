@@ -83,6 +83,8 @@ void wire_parse_args(int argc, char **argv, const struct wire_opt *tool_opts, si
 		}
 		o = &opts[opt - OPT_INDEX_BASE];
 		snprintf(name, sizeof(name), "--%s", o->name);
+		if (o->seen)
+			*o->seen = true;
 		if (o->value) {
 			*o->value = wire_parse_u64(name, optarg, o->min, o->max);
 		} else if (o->text) {

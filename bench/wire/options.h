@@ -21,7 +21,8 @@ struct wire_args {
 };
 
 /* One option of a tool: where its value goes (a whole number in min..max, the text as given, or true for
- * a flag) or, with none of these, the id it is handed to the tool's callback by. */
+ * a flag) or, with none of these, the id it is handed to the tool's callback by; seen, if set, becomes true
+ * whenever the option is given. */
 struct wire_opt {
 	const char *name;
 	int has_arg; /* getopt_long's required_argument or no_argument */
@@ -30,6 +31,7 @@ struct wire_opt {
 	const char **text;
 	bool *flag;
 	int id;
+	bool *seen;
 };
 
 /* The tool's option @id, given as @opt ("--rev-aqm") with the value @arg (NULL without one). */
