@@ -692,6 +692,9 @@ BBR_INLINE void bbr3_handle_inflight_too_high(
 {
 	s->prev_probe_too_high = 1;
 	s->bw_probe_samples = 0;
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	app_limited |= TWIN_MUTANT(loss_cut);
+#endif
 	/* An app-limited flight did not really probe the path's volume. */
 	if (!app_limited)
 		s->inflight_hi = bbr_max_u32(
@@ -1191,6 +1194,11 @@ BBR_INLINE void bbr3_check_drain(struct sock *sk, struct bbr_core *b, struct bbr
 		bbr_out_set_ssthresh(sk, b, bbr3_inflight(sk, b, bbr3_max_bw(s), BBR_UNIT));
 		bbr3_reset_congestion_signals(s);
 	}
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	if (TWIN_MUTANT(drain_exit) &&
+		bbr_packets_in_flight(tp) * 3 > bbr3_inflight(sk, b, bbr3_max_bw(s), BBR_UNIT))
+		return;
+#endif
 	if (b->mode == BBRKIT_DRAIN &&
 		bbr_packets_in_net_at_edt(sk, b, bbr_packets_in_flight(tp)) <=
 			bbr3_inflight(sk, b, bbr3_max_bw(s), BBR_UNIT)) {
@@ -1202,6 +1210,9 @@ BBR_INLINE void bbr3_check_drain(struct sock *sk, struct bbr_core *b, struct bbr
 BBR_INLINE void bbr3_exit_probe_rtt(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
 {
 	bbr3_reset_lower_bounds(b, s);
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	b->full_bw_reached |= TWIN_MUTANT(probe_rtt_exit);
+#endif
 	if (b->full_bw_reached) {
 		b->mode = BBRKIT_PROBE_BW;
 		/* Schedule the next probe at a friendly random time; inflight is low, so cruise. */
@@ -1478,6 +1489,10 @@ BBR_INLINE u32 bbr3_undo_cwnd(struct sock *sk)
 		return bbr_out_cwnd(sk, b);
 	bbr3_reset_full_bw(b, s);
 	s->loss_in_round = 0;
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	if (TWIN_MUTANT(undo_restore))
+		return b->prior_cwnd;
+#endif
 	s->bw_lo = bbr_max_u32(s->bw_lo, s->undo_bw_lo);
 	s->inflight_lo = bbr_max_u32(s->inflight_lo, s->undo_inflight_lo);
 	s->inflight_hi = bbr_max_u32(s->inflight_hi, s->undo_inflight_hi);

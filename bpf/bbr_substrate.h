@@ -426,6 +426,9 @@ BBR_INLINE u32 bbr_aggregation_allowance(const struct bbr_core *b)
 
 	max_aggr_cwnd = (u32)(((u64)bbr_bw(b) * BBR_EXTRA_ACKED_MAX_US) / BW_UNIT);
 	aggr_cwnd = (BBR_EXTRA_ACKED_GAIN * bbr_extra_acked(b)) >> BBR_SCALE;
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	aggr_cwnd = TWIN_MUTANT(extra_acked) ? 0 : aggr_cwnd;
+#endif
 	return bbr_min_u32(aggr_cwnd, max_aggr_cwnd);
 }
 

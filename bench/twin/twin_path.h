@@ -242,7 +242,8 @@ static void tw_try_send(void)
 			i++;
 		tw_tp.is_cwnd_limited = inflight >= tw_tp.snd_cwnd;
 		if (i == tw_nxt && backlog < (u64)TWIN_MSS * 8) {
-			if (!tw_tp.is_cwnd_limited && !tw_tp.lost_out)
+			/* tcp_rate_check_app_limited(): every lost packet retransmitted */
+			if (!tw_tp.is_cwnd_limited && tw_tp.lost_out <= tw_tp.retrans_out)
 				tw_tp.app_limited = (tw_tp.delivered + inflight) ?: 1;
 			return;
 		}

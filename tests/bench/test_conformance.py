@@ -79,6 +79,10 @@ def test_a_rate_step_becomes_a_trace_of_each_rate() -> None:
     ({"rate_steps": [[1, 10]]}, "case A.1: rate_steps must start at 0 s, rise in time and have rates > 0"),
     ({"id": "B.1"}, "case B.1: id must be A.<n>"),
     ({"id": "A.99"}, "case A.99: no checker"),
+    ({"algos": ["bbr3", "bbr2"], "not_applicable": {"bbr1": "v1 lacks it"}},
+     'case A.1: not_applicable reason for bbr1 must read "by design of v1|v2alpha|v3: ..."'),
+    ({"runner": "twin", "twin": {"rate": "50mbit"}, "trigger": {"phase": "UP", "rate_rel": 0.5, "loss_pct": 1}},
+     "case A.1: trigger is a phase, its nth start and one of app_limit_mbit, loss_pct, pause_s, rate_rel, spurious"),
     ({"runner": "twin", "twin": {"rate": "50mbit"}, "trigger": {"phase": "UP", "spurious": "rtoo"}},
      "case A.1: trigger spurious is one of fast_recovery, rto"),
 ])
@@ -112,7 +116,7 @@ def test_twin_cases_without_the_twin_are_blocked_not_passed(tmp_path: Path, monk
     assert verdicts[("A.18", "bbr1")] == "not applicable"
     row = next(line for line in (tmp_path / "c.md").read_text().splitlines() if line.startswith("| A.18 "))
     assert [c.strip() for c in row.strip("|").split("|")] == ["A.18", "Handling Spurious Fast Recovery", "twin",
-                                                               "blocked (twin)", "not applicable", "not applicable"]
+                                                               "blocked (twin)", "blocked (twin)", "not applicable"]
 
 
 def test_a_failed_case_fails_the_run_and_blocked_does_not() -> None:
@@ -348,15 +352,17 @@ def test_a17_policer() -> None:
     assert verdict("A.17", [dict(r, bw_lo_bps=None) for r in good], algo="bbr1") == "pass"
 
 
-def undo_series(restored: bool, longterm_before: int | None = 150) -> list[dict[str, Any]]:
-    """UP with inflight_longterm set; a recovery saves it and undo (an 'undo' record) restores it."""
+def undo_series(restored: bool, longterm_before: int | None = 150, resumes: str = "REFILL") -> list[dict[str, Any]]:
+    """UP with inflight_longterm set; a recovery saves it and cuts it, the undo (its record written right
+    after it ran) restores it and the flow probes again."""
     saved = {"undo_bw_shortterm_bps": None, "undo_inflight_shortterm": None, "undo_inflight_longterm": 0}
+    at_undo = {**saved, "undo_inflight_longterm": longterm_before}
     out = [rec(0, "PROBE_BW", 1, "UP", inflight_hi=longterm_before, **saved),
-           rec(0.02, "PROBE_BW", 2, "UP", ca_state="recovery", inflight_hi=105, inflight_lo=100, bw_lo_bps=BW / 2,
-               **dict(saved, undo_inflight_longterm=longterm_before)),
-           rec(0.03, "PROBE_BW", 2, "UP", event="undo", ca_state="recovery", inflight_hi=105,
-               **dict(saved, undo_inflight_longterm=longterm_before))]
-    out.append(rec(0.04, "PROBE_BW", 3, "UP", inflight_hi=longterm_before if restored else 105, **saved))
+           rec(0.02, "PROBE_BW", 2, "DOWN", ca_state="recovery", inflight_hi=105, inflight_lo=100, bw_lo_bps=BW / 2,
+               **at_undo),
+           rec(0.03, "PROBE_BW", 2, "DOWN", event="undo", ca_state="recovery",
+               inflight_hi=longterm_before if restored else 105, **at_undo)]
+    out.append(rec(0.04, "PROBE_BW", 3, resumes, inflight_hi=longterm_before if restored else 105, **saved))
     return out
 
 
@@ -364,7 +370,10 @@ def test_a18_a19_undo_restores_the_saved_state() -> None:
     assert verdict("A.18", undo_series(True)) == "pass"
     assert verdict("A.18", undo_series(False)) == "fail"
     assert verdict("A.19", undo_series(False)) == "fail"
-    assert verdict("A.18", undo_series(True, longterm_before=None)) == "fail"  # nothing was saved: vacuous
+    assert verdict("A.18", undo_series(True, resumes="CRUISE")) == "fail"  # UP's probe not restarted
+    assert verdict("A.18", undo_series(True, longterm_before=None)) == "pass"  # unset is infinite: stays unset
+    unmoved = [dict(r, inflight_hi=150, inflight_lo=None, bw_lo_bps=None, bw_phase="UP") for r in undo_series(True)]
+    assert verdict("A.18", unmoved) == "blocked"  # the recovery changed nothing: a restore would be vacuous
     assert verdict("A.18", [r for r in undo_series(True) if r["event"] != "undo"]) == "fail"
 
 
@@ -455,7 +464,7 @@ def test_a_real_case_s_path_as_the_twin_s_options() -> None:
                                                "pause": "3000000us-14000000us"}, None)
     options, why = conf.twin_path(CASES["A.16"])
     assert why is None and options["rate"] == "100mbit@0s,10mbit@5s" and options["buffer"] == "660p"
-    assert conf.twin_path(CASES["A.2"])[0]["app_limit"] == "40mbit@0us-6000000us"
+    assert conf.twin_path(CASES["A.20"])[0]["app_limit"] == "10mbit@0us-13000000us"
     assert conf.twin_path(CASES["A.12"])[0]["ack_aggregation"] == "20ms"
     assert conf.twin_path(CASES["A.17"]) == ({}, "the twin has no policer")
 

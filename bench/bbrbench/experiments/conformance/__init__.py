@@ -17,14 +17,14 @@ runners), plots, report (outcomes, the results file, the table and the Markdown)
 
 from .cases import CASES_FILE, CaseError, load_cases, parse_case, plan, select
 from .checks import CHECKERS, evaluate
-from .model import ALGOS, NOT_APPLICABLE, PASS, RUNNERS, Case, Check, Ctx, key_of, payload_bps, runs, verdict
+from .model import ALGOS, BLOCKED, FAIL, NOT_APPLICABLE, PASS, RUNNERS, Case, Check, key_of, payload_bps, runs, verdict
 from .real import rate_trace_lines, real_records, real_scenario, run_real
 from .report import GENERATED_END, Outcome, exit_status, markdown, read_outcomes, read_results, table, write_markdown
 from .run import reevaluate, run, run_one, runners_for
 from .twin import run_twin, trigger_options, twin_path
 
-__all__ = ["ALGOS", "CASES_FILE", "CHECKERS", "GENERATED_END", "NOT_APPLICABLE", "PASS", "RUNNERS", "Case",
-           "CaseError", "Check", "Ctx", "Outcome", "evaluate", "exit_status", "key_of", "load_cases", "markdown",
+__all__ = ["ALGOS", "BLOCKED", "CASES_FILE", "CHECKERS", "FAIL", "GENERATED_END", "NOT_APPLICABLE", "PASS", "RUNNERS",
+           "Case", "CaseError", "Check", "Outcome", "evaluate", "exit_status", "key_of", "load_cases", "markdown",
            "parse_case", "payload_bps", "plan", "rate_trace_lines", "read_outcomes", "read_results", "real_records",
            "real_scenario", "reevaluate", "run", "run_one", "run_real", "run_twin", "runners_for", "runs", "select",
            "table", "trigger_options", "twin_path", "verdict", "write_markdown"]

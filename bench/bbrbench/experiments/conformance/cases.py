@@ -3,6 +3,7 @@ for what cannot be used."""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
@@ -16,12 +17,17 @@ CASES_FILE = Path(__file__).resolve().parents[2] / "scenarios" / "conformance" /
 CASE_KEYS = {"id", "title", "statement", "algos", "not_applicable", "runner", "duration_s", "path", "sender",
              "rate_steps", "twin", "trigger", "tolerances", "note"}
 TWIN_KEYS = {"rate", "rtt", "buffer", "ack_aggregation", "app_limit", "pause", "loss", "seed"}
-# A trigger's phase and nth (which start of it, from 1), and one action.
-TRIGGER_ACTIONS = {"rate_rel", "pause_s", "spurious", "app_limit_mbit"}
-# lead_s: apply it that long before the phase starts (a rate cut reaches only packets sent after it, so a
-# queue built before the phase would otherwise still drain at the old rate).
-TRIGGER_KEYS = {"phase", "nth", "loss_pct", "for_s", "lead_s"} | TRIGGER_ACTIONS
+# A trigger's phase and nth (which start of it, from 1), and one action; loss_pct may join app_limit_mbit
+# (an app-limited phase that loses packets).
+TRIGGER_ACTIONS = {"rate_rel", "pause_s", "spurious", "app_limit_mbit", "loss_pct"}
+TRIGGER_PAIR = {"app_limit_mbit", "loss_pct"}
+# lead_s: apply it that long before the phase starts (a rate cut some rounds early lets the queue the
+# phase starts with drain at the new rate); packets: how many packets a spurious loss reorders.
+TRIGGER_KEYS = {"phase", "nth", "for_s", "lead_s", "packets"} | TRIGGER_ACTIONS
 SPURIOUS_KINDS = {"rto", "fast_recovery"}
+# One verdict policy for every algorithm: a case applies wherever the algorithm has the state machine it
+# tests (lacking the step fails); "not applicable" only by the design of the version the algorithm follows.
+NOT_APPLICABLE_REASON = re.compile(r"by design of (v1|v2alpha|v3): \S")
 REQUIRED_KEYS = ("id", "title", "statement", "algos", "runner", "duration_s", "tolerances")
 
 
@@ -62,6 +68,9 @@ def parse_case(raw: dict[str, Any]) -> Case:
     missing_reason = [a for a in ALGOS if a not in algos and not not_applicable.get(a)]
     if missing_reason:
         raise CaseError(f"{where}: not_applicable needs a reason for {missing_reason[0]}")
+    odd = next((a for a, why in not_applicable.items() if not NOT_APPLICABLE_REASON.match(str(why))), None)
+    if odd:
+        raise CaseError(f"{where}: not_applicable reason for {odd} must read \"by design of v1|v2alpha|v3: ...\"")
     if set(not_applicable) & set(algos):
         raise CaseError(f"{where}: {sorted(set(not_applicable) & set(algos))[0]} both applies and does not")
     runner = raw["runner"]
@@ -76,8 +85,9 @@ def parse_case(raw: dict[str, Any]) -> Case:
         raise CaseError(f"{where}: twin takes bbrkit-twin's options as strings: {', '.join(sorted(TWIN_KEYS))}")
     if twin and ("rate" not in twin or rate_bits(twin["rate"]) is None):
         raise CaseError(f"{where}: twin needs rate (e.g. \"50mbit\")")
+    actions = set(trigger) & TRIGGER_ACTIONS
     if trigger and (set(trigger) - TRIGGER_KEYS or "phase" not in trigger
-                    or len(set(trigger) & TRIGGER_ACTIONS) != 1):
+                    or len(actions) != 1 and actions != TRIGGER_PAIR):
         raise CaseError(f"{where}: trigger is a phase, its nth start and one of {', '.join(sorted(TRIGGER_ACTIONS))}")
     if "spurious" in trigger and trigger["spurious"] not in SPURIOUS_KINDS:
         raise CaseError(f"{where}: trigger spurious is one of {', '.join(sorted(SPURIOUS_KINDS))}")

@@ -15,12 +15,12 @@ from .model import (
     first_exit,
     judge,
     key_of,
+    lossy_ups,
     mbit,
     payload_bps,
     phase,
     runs,
     unforced,
-    ups,
 )
 
 
@@ -32,14 +32,22 @@ def check_a12(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     exit_rec = records[i]
     cwnd_bdp = max(r["cwnd"] for r in startup[-3:]) / bdp_packets(exit_rec)
     link = ctx.payload(exit_rec["t_s"], exit_rec["mss"])
+    rel = exit_rec["max_bw_bps"] / link - 1
+    checks = [judge("cwnd > 2 BDP late in STARTUP", cwnd_bdp > ctx.tol["cwnd_bdp_min"], f"{cwnd_bdp:.2f} BDP",
+                    f"> {ctx.tol['cwnd_bdp_min']}"),
+              judge("STARTUP finds the bottleneck rate (the sampler not fooled by the bursts)",
+                    abs(rel) <= ctx.tol["bw_found_rel"], f"{mbit(exit_rec['max_bw_bps'])} ({rel:+.1%})",
+                    f"{mbit(link)} +- {ctx.tol['bw_found_rel']:.0%}")]
     extra = key_of(records, "extra_acked")
-    return [judge("cwnd > 2 BDP late in STARTUP", cwnd_bdp > ctx.tol["cwnd_bdp_min"], f"{cwnd_bdp:.2f} BDP",
-                  f"> {ctx.tol['cwnd_bdp_min']}"),
-            judge("STARTUP finds the bottleneck rate", exit_rec["max_bw_bps"] >= ctx.tol["bw_found_rel"] * link,
-                  mbit(exit_rec["max_bw_bps"]), f">= {ctx.tol['bw_found_rel']:.0%} of {mbit(link)}"),
-            blocked("extra_acked measured", "extra_acked") if extra is None else
-            judge("extra_acked measured", max(r[extra] or 0 for r in startup) > 0,
-                  f"max {max(r[extra] or 0 for r in startup)} pkts", "> 0")]
+    if extra is None:
+        return [*checks, blocked("extra_acked measured", "extra_acked")]
+    # BBRUpdateMaxInflight(): cwnd_gain x BDP + extra_acked, in STARTUP too; cwnd grows towards it by what
+    # each ACK delivers, so the closest of STARTUP's last rounds is judged.
+    short = max(r["cwnd"] - (r["cwnd_gain"] * bdp_packets(r) + (r[extra] or 0)) for r in startup[-3:])
+    return [*checks, judge("extra_acked measured", max(r[extra] or 0 for r in startup) > 0,
+                           f"max {max(r[extra] or 0 for r in startup)} pkts", "> 0"),
+            judge("cwnd reaches cwnd_gain x BDP + extra_acked late in STARTUP", short >= -ctx.tol["cwnd_slack_packets"],
+                  f"{short:+.0f} pkts", f">= -{ctx.tol['cwnd_slack_packets']:.0f}")]
 
 
 SETTLE_S = 4.0  # A.13: past STARTUP, DRAIN and the first probe on its path
@@ -207,25 +215,47 @@ def check_undo(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     undo = next((i for i, r in enumerate(records) if r["event"] == "undo"), None)
     if undo is None or undo + 1 >= len(records):
         return [judge("a spurious recovery undone", False, "no undo record", "one")]
-    before = next((r for r in reversed(records[:undo]) if r["ca_state"] == "open"), None)
-    if before is None:
+    start = next((i for i in range(undo - 1, -1, -1) if records[i]["ca_state"] == "open"), None)
+    if start is None:
         return [judge("a record before the recovery", False, "none", "one")]
-    at, after = records[undo], records[undo + 1]
-    set_before = [s for _, s in pairs if before[k[s]] is not None]
-    checks = [judge("bounds set before the loss (else nothing to restore)", bool(set_before),
-                    ",".join(set_before) or "none", ">= 1")]
+    before, at, after = records[start], records[undo], records[undo + 1]
+    # The recovery must have moved what the undo restores, else a restore that does nothing passes; the
+    # undo's own record counts (what it left unrestored), as an RTO behind an ACK blackout leaves no other.
+    during = records[start + 1:undo + 1]
+    moved = sorted({s for r in during for _, s in pairs if r[k[s]] != before[k[s]]}
+                   | ({"state"} if any(phase(r) != phase(before) for r in during) else set()))
+    if not moved:
+        return [unforced("the recovery changes the state the undo restores", "nothing changed",
+                         "bw_shortterm, inflight_shortterm, inflight_longterm or the state")]
+    checks = [Check("changed by the recovery", INFO, ",".join(moved), "")]
     checks += [judge(f"{u} saved", at[k[u]] == before[k[s]], str(at[k[u]]), str(before[k[s]])) for u, s in pairs]
-    checks += [judge(f"{s} restored", after[k[s]] == at[k[u]], str(after[k[s]]), str(at[k[u]])) for u, s in pairs]
-    return [*checks, judge("state resumes", phase(after) == phase(before), phase(after), phase(before))]
+    # HandleSpuriousLossDetection(): each bound at least its saved value (unset is infinite), as the undo's
+    # record shows it, written right after the undo ran.
+    checks += [judge(f"{s} restored", at_least(at[k[s]], at[k[u]]), str(at[k[s]]), f">= {at[k[u]]}")
+               for u, s in pairs]
+    # A loss that ended STARTUP or UP returns to STARTUP, or to REFILL to probe again (or PROBE_RTT stays).
+    want = {"STARTUP": ("STARTUP", "PROBE_RTT"), "UP": ("REFILL", "UP", "PROBE_RTT")}.get(phase(before))
+    if want is None:
+        return [*checks, Check("state resumes", INFO, phase(after), f"no restore from {phase(before)}")]
+    return [*checks, judge("state resumes", phase(after) in want, phase(after), " or ".join(want))]
+
+
+def at_least(value: float | None, saved: float | None) -> bool:
+    """value >= saved, None being an unset bound: infinite."""
+    return value is None or saved is not None and value >= saved
 
 
 def check_a20(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     rs = runs(records)
-    in_startup = [(i, b) for i, (p, _, b) in enumerate(rs) if p == "PROBE_RTT" and i > 0 and rs[i - 1][0] == "STARTUP"]
-    if not in_startup:
-        return [unforced("PROBE_RTT during STARTUP", "none", "one")]
-    nexts = [records[b]["mode"] if b < len(records) else "end" for _, b in in_startup]
-    return [judge("PROBE_RTT during STARTUP", True, f"{len(in_startup)} time(s)", ">= 1"),
+    in_startup = [b for i, (p, _, b) in enumerate(rs) if p == "PROBE_RTT" and i > 0 and rs[i - 1][0] == "STARTUP"]
+    # A PROBE_RTT the run's end cut short has no exit to judge: only those that ended count.
+    ended = [b for b in in_startup if b < len(records)]
+    if not ended:
+        return [unforced("a PROBE_RTT during STARTUP that ends within the run", f"{len(in_startup)} cut short by "
+                         "the end" if in_startup else "none", "one")]
+    nexts = [records[b]["mode"] for b in ended]
+    return [Check("PROBE_RTT during STARTUP", INFO, f"{len(ended)} ended, {len(in_startup) - len(ended)} cut short "
+                  "by the run's end", ">= 1 ended"),
             judge("back to STARTUP", all(n == "STARTUP" for n in nexts), ",".join(nexts), "STARTUP")]
 
 
@@ -233,33 +263,35 @@ def check_a21(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     key = key_of(records, "inflight_longterm")
     if key is None:
         return [blocked("inflight_longterm cut on loss in UP", "inflight_longterm")]
-    # IsInflightTooHigh() judges each ACK, which per-round loss_rate does not show (A.6): an UP that
-    # started with inflight_longterm set and ended with new losses is the case's.
-    lossy = [(a, b) for a, b in ups(records)
-             if records[a][key] is not None and records[b]["lost"] > records[a]["lost"]]
+    # IsInflightTooHigh() judges each ACK, which per-round loss_rate does not show (A.6): an UP that starts
+    # with inflight_longterm set and loses more than LossThresh of its packets is the case's.
+    lossy = [(a, b, over) for a, b, over in lossy_ups(records, ctx.tol["loss_thresh"]) if records[a][key] is not None]
     if not lossy:
-        return [unforced("an UP with inflight_longterm set and loss", "none", ">= 1")]
+        return [unforced(f"an UP with inflight_longterm set and a round losing more than "
+                         f"{ctx.tol['loss_thresh']:.0%}", "none", ">= 1")]
     bad_next, slow, not_cut, too_low = [], [], [], []
-    for a, b in lossy:
-        first_loss = next(i for i in range(a, b + 1) if records[i]["lost"] > records[a]["lost"])
+    for _, b, over in lossy:
+        if b is None:
+            bad_next.append("UP to the end")
+            continue
         if phase(records[b]) not in ("DOWN", "CRUISE"):
             bad_next.append(phase(records[b]))
-        if records[b]["round"] - records[first_loss]["round"] > ctx.tol["exit_rounds"]:
-            slow.append(records[b]["round"] - records[first_loss]["round"])
-        peak = max(records[i][key] for i in range(a, b) if records[i][key] is not None)
-        # HandleInflightTooHigh() sets max(RS.tx_in_flight, Beta x target): the flight at the loss, which UP's
-        # per-ACK growth can put a little above the last recorded value.
-        if records[b][key] is None or records[b][key] > peak + ctx.tol["growth_slack_packets"]:
-            not_cut.append(records[b][key])
-        elif records[b][key] < ctx.tol["beta"] * bdp_packets(records[b]) * (1 - ctx.tol["bdp_rel"]):
-            too_low.append(records[b][key])
+        if records[b]["round"] - records[over]["round"] > ctx.tol["exit_rounds"]:
+            slow.append(records[b]["round"] - records[over]["round"])
+        # HandleInflightTooHigh() sets max(RS.tx_in_flight, Beta x target): below what UP had raised it to
+        # (UP keeps it above the flight), and no lower than Beta x BBRInflight(1.0).
+        before, after = records[b - 1][key], records[b][key]
+        if after is None or after >= before:
+            not_cut.append(f"{before} -> {after}")
+        elif after < ctx.tol["beta"] * bdp_packets(records[b]) * (1 - ctx.tol["bdp_rel"]):
+            too_low.append(after)
     n = len(lossy)
-    return [judge("lossy UP -> DOWN at once", not bad_next, f"{n - len(bad_next)}/{n}",
-                  f"{n}/{n} (CRUISE: DOWN shorter than a round)"),
-            judge("rounds from the first loss to the exit", not slow, str(slow or "all within"),
-                  f"<= {ctx.tol['exit_rounds']:.0f}"),
-            judge("inflight_longterm not above the flight at the loss", not not_cut, str(not_cut or f"{n}/{n}"),
-                  f"<= UP's peak + {ctx.tol['growth_slack_packets']:.0f}"),
+    return [judge("lossy UP -> DOWN at once", not bad_next, f"{n - len(bad_next)}/{n}" + "".join(
+                  f", {x}" for x in bad_next), f"{n}/{n} (CRUISE: DOWN shorter than a round)"),
+            judge(f"rounds from the loss above {ctx.tol['loss_thresh']:.0%} to the exit", not slow,
+                  str(slow or "all within"), f"<= {ctx.tol['exit_rounds']:.0f}"),
+            judge("inflight_longterm cut at the exit", not not_cut, ", ".join(not_cut) or f"{n}/{n}",
+                  "below UP's last value"),
             judge("cut no lower than beta x BBRInflight(1.0)", not too_low, str(too_low or f"{n}/{n}"),
                   f">= {ctx.tol['beta']} x BDP less {ctx.tol['bdp_rel']:.0%}")]
 

@@ -18,8 +18,10 @@ from .model import (
     flag,
     judge,
     key_of,
+    lossy_ups,
     mbit,
     phase,
+    round_loss,
     runs,
     unforced,
     ups,
@@ -55,21 +57,34 @@ def check_a2(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     if i is None:
         return [judge("STARTUP ends on loss", False, "never", f"within {ctx.tol['exit_within_s']} s")]
     exit_rec = records[i]
+    app = key_of(records, "is_app_limited")
+    if app is None:
+        return [blocked("STARTUP's samples app-limited at the loss exit", "is_app_limited")]
+    # The draft's step 2: the samples are app-limited when the loss ends STARTUP, i.e. in its last round.
+    last_round = [r for r in records[:i + 1] if r["round"] >= exit_rec["round"] - 1]
+    if not any(r[app] for r in last_round):
+        return [unforced("app-limited samples in STARTUP's last round", f"0/{len(last_round)} records", "some")]
     took = exit_rec["t_s"] - records[0]["t_s"]
     loss = max((r.get("loss_rate") or 0.0) for r in records[:i + 1])
-    checks = [judge("STARTUP -> DRAIN", exit_rec["mode"] == "DRAIN", exit_rec["mode"], "DRAIN"),
-              judge("STARTUP ends", took <= ctx.tol["exit_within_s"], f"{took:.2f} s",
-                    f"<= {ctx.tol['exit_within_s']} s"),
-              judge("loss rate seen in STARTUP", loss > ctx.tol["loss_thresh"], f"{loss:.1%}",
-                    f"> {ctx.tol['loss_thresh']:.0%}")]
-    app = key_of(records, "is_app_limited")
-    checks.append(blocked("STARTUP's samples app-limited", "is_app_limited") if app is None else
-                  judge("STARTUP's samples app-limited", any(r[app] for r in records[:i]),
-                        f"{sum(bool(r[app]) for r in records[:i])}/{i} records", "some"))
-    checks.append(flag(records, i, "full_bw_reached"))
-    if ctx.algo == "bbr3":
-        checks.append(flag(records, i, "full_bw_now"))
-    return checks
+    # Step 5 also asks for full_bw_now, which the draft's own CheckStartupHighLoss() never sets (it sets
+    # full_bw_reached only): the algorithm's text is followed, and the doc lists it as the draft's finding.
+    return [Check("app-limited samples in STARTUP's last round", INFO,
+                  f"{sum(bool(r[app]) for r in last_round)}/{len(last_round)} records", "some"),
+            judge("STARTUP -> DRAIN", drained(records, i), exit_rec["mode"],
+                  "DRAIN (PROBE_BW: DRAIN over within the ACK, drain_start_round now)"),
+            judge("STARTUP ends", took <= ctx.tol["exit_within_s"], f"{took:.2f} s",
+                  f"<= {ctx.tol['exit_within_s']} s"),
+            judge("loss rate seen in STARTUP", loss > ctx.tol["loss_thresh"], f"{loss:.1%}",
+                  f"> {ctx.tol['loss_thresh']:.0%}"),
+            flag(records, i, "full_bw_reached")]
+
+
+def drained(records: list[dict[str, Any]], i: int) -> bool:
+    """STARTUP's exit at record i went to DRAIN: DRAIN itself, or a DRAIN entered and left on that ACK (an
+    app-limited flight is already below its target), which drain_start_round shows."""
+    key = key_of(records, "drain_start_round")
+    r = records[i]
+    return r["mode"] == "DRAIN" or r["mode"] == "PROBE_BW" and key is not None and r[key] == r["round"]
 
 
 def check_a3(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
@@ -80,12 +95,20 @@ def check_a3(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     gain = max(r["pacing_gain"] for r in drain)
     exit_rec = records[i]
     bdp = bdp_packets(exit_rec)
-    bound = bdp * (1 + ctx.tol["inflight_rel"]) + ctx.tol["inflight_slack_packets"]
-    return [judge("DRAIN pacing gain", gain <= ctx.tol["drain_gain_max"] + 1e-3, fixed(gain, 3),
-                  f"<= {ctx.tol['drain_gain_max']}"),
-            judge("DRAIN -> PROBE_BW", exit_rec["mode"] == "PROBE_BW", exit_rec["mode"], "PROBE_BW"),
-            judge("inflight at the exit <= BBRInflight(1.0)", exit_rec["inflight"] <= bound,
-                  f"{exit_rec['inflight']} pkts", f"<= {bdp:.0f} (+slack: {bound:.0f})")]
+    margin = bdp * ctx.tol["inflight_rel"] + ctx.tol["inflight_slack_packets"]
+    checks = [judge("DRAIN pacing gain", gain <= ctx.tol["drain_gain_max"] + 1e-3, fixed(gain, 3),
+                    f"<= {ctx.tol['drain_gain_max']}"),
+              judge("DRAIN -> PROBE_BW", exit_rec["mode"] == "PROBE_BW", exit_rec["mode"], "PROBE_BW"),
+              judge("inflight at the exit <= BBRInflight(1.0)", exit_rec["inflight"] <= bdp + margin,
+                    f"{exit_rec['inflight']} pkts", f"<= {bdp:.0f} (+slack: {bdp + margin:.0f})")]
+    # The exit comes on the first ACK with inflight down to the target, so no lower than it less what a
+    # few ACKs take off: a DRAIN that started below the target leaves at once, wherever inflight is.
+    if drain[0]["inflight"] <= bdp + margin:
+        return [*checks, unforced("inflight above BBRInflight(1.0) when DRAIN starts", f"{drain[0]['inflight']} pkts",
+                                  f"> {bdp + margin:.0f}")]
+    return [*checks, judge("DRAIN not left later than the target (inflight not far below it)",
+                           exit_rec["inflight"] >= bdp - margin, f"{exit_rec['inflight']} pkts",
+                           f">= {bdp:.0f} (-slack: {bdp - margin:.0f})")]
 
 
 def check_a4(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
@@ -136,20 +159,24 @@ def check_a6(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     if app is None or longterm is None:
         return [blocked("app-limited UP ended by loss", "is_app_limited" if app is None else "inflight_longterm")]
     # IsInflightTooHigh() judges each ACK (RS.lost against RS.tx_in_flight), which per-round records do not
-    # show: an UP whose samples were app-limited and which ended with new losses is the case's.
-    lossy = [(a, b) for a, b in ups(records)
-             if any(r[app] for r in records[a:b + 1]) and records[b]["lost"] > records[a]["lost"]]
+    # show: an app-limited UP that lost more than LossThresh of its packets is the case's.
+    lossy = [(a, b, over) for a, b, over in lossy_ups(records, ctx.tol["loss_thresh"])
+             if any(r[app] for r in records[a:len(records) if b is None else b + 1])]
     if not lossy:
-        return [unforced("an app-limited UP ended by loss", "none", ">= 1")]
-    a, b = lossy[0]
-    rounds = records[b]["round"] - records[a]["round"]
+        return [unforced(f"an app-limited UP with a round losing more than {ctx.tol['loss_thresh']:.0%}", "none",
+                         ">= 1")]
+    a, b, over = lossy[0]
+    if b is None:
+        return [judge("UP -> DOWN", False, "UP to the end of the run", "DOWN")]
+    rounds = records[b]["round"] - records[over]["round"]
     # HandleInflightTooHigh(): inflight_longterm from a sample that is not app-limited only.
     changed = records[b][longterm] != records[a][longterm]
     want_change = not records[b][app]
-    return [judge("UP -> DOWN", phase(records[b]) in ("DOWN", "CRUISE"), phase(records[b]),
+    return [Check("the round's loss", INFO, f"{round_loss(records, over):.1%}", f"> {ctx.tol['loss_thresh']:.0%}"),
+            judge("UP -> DOWN", phase(records[b]) in ("DOWN", "CRUISE"), phase(records[b]),
                   "DOWN (CRUISE: DOWN over within the ACK)"),
-            judge("rounds from UP to the exit", rounds <= ctx.tol["exit_rounds"], str(rounds),
-                  f"<= {ctx.tol['exit_rounds']:.0f}"),
+            judge(f"rounds from the loss above {ctx.tol['loss_thresh']:.0%} to the exit",
+                  rounds <= ctx.tol["exit_rounds"], str(rounds), f"<= {ctx.tol['exit_rounds']:.0f}"),
             judge("inflight_longterm as HandleInflightTooHigh() leaves it", changed == want_change,
                   f"{records[a][longterm]} -> {records[b][longterm]}",
                   "set from the sample" if want_change else "unchanged (app-limited sample)")]
@@ -233,6 +260,11 @@ def check_a10(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
         gains |= {r["cwnd_gain"] for r in records[a:b]}
         nexts.append(records[b]["mode"])
     min_wait = ctx.tol["interval_s"] - ctx.tol["record_slack_s"]
+    max_wait = ctx.tol["interval_s"] + ctx.tol["late_s"]
+    # The longest stretch without a refresh of probe_rtt_min_delay and without PROBE_RTT, the run's tail
+    # after the last one included (a PROBE_RTT the run's end cut short still started).
+    started = [records[a]["t_s"] for p, a, _ in runs(records) if p == "PROBE_RTT"]
+    tail = records[-1]["t_s"] - max(t for t in restarts + started if t <= records[-1]["t_s"])
     gain_ok = all(abs(g - ctx.tol["cwnd_gain"]) <= ctx.tol["gain_abs"] for g in gains)
     # v3 keeps the 0.5 in bbr_probe_rtt_cwnd_gain and sets cwnd_gain to 1 there: the cwnd shows it.
     held = [r for a, b in periods for r in records[a:b] if r["event"] == "round"]
@@ -242,6 +274,8 @@ def check_a10(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     floor = max(ctx.tol["min_duration_s"], rtt_s)
     return [judge("PROBE_RTT only after the interval", min(waits) >= min_wait, f"{min(waits):.2f} s",
                   f">= {min_wait:.2f} s"),
+            judge("PROBE_RTT once the interval runs out", max([*waits, tail]) <= max_wait,
+                  f"{max([*waits, tail]):.2f} s without it", f"<= {max_wait:.2f} s"),
             judge("cwnd_gain 0.5 in PROBE_RTT (or cwnd at 0.5 BDP)", gain_ok or cwnd_ok,
                   f"cwnd_gain {','.join(fixed(g, 3) for g in sorted(gains))}, cwnd {max_cwnd_bdp:.2f} BDP",
                   f"{ctx.tol['cwnd_gain']} (cwnd <= {ctx.tol['cwnd_gain']} BDP + {ctx.tol['cwnd_slack_packets']:.0f})"),

@@ -176,3 +176,32 @@ def flag(records: list[dict[str, Any]], i: int, name: str, want: bool = True) ->
 def ups(records: list[dict[str, Any]]) -> list[tuple[int, int]]:
     """(first UP record, first record after it) of each completed UP run."""
     return [(a, b) for p, a, b in runs(records) if p == "UP" and b < len(records)]
+
+
+def loss_share(records: list[dict[str, Any]], a: int, b: int) -> float:
+    """Packets lost over packets lost or delivered from record a to record b."""
+    lost = records[b]["lost"] - records[a]["lost"]
+    return lost / max(lost + records[b]["delivered"] - records[a]["delivered"], 1)
+
+
+def round_loss(records: list[dict[str, Any]], i: int) -> float:
+    """loss_share over the round trip up to record i: what the path did to the last flight, which the draft's
+    steps want above BBR.LossThresh (the algorithm judges each ACK, which records cannot show)."""
+    k = next(j for j in range(i + 1) if records[j]["round"] >= records[i]["round"] - 1)
+    return loss_share(records, k, i)
+
+
+def lossy_ups(records: list[dict[str, Any]], thresh: float) -> list[tuple[int, int | None, int]]:
+    """(first UP record, first record after it or None: never left, the first record whose round lost more than
+    thresh) of each UP with such a round. The losses of UP's packets show up to a round after it (RACK waits
+    for later deliveries), so that round counts too."""
+    out: list[tuple[int, int | None, int]] = []
+    for p, a, b in runs(records):
+        if p != "UP":
+            continue
+        end = b if b < len(records) else len(records) - 1
+        end = next((i for i in range(end, len(records)) if records[i]["round"] > records[end]["round"]), end)
+        over = next((i for i in range(a, end + 1) if round_loss(records, i) > thresh), None)
+        if over is not None:
+            out.append((a, b if b < len(records) else None, over))
+    return out

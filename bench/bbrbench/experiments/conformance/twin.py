@@ -13,6 +13,9 @@ from .model import Case, rate_bits, runs
 
 TWIN_BINARY = "bbrkit-twin"
 SPURIOUS_DELAY_S = 0.005  # a spurious loss this long after the phase starts: inside its first round
+# Between the packets one spurious loss reorders: a packet's time at the bottleneck at 50 Mbit/s is 0.23 ms,
+# so each is another packet, and 8 of them stay within a 20 ms round.
+SPURIOUS_GAP_S = 0.0005
 # A spurious RTO's ACK blackout: longer than the twin's RTO (200 ms + srtt, srtt at most ~60 ms on a 2-BDP
 # 20 ms path) so one fires, shorter than two of them so only one does.
 RTO_BLACKOUT_S = 0.35
@@ -86,9 +89,12 @@ def trigger_options(case: Case, at_s: float) -> dict[str, str]:
         start = at_s + SPURIOUS_DELAY_S
         added = {"ack_blackout": f"{_us(start)}-{_us(start + RTO_BLACKOUT_S)}"}
     elif "spurious" in tr:
-        added = {"spurious_loss": _us(at_s + SPURIOUS_DELAY_S)}
+        first = at_s + SPURIOUS_DELAY_S
+        added = {"spurious_loss": ",".join(_us(first + k * SPURIOUS_GAP_S) for k in range(tr.get("packets", 1)))}
     else:
-        added = {"app_limit": f"{tr['app_limit_mbit']:g}mbit@{window}"}
+        added = {}
+        if "app_limit_mbit" in tr:
+            added["app_limit"] = f"{tr['app_limit_mbit']:g}mbit@{window}"
         if "loss_pct" in tr:
             added["loss"] = f"{tr['loss_pct']:g}%@{window}"
     options = dict(case.twin)
@@ -109,9 +115,10 @@ def _twin_records(argv: list[str], out: Path) -> tuple[list[dict[str, Any]], str
     return records, None
 
 
-def run_twin(case: Case, algo: str, work: Path) -> tuple[list[dict[str, Any]], str | None]:
+def run_twin(case: Case, algo: str, work: Path, mutation: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
     """The twin's records, or (nothing, why it could not run). With a trigger, a first run finds when its
-    phase starts and a second, identical up to then (the twin is deterministic), applies it from then."""
+    phase starts and a second, identical up to then (the twin is deterministic), applies it from then.
+    mutation: one of bbrkit-twin's --mutate names, the algorithm with one of the draft's steps broken."""
     from ...testbed.procs import find_binary
     binary = find_binary(TWIN_BINARY, "BBRKIT_TWIN")
     if binary is None:
@@ -119,6 +126,8 @@ def run_twin(case: Case, algo: str, work: Path) -> tuple[list[dict[str, Any]], s
     options, why = (case.twin, None) if case.runner == "twin" else twin_path(case)
     if why:
         return [], why
+    mutated = {"mutate": mutation} if mutation else {}
+    options = {**options, **mutated}
     work.mkdir(parents=True, exist_ok=True)
     records, why = _twin_records(twin_argv(binary, algo, case.duration_s, options), work / "twin.jsonl")
     if why or not case.trigger:
@@ -128,5 +137,5 @@ def run_twin(case: Case, algo: str, work: Path) -> tuple[list[dict[str, Any]], s
     if len(starts) < nth:
         return [], f"the twin's run never started {case.trigger['phase']} {nth} time(s)"
     (work / "trigger.json").write_text(json.dumps({"phase": case.trigger["phase"], "at_s": starts[nth - 1]}) + "\n")
-    options = trigger_options(case, starts[nth - 1] - case.trigger.get("lead_s", 0.0))
+    options = {**trigger_options(case, starts[nth - 1] - case.trigger.get("lead_s", 0.0)), **mutated}
     return _twin_records(twin_argv(binary, algo, case.duration_s, options), work / "twin-triggered.jsonl")
