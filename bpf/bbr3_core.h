@@ -1168,6 +1168,9 @@ BBR_INLINE void bbr3_v3_check_full_bw(
 		return;
 	b->full_bw_cnt = bbr_min_u32(b->full_bw_cnt + 1, BBR_FULL_BW_CNT);
 	s->full_bw_now = b->full_bw_cnt >= BBR_FULL_BW_CNT;
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	s->full_bw_now |= TWIN_MUTANT(full_bw_count) && b->full_bw_cnt == BBR_FULL_BW_CNT - 1;
+#endif
 	b->full_bw_reached |= s->full_bw_now;
 }
 

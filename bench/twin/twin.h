@@ -21,6 +21,7 @@
  * bpf/ that only the twin's build defines (the BPF programs and unit tests compile it out).
  */
 #define TWIN_MUTATIONS(X) \
+	X(full_bw_count, "A.1: the plateau ends STARTUP after 2 rounds, not 3 (bbr3)") \
 	X(drain_exit, "A.3: DRAIN lasts until inflight is a third of BBRInflight(1.0) (bbr2, bbr3)") \
 	X(probe_rtt_interval, "A.10: PROBE_RTT 10 s apart, not 5 s (bbr2, bbr3)") \
 	X(probe_wait, "A.9: bandwidth probes 6-7 s apart, not 2-3 s (bbr2, bbr3)") \

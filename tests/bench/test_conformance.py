@@ -38,12 +38,14 @@ def verdict(case: str, records: list[dict[str, Any]], algo: str = "bbr3") -> str
     return conf.verdict(conf.evaluate(CASES[case], algo, records))
 
 
-def startup_series(exit_mode: str = "DRAIN", last_growth: float = 1.1, lost: int = 0,
+def startup_series(exit_mode: str = "DRAIN", exit_count: int = 3, lost: int = 0,
                    **extra: Any) -> list[dict[str, Any]]:
-    """STARTUP doubling to the link's rate, 3 rounds of plateau, then the exit record."""
-    bws = [BW / 16, BW / 8, BW / 4, BW / 2, BW / last_growth / last_growth, BW / last_growth, BW]
-    out = [rec(0.02 * i, "STARTUP", i, bw_bps=b, **extra) for i, b in enumerate(bws)]
-    out.append(rec(0.02 * len(bws), exit_mode, len(bws), lost=lost, **extra))
+    """STARTUP doubling to the link's rate, then rounds of plateau that the algorithm counts (full_bw_cnt)
+    up to the exit record."""
+    bws = [BW / 16, BW / 8, BW / 4, BW / 2, BW / 1.1 / 1.1, BW / 1.1, BW]
+    counts = [0, 0, 0, 0, 0, 1, 2]
+    out = [rec(0.02 * i, "STARTUP", i, bw_bps=b, full_bw_cnt=c, **extra) for i, (b, c) in enumerate(zip(bws, counts))]
+    out.append(rec(0.02 * len(bws), exit_mode, len(bws), lost=lost, full_bw_cnt=exit_count, **extra))
     return out
 
 
@@ -73,8 +75,8 @@ def test_a_rate_step_becomes_a_trace_of_each_rate() -> None:
     ({"runner": "sim"}, "case A.1: runner must be real or twin"),
     ({"algos": ["bbr3", "bbr2"]}, "case A.1: not_applicable needs a reason for bbr1"),
     ({"algos": ["cubic"]}, "case A.1: algos must be some of bbr3, bbr2, bbr1"),
-    ({"tolerances": {"bw_rel": 0.02}}, "case A.1: tolerances lack plateau_growth"),
-    ({"tolerances": {"bw_rel": "2%", "plateau_growth": 0.25}}, "case A.1: tolerances must be numbers"),
+    ({"tolerances": {"bw_rel": 0.02}}, "case A.1: tolerances lack plateau_rounds"),
+    ({"tolerances": {"bw_rel": "2%", "plateau_rounds": 3}}, "case A.1: tolerances must be numbers"),
     ({"sender": [{"s": 1, "mbit": 10}]}, "case A.1: sender segments must add up to duration_s"),
     ({"rate_steps": [[1, 10]]}, "case A.1: rate_steps must start at 0 s, rise in time and have rates > 0"),
     ({"id": "B.1"}, "case B.1: id must be A.<n>"),
@@ -89,7 +91,7 @@ def test_a_rate_step_becomes_a_trace_of_each_rate() -> None:
 def test_bad_case_data_is_one_line_naming_case_and_key(change: dict[str, Any], message: str) -> None:
     raw = {"id": "A.1", "title": "t", "statement": "s", "algos": list(conf.ALGOS), "runner": "real",
            "duration_s": 4, "path": {"bottleneck": {"rate_mbit": 50}}, "tolerances": {"bw_rel": 0.02,
-                                                                                      "plateau_growth": 0.25}}
+                                                                                      "plateau_rounds": 3}}
     raw.update(change)
     with pytest.raises(conf.CaseError, match=f"^{message}$".replace(".", r"\.").replace("(", r"\(")
                        .replace(")", r"\)")):
@@ -140,7 +142,7 @@ def test_a_missing_key_blocks_and_an_alias_counts() -> None:
 def test_a1_startup_exits_on_plateau() -> None:
     good = startup_series(full_bw_reached=True, full_bw_now=True)
     assert verdict("A.1", good) == "pass"
-    assert verdict("A.1", startup_series(last_growth=1.2, full_bw_reached=True, full_bw_now=True)) == "fail"
+    assert verdict("A.1", startup_series(exit_count=2, full_bw_reached=True, full_bw_now=True)) == "fail"
     assert verdict("A.1", startup_series(lost=3, full_bw_reached=True, full_bw_now=True)) == "fail"
     assert verdict("A.1", startup_series(exit_mode="PROBE_BW", full_bw_reached=True, full_bw_now=True)) == "fail"
     off = [dict(r, bw_bps=r["bw_bps"] * 1.03) for r in good]  # 3% over the link: outside the draft's 2%
@@ -453,8 +455,8 @@ def test_a_trigger_runs_the_twin_twice_and_applies_from_the_phase_start(tmp_path
     assert why is None
     calls = (tmp_path / "twin.calls").read_text().splitlines()
     assert len(calls) == 2
-    # A.4's cut to 0.3 comes lead_s (10 ms) before the DRAIN the first run found at 0.2 s.
-    assert calls[1] == calls[0].replace("--rate 50mbit", "--rate 50mbit@0,15000000bit@190000us")
+    # A.4's cut to 0.3 comes as the DRAIN the first run found at 0.2 s starts.
+    assert calls[1] == calls[0].replace("--rate 50mbit", "--rate 50mbit@0,15000000bit@200000us")
     assert verdict("A.4", records) == "pass"  # the fake's DRAIN: rounds 10-13, PROBE_BW at 14
 
 

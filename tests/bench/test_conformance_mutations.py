@@ -21,6 +21,7 @@ CASES = {c.id: c for c in conf.load_cases()}
 
 # (case, algorithm, mutation, the check the mutation must turn from pass to fail: its name's start)
 MUTATIONS = [
+    ("A.1", "bbr3", "full_bw_count", "full_bw_count at the exit"),
     ("A.2", "bbr3", "loss_thresh", "STARTUP ends"),
     ("A.3", "bbr3", "drain_exit", "DRAIN not left later than the target"),
     ("A.3", "bbr2", "drain_exit", "DRAIN not left later than the target"),

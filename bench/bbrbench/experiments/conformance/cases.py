@@ -11,7 +11,7 @@ from typing import Any
 
 from ...errors import UsageError
 from .checks import CHECKERS
-from .model import ALGOS, RUNNERS, Case, rate_bits
+from .model import ALGOS, DESIGNS, RUNNERS, Case, rate_bits
 
 CASES_FILE = Path(__file__).resolve().parents[2] / "scenarios" / "conformance" / "cases.toml"
 CASE_KEYS = {"id", "title", "statement", "algos", "not_applicable", "runner", "duration_s", "path", "sender",
@@ -27,7 +27,7 @@ TRIGGER_KEYS = {"phase", "nth", "for_s", "lead_s", "packets"} | TRIGGER_ACTIONS
 SPURIOUS_KINDS = {"rto", "fast_recovery"}
 # One verdict policy for every algorithm: a case applies wherever the algorithm has the state machine it
 # tests (lacking the step fails); "not applicable" only by the design of the version the algorithm follows.
-NOT_APPLICABLE_REASON = re.compile(r"by design of (v1|v2alpha|v3): \S")
+NOT_APPLICABLE_REASON = re.compile(rf"by design of ({'|'.join(sorted(set(DESIGNS.values())))}): \S")
 REQUIRED_KEYS = ("id", "title", "statement", "algos", "runner", "duration_s", "tolerances")
 
 
@@ -70,7 +70,8 @@ def parse_case(raw: dict[str, Any]) -> Case:
         raise CaseError(f"{where}: not_applicable needs a reason for {missing_reason[0]}")
     odd = next((a for a, why in not_applicable.items() if not NOT_APPLICABLE_REASON.match(str(why))), None)
     if odd:
-        raise CaseError(f"{where}: not_applicable reason for {odd} must read \"by design of v1|v2alpha|v3: ...\"")
+        raise CaseError(f"{where}: not_applicable reason for {odd} must read \"by design of "
+                        f"{'|'.join(sorted(set(DESIGNS.values())))}: ...\"")
     if set(not_applicable) & set(algos):
         raise CaseError(f"{where}: {sorted(set(not_applicable) & set(algos))[0]} both applies and does not")
     runner = raw["runner"]

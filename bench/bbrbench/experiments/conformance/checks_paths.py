@@ -122,13 +122,13 @@ def check_a15(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     bdp = link * records[found]["min_rtt_us"] / 1e6 / 8 / records[0]["mss"]
     limit = ctx.tol["log_rounds_factor"] * math.log2(bdp)
     probe = next((i for i in after if phase(records[i]) in ("UP", "REFILL")), after[0])
-    start = after[0] if ctx.algo == "bbr1" else probe
+    start = after[0] if ctx.gain_cycle else probe
     rounds = records[found]["round"] - records[start]["round"]
     checks = [judge("max_bw reaches the new rate", took <= ctx.tol["found_within_s"], f"{took:.2f} s after the step",
                     f"<= {ctx.tol['found_within_s']} s"),
-              judge("rounds to find it" + ("" if ctx.algo == "bbr1" else " (from the probe)"), rounds <= limit,
+              judge("rounds to find it" + ("" if ctx.gain_cycle else " (from the probe)"), rounds <= limit,
                     str(rounds), f"<= {ctx.tol['log_rounds_factor']:.0f} log2(BDP) = {limit:.0f}")]
-    if ctx.algo == "bbr1":
+    if ctx.gain_cycle:
         return checks
     key = key_of(records, "inflight_longterm")
     values = [records[i][key] for i in range(probe, found + 1)
@@ -155,7 +155,7 @@ def check_a16(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
         return [*checks, judge("max_bw adapts down", False, mbit(min(r["max_bw_bps"] for r in after)),
                                f"<= {mbit(bound)}")]
     checks.append(Check("max_bw adapted", INFO, f"{adapted['t_s'] - step:.1f} s after the step", ""))
-    if ctx.algo == "bbr1":
+    if ctx.gain_cycle:
         rounds = adapted["round"] - after[0]["round"]
         checks.append(judge("max_bw window: rounds", rounds <= ctx.tol["max_rounds_v1"], str(rounds),
                             f"<= {ctx.tol['max_rounds_v1']:.0f}"))
@@ -190,7 +190,7 @@ def check_a17(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
                     f"{mbit(token)}"),
               judge("no continuous loss", lost / delivered <= ctx.tol["loss_max"], f"{lost / delivered:.1%}",
                     f"<= {ctx.tol['loss_max']:.0%}")]
-    if ctx.algo == "bbr1":
+    if ctx.gain_cycle:
         return checks
     for name in ("bw_shortterm_bps", "inflight_shortterm"):
         key = key_of(records, name)

@@ -40,14 +40,13 @@ def check_a1(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     rel = exit_rec["max_bw_bps"] / link - 1
     checks.append(judge("max_bw within bw_rel of the bottleneck", abs(rel) <= ctx.tol["bw_rel"],
                         f"{mbit(exit_rec['max_bw_bps'])} ({rel:+.1%})", f"{mbit(link)} +- {ctx.tol['bw_rel']:.0%}"))
-    # full_bw as it stood 3 rounds before the exit: the rounds since grew less than plateau_growth over it.
-    before = [r for r in records[:i] if r["mode"] == "STARTUP" and r["round"] <= exit_rec["round"] - 3]
-    if before:
-        growth = exit_rec["max_bw_bps"] / max(before[-1]["max_bw_bps"], 1) - 1
-        checks.append(judge("growth over the last 3 rounds", growth < ctx.tol["plateau_growth"], f"{growth:.1%}",
-                            f"< {ctx.tol['plateau_growth']:.0%}"))
+    # The algorithm's own count of rounds that grew less than 25%: the exit comes when it reaches 3.
+    count = key_of(records, "full_bw_cnt")
+    checks.append(blocked("full_bw_count at the exit", "full_bw_cnt") if count is None else
+                  judge("full_bw_count at the exit", exit_rec[count] == ctx.tol["plateau_rounds"],
+                        str(exit_rec[count]), f"{ctx.tol['plateau_rounds']:.0f}"))
     checks.append(flag(records, i, "full_bw_reached"))
-    if ctx.algo == "bbr3":
+    if ctx.has_full_bw_now:
         checks.append(flag(records, i, "full_bw_now"))
     return checks
 
@@ -146,7 +145,7 @@ def check_a5(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
                     "DOWN (CRUISE: DOWN shorter than a round, between records)"),
               judge("rounds in UP", rounds >= ctx.tol["min_up_rounds"], str(rounds),
                     f">= {ctx.tol['min_up_rounds']:.0f} (3 rounds of plateau)")]
-    if ctx.algo == "bbr3":
+    if ctx.has_full_bw_now:
         # Set by the ACK that ends UP: the exit record shows it, the last UP record may not yet.
         flags = [flag(records, i, "full_bw_now") for i in (b - 1, b)]
         checks.append(next((f for f in flags if f.status == PASS), flags[-1]))

@@ -7,7 +7,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DRAFT = "draft-ietf-ccwg-bbr-06"
-ALGOS = ("bbr3", "bbr2", "bbr1")
+# Each algorithm conformance covers, and the design it follows ("not applicable" names it). Adding an
+# algorithm is a row here (and its algos in the cases).
+DESIGNS: dict[str, str] = {"bbr3": "v3", "bbr2": "v2alpha", "bbr1": "v1"}
+ALGOS = tuple(DESIGNS)
+# The designs that keep the draft's BBR.full_bw_now (v2alpha and v1 have the plateau count only), and those
+# whose PROBE_BW is v1's eight-slot gain cycle, without UP/DOWN sub-states or the short-term model.
+FULL_BW_NOW_DESIGNS = frozenset({"v3", "draft"})
+GAIN_CYCLE_DESIGNS = frozenset({"v1"})
 RUNNERS = ("real", "twin")
 # Frame bytes a full-sized segment's payload does not count: TCP (with timestamps) 32, IP 20, Ethernet 14.
 HEADER_BYTES = 66
@@ -134,6 +141,14 @@ class Ctx:
     algo: str
     tol: dict[str, float]
     runner: str = "real"
+
+    @property
+    def has_full_bw_now(self) -> bool:
+        return DESIGNS[self.algo] in FULL_BW_NOW_DESIGNS
+
+    @property
+    def gain_cycle(self) -> bool:
+        return DESIGNS[self.algo] in GAIN_CYCLE_DESIGNS
 
     def payload(self, t_s: float, mss: int) -> float:
         """The bottleneck's payload rate at t_s, bit/s: the testbed's rate counts frames, the twin's
