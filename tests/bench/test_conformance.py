@@ -508,3 +508,35 @@ def test_a13_cwnd_target_is_bounded_by_the_model_in_cruise() -> None:
                    inflight_hi=150) for i in range(100)]
     assert verdict("A.13", bounded) == "pass"
     assert verdict("A.13", [dict(r, cwnd=110) for r in bounded]) == "fail"
+
+
+def test_doc_needs_a_clean_checkout_and_nothing_else(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from bbrbench import provenance
+    monkeypatch.setattr(provenance, "tree_state", lambda: "dirty 0123")
+    monkeypatch.chdir(tmp_path)
+    assert main(["conformance", "--doc"]) == 2
+    assert main(["conformance", "--doc", "--case", "A.1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["bbrbench: conformance --doc needs a clean checkout: tracked files differ from HEAD (commit first)",
+                   "bbrbench: --doc runs every case on every algorithm into a new directory: no ALGO, --case, --out "
+                   "or --markdown"]
+    assert not list(tmp_path.iterdir())  # nothing ran
+
+
+def test_doc_links_each_verdict_to_its_plot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    twin = Path(__file__).resolve().parents[2] / "build" / "bbrkit-twin"
+    assert twin.exists(), f"{twin} is missing: run `make` first"
+    monkeypatch.setenv("BBRKIT_TWIN", str(twin))
+    cases = [CASES["A.4"], CASES["A.18"]]
+    conf.run(list(conf.ALGOS), cases, "twin", tmp_path / "out")
+    doc = tmp_path / "docs" / "conformance.md"
+    conf.write_doc(tmp_path / "out", cases, doc)
+    text = doc.read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| A.4 "))
+    assert "[fail (twin)](conformance/A.4-bbr3-twin.png)" in row
+    assert "(plot)" not in text.split("## A.18")[1].split("bbr1")[1].splitlines()[0]  # not applicable: no run
+    plots = sorted(p.name for p in (doc.parent / "conformance").iterdir())
+    assert plots == ["A.18-bbr2-twin.png", "A.18-bbr3-twin.png", "A.4-bbr1-twin.png", "A.4-bbr2-twin.png",
+                     "A.4-bbr3-twin.png"]
+    assert all((doc.parent / "conformance" / p).stat().st_size < 80_000 for p in plots)

@@ -12,11 +12,13 @@ not judged); a case's verdict is fail if any check failed, else blocked if any w
 
 The package's parts: model (Case, Check, the record helpers), cases (the case file read and checked),
 checks_states and checks_paths (the checks) with checks (which case has which), twin and real (the
-runners), plots, report (outcomes, the results file, the table and the Markdown) and run (the loop).
+runners), plots, report (outcomes, the results file, the table and the Markdown), doc
+(docs/conformance.md from one clean revision) and run (the loop).
 """
 
 from .cases import CASES_FILE, CaseError, load_cases, parse_case, plan, select
 from .checks import CHECKERS, evaluate
+from .doc import doc_path, require_clean_checkout, write_doc
 from .model import ALGOS, BLOCKED, FAIL, NOT_APPLICABLE, PASS, RUNNERS, Case, Check, key_of, payload_bps, runs, verdict
 from .real import rate_trace_lines, real_records, real_scenario, run_real
 from .report import GENERATED_END, Outcome, exit_status, markdown, read_outcomes, read_results, table, write_markdown
@@ -24,7 +26,8 @@ from .run import reevaluate, run, run_one, runners_for
 from .twin import run_twin, trigger_options, twin_path
 
 __all__ = ["ALGOS", "BLOCKED", "CASES_FILE", "CHECKERS", "FAIL", "GENERATED_END", "NOT_APPLICABLE", "PASS", "RUNNERS",
-           "Case", "CaseError", "Check", "Outcome", "evaluate", "exit_status", "key_of", "load_cases", "markdown",
-           "parse_case", "payload_bps", "plan", "rate_trace_lines", "read_outcomes", "read_results", "real_records",
-           "real_scenario", "reevaluate", "run", "run_one", "run_real", "run_twin", "runners_for", "runs", "select",
-           "table", "trigger_options", "twin_path", "verdict", "write_markdown"]
+           "Case", "CaseError", "Check", "Outcome", "doc_path", "evaluate", "exit_status", "key_of", "load_cases",
+           "markdown", "parse_case", "payload_bps", "plan", "rate_trace_lines", "read_outcomes", "read_results",
+           "real_records", "real_scenario", "reevaluate", "require_clean_checkout", "run", "run_one", "run_real",
+           "run_twin", "runners_for", "runs", "select", "table", "trigger_options", "twin_path", "verdict",
+           "write_doc", "write_markdown"]

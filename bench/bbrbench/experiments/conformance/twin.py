@@ -19,6 +19,7 @@ SPURIOUS_GAP_S = 0.0005
 # A spurious RTO's ACK blackout: longer than the twin's RTO (200 ms + srtt, srtt at most ~60 ms on a 2-BDP
 # 20 ms path) so one fires, shorter than two of them so only one does.
 RTO_BLACKOUT_S = 0.35
+TRIGGER_FILE = "trigger.json"  # a triggered run's note of where the trigger's phase started
 TWIN_TIMEOUT_S = 120.0  # the twin simulates; a case of at most 25 s takes seconds
 
 
@@ -136,6 +137,14 @@ def run_twin(case: Case, algo: str, work: Path, mutation: str | None = None) -> 
     nth = case.trigger.get("nth", 1)
     if len(starts) < nth:
         return [], f"the twin's run never started {case.trigger['phase']} {nth} time(s)"
-    (work / "trigger.json").write_text(json.dumps({"phase": case.trigger["phase"], "at_s": starts[nth - 1]}) + "\n")
+    (work / TRIGGER_FILE).write_text(json.dumps({"phase": case.trigger["phase"], "at_s": starts[nth - 1]}) + "\n")
     options = {**trigger_options(case, starts[nth - 1] - case.trigger.get("lead_s", 0.0)), **mutated}
     return _twin_records(twin_argv(binary, algo, case.duration_s, options), work / "twin-triggered.jsonl")
+
+
+def trigger_time(work: Path, case: Case) -> float | None:
+    """When the run's trigger took effect (its phase's start less lead_s), from the twin runner's note."""
+    note = work / TRIGGER_FILE
+    if not case.trigger or not note.is_file():
+        return None
+    return float(json.loads(note.read_text())["at_s"]) - case.trigger.get("lead_s", 0.0)
