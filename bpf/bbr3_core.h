@@ -1157,7 +1157,12 @@ BBR_INLINE void bbr3_check_loss_too_high_in_startup(struct sock *sk, struct bbr_
 BBR_INLINE void bbr3_v3_check_full_bw(
 	struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw)
 {
-	if (s->full_bw_now || rs->is_app_limited)
+	bool app_limited = rs->is_app_limited;
+
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	app_limited &= !TWIN_MUTANT(app_limited_plateau);
+#endif
+	if (s->full_bw_now || app_limited)
 		return;
 	if (sample_bw >= (u32)(((u64)b->full_bw * BBR_FULL_BW_THRESH) >> BBR_SCALE)) {
 		bbr3_reset_full_bw(b, s);
@@ -1301,6 +1306,10 @@ BBR_INLINE void bbr3_update_gains(struct bbr_core *b)
 			: b->cycle_idx == BBRKIT_V3_DOWN      ? BBR3_DOWN_GAIN
 							      : BBR_UNIT;
 		b->cwnd_gain = BBR_CWND_GAIN + (b->cycle_idx == BBRKIT_V3_UP ? BBR3_UP_CWND_EXTRA : 0);
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+		if (TWIN_MUTANT(down_gain) && b->cycle_idx == BBRKIT_V3_DOWN)
+			b->pacing_gain = BBR_UNIT;
+#endif
 		break;
 	default: /* BBRKIT_PROBE_RTT */
 		b->pacing_gain = BBR_UNIT;

@@ -29,6 +29,11 @@
 	X(loss_thresh, "A.6, A.21: a probe ends on loss above 50%, not 2% (bbr2, bbr3)") \
 	X(loss_cut, "A.21: loss in UP leaves inflight_longterm uncut (bbr2, bbr3)") \
 	X(undo_restore, "A.18, A.19: undoing a spurious recovery restores no bound (bbr2, bbr3)") \
+	X(app_limited_plateau, "A.7: app-limited rounds count towards STARTUP's plateau (bbr3)") \
+	X(down_gain, "A.8: DOWN paces at 1.0, not 0.9 (bbr3)") \
+	X(min_cwnd, \
+		"A.14: the cwnd floor is 1 packet, not 4 (bbr2, bbr3; bbr1 keeps 4 by its quantization " \
+		"budget)") \
 	X(extra_acked, "A.12, A.13: cwnd not raised by extra_acked (bbr2, bbr3; bbr1 once the pipe is full)")
 
 #define TWIN_MUTATION_ENUM(name, help) TWIN_MUT_##name,
