@@ -1189,6 +1189,10 @@ BBR_INLINE bool bbr3_v3_probe_up_done(struct sock *sk, struct bbr_core *b, struc
 		b->full_bw = sample_bw;
 		return false;
 	}
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	if (TWIN_MUTANT(up_plateau))
+		return b->round_start;
+#endif
 	return s->full_bw_now;
 }
 
@@ -1262,6 +1266,9 @@ BBR_INLINE void bbr3_update_min_rtt(
 		b->min_rtt_stamp = s->probe_rtt_min_stamp;
 	}
 
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	b->idle_restart &= !TWIN_MUTANT(idle_restart);
+#endif
 	if (probe_rtt_expired && !b->idle_restart && b->mode != BBRKIT_PROBE_RTT) {
 		b->mode = BBRKIT_PROBE_RTT;
 		bbr_save_cwnd(sk, b);

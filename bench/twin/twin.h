@@ -29,6 +29,8 @@
 	X(loss_thresh, "A.6, A.21: a probe ends on loss above 50%, not 2% (bbr2, bbr3)") \
 	X(loss_cut, "A.21: loss in UP leaves inflight_longterm uncut (bbr2, bbr3)") \
 	X(undo_restore, "A.18, A.19: undoing a spurious recovery restores no bound (bbr2, bbr3)") \
+	X(up_plateau, "A.5: UP ends at its first round's end, without a plateau (bbr3)") \
+	X(idle_restart, "A.11: a restart from idle does not spare PROBE_RTT (bbr2, bbr3)") \
 	X(app_limited_plateau, "A.7: app-limited rounds count towards STARTUP's plateau (bbr3)") \
 	X(down_gain, "A.8: DOWN paces at 1.0, not 0.9 (bbr3)") \
 	X(min_cwnd, \
