@@ -602,6 +602,9 @@ BBR_INLINE void bbr3_raise_inflight_hi_slope(struct sock *sk, const struct bbr_c
 {
 	u32 growth_this_round = 1U << s->bw_probe_up_rounds;
 
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	growth_this_round = TWIN_MUTANT(up_step_doubling) ? 1 : growth_this_round;
+#endif
 	s->bw_probe_up_rounds = bbr_min_u32(s->bw_probe_up_rounds + 1, BBR3_UP_ROUNDS_MAX);
 	s->bw_probe_up_cnt = bbr_max_u32(bbr_out_cwnd(sk, b) / growth_this_round, 1);
 }

@@ -28,6 +28,8 @@
 	X(probe_rtt_exit, "A.20: PROBE_RTT always ends in PROBE_BW, STARTUP or not (bbr2, bbr3)") \
 	X(loss_thresh, "A.6, A.21: a probe ends on loss above 50%, not 2% (bbr2, bbr3)") \
 	X(loss_cut, "A.21: loss in UP leaves inflight_longterm uncut (bbr2, bbr3)") \
+	X(up_step_doubling, \
+		"A.15: UP's inflight_longterm step stays one packet per cwnd, never doubles (bbr2, bbr3)") \
 	X(undo_restore, "A.18, A.19: undoing a spurious recovery restores no bound (bbr2, bbr3)") \
 	X(up_plateau, "A.5: UP ends at its first round's end, without a plateau (bbr3)") \
 	X(idle_restart, "A.11: a restart from idle does not spare PROBE_RTT (bbr2, bbr3)") \

@@ -36,6 +36,7 @@ MUTATIONS = [
     ("A.11", "bbr3", "idle_restart", "no PROBE_RTT after the restart"),
     ("A.12", "bbr3", "extra_acked", "cwnd reaches cwnd_gain x BDP + extra_acked"),
     ("A.13", "bbr3", "extra_acked", "cwnd >= cwnd_gain x BDP + extra_acked"),
+    ("A.15", "bbr3", "up_step_doubling", "max_bw reaches the new rate"),
     ("A.18", "bbr3", "undo_restore", "inflight_longterm restored"),
     ("A.18", "bbr2", "undo_restore", "inflight_longterm restored"),
     ("A.19", "bbr3", "undo_restore", "inflight_shortterm restored"),
