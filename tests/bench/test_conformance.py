@@ -166,6 +166,9 @@ def test_a3_drain_exits_on_inflight() -> None:
     assert verdict("A.3", good) == "pass"
     assert verdict("A.3", [*good[:2], dict(good[2], inflight=120)]) == "fail"
     assert verdict("A.3", [good[0], dict(good[1], pacing_gain=0.75), good[2]]) == "fail"
+    assert verdict("A.3", [good[0], dict(good[1], pacing_gain=0.2), good[2]]) == "fail"  # below both values
+    assert verdict("A.3", [*good[:2], dict(good[2], inflight=28)]) == "fail"  # stayed until a third of the BDP
+    assert verdict("A.3", [good[0], dict(good[1], inflight=60), dict(good[2], inflight=28)]) == "blocked"
 
 
 def test_a4_drain_exits_after_three_rounds() -> None:
@@ -256,6 +259,8 @@ def test_a10_probe_rtt_entered_and_left() -> None:
     assert verdict("A.10", probe_rtt_series(stay_s=0.1)) == "fail"
     assert verdict("A.10", probe_rtt_series(gain=1.0, cwnd=80)) == "fail"
     assert verdict("A.10", probe_rtt_series(gain=1.0, cwnd=44)) == "pass"  # v3: the 0.5 is in the cwnd
+    assert verdict("A.10", probe_rtt_series(gain=1.0, cwnd=4)) == "fail"  # v1's 4 packets: not 0.5 BDP
+    assert verdict("A.10", probe_rtt_series(entry_s=5.5)) == "fail"  # 0.5 s late: the interval ran out before
     assert verdict("A.10", probe_rtt_series(after="STARTUP")) == "fail"
     series = probe_rtt_series()
     series[30]["probe_rtt_min_us"] = RTT_US - 5  # a new low at 3 s: 2.1 s before the entry is too soon

@@ -36,7 +36,7 @@ from .model import Case, Check, Ctx, judge
 CHECKERS: dict[str, tuple[Callable[[list[dict[str, Any]], Ctx], list[Check]], tuple[str, ...]]] = {
     "A.1": (check_a1, ("bw_rel", "plateau_rounds")),
     "A.2": (check_a2, ("loss_thresh", "exit_within_s")),
-    "A.3": (check_a3, ("drain_gain_max", "inflight_slack_packets", "inflight_rel")),
+    "A.3": (check_a3, ("drain_gain_min", "drain_gain_max", "inflight_slack_packets", "inflight_rel")),
     "A.4": (check_a4, ("drain_rounds", "round_slack", "inflight_slack_packets", "inflight_rel")),
     "A.5": (check_a5, ("min_up_rounds",)),
     "A.6": (check_a6, ("loss_thresh", "exit_rounds")),
