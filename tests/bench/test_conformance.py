@@ -158,6 +158,14 @@ def test_a2_startup_exits_on_loss_when_app_limited() -> None:
     assert verdict("A.2", [dict(r, loss_rate=0.01) for r in good]) == "fail"  # under BBR.LossThresh
     late = [dict(r, t_s=r["t_s"] * 10) for r in good]  # STARTUP lasting 4 s
     assert verdict("A.2", late) == "fail"
+    # App-limited only in the first rounds, not when the loss ends STARTUP: the case's step 2 not met.
+    early = [dict(r, is_app_limited=r["round"] < 3) for r in good]
+    assert verdict("A.2", early) == "blocked"
+    # The draft's own CheckStartupHighLoss() sets full_bw_reached only: full_bw_now is not asked for.
+    assert verdict("A.2", [dict(r, full_bw_now=False) for r in good]) == "pass"
+    drained_at_once = [*series, rec(0.4, "PROBE_BW", 10, "DOWN", full_bw_reached=True, is_app_limited=True,
+                                    drain_start_round=10)]
+    assert verdict("A.2", drained_at_once) == "pass"  # DRAIN entered and left on the same ACK
 
 
 def test_a3_drain_exits_on_inflight() -> None:
@@ -390,6 +398,10 @@ def test_a20_probe_rtt_during_startup_returns_to_startup() -> None:
     assert verdict("A.20", good) == "pass"
     assert verdict("A.20", [*good[:-1], rec(5.45, "PROBE_BW", 55, "CRUISE")]) == "fail"
     assert verdict("A.20", good[:52]) == "blocked"  # no PROBE_RTT at all: the path did not force one
+    # A PROBE_RTT the run's end cut short has no exit: not judged, so never a failure.
+    assert verdict("A.20", good[:53]) == "blocked"
+    assert verdict("A.20", [*good, *[rec(5.5 + 0.1 * i, "STARTUP", 56 + i) for i in range(45)],
+                            rec(10.2, "PROBE_RTT", 101)]) == "pass"
 
 
 def test_a21_loss_in_up_cuts_inflight_longterm() -> None:
