@@ -415,6 +415,11 @@ def test_a21_loss_in_up_cuts_inflight_longterm() -> None:
     assert verdict("A.21", series(40)) == "fail"  # below beta x BDP (0.7 x 82.5, less 10%)
     assert verdict("A.21", series(90, after="REFILL")) == "fail"
     assert verdict("A.21", [dict(r, lost=0) for r in series(90)]) == "blocked"  # no loss in UP: not forced
+    # The run ends a round after UP's loss: its exit was not due yet, so it is not judged.
+    assert verdict("A.21", series(90)[:3]) == "blocked"
+    stuck = series(90)[:4] + [rec(0.1 + 0.02 * k, "PROBE_BW", 14 + k, "UP", inflight_hi=112, lost=6 + 3 * k)
+                              for k in range(4)]
+    assert verdict("A.21", stuck) == "fail"  # UP to the end, rounds after the loss: the exit never came
 
 
 def test_a22_app_limited_refill_keeps_max_bw() -> None:

@@ -12,6 +12,7 @@ from .model import (
     Ctx,
     bdp_packets,
     blocked,
+    cut_short,
     first_exit,
     judge,
     key_of,
@@ -265,7 +266,9 @@ def check_a21(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
         return [blocked("inflight_longterm cut on loss in UP", "inflight_longterm")]
     # IsInflightTooHigh() judges each ACK, which per-round loss_rate does not show (A.6): an UP that starts
     # with inflight_longterm set and loses more than LossThresh of its packets is the case's.
-    lossy = [(a, b, over) for a, b, over in lossy_ups(records, ctx.tol["loss_thresh"]) if records[a][key] is not None]
+    # An UP the run's end cut short before its exit was due is not judged.
+    lossy = [(a, b, over) for a, b, over in lossy_ups(records, ctx.tol["loss_thresh"]) if records[a][key] is not None
+             and not (b is None and cut_short(records, over, ctx.tol["exit_rounds"]))]
     if not lossy:
         return [unforced(f"an UP with inflight_longterm set and a round losing more than "
                          f"{ctx.tol['loss_thresh']:.0%}", "none", ">= 1")]

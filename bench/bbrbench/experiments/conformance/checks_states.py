@@ -13,6 +13,7 @@ from .model import (
     Ctx,
     bdp_packets,
     blocked,
+    cut_short,
     first_exit,
     fixed,
     flag,
@@ -159,8 +160,10 @@ def check_a6(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
         return [blocked("app-limited UP ended by loss", "is_app_limited" if app is None else "inflight_longterm")]
     # IsInflightTooHigh() judges each ACK (RS.lost against RS.tx_in_flight), which per-round records do not
     # show: an app-limited UP that lost more than LossThresh of its packets is the case's.
+    # An UP the run's end cut short before its exit was due is not judged.
     lossy = [(a, b, over) for a, b, over in lossy_ups(records, ctx.tol["loss_thresh"])
-             if any(r[app] for r in records[a:len(records) if b is None else b + 1])]
+             if any(r[app] for r in records[a:len(records) if b is None else b + 1])
+             and not (b is None and cut_short(records, over, ctx.tol["exit_rounds"]))]
     if not lossy:
         return [unforced(f"an app-limited UP with a round losing more than {ctx.tol['loss_thresh']:.0%}", "none",
                          ">= 1")]

@@ -206,6 +206,11 @@ def round_loss(records: list[dict[str, Any]], i: int) -> float:
     return loss_share(records, k, i)
 
 
+def cut_short(records: list[dict[str, Any]], over: int, rounds: float) -> bool:
+    """The run ended within `rounds` rounds of record `over`: too soon to judge an exit due by then."""
+    return records[-1]["round"] - records[over]["round"] <= rounds
+
+
 def lossy_ups(records: list[dict[str, Any]], thresh: float) -> list[tuple[int, int | None, int]]:
     """(first UP record, first record after it or None: never left, the first record whose round lost more than
     thresh) of each UP with such a round. The losses of UP's packets show up to a round after it (RACK waits
