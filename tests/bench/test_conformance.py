@@ -186,6 +186,9 @@ def test_a4_drain_exits_after_three_rounds() -> None:
     assert verdict("A.4", good) == "pass"
     assert verdict("A.4", [*good[:3], dict(good[3], round=9)]) == "fail"
     assert verdict("A.4", [{k: v for k, v in r.items() if k != "drain_start_round"} for r in good]) == "blocked"
+    assert verdict("A.4", good[:3]) == "blocked"  # the run ended a round into DRAIN: no exit due yet
+    stuck = [*good[:3], *[rec(0.06 + 0.02 * k, "DRAIN", 4 + k, inflight=200, drain_start_round=2) for k in range(5)]]
+    assert verdict("A.4", stuck) == "fail"  # DRAIN to the end, past its 3 rounds
     # An exit at the target is an inflight exit: the path did not force the case's condition.
     assert verdict("A.4", [*good[:3], dict(good[3], inflight=80)]) == "blocked"
     # Google's v3 has no time exit: a DRAIN kept above target to the end of the run fails at its last record.

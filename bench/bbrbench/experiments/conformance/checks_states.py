@@ -129,6 +129,8 @@ def check_a4(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     rounds = exit_rec["round"] - last[key]
     limit = ctx.tol["drain_rounds"] + ctx.tol["round_slack"]
     left = i is not None
+    if not left and rounds <= limit:  # the run's end came before the time exit was due: not judged
+        return [unforced("a run lasting past DRAIN's time exit", f"{rounds} rounds of DRAIN", f"> {limit:.0f}")]
     mode, rounds_seen = (exit_rec["mode"], str(rounds)) if left else ("DRAIN to the end", f"{rounds}, never left")
     return [judge("DRAIN -> PROBE_BW", mode == "PROBE_BW", mode, "PROBE_BW"),
             judge("rounds in DRAIN", left and ctx.tol["drain_rounds"] <= rounds <= limit, rounds_seen,
