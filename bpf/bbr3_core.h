@@ -602,6 +602,9 @@ BBR_INLINE void bbr3_raise_inflight_hi_slope(struct sock *sk, const struct bbr_c
 {
 	u32 growth_this_round = 1U << s->bw_probe_up_rounds;
 
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	growth_this_round = TWIN_MUTANT(up_step_doubling) ? 1 : growth_this_round;
+#endif
 	s->bw_probe_up_rounds = bbr_min_u32(s->bw_probe_up_rounds + 1, BBR3_UP_ROUNDS_MAX);
 	s->bw_probe_up_cnt = bbr_max_u32(bbr_out_cwnd(sk, b) / growth_this_round, 1);
 }
@@ -692,6 +695,9 @@ BBR_INLINE void bbr3_handle_inflight_too_high(
 {
 	s->prev_probe_too_high = 1;
 	s->bw_probe_samples = 0;
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	app_limited |= TWIN_MUTANT(loss_cut);
+#endif
 	/* An app-limited flight did not really probe the path's volume. */
 	if (!app_limited)
 		s->inflight_hi = bbr_max_u32(
@@ -1154,7 +1160,12 @@ BBR_INLINE void bbr3_check_loss_too_high_in_startup(struct sock *sk, struct bbr_
 BBR_INLINE void bbr3_v3_check_full_bw(
 	struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw)
 {
-	if (s->full_bw_now || rs->is_app_limited)
+	bool app_limited = rs->is_app_limited;
+
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	app_limited &= !TWIN_MUTANT(app_limited_plateau);
+#endif
+	if (s->full_bw_now || app_limited)
 		return;
 	if (sample_bw >= (u32)(((u64)b->full_bw * BBR_FULL_BW_THRESH) >> BBR_SCALE)) {
 		bbr3_reset_full_bw(b, s);
@@ -1165,6 +1176,9 @@ BBR_INLINE void bbr3_v3_check_full_bw(
 		return;
 	b->full_bw_cnt = bbr_min_u32(b->full_bw_cnt + 1, BBR_FULL_BW_CNT);
 	s->full_bw_now = b->full_bw_cnt >= BBR_FULL_BW_CNT;
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	s->full_bw_now |= TWIN_MUTANT(full_bw_count) && b->full_bw_cnt == BBR_FULL_BW_CNT - 1;
+#endif
 	b->full_bw_reached |= s->full_bw_now;
 }
 
@@ -1178,6 +1192,10 @@ BBR_INLINE bool bbr3_v3_probe_up_done(struct sock *sk, struct bbr_core *b, struc
 		b->full_bw = sample_bw;
 		return false;
 	}
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	if (TWIN_MUTANT(up_plateau))
+		return b->round_start;
+#endif
 	return s->full_bw_now;
 }
 
@@ -1191,6 +1209,11 @@ BBR_INLINE void bbr3_check_drain(struct sock *sk, struct bbr_core *b, struct bbr
 		bbr_out_set_ssthresh(sk, b, bbr3_inflight(sk, b, bbr3_max_bw(s), BBR_UNIT));
 		bbr3_reset_congestion_signals(s);
 	}
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	if (TWIN_MUTANT(drain_exit) &&
+		bbr_packets_in_flight(tp) * 3 > bbr3_inflight(sk, b, bbr3_max_bw(s), BBR_UNIT))
+		return;
+#endif
 	if (b->mode == BBRKIT_DRAIN &&
 		bbr_packets_in_net_at_edt(sk, b, bbr_packets_in_flight(tp)) <=
 			bbr3_inflight(sk, b, bbr3_max_bw(s), BBR_UNIT)) {
@@ -1202,6 +1225,9 @@ BBR_INLINE void bbr3_check_drain(struct sock *sk, struct bbr_core *b, struct bbr
 BBR_INLINE void bbr3_exit_probe_rtt(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
 {
 	bbr3_reset_lower_bounds(b, s);
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	b->full_bw_reached |= TWIN_MUTANT(probe_rtt_exit);
+#endif
 	if (b->full_bw_reached) {
 		b->mode = BBRKIT_PROBE_BW;
 		/* Schedule the next probe at a friendly random time; inflight is low, so cruise. */
@@ -1243,6 +1269,9 @@ BBR_INLINE void bbr3_update_min_rtt(
 		b->min_rtt_stamp = s->probe_rtt_min_stamp;
 	}
 
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	b->idle_restart &= !TWIN_MUTANT(idle_restart);
+#endif
 	if (probe_rtt_expired && !b->idle_restart && b->mode != BBRKIT_PROBE_RTT) {
 		b->mode = BBRKIT_PROBE_RTT;
 		bbr_save_cwnd(sk, b);
@@ -1287,6 +1316,10 @@ BBR_INLINE void bbr3_update_gains(struct bbr_core *b)
 			: b->cycle_idx == BBRKIT_V3_DOWN      ? BBR3_DOWN_GAIN
 							      : BBR_UNIT;
 		b->cwnd_gain = BBR_CWND_GAIN + (b->cycle_idx == BBRKIT_V3_UP ? BBR3_UP_CWND_EXTRA : 0);
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+		if (TWIN_MUTANT(down_gain) && b->cycle_idx == BBRKIT_V3_DOWN)
+			b->pacing_gain = BBR_UNIT;
+#endif
 		break;
 	default: /* BBRKIT_PROBE_RTT */
 		b->pacing_gain = BBR_UNIT;
@@ -1478,6 +1511,10 @@ BBR_INLINE u32 bbr3_undo_cwnd(struct sock *sk)
 		return bbr_out_cwnd(sk, b);
 	bbr3_reset_full_bw(b, s);
 	s->loss_in_round = 0;
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	if (TWIN_MUTANT(undo_restore))
+		return b->prior_cwnd;
+#endif
 	s->bw_lo = bbr_max_u32(s->bw_lo, s->undo_bw_lo);
 	s->inflight_lo = bbr_max_u32(s->inflight_lo, s->undo_inflight_lo);
 	s->inflight_hi = bbr_max_u32(s->inflight_hi, s->undo_inflight_hi);

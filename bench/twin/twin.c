@@ -21,6 +21,8 @@
 #define MAX_DURATION_US (3600ULL * 1000000) /* an hour: far beyond any test case */
 #define MIN_RATE_BPS 8000ULL		    /* 1 kB/s: one packet every 1.4 s */
 
+#define TWIN_MUTATION_HELP(name, help) "                             " #name ": " help "\n"
+
 static const char usage_text[] =
 	"usage: bbrkit-twin --algo ALGO --rate RATE[@TIME][,RATE@TIME...] --rtt TIME [options]\n"
 	"\n"
@@ -44,7 +46,8 @@ static const char usage_text[] =
 	"                           longer than the RTO (200ms + srtt) makes a spurious RTO, undone\n"
 	"  --duration TIME          length of the transfer (default 10s)\n"
 	"  --seed N                 seed of the random drops and the algorithm's random draws (default 1)\n"
-	"  --help                   this text\n";
+	"  --mutate NAME            break one step of the algorithm a conformance case "
+	"tests:\n" TWIN_MUTATIONS(TWIN_MUTATION_HELP) "  --help                   this text\n";
 
 static const char *option_name;
 static const char *option_value;
@@ -240,6 +243,19 @@ static void parse_buffer(const char *text, struct twin_cfg *c)
 		bad("the buffer holds less than one packet (1448 bytes)");
 }
 
+static void parse_mutation(const char *text, struct twin_cfg *c)
+{
+#define TWIN_MUTATION_NAME(name, help) #name,
+	static const char *const names[] = { TWIN_MUTATIONS(TWIN_MUTATION_NAME) };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(text, names[i])) {
+			c->mutation = (enum twin_mutation)(i + 1);
+			return;
+		}
+	bad("no such mutation (see --help)");
+}
+
 static const struct algo *twin_algo;
 static int (*twin_run)(const struct twin_cfg *, twin_emit_fn);
 
@@ -303,6 +319,7 @@ int main(int argc, char **argv)
 		{ "ack-blackout", required_argument, NULL, 'k' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "seed", required_argument, NULL, 'e' },
+		{ "mutate", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -371,6 +388,9 @@ int main(int argc, char **argv)
 			break;
 		case 'e':
 			parse_seed(value, &c);
+			break;
+		case 'm':
+			parse_mutation(value, &c);
 			break;
 		}
 	}
