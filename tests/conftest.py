@@ -167,12 +167,16 @@ def _test_left_nothing(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @pytest.fixture(scope="session", autouse=True)
 def _no_leftovers() -> Iterator[None]:
-    if os.geteuid() == 0:
-        # What benchmark runs that died left (their owner process is gone) is removed by the next run's
-        # start; removed here first, so that it is not blamed on whichever test happens to start a run.
-        removed = cleanup_stale()
-        if removed:
-            warnings.warn(f"removed what earlier runs that died left: {', '.join(removed)}", stacklevel=1)
+    """Without root a test can register, pin or name nothing machine-wide, so a change seen then is someone
+    else's (another user's root tests on a shared machine), not this run's: checked as root only."""
+    if os.geteuid() != 0:
+        yield
+        return
+    # What benchmark runs that died left (their owner process is gone) is removed by the next run's
+    # start; removed here first, so that it is not blamed on whichever test happens to start a run.
+    removed = cleanup_stale()
+    if removed:
+        warnings.warn(f"removed what earlier runs that died left: {', '.join(removed)}", stacklevel=1)
     registered_before = set(available_ccs())
     yield
     left = leftovers() + [f"congestion control {cc}" for cc in sorted(set(available_ccs()) - registered_before)]
