@@ -141,7 +141,7 @@ def test_rto_during_up_recovers_the_link(attach, netpair, tmp_path: Path) -> Non
 
 
 def test_loss_decisions_run_on_the_path_the_kernel_allows(attach, netpair) -> None:
-    """Issue 30: with the kernel's leave, bbr3 judges each lost skb with its send-time flight (the
+    """With the kernel's leave, bbr3 judges each lost skb with its send-time flight (the
     per-packet counter rises on a lossy transfer, few lost skbs lack a send record); without it,
     the ACK-time path runs, named as such in `bbrctl list` and in the records, and the flow still
     fills the link. A buffer of a quarter BDP makes every probe lose."""

@@ -3,6 +3,7 @@ state an error must leave unchanged."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 from netutil import BBRCTL, PIN_ROOT, available_ccs, pins, run
@@ -15,8 +16,10 @@ NOBODY = "65534"
 
 
 def ctl(*args: str, unprivileged: bool = False) -> subprocess.CompletedProcess[str]:
-    """bbrctl without raising on failure; unprivileged runs it as nobody."""
-    prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"] if unprivileged else []
+    """bbrctl without raising on failure; unprivileged runs it as nobody when the tests run as root, and
+    as the tests' own user otherwise (who has no privileges to drop, and may not change user)."""
+    drop = unprivileged and os.geteuid() == 0
+    prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"] if drop else []
     return subprocess.run([*prefix, str(BBRCTL), *args], capture_output=True, text=True, timeout=30)
 
 
