@@ -59,7 +59,7 @@ FLOOR_BIN := $(BUILD)/bbrkit-floor
 # bbrkit-twin: the host twin of a transfer (bench/twin/), one object per algorithm it runs, each the
 # algorithm's host build as the unit tests compile it; records printed by bbrctl's own record code.
 TWIN_BIN := $(BUILD)/bbrkit-twin
-TWIN_ALGOS := bbr1 bbr2 bbr3
+TWIN_ALGOS := bbr1 bbr2 bbr3 bbr_draft
 TWIN_OBJS := $(TWIN_ALGOS:%=$(BUILD)/twin/twin_%.o)
 TWIN_RECORD_OBJS := $(BUILD)/loader/record.o $(BUILD)/loader/json.o $(BUILD)/loader/algos.o
 TWIN_HDRS := $(wildcard bench/twin/*.h)

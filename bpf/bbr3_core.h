@@ -206,7 +206,12 @@ struct bbr3 {
 		unused_b : 10;
 };
 
-struct bbr3_params params SEC(".data.params") = BBRKIT_PARAMS_DEFAULTS(BBR3_PARAMS);
+/* An algorithm whose table extends v3's rows (bbr_draft) names its table and struct. */
+#ifndef BBR3_PARAMS_TABLE
+#define BBR3_PARAMS_TABLE BBR3_PARAMS
+#define BBR3_PARAMS_STRUCT bbr3_params
+#endif
+struct BBR3_PARAMS_STRUCT params SEC(".data.params") = BBRKIT_PARAMS_DEFAULTS(BBR3_PARAMS_TABLE);
 
 /* Rule hooks each algorithm file defines. */
 /* The plateau estimator, every ACK: sets b->full_bw_reached in STARTUP, s->full_bw_now for UP. */

@@ -26,11 +26,12 @@
 static const char usage_text[] =
 	"usage: bbrkit-twin --algo ALGO --rate RATE[@TIME][,RATE@TIME...] --rtt TIME [options]\n"
 	"\n"
-	"Runs one TCP transfer of ALGO (bbr1, bbr2, bbr3: the same C as the BPF programs) through a\n"
-	"simulated path and sender schedule, deterministically, and prints its trace records as JSON\n"
-	"lines with the keys of `bbrctl trace --format jsonl` (t_ns: time since the transfer began).\n"
+	"Runs one TCP transfer of ALGO (bbr1, bbr2, bbr3, bbr_draft: the same C as the BPF programs)\n"
+	"through a simulated path and sender schedule, deterministically, and prints its trace records\n"
+	"as JSON lines with the keys of `bbrctl trace --format jsonl` (t_ns: time since the transfer\n"
+	"began).\n"
 	"\n"
-	"  --algo ALGO              bbr1, bbr2 or bbr3\n"
+	"  --algo ALGO              bbr1, bbr2, bbr3 or bbr_draft\n"
 	"  --rate LIST              bottleneck rate from each time on, e.g. 10mbit@0,100mbit@10s\n"
 	"                           (units bit, kbit, mbit, gbit; the first entry is at 0)\n"
 	"  --rtt TIME               base round trip, e.g. 40ms (units us, ms, s)\n"
@@ -264,7 +265,8 @@ static void parse_algo(const char *name)
 	static const struct {
 		const char *name;
 		int (*run)(const struct twin_cfg *, twin_emit_fn);
-	} runners[] = { { "bbr1", twin_run_bbr1 }, { "bbr2", twin_run_bbr2 }, { "bbr3", twin_run_bbr3 } };
+	} runners[] = { { "bbr1", twin_run_bbr1 }, { "bbr2", twin_run_bbr2 }, { "bbr3", twin_run_bbr3 },
+		{ "bbr_draft", twin_run_bbr_draft } };
 
 	for (size_t i = 0; i < sizeof(runners) / sizeof(runners[0]); i++)
 		if (!strcmp(name, runners[i].name)) {
@@ -272,7 +274,7 @@ static void parse_algo(const char *name)
 			twin_algo = algo_find(name);
 			return;
 		}
-	bad("the twin runs bbr1, bbr2 or bbr3");
+	bad("the twin runs bbr1, bbr2, bbr3 or bbr_draft");
 }
 
 static void print_record(const struct bbrkit_flow *f)

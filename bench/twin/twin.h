@@ -101,5 +101,6 @@ static inline uint64_t twin_packet_cap(const struct twin_cfg *cfg)
 int twin_run_bbr1(const struct twin_cfg *cfg, twin_emit_fn emit);
 int twin_run_bbr2(const struct twin_cfg *cfg, twin_emit_fn emit);
 int twin_run_bbr3(const struct twin_cfg *cfg, twin_emit_fn emit);
+int twin_run_bbr_draft(const struct twin_cfg *cfg, twin_emit_fn emit);
 
 #endif /* TWIN_H */

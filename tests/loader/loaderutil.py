@@ -8,10 +8,10 @@ import subprocess
 
 from netutil import BBRCTL, PIN_ROOT, available_ccs, pins, run
 
-ALGOS = ("bbr1", "bbr_rttgain", "bbr_acd", "bbr2", "bbr3")
-PARAM_ALGOS = ("bbr_rttgain", "bbr_acd", "bbr2", "bbr3")
+ALGOS = ("bbr1", "bbr_rttgain", "bbr_acd", "bbr2", "bbr3", "bbr_draft")
+PARAM_ALGOS = ("bbr_rttgain", "bbr_acd", "bbr2", "bbr3", "bbr_draft")
 # Those with the per-packet loss path: on a kernel that allows it, attach pins its three hook links.
-PER_PACKET_ALGOS = ("bbr2", "bbr3")
+PER_PACKET_ALGOS = ("bbr2", "bbr3", "bbr_draft")
 NOBODY = "65534"
 
 

@@ -111,7 +111,7 @@ def complete(*words: str) -> list[str]:
 
 def test_completion_offers_commands_algorithms_and_parameter_keys() -> None:
     assert [w for w in complete("bbrctl", "") if not w.startswith("-")] == COMMANDS
-    assert complete("bbrctl", "attach", "bbr_") == ["bbr_acd", "bbr_rttgain"]
+    assert complete("bbrctl", "attach", "bbr_") == ["bbr_acd", "bbr_draft", "bbr_rttgain"]
     assert complete("bbrctl", "set", "bbr_acd", "") == ["tolerance_us=", "rtt_factor=", "steady_acks=", "halve_once="]
     assert complete("bbrctl", "set", "bbr_rttgain", "alpha=0.5", "pr") == ["probe_exit="]
     assert complete("bbrctl", "trace", "--format", "") == ["jsonl", "csv"]
