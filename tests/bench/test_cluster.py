@@ -846,9 +846,9 @@ distributed.worker.run = rogue_run
 
 def test_every_member_can_run_code_in_every_other(cluster: Callable[[], Cluster], tmp_path: Path) -> None:
     """The trust model of docs/cluster.md, attacked: Dask unpickles ToPickle frames whatever the client's
-    deserializers say, so a worker's reply runs code in the scheduler and in the submitting client; a user's certificate runs
-    code in the scheduler and on every worker, and so does a host's used as a client. Every member is
-    trusted: the certificates decide membership, not what a member may do."""
+    deserializers say, so a worker's reply runs code in the scheduler and in the submitting client; a
+    user's certificate runs code in the scheduler and on every worker, and so does a host's used as a
+    client. Every member is trusted: the certificates decide membership, not what a member may do."""
     c = cluster()
     c.start_scheduler()
     site = tmp_path / "site"
