@@ -14,8 +14,10 @@ import signal
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +26,8 @@ from test_prometheus import used_metric_names
 
 PORT = 18093
 EXPORT_PORT = 19573
+PROMETHEUS_PORT = 19591
+ROOT = Path(__file__).resolve().parents[2]
 RULE = "exptest"
 FLOWS = 6
 # The old names, gone in one release: bit/s units, counters without _total, shares and rates as averages.
@@ -177,3 +181,40 @@ def test_ss_json_has_the_keys_its_help_names(placed_traffic: str) -> None:
     assert len(mine) >= 2 * FLOWS
     assert all(list(s) == named for s in mine), (named, mine[0])
     assert {s["arm"] for s in mine if s["local"].endswith(f":{PORT}")} == {"bbr1", "cubic"}
+
+
+def test_rollout_reads_a_real_prometheus(placed_traffic: str, metrics_url: str, tmp_path: Path) -> None:
+    """Prometheus (Debian's) scrapes the exporter every second; bbrbench rollout --prometheus judges the rule
+    from its query API: both arms get samples, and the retransmission guard, with a margin loopback cannot
+    reach, passes (exit 0)."""
+    if not shutil.which("prometheus"):
+        pytest.skip("needs prometheus (Debian's)")
+    conf = tmp_path / "prometheus.yml"
+    conf.write_text("global: {scrape_interval: 1s}\nscrape_configs:\n  - job_name: bbrkit\n"
+                    f"    static_configs: [{{targets: ['127.0.0.1:{EXPORT_PORT}']}}]\n")
+    prom = subprocess.Popen(["prometheus", f"--config.file={conf}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                             f"--web.listen-address=127.0.0.1:{PROMETHEUS_PORT}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    base = f"http://127.0.0.1:{PROMETHEUS_PORT}"
+    try:
+        query = urllib.parse.quote(f'bbrkit_policy_flows{{rule="{RULE}"}}')
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            body = scrape(f"{base}/api/v1/query?query={query}")
+            if body and len(json.loads(body)["data"]["result"]) == 2:
+                break
+            time.sleep(0.5)
+        else:
+            raise AssertionError("Prometheus never had the rule's series")
+        r = subprocess.run([str(ROOT / ".venv" / "bin" / "bbrbench"), "rollout", RULE, "--prometheus", base,
+                            "--window", "12", "--interval", "1", "--guard", "retrans=0.5", "--json"],
+                           capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "PATH": f"{BBRCTL.parent}:{os.environ['PATH']}"})
+        doc = json.loads(r.stdout)
+        assert r.returncode == 0, (r.stderr, json.dumps(doc["checks"]), json.dumps(doc["summary"]))
+        assert doc["outcome"] == "passed" and doc["holdback"] == "cubic"
+        assert {arm: m["retrans_rate"]["n"] >= 3 for arm, m in doc["summary"].items()} == {"bbr1": True,
+                                                                                              "cubic": True}
+    finally:
+        os.killpg(prom.pid, signal.SIGTERM)
+        prom.wait(timeout=30)
