@@ -8,6 +8,7 @@ import argparse
 import datetime
 import json
 import logging
+import re
 import sys
 import time
 import urllib.parse
@@ -141,10 +142,10 @@ def set_share(rule: str, pct: float) -> None:
 
 
 def has_migrate() -> bool:
-    """Whether this bbrctl has `policy migrate` (its policy --help names the verb)."""
+    """Whether this bbrctl has `policy migrate`: its policy --help lists the verb (read-only, unlike trying it)."""
     from ..testbed.system import bbrctl
 
-    return "migrate RULE" in bbrctl("policy", "--help", check=False)
+    return re.search(r"^\s+migrate\b", bbrctl("policy", "--help", check=False), re.M) is not None
 
 
 def watch(args: argparse.Namespace, read: Callable[[float], Any], guards: dict[str, float],
