@@ -117,19 +117,42 @@ static double mean(double sum, unsigned long n)
 		} \
 	} while (0)
 
-/* Flows per value of a label (mode, phase, state): counts, which sum across hosts where shares do not. */
-static void write_counts(FILE *o, const char *name, const char *label, const struct algo *const *sel,
-	const struct algo_sums *sums, size_t nsel, size_t offset, unsigned int n,
-	const char *(*label_name)(unsigned int))
-{
-	for (size_t i = 0; i < nsel; i++) {
-		const unsigned long *counts = (const void *)((const char *)&sums[i] + offset);
+/* Flows per value of a label: counts, which sum across hosts where shares do not. */
+struct count_family {
+	const char *name, *label, *help;
+	size_t offset; /* of the counts in struct algo_sums */
+	unsigned int n;
+	const char *(*value_name)(unsigned int);
+	bool v3_only;
+};
 
-		if (!strcmp(label, "phase") && !has_variant(sel[i], VAR_V3_PHASE))
-			continue;
-		for (unsigned int v = 0; v < n; v++)
-			fprintf(o, "%s{algo=\"%s\",%s=\"%s\"} %lu\n", name, sel[i]->name, label,
-				label_name(v), counts[v]);
+static const struct count_family count_families[] = {
+	{ "bbrkit_algo_mode_flows", "mode",
+		"flows in each mode at the scrape (over bbrkit_algo_flows, averaged over time: the time "
+		"share)",
+		offsetof(struct algo_sums, modes), NMODES, record_mode_name, false },
+	{ "bbrkit_algo_phase_flows", "phase", "bbr2/bbr3: flows in each PROBE_BW phase at the scrape",
+		offsetof(struct algo_sums, phases), NPHASES, record_phase_name, true },
+	{ "bbrkit_algo_ca_state_flows", "state",
+		"flows in each TCP congestion state (recovery, loss: the loss signal)",
+		offsetof(struct algo_sums, ca), NCA_STATES, record_ca_state_name, false },
+};
+
+static void write_counts(FILE *o, const struct algo *const *sel, const struct algo_sums *sums, size_t nsel)
+{
+	for (size_t f = 0; f < sizeof(count_families) / sizeof(count_families[0]); f++) {
+		const struct count_family *c = &count_families[f];
+
+		family(o, c->name, "gauge", c->help);
+		for (size_t i = 0; i < nsel; i++) {
+			const unsigned long *counts = (const void *)((const char *)&sums[i] + c->offset);
+
+			if (c->v3_only && !has_variant(sel[i], VAR_V3_PHASE))
+				continue;
+			for (unsigned int v = 0; v < c->n; v++)
+				fprintf(o, "%s{algo=\"%s\",%s=\"%s\"} %lu\n", c->name, sel[i]->name, c->label,
+					c->value_name(v), counts[v]);
+		}
 	}
 }
 
@@ -160,19 +183,7 @@ static void write_algos(FILE *o)
 	ALGO_HIST(o, "srtt_seconds", HIST_SECONDS, "smoothed RTT of the live flows at the scrape", srtt);
 	ALGO_GAUGE(o, "pacing_gain_ratio", "mean pacing gain applied", mean(s->pgain, s->flows));
 	ALGO_GAUGE(o, "cwnd_gain_ratio", "mean cwnd gain", mean(s->cgain, s->flows));
-	family(o, "bbrkit_algo_mode_flows", "gauge",
-		"flows in each mode at the scrape (over bbrkit_algo_flows, averaged over time: the time "
-		"share)");
-	write_counts(o, "bbrkit_algo_mode_flows", "mode", sel, sums, nsel, offsetof(struct algo_sums, modes),
-		NMODES, record_mode_name);
-	family(o, "bbrkit_algo_phase_flows", "gauge",
-		"bbr2/bbr3: flows in each PROBE_BW phase at the scrape");
-	write_counts(o, "bbrkit_algo_phase_flows", "phase", sel, sums, nsel,
-		offsetof(struct algo_sums, phases), NPHASES, record_phase_name);
-	family(o, "bbrkit_algo_ca_state_flows", "gauge",
-		"flows in each TCP congestion state (recovery, loss: the loss signal)");
-	write_counts(o, "bbrkit_algo_ca_state_flows", "state", sel, sums, nsel,
-		offsetof(struct algo_sums, ca), NCA_STATES, record_ca_state_name);
+	write_counts(o, sel, sums, nsel);
 	family(o, "bbrkit_algo_inflight_bound_packets", "gauge",
 		"bbr2/bbr3: mean inflight_hi and inflight_lo over the flows where the bound is set");
 	family(o, "bbrkit_algo_inflight_bound_flows", "gauge", "bbr2/bbr3: flows where the bound is set");

@@ -62,7 +62,7 @@ static void write_flows(FILE *o, const struct bbrkit_policy_rule *rules, const s
 			label_arm(arm, sizeof(arm), &rules[k->slot], k->arm);
 			sock_endpoint_text(k->saddr, k->sport, src, sizeof(src));
 			sock_endpoint_text(k->daddr, k->dport, dst, sizeof(dst));
-			fprintf(o, "%s{%s,netns=\"%u\",src=\"%s\",dst=\"%s\"} %.17g\n", flow_families[f][0],
+			fprintf(o, "%s{%s,netns=\"%u\",src=\"%s\",dst=\"%s\"} %.15g\n", flow_families[f][0],
 				arm, k->netns, src, dst, values[f]);
 		}
 	}

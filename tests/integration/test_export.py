@@ -69,6 +69,7 @@ def placed_traffic(attach: Callable[[str], None]) -> Iterator[str]:
     """A namespace with FLOWS loopback connections whose accepted ends the rule placed; yields its name.
     Afterwards the traffic, the rule and the namespace are gone."""
     attach("bbr1")
+    attach("bbr3")  # no flows: its bbr3-only families (PROBE_BW phases) are written all the same
     ns = f"{NS_PREFIX}exp"
     run(["ip", "netns", "add", ns])
     proc = None
@@ -157,6 +158,8 @@ def test_scrape_passes_promtool_and_has_what_the_rules_query(placed_traffic: str
     assert value(text, "bbrkit_algo_placed_acked_bytes_total", algo="cubic") >= value(
         text, "bbrkit_policy_acked_bytes_total", rule=RULE, arm="cubic")
     assert len(re.findall(r"^bbrkit_flow_acked_bytes_total\{", text, re.M)) == FLOWS
+    phases = re.findall(r'^bbrkit_algo_phase_flows\{algo="(\w+)",phase="(\w+)"\} \d+$', text, re.M)
+    assert {algo for algo, _ in phases} == {"bbr3"} and len(phases) == 4
 
 
 def test_post_is_refused_with_405(placed_traffic: str, metrics_url: str) -> None:
