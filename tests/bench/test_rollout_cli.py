@@ -167,7 +167,7 @@ def test_ramp_promotes_after_passing_and_stops_at_a_breach(serve: Callable[[Answ
     assert events.count("promote") == 2 and events[-2:] == ["revert", "end"]
 
 
-@pytest.mark.parametrize("ramp", ["1,x", "10,5", "0,50", "50,101"])
+@pytest.mark.parametrize("ramp", ["1,x", "10,5", "0,50", "50,101", "100"])
 def test_bad_ramp(ramp: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rollout", "web", "--ramp", ramp]) == 2
     assert "--ramp step" in capsys.readouterr().err
@@ -212,3 +212,17 @@ def test_ramp_stays_at_an_inconclusive_step(serve: Callable[[Answer], str],
     adds = [line for line in calls.read_text().splitlines() if line.startswith("policy add")]
     assert len(adds) == 1 and "arms=bbr3:1,cubic:99" in adds[0]
     assert "revert" not in calls.read_text()
+
+
+def test_ramp_to_full_share_after_a_pass(serve: Callable[[Answer], str], fake_bbrctl: Callable[[bool], Path]) -> None:
+    """At 100% the holdback gets nothing to compare with (here, as it would, it has no flow left): the step
+    after a passed one is applied, not watched."""
+    calls = fake_bbrctl(False)
+
+    def answer(n: int, path: str) -> tuple[str, str]:
+        full = "arms=bbr3:100," in calls.read_text()
+        return "text/plain", exposition({"bbr3": arm(n, 8e6, 0), "cubic": arm(n, 8e6, 0, flows=0 if full else 10)})
+    url = serve(answer)
+    assert rollout(["--url", f"{url}/metrics"], "--ramp", "50,100") == EXIT_PASSED
+    adds = [line for line in calls.read_text().splitlines() if line.startswith("policy add")]
+    assert [a.split()[4] for a in adds] == ["arms=bbr3:50,cubic:50", "arms=bbr3:100,cubic:0"]

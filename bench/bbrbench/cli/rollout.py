@@ -33,6 +33,8 @@ log = logging.getLogger("bbrbench")
 SCRAPE_TIMEOUT_S = 10.0
 # The keys of `bbrctl policy show --json` a ramp step carries over when it writes the rule's weights anew;
 # a rule with any other key is refused rather than rewritten without it.
+# At this share the holdback gets no new connection, so a step there is applied, not watched.
+FULL_SHARE_PCT = 100.0
 RULE_KEYS = {"name", "slot", "priority", "cgroup", "lport", "rport", "dst", "fallback", "holdback", "arms"}
 
 
@@ -53,7 +55,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="intervals of each arm before a guard may act (default 3)")
     p.add_argument("--ramp", metavar="PCT,...",
                    help="the candidate's share of new connections at each step, e.g. 1,10,50,100: each step is "
-                        "watched for --window and promoted only when every guard passed (needs one candidate arm)")
+                        "watched for --window and promoted only when every guard passed (needs one candidate arm); "
+                        "100 follows a passed step unwatched (no holdback is left to compare with)")
     p.add_argument("--no-revert", action="store_true", help="report a breach without reverting")
     p.add_argument("--migrate", action="store_true",
                    help="on revert, also move the rule's established connections (bbrctl policy migrate)")
@@ -73,6 +76,8 @@ def parse_ramp(text: str) -> list[float]:
         if not 0 < pct <= 100 or (steps and pct <= steps[-1]):
             raise UsageError(f"rollout: --ramp step '{part}' must be above the one before and in (0, 100]")
         steps.append(pct)
+    if steps[0] == FULL_SHARE_PCT:
+        raise UsageError("rollout: --ramp step '100' needs a step below it: at 100% there is no holdback to judge by")
     return steps
 
 
@@ -213,16 +218,22 @@ def _rollout(args: argparse.Namespace, guards: dict[str, float], ramp: list[floa
              bbrctl: Callable[..., str]) -> dict[str, Any]:
     read = reader(args)
     steps: list[float | None] = list(ramp) or [None]
+    doc: dict[str, Any] = {}
     for i, pct in enumerate(steps):
         if pct is not None:
             set_share(args.rule, pct)
             step_log("step", share_pct=pct)
+        if pct == FULL_SHARE_PCT:
+            # The holdback gets no new connection: nothing to compare with. The step before passed.
+            doc["step"] = pct
+            doc["verdict"] += f"; promoted to {pct:g}%"
+            return doc
         comparison, verdict, elapsed = watch(args, read, guards, step_log)
         outcome = verdict.outcome
-        doc: dict[str, Any] = {"rule": args.rule, "holdback": comparison.holdback, "guards": guards,
-                               "step": pct, "elapsed_s": round(elapsed, 3), "summary": comparison.summary(),
-                               "checks": [c.__dict__ for c in verdict.checks], "outcome": outcome,
-                               "reverted": False, "migrated": False}
+        doc = {"rule": args.rule, "holdback": comparison.holdback, "guards": guards, "step": pct,
+               "elapsed_s": round(elapsed, 3), "summary": comparison.summary(),
+               "checks": [c.__dict__ for c in verdict.checks], "outcome": outcome, "reverted": False,
+               "migrated": False}
         if verdict.breach:
             doc["breach"] = verdict.breach.__dict__
             if args.no_revert:
