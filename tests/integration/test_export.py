@@ -221,3 +221,23 @@ def test_rollout_reads_a_real_prometheus(placed_traffic: str, metrics_url: str, 
     finally:
         os.killpg(prom.pid, signal.SIGTERM)
         prom.wait(timeout=30)
+
+
+def test_ramp_step_rewrites_weights_and_keeps_the_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bbrbench rollout's ramp step against the real bbrctl: the rule is written with the candidate at the
+    step's share and every other key as it was."""
+    from bbrbench.cli.rollout import set_share
+
+    rule = "ramptest"
+    keys = ["lport=18094", "rport=443", "dst=192.0.2.0/24,2001:db8::/32", "priority=7", "fallback=yes"]
+    bbrctl("policy", "add", rule, "arms=reno:1,cubic:99", "holdback=cubic", *keys)
+    try:
+        before = json.loads(bbrctl("policy", "show", rule, "--json").stdout)["rules"][0]
+        monkeypatch.setenv("BBRCTL", str(BBRCTL))
+        set_share(rule, 10)
+        after = json.loads(bbrctl("policy", "show", rule, "--json").stdout)["rules"][0]
+    finally:
+        bbrctl("policy", "del", rule, check=False)
+    assert {a["algo"]: a["weight"] for a in after["arms"]} == {"reno": 10, "cubic": 90}
+    unchanged = ("priority", "cgroup", "lport", "rport", "dst", "fallback", "holdback")
+    assert {k: after[k] for k in unchanged} == {k: before[k] for k in unchanged}
