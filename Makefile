@@ -141,7 +141,7 @@ $(BUILD)/bbrkit_version.h: $(BPF_OBJS) FORCE | $(BUILD)
 	} > $@.tmp
 	$(Q)if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 
-$(BUILD)/loader/main.o $(BUILD)/loader/bbrctl-gen.o: $(BUILD)/bbrkit_version.h
+$(BUILD)/loader/main.o $(BUILD)/loader/export.o $(BUILD)/loader/bbrctl-gen.o: $(BUILD)/bbrkit_version.h
 
 $(BUILD)/loader/bbrctl-gen.o: loader/gen/bbrctl-gen.c $(BUILD)/bbrkit_algos.h | $(BUILD)/loader
 	$(call msg,CC,$@)
