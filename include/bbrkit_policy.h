@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* The policy: which new TCP connections get which congestion control. Shared by bpf/policy.bpf.c,
- * bbrctl (loader/policy.c, export.c, ss.c) and the host unit tests.
+ * bbrctl (loader/policy*.c, export.c, ss.c) and the host unit tests.
  *
  * One sockops program on the cgroup v2 root runs when a connection is established (both the
  * connections a service accepts and those it opens) and, before the kernel initialises the

@@ -135,7 +135,7 @@ int read_iterator(const char *path, char **buf, size_t *used);
 /* Appends all that fd yields to *buf (of *cap bytes, *used used), growing it with realloc(). */
 int read_all(int fd, char **buf, size_t *cap, size_t *used);
 
-/* policy.c: the rules (include/bbrkit_policy.h) and their pinned maps. */
+/* policy_parse.c: the rules (include/bbrkit_policy.h) from the command line. */
 #include "bbrkit_policy.h"
 struct policy_spec {
 	struct bbrkit_policy_rule rule;
@@ -144,11 +144,15 @@ struct policy_spec {
 /* NAME KEY=VALUE... into s; EXIT_USAGE after one line naming the problem. Needs no system state. */
 int policy_parse(const char *name, int argc, char **argv, struct policy_spec *s);
 int policy_parse_prefix(const char *text, struct bbrkit_policy_prefix *p);
-void policy_prefix_text(const struct bbrkit_policy_prefix *p, char *buf, size_t size);
+
+/* policy_maps.c: the pinned policy's maps. */
 bool policy_exists(void);
 int policy_open_map(const char *name);
 int policy_read_rules(struct bbrkit_policy_rule *rules); /* BBRKIT_POLICY_RULES slots */
 int policy_read_stats(__u32 slot, __u32 arm, struct bbrkit_policy_stats *sum);
+
+/* policy_print.c */
+void policy_prefix_text(const struct bbrkit_policy_prefix *p, char *buf, size_t size);
 /* How many rules name algo without fallback=yes (their names in out): detach is refused then. */
 int policy_blocks_detach(const char *algo, char *out, size_t size);
 /* The policy's pinned iterator over placed connections, under BBRKIT_POLICY_DIR. */

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* What the policy's files (loader/policy*.c) share among themselves; what other commands use of the
+ * policy is in bbrctl.h.
+ */
+#ifndef BBRCTL_POLICY_INTERNAL_H
+#define BBRCTL_POLICY_INTERNAL_H
+
+#include "bbrctl.h"
+#include "bbrkit_policy.h"
+
+#define PERCENT_SCALE 100 /* weights are given in percent with two decimals: basis points */
+#define V4_MAPPED_BITS 96 /* an IPv4 address sits in the last 32 bits of ::ffff:0:0/96 */
+#define OWN_CGROUP2_PARENT "/run/bbrkit"
+/* Where bbrctl mounts cgroup2 when the host has no cgroup v2 hierarchy mounted (v1-only hosts). */
+#define OWN_CGROUP2 OWN_CGROUP2_PARENT "/cgroup2"
+/* Pins under BBRKIT_PIN_ROOT/BBRKIT_POLICY_DIR. */
+#define PIN_RULES "rules"
+#define PIN_PREFIXES "prefixes"
+#define PIN_STATS "stats"
+#define PIN_STORAGE "storage"
+#define PIN_FLOWS "flows"
+
+/* policy_cgroup.c */
+bool find_cgroup2(char *out, size_t size);
+int mount_cgroup2(char *out, size_t size);
+void unmount_own_cgroup2(void);
+int cgroup_id_of(const char *root, const char *rel, __u64 *id, __u32 *level);
+
+/* policy_maps.c */
+int create_policy(const char *cgroot);
+int remove_policy(void);
+int rebuild_prefixes(const struct bbrkit_policy_rule *rules);
+int write_slot(__u32 slot, const struct bbrkit_policy_rule *r);
+int zero_stats(__u32 slot);
+/* The slot of the rule called name, or -1; how many slots hold a rule. */
+int find_slot(const struct bbrkit_policy_rule *rules, const char *name);
+int nrules(const struct bbrkit_policy_rule *rules);
+
+/* policy_print.c: list (only NULL) or show one rule. */
+int policy_print(bool json, const char *only);
+
+#endif /* BBRCTL_POLICY_INTERNAL_H */
