@@ -48,8 +48,9 @@ struct bbrkit_policy_rule {
 	char name[BBRKIT_POLICY_NAME_MAX];
 	__u64 cgroup_id;    /* cgroup v2 id (the directory's inode); 0: any cgroup */
 	__u32 cgroup_level; /* its depth below the cgroup2 root: the ancestor of the socket's to compare */
-	__u32 priority;	    /* lower first; ties by slot */
-	__u32 generation;   /* bumped on every write of the slot: storage of older sockets is left out */
+	__u32 priority;	    /* lower first */
+	__u32 created;	    /* creation order, kept by edits: of equal priorities the older rule wins */
+	__u32 generation;   /* bumped when the slot gets another rule: storage of older sockets is left out */
 	__u16 lport, rport; /* host byte order; 0: any */
 	__u8 narms;
 	__u8 holdback; /* index of the holdback arm: what `policy revert` and rollout's guard go back to */
@@ -68,6 +69,7 @@ struct bbrkit_policy_rule {
 struct bbrkit_policy_stats {
 	__u64 connections; /* assigned to the arm */
 	__u64 fallbacks;   /* the arm's algorithm could not be set: the connection kept the default */
+	__u64 locked;	   /* of those, refused because the route locks it (ip route ... congctl lock) */
 	__u64 closed;	   /* of those, closed since */
 	__u64 closed_bytes_acked;
 	__u64 closed_bytes_received;
@@ -76,6 +78,7 @@ struct bbrkit_policy_stats {
 	__u64 closed_delivered;
 	__u64 closed_delivered_ce;
 	__u64 closed_lost; /* packets lost, tp->lost */
+	__u64 migrated;	   /* established connections `policy migrate` moved to the arm */
 };
 
 /* Kept in the socket's storage: which rule and arm chose its algorithm. */
@@ -85,6 +88,18 @@ struct bbrkit_policy_sk {
 	__u8 arm;
 	__u8 fallback; /* 1: the arm's algorithm could not be set */
 	__u8 pad[6];
+};
+
+/* One connection `policy migrate` looked at: where it was and what it got. */
+struct bbrkit_migration {
+	__u8 saddr[16]; /* IPv6, or IPv4-mapped as above */
+	__u8 daddr[16];
+	char from[BBRKIT_POLICY_NAME_MAX];
+	char to[BBRKIT_POLICY_NAME_MAX];
+	__u16 sport, dport; /* host byte order */
+	__u32 netns;
+	__s32 err; /* bpf_setsockopt's: 0 moved, -EPERM a route locks the algorithm */
+	__u32 arm;
 };
 
 /* One connection as the policy's iterators write it: where it belongs and the kernel's own TCP state

@@ -283,6 +283,7 @@ struct cmd_opts {
 	bool json;
 	const char *out, *format, *object;
 	const char *listen, *flow_limit, *stall_rtts; /* export */
+	bool dry_run, migrate;			      /* policy, apply */
 	const struct algo *algo; /* the command's ALGO, resolved by the parser (takes_algo) */
 };
 struct cli_opt {

@@ -28,6 +28,22 @@ static const struct cli_opt json_opt[] = {
 	{},
 };
 
+static const struct cli_opt policy_opts[] = {
+	{ .name = "json",
+		.short_name = 'j',
+		.help = "list, show: print one JSON document",
+		.offset = OPT_AT(json) },
+	{ .name = "dry-run",
+		.short_name = 'n',
+		.help = "migrate: list the connections that would move, move none",
+		.offset = OPT_AT(dry_run) },
+	{ .name = "migrate",
+		.short_name = 'm',
+		.help = "revert: also move the rule's established connections (see migrate)",
+		.offset = OPT_AT(migrate) },
+	{},
+};
+
 static const char *const trace_formats[] = { "jsonl", "csv", NULL };
 
 static const struct cli_opt trace_opts[] = {
@@ -197,7 +213,7 @@ const struct cli_command cli_commands[] = {
 	  .args = "VERB [RULE] [KEY=VALUE...]",
 	  .min_args = 1,
 	  .max_args = CLI_MANY,
-	  .opts = json_opt,
+	  .opts = policy_opts,
 	  .doc =
 	  "Rules choose the congestion control of new TCP connections, both accepted and opened, when\n"
 	  "they are established (before the algorithm's init, so it runs the whole connection):\n"
@@ -205,17 +221,20 @@ const struct cli_command cli_commands[] = {
 	  "  del RULE               delete it; the last one detaches the program\n"
 	  "  list, show RULE        print rules, per arm its weight and connections\n"
 	  "  revert RULE            give the holdback arm 100% (the arms stay, at 0%)\n"
+	  "  migrate RULE           move the established connections the policy gives to RULE now\n"
+	  "                         to their arm's algorithm (revert --migrate: to the holdback)\n"
 	  "Keys: arms=ALGO[:PERCENT],... (weights in percent, adding up to 100; the arm of a\n"
 	  "connection is a hash of its 4-tuple), holdback=ALGO (default: the last arm),\n"
 	  "cgroup=PATH (below the cgroup2 root: that cgroup and its descendants), lport=N, rport=N,\n"
 	  "dst=PREFIX[,PREFIX] (IPv4 or IPv6, remote address), priority=N (lower first, default 100;\n"
-	  "the first matching rule wins), fallback=yes (if an arm's algorithm is detached, its\n"
-	  "connections keep the namespace default; without it, detaching that algorithm is refused).\n"
-	  "Changes apply to new connections only. The program sits on the cgroup v2 root; where none\n"
+	  "of equal priorities the older rule wins; replace=yes keeps its age and counters),\n"
+	  "fallback=yes (if an arm's algorithm is detached, its connections keep the namespace\n"
+	  "default; without it, detaching that algorithm is refused).\n"
+	  "Changes apply to new connections; migrate moves established ones. The program sits on the cgroup v2 root; where none\n"
 	  "is mounted, bbrctl mounts one at /run/bbrkit/cgroup2 and unmounts it with the last rule.\n"
 	  "JSON (list, show): {\"attached\", \"cgroup2\", \"rules\": [{\"name\", \"slot\", \"priority\",\n"
 	  "\"cgroup\", \"lport\", \"rport\", \"dst\", \"fallback\", \"holdback\", \"arms\": [{\"algo\",\n"
-	  "\"weight\" (percent), \"connections\", \"fallbacks\"}]}]}\n" },
+	  "\"weight\" (percent), \"connections\", \"fallbacks\", \"locked\", \"migrated\"}]}]}\n" },
 	{ .name = "export",
 	  .run = cmd_export,
 	  .summary = "serve Prometheus metrics of algorithms and policy arms",

@@ -36,6 +36,28 @@ static int check_algorithms(const struct bbrkit_policy_rule *r)
 	}
 	return EXIT_SUCCESS;
 }
+/* The arms name the same algorithms in the same order: the arm indexes of placed connections hold. */
+static bool same_arms(const struct bbrkit_policy_rule *a, const struct bbrkit_policy_rule *b)
+{
+	if (a->narms != b->narms)
+		return false;
+	for (unsigned int i = 0; i < a->narms; i++)
+		if (strncmp(a->arms[i].cc, b->arms[i].cc, sizeof(a->arms[i].cc)))
+			return false;
+	return true;
+}
+
+/* One past the newest rule's creation order. */
+static __u32 next_created(const struct bbrkit_policy_rule *rules)
+{
+	__u32 newest = 0;
+
+	for (unsigned int s = 0; s < BBRKIT_POLICY_RULES; s++)
+		if (rules[s].narms && rules[s].created > newest)
+			newest = rules[s].created;
+	return newest + 1;
+}
+
 static int policy_add(const char *name, int argc, char **argv)
 {
 	struct bbrkit_policy_rule rules[BBRKIT_POLICY_RULES];
@@ -81,32 +103,33 @@ static int policy_add(const char *name, int argc, char **argv)
 		ret = bad_argument("rule '%s' exists (replace=yes changes it)", name);
 		goto undo;
 	}
-	for (int i = 0; i < BBRKIT_POLICY_RULES && slot < 0; i++)
+	for (int i = 0; i < BBRKIT_POLICY_RULES && slot < 0 && old < 0; i++)
 		if (!rules[i].narms)
 			slot = i;
 	if (slot < 0 && old < 0) {
 		ret = bad_argument("all %d rule slots are taken", BBRKIT_POLICY_RULES);
 		goto undo;
 	}
-	/* A replacement goes to a free slot and the old one is cleared after: a connection being placed
-	 * meanwhile sees one whole rule or the other (the old wins a priority tie, by slot order).
-	 */
-	if (slot < 0)
+	if (old >= 0) {
+		/* An edit stays in its slot with its creation order and counters, and its placed
+		 * connections stay counted, unless an arm now names another algorithm: each algorithm
+		 * keeps its own counters then and connections placed before are left out at close.
+		 * Like revert it is one write of the slot, seen whole by the next connection.
+		 */
 		slot = old;
-	s.rule.generation = rules[slot].generation + 1;
+		s.rule.created = rules[old].created;
+		s.rule.generation = rules[old].generation + !same_arms(&rules[old], &s.rule);
+		err = same_arms(&rules[old], &s.rule) ? 0 : remap_stats((__u32)slot, &rules[old], &s.rule);
+	} else {
+		s.rule.created = next_created(rules);
+		s.rule.generation = rules[slot].generation + 1;
+		err = remap_stats((__u32)slot, NULL, NULL);
+	}
 	rules[slot] = s.rule;
-	err = zero_stats((__u32)slot);
 	if (!err)
 		err = rebuild_prefixes(rules);
 	if (!err)
 		err = write_slot((__u32)slot, &s.rule);
-	if (!err && old >= 0 && old != slot) {
-		rules[old].narms = 0;
-		rules[old].generation++;
-		err = write_slot((__u32)old, &rules[old]);
-		if (!err)
-			err = rebuild_prefixes(rules);
-	}
 	if (err) {
 		ret = fail(err, "cannot write rule '%s'", name);
 		goto undo;
@@ -188,7 +211,7 @@ static int policy_del(const char *name)
 	return ret;
 }
 
-static int policy_revert(const char *name)
+static int policy_revert(const char *name, bool migrate)
 {
 	struct bbrkit_policy_rule rules[BBRKIT_POLICY_RULES];
 	int rootfd, slot, err, ret;
@@ -203,37 +226,62 @@ static int policy_revert(const char *name)
 		err = write_slot((__u32)slot, r);
 		ret = err ? fail(err, "cannot write rule '%s'", name) : EXIT_SUCCESS;
 		if (!ret)
-			printf("rule %s reverted: new connections get %s\n", name, r->arms[r->holdback].cc);
+			printf("rule %s reverted: %s connections get %s\n", name, migrate ? "all" : "new",
+				r->arms[r->holdback].cc);
+		if (!ret && migrate)
+			ret = policy_migrate_slot((__u32)slot, name, false);
 	}
 	if (rootfd >= 0)
 		close(rootfd);
 	return ret;
 }
+
+static int policy_migrate(const char *name, bool dry_run)
+{
+	struct bbrkit_policy_rule rules[BBRKIT_POLICY_RULES];
+	int rootfd, slot, ret;
+
+	slot = locked_rule(name, rules, &rootfd, &ret);
+	if (slot >= 0)
+		ret = policy_migrate_slot((__u32)slot, name, dry_run);
+	if (rootfd >= 0)
+		close(rootfd);
+	return ret;
+}
+
+#define VERBS "add, del, list, show, revert, migrate"
+
 int cmd_policy(const struct cmd_opts *o, int argc, char **argv)
 {
+	static const char *const named[] = { "add", "del", "show", "revert", "migrate", NULL };
 	const char *verb = argv[0];
+	bool known = false;
 
+	for (const char *const *v = named; *v; v++)
+		known |= !strcmp(verb, *v);
 	if (!strcmp(verb, "list")) {
 		if (argc != 1)
 			return bad_argument("list takes no arguments");
 		return policy_print(o->json, NULL);
 	}
+	if (!known)
+		return bad_argument("unknown verb '%s' (" VERBS ")", verb);
 	if (argc < 2)
-		return bad_argument(strcmp(verb, "add") && strcmp(verb, "del") && strcmp(verb, "show") &&
-					strcmp(verb, "revert")
-				? "unknown verb '%s' (add, del, list, show, revert)"
-				: "%s needs a RULE name",
-			verb);
+		return bad_argument("%s needs a RULE name", verb);
 	set_context("policy %s %s", verb, argv[1]);
+	if (o->dry_run && strcmp(verb, "migrate"))
+		return bad_argument("--dry-run goes with migrate only");
+	if (o->migrate && strcmp(verb, "revert"))
+		return bad_argument("--migrate goes with revert only");
 	if (!strcmp(verb, "add"))
 		return policy_add(argv[1], argc - 2, argv + 2);
-	if (argc != 2 && strcmp(verb, "add"))
+	if (argc != 2)
 		return bad_argument("%s takes one RULE name", verb);
 	if (!strcmp(verb, "del"))
 		return policy_del(argv[1]);
 	if (!strcmp(verb, "show"))
 		return policy_print(o->json, argv[1]);
 	if (!strcmp(verb, "revert"))
-		return policy_revert(argv[1]);
-	return bad_argument("unknown verb '%s' (add, del, list, show, revert)", verb);
+		return policy_revert(argv[1], o->migrate);
+	return policy_migrate(argv[1], o->dry_run);
 }

@@ -31,10 +31,19 @@ int create_policy(const char *cgroot);
 int remove_policy(void);
 int rebuild_prefixes(const struct bbrkit_policy_rule *rules);
 int write_slot(__u32 slot, const struct bbrkit_policy_rule *r);
-int zero_stats(__u32 slot);
+/* Each arm of now gets the counters of was's arm of the same algorithm, others start at zero (was
+ * NULL: all start at zero).
+ */
+int remap_stats(__u32 slot, const struct bbrkit_policy_rule *was, const struct bbrkit_policy_rule *now);
 /* The slot of the rule called name, or -1; how many slots hold a rule. */
 int find_slot(const struct bbrkit_policy_rule *rules, const char *name);
 int nrules(const struct bbrkit_policy_rule *rules);
+
+/* policy_migrate.c: moves the established connections the policy now gives to the rule in slot
+ * (called name) to the algorithm of their arm, or with dry_run lists them; EXIT_FAILURE after a
+ * one-line error or when the kernel refused a move. Call with the pin root locked.
+ */
+int policy_migrate_slot(__u32 slot, const char *name, bool dry_run);
 
 /* policy_print.c: list (only NULL) or show one rule. */
 int policy_print(bool json, const char *only);

@@ -38,6 +38,13 @@ int policy_open_map(const char *name)
 	return bpf_obj_get(path);
 }
 
+/* `bbrctl ss` and `policy migrate` load their iter/tcp programs themselves, when they run. */
+static void skip_on_demand_programs(struct policy *skel)
+{
+	bpf_program__set_autoload(skel->progs.dump_socks, false);
+	bpf_program__set_autoload(skel->progs.migrate_socks, false);
+}
+
 /* Loads the program, attaches it to the cgroup2 root and pins link, maps and the exporter's
  * iterator under a temporary name renamed into place: a failure leaves nothing.
  */
@@ -56,8 +63,7 @@ int create_policy(const char *cgroot)
 	skel = policy__open();
 	if (!skel)
 		return fail(-errno, "cannot open the policy's BPF object");
-	/* `bbrctl ss` loads its iter/tcp program itself, when it runs. */
-	bpf_program__set_autoload(skel->progs.dump_socks, false);
+	skip_on_demand_programs(skel);
 	libbpf_log_reset();
 	err = policy__load(skel);
 	if (err) {
@@ -66,7 +72,7 @@ int create_policy(const char *cgroot)
 		skel = policy__open();
 		if (!skel)
 			return fail(-errno, "cannot open the policy's BPF object");
-		bpf_program__set_autoload(skel->progs.dump_socks, false);
+		skip_on_demand_programs(skel);
 		bpf_program__set_autoload(skel->progs.dump_policy, false);
 		libbpf_log_reset();
 		err = policy__load(skel);
@@ -240,22 +246,33 @@ int write_slot(__u32 slot, const struct bbrkit_policy_rule *r)
 	return err;
 }
 
-int zero_stats(__u32 slot)
+int remap_stats(__u32 slot, const struct bbrkit_policy_rule *was, const struct bbrkit_policy_rule *now)
 {
 	int ncpu = libbpf_num_possible_cpus(), fd = policy_open_map(PIN_STATS), err = 0;
-	struct bbrkit_policy_stats *zero;
+	struct bbrkit_policy_stats *per[BBRKIT_POLICY_ARMS + 1] = {}; /* the last one zero */
 
 	if (fd < 0 || ncpu <= 0)
 		return fd < 0 ? -errno : ncpu;
-	zero = calloc((size_t)ncpu, sizeof(*zero));
-	for (__u32 a = 0; zero && a < BBRKIT_POLICY_ARMS && !err; a++) {
+	for (__u32 a = 0; a <= BBRKIT_POLICY_ARMS && !err; a++) {
 		__u32 key = slot * BBRKIT_POLICY_ARMS + a;
 
-		if (bpf_map_update_elem(fd, &key, zero, BPF_ANY))
+		per[a] = calloc((size_t)ncpu, sizeof(*per[a]));
+		if (!per[a])
+			err = -ENOMEM;
+		else if (was && a < was->narms && bpf_map_lookup_elem(fd, &key, per[a]))
 			err = -errno;
 	}
-	err = zero ? err : -ENOMEM;
-	free(zero);
+	for (__u32 a = 0; a < BBRKIT_POLICY_ARMS && !err; a++) {
+		__u32 key = slot * BBRKIT_POLICY_ARMS + a, from = BBRKIT_POLICY_ARMS;
+
+		for (__u32 w = 0; was && now && a < now->narms && w < was->narms; w++)
+			if (!strncmp(was->arms[w].cc, now->arms[a].cc, sizeof(was->arms[w].cc)))
+				from = w;
+		if (bpf_map_update_elem(fd, &key, per[from], BPF_ANY))
+			err = -errno;
+	}
+	for (__u32 a = 0; a <= BBRKIT_POLICY_ARMS; a++)
+		free(per[a]);
 	close(fd);
 	return err;
 }

@@ -96,6 +96,10 @@ static void rule_json(struct json *j, __u32 slot, const struct bbrkit_policy_rul
 		json_uint(j, st.connections);
 		json_key(j, "fallbacks");
 		json_uint(j, st.fallbacks);
+		json_key(j, "locked");
+		json_uint(j, st.locked);
+		json_key(j, "migrated");
+		json_uint(j, st.migrated);
 		json_object_end(j);
 	}
 	json_array_end(j);
@@ -161,9 +165,12 @@ int policy_print(bool json, const char *only)
 
 			policy_read_stats(s, i, &st);
 			if (only)
-				printf("    %-12s %6.2f%%  %llu connections, %llu fallbacks, %llu closed\n",
+				printf("    %-12s %6.2f%%  %llu connections, %llu fallbacks (%llu under a "
+				       "route's "
+				       "congctl lock), %llu migrated here, %llu closed\n",
 					r->arms[i].cc, (double)r->arms[i].weight / PERCENT_SCALE,
 					(unsigned long long)st.connections, (unsigned long long)st.fallbacks,
+					(unsigned long long)st.locked, (unsigned long long)st.migrated,
 					(unsigned long long)st.closed);
 			else
 				printf(" %s:%.2f%%(%llu)", r->arms[i].cc,

@@ -23,6 +23,7 @@
 #define SOL_TCP 6
 #define TCP_CONGESTION 13
 #define NSEC_PER_USEC 1000
+#define EPERM 1
 
 char _license[] SEC("license") = "GPL";
 
@@ -136,80 +137,110 @@ struct scan {
 	const struct bbrkit_policy_rule *best;
 };
 
+/* Lower priority first, then the older rule: a rule added later never takes connections from an
+ * older one of equal priority, whichever slot it got.
+ */
+static __always_inline bool precedes(
+	const struct bbrkit_policy_rule *r, const struct bbrkit_policy_rule *best)
+{
+	return !best || r->priority < best->priority ||
+		(r->priority == best->priority && r->created < best->created);
+}
+
 /* bpf_loop's body: the verifier checks it once, not once per slot. */
 static long scan_slot(__u32 slot, void *ctx)
 {
 	struct scan *sc = ctx;
 	const struct bbrkit_policy_rule *r = bpf_map_lookup_elem(&rules, &slot);
 
-	if (r && rule_matches(r, 1U << (slot & 31), sc->dst_rules, sc->t, sc->tp) &&
-		(!sc->best || r->priority < sc->best->priority)) {
+	if (r && rule_matches(r, 1U << (slot & 31), sc->dst_rules, sc->t, sc->tp) && precedes(r, sc->best)) {
 		sc->best = r;
 		sc->slot = slot;
 	}
 	return 0;
 }
 
-static __always_inline void choose(struct bpf_sock_ops *ops)
+/* Where the policy puts a connection now: its first matching rule and the arm its 4-tuple hashes to. */
+struct placement {
+	const struct bbrkit_policy_rule *rule; /* NULL: no rule matches */
+	__u32 slot, arm;
+};
+
+static __always_inline void place(struct tcp_sock *tp, struct placement *p)
 {
 	struct bbrkit_policy_prefix key = {};
-	const struct bbrkit_policy_rule *best = NULL;
-	struct bbrkit_policy_stats *st;
-	struct bbrkit_policy_sk *sk;
 	struct tuple t;
-	struct scan sc = { .t = &t };
-	__u32 *found, point, cum = 0, arm = 0, best_slot;
-	struct bpf_sock *bsk = ops->sk;
-	struct tcp_sock *tp;
+	struct scan sc = { .t = &t, .tp = tp };
+	__u32 *found, point, cum = 0;
 
-	if (!bsk)
-		return;
-	tp = bpf_skc_to_tcp_sock(bsk);
-	if (!tp)
-		return;
+	p->rule = NULL;
+	p->arm = 0;
 	tuple_of(tp, &t);
 	key.prefixlen = 128;
 	__builtin_memcpy(key.addr, t.remote, sizeof(t.remote));
 	found = bpf_map_lookup_elem(&prefixes, &key);
 	if (found)
 		sc.dst_rules = *found;
-	sc.tp = tp;
 	bpf_loop(BBRKIT_POLICY_RULES, scan_slot, &sc, 0);
-	best = sc.best;
-	best_slot = sc.slot;
-	if (!best)
+	if (!sc.best)
 		return;
 	point = tuple_point(&t);
 	for (__u32 i = 0; i < BBRKIT_POLICY_ARMS; i++) {
-		if (i >= best->narms)
+		if (i >= sc.best->narms)
 			break;
-		arm = i;
-		cum += best->arms[i].weight;
+		p->arm = i;
+		cum += sc.best->arms[i].weight;
 		if (point < cum)
 			break;
 	}
-	if (arm >= BBRKIT_POLICY_ARMS)
+	if (p->arm < BBRKIT_POLICY_ARMS) {
+		p->rule = sc.best;
+		p->slot = sc.slot;
+	}
+}
+
+static __always_inline struct bbrkit_policy_stats *arm_stats(__u32 slot, __u32 arm)
+{
+	__u32 idx = slot * BBRKIT_POLICY_ARMS + arm;
+
+	return bpf_map_lookup_elem(&stats, &idx);
+}
+
+static __always_inline void choose(struct bpf_sock_ops *ops)
+{
+	struct bbrkit_policy_stats *st;
+	struct bbrkit_policy_sk *sk;
+	struct placement pl;
+	struct bpf_sock *bsk = ops->sk;
+	struct tcp_sock *tp;
+	char cc[BBRKIT_POLICY_NAME_MAX];
+	long err;
+
+	if (!bsk)
+		return;
+	tp = bpf_skc_to_tcp_sock(bsk);
+	if (!tp)
+		return;
+	place(tp, &pl);
+	if (!pl.rule || pl.arm >= BBRKIT_POLICY_ARMS)
 		return;
 	sk = bpf_sk_storage_get(&storage, bsk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!sk)
 		return;
 	sk->start_ns = bpf_ktime_get_ns();
-	sk->slot = best_slot;
-	sk->generation = best->generation;
-	sk->arm = arm;
-	{
-		char cc[BBRKIT_POLICY_NAME_MAX];
-
-		__builtin_memcpy(cc, best->arms[arm].cc, sizeof(cc));
-		sk->fallback = bpf_setsockopt(ops, SOL_TCP, TCP_CONGESTION, cc, sizeof(cc)) ? 1 : 0;
-	}
+	sk->slot = pl.slot;
+	sk->generation = pl.rule->generation;
+	sk->arm = pl.arm;
+	__builtin_memcpy(cc, pl.rule->arms[pl.arm].cc, sizeof(cc));
+	err = bpf_setsockopt(ops, SOL_TCP, TCP_CONGESTION, cc, sizeof(cc));
+	sk->fallback = err ? 1 : 0;
 	/* Counted at close too: the close adds what the connection did to its arm's counters. */
 	bpf_sock_ops_cb_flags_set(ops, ops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_STATE_CB_FLAG);
-	point = best_slot * BBRKIT_POLICY_ARMS + arm;
-	st = bpf_map_lookup_elem(&stats, &point);
+	st = arm_stats(pl.slot, pl.arm);
 	if (st) {
 		st->connections++;
 		st->fallbacks += sk->fallback;
+		st->locked += err == -EPERM; /* tcp_set_congestion_control(): the route's congctl lock */
 	}
 }
 
@@ -265,6 +296,19 @@ int policy_sockops(struct bpf_sock_ops *ops)
 	return 1;
 }
 
+/* Local and remote address as records carry them: IPv6, or IPv4-mapped. Both arrays start zeroed. */
+static __always_inline void addresses_of(const struct sock_common *c, __u8 *saddr, __u8 *daddr)
+{
+	if (c->skc_family == AF_INET6) {
+		__builtin_memcpy(saddr, &c->skc_v6_rcv_saddr, 16);
+		__builtin_memcpy(daddr, &c->skc_v6_daddr, 16);
+	} else {
+		saddr[10] = saddr[11] = daddr[10] = daddr[11] = 0xff;
+		__builtin_memcpy(saddr + 12, &c->skc_rcv_saddr, 4);
+		__builtin_memcpy(daddr + 12, &c->skc_daddr, 4);
+	}
+}
+
 /* One struct bbrkit_sock: tcp_info's fields, from the same struct tcp_sock the kernel fills it from. */
 static __always_inline void write_sock(
 	struct seq_file *seq, struct tcp_sock *tp, const struct bbrkit_policy_sk *s)
@@ -285,14 +329,7 @@ static __always_inline void write_sock(
 	o.dport = bpf_ntohs(c->skc_dport);
 	o.netns = c->skc_net.net->ns.inum;
 	o.state = c->skc_state;
-	if (c->skc_family == AF_INET6) {
-		__builtin_memcpy(o.saddr, &c->skc_v6_rcv_saddr, 16);
-		__builtin_memcpy(o.daddr, &c->skc_v6_daddr, 16);
-	} else {
-		o.saddr[10] = o.saddr[11] = o.daddr[10] = o.daddr[11] = 0xff;
-		__builtin_memcpy(o.saddr + 12, &c->skc_rcv_saddr, 4);
-		__builtin_memcpy(o.daddr + 12, &c->skc_daddr, 4);
-	}
+	addresses_of(c, o.saddr, o.daddr);
 	bpf_probe_read_kernel(o.cc, sizeof(o.cc), tp->inet_conn.icsk_ca_ops->name);
 	o.ca_state = BPF_CORE_READ_BITFIELD(&tp->inet_conn, icsk_ca_state);
 	o.bytes_acked = tp->bytes_acked;
@@ -342,5 +379,76 @@ int dump_socks(struct bpf_iter__tcp *ctx)
 	tp = bpf_skc_to_tcp_sock(skc);
 	if (tp)
 		write_sock(ctx->meta->seq, tp, bpf_sk_storage_get(&storage, tp, 0, 0));
+	return 0;
+}
+
+/* bpf_strncmp() wants a constant for its second string. */
+static __always_inline bool same_name(const char *a, const char *b)
+{
+	for (int i = 0; i < BBRKIT_POLICY_NAME_MAX; i++) {
+		if (a[i] != b[i])
+			return false;
+		if (!a[i])
+			return true;
+	}
+	return true;
+}
+
+/* `policy migrate`: the slot of the rule whose established connections move to the arm the policy
+ * gives them now (set before load).
+ */
+const volatile __u32 migrate_slot = BBRKIT_POLICY_RULES;
+const volatile bool migrate_dry_run;
+
+/* Runs with the socket locked (bpf_iter_tcp), where the kernel allows bpf_setsockopt: the switch is
+ * tcp_set_congestion_control() as setsockopt(2) does it, the old algorithm's release then the new
+ * one's init on the live connection; its data and sequence space are untouched.
+ */
+SEC("iter/tcp")
+int migrate_socks(struct bpf_iter__tcp *ctx)
+{
+	struct sock_common *skc = ctx->sk_common;
+	struct bbrkit_migration m = {};
+	struct bbrkit_policy_stats *st;
+	struct bbrkit_policy_sk *sk;
+	struct placement pl;
+	struct tcp_sock *tp;
+
+	if (!skc || skc->skc_state != BPF_TCP_ESTABLISHED)
+		return 0;
+	tp = bpf_skc_to_tcp_sock(skc);
+	if (!tp)
+		return 0;
+	place(tp, &pl);
+	if (!pl.rule || pl.slot != migrate_slot || pl.arm >= BBRKIT_POLICY_ARMS)
+		return 0;
+	if (bpf_getsockopt(tp, SOL_TCP, TCP_CONGESTION, m.from, sizeof(m.from)))
+		return 0;
+	__builtin_memcpy(m.to, pl.rule->arms[pl.arm].cc, sizeof(m.to));
+	if (same_name(m.from, m.to))
+		return 0;
+	m.arm = pl.arm;
+	m.sport = skc->skc_num;
+	m.dport = bpf_ntohs(skc->skc_dport);
+	m.netns = skc->skc_net.net->ns.inum;
+	addresses_of(skc, m.saddr, m.daddr);
+	if (!migrate_dry_run)
+		m.err = bpf_setsockopt(tp, SOL_TCP, TCP_CONGESTION, m.to, sizeof(m.to));
+	if (!migrate_dry_run && !m.err) {
+		/* Its rule and arm are now the ones it runs: ss and the exporter show it there. */
+		sk = bpf_sk_storage_get(&storage, tp, 0, BPF_SK_STORAGE_GET_F_CREATE);
+		if (sk) {
+			if (!sk->start_ns)
+				sk->start_ns = bpf_ktime_get_ns();
+			sk->slot = pl.slot;
+			sk->generation = pl.rule->generation;
+			sk->arm = pl.arm;
+			sk->fallback = 0;
+		}
+		st = arm_stats(pl.slot, pl.arm);
+		if (st)
+			st->migrated++;
+	}
+	bpf_seq_write(ctx->meta->seq, &m, sizeof(m));
 	return 0;
 }

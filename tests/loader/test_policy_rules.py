@@ -73,4 +73,16 @@ def test_valid_rule_reaches_the_root_check() -> None:
 def test_unknown_verb() -> None:
     r = ctl("policy", "frob", "web", unprivileged=True)
     assert r.returncode == 2
-    assert "unknown verb 'frob' (add, del, list, show, revert)" in r.stderr
+    assert "unknown verb 'frob' (add, del, list, show, revert, migrate)" in r.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["migrate"], "migrate needs a RULE name"),
+    (["migrate", "a", "b"], "migrate takes one RULE name"),
+    (["show", "a", "--dry-run"], "--dry-run goes with migrate only"),
+    (["migrate", "a", "--migrate"], "--migrate goes with revert only"),
+])
+def test_migrate_usage_errors(args: list[str], message: str) -> None:
+    r = ctl("policy", *args, unprivileged=True)
+    assert r.returncode == 2, r.stderr
+    assert len(r.stderr.splitlines()) == 1 and message in r.stderr
