@@ -255,6 +255,15 @@ int remove_stale(int rootfd);
 /* Pins what l loaded into a temporary directory, the link last, and renames it into place. */
 int pin_all(const struct algo *a, const struct loaded *l);
 
+/* audit.c: the append-only log of changes (docs/operations.md). */
+const char *audit_path(void);
+/* One timestamped line. */
+void audit(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The command line of a command that changed state (.audit in the table), after it succeeded. */
+void audit_command(int argc, char **argv, int status);
+/* This run of an audited command changed nothing (a listing, a dry run): audit_command skips it. */
+void audit_skip(void);
+
 /* json.c: a streaming writer; each top-level value ends its line. */
 #define JSON_MAX_DEPTH 8
 struct json {
@@ -308,6 +317,7 @@ struct cli_command {
 	 * cmd_opts.algo and names it in the error context, "attach bbr1: ...".
 	 */
 	bool takes_algo;
+	bool audit; /* changes state: each successful run is a line of the audit log */
 };
 extern const struct cli_command cli_commands[];
 const struct cli_command *cli_find(const char *name);
@@ -331,6 +341,7 @@ int cmd_upgrade(const struct cmd_opts *o, int argc, char **argv);
 int cmd_policy(const struct cmd_opts *o, int argc, char **argv);
 int cmd_export(const struct cmd_opts *o, int argc, char **argv);
 int cmd_ss(const struct cmd_opts *o, int argc, char **argv);
+int cmd_apply(const struct cmd_opts *o, int argc, char **argv);
 /* params.c: every algorithm's parameters, for show's and set's --help. */
 void help_params(FILE *out);
 /* The compiled-in description of one parameter as members of an open JSON object (name, field, kind,
@@ -339,6 +350,10 @@ void help_params(FILE *out);
 void param_json(struct json *j, const struct param_desc *p);
 /* params.c: the parameter table of docs/reference.md, in markdown. */
 void params_markdown(FILE *out);
+/* params.c: for apply, the KEY=VALUE... that differ from a's live values, as "key=value (now x)"
+ * in out: their count, or minus the exit status after a one-line error.
+ */
+int params_diff(const struct algo *a, int argc, char **argv, char *out, size_t size);
 /* features.c: 0 when the kernel can swap a struct_ops link's map (bpf_link_update), or -errno. */
 int kernel_link_update(void);
 

@@ -44,6 +44,14 @@ static const struct cli_opt policy_opts[] = {
 	{},
 };
 
+static const struct cli_opt apply_opts[] = {
+	{ .name = "dry-run",
+		.short_name = 'n',
+		.help = "print the changes the file asks for, make none",
+		.offset = OPT_AT(dry_run) },
+	{},
+};
+
 static const char *const trace_formats[] = { "jsonl", "csv", NULL };
 
 static const struct cli_opt trace_opts[] = {
@@ -112,6 +120,7 @@ const struct cli_command cli_commands[] = {
 	  "\"max\", \"usual_min\", \"usual_max\" (null: no band), \"help\"}], \"pin_dir\", \"features\"\n"
 	  "(attached only: {\"params\", \"trace\", \"flows\"})}], \"kernel_available\": [...]}\n" },
 	{ .name = "attach",
+	  .audit = true,
 	  .run = cmd_attach,
 	  .summary = "register an algorithm (stays after bbrctl exits)",
 	  .args = "ALGO",
@@ -124,6 +133,7 @@ const struct cli_command cli_commands[] = {
 	  "flow ids, the flows iterators) are a warning each, not a failure.\n",
 	  .takes_algo = true },
 	{ .name = "detach",
+	  .audit = true,
 	  .run = cmd_detach,
 	  .summary = "unregister an algorithm and remove its pins",
 	  .args = "ALGO",
@@ -137,6 +147,7 @@ const struct cli_command cli_commands[] = {
 	  "connections.\n",
 	  .takes_algo = true },
 	{ .name = "upgrade",
+	  .audit = true,
 	  .run = cmd_upgrade,
 	  .summary = "swap another build into an attached algorithm's registration",
 	  .args = "ALGO",
@@ -170,6 +181,7 @@ const struct cli_command cli_commands[] = {
 	  .extra_help = help_params,
 	  .takes_algo = true },
 	{ .name = "set",
+	  .audit = true,
 	  .run = cmd_set,
 	  .summary = "change an algorithm's parameters",
 	  .args = "ALGO KEY=VALUE...",
@@ -208,6 +220,7 @@ const struct cli_command cli_commands[] = {
 	  "lines (default) or CSV with a header. One trace at a time may read an algorithm.\n",
 	  .extra_help = record_keys_help },
 	{ .name = "policy",
+	  .audit = true,
 	  .run = cmd_policy,
 	  .summary = "choose each new connection's algorithm by rules",
 	  .args = "VERB [RULE] [KEY=VALUE...]",
@@ -235,6 +248,23 @@ const struct cli_command cli_commands[] = {
 	  "JSON (list, show): {\"attached\", \"cgroup2\", \"rules\": [{\"name\", \"slot\", \"priority\",\n"
 	  "\"cgroup\", \"lport\", \"rport\", \"dst\", \"fallback\", \"holdback\", \"arms\": [{\"algo\",\n"
 	  "\"weight\" (percent), \"connections\", \"fallbacks\", \"locked\", \"migrated\"}]}]}\n" },
+	{ .name = "apply",
+	  .audit = true,
+	  .run = cmd_apply,
+	  .summary = "make the host what a file declares: attachments, parameters, rules",
+	  .args = "FILE",
+	  .min_args = 1,
+	  .max_args = 1,
+	  .opts = apply_opts,
+	  .doc =
+	  "FILE is lines of 'attach ALGO [KEY=VALUE...]' (parameters as set takes them) and\n"
+	  "'rule NAME KEY=VALUE...' (keys as policy add takes them, replace aside); '#' starts a\n"
+	  "comment. What FILE does not declare goes: other rules are deleted, other bbrkit algorithms\n"
+	  "detached. The whole file is checked first (a bad line: one error naming FILE:LINE, exit 2,\n"
+	  "no change); then the changes are printed, one a line (+ added, ~ changed, - removed), and\n"
+	  "made in that order unless --dry-run. Each change made is a line of the audit log\n"
+	  "(/var/log/bbrkit/audit.log; BBRKIT_AUDIT_LOG names another). The shipped bbrkit.service\n"
+	  "runs apply /etc/bbrkit/bbrkit.conf at boot.\n" },
 	{ .name = "export",
 	  .run = cmd_export,
 	  .summary = "serve Prometheus metrics of algorithms and policy arms",

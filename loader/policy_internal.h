@@ -45,6 +45,10 @@ int nrules(const struct bbrkit_policy_rule *rules);
  */
 int policy_migrate_slot(__u32 slot, const char *name, bool dry_run);
 
+/* policy_print.c: a rule as `policy add` takes it, every key in one order (two rules that say the
+ * same have the same text): "arms=bbr3:90,cubic:10 holdback=cubic lport=8080 priority=100".
+ */
+void policy_rule_text(const struct bbrkit_policy_rule *r, char *buf, size_t size);
 /* policy_print.c: list (only NULL) or show one rule. */
 int policy_print(bool json, const char *only);
 

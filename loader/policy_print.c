@@ -47,6 +47,43 @@ static void match_text(const struct bbrkit_policy_rule *r, char *buf, size_t siz
 	buf[strlen(buf) - 1] = '\0';
 }
 
+/* A weight in percent as a rule is written: "90", "12.5", "0.05". */
+static void weight_text(__u32 bp, char *buf, size_t size)
+{
+	int len = snprintf(buf, size, "%u.%02u", bp / PERCENT_SCALE, bp % PERCENT_SCALE);
+
+	while (buf[len - 1] == '0')
+		buf[--len] = '\0';
+	if (buf[len - 1] == '.')
+		buf[--len] = '\0';
+}
+
+void policy_rule_text(const struct bbrkit_policy_rule *r, char *buf, size_t size)
+{
+	size_t used = 0;
+
+	for (unsigned int i = 0; i < r->narms && used < size; i++) {
+		char w[16];
+
+		weight_text(r->arms[i].weight, w, sizeof(w));
+		used += (size_t)snprintf(
+			buf + used, size - used, "%s%s:%s", i ? "," : "arms=", r->arms[i].cc, w);
+	}
+	if (used < size)
+		used += (size_t)snprintf(buf + used, size - used, " holdback=%s", r->arms[r->holdback].cc);
+	if (used < size) {
+		char match[512];
+
+		match_text(r, match, sizeof(match));
+		if (strcmp(match, "any"))
+			used += (size_t)snprintf(buf + used, size - used, " %s", match);
+	}
+	if (used < size)
+		used += (size_t)snprintf(buf + used, size - used, " priority=%u", r->priority);
+	if (used < size && r->flags & BBRKIT_RULE_FALLBACK)
+		snprintf(buf + used, size - used, " fallback=yes");
+}
+
 static void rule_json(struct json *j, __u32 slot, const struct bbrkit_policy_rule *r)
 {
 	json_object(j);
