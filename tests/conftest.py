@@ -150,6 +150,12 @@ def _test_left_nothing(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _audit_log_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """bbrctl's changes are logged to the session's own file, not the host's audit log."""
+    os.environ.setdefault("BBRKIT_AUDIT_LOG", str(tmp_path_factory.mktemp("audit") / "audit.log"))
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _no_leftovers() -> Iterator[None]:
     if os.geteuid() == 0:
         # What benchmark runs that died left (their owner process is gone) is removed by the next run's
