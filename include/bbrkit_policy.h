@@ -24,7 +24,12 @@
 #define BBRKIT_POLICY_WEIGHT_TOTAL 10000
 #define BBRKIT_POLICY_PREFIXES 256  /* LPM trie entries: destination prefixes over all rules */
 #define BBRKIT_POLICY_DSTS 4	    /* destination prefixes of one rule */
-#define BBRKIT_POLICY_CGROUP_MAX 96 /* a rule's cgroup path as given, for list and show */
+#define BBRKIT_POLICY_CGROUP_MAX 96 /* a rule's cgroup path, "/a/b" without "//" or a trailing "/" */
+/* Levels and name length of a cgroup path the program compares name by name (a systemd service is at
+ * level 2, a container's scope at 3 or 4; a kernfs name is at most NAME_MAX but these are short).
+ */
+#define BBRKIT_POLICY_CGROUP_LEVELS 8
+#define BBRKIT_POLICY_CGROUP_NAME 64
 
 /* Rule flags. */
 #define BBRKIT_RULE_FALLBACK (1U << 0) /* arm's algorithm gone: keep the default, allow its detach */
@@ -46,7 +51,7 @@ struct bbrkit_policy_arm {
 /* One slot of the "rules" map. A slot with narms == 0 is free. */
 struct bbrkit_policy_rule {
 	char name[BBRKIT_POLICY_NAME_MAX];
-	__u64 cgroup_id;    /* cgroup v2 id (the directory's inode); 0: any cgroup */
+	__u64 cgroup_id;    /* cgroup v2 id when added (the directory's inode); 0: any cgroup */
 	__u32 cgroup_level; /* its depth below the cgroup2 root: the ancestor of the socket's to compare */
 	__u32 priority;	    /* lower first */
 	__u32 created;	    /* creation order, kept by edits: of equal priorities the older rule wins */
@@ -60,6 +65,10 @@ struct bbrkit_policy_rule {
 	/* What bbrctl needs to rebuild the trie and to print the rule; the program reads none of it. */
 	struct bbrkit_policy_prefix dst[BBRKIT_POLICY_DSTS];
 	char cgroup_path[BBRKIT_POLICY_CGROUP_MAX];
+	/* The path's names, each zero-padded, compared word by word when the id does not match (a cgroup
+	 * made again has another id).
+	 */
+	char cgroup_names[BBRKIT_POLICY_CGROUP_LEVELS][BBRKIT_POLICY_CGROUP_NAME];
 };
 
 /* Per rule slot and arm (index slot * BBRKIT_POLICY_ARMS + arm), per CPU. Counters of closed

@@ -145,6 +145,43 @@ int policy_parse_prefix(const char *text, struct bbrkit_policy_prefix *p)
 	return EXIT_SUCCESS;
 }
 
+/* "/a//b/" as "/a/b" into cgroup_path and its names into cgroup_names (fitting: cgroup_path_fits). */
+static void store_cgroup(const char *v, struct bbrkit_policy_rule *r)
+{
+	size_t n = 0;
+	unsigned int level = 0;
+
+	for (; *v; v++)
+		if (*v != '/' || (v[1] && v[1] != '/'))
+			r->cgroup_path[n++] = *v;
+	r->cgroup_path[n] = '\0';
+	memset(r->cgroup_names, 0, sizeof(r->cgroup_names));
+	for (const char *p = r->cgroup_path; *p && level < BBRKIT_POLICY_CGROUP_LEVELS; level++) {
+		size_t len = strcspn(++p, "/");
+
+		memcpy(r->cgroup_names[level], p, len);
+		p += len;
+	}
+}
+
+/* Within the levels and name lengths the program compares. */
+static bool cgroup_path_fits(const char *v)
+{
+	unsigned int levels = 0;
+
+	while (*v) {
+		size_t len;
+
+		v += strspn(v, "/");
+		len = strcspn(v, "/");
+		if (len >= BBRKIT_POLICY_CGROUP_NAME - 1) /* a longer kernel name reads cut to this */
+			return false;
+		levels += len > 0;
+		v += len;
+	}
+	return levels <= BBRKIT_POLICY_CGROUP_LEVELS;
+}
+
 static int parse_bool(const char *key, const char *v, bool *out)
 {
 	if (!strcmp(v, "yes") || !strcmp(v, "1") || !strcmp(v, "on"))
@@ -184,11 +221,14 @@ int policy_parse(const char *name, int argc, char **argv, struct policy_spec *s)
 			holdback = v;
 		} else if (KEY("cgroup")) {
 			if (v[0] != '/' || strlen(v) >= BBRKIT_POLICY_CGROUP_MAX || strstr(v, "/../") ||
-				(strlen(v) >= 3 && !strcmp(v + strlen(v) - 3, "/..")))
-				return bad_argument("cgroup '%s' must be a path below the cgroup2 root, e.g. "
-						    "/system.slice/nginx.service (at most %d characters)",
-					v, BBRKIT_POLICY_CGROUP_MAX - 1);
-			snprintf(s->rule.cgroup_path, sizeof(s->rule.cgroup_path), "%s", v);
+				(strlen(v) >= 3 && !strcmp(v + strlen(v) - 3, "/..")) || !cgroup_path_fits(v))
+				return bad_argument(
+					"cgroup '%s' must be a path below the cgroup2 root, e.g. "
+					"/system.slice/nginx.service (at most %d characters, %d levels, "
+					"names under %d characters)",
+					v, BBRKIT_POLICY_CGROUP_MAX - 1, BBRKIT_POLICY_CGROUP_LEVELS,
+					BBRKIT_POLICY_CGROUP_NAME);
+			store_cgroup(v, &s->rule);
 		} else if (KEY("lport")) {
 			ret = parse_port("lport", v, &s->rule.lport);
 		} else if (KEY("rport")) {

@@ -106,28 +106,63 @@ static __always_inline __u32 tuple_point(const struct tuple *t)
 	return (__u32)(((__u64)h * BBRKIT_POLICY_WEIGHT_TOTAL) >> 32);
 }
 
-/* The id of the socket's cgroup v2 ancestor at level (its own at its own level), 0 when deeper. */
-static __always_inline __u64 cgroup_at(struct tcp_sock *tp, __u32 level)
+/* The socket's cgroup v2 ancestor at level (its own at its own level), NULL when it is not that deep. */
+static __always_inline struct cgroup *cgroup_at(struct tcp_sock *tp, __u32 level)
 {
 	struct cgroup *cg = BPF_CORE_READ(tp, inet_conn.icsk_inet.sk.sk_cgrp_data.cgroup), *anc = NULL;
 
 	if (!cg || level > (__u32)BPF_CORE_READ(cg, level))
-		return 0;
-	if (bpf_core_read(&anc, sizeof(anc), &cg->ancestors[level]) || !anc)
-		return 0;
-	return BPF_CORE_READ(anc, kn, id);
+		return NULL;
+	if (bpf_core_read(&anc, sizeof(anc), &cg->ancestors[level]))
+		return NULL;
+	return anc;
+}
+
+/* The path of cg (at level) is the rule's, compared name by name from the root, a word at a time: how a
+ * rule keeps matching a cgroup removed and made again under the same path (a restarted service, a
+ * container of the same name), whose id is new. Runs at connection setup, when the id does not match.
+ */
+static __always_inline bool cgroup_path_is(struct cgroup *cg, __u32 level, const struct bbrkit_policy_rule *r)
+{
+	__u64 name[BBRKIT_POLICY_CGROUP_NAME / sizeof(__u64)];
+
+	if (level > BBRKIT_POLICY_CGROUP_LEVELS)
+		return false;
+	for (__u32 l = 1; l <= BBRKIT_POLICY_CGROUP_LEVELS; l++) {
+		struct cgroup *anc = NULL;
+		const __u64 *want = (const __u64 *)r->cgroup_names[l - 1];
+
+		if (l > level)
+			break;
+		if (bpf_core_read(&anc, sizeof(anc), &cg->ancestors[l]) || !anc)
+			return false;
+		__builtin_memset(name, 0, sizeof(name));
+		if (bpf_probe_read_kernel_str(name, sizeof(name), BPF_CORE_READ(anc, kn, name)) <= 1)
+			return false;
+		for (__u32 w = 0; w < BBRKIT_POLICY_CGROUP_NAME / sizeof(__u64); w++)
+			if (name[w] != want[w])
+				return false;
+	}
+	return true;
 }
 
 static __always_inline bool rule_matches(const struct bbrkit_policy_rule *r, __u32 bit, __u32 dst_rules,
 	const struct tuple *t, struct tcp_sock *tp)
 {
+	struct cgroup *cg;
+
 	if (!r->narms || (r->ndst && !(dst_rules & bit)))
 		return false;
 	if (r->lport && r->lport != t->lport)
 		return false;
 	if (r->rport && r->rport != t->rport)
 		return false;
-	return !r->cgroup_id || cgroup_at(tp, r->cgroup_level) == r->cgroup_id;
+	if (!r->cgroup_id)
+		return true;
+	cg = cgroup_at(tp, r->cgroup_level);
+	if (!cg)
+		return false;
+	return BPF_CORE_READ(cg, kn, id) == r->cgroup_id || cgroup_path_is(cg, r->cgroup_level, r);
 }
 
 struct scan {

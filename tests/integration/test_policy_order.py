@@ -1,0 +1,132 @@
+"""Which rule a connection gets when rules change under it: equal priorities go to the rule created first
+whatever slot it sits in, an edit keeps a rule's place and counters, and a cgroup rule keeps matching its
+cgroup after the cgroup is removed and made again (a restarted service: same path, new id). What a
+connection got is read by the client itself, getsockopt(TCP_CONGESTION), the kernel's own answer."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from netutil import NS_PREFIX, bbrctl, run
+
+PORT = 18613
+
+LISTENER = f"""
+import socket
+srv = socket.create_server(("127.0.0.1", {PORT}))
+print("listening", flush=True)
+while True:
+    srv.accept()[0].close()
+"""
+
+CLIENT = f"""
+import socket
+s = socket.create_connection(("127.0.0.1", {PORT}))
+print(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\\0").decode())
+"""
+
+
+@pytest.fixture
+def netns() -> Iterator[str]:
+    """A namespace with a listener on PORT that accepts and closes every connection."""
+    name = f"{NS_PREFIX}order"
+    run(["ip", "netns", "add", name])
+    listener = None
+    try:
+        run(["ip", "-n", name, "link", "set", "lo", "up"])
+        listener = subprocess.Popen(["ip", "netns", "exec", name, sys.executable, "-c", LISTENER],
+                                    stdout=subprocess.PIPE, text=True)
+        assert listener.stdout and listener.stdout.readline().strip() == "listening"
+        yield name
+    finally:
+        if listener:
+            listener.kill()
+            listener.wait()
+        run(["ip", "netns", "del", name], check=False)
+
+
+@pytest.fixture
+def cgroot() -> Iterator[Path]:
+    """The cgroup v2 hierarchy through a mount of the test's own; what the test made under it goes after."""
+    mnt = Path(tempfile.mkdtemp(prefix="bbrkit-test-cg2-"))
+    run(["mount", "-t", "cgroup2", "none", str(mnt)])
+    try:
+        yield mnt
+    finally:
+        for d in sorted(mnt.glob(f"{NS_PREFIX}*/**/"), key=lambda p: -len(p.parts)):
+            d.rmdir()
+        run(["umount", str(mnt)])
+        mnt.rmdir()
+
+
+@pytest.fixture
+def rules() -> Iterator[Callable[..., None]]:
+    added: list[str] = []
+
+    def factory(name: str, *kv: str) -> None:
+        bbrctl("policy", "add", name, *kv)
+        added.append(name)
+
+    try:
+        yield factory
+    finally:
+        for name in dict.fromkeys(added):
+            bbrctl("policy", "del", name, check=False)
+        assert not Path("/sys/fs/bpf/bbrkit/-policy").exists()
+
+
+def connect(ns: str, cgroup: Path | None = None) -> str:
+    """The congestion control of a new connection to the listener, opened from cgroup (else the caller's)."""
+    cmd = ["ip", "netns", "exec", ns, sys.executable, "-c", CLIENT]
+    if cgroup:
+        cmd = ["sh", "-c", f'echo $$ > {cgroup}/cgroup.procs && exec "$@"', "sh", *cmd]
+    return run(cmd).stdout.strip()
+
+
+def connections(rule: str) -> list[int]:
+    shown = json.loads(bbrctl("policy", "show", rule, "--json").stdout)["rules"][0]
+    return [arm["connections"] for arm in shown["arms"]]
+
+
+def test_equal_priority_goes_to_the_older_rule_and_edits_keep_place_and_counters(
+        netns: str, rules: Callable[..., None]) -> None:
+    rules("first", f"rport={PORT}", "arms=cubic")
+    rules("older", f"rport={PORT}", "arms=reno")
+    bbrctl("policy", "del", "first")  # frees the lowest slot for the newest rule
+    rules("newest", f"rport={PORT}", "arms=bbr")
+    assert [r["name"] for r in json.loads(bbrctl("policy", "list", "--json").stdout)["rules"]] == ["newest", "older"]
+    assert connect(netns) == "reno"
+    assert connections("older") == [1]
+    rules("older", f"rport={PORT}", "arms=reno", "fallback=yes", "replace=yes")
+    assert connections("older") == [1]
+    assert connect(netns) == "reno"
+    assert connections("older") == [1 + 1]
+    # Another algorithm in the arms: the one that stays keeps its counters, the new one starts at zero.
+    rules("older", f"rport={PORT}", "arms=cubic:0,reno:100", "replace=yes")
+    assert connections("older") == [0, 2]
+    rules("newest", f"rport={PORT}", "arms=bbr", "priority=99", "replace=yes")
+    assert connect(netns) == "bbr"
+
+
+def test_cgroup_rule_follows_a_cgroup_made_again(netns: str, cgroot: Path, rules: Callable[..., None]) -> None:
+    svc = cgroot / f"{NS_PREFIX}svc"
+    svc.mkdir()
+    (svc / "sub").mkdir()
+    other = cgroot / f"{NS_PREFIX}svd"  # same length, one letter off: no match
+    other.mkdir()
+    rules("svc", f"cgroup=//{svc.name}/", f"rport={PORT}", "arms=reno")
+    default = connect(netns)
+    assert default != "reno"
+    assert (connect(netns, svc), connect(netns, svc / "sub"), connect(netns, other)) == ("reno", "reno", default)
+    (svc / "sub").rmdir()
+    svc.rmdir()
+    svc.mkdir()  # the service restarted: the same path, a new cgroup id
+    (svc / "sub").mkdir()
+    assert (connect(netns, svc), connect(netns, svc / "sub"), connect(netns, other)) == ("reno", "reno", default)
