@@ -15,6 +15,7 @@
 /* params.c keeps a params value in a buffer of this size; algos.c asserts each struct fits. */
 #define MAX_PARAMS_SIZE 256
 #define BBRCTL_AVAILABLE_CC "/proc/sys/net/ipv4/tcp_available_congestion_control"
+#define BBRCTL_ALLOWED_CC "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 
 /* How a parameter's human value maps to its stored integer. */
 enum param_kind {
