@@ -47,6 +47,61 @@ static bool same_arms(const struct bbrkit_policy_rule *a, const struct bbrkit_po
 	return true;
 }
 
+/* a's matches include all of b's: every key a sets, b sets to the same or to something narrower. */
+static bool covers(const struct bbrkit_policy_rule *a, const struct bbrkit_policy_rule *b)
+{
+	size_t n = strlen(a->cgroup_path);
+
+	if ((a->lport && a->lport != b->lport) || (a->rport && a->rport != b->rport))
+		return false;
+	if (n &&
+		(strncmp(a->cgroup_path, b->cgroup_path, n) ||
+			(b->cgroup_path[n] && b->cgroup_path[n] != '/')))
+		return false;
+	if (a->ndst && !b->ndst)
+		return false;
+	for (unsigned int i = 0; a->ndst && i < b->ndst; i++) {
+		bool inside = false;
+
+		for (unsigned int j = 0; j < a->ndst; j++)
+			inside |= prefix_contains(&a->dst[j], &b->dst[i]);
+		if (!inside)
+			return false;
+	}
+	return true;
+}
+
+/* The program's order: lower priority first, then the older rule. */
+static bool precedes(const struct bbrkit_policy_rule *a, const struct bbrkit_policy_rule *b)
+{
+	return a->priority < b->priority || (a->priority == b->priority && a->created < b->created);
+}
+
+/* What the operator may not have meant: a rule for every connection, a rule no connection reaches
+ * because an earlier one takes all of its connections, or an earlier rule doing that to another.
+ */
+static void warn_reach(const struct bbrkit_policy_rule *rules, int slot)
+{
+	const struct bbrkit_policy_rule *r = &rules[slot];
+
+	if (!r->cgroup_path[0] && !r->lport && !r->rport && !r->ndst)
+		warn(0, "rule %s matches every connection (no cgroup, lport, rport or dst)", r->name);
+	for (int s = 0; s < BBRKIT_POLICY_RULES; s++) {
+		const struct bbrkit_policy_rule *o = &rules[s];
+
+		if (s == slot || !o->narms)
+			continue;
+		if (precedes(o, r) && covers(o, r))
+			warn(0,
+				"rule %s is shadowed by rule %s (priority %u, earlier): it gets no "
+				"connection",
+				r->name, o->name, o->priority);
+		else if (precedes(r, o) && covers(r, o))
+			warn(0, "rule %s now shadows rule %s (priority %u): that rule gets no connection",
+				r->name, o->name, o->priority);
+	}
+}
+
 /* One past the newest rule's creation order. */
 static __u32 next_created(const struct bbrkit_policy_rule *rules)
 {
@@ -134,6 +189,7 @@ static int policy_add(const char *name, int argc, char **argv)
 		ret = fail(err, "cannot write rule '%s'", name);
 		goto undo;
 	}
+	warn_reach(rules, slot);
 	printf("rule %s %s: new connections only\n", name, old >= 0 ? "replaced" : "added");
 	ret = EXIT_SUCCESS;
 	goto out;

@@ -30,6 +30,7 @@ int cgroup_id_of(const char *root, const char *rel, __u64 *id, __u32 *level);
 int create_policy(const char *cgroot);
 int remove_policy(void);
 int rebuild_prefixes(const struct bbrkit_policy_rule *rules);
+bool prefix_contains(const struct bbrkit_policy_prefix *outer, const struct bbrkit_policy_prefix *inner);
 int write_slot(__u32 slot, const struct bbrkit_policy_rule *r);
 /* Each arm of now gets the counters of was's arm of the same algorithm, others start at zero (was
  * NULL: all start at zero).

@@ -170,7 +170,7 @@ int policy_read_rules(struct bbrkit_policy_rule *rules)
 	return 0;
 }
 
-static bool contains(const struct bbrkit_policy_prefix *outer, const struct bbrkit_policy_prefix *inner)
+bool prefix_contains(const struct bbrkit_policy_prefix *outer, const struct bbrkit_policy_prefix *inner)
 {
 	if (outer->prefixlen > inner->prefixlen)
 		return false;
@@ -208,7 +208,7 @@ int rebuild_prefixes(const struct bbrkit_policy_rule *rules)
 		masks[k] = 0;
 		for (unsigned int s = 0; s < BBRKIT_POLICY_RULES; s++)
 			for (unsigned int d = 0; rules[s].narms && d < rules[s].ndst; d++)
-				if (contains(&rules[s].dst[d], &keys[k]))
+				if (prefix_contains(&rules[s].dst[d], &keys[k]))
 					masks[k] |= 1U << s;
 		if (bpf_map_update_elem(fd, &keys[k], &masks[k], BPF_ANY) && !err)
 			err = -errno;

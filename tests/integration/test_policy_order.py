@@ -67,12 +67,13 @@ def cgroot() -> Iterator[Path]:
 
 
 @pytest.fixture
-def rules() -> Iterator[Callable[..., None]]:
+def rules() -> Iterator[Callable[..., str]]:
+    """Factory: rules(NAME, KEY=VALUE...) adds a rule and returns its warnings; all go afterwards."""
     added: list[str] = []
 
-    def factory(name: str, *kv: str) -> None:
-        bbrctl("policy", "add", name, *kv)
+    def factory(name: str, *kv: str) -> str:
         added.append(name)
+        return bbrctl("policy", "add", name, *kv).stderr
 
     try:
         yield factory
@@ -96,7 +97,7 @@ def connections(rule: str) -> list[int]:
 
 
 def test_equal_priority_goes_to_the_older_rule_and_edits_keep_place_and_counters(
-        netns: str, rules: Callable[..., None]) -> None:
+        netns: str, rules: Callable[..., str]) -> None:
     rules("first", f"rport={PORT}", "arms=cubic")
     rules("older", f"rport={PORT}", "arms=reno")
     bbrctl("policy", "del", "first")  # frees the lowest slot for the newest rule
@@ -115,7 +116,7 @@ def test_equal_priority_goes_to_the_older_rule_and_edits_keep_place_and_counters
     assert connect(netns) == "bbr"
 
 
-def test_cgroup_rule_follows_a_cgroup_made_again(netns: str, cgroot: Path, rules: Callable[..., None]) -> None:
+def test_cgroup_rule_follows_a_cgroup_made_again(netns: str, cgroot: Path, rules: Callable[..., str]) -> None:
     svc = cgroot / f"{NS_PREFIX}svc"
     svc.mkdir()
     (svc / "sub").mkdir()
@@ -130,3 +131,20 @@ def test_cgroup_rule_follows_a_cgroup_made_again(netns: str, cgroot: Path, rules
     svc.mkdir()  # the service restarted: the same path, a new cgroup id
     (svc / "sub").mkdir()
     assert (connect(netns, svc), connect(netns, svc / "sub"), connect(netns, other)) == ("reno", "reno", default)
+
+
+def test_warnings_for_rules_that_reach_everything_or_nothing(rules: Callable[..., str]) -> None:
+    """A rule without keys takes every connection of the host: its arm is the host's default here, so that
+    nothing changes for anyone while it exists."""
+    default = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
+    assert rules("web", f"lport={PORT}", "arms=reno", "priority=10") == ""
+    assert rules("narrow", f"lport={PORT}", f"rport={PORT + 1}", "arms=cubic", "priority=20") == (
+        "bbrctl: policy add narrow: warning: rule narrow is shadowed by rule web (priority 10, earlier): "
+        "it gets no connection\n")
+    assert rules("wide", f"rport={PORT + 1}", "arms=cubic", "priority=30") == ""
+    assert rules("first", f"lport={PORT}", "arms=cubic", "priority=5") == (
+        "bbrctl: policy add first: warning: rule first now shadows rule web (priority 10): that rule gets no "
+        "connection\nbbrctl: policy add first: warning: rule first now shadows rule narrow (priority 20): that "
+        "rule gets no connection\n")
+    assert rules("all", f"arms={default}", "priority=1000") == (
+        "bbrctl: policy add all: warning: rule all matches every connection (no cgroup, lport, rport or dst)\n")
