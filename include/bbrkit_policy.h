@@ -28,6 +28,7 @@
 /* Levels and name length of a cgroup path the program compares name by name (a systemd service is at
  * level 2, a container's scope at 3 or 4; a kernfs name is at most NAME_MAX but these are short).
  */
+#define BBRKIT_POLICY_NETNS_MAX 64 /* a rule's netns as given: a name under /run/netns, a path, an inode */
 #define BBRKIT_POLICY_CGROUP_LEVELS 8
 #define BBRKIT_POLICY_CGROUP_NAME 64
 
@@ -53,6 +54,7 @@ struct bbrkit_policy_rule {
 	char name[BBRKIT_POLICY_NAME_MAX];
 	__u64 cgroup_id;    /* cgroup v2 id when added (the directory's inode); 0: any cgroup */
 	__u32 cgroup_level; /* its depth below the cgroup2 root: the ancestor of the socket's to compare */
+	__u32 netns;	    /* network namespace inode; 0: any */
 	__u32 priority;	    /* lower first */
 	__u32 created;	    /* creation order, kept by edits: of equal priorities the older rule wins */
 	__u32 generation;   /* bumped when the slot gets another rule: storage of older sockets is left out */
@@ -65,6 +67,7 @@ struct bbrkit_policy_rule {
 	/* What bbrctl needs to rebuild the trie and to print the rule; the program reads none of it. */
 	struct bbrkit_policy_prefix dst[BBRKIT_POLICY_DSTS];
 	char cgroup_path[BBRKIT_POLICY_CGROUP_MAX];
+	char netns_name[BBRKIT_POLICY_NETNS_MAX];
 	/* The path's names, each zero-padded, compared word by word when the id does not match (a cgroup
 	 * made again has another id).
 	 */

@@ -238,16 +238,20 @@ const struct cli_command cli_commands[] = {
 	  "                         to their arm's algorithm (revert --migrate: to the holdback)\n"
 	  "Keys: arms=ALGO[:PERCENT],... (weights in percent, adding up to 100; the arm of a\n"
 	  "connection is a hash of its 4-tuple), holdback=ALGO (default: the last arm),\n"
-	  "cgroup=PATH (below the cgroup2 root: that cgroup and its descendants), lport=N, rport=N,\n"
+	  "cgroup=PATH (below the cgroup2 root: that cgroup and its descendants; matched by path, also\n"
+	  "after it is made again), netns=NAME|PATH|INODE (a network namespace), lport=N, rport=N,\n"
 	  "dst=PREFIX[,PREFIX] (IPv4 or IPv6, remote address), priority=N (lower first, default 100;\n"
 	  "of equal priorities the older rule wins; replace=yes keeps its age and counters),\n"
 	  "fallback=yes (if an arm's algorithm is detached, its connections keep the namespace\n"
 	  "default; without it, detaching that algorithm is refused).\n"
-	  "Changes apply to new connections; migrate moves established ones. The program sits on the cgroup v2 root; where none\n"
-	  "is mounted, bbrctl mounts one at /run/bbrkit/cgroup2 and unmounts it with the last rule.\n"
+	  "Changes apply to new connections; migrate moves established ones. The program sits on\n"
+	  "the cgroup v2 root; where none is mounted, bbrctl mounts one at /run/bbrkit/cgroup2 and\n"
+	  "unmounts it with the last rule. add warns about a rule that matches every connection or\n"
+	  "that an earlier rule shadows.\n"
 	  "JSON (list, show): {\"attached\", \"cgroup2\", \"rules\": [{\"name\", \"slot\", \"priority\",\n"
-	  "\"cgroup\", \"lport\", \"rport\", \"dst\", \"fallback\", \"holdback\", \"arms\": [{\"algo\",\n"
-	  "\"weight\" (percent), \"connections\", \"fallbacks\", \"locked\", \"migrated\"}]}]}\n" },
+	  "\"cgroup\", \"netns\", \"netns_inode\", \"lport\", \"rport\", \"dst\", \"fallback\",\n"
+	  "\"holdback\", \"arms\": [{\"algo\", \"weight\" (percent), \"connections\", \"fallbacks\",\n"
+	  "\"locked\", \"migrated\"}]}]}\n" },
 	{ .name = "apply",
 	  .audit = true,
 	  .run = cmd_apply,

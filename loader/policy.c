@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bbrctl.h"
@@ -47,12 +49,34 @@ static bool same_arms(const struct bbrkit_policy_rule *a, const struct bbrkit_po
 	return true;
 }
 
+/* A rule's netns= as the inode the program compares: a name under /run/netns, a path, or the inode. */
+static int netns_inode_of(const char *text, __u32 *inode)
+{
+	char path[BBRCTL_MAX_PATH];
+	struct stat st;
+
+	if (text[strspn(text, "0123456789")] == '\0') {
+		unsigned long n = strtoul(text, NULL, 10);
+
+		if (!n || n > UINT32_MAX)
+			return bad_argument("netns '%s' is not an inode number", text);
+		*inode = (__u32)n;
+		return EXIT_SUCCESS;
+	}
+	snprintf(path, sizeof(path), strchr(text, '/') ? "%s" : "/run/netns/%s", text);
+	if (stat(path, &st))
+		return bad_argument("netns '%s': %s: %s", text, path, strerror(errno));
+	*inode = (__u32)st.st_ino;
+	return EXIT_SUCCESS;
+}
+
 /* a's matches include all of b's: every key a sets, b sets to the same or to something narrower. */
 static bool covers(const struct bbrkit_policy_rule *a, const struct bbrkit_policy_rule *b)
 {
 	size_t n = strlen(a->cgroup_path);
 
-	if ((a->lport && a->lport != b->lport) || (a->rport && a->rport != b->rport))
+	if ((a->lport && a->lport != b->lport) || (a->rport && a->rport != b->rport) ||
+		(a->netns && a->netns != b->netns))
 		return false;
 	if (n &&
 		(strncmp(a->cgroup_path, b->cgroup_path, n) ||
@@ -84,8 +108,8 @@ static void warn_reach(const struct bbrkit_policy_rule *rules, int slot)
 {
 	const struct bbrkit_policy_rule *r = &rules[slot];
 
-	if (!r->cgroup_path[0] && !r->lport && !r->rport && !r->ndst)
-		warn(0, "rule %s matches every connection (no cgroup, lport, rport or dst)", r->name);
+	if (!r->cgroup_path[0] && !r->netns && !r->lport && !r->rport && !r->ndst)
+		warn(0, "rule %s matches every connection (no cgroup, netns, lport, rport or dst)", r->name);
 	for (int s = 0; s < BBRKIT_POLICY_RULES; s++) {
 		const struct bbrkit_policy_rule *o = &rules[s];
 
@@ -138,6 +162,11 @@ static int policy_add(const char *name, int argc, char **argv)
 	}
 	if (s.rule.cgroup_path[0]) {
 		ret = cgroup_id_of(cgroot, s.rule.cgroup_path, &s.rule.cgroup_id, &s.rule.cgroup_level);
+		if (ret)
+			goto undo;
+	}
+	if (s.rule.netns_name[0]) {
+		ret = netns_inode_of(s.rule.netns_name, &s.rule.netns);
 		if (ret)
 			goto undo;
 	}

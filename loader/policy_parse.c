@@ -14,7 +14,8 @@
 #define DEFAULT_PRIORITY 100
 #define MAX_PRIORITY 1000000
 
-static const char *const rule_keys = "arms, holdback, cgroup, lport, rport, dst, priority, fallback, replace";
+static const char *const rule_keys =
+	"arms, holdback, cgroup, netns, lport, rport, dst, priority, fallback, replace";
 
 static bool valid_name(const char *s, size_t max)
 {
@@ -229,6 +230,13 @@ int policy_parse(const char *name, int argc, char **argv, struct policy_spec *s)
 					v, BBRKIT_POLICY_CGROUP_MAX - 1, BBRKIT_POLICY_CGROUP_LEVELS,
 					BBRKIT_POLICY_CGROUP_NAME);
 			store_cgroup(v, &s->rule);
+		} else if (KEY("netns")) {
+			if (!*v || strlen(v) >= BBRKIT_POLICY_NETNS_MAX)
+				return bad_argument(
+					"netns '%s' must be a name under /run/netns, a path such as "
+					"/proc/PID/ns/net or an inode number (at most %d characters)",
+					v, BBRKIT_POLICY_NETNS_MAX - 1);
+			snprintf(s->rule.netns_name, sizeof(s->rule.netns_name), "%s", v);
 		} else if (KEY("lport")) {
 			ret = parse_port("lport", v, &s->rule.lport);
 		} else if (KEY("rport")) {

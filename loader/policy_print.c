@@ -30,6 +30,8 @@ static void match_text(const struct bbrkit_policy_rule *r, char *buf, size_t siz
 	buf[0] = '\0';
 	if (r->cgroup_path[0])
 		used += (size_t)snprintf(buf + used, size - used, "cgroup=%s ", r->cgroup_path);
+	if (r->netns_name[0] && used < size)
+		used += (size_t)snprintf(buf + used, size - used, "netns=%s ", r->netns_name);
 	if (r->lport && used < size)
 		used += (size_t)snprintf(buf + used, size - used, "lport=%u ", r->lport);
 	if (r->rport && used < size)
@@ -95,6 +97,13 @@ static void rule_json(struct json *j, __u32 slot, const struct bbrkit_policy_rul
 	json_uint(j, r->priority);
 	json_key(j, "cgroup");
 	json_string(j, r->cgroup_path[0] ? r->cgroup_path : NULL);
+	json_key(j, "netns");
+	json_string(j, r->netns_name[0] ? r->netns_name : NULL);
+	json_key(j, "netns_inode");
+	if (r->netns)
+		json_uint(j, r->netns);
+	else
+		json_null(j);
 	json_key(j, "lport");
 	if (r->lport)
 		json_uint(j, r->lport);

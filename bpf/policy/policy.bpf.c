@@ -75,6 +75,7 @@ static __always_inline __u32 mix32(__u32 h)
 struct tuple {
 	__u32 remote[4], local[4];
 	__u16 lport, rport;
+	__u32 netns; /* inode */
 };
 
 static __always_inline void tuple_of(struct tcp_sock *tp, struct tuple *t)
@@ -83,6 +84,7 @@ static __always_inline void tuple_of(struct tcp_sock *tp, struct tuple *t)
 
 	t->lport = c->skc_num;
 	t->rport = bpf_ntohs(c->skc_dport);
+	t->netns = BPF_CORE_READ(c, skc_net.net, ns.inum);
 	if (c->skc_family == AF_INET6) {
 		BPF_CORE_READ_INTO(&t->remote, c, skc_v6_daddr.in6_u.u6_addr32);
 		BPF_CORE_READ_INTO(&t->local, c, skc_v6_rcv_saddr.in6_u.u6_addr32);
@@ -156,6 +158,8 @@ static __always_inline bool rule_matches(const struct bbrkit_policy_rule *r, __u
 	if (r->lport && r->lport != t->lport)
 		return false;
 	if (r->rport && r->rport != t->rport)
+		return false;
+	if (r->netns && r->netns != t->netns)
 		return false;
 	if (!r->cgroup_id)
 		return true;

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from netutil import NS_PREFIX, bbrctl, run
+from netutil import BBRCTL, NS_PREFIX, bbrctl, run
 
 PORT = 18613
 
@@ -147,4 +147,26 @@ def test_warnings_for_rules_that_reach_everything_or_nothing(rules: Callable[...
         "connection\nbbrctl: policy add first: warning: rule first now shadows rule narrow (priority 20): that "
         "rule gets no connection\n")
     assert rules("all", f"arms={default}", "priority=1000") == (
-        "bbrctl: policy add all: warning: rule all matches every connection (no cgroup, lport, rport or dst)\n")
+        "bbrctl: policy add all: warning: rule all matches every connection (no cgroup, netns, lport, rport or dst)\n")
+
+
+def test_netns_selector_by_name_and_inode(netns: str, rules: Callable[..., str]) -> None:
+    other = f"{NS_PREFIX}other"
+    run(["ip", "netns", "add", other])
+    try:
+        default = connect(netns)
+        rules("elsewhere", f"netns={other}", f"rport={PORT}", "arms=reno")
+        assert connect(netns) == default
+        rules("here", f"netns={netns}", f"rport={PORT}", "arms=reno")
+        assert connect(netns) == "reno"
+        inode = Path(f"/run/netns/{netns}").stat().st_ino
+        rules("here", f"netns={inode}", f"rport={PORT}", "arms=cubic" if default != "cubic" else "bbr",
+              "replace=yes")
+        assert connect(netns) != "reno"
+        shown = json.loads(bbrctl("policy", "show", "here", "--json").stdout)["rules"][0]
+        assert (shown["netns"], shown["netns_inode"]) == (str(inode), inode)
+    finally:
+        run(["ip", "netns", "del", other], check=False)
+    r = run([str(BBRCTL), "policy", "add", "nowhere", "netns=nope", "arms=reno"], check=False)
+    assert r.returncode == 2 and r.stderr.strip().endswith(
+        "netns 'nope': /run/netns/nope: No such file or directory"), r.stderr
