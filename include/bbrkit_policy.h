@@ -114,6 +114,37 @@ struct bbrkit_migration {
 	__u32 arm;
 };
 
+/* Why a rule does or does not match a connection: `policy explain` gets a mask of slots per verdict. */
+enum bbrkit_policy_verdict {
+	BBRKIT_VERDICT_MATCH,
+	BBRKIT_VERDICT_FREE, /* no rule in the slot */
+	BBRKIT_VERDICT_DST,
+	BBRKIT_VERDICT_LPORT,
+	BBRKIT_VERDICT_RPORT,
+	BBRKIT_VERDICT_NETNS,
+	BBRKIT_VERDICT_CGROUP,
+	BBRKIT_VERDICTS = 8, /* the masks' array, a power of two the program indexes within */
+};
+
+/* One established connection as `policy explain` sees it: where the policy placed it, where it would
+ * place it now, and each rule's verdict.
+ */
+struct bbrkit_explain {
+	__u8 saddr[16]; /* IPv6, or IPv4-mapped as above */
+	__u8 daddr[16];
+	char cc[BBRKIT_POLICY_NAME_MAX];
+	__u16 sport, dport;
+	__u32 netns;
+	__u32 placed_slot; /* from its storage; BBRKIT_POLICY_RULES: not placed */
+	__u32 placed_generation;
+	__u32 placed_arm;
+	__u32 placed_fallback;
+	__u32 now_slot; /* BBRKIT_POLICY_RULES: no rule matches now */
+	__u32 now_arm;
+	__u32 point;			 /* the 4-tuple's hash in [0, BBRKIT_POLICY_WEIGHT_TOTAL) */
+	__u32 verdicts[BBRKIT_VERDICTS]; /* per verdict, a bit per slot */
+};
+
 /* One connection as the policy's iterators write it: where it belongs and the kernel's own TCP state
  * (struct tcp_sock, the fields tcp_info reports).
  */

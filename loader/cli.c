@@ -236,6 +236,8 @@ const struct cli_command cli_commands[] = {
 	  "  revert RULE            give the holdback arm 100% (the arms stay, at 0%)\n"
 	  "  migrate RULE           move the established connections the policy gives to RULE now\n"
 	  "                         to their arm's algorithm (revert --migrate: to the holdback)\n"
+	  "  explain [ADDR:]PORT    for each established connection with that end: the rule and arm\n"
+	  "                         it got, the ones it would get now, and every rule's verdict\n"
 	  "Keys: arms=ALGO[:PERCENT],... (weights in percent, adding up to 100; the arm of a\n"
 	  "connection is a hash of its 4-tuple), holdback=ALGO (default: the last arm),\n"
 	  "cgroup=PATH (below the cgroup2 root: that cgroup and its descendants; matched by path, also\n"

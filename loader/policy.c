@@ -334,17 +334,17 @@ static int policy_migrate(const char *name, bool dry_run)
 	return ret;
 }
 
-#define VERBS "add, del, list, show, revert, migrate"
+#define VERBS "add, del, list, show, revert, migrate, explain"
 
 int cmd_policy(const struct cmd_opts *o, int argc, char **argv)
 {
-	static const char *const named[] = { "add", "del", "show", "revert", "migrate", NULL };
+	static const char *const named[] = { "add", "del", "show", "revert", "migrate", "explain", NULL };
 	const char *verb = argv[0];
 	bool known = false;
 
 	for (const char *const *v = named; *v; v++)
 		known |= !strcmp(verb, *v);
-	if (!strcmp(verb, "list") || !strcmp(verb, "show") || o->dry_run)
+	if (!strcmp(verb, "list") || !strcmp(verb, "show") || !strcmp(verb, "explain") || o->dry_run)
 		audit_skip();
 	if (!strcmp(verb, "list")) {
 		if (argc != 1)
@@ -370,5 +370,7 @@ int cmd_policy(const struct cmd_opts *o, int argc, char **argv)
 		return policy_print(o->json, argv[1]);
 	if (!strcmp(verb, "revert"))
 		return policy_revert(argv[1], o->migrate);
+	if (!strcmp(verb, "explain"))
+		return policy_explain(argv[1]);
 	return policy_migrate(argv[1], o->dry_run);
 }

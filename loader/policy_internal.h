@@ -45,6 +45,16 @@ int nrules(const struct bbrkit_policy_rule *rules);
  * one-line error or when the kernel refused a move. Call with the pin root locked.
  */
 int policy_migrate_slot(__u32 slot, const char *name, bool dry_run);
+/* Runs the policy object's iter/tcp program prog on the pinned maps in every network namespace (with
+ * migrate_slot and dry_run for migrate_socks): what it wrote, malloc()ed, or EXIT_FAILURE after a
+ * one-line error.
+ */
+int policy_iterate(const char *prog, __u32 migrate_slot, bool dry_run, char **buf, size_t *used);
+/* "10.0.0.1:80" or "[2001:db8::1]:80" of an address as records carry it (IPv6 or IPv4-mapped). */
+void policy_endpoint_text(const __u8 *a, __u16 port, char *buf, size_t size);
+
+/* policy_explain.c: `policy explain [ADDR:]PORT`. */
+int policy_explain(const char *what);
 
 /* policy_print.c: a rule as `policy add` takes it, every key in one order (two rules that say the
  * same have the same text): "arms=bbr3:90,cubic:10 holdback=cubic lport=8080 priority=100".

@@ -38,11 +38,12 @@ int policy_open_map(const char *name)
 	return bpf_obj_get(path);
 }
 
-/* `bbrctl ss` and `policy migrate` load their iter/tcp programs themselves, when they run. */
+/* `bbrctl ss`, `policy migrate` and `policy explain` load their iter/tcp programs themselves, when they run. */
 static void skip_on_demand_programs(struct policy *skel)
 {
 	bpf_program__set_autoload(skel->progs.dump_socks, false);
 	bpf_program__set_autoload(skel->progs.migrate_socks, false);
+	bpf_program__set_autoload(skel->progs.explain_socks, false);
 }
 
 /* Loads the program, attaches it to the cgroup2 root and pins link, maps and the exporter's

@@ -39,7 +39,7 @@ static int read_here(void *ctx, const char *label)
 	return err;
 }
 
-static void endpoint(const __u8 *a, __u16 port, char *buf, size_t size)
+void policy_endpoint_text(const __u8 *a, __u16 port, char *buf, size_t size)
 {
 	struct bbrkit_policy_prefix p = { .prefixlen = 128 };
 	char text[BBRCTL_MAX_PATH];
@@ -59,8 +59,8 @@ static int report(const char *name, const struct moves *m, bool dry_run)
 	for (size_t i = 0; i < n; i++, r++) {
 		char from[BBRCTL_MAX_PATH], to[BBRCTL_MAX_PATH];
 
-		endpoint(r->saddr, r->sport, from, sizeof(from));
-		endpoint(r->daddr, r->dport, to, sizeof(to));
+		policy_endpoint_text(r->saddr, r->sport, from, sizeof(from));
+		policy_endpoint_text(r->daddr, r->dport, to, sizeof(to));
 		printf("%s %s netns %u: %.*s -> %.*s%s%s\n", from, to, r->netns, BBRKIT_POLICY_NAME_MAX,
 			r->from, BBRKIT_POLICY_NAME_MAX, r->to, r->err ? ": " : "",
 			r->err ? strerror(-r->err) : "");
@@ -102,10 +102,10 @@ static int reuse_pinned(struct policy *skel)
 	return EXIT_SUCCESS;
 }
 
-int policy_migrate_slot(__u32 slot, const char *name, bool dry_run)
+int policy_iterate(const char *prog, __u32 migrate_slot, bool dry_run, char **buf, size_t *used)
 {
 	struct moves m = {};
-	struct bpf_program *p;
+	struct bpf_program *p, *want = NULL;
 	struct bpf_link *link = NULL;
 	struct policy *skel = policy__open();
 	int ret;
@@ -113,30 +113,51 @@ int policy_migrate_slot(__u32 slot, const char *name, bool dry_run)
 	if (!skel)
 		return fail(-errno, "cannot open the policy's BPF object");
 	bpf_object__for_each_program(p, skel->obj)
-		bpf_program__set_autoload(p, p == skel->progs.migrate_socks);
-	skel->rodata->migrate_slot = slot;
+	{
+		bool it = !strcmp(bpf_program__name(p), prog);
+
+		bpf_program__set_autoload(p, it);
+		want = it ? p : want;
+	}
+	skel->rodata->migrate_slot = migrate_slot;
 	skel->rodata->migrate_dry_run = dry_run;
 	ret = reuse_pinned(skel);
 	if (ret)
 		goto out;
 	libbpf_log_reset();
 	if (policy__load(skel)) {
-		ret = fail(0,
-			"the kernel refused the migrating iter/tcp program (bbrctl features: iter-tcp): %s",
-			libbpf_last_message() ? libbpf_last_message() : "no reason given");
+		ret = fail(0, "the kernel refused the iter/tcp program %s (bbrctl features: iter-tcp): %s",
+			prog, libbpf_last_message() ? libbpf_last_message() : "no reason given");
 		goto out;
 	}
-	link = bpf_program__attach_iter(skel->progs.migrate_socks, NULL);
+	link = bpf_program__attach_iter(want, NULL);
 	if (!link) {
-		ret = fail(-errno, "cannot attach the migrating iter/tcp program");
+		ret = fail(-errno, "cannot attach the iter/tcp program %s", prog);
 		goto out;
 	}
 	m.link_fd = bpf_link__fd(link);
 	ret = for_each_netns(read_here, &m);
-	ret = ret ? fail(ret, "cannot walk the connections") : report(name, &m, dry_run);
+	if (ret)
+		ret = fail(ret, "cannot walk the connections");
 out:
-	free(m.buf);
 	bpf_link__destroy(link);
 	policy__destroy(skel);
+	if (ret) {
+		free(m.buf);
+		return ret;
+	}
+	*buf = m.buf;
+	*used = m.used;
+	return EXIT_SUCCESS;
+}
+
+int policy_migrate_slot(__u32 slot, const char *name, bool dry_run)
+{
+	struct moves m = {};
+	int ret = policy_iterate("migrate_socks", slot, dry_run, &m.buf, &m.used);
+
+	if (!ret)
+		ret = report(name, &m, dry_run);
+	free(m.buf);
 	return ret;
 }

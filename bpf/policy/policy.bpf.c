@@ -148,25 +148,27 @@ static __always_inline bool cgroup_path_is(struct cgroup *cg, __u32 level, const
 	return true;
 }
 
-static __always_inline bool rule_matches(const struct bbrkit_policy_rule *r, __u32 bit, __u32 dst_rules,
-	const struct tuple *t, struct tcp_sock *tp)
+static __always_inline enum bbrkit_policy_verdict rule_verdict(const struct bbrkit_policy_rule *r, __u32 bit,
+	__u32 dst_rules, const struct tuple *t, struct tcp_sock *tp)
 {
 	struct cgroup *cg;
 
-	if (!r->narms || (r->ndst && !(dst_rules & bit)))
-		return false;
+	if (!r->narms)
+		return BBRKIT_VERDICT_FREE;
+	if (r->ndst && !(dst_rules & bit))
+		return BBRKIT_VERDICT_DST;
 	if (r->lport && r->lport != t->lport)
-		return false;
+		return BBRKIT_VERDICT_LPORT;
 	if (r->rport && r->rport != t->rport)
-		return false;
+		return BBRKIT_VERDICT_RPORT;
 	if (r->netns && r->netns != t->netns)
-		return false;
+		return BBRKIT_VERDICT_NETNS;
 	if (!r->cgroup_id)
-		return true;
+		return BBRKIT_VERDICT_MATCH;
 	cg = cgroup_at(tp, r->cgroup_level);
-	if (!cg)
-		return false;
-	return BPF_CORE_READ(cg, kn, id) == r->cgroup_id || cgroup_path_is(cg, r->cgroup_level, r);
+	if (cg && (BPF_CORE_READ(cg, kn, id) == r->cgroup_id || cgroup_path_is(cg, r->cgroup_level, r)))
+		return BBRKIT_VERDICT_MATCH;
+	return BBRKIT_VERDICT_CGROUP;
 }
 
 struct scan {
@@ -174,6 +176,7 @@ struct scan {
 	struct tcp_sock *tp;
 	__u32 dst_rules, slot;
 	const struct bbrkit_policy_rule *best;
+	__u32 *verdicts; /* explain's masks, or NULL */
 };
 
 /* Lower priority first, then the older rule: a rule added later never takes connections from an
@@ -192,7 +195,14 @@ static long scan_slot(__u32 slot, void *ctx)
 	struct scan *sc = ctx;
 	const struct bbrkit_policy_rule *r = bpf_map_lookup_elem(&rules, &slot);
 
-	if (r && rule_matches(r, 1U << (slot & 31), sc->dst_rules, sc->t, sc->tp) && precedes(r, sc->best)) {
+	enum bbrkit_policy_verdict v;
+
+	if (!r)
+		return 0;
+	v = rule_verdict(r, 1U << (slot & 31), sc->dst_rules, sc->t, sc->tp);
+	if (sc->verdicts)
+		sc->verdicts[v & (BBRKIT_VERDICTS - 1)] |= 1U << (slot & 31);
+	if (v == BBRKIT_VERDICT_MATCH && precedes(r, sc->best)) {
 		sc->best = r;
 		sc->slot = slot;
 	}
@@ -202,18 +212,19 @@ static long scan_slot(__u32 slot, void *ctx)
 /* Where the policy puts a connection now: its first matching rule and the arm its 4-tuple hashes to. */
 struct placement {
 	const struct bbrkit_policy_rule *rule; /* NULL: no rule matches */
-	__u32 slot, arm;
+	__u32 slot, arm, point;
 };
 
-static __always_inline void place(struct tcp_sock *tp, struct placement *p)
+/* verdicts: explain's masks (BBRKIT_VERDICTS), or NULL. */
+static __always_inline void place(struct tcp_sock *tp, struct placement *p, __u32 *verdicts)
 {
 	struct bbrkit_policy_prefix key = {};
 	struct tuple t;
-	struct scan sc = { .t = &t, .tp = tp };
+	struct scan sc = { .t = &t, .tp = tp, .verdicts = verdicts };
 	__u32 *found, point, cum = 0;
 
 	p->rule = NULL;
-	p->arm = 0;
+	p->arm = p->point = 0;
 	tuple_of(tp, &t);
 	key.prefixlen = 128;
 	__builtin_memcpy(key.addr, t.remote, sizeof(t.remote));
@@ -224,6 +235,7 @@ static __always_inline void place(struct tcp_sock *tp, struct placement *p)
 	if (!sc.best)
 		return;
 	point = tuple_point(&t);
+	p->point = point;
 	for (__u32 i = 0; i < BBRKIT_POLICY_ARMS; i++) {
 		if (i >= sc.best->narms)
 			break;
@@ -260,7 +272,7 @@ static __always_inline void choose(struct bpf_sock_ops *ops)
 	tp = bpf_skc_to_tcp_sock(bsk);
 	if (!tp)
 		return;
-	place(tp, &pl);
+	place(tp, &pl, NULL);
 	if (!pl.rule || pl.arm >= BBRKIT_POLICY_ARMS)
 		return;
 	sk = bpf_sk_storage_get(&storage, bsk, 0, BPF_SK_STORAGE_GET_F_CREATE);
@@ -433,6 +445,12 @@ static __always_inline bool same_name(const char *a, const char *b)
 	return true;
 }
 
+/* The TCP socket of an iterator's established connection, else NULL. */
+static __always_inline struct tcp_sock *established(struct sock_common *skc)
+{
+	return skc && skc->skc_state == BPF_TCP_ESTABLISHED ? bpf_skc_to_tcp_sock(skc) : NULL;
+}
+
 /* `policy migrate`: the slot of the rule whose established connections move to the arm the policy
  * gives them now (set before load).
  */
@@ -453,12 +471,10 @@ int migrate_socks(struct bpf_iter__tcp *ctx)
 	struct placement pl;
 	struct tcp_sock *tp;
 
-	if (!skc || skc->skc_state != BPF_TCP_ESTABLISHED)
-		return 0;
-	tp = bpf_skc_to_tcp_sock(skc);
+	tp = established(skc);
 	if (!tp)
 		return 0;
-	place(tp, &pl);
+	place(tp, &pl, NULL);
 	if (!pl.rule || pl.slot != migrate_slot || pl.arm >= BBRKIT_POLICY_ARMS)
 		return 0;
 	if (bpf_getsockopt(tp, SOL_TCP, TCP_CONGESTION, m.from, sizeof(m.from)))
@@ -489,5 +505,41 @@ int migrate_socks(struct bpf_iter__tcp *ctx)
 			st->migrated++;
 	}
 	bpf_seq_write(ctx->meta->seq, &m, sizeof(m));
+	return 0;
+}
+
+/* `policy explain`: every established connection with its placement then and now and each rule's
+ * verdict; bbrctl picks the ones asked for.
+ */
+SEC("iter/tcp")
+int explain_socks(struct bpf_iter__tcp *ctx)
+{
+	struct sock_common *skc = ctx->sk_common;
+	struct bbrkit_explain e = {};
+	struct bbrkit_policy_sk *sk;
+	struct placement pl;
+	struct tcp_sock *tp;
+
+	tp = established(skc);
+	if (!tp)
+		return 0;
+	place(tp, &pl, e.verdicts);
+	e.now_slot = pl.rule ? pl.slot : BBRKIT_POLICY_RULES;
+	e.now_arm = pl.arm;
+	e.point = pl.point;
+	e.placed_slot = BBRKIT_POLICY_RULES;
+	sk = bpf_sk_storage_get(&storage, tp, 0, 0);
+	if (sk) {
+		e.placed_slot = sk->slot;
+		e.placed_generation = sk->generation;
+		e.placed_arm = sk->arm;
+		e.placed_fallback = sk->fallback;
+	}
+	e.sport = skc->skc_num;
+	e.dport = bpf_ntohs(skc->skc_dport);
+	e.netns = skc->skc_net.net->ns.inum;
+	addresses_of(skc, e.saddr, e.daddr);
+	bpf_probe_read_kernel(e.cc, sizeof(e.cc), tp->inet_conn.icsk_ca_ops->name);
+	bpf_seq_write(ctx->meta->seq, &e, sizeof(e));
 	return 0;
 }

@@ -18,12 +18,21 @@ from netutil import BBRCTL, NS_PREFIX, bbrctl, run
 
 PORT = 18613
 
+# Keeps what it accepts open: a connection stays established until its client goes.
 LISTENER = f"""
 import socket
 srv = socket.create_server(("127.0.0.1", {PORT}))
 print("listening", flush=True)
+held = []
 while True:
-    srv.accept()[0].close()
+    held.append(srv.accept()[0])
+"""
+
+HOLDER = f"""
+import socket, sys
+s = socket.create_connection(("127.0.0.1", {PORT}))
+print(s.getsockname()[1], flush=True)
+sys.stdin.read()
 """
 
 CLIENT = f"""
@@ -170,3 +179,31 @@ def test_netns_selector_by_name_and_inode(netns: str, rules: Callable[..., str])
     r = run([str(BBRCTL), "policy", "add", "nowhere", "netns=nope", "arms=reno"], check=False)
     assert r.returncode == 2 and r.stderr.strip().endswith(
         "netns 'nope': /run/netns/nope: No such file or directory"), r.stderr
+
+
+def test_explain_says_which_rule_which_arm_and_why(netns: str, rules: Callable[..., str]) -> None:
+    rules("web", f"lport={PORT}", "arms=reno", "priority=10")
+    rules("api", "rport=443", "arms=cubic")
+    holder = subprocess.Popen(["ip", "netns", "exec", netns, sys.executable, "-c", HOLDER], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout
+        eph = int(holder.stdout.readline())
+        out = bbrctl("policy", "explain", f"127.0.0.1:{eph}").stdout.splitlines()
+    finally:
+        holder.kill()
+        holder.wait()
+    server = out.index(next(line for line in out if line.startswith(f"127.0.0.1:{PORT} 127.0.0.1:{eph} ")))
+    client = out.index(next(line for line in out if line.startswith(f"127.0.0.1:{eph} 127.0.0.1:{PORT} ")))
+    assert out[server].endswith(": runs reno")
+    assert out[server + 1:server + 5] == [
+        "  placed by rule web, arm reno",
+        f"  now: rule web, arm reno: its 4-tuple hashes to {out[server + 2].split()[9]} of 10000, in reno's "
+        "share [0, 10000)",
+        "  rule web (priority 10, created 1): matches, first",
+        f"  rule api (priority 100, created 2): no: rport=443, the connection's is {eph}"]
+    assert out[client + 1:client + 5] == [
+        "  not placed by the policy: no rule matched when it was established, or it is older than the policy",
+        "  now: no rule matches; new connections like it keep the namespace default",
+        f"  rule web (priority 10, created 1): no: lport={PORT}, the connection's is {eph}",
+        f"  rule api (priority 100, created 2): no: rport=443, the connection's is {PORT}"]

@@ -73,7 +73,7 @@ def test_valid_rule_reaches_the_root_check() -> None:
 def test_unknown_verb() -> None:
     r = ctl("policy", "frob", "web", unprivileged=True)
     assert r.returncode == 2
-    assert "unknown verb 'frob' (add, del, list, show, revert, migrate)" in r.stderr
+    assert "unknown verb 'frob' (add, del, list, show, revert, migrate, explain)" in r.stderr
 
 
 @pytest.mark.parametrize(("args", "message"), [
