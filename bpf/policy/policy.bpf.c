@@ -347,9 +347,15 @@ int policy_sockops(struct bpf_sock_ops *ops)
 	return 1;
 }
 
-/* Local and remote address as records carry them: IPv6, or IPv4-mapped. Both arrays start zeroed. */
-static __always_inline void addresses_of(const struct sock_common *c, __u8 *saddr, __u8 *daddr)
+/* A connection's ends as records carry them: addresses IPv6 or IPv4-mapped (both arrays start zeroed),
+ * ports in host byte order, the namespace's inode.
+ */
+static __always_inline void ends_of(
+	const struct sock_common *c, __u8 *saddr, __u8 *daddr, __u16 *sport, __u16 *dport, __u32 *netns)
 {
+	*sport = c->skc_num;
+	*dport = bpf_ntohs(c->skc_dport);
+	*netns = c->skc_net.net->ns.inum;
 	if (c->skc_family == AF_INET6) {
 		__builtin_memcpy(saddr, &c->skc_v6_rcv_saddr, 16);
 		__builtin_memcpy(daddr, &c->skc_v6_daddr, 16);
@@ -376,11 +382,8 @@ static __always_inline void write_sock(
 		o.arm = s->arm;
 		o.fallback = s->fallback;
 	}
-	o.sport = c->skc_num;
-	o.dport = bpf_ntohs(c->skc_dport);
-	o.netns = c->skc_net.net->ns.inum;
 	o.state = c->skc_state;
-	addresses_of(c, o.saddr, o.daddr);
+	ends_of(c, o.saddr, o.daddr, &o.sport, &o.dport, &o.netns);
 	bpf_probe_read_kernel(o.cc, sizeof(o.cc), tp->inet_conn.icsk_ca_ops->name);
 	o.ca_state = BPF_CORE_READ_BITFIELD(&tp->inet_conn, icsk_ca_state);
 	o.bytes_acked = tp->bytes_acked;
@@ -483,10 +486,7 @@ int migrate_socks(struct bpf_iter__tcp *ctx)
 	if (same_name(m.from, m.to))
 		return 0;
 	m.arm = pl.arm;
-	m.sport = skc->skc_num;
-	m.dport = bpf_ntohs(skc->skc_dport);
-	m.netns = skc->skc_net.net->ns.inum;
-	addresses_of(skc, m.saddr, m.daddr);
+	ends_of(skc, m.saddr, m.daddr, &m.sport, &m.dport, &m.netns);
 	if (!migrate_dry_run)
 		m.err = bpf_setsockopt(tp, SOL_TCP, TCP_CONGESTION, m.to, sizeof(m.to));
 	if (!migrate_dry_run && !m.err) {
@@ -535,10 +535,7 @@ int explain_socks(struct bpf_iter__tcp *ctx)
 		e.placed_arm = sk->arm;
 		e.placed_fallback = sk->fallback;
 	}
-	e.sport = skc->skc_num;
-	e.dport = bpf_ntohs(skc->skc_dport);
-	e.netns = skc->skc_net.net->ns.inum;
-	addresses_of(skc, e.saddr, e.daddr);
+	ends_of(skc, e.saddr, e.daddr, &e.sport, &e.dport, &e.netns);
 	bpf_probe_read_kernel(e.cc, sizeof(e.cc), tp->inet_conn.icsk_ca_ops->name);
 	bpf_seq_write(ctx->meta->seq, &e, sizeof(e));
 	return 0;
