@@ -228,7 +228,7 @@ int policy_parse(const char *name, int argc, char **argv, struct policy_spec *s)
 					"/system.slice/nginx.service (at most %d characters, %d levels, "
 					"names under %d characters)",
 					v, BBRKIT_POLICY_CGROUP_MAX - 1, BBRKIT_POLICY_CGROUP_LEVELS,
-					BBRKIT_POLICY_CGROUP_NAME);
+					BBRKIT_POLICY_CGROUP_NAME - 1);
 			store_cgroup(v, &s->rule);
 		} else if (KEY("netns")) {
 			if (!*v || strlen(v) >= BBRKIT_POLICY_NETNS_MAX)
