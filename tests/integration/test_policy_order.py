@@ -207,3 +207,15 @@ def test_explain_says_which_rule_which_arm_and_why(netns: str, rules: Callable[.
         "  now: no rule matches; new connections like it keep the namespace default",
         f"  rule web (priority 10, created 1): no: lport={PORT}, the connection's is {eph}",
         f"  rule api (priority 100, created 2): no: rport=443, the connection's is {PORT}"]
+
+
+def test_a_route_locking_its_algorithm_is_counted_and_shown(netns: str, rules: Callable[..., str]) -> None:
+    """`ip route ... congctl lock` wins over the policy (tcp_set_congestion_control(): EPERM): the connection
+    keeps the route's algorithm, counted as a fallback under the route's lock."""
+    run(["ip", "-n", netns, "route", "replace", "local", "127.0.0.1", "dev", "lo", "table", "local", "congctl",
+         "lock", "cubic"])
+    rules("locked", f"rport={PORT}", "arms=reno")
+    assert connect(netns) == "cubic"
+    arm = json.loads(bbrctl("policy", "show", "locked", "--json").stdout)["rules"][0]["arms"][0]
+    assert (arm["connections"], arm["fallbacks"], arm["locked"]) == (1, 1, 1)
+    assert "1 fallbacks (1 under a route's congctl lock)" in bbrctl("policy", "show", "locked").stdout
