@@ -251,7 +251,7 @@ const struct cli_command cli_commands[] = {
 	  "unmounts it with the last rule. add warns about a rule that matches every connection or\n"
 	  "that an earlier rule shadows.\n"
 	  "JSON (list, show): {\"attached\", \"cgroup2\", \"rules\": [{\"name\", \"slot\", \"priority\",\n"
-	  "\"cgroup\", \"netns\", \"netns_inode\", \"lport\", \"rport\", \"dst\", \"fallback\",\n"
+	  "\"cgroup\", \"netns\" (as given), \"lport\", \"rport\", \"dst\", \"fallback\",\n"
 	  "\"holdback\", \"arms\": [{\"algo\", \"weight\" (percent), \"connections\", \"fallbacks\",\n"
 	  "\"locked\", \"migrated\"}]}]}\n" },
 	{ .name = "apply",

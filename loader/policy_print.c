@@ -99,11 +99,6 @@ static void rule_json(struct json *j, __u32 slot, const struct bbrkit_policy_rul
 	json_string(j, r->cgroup_path[0] ? r->cgroup_path : NULL);
 	json_key(j, "netns");
 	json_string(j, r->netns_name[0] ? r->netns_name : NULL);
-	json_key(j, "netns_inode");
-	if (r->netns)
-		json_uint(j, r->netns);
-	else
-		json_null(j);
 	json_key(j, "lport");
 	if (r->lport)
 		json_uint(j, r->lport);

@@ -172,8 +172,7 @@ def test_netns_selector_by_name_and_inode(netns: str, rules: Callable[..., str])
         rules("here", f"netns={inode}", f"rport={PORT}", "arms=cubic" if default != "cubic" else "bbr",
               "replace=yes")
         assert connect(netns) != "reno"
-        shown = json.loads(bbrctl("policy", "show", "here", "--json").stdout)["rules"][0]
-        assert (shown["netns"], shown["netns_inode"]) == (str(inode), inode)
+        assert json.loads(bbrctl("policy", "show", "here", "--json").stdout)["rules"][0]["netns"] == str(inode)
     finally:
         run(["ip", "netns", "del", other], check=False)
     r = run([str(BBRCTL), "policy", "add", "nowhere", "netns=nope", "arms=reno"], check=False)
