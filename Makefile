@@ -15,6 +15,9 @@ DESTDIR ?=
 BINDIR := $(PREFIX)/bin
 MANDIR := $(PREFIX)/share/man
 COMPLETIONDIR := $(PREFIX)/share/bash-completion/completions
+# systemd's unit directory for packages (/usr/lib/systemd/system with PREFIX=/usr).
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+UNITS := $(wildcard dist/systemd/*.service)
 
 BUILD := build
 VMLINUX_BTF := /sys/kernel/btf/vmlinux
@@ -259,6 +262,9 @@ install: $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(DOCS)
 	$(Q)$(INSTALL) -m 0644 $(BUILD)/bbrbench.1 $(DESTDIR)$(MANDIR)/man1/
 	$(Q)$(INSTALL) -m 0644 $(BUILD)/bbrctl.bash $(DESTDIR)$(COMPLETIONDIR)/bbrctl
 	$(Q)$(INSTALL) -m 0644 $(BUILD)/bbrbench.bash $(DESTDIR)$(COMPLETIONDIR)/bbrbench
+	$(Q)$(INSTALL) -d $(DESTDIR)$(SYSTEMDUNITDIR)
+	$(Q)for u in $(UNITS); do sed 's|@BINDIR@|$(BINDIR)|g' $$u > $(DESTDIR)$(SYSTEMDUNITDIR)/$${u##*/}; \
+	  chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/$${u##*/}; done
 	$(call msg,INSTALL,bbrbench)
 	$(Q)rm -rf $(BUILD)/lib  # setuptools builds in there and never removes a file that left the source
 	$(Q)$(PYTHON) -m pip install --quiet --disable-pip-version-check --no-deps --no-warn-script-location \

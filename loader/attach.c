@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -102,12 +103,25 @@ static int unregister(const struct algo *a, const char *dir)
 	char who[512];
 	int fd, err, live;
 
-	if (netns_defaults_using(a->name, who, sizeof(who)) > 0)
+	if (netns_defaults_using(a->name, who, sizeof(who)) > 0) {
+		/* Outside the root namespace the kernel takes only an allowed algorithm as the
+		 * default (tcp_set_default_congestion_control(): EPERM otherwise).
+		 */
+		char allowed[256] = "";
+		FILE *f = fopen(BBRCTL_ALLOWED_CC, "re");
+
+		if (f && !fgets(allowed, sizeof(allowed), f))
+			allowed[0] = '\0';
+		if (f)
+			fclose(f);
+		allowed[strcspn(allowed, "\n")] = '\0';
 		return fail(0,
 			"%s is the default congestion control in %s; new connections there "
 			"would keep using it after detach: set another net.ipv4.tcp_congestion_control "
-			"there first",
-			a->name, who);
+			"there first (outside the root network namespace one of "
+			"net.ipv4.tcp_allowed_congestion_control: %s)",
+			a->name, who, allowed[0] ? allowed : "none");
+	}
 	if (policy_blocks_detach(a->name, who, sizeof(who)) > 0)
 		return fail(0,
 			"policy rule %s names %s: new connections there would lose their arm; delete or "

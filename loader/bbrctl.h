@@ -15,6 +15,7 @@
 /* params.c keeps a params value in a buffer of this size; algos.c asserts each struct fits. */
 #define MAX_PARAMS_SIZE 256
 #define BBRCTL_AVAILABLE_CC "/proc/sys/net/ipv4/tcp_available_congestion_control"
+#define BBRCTL_ALLOWED_CC "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 
 /* How a parameter's human value maps to its stored integer. */
 enum param_kind {
@@ -135,7 +136,7 @@ int read_iterator(const char *path, char **buf, size_t *used);
 /* Appends all that fd yields to *buf (of *cap bytes, *used used), growing it with realloc(). */
 int read_all(int fd, char **buf, size_t *cap, size_t *used);
 
-/* policy.c: the rules (include/bbrkit_policy.h) and their pinned maps. */
+/* policy_parse.c: the rules (include/bbrkit_policy.h) from the command line. */
 #include "bbrkit_policy.h"
 struct policy_spec {
 	struct bbrkit_policy_rule rule;
@@ -144,11 +145,15 @@ struct policy_spec {
 /* NAME KEY=VALUE... into s; EXIT_USAGE after one line naming the problem. Needs no system state. */
 int policy_parse(const char *name, int argc, char **argv, struct policy_spec *s);
 int policy_parse_prefix(const char *text, struct bbrkit_policy_prefix *p);
-void policy_prefix_text(const struct bbrkit_policy_prefix *p, char *buf, size_t size);
+
+/* policy_maps.c: the pinned policy's maps. */
 bool policy_exists(void);
 int policy_open_map(const char *name);
 int policy_read_rules(struct bbrkit_policy_rule *rules); /* BBRKIT_POLICY_RULES slots */
 int policy_read_stats(__u32 slot, __u32 arm, struct bbrkit_policy_stats *sum);
+
+/* policy_print.c */
+void policy_prefix_text(const struct bbrkit_policy_prefix *p, char *buf, size_t size);
 /* How many rules name algo without fallback=yes (their names in out): detach is refused then. */
 int policy_blocks_detach(const char *algo, char *out, size_t size);
 /* The policy's pinned iterator over placed connections, under BBRKIT_POLICY_DIR. */
@@ -242,6 +247,15 @@ int remove_stale(int rootfd);
 /* Pins what l loaded into a temporary directory, the link last, and renames it into place. */
 int pin_all(const struct algo *a, const struct loaded *l);
 
+/* audit.c: the append-only log of changes (docs/operations.md). */
+const char *audit_path(void);
+/* One timestamped line. */
+void audit(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The command line of a command that changed state (.audit in the table), after it succeeded. */
+void audit_command(int argc, char **argv, int status);
+/* This run of an audited command changed nothing (a listing, a dry run): audit_command skips it. */
+void audit_skip(void);
+
 /* json.c: a streaming writer; each top-level value ends its line. */
 #define JSON_MAX_DEPTH 8
 struct json {
@@ -270,6 +284,7 @@ struct cmd_opts {
 	bool json;
 	const char *out, *format, *object;
 	const char *listen, *flow_limit, *stall_rtts; /* export */
+	bool dry_run, migrate;			      /* policy, apply */
 	const struct algo *algo; /* the command's ALGO, resolved by the parser (takes_algo) */
 };
 struct cli_opt {
@@ -294,6 +309,7 @@ struct cli_command {
 	 * cmd_opts.algo and names it in the error context, "attach bbr1: ...".
 	 */
 	bool takes_algo;
+	bool audit; /* changes state: each successful run is a line of the audit log */
 };
 extern const struct cli_command cli_commands[];
 const struct cli_command *cli_find(const char *name);
@@ -317,6 +333,7 @@ int cmd_upgrade(const struct cmd_opts *o, int argc, char **argv);
 int cmd_policy(const struct cmd_opts *o, int argc, char **argv);
 int cmd_export(const struct cmd_opts *o, int argc, char **argv);
 int cmd_ss(const struct cmd_opts *o, int argc, char **argv);
+int cmd_apply(const struct cmd_opts *o, int argc, char **argv);
 /* ss.c: the keys of ss --json with their meaning, for --help and the man page. */
 void ss_keys_help(FILE *out);
 /* params.c: every algorithm's parameters, for show's and set's --help. */
@@ -327,6 +344,10 @@ void help_params(FILE *out);
 void param_json(struct json *j, const struct param_desc *p);
 /* params.c: the parameter table of docs/reference.md, in markdown. */
 void params_markdown(FILE *out);
+/* params.c: for apply, the KEY=VALUE... that differ from a's live values, as "key=value (now x)"
+ * in out: their count, or minus the exit status after a one-line error.
+ */
+int params_diff(const struct algo *a, int argc, char **argv, char *out, size_t size);
 /* features.c: 0 when the kernel can swap a struct_ops link's map (bpf_link_update), or -errno. */
 int kernel_link_update(void);
 

@@ -28,6 +28,30 @@ static const struct cli_opt json_opt[] = {
 	{},
 };
 
+static const struct cli_opt policy_opts[] = {
+	{ .name = "json",
+		.short_name = 'j',
+		.help = "list, show: print one JSON document",
+		.offset = OPT_AT(json) },
+	{ .name = "dry-run",
+		.short_name = 'n',
+		.help = "migrate: list the connections that would move, move none",
+		.offset = OPT_AT(dry_run) },
+	{ .name = "migrate",
+		.short_name = 'm',
+		.help = "revert: also move the rule's established connections (see migrate)",
+		.offset = OPT_AT(migrate) },
+	{},
+};
+
+static const struct cli_opt apply_opts[] = {
+	{ .name = "dry-run",
+		.short_name = 'n',
+		.help = "print the changes the file asks for, make none",
+		.offset = OPT_AT(dry_run) },
+	{},
+};
+
 static const char *const trace_formats[] = { "jsonl", "csv", NULL };
 
 static const struct cli_opt trace_opts[] = {
@@ -96,6 +120,7 @@ const struct cli_command cli_commands[] = {
 	  "\"max\", \"usual_min\", \"usual_max\" (null: no band), \"help\"}], \"pin_dir\", \"features\"\n"
 	  "(attached only: {\"params\", \"trace\", \"flows\"})}], \"kernel_available\": [...]}\n" },
 	{ .name = "attach",
+	  .audit = true,
 	  .run = cmd_attach,
 	  .summary = "register an algorithm (stays after bbrctl exits)",
 	  .args = "ALGO",
@@ -108,6 +133,7 @@ const struct cli_command cli_commands[] = {
 	  "flow ids, the flows iterators) are a warning each, not a failure.\n",
 	  .takes_algo = true },
 	{ .name = "detach",
+	  .audit = true,
 	  .run = cmd_detach,
 	  .summary = "unregister an algorithm and remove its pins",
 	  .args = "ALGO",
@@ -121,6 +147,7 @@ const struct cli_command cli_commands[] = {
 	  "connections.\n",
 	  .takes_algo = true },
 	{ .name = "upgrade",
+	  .audit = true,
 	  .run = cmd_upgrade,
 	  .summary = "swap another build into an attached algorithm's registration",
 	  .args = "ALGO",
@@ -154,6 +181,7 @@ const struct cli_command cli_commands[] = {
 	  .extra_help = help_params,
 	  .takes_algo = true },
 	{ .name = "set",
+	  .audit = true,
 	  .run = cmd_set,
 	  .summary = "change an algorithm's parameters",
 	  .args = "ALGO KEY=VALUE...",
@@ -192,12 +220,13 @@ const struct cli_command cli_commands[] = {
 	  "lines (default) or CSV with a header. One trace at a time may read an algorithm.\n",
 	  .extra_help = record_keys_help },
 	{ .name = "policy",
+	  .audit = true,
 	  .run = cmd_policy,
 	  .summary = "choose each new connection's algorithm by rules",
 	  .args = "VERB [RULE] [KEY=VALUE...]",
 	  .min_args = 1,
 	  .max_args = CLI_MANY,
-	  .opts = json_opt,
+	  .opts = policy_opts,
 	  .doc =
 	  "Rules choose the congestion control of new TCP connections, both accepted and opened, when\n"
 	  "they are established (before the algorithm's init, so it runs the whole connection):\n"
@@ -205,17 +234,43 @@ const struct cli_command cli_commands[] = {
 	  "  del RULE               delete it; the last one detaches the program\n"
 	  "  list, show RULE        print rules, per arm its weight and connections\n"
 	  "  revert RULE            give the holdback arm 100% (the arms stay, at 0%)\n"
+	  "  migrate RULE           move the established connections the policy gives to RULE now\n"
+	  "                         to their arm's algorithm (revert --migrate: to the holdback)\n"
+	  "  explain [ADDR:]PORT    for each established connection with that end: the rule and arm\n"
+	  "                         it got, the ones it would get now, and every rule's verdict\n"
 	  "Keys: arms=ALGO[:PERCENT],... (weights in percent, adding up to 100; the arm of a\n"
 	  "connection is a hash of its 4-tuple), holdback=ALGO (default: the last arm),\n"
-	  "cgroup=PATH (below the cgroup2 root: that cgroup and its descendants), lport=N, rport=N,\n"
+	  "cgroup=PATH (below the cgroup2 root: that cgroup and its descendants; matched by path, also\n"
+	  "after it is made again), netns=NAME|PATH|INODE (a network namespace), lport=N, rport=N,\n"
 	  "dst=PREFIX[,PREFIX] (IPv4 or IPv6, remote address), priority=N (lower first, default 100;\n"
-	  "the first matching rule wins), fallback=yes (if an arm's algorithm is detached, its\n"
-	  "connections keep the namespace default; without it, detaching that algorithm is refused).\n"
-	  "Changes apply to new connections only. The program sits on the cgroup v2 root; where none\n"
-	  "is mounted, bbrctl mounts one at /run/bbrkit/cgroup2 and unmounts it with the last rule.\n"
+	  "of equal priorities the older rule wins; replace=yes keeps its age and counters),\n"
+	  "fallback=yes (if an arm's algorithm is detached, its connections keep the namespace\n"
+	  "default; without it, detaching that algorithm is refused).\n"
+	  "Changes apply to new connections; migrate moves established ones. The program sits on\n"
+	  "the cgroup v2 root; where none is mounted, bbrctl mounts one at /run/bbrkit/cgroup2 and\n"
+	  "unmounts it with the last rule. add warns about a rule that matches every connection or\n"
+	  "that an earlier rule shadows.\n"
 	  "JSON (list, show): {\"attached\", \"cgroup2\", \"rules\": [{\"name\", \"slot\", \"priority\",\n"
-	  "\"cgroup\", \"lport\", \"rport\", \"dst\", \"fallback\", \"holdback\", \"arms\": [{\"algo\",\n"
-	  "\"weight\" (percent), \"connections\", \"fallbacks\"}]}]}\n" },
+	  "\"cgroup\", \"netns\" (as given), \"lport\", \"rport\", \"dst\", \"fallback\",\n"
+	  "\"holdback\", \"arms\": [{\"algo\", \"weight\" (percent), \"connections\", \"fallbacks\",\n"
+	  "\"locked\", \"migrated\"}]}]}\n" },
+	{ .name = "apply",
+	  .audit = true,
+	  .run = cmd_apply,
+	  .summary = "make the host what a file declares: attachments, parameters, rules",
+	  .args = "FILE",
+	  .min_args = 1,
+	  .max_args = 1,
+	  .opts = apply_opts,
+	  .doc =
+	  "FILE is lines of 'attach ALGO [KEY=VALUE...]' (parameters as set takes them) and\n"
+	  "'rule NAME KEY=VALUE...' (keys as policy add takes them, replace aside); '#' starts a\n"
+	  "comment. What FILE does not declare goes: other rules are deleted, other bbrkit algorithms\n"
+	  "detached. The whole file is checked first (a bad line: one error naming FILE:LINE, exit 2,\n"
+	  "no change); then the changes are printed, one a line (+ added, ~ changed, - removed), and\n"
+	  "made in that order unless --dry-run. Each change made is a line of the audit log\n"
+	  "(/var/log/bbrkit/audit.log; BBRKIT_AUDIT_LOG names another). The shipped bbrkit.service\n"
+	  "runs apply /etc/bbrkit/bbrkit.conf at boot.\n" },
 	{ .name = "export",
 	  .run = cmd_export,
 	  .summary = "serve Prometheus metrics of algorithms and policy arms",

@@ -72,5 +72,8 @@ int main(int argc, char **argv)
 			return EXIT_USAGE;
 		set_context("%s %s", cmd->name, o.algo->name);
 	}
-	return cmd->run(&o, argc - first, argv + first);
+	ret = cmd->run(&o, argc - first, argv + first);
+	if (cmd->audit)
+		audit_command(argc, argv, ret);
+	return ret;
 }

@@ -485,3 +485,46 @@ void params_markdown(FILE *out)
 		}
 	}
 }
+
+/* For apply: checks KEY=VALUE... as set does (EXIT_USAGE after one line) and lists in out, as
+ * "key=value (now x)", those that differ from the live values (from the defaults when a is not
+ * attached). The count of them, or a negative exit status.
+ */
+int params_diff(const struct algo *a, int argc, char **argv, char *out, size_t size)
+{
+	unsigned char want[MAX_PARAMS_SIZE], now[MAX_PARAMS_SIZE];
+	size_t used = 0;
+	__u32 key = 0;
+	int fd, n = 0, err;
+
+	out[0] = '\0';
+	if (argc && !a->nparams)
+		return -bad_argument("%s has no parameters", a->name);
+	for (size_t i = 0; i < a->nparams; i++)
+		put_field(now, &a->params[i], a->params[i].def);
+	if (algo_attached(a)) {
+		fd = open_params(a, BPF_F_RDONLY);
+		if (fd < 0)
+			return -EXIT_FAILURE;
+		err = bpf_map_lookup_elem(fd, &key, now) ? -errno : 0;
+		close(fd);
+		if (err)
+			return -fail(err, "cannot read the params map");
+	}
+	memcpy(want, now, sizeof(want));
+	err = apply_args(a, argc, argv, want);
+	if (err)
+		return -err;
+	for (size_t i = 0; i < a->nparams; i++) {
+		const struct param_desc *p = &a->params[i];
+		char w[VALUE_TEXT], h[VALUE_TEXT], item[3 * VALUE_TEXT + 16];
+
+		if (get_field(want, p) == get_field(now, p))
+			continue;
+		format_value(w, p, get_field(want, p));
+		format_value(h, p, get_field(now, p));
+		snprintf(item, sizeof(item), "%s=%s (now %s)", p->name, w, h);
+		used = str_append(out, size, used, n++ ? " " : "", item);
+	}
+	return n;
+}

@@ -166,6 +166,12 @@ def _test_left_nothing(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _audit_log_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """bbrctl's changes are logged to the session's own file, not the host's audit log."""
+    os.environ.setdefault("BBRKIT_AUDIT_LOG", str(tmp_path_factory.mktemp("audit") / "audit.log"))
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _no_leftovers() -> Iterator[None]:
     """Without root a test can register, pin or name nothing machine-wide, so a change seen then is someone
     else's (another user's root tests on a shared machine), not this run's: checked as root only."""

@@ -15,7 +15,7 @@ import pytest
 from loaderutil import ALGOS, ctl
 from netutil import BBRCTL, ROOT
 
-COMMANDS = ["list", "attach", "detach", "upgrade", "show", "set", "flows", "trace", "policy", "export", "ss",
+COMMANDS = ["list", "attach", "detach", "upgrade", "show", "set", "flows", "trace", "policy", "apply", "export", "ss",
             "features"]
 GEN = ROOT / "build" / "bbrctl-gen"
 

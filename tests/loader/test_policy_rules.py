@@ -27,6 +27,9 @@ BAD_RULES = [
     (["arms=cubic", "rport=65536"], "rport '65536' is not a port (1-65535)"),
     (["arms=cubic", "cgroup=relative/path"], "cgroup 'relative/path' must be a path below the cgroup2 root"),
     (["arms=cubic", "cgroup=/a/../b"], "must be a path below the cgroup2 root"),
+    (["arms=cubic", "cgroup=/1/2/3/4/5/6/7/8/9"], "at most 95 characters, 8 levels, names under 63 characters"),
+    (["arms=cubic", f"cgroup=/{'n' * 63}"], "at most 95 characters, 8 levels, names under 63 characters"),
+    (["arms=cubic", f"netns={'n' * 64}"], "netns 'nnnn"),
     (["arms=cubic", "holdback=bbr"], "holdback 'bbr' is not one of the rule's arms"),
     (["arms=cubic", "fallback=maybe"], "fallback 'maybe' is not yes or no"),
     (["arms=cubic", "priority=-1"], "priority '-1' is not 0-1000000"),
@@ -73,4 +76,16 @@ def test_valid_rule_reaches_the_root_check() -> None:
 def test_unknown_verb() -> None:
     r = ctl("policy", "frob", "web", unprivileged=True)
     assert r.returncode == 2
-    assert "unknown verb 'frob' (add, del, list, show, revert)" in r.stderr
+    assert "unknown verb 'frob' (add, del, list, show, revert, migrate, explain)" in r.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["migrate"], "migrate needs a RULE name"),
+    (["migrate", "a", "b"], "migrate takes one RULE name"),
+    (["show", "a", "--dry-run"], "--dry-run goes with migrate only"),
+    (["migrate", "a", "--migrate"], "--migrate goes with revert only"),
+])
+def test_migrate_usage_errors(args: list[str], message: str) -> None:
+    r = ctl("policy", *args, unprivileged=True)
+    assert r.returncode == 2, r.stderr
+    assert len(r.stderr.splitlines()) == 1 and message in r.stderr

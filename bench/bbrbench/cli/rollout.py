@@ -35,7 +35,7 @@ SCRAPE_TIMEOUT_S = 10.0
 # a rule with any other key is refused rather than rewritten without it.
 # At this share the holdback gets no new connection, so a step there is applied, not watched.
 FULL_SHARE_PCT = 100.0
-RULE_KEYS = {"name", "slot", "priority", "cgroup", "lport", "rport", "dst", "fallback", "holdback", "arms"}
+RULE_KEYS = {"name", "slot", "priority", "cgroup", "netns", "lport", "rport", "dst", "fallback", "holdback", "arms"}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -140,7 +140,7 @@ def set_share(rule: str, pct: float) -> None:
     hold = doc["holdback"]
     cand = [a["algo"] for a in doc["arms"] if a["algo"] != hold]
     kv = [f"arms={cand[0]}:{pct:g},{hold}:{100 - pct:g}", f"holdback={hold}", f"priority={doc['priority']}"]
-    kv += [f"{k}={doc[k]}" for k in ("cgroup", "lport", "rport") if doc.get(k) is not None]
+    kv += [f"{k}={doc[k]}" for k in ("cgroup", "netns", "lport", "rport") if doc.get(k) is not None]
     kv += [f"dst={','.join(doc['dst'])}"] if doc.get("dst") else []
     kv += ["fallback=yes"] if doc.get("fallback") else []
     bbrctl("policy", "add", rule, "replace=yes", *kv)
