@@ -46,7 +46,7 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 	acked.lost = bbr3_lost_in_round(tp, s);
 	/* The flow's per-packet state, looked up once, only on the ACKs that need it. */
 	if (s->pp_on && (acked.lost || rs->losses > 0))
-		pp = bbr3_pp_state(sk);
+		pp = bbr3_pp_marks(sk, s);
 	if (acked.lost && s->pp_on)
 		bbr3_pp_acked(sk, pp, rs, &acked);
 	/* The per-packet path's decision, on the ACKs that marked skbs lost. */
@@ -103,7 +103,7 @@ BBR_INLINE u32 bbr3_ssthresh(struct sock *sk)
 	bbr_save_cwnd(sk, b);
 	if (s) {
 		if (s->pp_on) /* v3 took it at the mark, before this */
-			bbr3_pp_apply(sk, b, s, bbr3_pp_state(sk), 0, &missed);
+			bbr3_pp_apply(sk, b, s, bbr3_pp_marks(sk, s), 0, &missed);
 		s->undo_bw_lo = s->bw_lo;
 		s->undo_inflight_lo = s->inflight_lo;
 		s->undo_inflight_hi = s->inflight_hi;

@@ -39,12 +39,15 @@
  *
  * Signals a stock kernel does not give a congestion control, and what stands in for them:
  * C. skb_marked_lost (a hook per lost skb, with that skb's tx.in_flight and tx.lost): the
- *    per-packet path (bbr3_pp.h), programs on the kernel's tcp_rate_skb_sent() and
- *    tcp_mark_skb_lost() that bbrctl attaches as fentry or kprobes, judges each lost skb as v3 does
- *    and leaves the decision for the next callback that sees losses. Where the kernel refuses both
- *    (bbrctl warns once; records then carry no pp_decisions), or for an skb sent beyond its 512
- *    records, the ACK that reports new losses (rs->losses > 0) judges them as one, with A and B, the
- *    crossing solved with pcount = rs->losses: not v3's decisions (tests/unit/test_bbr3_pp.c).
+ *    per-packet path (bbr3_pp.h) judges each lost skb as v3 does and leaves the decision for the
+ *    next callback that sees losses. Its send records and marks come from programs on the kernel's
+ *    tcp_rate_skb_sent() and tcp_mark_skb_lost() that bbrctl attaches as fentry or kprobes, or,
+ *    where the kernel allows neither, from the net_dev_queue and tcp_retransmit_skb tracepoints
+ *    and the callbacks' own walk of the retransmit queue (bbr3_pp_walk.h: the same decisions when
+ *    the kernel marks in sequence order). Where no way loads (bbrctl warns once; records then carry
+ *    no pp_decisions), or for an skb sent beyond its 512 records, the ACK that reports new losses
+ *    (rs->losses > 0) judges them as one, with A and B, the crossing solved with pcount =
+ *    rs->losses: not v3's decisions (tests/unit/test_bbr3_pp.c).
   * A. rs->tx_in_flight (the flight when the ACKed packet was sent), read by the per-ACK checks
  *    (adapt_upper_bounds, STARTUP's loss exit) and C's fallback -> in a loss round on the per-packet
  *    path, the ACKed skb's record (bbr3_pp_acked); otherwise rs->prior_in_flight (the flight when
@@ -122,6 +125,7 @@
 
 #include "bbr3_model.h"
 #include "bbr3_pp.h"
+#include "bbr3_pp_walk.h"
 #include "bbr3_steps.h"
 #include "bbr3_cc.h"
 

@@ -91,7 +91,8 @@ struct bbr3 {
 		rounds_since_probe : 8,	  /* rounds since the last probe */
 		loss_events_in_round : 4, /* ACKs reporting losses in this loss round (STARTUP) */
 		pp_on : 1,		  /* the per-packet path judges this flow's lost skbs */
-		unused_b : 10;
+		pp_walk : 1,		  /* ...and the ACK finds them (BBRKIT_PP_WALK), not a hook */
+		unused_b : 9;
 };
 
 struct bbr3_params params SEC(".data.params") = BBRKIT_PARAMS_DEFAULTS(BBR3_PARAMS);

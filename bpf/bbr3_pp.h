@@ -38,6 +38,7 @@ struct bbr3_pp {
 	u8 marks_after;	 /* skbs were marked lost after it */
 	u8 missed;	 /* a lost skb had no record: the ACK-time path judges this ACK's losses */
 	u32 marked;	 /* packets the loss hook saw marked since the last ACK that reported losses */
+	u32 lost_walked; /* walk mode: tp->lost when the last walk for marks ended (bbr3_pp_walk.h) */
 	struct bbr3_tx ring[BBR3_TX_RING];
 };
 
@@ -75,7 +76,9 @@ struct {
 	__type(value, struct bbr3_pp);
 } bbr3_pp_zero SEC(".maps");
 
-/* 1 once bbrctl has attached the kprobes: flows that start then use the per-packet path. */
+/* How the per-packet path runs once bbrctl has attached its programs (BBRKIT_PP_HOOKS or
+ * BBRKIT_PP_WALK; 0: not at all): flows that start then use it.
+ */
 __u32 bbr3_pp_live SEC(".data.pp") = 0;
 
 BBR_INLINE struct bbr3_pp *bbr3_pp_state(struct sock *sk)
@@ -254,7 +257,13 @@ BBR_INLINE void bbr3_pp_acked(
  */
 BBR_INLINE void bbr3_pp_init(struct sock *sk, struct bbr3 *s)
 {
+	struct bbr3_pp *pp;
+
 	s->pp_on = bbr3_pp_live && bbr3_pp_create(sk); /* a full table: the ACK-time path */
+	s->pp_walk = s->pp_on && bbr3_pp_live == BBRKIT_PP_WALK;
+	pp = s->pp_walk ? bbr3_pp_state(sk) : NULL;
+	if (pp) /* marks before the congestion control took over are not this flow's to judge */
+		pp->lost_walked = tcp_sk(sk)->lost;
 }
 
 #ifdef __bpf__

@@ -44,7 +44,7 @@ BBR_INLINE void bbr3_on_rto(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
 	if (!tp->lost_out)
 		return; /* nothing was marked */
 	if (s->pp_on)
-		bbr3_pp_apply(sk, b, s, bbr3_pp_state(sk), 1, &missed);
+		bbr3_pp_apply(sk, b, s, bbr3_pp_marks(sk, s), 1, &missed);
 	if (s->bw_probe_samples && missed && bbr3_loss_too_high(flight, lost))
 		bbr3_handle_inflight_too_high(sk, b, s, bbr3_inflight_hi_from_lost(flight, lost, 1),
 			bbr_max_u32(bbr_out_cwnd(sk, b), b->prior_cwnd), tp->app_limited);
