@@ -39,15 +39,16 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 	if (!s->initialized)
 		bbr3_state_init(sk, b, s);
 
-	/* Approximations A and B; in a loss round, where the checks act on them, the per-packet path's
-	 * record of the ACKed skb gives v3's own.
+	/* Approximations A and B; where the checks act on them (a loss round, or an ACKed skb sent before
+	 * losses that may predate the round: v3's rs->lost counts from the skb's send), the per-packet
+	 * path's record of the ACKed skb gives v3's own.
 	 */
 	acked.tx_in_flight = rs->prior_in_flight;
 	acked.lost = bbr3_lost_in_round(tp, s);
 	/* The flow's per-packet state, looked up once, only on the ACKs that need it. */
-	if (s->pp_on && (acked.lost || rs->losses > 0))
+	if (s->pp_on && (acked.lost || rs->losses > 0 || bbr3_pp_covers_loss(tp, s, rs)))
 		pp = bbr3_pp_marks(sk, s);
-	if (acked.lost && s->pp_on)
+	if (pp)
 		bbr3_pp_acked(sk, pp, rs, &acked);
 	/* The per-packet path's decision, on the ACKs that marked skbs lost. */
 	if (rs->losses > 0 && !(s->pp_on && bbr3_pp_apply(sk, b, s, pp, (u32)rs->losses, &missed)))

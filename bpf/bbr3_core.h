@@ -30,7 +30,7 @@
  * bw_lo, kept current by bbr3_set_bw()), so the substrate's helpers that read the estimate use v3's.
  * BBRv1's state machine (bbr_core.h) is not included.
  *
- * State beyond the 104 bytes: struct bbr3 (112 bytes) lives in BPF_MAP_TYPE_SK_STORAGE, looked up
+ * State beyond the 104 bytes: struct bbr3 (120 bytes) lives in BPF_MAP_TYPE_SK_STORAGE, looked up
  * once per ACK (bbr3_main) and passed down. Packing does not work: the core fields v3 shares take
  * ~56 bytes, leaving 48 (the v1-only max filter, long-term sampling and ext) for a model of 96
  * (plus 16 bytes of telemetry), and narrowing bandwidths or inflights to 16 bits would

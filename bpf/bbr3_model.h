@@ -71,6 +71,8 @@ struct bbr3 {
 	u32 last_round_ce;
 	u32 ack_delivered_ce;  /* tp->delivered_ce after the last ACK: a rise is this ACK's CE (v3: is_ece) */
 	u32 drain_start_round; /* round at the last entry to DRAIN (telemetry: the draft's name) */
+	u32 loss_seen;	       /* per-packet path: tp->lost when a callback last saw it rise, */
+	u32 loss_snd_nxt;      /* and snd_nxt then: an skb that ends by it may have lost packets since */
 	u32 initialized : 1,   /* bbr3_state_init() ran */
 		init_cwnd : 7, /* cwnd at init */
 		full_bw_now : 1,	 /* the delivery rate plateaued recently */

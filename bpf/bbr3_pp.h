@@ -231,6 +231,19 @@ BBR_INLINE bool bbr3_pp_apply(
 	return cut;
 }
 
+/* Might the ACKed skb (it ends at rs->last_end_seq) have lost packets since its send? Yes when it
+ * was sent before the latest rise of tp->lost a callback saw (an skb that ends by snd_nxt then): an
+ * ACK with no losses in this loss round still reads its record then, as v3 reads rs->lost.
+ */
+BBR_INLINE bool bbr3_pp_covers_loss(const struct tcp_sock *tp, struct bbr3 *s, const struct rate_sample *rs)
+{
+	if (tp->lost != s->loss_seen) {
+		s->loss_seen = tp->lost;
+		s->loss_snd_nxt = tp->snd_nxt;
+	}
+	return !bbr_after(rs->last_end_seq, s->loss_snd_nxt);
+}
+
 /* The ACKed skb's record (the rate sample's skb ends at rs->last_end_seq): its flight at send, less
  * the packets after it for a split skb, and the losses since its last transmit.
  */
