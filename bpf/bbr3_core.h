@@ -81,8 +81,10 @@
  *
  * The algorithm file defines the two rule hooks (bbr3_model.h; bbr3 with v3's rules, bbr2 with
  * v2alpha's) and may override the BBR3_* constants before including this header, which includes the
- * rest in order: bbr3_model.h (state, parameters, primitives), bbr3_pp.h (the per-packet path and its
- * programs), bbr3_steps.h (the per-ACK steps), bbr3_cc.h (callbacks and flow record).
+ * rest in order: bbr3_model.h (state, parameters, primitives), bbr3_pp.h (the per-packet path's
+ * records and rule), bbr3_pp_walk.h (the walk that finds lost skbs where no hook can),
+ * bbr3_pp_progs.h (the path's programs), bbr3_steps.h (the per-ACK steps), bbr3_cc.h (callbacks
+ * and flow record).
  */
 #ifndef BBR3_CORE_H
 #define BBR3_CORE_H
@@ -126,6 +128,7 @@
 #include "bbr3_model.h"
 #include "bbr3_pp.h"
 #include "bbr3_pp_walk.h"
+#include "bbr3_pp_progs.h"
 #include "bbr3_steps.h"
 #include "bbr3_cc.h"
 

@@ -131,68 +131,6 @@ BBR_INLINE void bbr3_pp_walk(struct sock *sk, struct bbr3_pp *pp)
 		pp->missed = 1;
 	}
 }
-
-/* The sends, from the device queue's tracepoint: a TCP segment with data of one of our flows. */
-SEC("tp_btf/net_dev_queue")
-int BPF_PROG(bbr3_pp_walk_sent, struct sk_buff *skb)
-{
-	struct sock *sk = BPF_CORE_READ(skb, sk);
-	u64 key = (u64)sk, head, th_at;
-	struct skb_shared_info *shinfo;
-	struct bbr3_pp_sock c;
-	struct bbr3_pp *pp;
-	struct tcphdr th;
-	u32 len, seq;
-	u16 segs;
-
-	pp = sk ? bpf_map_lookup_elem(&bbr3_pp_flows, &key) : NULL;
-	if (!pp)
-		return 0;
-	head = (u64)BPF_CORE_READ(skb, head);
-	th_at = head + BPF_CORE_READ(skb, transport_header);
-	if (bpf_probe_read_kernel(&th, sizeof(th), (void *)th_at))
-		return 0;
-	len = BPF_CORE_READ(skb, len) - (u32)(th_at - (u64)BPF_CORE_READ(skb, data)) - th.doff * 4;
-	if ((s32)len <= 0)
-		return 0; /* no data: a pure ACK, SYN or FIN */
-	shinfo = (struct skb_shared_info *)(head + BPF_CORE_READ(skb, end));
-	segs = BPF_CORE_READ(shinfo, gso_segs);
-	seq = bpf_ntohl(th.seq);
-	bbr3_pp_read_sock(&c, (const struct tcp_sock *)sk);
-	bbr3_pp_sent(pp, &c, seq, seq + len, segs ?: 1);
-	return 0;
-}
-/* Marks made outside the congestion control's callbacks (RACK's reordering timer, a loss probe's
- * ACK in recovery) can be retransmitted before the next walk: each retransmit of a lost skb, before
- * the kernel counts it in retrans_out, is judged here when it is one of those marks, as the lowest of
- * them (retransmission runs from the lowest, and earlier walks' marks lie below them).
- */
-SEC("tp_btf/tcp_retransmit_skb")
-int BPF_PROG(bbr3_pp_walk_lost, const struct sock *sk, const struct sk_buff *skb, int err)
-{
-	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
-	u64 key = (u64)sk;
-	struct bbr3_pp *pp = err ? NULL : bpf_map_lookup_elem(&bbr3_pp_flows, &key);
-	u32 lost, unjudged, unsent, lost_out, retrans_out, pcount;
-	struct tcp_skb_cb cb;
-	struct bbr3_pp_sock c;
-
-	if (!pp || bpf_probe_read_kernel(&cb, sizeof(cb), &skb->cb) || !(cb.sacked & BBR3_TCPCB_LOST))
-		return 0;
-	bbr3_pp_read_sock(&c, tp);
-	lost = c.lost;
-	unjudged = lost - pp->lost_walked;
-	lost_out = BPF_CORE_READ(tp, lost_out);
-	retrans_out = BPF_CORE_READ(tp, retrans_out);
-	unsent = lost_out > retrans_out ? lost_out - retrans_out : 0;
-	pcount = bbr_min_u32(cb.tcp_gso_segs ?: 1, unjudged);
-	if (!unjudged || unsent >= unjudged + pcount)
-		return 0; /* no marks since the last walk, or an earlier walk's mark below them */
-	c.lost = pp->lost_walked;
-	pp->lost_walked += pcount;
-	bbr3_pp_lost(pp, &c, cb.seq, cb.end_seq, pcount, cb.tx.is_app_limited, cb.tx.delivered_mstamp != 0);
-	return 0;
-}
 #else
 BBR_INLINE void bbr3_pp_walk(struct sock *sk, struct bbr3_pp *pp)
 {

@@ -74,7 +74,7 @@ const struct algo *algo_find(const char *name);
 const struct algo *find_algo_or_fail(const char *name);
 /* The algorithms named in argv, or all attached ones when none is named (see algos.c). */
 int select_algos(int argc, char **argv, const struct algo **out, size_t *n);
-/* a's BPF object, opened (not loaded) under a's name; NULL with errno set. */
+/* object.c: a's BPF object, opened (not loaded) under a's name; NULL with errno set. */
 struct bpf_object;
 struct bpf_object *open_algo(const struct algo *a);
 
