@@ -111,34 +111,17 @@ int BPF_PROG(bbr3_pp_walk_sent, struct sk_buff *skb)
 	return 0;
 }
 /* Marks made outside the congestion control's callbacks (RACK's reordering timer, a loss probe's
- * ACK in recovery) can be retransmitted before the next walk: each retransmit of a lost skb, before
- * the kernel counts it in retrans_out, is judged here when it is one of those marks, as the lowest of
- * them (retransmission runs from the lowest, and earlier walks' marks lie below them).
+ * ACK in recovery) are retransmitted before its next callback: the walk runs at each retransmit
+ * too, before the kernel counts it in retrans_out, while the marks are still unretransmitted.
  */
 SEC("tp_btf/tcp_retransmit_skb")
 int BPF_PROG(bbr3_pp_walk_lost, const struct sock *sk, const struct sk_buff *skb, int err)
 {
-	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
 	u64 key = (u64)sk;
 	struct bbr3_pp *pp = err ? NULL : bpf_map_lookup_elem(&bbr3_pp_flows, &key);
-	u32 lost, unjudged, unsent, lost_out, retrans_out, pcount;
-	struct tcp_skb_cb cb;
-	struct bbr3_pp_sock c;
 
-	if (!pp || bpf_probe_read_kernel(&cb, sizeof(cb), &skb->cb) || !(cb.sacked & BBR3_TCPCB_LOST))
-		return 0;
-	bbr3_pp_read_sock(&c, tp);
-	lost = c.lost;
-	unjudged = lost - pp->lost_walked;
-	lost_out = BPF_CORE_READ(tp, lost_out);
-	retrans_out = BPF_CORE_READ(tp, retrans_out);
-	unsent = lost_out > retrans_out ? lost_out - retrans_out : 0;
-	pcount = bbr_min_u32(cb.tcp_gso_segs ?: 1, unjudged);
-	if (!unjudged || unsent >= unjudged + pcount)
-		return 0; /* no marks since the last walk, or an earlier walk's mark below them */
-	c.lost = pp->lost_walked;
-	pp->lost_walked += pcount;
-	bbr3_pp_lost(pp, &c, cb.seq, cb.end_seq, pcount, cb.tx.is_app_limited, cb.tx.delivered_mstamp != 0);
+	if (pp)
+		bbr3_pp_walk(sk, pp);
 	return 0;
 }
 #endif

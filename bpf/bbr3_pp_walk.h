@@ -6,15 +6,18 @@
  *   tcp_rate_skb_sent() sees, with the TCP header already written (seq) and tcp_skb_pcount() in
  *   gso_segs. What the sender's own netfilter drops before the device goes unrecorded (a miss).
  * - Marks: no hook sees tcp_mark_skb_lost(), so the next callback of the congestion control (the
- *   ACK's cong_control, or ssthresh as recovery or an RTO starts) walks the retransmit queue in
+ *   ACK's cong_control, or ssthresh as recovery or an RTO starts), or the next retransmit (marks
+ *   by RACK's timer are retransmitted before any callback), walks the retransmit queue in
  *   sequence order from tp->retransmit_skb_hint (the lowest lost skb not retransmitted) and judges
- *   the skbs marked lost since the last walk (LOST, not SACKed, not retransmitted since), counted
- *   by tp->lost. Each is judged with tp->lost as it stood at its mark, rebuilt as the count before
- *   the ACK's marks plus the packets marked before it, so the decisions are the hook's whenever
- *   the kernel marked in sequence order: RACK marks in send order, which differs only for lost
- *   retransmits; an RTO marks in sequence order. Lost skbs not yet retransmitted from earlier walks
- *   lie below the new marks (retransmission runs from the lowest) and are passed by count.
- *   Decisions are applied where the hooks' were: cong_control of the same ACK, or ssthresh.
+ *   as many packets as tp->lost rose since the last walk: the lowest lost skbs not retransmitted
+ *   (LOST, not SACKed, not retransmitted since). Each is judged with tp->lost as it stood at its
+ *   mark, rebuilt as the count before the marks plus the packets marked before it, so the
+ *   decisions are the hook's whenever the kernel marked in sequence order and every earlier mark
+ *   was retransmitted by then: RACK marks in send order, which differs for lost retransmits, and
+ *   marks that pacing or cwnd kept from retransmission are taken again in place of newer ones
+ *   above them (the kernel's lost_out - retrans_out was measured to overcount them, so they cannot
+ *   be passed by count). Decisions are applied where the hooks' were: cong_control of the same
+ *   ACK, or ssthresh.
  */
 #ifndef BBR3_PP_WALK_H
 #define BBR3_PP_WALK_H
@@ -31,7 +34,6 @@ struct bbr3_pp_walk {
 	struct bbr3_pp *pp;
 	u64 skb;	       /* the skb at this step (its rbnode at offset 0); 0: the end */
 	struct bbr3_pp_sock c; /* c.lost: tp->lost before the next mark */
-	u32 skip;	       /* packets of earlier, not yet retransmitted marks still to pass */
 	u32 left;	       /* packets of this walk's marks still to find */
 };
 
@@ -93,12 +95,7 @@ static long bbr3_pp_walk_step(u64 i, void *data)
 	if (!(cb.sacked & BBR3_TCPCB_LOST) ||
 		(cb.sacked & (BBR3_TCPCB_SACKED_ACKED | BBR3_TCPCB_SACKED_RETRANS)))
 		return 0;
-	pcount = cb.tcp_gso_segs ?: 1;
-	if (w->skip) {
-		w->skip -= bbr_min_u32(w->skip, pcount);
-		return 0;
-	}
-	pcount = bbr_min_u32(pcount, w->left);
+	pcount = bbr_min_u32(cb.tcp_gso_segs ?: 1, w->left);
 	bbr3_pp_lost(
 		w->pp, &w->c, cb.seq, cb.end_seq, pcount, cb.tx.is_app_limited, cb.tx.delivered_mstamp != 0);
 	w->c.lost += pcount;
@@ -106,25 +103,25 @@ static long bbr3_pp_walk_step(u64 i, void *data)
 	return 0;
 }
 
-/* Judges the skbs marked lost since the last walk, as the loss hook would have at each mark. */
-BBR_INLINE void bbr3_pp_walk(struct sock *sk, struct bbr3_pp *pp)
+/* Judges the skbs marked lost since the last walk, as the loss hook would have at each mark. The
+ * socket's fields are read as a tracing program must (the retransmit tracepoint walks too).
+ */
+BBR_INLINE void bbr3_pp_walk(const struct sock *sk, struct bbr3_pp *pp)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-	u32 lost = tp->lost, lost_out = tp->lost_out, retrans_out = tp->retrans_out;
-	u32 unsent = lost_out > retrans_out ? lost_out - retrans_out : 0;
+	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
+	u32 lost = BPF_CORE_READ(tp, lost);
 	struct bbr3_pp_walk w = { .pp = pp };
 
 	if (lost == pp->lost_walked)
 		return;
 	w.left = lost - pp->lost_walked;
 	pp->lost_walked = lost;
-	w.skip = unsent > w.left ? unsent - w.left : 0;
 	w.c.lost = lost - w.left;
-	w.c.cwnd = tp->snd_cwnd;
-	w.c.mss = tp->mss_cache;
-	w.skb = (u64)tp->retransmit_skb_hint;
+	w.c.cwnd = BPF_CORE_READ(tp, snd_cwnd);
+	w.c.mss = BPF_CORE_READ(tp, mss_cache);
+	w.skb = (u64)BPF_CORE_READ(tp, retransmit_skb_hint);
 	if (!w.skb)
-		w.skb = bbr3_rb_first((u64)sk->tcp_rtx_queue.rb_node);
+		w.skb = bbr3_rb_first((u64)BPF_CORE_READ(sk, tcp_rtx_queue.rb_node));
 	bpf_loop(BBR3_PP_WALK_SKBS, bbr3_pp_walk_step, &w, 0);
 	if (w.left) { /* not found within the walk: the ACK-time path judges this ACK's losses */
 		pp->misses += w.left;
