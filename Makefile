@@ -34,11 +34,16 @@ DOCS := $(BUILD)/bbrctl.8 $(BUILD)/bbrctl.bash $(BUILD)/bbrbench.1 $(BUILD)/bbrb
 
 DELAY_SRCS := $(sort $(wildcard bench/delayline/*.c))
 WIRE_HDRS := $(wildcard bench/wire/*.h)
+WIRE_SRCS := $(sort $(wildcard bench/wire/*.c))
 DELAY_BIN := $(if $(DELAY_SRCS),$(BUILD)/bbrkit-delay)
-LINK_CORE := bench/link/queue.c bench/link/queue.h bench/link/stages.h
-# The link's process: arguments (link.c), one direction's forwarding (path.c), traces (trace.c), the
-# path conditions around the queue (stages.c).
-LINK_SRCS := bench/link/link.c bench/link/path.c bench/link/trace.c bench/link/stages.c
+# The link's queue: the kinds' enqueue and dequeue (queue.c), each AQM (codel.c, fq_codel.c, pie.c, cake.c)
+# and a frame's flow hash and ECN field (packet.c); plain C, unit-tested on the host.
+LINK_QUEUE_SRCS := $(addprefix bench/link/,queue.c packet.c codel.c fq_codel.c pie.c cake.c)
+LINK_CORE := $(LINK_QUEUE_SRCS) $(LINK_QUEUE_SRCS:.c=.h) bench/link/queue_core.h bench/link/stages.h
+# The link's process: arguments (link.c; a direction's own in path_args.c), one direction's state, set-up
+# and counters (path.c), its frames in (arrival.c), its link and what follows it (service.c), its thread
+# (forward.c), traces (trace.c), the path conditions around the queue (stages.c).
+LINK_SRCS := $(addprefix bench/link/,link.c path_args.c path.c arrival.c service.c forward.c trace.c stages.c)
 LINK_BIN := $(BUILD)/bbrkit-link
 
 # bench/kernelbbr/: the two tools that run the kernel's own BBR through struct_ops, side by side with
@@ -54,7 +59,7 @@ FLOOR_BIN := $(BUILD)/bbrkit-floor
 # bbrkit-twin: the host twin of a transfer (bench/twin/), one object per algorithm it runs, each the
 # algorithm's host build as the unit tests compile it; records printed by bbrctl's own record code.
 TWIN_BIN := $(BUILD)/bbrkit-twin
-TWIN_ALGOS := bbr1 bbr2 bbr3
+TWIN_ALGOS := bbr1 bbr2 bbr3 bbr_draft
 TWIN_OBJS := $(TWIN_ALGOS:%=$(BUILD)/twin/twin_%.o)
 TWIN_RECORD_OBJS := $(BUILD)/loader/record.o $(BUILD)/loader/json.o $(BUILD)/loader/algos.o
 TWIN_HDRS := $(wildcard bench/twin/*.h)
@@ -70,7 +75,7 @@ LIBBPF_LIBS := $(or $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null),-lbpf -lelf
 LOADER_CFLAGS := -O2 -g $(WARN_CFLAGS) -I$(BUILD) -Iinclude -Iloader $(LIBBPF_CFLAGS)
 # bbrctl export serves HTTP through libmicrohttpd.
 MHD_LIBS := $(or $(shell $(PKG_CONFIG) --libs libmicrohttpd 2>/dev/null),-lmicrohttpd)
-# The two wire processes (bbrkit-delay, bbrkit-link) share bench/wire.
+# The two wire processes (bbrkit-delay, bbrkit-link) share bench/wire: its sources build into both.
 WIRE_CFLAGS := -O2 -g $(WARN_CFLAGS) -pthread -Ibench/wire
 # The algorithm hooks share one signature and not every algorithm uses every argument.
 UNIT_CFLAGS := -O1 -g $(WARN_CFLAGS) -Wno-unused-parameter -Iinclude -Ibpf -Itests/unit
@@ -136,7 +141,7 @@ $(BUILD)/bbrkit_version.h: $(BPF_OBJS) FORCE | $(BUILD)
 	} > $@.tmp
 	$(Q)if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 
-$(BUILD)/loader/main.o $(BUILD)/loader/bbrctl-gen.o: $(BUILD)/bbrkit_version.h
+$(BUILD)/loader/main.o $(BUILD)/loader/export.o $(BUILD)/loader/bbrctl-gen.o: $(BUILD)/bbrkit_version.h
 
 $(BUILD)/loader/bbrctl-gen.o: loader/gen/bbrctl-gen.c $(BUILD)/bbrkit_algos.h | $(BUILD)/loader
 	$(call msg,CC,$@)
@@ -171,13 +176,13 @@ $(BUILD)/bbrbench.bash: scripts/bbrbench-gen.py $(wildcard bench/bbrbench/*.py b
 	$(call msg,GEN,$@)
 	$(Q)PYTHONPATH=bench python3 scripts/bbrbench-gen.py completion > $@
 
-$(BUILD)/bbrkit-delay: $(DELAY_SRCS) $(wildcard bench/delayline/*.h) $(WIRE_HDRS) | $(BUILD)
+$(BUILD)/bbrkit-delay: $(DELAY_SRCS) $(wildcard bench/delayline/*.h) $(WIRE_SRCS) $(WIRE_HDRS) | $(BUILD)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(WIRE_CFLAGS) -o $@ $(DELAY_SRCS)
+	$(Q)$(CC) $(WIRE_CFLAGS) -o $@ $(DELAY_SRCS) $(WIRE_SRCS)
 
-$(LINK_BIN): $(LINK_SRCS) $(LINK_CORE) $(wildcard bench/link/*.h) $(WIRE_HDRS) | $(BUILD)
+$(LINK_BIN): $(LINK_SRCS) $(LINK_CORE) $(wildcard bench/link/*.h) $(WIRE_SRCS) $(WIRE_HDRS) | $(BUILD)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(WIRE_CFLAGS) -Ibench/link -o $@ $(LINK_SRCS) bench/link/queue.c -lm
+	$(Q)$(CC) $(WIRE_CFLAGS) -Ibench/link -o $@ $(LINK_SRCS) $(LINK_QUEUE_SRCS) $(WIRE_SRCS) -lm
 
 $(BUILD)/lockstep/bbr_lockstep.bpf.o: $(LOCKSTEP_SRCS) bench/kernelbbr/kernel_bbr_kfuncs.h $(BUILD)/vmlinux.h $(BPF_HDRS) | $(BUILD)/lockstep
 	$(call msg,BPF,$@)
@@ -216,7 +221,7 @@ $(TWIN_BIN): bench/twin/twin.c bench/twin/twin.h $(TWIN_OBJS) $(TWIN_RECORD_OBJS
 # The link emulator's queue core is plain C too, tested on the host like the BBR core.
 $(BUILD)/test_queue: tests/unit/test_queue.c $(LINK_CORE) $(UNIT_HDRS) | $(BUILD)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(UNIT_CFLAGS) -Ibench/link -o $@ $< bench/link/queue.c -lm
+	$(Q)$(CC) $(UNIT_CFLAGS) -Ibench/link -o $@ $< $(LINK_QUEUE_SRCS) -lm
 
 $(BUILD)/test_stages: tests/unit/test_stages.c bench/link/stages.c bench/link/stages.h $(UNIT_HDRS) | $(BUILD)
 	$(call msg,CC,$@)

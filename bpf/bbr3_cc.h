@@ -122,6 +122,10 @@ BBR_INLINE u32 bbr3_undo_cwnd(struct sock *sk)
 		return bbr_out_cwnd(sk, b);
 	bbr3_reset_full_bw(b, s);
 	s->loss_in_round = 0;
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	if (TWIN_MUTANT(undo_restore))
+		return b->prior_cwnd;
+#endif
 	s->bw_lo = bbr_max_u32(s->bw_lo, s->undo_bw_lo);
 	s->inflight_lo = bbr_max_u32(s->inflight_lo, s->undo_inflight_lo);
 	s->inflight_hi = bbr_max_u32(s->inflight_hi, s->undo_inflight_hi);

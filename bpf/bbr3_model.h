@@ -97,7 +97,12 @@ struct bbr3 {
 		unused_b : 9;
 };
 
-struct bbr3_params params SEC(".data.params") = BBRKIT_PARAMS_DEFAULTS(BBR3_PARAMS);
+/* An algorithm whose table extends v3's rows (bbr_draft) names its table and struct. */
+#ifndef BBR3_PARAMS_TABLE
+#define BBR3_PARAMS_TABLE BBR3_PARAMS
+#define BBR3_PARAMS_STRUCT bbr3_params
+#endif
+struct BBR3_PARAMS_STRUCT params SEC(".data.params") = BBRKIT_PARAMS_DEFAULTS(BBR3_PARAMS_TABLE);
 
 /* Rule hooks each algorithm file defines. */
 /* The plateau estimator, every ACK: sets b->full_bw_reached in STARTUP, s->full_bw_now for UP. */
@@ -394,6 +399,9 @@ BBR_INLINE void bbr3_raise_inflight_hi_slope(struct sock *sk, const struct bbr_c
 {
 	u32 growth_this_round = 1U << s->bw_probe_up_rounds;
 
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	growth_this_round = TWIN_MUTANT(up_step_doubling) ? 1 : growth_this_round;
+#endif
 	s->bw_probe_up_rounds = bbr_min_u32(s->bw_probe_up_rounds + 1, BBR3_UP_ROUNDS_MAX);
 	s->bw_probe_up_cnt = bbr_max_u32(bbr_out_cwnd(sk, b) / growth_this_round, 1);
 }
@@ -484,6 +492,9 @@ BBR_INLINE void bbr3_handle_inflight_too_high(
 {
 	s->prev_probe_too_high = 1;
 	s->bw_probe_samples = 0;
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	app_limited |= TWIN_MUTANT(loss_cut);
+#endif
 	/* An app-limited flight did not really probe the path's volume. */
 	if (!app_limited)
 		s->inflight_hi = bbr_max_u32(

@@ -307,7 +307,12 @@ BBR_INLINE void bbr3_check_loss_too_high_in_startup(struct sock *sk, struct bbr_
 BBR_INLINE void bbr3_v3_check_full_bw(
 	struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw)
 {
-	if (s->full_bw_now || rs->is_app_limited)
+	bool app_limited = rs->is_app_limited;
+
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	app_limited &= !TWIN_MUTANT(app_limited_plateau);
+#endif
+	if (s->full_bw_now || app_limited)
 		return;
 	if (sample_bw >= (u32)(((u64)b->full_bw * BBR_FULL_BW_THRESH) >> BBR_SCALE)) {
 		bbr3_reset_full_bw(b, s);
@@ -318,6 +323,9 @@ BBR_INLINE void bbr3_v3_check_full_bw(
 		return;
 	b->full_bw_cnt = bbr_min_u32(b->full_bw_cnt + 1, BBR_FULL_BW_CNT);
 	s->full_bw_now = b->full_bw_cnt >= BBR_FULL_BW_CNT;
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	s->full_bw_now |= TWIN_MUTANT(full_bw_count) && b->full_bw_cnt == BBR_FULL_BW_CNT - 1;
+#endif
 	b->full_bw_reached |= s->full_bw_now;
 }
 
@@ -331,6 +339,10 @@ BBR_INLINE bool bbr3_v3_probe_up_done(struct sock *sk, struct bbr_core *b, struc
 		b->full_bw = sample_bw;
 		return false;
 	}
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	if (TWIN_MUTANT(up_plateau))
+		return b->round_start;
+#endif
 	return s->full_bw_now;
 }
 
@@ -344,6 +356,11 @@ BBR_INLINE void bbr3_check_drain(struct sock *sk, struct bbr_core *b, struct bbr
 		bbr_out_set_ssthresh(sk, b, bbr3_inflight(sk, b, bbr3_max_bw(s), BBR_UNIT));
 		bbr3_reset_congestion_signals(s);
 	}
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	if (TWIN_MUTANT(drain_exit) &&
+		bbr_packets_in_flight(tp) * 3 > bbr3_inflight(sk, b, bbr3_max_bw(s), BBR_UNIT))
+		return;
+#endif
 	if (b->mode == BBRKIT_DRAIN &&
 		bbr_packets_in_net_at_edt(sk, b, bbr_packets_in_flight(tp)) <=
 			bbr3_inflight(sk, b, bbr3_max_bw(s), BBR_UNIT)) {
@@ -355,6 +372,9 @@ BBR_INLINE void bbr3_check_drain(struct sock *sk, struct bbr_core *b, struct bbr
 BBR_INLINE void bbr3_exit_probe_rtt(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
 {
 	bbr3_reset_lower_bounds(b, s);
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	b->full_bw_reached |= TWIN_MUTANT(probe_rtt_exit);
+#endif
 	if (b->full_bw_reached) {
 		b->mode = BBRKIT_PROBE_BW;
 		/* Schedule the next probe at a friendly random time; inflight is low, so cruise. */
@@ -396,6 +416,9 @@ BBR_INLINE void bbr3_update_min_rtt(
 		b->min_rtt_stamp = s->probe_rtt_min_stamp;
 	}
 
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	b->idle_restart &= !TWIN_MUTANT(idle_restart);
+#endif
 	if (probe_rtt_expired && !b->idle_restart && b->mode != BBRKIT_PROBE_RTT) {
 		b->mode = BBRKIT_PROBE_RTT;
 		bbr_save_cwnd(sk, b);
@@ -440,6 +463,10 @@ BBR_INLINE void bbr3_update_gains(struct bbr_core *b)
 			: b->cycle_idx == BBRKIT_V3_DOWN      ? BBR3_DOWN_GAIN
 							      : BBR_UNIT;
 		b->cwnd_gain = BBR_CWND_GAIN + (b->cycle_idx == BBRKIT_V3_UP ? BBR3_UP_CWND_EXTRA : 0);
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+		if (TWIN_MUTANT(down_gain) && b->cycle_idx == BBRKIT_V3_DOWN)
+			b->pacing_gain = BBR_UNIT;
+#endif
 		break;
 	default: /* BBRKIT_PROBE_RTT */
 		b->pacing_gain = BBR_UNIT;

@@ -36,7 +36,11 @@
 /* Steady-state cwnd gain in BBR_UNIT: tolerates delayed and stretched ACKs. */
 #define BBR_CWND_GAIN (BBR_UNIT * 2)
 /* Packets: two ACK-every-other-packet pairs keep the pipe going. */
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this floor; never in the BPF build */
+#define BBR_CWND_MIN_TARGET (TWIN_MUTANT(min_cwnd) ? 1U : 4U)
+#else
 #define BBR_CWND_MIN_TARGET 4U
+#endif
 /* Bandwidth growth, in BBR_UNIT, that counts as "still growing" in STARTUP (25%). */
 #define BBR_FULL_BW_THRESH (BBR_UNIT * 5 / 4)
 /* Rounds without that growth after which the pipe is taken to be full. Three, because a receiver's
@@ -426,6 +430,9 @@ BBR_INLINE u32 bbr_aggregation_allowance(const struct bbr_core *b)
 
 	max_aggr_cwnd = (u32)(((u64)bbr_bw(b) * BBR_EXTRA_ACKED_MAX_US) / BW_UNIT);
 	aggr_cwnd = (BBR_EXTRA_ACKED_GAIN * bbr_extra_acked(b)) >> BBR_SCALE;
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	aggr_cwnd = TWIN_MUTANT(extra_acked) ? 0 : aggr_cwnd;
+#endif
 	return bbr_min_u32(aggr_cwnd, max_aggr_cwnd);
 }
 

@@ -123,6 +123,24 @@ static inline __attribute__((always_inline)) __u32 bbrkit_param(__u32 raw, __u32
 	X(probe_wait_rand_ms, probe_wait_rand_ms, BBR3_PROBE_WAIT_RAND, UINT, "ms", 1000, 0, 60000, 0, \
 		10000, "the random part of the wait is uniform below this")
 
+/* bbr_draft (draft-ietf-ccwg-bbr-06): v3's rows (its core reads them; the draft gives the same
+ * LossThresh, Beta, Headroom and ProbeRTTInterval, the last one of its open questions), then the
+ * draft's own open questions.
+ */
+#define BBR_DRAFT_PARAMS(X) BBR3_PARAMS(X) BBR_DRAFT_OWN_PARAMS(X)
+#define BBR_DRAFT_OWN_PARAMS(X) \
+	/* 0.5: the draft's DrainPacingGain; any value up to 1 / cwnd gain 2 drains STARTUP's queue \
+	 * within a round (its derivation), 0.35 (~1/2.885, v3's) is the alternative it weighs. Under \
+	 * 0.2 DRAIN leaves the pipe empty for most of its round. \
+	 */ \
+	X(drain_gain, drain_gain_permille, BBR_DRAFT_DRAIN_GAIN, RATIO, "ratio", 500, 100, 1000, 300, 600, \
+		"DRAIN's pacing gain (draft: 0.5; v3: 0.35)") \
+	/* 1: the draft's BBR.ack_phase, which keeps judging the probe's losses for the round after the \
+	 * probe ends; 0 stops judging them when the probe ends. \
+	 */ \
+	X(ack_phase, ack_phase, BBR_DRAFT_ACK_PHASE, BOOL, "bool", 1, 0, 1, 0, 1, \
+		"1: probe losses judged until a round after the probe (BBR.ack_phase); 0: until it ends")
+
 /* What each table makes. Enumerators, not #defines, so that the table can name them; every value
  * fits an int.
  */
@@ -151,5 +169,10 @@ struct bbr3_params {
 	BBR3_PARAMS(BBRKIT_PARAM_FIELD)
 };
 enum { BBR3_PARAMS(BBRKIT_PARAM_CONSTANTS) };
+
+struct bbr_draft_params {
+	BBR_DRAFT_PARAMS(BBRKIT_PARAM_FIELD)
+};
+enum { BBR_DRAFT_OWN_PARAMS(BBRKIT_PARAM_CONSTANTS) }; /* v3's rows have theirs above */
 
 #endif /* BBRKIT_PARAMS_H */

@@ -34,11 +34,14 @@
 #define RTTGAIN_DESC(...) PARAM_DESC(struct bbr_rttgain_params, __VA_ARGS__)
 #define ACD_DESC(...) PARAM_DESC(struct bbr_acd_params, __VA_ARGS__)
 #define V3_DESC(...) PARAM_DESC(struct bbr3_params, __VA_ARGS__)
+#define DRAFT_DESC(...) PARAM_DESC(struct bbr_draft_params, __VA_ARGS__)
 
 static const struct param_desc rttgain_params[] = { BBR_RTTGAIN_PARAMS(RTTGAIN_DESC) };
 static const struct param_desc acd_params[] = { BBR_ACD_PARAMS(ACD_DESC) };
 /* bbr2 and bbr3 share one parameter struct and one set of state slots. */
 static const struct param_desc v3_params[] = { BBR3_PARAMS(V3_DESC) };
+/* bbr_draft: v3's rows, then the draft's; v3's state slots. */
+static const struct param_desc draft_params[] = { BBR_DRAFT_PARAMS(DRAFT_DESC) };
 
 static const struct variant_desc v3_variants[] = {
 	{ .key = "bw_phase",
@@ -97,6 +100,8 @@ static const struct variant_desc acd_variants[] = {
 _Static_assert(
 	sizeof(struct bbr_rttgain_params) <= MAX_PARAMS_SIZE, "bbr_rttgain_params outgrew MAX_PARAMS_SIZE");
 _Static_assert(sizeof(struct bbr3_params) <= MAX_PARAMS_SIZE, "bbr3_params outgrew MAX_PARAMS_SIZE");
+_Static_assert(
+	sizeof(struct bbr_draft_params) <= MAX_PARAMS_SIZE, "bbr_draft_params outgrew MAX_PARAMS_SIZE");
 _Static_assert(sizeof(struct bbr_acd_params) <= MAX_PARAMS_SIZE, "bbr_acd_params outgrew MAX_PARAMS_SIZE");
 
 #define WITH_PARAMS(descs, type) .params = descs, .nparams = ARRAY_SIZE(descs), .params_size = sizeof(type)
@@ -109,6 +114,8 @@ static const struct algo acd_extras = { WITH_PARAMS(acd_params, struct bbr_acd_p
 	WITH_VARIANTS(acd_variants) };
 static const struct algo v3_extras = { WITH_PARAMS(v3_params, struct bbr3_params), WITH_VARIANTS(v3_variants),
 	.per_packet = true };
+static const struct algo draft_extras = { WITH_PARAMS(draft_params, struct bbr_draft_params),
+	WITH_VARIANTS(v3_variants), .per_packet = true };
 
 static const struct {
 	const char *algo;
@@ -118,6 +125,7 @@ static const struct {
 	{ .algo = "bbr2", .extras = &v3_extras },
 	{ .algo = "bbr3", .extras = &v3_extras },
 	{ .algo = "bbr_acd", .extras = &acd_extras },
+	{ .algo = "bbr_draft", .extras = &draft_extras },
 };
 
 static const struct algo *extras_of(const char *name)

@@ -153,15 +153,6 @@ int policy_read_stats(__u32 slot, __u32 arm, struct bbrkit_policy_stats *sum);
 int policy_blocks_detach(const char *algo, char *out, size_t size);
 /* The policy's pinned iterator over placed connections, under BBRKIT_POLICY_DIR. */
 #define BBRKIT_POLICY_PIN_FLOWS "flows"
-/* export.c: a socket's last delivery rate sample (as tcpi_delivery_rate), bit/s; whether it has data
- * in flight and no delivery for stall_rtts smoothed RTTs.
- */
-double sock_delivery_rate_bps(const struct bbrkit_sock *k);
-bool sock_stalled(const struct bbrkit_sock *k, unsigned long stall_rtts);
-/* ss.c: every connected TCP socket of every network namespace as struct bbrkit_sock records,
- * malloc()ed; EXIT_FAILURE after a one-line error.
- */
-int read_socks(char **buf, size_t *used);
 
 /* abi.c: the ABI version against this bbrctl's BBRKIT_ABI_VERSION; EXIT_FAILURE after a one-line
  * error. An object before it is loaded (what names it in the error), or an attachment's pinned one.
@@ -329,6 +320,8 @@ int cmd_upgrade(const struct cmd_opts *o, int argc, char **argv);
 int cmd_policy(const struct cmd_opts *o, int argc, char **argv);
 int cmd_export(const struct cmd_opts *o, int argc, char **argv);
 int cmd_ss(const struct cmd_opts *o, int argc, char **argv);
+/* ss.c: the keys of ss --json with their meaning, for --help and the man page. */
+void ss_keys_help(FILE *out);
 /* params.c: every algorithm's parameters, for show's and set's --help. */
 void help_params(FILE *out);
 /* The compiled-in description of one parameter as members of an open JSON object (name, field, kind,

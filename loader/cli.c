@@ -238,11 +238,8 @@ const struct cli_command cli_commands[] = {
 	  .doc =
 	  "One line per connected TCP socket in every network namespace, like ss -ti: the kernel's\n"
 	  "state (the fields tcp_info reports, read from struct tcp_sock), the policy rule and arm that\n"
-	  "chose its algorithm, and for bbrkit's algorithms their own state (mode, gains, bandwidth).\n"
-	  "JSON: {\"sockets\": [{\"netns\", \"saddr\", \"sport\", \"daddr\", \"dport\", \"algo\",\n"
-	  "\"rule\", \"arm\", \"srtt_us\", \"min_rtt_us\", \"cwnd\", \"delivery_rate_bps\",\n"
-	  "\"bytes_acked\", \"retrans\", \"lost\", \"delivered_ce\", \"state\" (null: not bbrkit's,\n"
-	  "else the record keys of bbrctl flows)}]}\n" },
+	  "chose its algorithm, and for bbrkit's algorithms their own state (mode, gains, bandwidth).\n",
+	  .extra_help = ss_keys_help },
 	{ .name = "features",
 	  .run = cmd_features,
 	  .summary = "what this kernel allows bbrkit to do",

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,16 +23,16 @@
 #include <microhttpd.h>
 
 #include "bbrctl.h"
+#include "bbrkit_version.h"
+#include "exposition.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:9563" /* bbrkit's pick in the range Prometheus exporters use */
 #define DEFAULT_STALL_RTTS 4 /* BBR's probes take about 1 RTT each: 4 without delivery is not pacing */
 #define MAX_STALL_RTTS 1000
 #define MAX_FLOW_LIMIT 100000 /* per-flow series: past this a scrape is a dump, not a metric */
-#define USEC_PER_SEC 1e6
 #define NSEC_PER_SEC 1e9
-#define PERCENT 100.0
+#define BITS_PER_BYTE 8
 #define PERMILLE 1000.0
-#define TCP_ESTABLISHED 1
 #define NMODES 4  /* enum bbrkit_mode */
 #define NPHASES 4 /* enum bbrkit_v3_phase without NONE */
 #define NCA_STATES 5
@@ -42,16 +43,12 @@ struct exporter {
 	double last_scrape_s;
 };
 
-static void family(FILE *o, const char *name, const char *type, const char *help)
-{
-	fprintf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
 /* ---- per algorithm, from the algorithms' own records ---- */
 
 struct algo_sums {
 	unsigned long flows, modes[NMODES], phases[NPHASES], ca[NCA_STATES], hi_n, lo_n, v3_n;
-	double bw, pacing, min_rtt, srtt, pgain, cgain, retrans, lost, delivered_bytes, hi, lo, loss, ecn;
+	double pgain, cgain, hi, lo, loss, ecn;
+	struct hist bw, pacing, min_rtt, srtt;
 };
 
 static bool has_variant(const struct algo *a, enum variant_kind kind)
@@ -69,15 +66,13 @@ static void sum_algo(const struct algo *a, const struct bbrkit_flow *f, size_t n
 	memset(s, 0, sizeof(*s));
 	for (size_t i = 0; i < n; i++, f++) {
 		s->flows++;
-		s->bw += (double)record_bw_bps(f->bw, f->mss);
-		s->pacing += (double)f->pacing_rate * 8;
-		s->min_rtt += f->min_rtt_us / USEC_PER_SEC;
-		s->srtt += f->srtt_us / USEC_PER_SEC;
+		hist_observe(
+			&s->bw, HIST_BYTES_PER_SECOND, (double)record_bw_bps(f->bw, f->mss) / BITS_PER_BYTE);
+		hist_observe(&s->pacing, HIST_BYTES_PER_SECOND, (double)f->pacing_rate);
+		hist_observe(&s->min_rtt, HIST_SECONDS, f->min_rtt_us / USEC_PER_SEC);
+		hist_observe(&s->srtt, HIST_SECONDS, f->srtt_us / USEC_PER_SEC);
 		s->pgain += (double)f->pacing_gain / BBR_UNIT;
 		s->cgain += (double)f->cwnd_gain / BBR_UNIT;
-		s->retrans += f->retrans;
-		s->lost += f->lost;
-		s->delivered_bytes += (double)f->delivered * f->mss;
 		if (f->mode < NMODES)
 			s->modes[f->mode]++;
 		if (f->ca_state < NCA_STATES)
@@ -101,7 +96,7 @@ static double mean(double sum, unsigned long n)
 	return n ? sum / (double)n : 0;
 }
 
-/* One gauge family over all algorithms; the value of algorithm i is v(&s[i]). */
+/* One gauge family over all algorithms; the value of algorithm i is expr over s = &sums[i]. */
 #define ALGO_GAUGE(o, metric, help, expr) \
 	do { \
 		family(o, "bbrkit_algo_" metric, "gauge", help); \
@@ -112,10 +107,59 @@ static double mean(double sum, unsigned long n)
 		} \
 	} while (0)
 
+#define ALGO_HIST(o, metric, kind, help, field) \
+	do { \
+		family(o, "bbrkit_algo_" metric, "histogram", help); \
+		for (size_t i = 0; i < nsel; i++) { \
+			char labels[BBRKIT_POLICY_NAME_MAX + 16]; \
+			snprintf(labels, sizeof(labels), "algo=\"%s\"", sel[i]->name); \
+			hist_write(o, "bbrkit_algo_" metric, labels, kind, &sums[i].field); \
+		} \
+	} while (0)
+
+/* Flows per value of a label: counts, which sum across hosts where shares do not. */
+struct count_family {
+	const char *name, *label, *help;
+	size_t offset; /* of the counts in struct algo_sums */
+	unsigned int n;
+	const char *(*value_name)(unsigned int);
+	bool v3_only;
+};
+
+static const struct count_family count_families[] = {
+	{ "bbrkit_algo_mode_flows", "mode",
+		"flows in each mode at the scrape (over bbrkit_algo_flows, averaged over time: the time "
+		"share)",
+		offsetof(struct algo_sums, modes), NMODES, record_mode_name, false },
+	{ "bbrkit_algo_phase_flows", "phase", "bbr2/bbr3: flows in each PROBE_BW phase at the scrape",
+		offsetof(struct algo_sums, phases), NPHASES, record_phase_name, true },
+	{ "bbrkit_algo_ca_state_flows", "state",
+		"flows in each TCP congestion state (recovery, loss: the loss signal)",
+		offsetof(struct algo_sums, ca), NCA_STATES, record_ca_state_name, false },
+};
+
+static void write_counts(FILE *o, const struct algo *const *sel, const struct algo_sums *sums, size_t nsel)
+{
+	for (size_t f = 0; f < sizeof(count_families) / sizeof(count_families[0]); f++) {
+		const struct count_family *c = &count_families[f];
+
+		family(o, c->name, "gauge", c->help);
+		for (size_t i = 0; i < nsel; i++) {
+			const unsigned long *counts = (const void *)((const char *)&sums[i] + c->offset);
+
+			if (c->v3_only && !has_variant(sel[i], VAR_V3_PHASE))
+				continue;
+			for (unsigned int v = 0; v < c->n; v++)
+				fprintf(o, "%s{algo=\"%s\",%s=\"%s\"} %lu\n", c->name, sel[i]->name, c->label,
+					c->value_name(v), counts[v]);
+		}
+	}
+}
+
 static void write_algos(FILE *o)
 {
 	const struct algo *sel[CLI_MANY];
-	struct algo_sums sums[CLI_MANY];
+	static struct algo_sums sums[CLI_MANY];
 	size_t nsel = 0;
 
 	for (size_t i = 0; i < nalgos && nsel < CLI_MANY; i++) {
@@ -130,34 +174,16 @@ static void write_algos(FILE *o)
 		free(f);
 	}
 	ALGO_GAUGE(o, "flows", "live connections using the algorithm", s->flows);
-	ALGO_GAUGE(o, "bw_estimate_bps", "mean bandwidth estimate (max-filtered delivery rate), bit/s",
-		mean(s->bw, s->flows));
-	ALGO_GAUGE(o, "pacing_rate_bps", "mean pacing rate, bit/s", mean(s->pacing, s->flows));
-	ALGO_GAUGE(o, "min_rtt_seconds", "mean windowed minimum RTT", mean(s->min_rtt, s->flows));
-	ALGO_GAUGE(o, "srtt_seconds", "mean smoothed RTT", mean(s->srtt, s->flows));
-	ALGO_GAUGE(o, "pacing_gain", "mean pacing gain applied", mean(s->pgain, s->flows));
-	ALGO_GAUGE(o, "cwnd_gain", "mean cwnd gain", mean(s->cgain, s->flows));
-	ALGO_GAUGE(o, "retrans_segments", "segments retransmitted by the live flows", s->retrans);
-	ALGO_GAUGE(o, "lost_packets", "packets lost by the live flows", s->lost);
-	ALGO_GAUGE(o, "delivered_bytes", "bytes delivered by the live flows", s->delivered_bytes);
-	family(o, "bbrkit_algo_mode_share", "gauge",
-		"share of flows in each mode at the scrape (averaged over scrapes: the time share)");
-	for (size_t i = 0; i < nsel; i++)
-		for (unsigned int m = 0; m < NMODES; m++)
-			fprintf(o, "bbrkit_algo_mode_share{algo=\"%s\",mode=\"%s\"} %.6g\n", sel[i]->name,
-				record_mode_name(m), mean(sums[i].modes[m], sums[i].flows));
-	family(o, "bbrkit_algo_phase_share", "gauge",
-		"bbr2/bbr3: share of flows in each PROBE_BW phase at the scrape (averaged: the time share)");
-	for (size_t i = 0; i < nsel; i++)
-		for (unsigned int p = 0; has_variant(sel[i], VAR_V3_PHASE) && p < NPHASES; p++)
-			fprintf(o, "bbrkit_algo_phase_share{algo=\"%s\",phase=\"%s\"} %.6g\n", sel[i]->name,
-				record_phase_name(p), mean(sums[i].phases[p], sums[i].flows));
-	family(o, "bbrkit_algo_ca_state_flows", "gauge",
-		"flows in each TCP congestion state (recovery, loss: the loss signal)");
-	for (size_t i = 0; i < nsel; i++)
-		for (unsigned int c = 0; c < NCA_STATES; c++)
-			fprintf(o, "bbrkit_algo_ca_state_flows{algo=\"%s\",state=\"%s\"} %lu\n", sel[i]->name,
-				record_ca_state_name(c), sums[i].ca[c]);
+	ALGO_HIST(o, "bandwidth_estimate_bytes_per_second", HIST_BYTES_PER_SECOND,
+		"bandwidth estimate (max-filtered delivery rate) of the live flows at the scrape", bw);
+	ALGO_HIST(o, "pacing_rate_bytes_per_second", HIST_BYTES_PER_SECOND,
+		"pacing rate of the live flows at the scrape", pacing);
+	ALGO_HIST(o, "min_rtt_seconds", HIST_SECONDS, "windowed minimum RTT of the live flows at the scrape",
+		min_rtt);
+	ALGO_HIST(o, "srtt_seconds", HIST_SECONDS, "smoothed RTT of the live flows at the scrape", srtt);
+	ALGO_GAUGE(o, "pacing_gain_ratio", "mean pacing gain applied", mean(s->pgain, s->flows));
+	ALGO_GAUGE(o, "cwnd_gain_ratio", "mean cwnd gain", mean(s->cgain, s->flows));
+	write_counts(o, sel, sums, nsel);
 	family(o, "bbrkit_algo_inflight_bound_packets", "gauge",
 		"bbr2/bbr3: mean inflight_hi and inflight_lo over the flows where the bound is set");
 	family(o, "bbrkit_algo_inflight_bound_flows", "gauge", "bbr2/bbr3: flows where the bound is set");
@@ -173,194 +199,18 @@ static void write_algos(FILE *o)
 		fprintf(o, "bbrkit_algo_inflight_bound_flows{algo=\"%s\",bound=\"lo\"} %lu\n", sel[i]->name,
 			sums[i].lo_n);
 	}
-	family(o, "bbrkit_algo_loss_rate", "gauge",
+	family(o, "bbrkit_algo_loss_ratio", "gauge",
 		"bbr2/bbr3: mean loss rate of the flows' last loss round");
-	family(o, "bbrkit_algo_ecn_rate", "gauge",
+	family(o, "bbrkit_algo_ecn_ce_ratio", "gauge",
 		"bbr2/bbr3: mean CE-marked share of the flows' last round");
 	for (size_t i = 0; i < nsel; i++) {
 		if (!has_variant(sel[i], VAR_V3_PHASE))
 			continue;
-		fprintf(o, "bbrkit_algo_loss_rate{algo=\"%s\"} %.6g\n", sel[i]->name,
+		fprintf(o, "bbrkit_algo_loss_ratio{algo=\"%s\"} %.6g\n", sel[i]->name,
 			mean(sums[i].loss, sums[i].v3_n));
-		fprintf(o, "bbrkit_algo_ecn_rate{algo=\"%s\"} %.6g\n", sel[i]->name,
+		fprintf(o, "bbrkit_algo_ecn_ce_ratio{algo=\"%s\"} %.6g\n", sel[i]->name,
 			mean(sums[i].ecn, sums[i].v3_n));
 	}
-}
-
-/* ---- per policy arm, from the kernel's TCP state of the connections it placed ---- */
-
-struct arm_sums {
-	unsigned long flows, busy, stalled;
-	double bytes_acked, bytes_received, segs_out, retrans, delivered, delivered_ce, lost;
-	double rate, srtt, min_rtt;
-};
-
-double sock_delivery_rate_bps(const struct bbrkit_sock *k)
-{
-	/* As tcp_info's tcpi_delivery_rate: the last rate sample's packets over its interval. */
-	return k->rate_interval_us
-		? (double)k->rate_delivered * k->mss * 8 * USEC_PER_SEC / k->rate_interval_us
-		: 0;
-}
-
-bool sock_stalled(const struct bbrkit_sock *k, unsigned long stall_rtts)
-{
-	return k->packets_out && k->srtt_us && k->delivery_age_us > (__u64)stall_rtts * k->srtt_us;
-}
-
-static void label_arm(FILE *o, const struct bbrkit_policy_rule *r, unsigned int arm)
-{
-	fprintf(o, "rule=\"%s\",arm=\"%s\",holdback=\"%s\"", r->name, r->arms[arm].cc,
-		arm == r->holdback ? "true" : "false");
-}
-
-static void write_flow(
-	FILE *o, const struct exporter *x, const struct bbrkit_policy_rule *r, const struct bbrkit_sock *k)
-{
-	char src[INET6_ADDRSTRLEN + 8], dst[INET6_ADDRSTRLEN + 8];
-	struct bbrkit_policy_prefix p = { .prefixlen = 128 };
-	char labels[512];
-	FILE *l = fmemopen(labels, sizeof(labels), "w");
-
-	memcpy(p.addr, k->saddr, 16);
-	policy_prefix_text(&p, src, sizeof(src));
-	src[strcspn(src, "/")] = '\0';
-	memcpy(p.addr, k->daddr, 16);
-	policy_prefix_text(&p, dst, sizeof(dst));
-	dst[strcspn(dst, "/")] = '\0';
-	if (!l)
-		return;
-	label_arm(l, r, k->arm);
-	fprintf(l, ",netns=\"%u\",src=\"%s:%u\",dst=\"%s:%u\"", k->netns, src, k->sport, dst, k->dport);
-	fclose(l);
-	fprintf(o, "bbrkit_flow_srtt_seconds{%s} %.6g\n", labels, k->srtt_us / USEC_PER_SEC);
-	fprintf(o, "bbrkit_flow_min_rtt_seconds{%s} %.6g\n", labels, k->min_rtt_us / USEC_PER_SEC);
-	fprintf(o, "bbrkit_flow_delivery_rate_bps{%s} %.6g\n", labels, sock_delivery_rate_bps(k));
-	fprintf(o, "bbrkit_flow_bytes_acked{%s} %llu\n", labels, (unsigned long long)k->bytes_acked);
-	fprintf(o, "bbrkit_flow_retrans_segments{%s} %u\n", labels, k->total_retrans);
-	fprintf(o, "bbrkit_flow_cwnd_packets{%s} %u\n", labels, k->cwnd);
-	fprintf(o, "bbrkit_flow_stalled{%s} %d\n", labels, sock_stalled(k, x->stall_rtts));
-}
-
-static void write_policy(FILE *o, struct exporter *x)
-{
-	static struct bbrkit_policy_rule rules[BBRKIT_POLICY_RULES];
-	static struct arm_sums sums[BBRKIT_POLICY_RULES][BBRKIT_POLICY_ARMS];
-	static struct bbrkit_policy_stats st[BBRKIT_POLICY_RULES][BBRKIT_POLICY_ARMS];
-	char path[BBRCTL_MAX_PATH], *buf = NULL;
-	size_t used = 0, nflows = 0, dropped = 0;
-	const struct bbrkit_sock *k;
-
-	memset(sums, 0, sizeof(sums));
-	if (!policy_exists() || policy_read_rules(rules))
-		return;
-	/* The map iterator where the kernel allows one; else iter/tcp in each network namespace. */
-	pin_path(path, BBRKIT_POLICY_DIR, BBRKIT_POLICY_PIN_FLOWS);
-	if (access(path, F_OK) ? read_socks(&buf, &used) : read_iterator(path, &buf, &used))
-		used = 0;
-	for (__u32 s = 0; s < BBRKIT_POLICY_RULES; s++)
-		for (__u32 a = 0; a < rules[s].narms; a++)
-			policy_read_stats(s, a, &st[s][a]);
-	for (k = (const void *)buf; (const char *)(k + 1) <= buf + used; k++) {
-		struct arm_sums *m;
-
-		/* Connections of a rule since replaced or deleted are no arm's any more. */
-		if (k->slot >= BBRKIT_POLICY_RULES || k->arm >= rules[k->slot].narms ||
-			rules[k->slot].generation != k->generation)
-			continue;
-		m = &sums[k->slot][k->arm];
-		m->flows++;
-		m->bytes_acked += (double)k->bytes_acked;
-		m->bytes_received += (double)k->bytes_received;
-		m->segs_out += k->segs_out;
-		m->retrans += k->total_retrans;
-		m->delivered += k->delivered;
-		m->delivered_ce += k->delivered_ce;
-		m->lost += k->lost;
-		m->rate += sock_delivery_rate_bps(k);
-		m->srtt += k->srtt_us / USEC_PER_SEC;
-		m->min_rtt += k->min_rtt_us / USEC_PER_SEC;
-		m->busy += k->packets_out != 0;
-		m->stalled += sock_stalled(k, x->stall_rtts);
-	}
-#define ARMS(metric, type, help, expr) \
-	do { \
-		family(o, \
-			!strcmp(type, "counter") ? "bbrkit_policy_" metric "_total" \
-						 : "bbrkit_policy_" metric, \
-			type, help); \
-		for (__u32 s = 0; s < BBRKIT_POLICY_RULES; s++) \
-			for (__u32 a = 0; a < rules[s].narms; a++) { \
-				const struct arm_sums *m = &sums[s][a]; \
-				const struct bbrkit_policy_stats *c = &st[s][a]; \
-				(void)m, (void)c; \
-				fprintf(o, "bbrkit_policy_" metric "%s{", \
-					!strcmp(type, "counter") ? "_total" : ""); \
-				label_arm(o, &rules[s], a); \
-				fprintf(o, "} %.17g\n", (double)(expr)); \
-			} \
-	} while (0)
-	ARMS("weight_ratio", "gauge", "share of new connections the arm gets", rules[s].arms[a].weight / 1e4);
-	ARMS("connections", "counter", "connections placed in the arm", c->connections);
-	ARMS("fallbacks", "counter", "connections whose arm algorithm could not be set (kept the default)",
-		c->fallbacks);
-	ARMS("closed", "counter", "placed connections closed since", c->closed);
-	ARMS("flows", "gauge", "live placed connections", m->flows);
-	ARMS("busy_flows", "gauge", "live placed connections with data in flight", m->busy);
-	ARMS("stalled_flows", "gauge", "busy connections with no delivery for --stall-rtts smoothed RTTs",
-		m->stalled);
-	ARMS("bytes_acked", "counter", "bytes sent and acknowledged (tcpi_bytes_acked), closed and live",
-		c->closed_bytes_acked + m->bytes_acked);
-	ARMS("bytes_received", "counter", "bytes received (tcpi_bytes_received)",
-		c->closed_bytes_received + m->bytes_received);
-	ARMS("segs_out", "counter", "segments sent (tcpi_segs_out)", c->closed_segs_out + m->segs_out);
-	ARMS("retrans_segs", "counter", "segments retransmitted (tcpi_total_retrans)",
-		c->closed_retrans + m->retrans);
-	ARMS("delivered_packets", "counter", "packets delivered (tcpi_delivered)",
-		c->closed_delivered + m->delivered);
-	ARMS("delivered_ce_packets", "counter", "packets delivered with an ECN CE echo (tcpi_delivered_ce)",
-		c->closed_delivered_ce + m->delivered_ce);
-	ARMS("lost_packets", "counter", "packets lost (tp->lost)", c->closed_lost + m->lost);
-	ARMS("delivery_rate_bps", "gauge",
-		"mean last delivery rate sample of live flows (tcpi_delivery_rate), bit/s",
-		mean(m->rate, m->flows));
-	ARMS("srtt_seconds", "gauge", "mean smoothed RTT of live flows", mean(m->srtt, m->flows));
-	ARMS("min_rtt_seconds", "gauge", "mean minimum RTT of live flows (tcpi_min_rtt)",
-		mean(m->min_rtt, m->flows));
-#undef ARMS
-	if (x->flow_limit) {
-		static const char *const names[][2] = {
-			{ "srtt_seconds", "smoothed RTT" },
-			{ "min_rtt_seconds", "minimum RTT" },
-			{ "delivery_rate_bps", "last delivery rate sample, bit/s" },
-			{ "bytes_acked", "bytes acknowledged so far" },
-			{ "retrans_segments", "segments retransmitted so far" },
-			{ "cwnd_packets", "congestion window" },
-			{ "stalled", "1: data in flight and no delivery for --stall-rtts smoothed RTTs" },
-		};
-
-		/* Families are written whole: the samples of one flow go under each family in turn. */
-		for (size_t f = 0; f < sizeof(names) / sizeof(names[0]); f++) {
-			char name[64];
-
-			snprintf(name, sizeof(name), "bbrkit_flow_%s", names[f][0]);
-			family(o, name, "gauge", names[f][1]);
-		}
-	}
-	for (k = (const void *)buf; x->flow_limit && (const char *)(k + 1) <= buf + used; k++) {
-		if (k->slot >= BBRKIT_POLICY_RULES || rules[k->slot].generation != k->generation ||
-			k->arm >= rules[k->slot].narms)
-			continue;
-		if (nflows++ >= x->flow_limit) {
-			dropped++;
-			continue;
-		}
-		write_flow(o, x, &rules[k->slot], k);
-	}
-	family(o, "bbrkit_exporter_flows_dropped", "gauge",
-		"placed flows left out of the per-flow series by --flows");
-	fprintf(o, "bbrkit_exporter_flows_dropped %zu\n", dropped);
-	free(buf);
 }
 
 static char *render(struct exporter *x, size_t *len)
@@ -372,8 +222,12 @@ static char *render(struct exporter *x, size_t *len)
 	if (!o)
 		return NULL;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	family(o, "bbrkit_build_info", "gauge",
+		"1, labelled with the bbrctl build and its algorithm objects");
+	fprintf(o, "bbrkit_build_info{version=\"%s\",objects_sha256=\"%s\"} 1\n", BBRKIT_VERSION,
+		BBRKIT_OBJECTS_SHA256);
 	write_algos(o);
-	write_policy(o, x);
+	write_policy(o, x->flow_limit, x->stall_rtts);
 	family(o, "bbrkit_exporter_scrape_duration_seconds", "gauge", "how long the previous scrape took");
 	fprintf(o, "bbrkit_exporter_scrape_duration_seconds %.6g\n", x->last_scrape_s);
 	fclose(o);
@@ -386,18 +240,30 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	const char *version, const char *upload, size_t *upload_size, void **state)
 {
 	static const char not_found[] = "bbrctl export serves /metrics only\n";
+	static const char not_allowed[] = "bbrctl export answers GET and HEAD only\n";
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 	size_t len = 0;
 	char *body;
+	bool readonly = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 
-	(void)version, (void)upload, (void)upload_size, (void)state;
-	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-		return MHD_NO;
-	if (strcmp(url, "/metrics")) {
+	(void)version, (void)upload;
+	/* A request with a body comes here once per chunk: consume it, answer at its end. */
+	if (*upload_size) {
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (!readonly && !*state) {
+		*state = c; /* any non-NULL: the headers are in, the body (if any) comes next */
+		return MHD_YES;
+	}
+	if (!readonly || strcmp(url, "/metrics")) {
 		r = MHD_create_response_from_buffer(
-			sizeof(not_found) - 1, (void *)not_found, MHD_RESPMEM_PERSISTENT);
-		ret = MHD_queue_response(c, MHD_HTTP_NOT_FOUND, r);
+			readonly ? sizeof(not_found) - 1 : sizeof(not_allowed) - 1,
+			(void *)(readonly ? not_found : not_allowed), MHD_RESPMEM_PERSISTENT);
+		if (!readonly)
+			MHD_add_response_header(r, "Allow", "GET, HEAD");
+		ret = MHD_queue_response(c, readonly ? MHD_HTTP_NOT_FOUND : MHD_HTTP_METHOD_NOT_ALLOWED, r);
 		MHD_destroy_response(r);
 		return ret;
 	}

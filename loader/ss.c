@@ -3,43 +3,21 @@
  * control (it has no get_info): the algorithm's own state, joined by network namespace and 4-tuple
  * from the attached algorithms' flows iterators, and the policy rule and arm that chose it.
  *
- * The kernel's side comes from the policy object's iter/tcp program (struct tcp_sock, the fields
- * tcp_info reports), loaded for this run only and read once in each network namespace.
+ * The kernel's side comes from socks.c. The JSON keys are one table (ss_keys): the writer and the help
+ * (--help, the man page) both read it, so neither can name a key the other lacks.
  */
-#include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <arpa/inet.h>
 
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
-
 #include "bbrctl.h"
-#include "policy.skel.h"
+#include "socks.h"
 
 #define USEC_PER_MSEC 1e3
 #define BPS_PER_MBPS 1e6
-
-struct socks {
-	int link_fd;
-	char *buf;
-	size_t used, cap;
-};
-
-static int read_here(void *ctx, const char *label)
-{
-	struct socks *s = ctx;
-	int fd = bpf_iter_create(s->link_fd), err;
-
-	(void)label;
-	if (fd < 0)
-		return -errno;
-	err = read_all(fd, &s->buf, &s->cap, &s->used);
-	close(fd);
-	return err;
-}
+#define BITS_PER_BYTE 8
 
 /* A record's addresses as the policy writes them (IPv4-mapped). */
 static void mapped(const struct bbrkit_flow *f, const __u8 *addr, __u8 *out)
@@ -79,65 +57,67 @@ static struct state find_state(const struct bbrkit_sock *k, const struct algo *c
 	return (struct state){ NULL, NULL };
 }
 
-static void addr(const __u8 *a, __u16 port, char *buf, size_t size)
-{
-	struct bbrkit_policy_prefix p = { .prefixlen = 128 };
-	char text[INET6_ADDRSTRLEN + 8];
+/* One socket's values under its JSON keys. */
+struct ss_row {
+	unsigned long long netns, srtt_us, min_rtt_us, cwnd, delivery_rate_bps, bytes_acked, retrans, lost,
+		delivered_ce;
+	const char *local, *peer, *algo, *rule, *arm;
+	struct state state;
+};
 
-	memcpy(p.addr, a, 16);
-	policy_prefix_text(&p, text, sizeof(text));
-	text[strcspn(text, "/")] = '\0';
-	snprintf(buf, size, "%s:%u", text, port);
+enum ss_kind { SS_UINT, SS_TEXT, SS_STATE };
+
+struct ss_key {
+	const char *name;
+	enum ss_kind kind;
+	size_t offset; /* in struct ss_row */
+	const char *what;
+};
+
+/* clang-format off */
+static const struct ss_key ss_keys[] = {
+	{ "netns", SS_UINT, offsetof(struct ss_row, netns), "network namespace (inode number)" },
+	{ "local", SS_TEXT, offsetof(struct ss_row, local), "local ADDRESS:PORT (IPv4 dotted, IPv6 without brackets)" },
+	{ "peer", SS_TEXT, offsetof(struct ss_row, peer), "remote ADDRESS:PORT" },
+	{ "algo", SS_TEXT, offsetof(struct ss_row, algo), "the socket's congestion control" },
+	{ "rule", SS_TEXT, offsetof(struct ss_row, rule), "the policy rule that placed it, or null" },
+	{ "arm", SS_TEXT, offsetof(struct ss_row, arm), "the rule's arm (its algorithm), or null" },
+	{ "srtt_us", SS_UINT, offsetof(struct ss_row, srtt_us), "smoothed RTT, microseconds" },
+	{ "min_rtt_us", SS_UINT, offsetof(struct ss_row, min_rtt_us), "minimum RTT (tcpi_min_rtt), microseconds" },
+	{ "cwnd", SS_UINT, offsetof(struct ss_row, cwnd), "congestion window, packets" },
+	{ "delivery_rate_bps", SS_UINT, offsetof(struct ss_row, delivery_rate_bps), "last delivery rate sample (tcpi_delivery_rate), bit/s" },
+	{ "bytes_acked", SS_UINT, offsetof(struct ss_row, bytes_acked), "bytes sent and acknowledged (tcpi_bytes_acked)" },
+	{ "retrans", SS_UINT, offsetof(struct ss_row, retrans), "segments retransmitted (tcpi_total_retrans)" },
+	{ "lost", SS_UINT, offsetof(struct ss_row, lost), "packets marked lost" },
+	{ "delivered_ce", SS_UINT, offsetof(struct ss_row, delivered_ce), "packets delivered with an ECN CE echo" },
+	{ "state", SS_STATE, offsetof(struct ss_row, state), "null where the algorithm is not bbrkit's, else its record (the keys of bbrctl flows)" },
+};
+/* clang-format on */
+
+void ss_keys_help(FILE *out)
+{
+	fputs("JSON: {\"sockets\": [one object per socket]}, each with the keys:\n", out);
+	for (size_t i = 0; i < sizeof(ss_keys) / sizeof(ss_keys[0]); i++)
+		fprintf(out, "  %-18s %s\n", ss_keys[i].name, ss_keys[i].what);
 }
 
-/* Every connected TCP socket of every network namespace (iter/tcp, read in each), with the policy's
- * rule and arm where it placed the socket. The program is loaded for this read only, sharing the
- * pinned policy's storage map where there is one.
- */
-int read_socks(char **buf, size_t *used)
+static void ss_json(struct json *j, const struct ss_row *row)
 {
-	struct socks s = {};
-	struct bpf_program *p;
-	struct bpf_link *link = NULL;
-	struct policy *skel = policy__open();
-	int fd, err;
+	json_object(j);
+	for (size_t i = 0; i < sizeof(ss_keys) / sizeof(ss_keys[0]); i++) {
+		const void *field = (const char *)row + ss_keys[i].offset;
 
-	if (!skel)
-		return fail(-errno, "cannot open the policy's BPF object");
-	bpf_object__for_each_program(p, skel->obj) bpf_program__set_autoload(p, p == skel->progs.dump_socks);
-	fd = policy_exists() ? policy_open_map("storage") : -1;
-	err = fd >= 0 && bpf_map__reuse_fd(skel->maps.storage, fd) ? -EINVAL : 0;
-	if (fd >= 0)
-		close(fd);
-	if (err) {
-		err = fail(0, "cannot share the policy's storage map");
-		goto out;
+		json_key(j, ss_keys[i].name);
+		if (ss_keys[i].kind == SS_UINT)
+			json_uint(j, *(const unsigned long long *)field);
+		else if (ss_keys[i].kind == SS_TEXT)
+			json_string(j, *(const char *const *)field);
+		else if (row->state.flow)
+			record_json_object(j, row->state.algo, row->state.flow);
+		else
+			json_null(j);
 	}
-	libbpf_log_reset();
-	if (policy__load(skel)) {
-		err = fail(0, "the kernel refused the iter/tcp program (bbrctl features: iter-tcp): %s",
-			libbpf_last_message() ? libbpf_last_message() : "no reason given");
-		goto out;
-	}
-	link = bpf_program__attach_iter(skel->progs.dump_socks, NULL);
-	if (!link) {
-		err = fail(-errno, "cannot attach the iter/tcp program");
-		goto out;
-	}
-	s.link_fd = bpf_link__fd(link);
-	err = for_each_netns(read_here, &s);
-	if (err)
-		err = fail(err, "cannot read the sockets");
-out:
-	bpf_link__destroy(link);
-	policy__destroy(skel);
-	if (err) {
-		free(s.buf);
-		return EXIT_FAILURE;
-	}
-	*buf = s.buf;
-	*used = s.used;
-	return EXIT_SUCCESS;
+	json_object_end(j);
 }
 
 int cmd_ss(const struct cmd_opts *o, int argc, char **argv)
@@ -146,11 +126,12 @@ int cmd_ss(const struct cmd_opts *o, int argc, char **argv)
 	const struct algo *sel[CLI_MANY];
 	struct bbrkit_flow *flows[CLI_MANY] = {};
 	size_t nflows[CLI_MANY] = {}, nsel = 0;
-	struct socks s = {};
+	char *buf = NULL;
+	size_t used = 0;
 	struct json j;
 
 	(void)argc, (void)argv;
-	if (check_root() || read_socks(&s.buf, &s.used))
+	if (check_root() || read_socks(&buf, &used))
 		return EXIT_FAILURE;
 	if (policy_exists())
 		policy_read_rules(rules);
@@ -168,8 +149,7 @@ int cmd_ss(const struct cmd_opts *o, int argc, char **argv)
 			"LOCAL", "PEER", "ALGO", "RULE/ARM", "SRTT_MS", "MINRTTMS", "CWND", "RATE_MBPS",
 			"RETR", "LOST", "MODE", "PGAIN", "BW_MBPS");
 	}
-	for (const struct bbrkit_sock *k = (const void *)s.buf; (const char *)(k + 1) <= s.buf + s.used;
-		k++) {
+	for (const struct bbrkit_sock *k = (const void *)buf; (const char *)(k + 1) <= buf + used; k++) {
 		struct state st = find_state(k, sel, flows, nflows, nsel);
 		const struct bbrkit_policy_rule *r =
 			k->slot < BBRKIT_POLICY_RULES && rules[k->slot].narms ? &rules[k->slot] : NULL;
@@ -177,44 +157,29 @@ int cmd_ss(const struct cmd_opts *o, int argc, char **argv)
 			cc[BBRKIT_POLICY_NAME_MAX + 1] = "";
 
 		memcpy(cc, k->cc, sizeof(k->cc));
-		addr(k->saddr, k->sport, local, sizeof(local));
-		addr(k->daddr, k->dport, peer, sizeof(peer));
+		sock_endpoint_text(k->saddr, k->sport, local, sizeof(local));
+		sock_endpoint_text(k->daddr, k->dport, peer, sizeof(peer));
 		if (o->json) {
-			json_object(&j);
-			json_key(&j, "netns");
-			json_uint(&j, k->netns);
-			json_key(&j, "local");
-			json_string(&j, local);
-			json_key(&j, "peer");
-			json_string(&j, peer);
-			json_key(&j, "algo");
-			json_string(&j, cc);
-			json_key(&j, "rule");
-			json_string(&j, r ? r->name : NULL);
-			json_key(&j, "arm");
-			json_string(&j, r && k->arm < r->narms ? r->arms[k->arm].cc : NULL);
-			json_key(&j, "srtt_us");
-			json_uint(&j, k->srtt_us);
-			json_key(&j, "min_rtt_us");
-			json_uint(&j, k->min_rtt_us);
-			json_key(&j, "cwnd");
-			json_uint(&j, k->cwnd);
-			json_key(&j, "delivery_rate_bps");
-			json_uint(&j, (unsigned long long)sock_delivery_rate_bps(k));
-			json_key(&j, "bytes_acked");
-			json_uint(&j, k->bytes_acked);
-			json_key(&j, "retrans");
-			json_uint(&j, k->total_retrans);
-			json_key(&j, "lost");
-			json_uint(&j, k->lost);
-			json_key(&j, "delivered_ce");
-			json_uint(&j, k->delivered_ce);
-			json_key(&j, "state");
-			if (st.flow)
-				record_json_object(&j, st.algo, st.flow);
-			else
-				json_null(&j);
-			json_object_end(&j);
+			struct ss_row row = {
+				.netns = k->netns,
+				.srtt_us = k->srtt_us,
+				.min_rtt_us = k->min_rtt_us,
+				.cwnd = k->cwnd,
+				.delivery_rate_bps =
+					(unsigned long long)(sock_delivery_rate_bytes(k) * BITS_PER_BYTE),
+				.bytes_acked = k->bytes_acked,
+				.retrans = k->total_retrans,
+				.lost = k->lost,
+				.delivered_ce = k->delivered_ce,
+				.local = local,
+				.peer = peer,
+				.algo = cc,
+				.rule = r ? r->name : NULL,
+				.arm = r && k->arm < r->narms ? r->arms[k->arm].cc : NULL,
+				.state = st,
+			};
+
+			ss_json(&j, &row);
 		} else {
 			char arm[40] = "-";
 
@@ -223,7 +188,8 @@ int cmd_ss(const struct cmd_opts *o, int argc, char **argv)
 			printf("%-10u %-40s %-40s %-12s %-16s %8.3f %8.3f %6u %9.2f %5u %5u ", k->netns,
 				local, peer, cc, arm, k->srtt_us / USEC_PER_MSEC,
 				k->min_rtt_us / USEC_PER_MSEC, k->cwnd,
-				sock_delivery_rate_bps(k) / BPS_PER_MBPS, k->total_retrans, k->lost);
+				sock_delivery_rate_bytes(k) * BITS_PER_BYTE / BPS_PER_MBPS, k->total_retrans,
+				k->lost);
 			if (st.flow)
 				printf("%-9s %5.2f %8.2f\n", record_mode_name(st.flow->mode),
 					(double)st.flow->pacing_gain / BBR_UNIT,
@@ -238,6 +204,6 @@ int cmd_ss(const struct cmd_opts *o, int argc, char **argv)
 	}
 	for (size_t i = 0; i < nsel; i++)
 		free(flows[i]);
-	free(s.buf);
+	free(buf);
 	return EXIT_SUCCESS;
 }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import sys
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ from netutil import (
     kernel_features,
     leftovers,
     make_netpair,
+    may_write,
     namespaces,
     pins,
     remove_netpair,
@@ -39,6 +41,16 @@ ROOT_DIRS = ("integration",)
 # A test that attaches, detaches or builds namespaces through one of these needs root; the other
 # tests of tests/loader (help, man page, completion, version) run without it.
 ROOT_FIXTURES = frozenset({"attach", "detached", "keep_params", "netpair", "flows_via"})
+
+
+# Debian installs bpftool, ip and tc in these, which root's PATH has and a user's does not; the tests that
+# need no root still run bpftool on object files.
+SBIN_DIRS = ("/usr/sbin", "/sbin")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    path = os.environ.get("PATH", "").split(os.pathsep)
+    os.environ["PATH"] = os.pathsep.join([*path, *(d for d in SBIN_DIRS if d not in path)])
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -81,13 +93,17 @@ def netpair() -> Iterator[Callable[..., NetPair]]:
 @pytest.fixture(scope="session")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tree `make install DESTDIR=... PREFIX=/usr` writes, made once per test process (its pip build
-    takes seconds) for the tests that read it. pip builds in the checkout's build/lib, so test processes
-    side by side (pytest -n) take turns."""
+    takes seconds) for the tests that read it, by the interpreter running the tests (not whichever python3
+    is first on PATH: Debian's own would install under usr/local). pip builds in the checkout's build/lib,
+    so test processes side by side (pytest -n) take turns."""
+    if not may_write(ROOT / "build"):
+        pytest.skip(f"make install builds in {ROOT / 'build'}, which this user cannot write")
     destdir = tmp_path_factory.mktemp("installed")
     (ROOT / "build").mkdir(exist_ok=True)
     with open(ROOT / "build" / ".install.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        run(["make", "-s", "-C", str(ROOT), "install", f"DESTDIR={destdir}", "PREFIX=/usr"], timeout=300)
+        run(["make", "-s", "-C", str(ROOT), "install", f"DESTDIR={destdir}", "PREFIX=/usr",
+             f"PYTHON={sys.executable}"], timeout=300)
     return destdir
 
 
@@ -151,12 +167,16 @@ def _test_left_nothing(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @pytest.fixture(scope="session", autouse=True)
 def _no_leftovers() -> Iterator[None]:
-    if os.geteuid() == 0:
-        # What benchmark runs that died left (their owner process is gone) is removed by the next run's
-        # start; removed here first, so that it is not blamed on whichever test happens to start a run.
-        removed = cleanup_stale()
-        if removed:
-            warnings.warn(f"removed what earlier runs that died left: {', '.join(removed)}", stacklevel=1)
+    """Without root a test can register, pin or name nothing machine-wide, so a change seen then is someone
+    else's (another user's root tests on a shared machine), not this run's: checked as root only."""
+    if os.geteuid() != 0:
+        yield
+        return
+    # What benchmark runs that died left (their owner process is gone) is removed by the next run's
+    # start; removed here first, so that it is not blamed on whichever test happens to start a run.
+    removed = cleanup_stale()
+    if removed:
+        warnings.warn(f"removed what earlier runs that died left: {', '.join(removed)}", stacklevel=1)
     registered_before = set(available_ccs())
     yield
     left = leftovers() + [f"congestion control {cc}" for cc in sorted(set(available_ccs()) - registered_before)]

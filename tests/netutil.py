@@ -22,6 +22,12 @@ NS_PREFIX = f"bbk{os.getpid() % 100000}-"  # unique per test session
 _ns_counter = itertools.count()
 
 
+def may_write(path: Path) -> bool:
+    """Whether this user may write @path, or create it when it does not exist yet: a contributor may run the
+    suite in a checkout that someone else owns."""
+    return os.access(path if path.exists() else path.parent, os.W_OK)
+
+
 def run(cmd: list[str], check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """The harness's command runner: a failure is one line naming the command and its last error line."""
     return command(cmd, timeout=timeout, check=check)

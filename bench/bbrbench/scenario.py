@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from . import ratetrace
-from .testbed.aqm import ACK_PATH_AQMS, AQMS, MAX_PARAM_MS, PARAMS, kernel_problem
+from .aqm import ACK_PATH_AQMS, AQMS, MAX_PARAM_MS, PARAMS, kernel_problem
 
 _T = TypeVar("_T")
 

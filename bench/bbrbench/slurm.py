@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import provenance
-from .cluster import run_timeout_s
+from .cluster.archive import check_complete
+from .cluster.client import run_timeout_s
+from .cluster.replies import one_line
 from .errors import HarnessError, UsageError
 from .provenance import SUBMITTED_ENV
 from .scenario import AlgoCatalog
@@ -153,6 +155,7 @@ class SlurmExecutor:
         out = jobs[0].run_dir.parents[2]  # OUT/points/<id>/rep<k>
         tries: Counter[int] = Counter()
         excluded: dict[str, dict[str, str]] = {}  # point id -> node -> why it cannot run there
+        failed_on: dict[int, dict[str, str]] = {}  # job -> node -> how the run failed there
         waiting: list[Submission] = []
         retry: list[Job] = list(jobs)
         unreachable_since: float | None = None
@@ -161,9 +164,11 @@ class SlurmExecutor:
                 # Jobs to (re)submit, one array per set of nodes to avoid; none where no node is left.
                 groups: dict[frozenset[str], list[Job]] = {}
                 for job in retry:
-                    avoid = excluded.get(job.point.id, {})
+                    avoid = {**excluded.get(job.point.id, {}), **failed_on.get(id(job), {})}
                     if self.nodes <= set(avoid):
-                        yield job, Outcome("not_runnable", "; ".join(f"{n}: {w}" for n, w in avoid.items()))
+                        why = "; ".join(f"{n}: {w}" for n, w in avoid.items())
+                        yield job, (Outcome("lost", f"failed on every node: {why}") if id(job) in failed_on
+                                    else Outcome("not_runnable", why))
                     else:
                         groups.setdefault(frozenset(avoid), []).append(job)
                 retry = []
@@ -187,7 +192,10 @@ class SlurmExecutor:
                         if outcome.status == "not_runnable_on":
                             excluded.setdefault(job.point.id, {})[outcome.host] = outcome.message
                             retry.append(job)
-                        elif outcome.status == "lost":
+                        elif outcome.status == "failed":  # the run's own failure: another node may run it
+                            failed_on.setdefault(id(job), {})[outcome.host] = outcome.message
+                            outcome = Outcome("lost", f"failed on node {outcome.host}: {outcome.message}")
+                        if outcome.status == "lost":
                             tries[id(job)] += 1
                             if tries[id(job)] < self.tries:
                                 log.warning("%s rep %d: %s; trying again", job.point.label, job.rep + 1,
@@ -225,10 +233,18 @@ class SlurmExecutor:
             code_text, _, node = status.read_text().strip().partition(" ")
             stderr = (task.directory / "stderr").read_text(errors="replace") if (task.directory / "stderr").is_file() \
                 else ""
-            message = (stderr.strip().splitlines() or [""])[-1].removeprefix("bbrbench: ")
+            last = (stderr.strip().splitlines() or [""])[-1].removeprefix("bbrbench: ")
+            message = "".join(c if c.isprintable() else "?" for c in last)
             code = int(code_text) if code_text.lstrip("-").isdigit() else None
+            try:
+                node = one_line(node, f"task {submission.job_id}_{index} node")
+            except HarnessError as exc:
+                yield task.job, Outcome("lost", str(exc))
+                shutil.rmtree(task.directory, ignore_errors=True)
+                continue
             if code == 0:
                 try:
+                    check_complete(task.directory / "run", None)
                     accept_run(task.directory / "run", task.job.run_dir, task.job.raw, self.submitted)
                 except HarnessError as exc:
                     yield task.job, Outcome("lost", f"from node {node}: {exc}")
@@ -237,7 +253,7 @@ class SlurmExecutor:
             elif code == EXIT_NOT_RUNNABLE:
                 yield task.job, Outcome("not_runnable_on", message, host=node)
             elif code in (EXIT_FAILED, EXIT_INVALID):
-                yield task.job, Outcome("failed", message)
+                yield task.job, Outcome("failed", message, host=node)
             else:
                 yield task.job, Outcome("lost", f"on node {node}: bbrbench run ended with status {code_text}: "
                                                 f"{message}")

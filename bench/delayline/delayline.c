@@ -17,19 +17,11 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
-#include <limits.h>
-#include <linux/if_packet.h>
 #include <linux/virtio_net.h>
-#include <net/ethernet.h>
 #include <net/if.h>
-#include <arpa/inet.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -37,12 +29,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "afpacket.h"
+#include "options.h"
 #include "process.h"
 
 #define PROG "bbrkit-delay"
@@ -104,18 +96,9 @@ struct dir {
 };
 
 static struct dir dirs[2];
-static int stop_pipe[2] = { -1, -1 };
-static atomic_int fatal_error;
 /* Set from the command line before the threads start, read-only after. */
 static const char *tag = "";
 static uint64_t guard_ns;
-
-static void fail_runtime(const char *what, int err)
-{
-	fprintf(stderr, PROG ": %s: %s\n", what, strerror(err));
-	atomic_store(&fatal_error, 1);
-	kill(getpid(), SIGTERM);
-}
 
 static struct rec *rec_at(struct dir *d, uint64_t pos)
 {
@@ -199,7 +182,7 @@ static void send_due(struct dir *d)
 			atomic_fetch_add_explicit(&d->c.pkts, 1, memory_order_relaxed);
 			atomic_fetch_add_explicit(&d->c.bytes, r->len - VNET_HDR_BYTES, memory_order_relaxed);
 		} else if (errno == ENXIO || errno == ENODEV) {
-			fail_runtime("output interface disappeared", errno);
+			wire_fail("output interface disappeared", errno);
 			return;
 		} else {
 			/* ENOBUFS (peer backlog full), ENETDOWN (link down): a
@@ -263,12 +246,12 @@ static int recv_batch(struct dir *d)
 			}
 			if (errno == ENETDOWN) {
 				if (if_nametoindex(d->in_if) == 0) {
-					fail_runtime("input interface disappeared", ENODEV);
+					wire_fail("input interface disappeared", ENODEV);
 					break;
 				}
 				continue;
 			}
-			fail_runtime("recv", errno);
+			wire_fail("recv", errno);
 			break;
 		}
 		if ((uint64_t)n > VNET_HDR_BYTES + MAX_FRAME_BYTES || (uint64_t)n <= VNET_HDR_BYTES) {
@@ -296,7 +279,7 @@ static void *dir_main(void *arg)
 	for (;;) {
 		struct pollfd pfd[2] = {
 			{ .fd = d->rx_fd, .events = POLLIN },
-			{ .fd = stop_pipe[0], .events = POLLIN },
+			{ .fd = wire_stop_fd(), .events = POLLIN },
 		};
 		struct timespec ts, *tsp = NULL;
 		struct rec *r;
@@ -311,7 +294,7 @@ static void *dir_main(void *arg)
 			tsp = wire_departure_timeout(r->due_ns > now ? r->due_ns - now : 0, guard_ns, &ts);
 		}
 		if (ppoll(pfd, 2, tsp, NULL) < 0 && errno != EINTR) {
-			fail_runtime("ppoll", errno);
+			wire_fail("ppoll", errno);
 			return NULL;
 		}
 		if (pfd[1].revents)
@@ -327,12 +310,9 @@ static void print_stats(const char *event)
 	off = snprintf(line, sizeof(line), "{\"event\":\"%s\",\"tag\":\"%s\"", event, tag);
 	for (int i = 0; i < 2; i++) {
 		struct dir *d = &dirs[i];
-		struct tpacket_stats st;
-		socklen_t sl = sizeof(st);
 
-		/* PACKET_STATISTICS resets on read, so accumulate. */
-		if (d->rx_fd >= 0 && getsockopt(d->rx_fd, SOL_PACKET, PACKET_STATISTICS, &st, &sl) == 0)
-			d->kernel_drops += st.tp_drops;
+		if (d->rx_fd >= 0)
+			wire_count_kernel_drops(d->rx_fd, &d->kernel_drops);
 #define F(key, val) \
 	off += snprintf(line + off, sizeof(line) - (size_t)off, ",\"%s_" key "\":%" PRIu64, d->name, \
 		(uint64_t)(val))
@@ -357,45 +337,31 @@ static void print_stats(const char *event)
 	fflush(stdout);
 }
 
-static void usage(FILE *f)
+static void usage(void)
 {
-	fprintf(f,
-		"Usage: " PROG " --left IF --right IF --delay-lr-us N --delay-rl-us N --tag TAG [options]\n"
-		"Forward every frame between two interfaces of this network namespace, delayed by a\n"
-		"fixed time per direction (left->right and right->left), in order.\n"
-		"\n"
-		"  --left IF            first interface\n"
-		"  --right IF           second interface\n"
-		"  --delay-lr-us N      delay left->right in microseconds (0..%llu)\n"
-		"  --delay-rl-us N      delay right->left in microseconds (0..%llu)\n"
-		"  --tag TAG            label for this instance ([A-Za-z0-9._-], at most %d chars)\n"
-		"  --limit-bytes N      queue cap per direction in bytes (default %llu); frames that\n"
-		"                       do not fit are dropped and counted\n"
-		"  --sockbuf-bytes N    kernel socket buffer per socket (default %d)\n"
-		"  --guard-us N         wake N us before each departure and wait the rest in\n"
-		"                       50 us steps, because long sleeps overshoot on virtual\n"
-		"                       CPUs (default %llu; 0 = one sleep per departure)\n"
-		"  --rt-prio N          run the forwarding threads SCHED_FIFO at priority N (1..99)\n"
-		"  --help               show this help\n"
-		"\n"
-		"Prints one JSON line {\"event\":\"ready\",...} when forwarding, one\n"
-		"{\"event\":\"stats\",...} line of counters on SIGUSR1 and {\"event\":\"exit\",...} on\n"
-		"SIGTERM/SIGINT.\n",
+	printf("Usage: " PROG " --left IF --right IF --delay-lr-us N --delay-rl-us N --tag TAG [options]\n"
+	       "Forward every frame between two interfaces of this network namespace, delayed by a\n"
+	       "fixed time per direction (left->right and right->left), in order.\n"
+	       "\n"
+	       "  --left IF            first interface\n"
+	       "  --right IF           second interface\n"
+	       "  --delay-lr-us N      delay left->right in microseconds (0..%llu)\n"
+	       "  --delay-rl-us N      delay right->left in microseconds (0..%llu)\n"
+	       "  --tag TAG            label for this instance ([A-Za-z0-9._-], at most %d chars)\n"
+	       "  --limit-bytes N      queue cap per direction in bytes (default %llu); frames that\n"
+	       "                       do not fit are dropped and counted\n"
+	       "  --sockbuf-bytes N    kernel socket buffer per socket (default %d)\n"
+	       "  --guard-us N         wake N us before each departure and wait the rest in\n"
+	       "                       50 us steps, because long sleeps overshoot on virtual\n"
+	       "                       CPUs (default %llu; 0 = one sleep per departure)\n"
+	       "  --rt-prio N          run the forwarding threads SCHED_FIFO at priority N (1..99)\n"
+	       "  --help               show this help\n"
+	       "\n"
+	       "Prints one JSON line {\"event\":\"ready\",...} when forwarding, one\n"
+	       "{\"event\":\"stats\",...} line of counters on SIGUSR1 and {\"event\":\"exit\",...} on\n"
+	       "SIGTERM/SIGINT.\n",
 		MAX_DELAY_US, MAX_DELAY_US, WIRE_MAX_TAG_LEN, (unsigned long long)DEFAULT_LIMIT_BYTES,
 		DEFAULT_SOCKBUF_BYTES, DEFAULT_GUARD_US);
-}
-
-static void __attribute__((noreturn)) die_usage(const char *fmt, const char *arg)
-{
-	fputs(PROG ": ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs(" (see --help)\n", stderr);
-	exit(2);
-}
-
-static uint64_t parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
-{
-	return wire_parse_u64(PROG, opt, s, min, max);
 }
 
 static void setup_dir(struct dir *d, const char *name, const char *in_if, int rx_fd, int tx_fd,
@@ -417,133 +383,72 @@ static void setup_dir(struct dir *d, const char *name, const char *in_if, int rx
 	}
 }
 
-/* The command line; UINT64_MAX in a delay and NULL in a string: not given. */
+/* The command line: the options both wire tools take, then the delays (UINT64_MAX: not given), the queue cap
+ * and the guard. */
 struct delay_args {
-	const char *left, *right, *tag;
-	uint64_t delay_lr_us, delay_rl_us, limit, prio, guard_us;
-	int sockbuf;
+	struct wire_args wire;
+	uint64_t delay_lr_us, delay_rl_us, limit, guard_us;
 };
 
-/* Every option into *a; a malformed one or --help ends the process here. */
-static void parse_args(int argc, char **argv, struct delay_args *a)
+/* The required options, the tag's form and the two interfaces, which must exist in this network namespace. */
+static void check_args(struct delay_args *a)
 {
-	enum { O_LEFT = 256, O_RIGHT, O_DLR, O_DRL, O_TAG, O_LIMIT, O_SOCKBUF, O_PRIO, O_GUARD, O_HELP };
-	static const struct option opts[] = {
-		{ "left", required_argument, NULL, O_LEFT },
-		{ "right", required_argument, NULL, O_RIGHT },
-		{ "delay-lr-us", required_argument, NULL, O_DLR },
-		{ "delay-rl-us", required_argument, NULL, O_DRL },
-		{ "tag", required_argument, NULL, O_TAG },
-		{ "limit-bytes", required_argument, NULL, O_LIMIT },
-		{ "sockbuf-bytes", required_argument, NULL, O_SOCKBUF },
-		{ "rt-prio", required_argument, NULL, O_PRIO },
-		{ "guard-us", required_argument, NULL, O_GUARD },
-		{ "help", no_argument, NULL, O_HELP },
-		{ NULL, 0, NULL, 0 },
-	};
-	int opt;
-
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (opt) {
-		case O_LEFT:
-			a->left = optarg;
-			break;
-		case O_RIGHT:
-			a->right = optarg;
-			break;
-		case O_DLR:
-			a->delay_lr_us = parse_u64("--delay-lr-us", optarg, 0, MAX_DELAY_US);
-			break;
-		case O_DRL:
-			a->delay_rl_us = parse_u64("--delay-rl-us", optarg, 0, MAX_DELAY_US);
-			break;
-		case O_TAG:
-			a->tag = optarg;
-			break;
-		case O_LIMIT:
-			a->limit = parse_u64("--limit-bytes", optarg, MIN_LIMIT_BYTES, MAX_LIMIT_BYTES);
-			break;
-		case O_SOCKBUF:
-			a->sockbuf = (int)parse_u64("--sockbuf-bytes", optarg, 65536, INT_MAX / 2);
-			break;
-		case O_PRIO:
-			a->prio = parse_u64("--rt-prio", optarg, 1, 99);
-			break;
-		case O_GUARD:
-			a->guard_us = parse_u64("--guard-us", optarg, 0, MAX_GUARD_US);
-			break;
-		case O_HELP:
-			usage(stdout);
-			exit(0);
-		default:
-			if (optopt)
-				die_usage("option '%s' needs a value", argv[optind - 1]);
-			die_usage("unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		die_usage("unexpected argument '%s'", argv[optind]);
-}
-
-/* The required options, the tag's form and the two interfaces, which must exist in this network
- * namespace; their indexes into left and right.
- */
-static void check_args(const struct delay_args *a, unsigned int *left, unsigned int *right)
-{
-	if (!a->left)
-		die_usage("%s is required", "--left");
-	if (!a->right)
-		die_usage("%s is required", "--right");
+	wire_check_required(&a->wire);
 	if (a->delay_lr_us == UINT64_MAX)
-		die_usage("%s is required", "--delay-lr-us");
+		wire_die("--delay-lr-us is required (see --help)");
 	if (a->delay_rl_us == UINT64_MAX)
-		die_usage("%s is required", "--delay-rl-us");
-	if (!a->tag)
-		die_usage("%s is required", "--tag");
-	if (!wire_tag_ok(a->tag))
-		die_usage("--tag '%s': use 1-64 characters from [A-Za-z0-9._-]", a->tag);
-	if (strcmp(a->left, a->right) == 0)
-		die_usage("--left and --right are both '%s'", a->left);
-	*left = if_nametoindex(a->left);
-	if (!*left)
-		die_usage("--left: no interface '%s' in this network namespace", a->left);
-	*right = if_nametoindex(a->right);
-	if (!*right)
-		die_usage("--right: no interface '%s' in this network namespace", a->right);
+		wire_die("--delay-rl-us is required (see --help)");
+	wire_check_interfaces(&a->wire);
 }
 
 int main(int argc, char **argv)
 {
-	struct delay_args args = { .delay_lr_us = UINT64_MAX,
+	struct delay_args args = { .wire.sockbuf_bytes = DEFAULT_SOCKBUF_BYTES,
+		.delay_lr_us = UINT64_MAX,
 		.delay_rl_us = UINT64_MAX,
 		.limit = DEFAULT_LIMIT_BYTES,
-		.guard_us = DEFAULT_GUARD_US,
-		.sockbuf = DEFAULT_SOCKBUF_BYTES };
-	unsigned int lidx, ridx;
+		.guard_us = DEFAULT_GUARD_US };
+	const struct wire_opt delay_opts[] = {
+		{ .name = "delay-lr-us",
+			.has_arg = required_argument,
+			.value = &args.delay_lr_us,
+			.max = MAX_DELAY_US },
+		{ .name = "delay-rl-us",
+			.has_arg = required_argument,
+			.value = &args.delay_rl_us,
+			.max = MAX_DELAY_US },
+		{ .name = "limit-bytes",
+			.has_arg = required_argument,
+			.value = &args.limit,
+			.min = MIN_LIMIT_BYTES,
+			.max = MAX_LIMIT_BYTES },
+		{ .name = "guard-us",
+			.has_arg = required_argument,
+			.value = &args.guard_us,
+			.max = MAX_GUARD_US },
+	};
+	const struct wire_args *w = &args.wire;
 	pthread_attr_t attr;
 	sigset_t sigs;
 
-	parse_args(argc, argv, &args);
-	check_args(&args, &lidx, &ridx);
-	tag = args.tag;
+	wire_init(PROG);
+	wire_parse_args(argc, argv, delay_opts, sizeof(delay_opts) / sizeof(delay_opts[0]), NULL, NULL, usage,
+		&args.wire);
+	check_args(&args);
+	tag = w->tag;
 	guard_ns = args.guard_us * NSEC_PER_USEC;
 
-	wire_block_signals(&sigs);
-	if (pipe2(stop_pipe, O_CLOEXEC) < 0) {
-		fprintf(stderr, PROG ": pipe: %s\n", strerror(errno));
-		return 1;
-	}
-	setup_dir(&dirs[0], "lr", args.left,
-		wire_open_socket(PROG, args.left, lidx, true, args.sockbuf, NULL, 0, 0, NULL),
-		wire_open_socket(PROG, args.right, ridx, false, args.sockbuf, NULL, 0, 0, NULL),
+	wire_start(&sigs);
+	setup_dir(&dirs[0], "lr", w->left,
+		wire_open_socket(w->left, w->left_ifindex, true, (int)w->sockbuf_bytes, NULL, 0, 0, NULL),
+		wire_open_socket(w->right, w->right_ifindex, false, (int)w->sockbuf_bytes, NULL, 0, 0, NULL),
 		args.delay_lr_us, args.limit);
-	setup_dir(&dirs[1], "rl", args.right,
-		wire_open_socket(PROG, args.right, ridx, true, args.sockbuf, NULL, 0, 0, NULL),
-		wire_open_socket(PROG, args.left, lidx, false, args.sockbuf, NULL, 0, 0, NULL),
+	setup_dir(&dirs[1], "rl", w->right,
+		wire_open_socket(w->right, w->right_ifindex, true, (int)w->sockbuf_bytes, NULL, 0, 0, NULL),
+		wire_open_socket(w->left, w->left_ifindex, false, (int)w->sockbuf_bytes, NULL, 0, 0, NULL),
 		args.delay_rl_us, args.limit);
 
-	wire_thread_attr(&attr, args.prio);
+	wire_thread_attr(&attr, w->rt_prio);
 	for (int i = 0; i < 2; i++) {
 		int err = pthread_create(&dirs[i].thread, &attr, dir_main, &dirs[i]);
 
@@ -556,10 +461,9 @@ int main(int argc, char **argv)
 	fflush(stdout);
 
 	wire_wait_for_stop(&sigs, print_stats);
-	if (write(stop_pipe[1], "x", 1) < 0)
-		fprintf(stderr, PROG ": stop pipe: %s\n", strerror(errno));
+	wire_stop();
 	for (int i = 0; i < 2; i++)
 		pthread_join(dirs[i].thread, NULL);
 	print_stats("exit");
-	return atomic_load(&fatal_error) ? 1 : 0;
+	return wire_exit_status();
 }

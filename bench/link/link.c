@@ -3,12 +3,13 @@
  * bbrkit-link: a bottleneck link between two interfaces of one network namespace, for kernels without
  * netem, codel, fq_codel, cake or pie. Frames from --left leave on --right at a constant rate or on a
  * Mahimahi delivery trace, through a tail-drop, CoDel, FQ-CoDel, PIE, CAKE-subset or step-marking queue
- * (queue.c), with optional Gilbert-Elliott loss. Frames from --right go back to --left at once: the ACK
- * path is not shaped.
+ * (queue.c), with optional Gilbert-Elliott loss. Frames from --right go back to --left at once unless a
+ * --rev- option gives that direction (the ACK path) conditions of its own.
  *
- * This file parses the command line into one struct link_args, checks it (bad input stops before any
- * socket, thread or file exists), builds each direction's configuration from it and starts the
- * directions' threads (path.c); trace.c loads traces.
+ * This file parses the command line into one struct link_args (the options both wire tools take through
+ * bench/wire/options.c, each direction's through path_args.c), checks it (bad input stops before any
+ * socket, thread or file exists), builds each direction's configuration from it, opens the sockets and
+ * starts the directions' threads (forward.c), then prints the stats lines until it is told to stop.
  *
  * Queueing, marking and dropping are per packet, so the link needs wire-size frames: the wrapper turns
  * segmentation offloads off upstream, and a GSO frame that still arrives is dropped and counted
@@ -16,14 +17,10 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <net/if.h>
 #include <pthread.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -34,91 +31,33 @@
 #include <unistd.h>
 
 #include "afpacket.h"
+#include "forward.h"
+#include "options.h"
 #include "path.h"
+#include "path_args.h"
 #include "process.h"
 #include "queue.h"
 #include "trace.h"
 
 #define PROG "bbrkit-link"
-#define BITS_PER_BYTE 8ULL
 /* Ethernet header plus one VLAN tag on top of the MTU. */
 #define L2_OVERHEAD_BYTES 18
 #define DEFAULT_MTU 1500
 #define MAX_MTU 9000
-#define MIN_RATE_BPS 8000ULL
-#define MAX_RATE_BPS 100000000000ULL
-#define MAX_LIMIT_PKTS 1000000
-#define MAX_LIMIT_BYTES (1ULL << 32)
 /* The receive socket is a FIFO the AQM cannot see: big enough for a burst over a wake-up gap (about 1800
  * full-size frames at ~2.3 KB of truesize each, 15 ms at the link's top speed here), small enough that a
  * forwarder falling behind shows as kernel drops instead of seconds of hidden delay (32 MiB held ~2 s at
  * 100 Mbit/s). What waits there is counted (sockbuf_max_bytes, rx_wait_max_us, rx_waited_pkts). */
 #define DEFAULT_SOCKBUF_BYTES (4 << 20)
 #define DEFAULT_LOG_INTERVAL_US 10000ULL
-#define MAX_PARAM_MS 10000ULL
 /* Frames 40 us apart (a 300 Mbit/s stream of full-size frames) keep a 100 us busy-poll awake, so a loaded
  * link never pays a wake-up; an idle one stops spinning within 100 us. */
 #define DEFAULT_BUSY_POLL_US 100ULL
 #define MAX_BUSY_POLL_US 1000000ULL
 
 enum { DIR_FWD, DIR_REV, DIRS };
-static int stop_pipe[2] = { -1, -1 };
-static atomic_int fatal_error;
 static const char *tag = "";
 static struct lpath fwd = { .name = "forward" }, rev = { .name = "reverse" };
-
-void link_fail(const char *what, int err)
-{
-	fprintf(stderr, PROG ": %s: %s\n", what, strerror(err));
-	atomic_store(&fatal_error, 1);
-	kill(getpid(), SIGTERM);
-}
-
-static void __attribute__((noreturn, format(printf, 1, 2))) die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs(PROG ": ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(2);
-}
-
-static uint64_t parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
-{
-	return wire_parse_u64(PROG, opt, s, min, max);
-}
-
-static double parse_prob(const char *opt, const char *s)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= 0.0 && v <= 1.0)) {
-		fprintf(stderr, PROG ": %s: '%s' is not a probability in 0..1 (see --help)\n", opt, s);
-		exit(2);
-	}
-	return v;
-}
-
-/* A probability as tc's parse_percent reads netem's: a percentage, the '%' optional ("1%" and "1" are 1%). */
-static double parse_percent(const char *opt, const char *s)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || (*end && strcmp(end, "%")) || !(v >= 0.0 && v <= 100.0)) {
-		fprintf(stderr, PROG ": %s: '%s' is not a percentage in 0..100 (see --help)\n", opt, s);
-		exit(2);
-	}
-	return v / 100;
-}
 
 static bool rev_shaped;
 static pthread_t fwd_thread, rev_thread;
@@ -167,17 +106,6 @@ static void print_stats(const char *event)
 	printf(",\"rev_shaped\":%d,\"rev_pkts\":%" PRIu64 "}\n", rev_shaped,
 		(uint64_t)atomic_load(&rev.pub.out_pkts));
 	fflush(stdout);
-}
-
-/* Every --aqm KIND, comma-separated. */
-static const char *aqm_names(void)
-{
-	static char list[128];
-	size_t n = 0;
-
-	for (int k = 0; k < LQ_KIND_COUNT && n < sizeof(list); k++)
-		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", k ? ", " : "", lq_kind_names[k]);
-	return list;
 }
 
 static void usage(void)
@@ -252,441 +180,74 @@ static void usage(void)
 		DEFAULT_MTU, DEFAULT_LOG_INTERVAL_US, DEFAULT_SOCKBUF_BYTES, DEFAULT_BUSY_POLL_US);
 }
 
-/* One direction's options as given (0: the queue's default). */
-struct path_args {
-	bool given; /* any option for this direction (the ACK direction is shaped only then) */
-	uint64_t rate_bps;
-	const char *trace, *aqm;
-	uint64_t limit_pkts, limit_bytes, target, interval, tupdate, quantum, flows, step, ecn, jitter_us,
-		delay_us;
-	bool ect1, ge_on, loss_on;
-	double ge[4]; /* netem's order: P, R, 1-H, 1-K */
-	uint64_t police_bps, police_burst, reorder_gap;
-	double reorder_prob, dup_prob;
-	enum ls_agg_kind agg;
-	uint64_t agg_a_us, agg_b_us, agg_pkts;
-	const char *mm_log;
-};
-
 /* What a direction's options are called: --NAME for the data direction, --rev-NAME for the ACKs. */
 static const char *const dir_prefix[DIRS] = { "", "rev-" };
 
 /* The command line as given; main checks it, then builds the link from it. */
 struct link_args {
-	const char *left, *right, *log_path;
-	uint64_t mtu, prio, log_us, seed, busy_poll_us;
-	int sockbuf;
-	bool have_tag, rev_kernel;
+	struct wire_args wire; /* the interfaces, tag, socket buffers and priority (bench/wire) */
+	const char *log_path;
+	uint64_t mtu, log_us, seed, busy_poll_us;
+	bool rev_kernel;
 	struct path_args path[DIRS];
 };
 
-/* Options that set one direction; each exists as --NAME and --rev-NAME. */
-#define PATH_OPTS(X) \
-	X(P_RATE, "rate-bps", required_argument) \
-	X(P_TRACE, "trace", required_argument) \
-	X(P_AQM, "aqm", required_argument) \
-	X(P_LPKTS, "limit-pkts", required_argument) \
-	X(P_LBYTES, "limit-bytes", required_argument) \
-	X(P_TARGET, "target-us", required_argument) \
-	X(P_INTERVAL, "interval-us", required_argument) \
-	X(P_TUPDATE, "tupdate-us", required_argument) \
-	X(P_QUANTUM, "quantum", required_argument) \
-	X(P_FLOWS, "flows", required_argument) \
-	X(P_ECN, "ecn", required_argument) \
-	X(P_STEP, "step-us", required_argument) \
-	X(P_ECT1, "step-ect1-only", no_argument) \
-	X(P_GE, "ge", required_argument) \
-	X(P_LOSS, "loss", required_argument) \
-	X(P_JITTER, "jitter-us", required_argument) \
-	X(P_DELAY, "delay-us", required_argument) \
-	X(P_POLICE, "police", required_argument) \
-	X(P_REORDER, "reorder", required_argument) \
-	X(P_DUP, "duplicate", required_argument) \
-	X(P_AGG, "aggregate", required_argument) \
-	X(P_MMLOG, "mm-log", required_argument)
+/* The link's options beside the shared ones (bench/wire/options.h): its own, then each direction's under
+ * its prefix, which come back to parse_dir_opt with the direction's id base. */
+#define N_GLOBAL 6
+static struct wire_opt link_opts[N_GLOBAL + DIRS * PATH_OPT_COUNT];
+static char opt_names[DIRS][PATH_OPT_COUNT][PATH_OPT_NAME_BYTES];
 
-#define PATH_OPT_ID(id, name, has_arg) id,
-enum path_opt { PATH_OPTS(PATH_OPT_ID) P_COUNT };
-#undef PATH_OPT_ID
-
-/* Long options only, numbered past every character getopt could return; a direction's options follow. */
-enum link_opt {
-	O_LEFT = 256,
-	O_RIGHT,
-	O_TAG,
-	O_SEED,
-	O_MTU,
-	O_LOG,
-	O_LOGINT,
-	O_SOCKBUF,
-	O_PRIO,
-	O_REV_KERNEL,
-	O_BUSY_POLL,
-	O_HELP,
-	O_DIR_BASE
-};
-static const struct option global_opts[] = {
-	{ "left", required_argument, NULL, O_LEFT },
-	{ "right", required_argument, NULL, O_RIGHT },
-	{ "tag", required_argument, NULL, O_TAG },
-	{ "seed", required_argument, NULL, O_SEED },
-	{ "mtu", required_argument, NULL, O_MTU },
-	{ "log", required_argument, NULL, O_LOG },
-	{ "log-interval-us", required_argument, NULL, O_LOGINT },
-	{ "sockbuf-bytes", required_argument, NULL, O_SOCKBUF },
-	{ "rt-prio", required_argument, NULL, O_PRIO },
-	{ "rev-kernel", no_argument, NULL, O_REV_KERNEL },
-	{ "busy-poll-us", required_argument, NULL, O_BUSY_POLL },
-	{ "help", no_argument, NULL, O_HELP },
-};
-#define N_GLOBAL (sizeof(global_opts) / sizeof(global_opts[0]))
-#define PATH_OPT_NAME(id, name, has_arg) { name, has_arg, NULL, 0 },
-static const struct option path_opts[P_COUNT] = { PATH_OPTS(PATH_OPT_NAME) };
-#undef PATH_OPT_NAME
-
-/* The option table: the global ones, then each direction's under its prefix. */
-static struct option all_opts[N_GLOBAL + DIRS * P_COUNT + 1];
-static char opt_names[DIRS * P_COUNT][32];
-
-static void build_options(void)
+static void build_options(struct link_args *a)
 {
+	const struct wire_opt global[N_GLOBAL] = {
+		{ .name = "seed", .has_arg = required_argument, .value = &a->seed, .max = UINT32_MAX },
+		{ .name = "mtu", .has_arg = required_argument, .value = &a->mtu, .min = 576, .max = MAX_MTU },
+		{ .name = "log", .has_arg = required_argument, .text = &a->log_path },
+		{ .name = "log-interval-us",
+			.has_arg = required_argument,
+			.value = &a->log_us,
+			.min = 100,
+			.max = 10000000 },
+		{ .name = "rev-kernel", .has_arg = no_argument, .flag = &a->rev_kernel },
+		{ .name = "busy-poll-us",
+			.has_arg = required_argument,
+			.value = &a->busy_poll_us,
+			.max = MAX_BUSY_POLL_US },
+	};
 	size_t n = 0;
 
 	for (size_t i = 0; i < N_GLOBAL; i++)
-		all_opts[n++] = global_opts[i];
+		link_opts[n++] = global[i];
 	for (int d = 0; d < DIRS; d++)
-		for (int i = 0; i < P_COUNT; i++) {
-			char *name = opt_names[d * P_COUNT + i];
-
-			snprintf(name, sizeof(opt_names[0]), "%s%s", dir_prefix[d], path_opts[i].name);
-			all_opts[n++] = (struct option){ name, path_opts[i].has_arg, NULL,
-				O_DIR_BASE + d * P_COUNT + i };
-		}
-	all_opts[n] = (struct option){ NULL, 0, NULL, 0 };
+		path_options(&a->path[d], dir_prefix[d], d * P_IDS, opt_names[d],
+			link_opts + N_GLOBAL + d * PATH_OPT_COUNT);
 }
 
-/* netem's "loss gemodel P [R [1-H [1-K]]]" (separated by spaces or commas), with tc's defaults for what
- * is left out: R = 1 - P, 1-H = 100% (the bad state loses everything), 1-K = 0. Fills pa->ge as P, R, loss
- * in the bad state, loss in the good state. */
-static void parse_ge(struct path_args *pa, const char *opt, const char *arg)
+/* A direction's option that is no plain number, text or flag (@id: the direction times P_IDS plus its
+ * enum path_opt), given as @opt with @arg. */
+static void parse_dir_opt(void *ctx, int id, const char *opt, const char *arg)
 {
-	char *copy = strdup(arg), *save = NULL, *tok = strtok_r(copy, ", ", &save);
-	int n;
+	struct link_args *a = ctx;
 
-	for (n = 0; tok && n < 4; n++, tok = strtok_r(NULL, ", ", &save))
-		pa->ge[n] = parse_percent(opt, tok);
-	if (n == 0 || tok)
-		die("%s '%s': expected netem's gemodel P [R [1-H [1-K]]], in percent", opt, arg);
-	if (n < 2)
-		pa->ge[1] = 1 - pa->ge[0];
-	if (n < 3)
-		pa->ge[2] = 1;
-	if (n < 4)
-		pa->ge[3] = 0;
-	free(copy);
-	pa->ge_on = true;
-}
-
-/* Splits @arg at commas into min..max fields (kept in a static copy); @what is the expected form. */
-static void parse_fields(const char *opt, const char *arg, const char *what, int min, int max, char **out)
-{
-	static char copy[256];
-	char *save = NULL, *tok;
-	int n = 0;
-
-	snprintf(copy, sizeof(copy), "%s", arg);
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (n == max)
-			die("%s '%s': expected %s", opt, arg, what);
-		out[n++] = tok;
-	}
-	if (n < min)
-		die("%s '%s': expected %s", opt, arg, what);
-	for (int i = n; i < max; i++)
-		out[i] = NULL;
-}
-
-/* slot,MIN_US[,MAX_US[,PKTS]] | count,K,TIMEOUT_US | onoff,ON_US,OFF_US */
-static void parse_agg(struct path_args *pa, const char *opt, const char *arg)
-{
-	const char *form = "slot,MIN_US[,MAX_US[,PKTS]], count,K,TIMEOUT_US or onoff,ON_US,OFF_US";
-	char *f[4];
-
-	parse_fields(opt, arg, form, 2, 4, f);
-	if (strcmp(f[0], "slot") && strcmp(f[0], "count") && strcmp(f[0], "onoff"))
-		die("%s '%s': expected %s", opt, arg, form);
-	if (!strcmp(f[0], "slot")) {
-		pa->agg = LS_AGG_SLOT;
-		pa->agg_a_us = parse_u64(opt, f[1], 1, MAX_PARAM_MS * 1000);
-		pa->agg_b_us = f[2] ? parse_u64(opt, f[2], pa->agg_a_us, MAX_PARAM_MS * 1000) : pa->agg_a_us;
-		pa->agg_pkts = f[3] ? parse_u64(opt, f[3], 1, MAX_LIMIT_PKTS) : 0;
-		return;
-	}
-	if (!f[2] || f[3])
-		die("%s '%s': expected %s", opt, arg, form);
-	if (!strcmp(f[0], "count")) {
-		pa->agg = LS_AGG_COUNT;
-		pa->agg_pkts = parse_u64(opt, f[1], 1, MAX_LIMIT_PKTS);
-		pa->agg_a_us = parse_u64(opt, f[2], 1, MAX_PARAM_MS * 1000);
-	} else {
-		pa->agg = LS_AGG_ONOFF;
-		pa->agg_a_us = parse_u64(opt, f[1], 1, MAX_PARAM_MS * 1000);
-		pa->agg_b_us = parse_u64(opt, f[2], 1, MAX_PARAM_MS * 1000);
-	}
-}
-
-/* One direction's option @id, given as @opt ("--rev-aqm"). */
-static void parse_path_opt(struct path_args *pa, int id, const char *opt)
-{
-	char *fields[2];
-
-	pa->given = true;
-	switch (id) {
-	case P_RATE:
-		pa->rate_bps = parse_u64(opt, optarg, MIN_RATE_BPS, MAX_RATE_BPS);
-		break;
-	case P_TRACE:
-		pa->trace = optarg;
-		break;
-	case P_AQM:
-		pa->aqm = optarg;
-		break;
-	case P_LPKTS:
-		pa->limit_pkts = parse_u64(opt, optarg, 1, MAX_LIMIT_PKTS);
-		break;
-	case P_LBYTES:
-		pa->limit_bytes = parse_u64(opt, optarg, 1, MAX_LIMIT_BYTES);
-		break;
-	case P_TARGET:
-		pa->target = parse_u64(opt, optarg, 1, MAX_PARAM_MS * 1000);
-		break;
-	case P_INTERVAL:
-		pa->interval = parse_u64(opt, optarg, 1, MAX_PARAM_MS * 1000);
-		break;
-	case P_TUPDATE:
-		pa->tupdate = parse_u64(opt, optarg, 1, MAX_PARAM_MS * 1000);
-		break;
-	case P_QUANTUM:
-		pa->quantum = parse_u64(opt, optarg, 64, 1 << 20);
-		break;
-	case P_FLOWS:
-		pa->flows = parse_u64(opt, optarg, 1, LQ_MAX_FLOWS);
-		break;
-	case P_ECN:
-		pa->ecn = parse_u64(opt, optarg, 0, 1);
-		break;
-	case P_STEP:
-		pa->step = parse_u64(opt, optarg, 1, MAX_PARAM_MS * 1000);
-		break;
-	case P_ECT1:
-		pa->ect1 = true;
-		break;
-	case P_GE:
-		parse_ge(pa, opt, optarg);
-		break;
-	case P_LOSS:
-		/* Independent loss: Gilbert-Elliott that never leaves its good state (1-K is its loss). */
-		pa->ge[0] = 0.0;
-		pa->ge[1] = 1.0;
-		pa->ge[2] = 1.0;
-		pa->ge[3] = parse_prob(opt, optarg);
-		pa->loss_on = true;
-		break;
-	case P_JITTER:
-		pa->jitter_us = parse_u64(opt, optarg, 0, MAX_PARAM_MS * 1000);
-		break;
-	case P_DELAY:
-		pa->delay_us = parse_u64(opt, optarg, 0, MAX_PARAM_MS * 1000);
-		break;
-	case P_POLICE:
-		parse_fields(opt, optarg, "RATE_BPS,BURST_BYTES", 2, 2, fields);
-		pa->police_bps = parse_u64(opt, fields[0], MIN_RATE_BPS, MAX_RATE_BPS);
-		pa->police_burst = parse_u64(opt, fields[1], 64, MAX_LIMIT_BYTES);
-		break;
-	case P_REORDER:
-		parse_fields(opt, optarg, "P,GAP", 2, 2, fields);
-		pa->reorder_prob = parse_prob(opt, fields[0]);
-		pa->reorder_gap = parse_u64(opt, fields[1], 1, MAX_LIMIT_PKTS);
-		break;
-	case P_DUP:
-		pa->dup_prob = parse_prob(opt, optarg);
-		break;
-	case P_AGG:
-		parse_agg(pa, opt, optarg);
-		break;
-	case P_MMLOG:
-		pa->mm_log = optarg;
-		break;
-	}
-}
-
-static void parse_args(int argc, char **argv, struct link_args *a)
-{
-	int opt;
-
-	build_options();
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "", all_opts, NULL)) != -1) {
-		if (opt >= O_DIR_BASE && opt < O_DIR_BASE + DIRS * P_COUNT) {
-			char name[40];
-			int d = (opt - O_DIR_BASE) / P_COUNT;
-
-			snprintf(name, sizeof(name), "--%s", opt_names[opt - O_DIR_BASE]);
-			parse_path_opt(&a->path[d], (opt - O_DIR_BASE) % P_COUNT, name);
-			continue;
-		}
-		switch (opt) {
-		case O_LEFT:
-			a->left = optarg;
-			break;
-		case O_RIGHT:
-			a->right = optarg;
-			break;
-		case O_TAG:
-			tag = optarg;
-			a->have_tag = true;
-			break;
-		case O_SEED:
-			a->seed = parse_u64("--seed", optarg, 0, UINT32_MAX);
-			break;
-		case O_MTU:
-			a->mtu = parse_u64("--mtu", optarg, 576, MAX_MTU);
-			break;
-		case O_LOG:
-			a->log_path = optarg;
-			break;
-		case O_LOGINT:
-			a->log_us = parse_u64("--log-interval-us", optarg, 100, 10000000);
-			break;
-		case O_SOCKBUF:
-			a->sockbuf = (int)parse_u64("--sockbuf-bytes", optarg, 65536, INT_MAX / 2);
-			break;
-		case O_PRIO:
-			a->prio = parse_u64("--rt-prio", optarg, 1, 99);
-			break;
-		case O_REV_KERNEL:
-			a->rev_kernel = true;
-			break;
-		case O_BUSY_POLL:
-			a->busy_poll_us = parse_u64("--busy-poll-us", optarg, 0, MAX_BUSY_POLL_US);
-			break;
-		case O_HELP:
-			usage();
-			exit(0);
-		default:
-			if (optopt)
-				die("option '%s' needs a value (see --help)", argv[optind - 1]);
-			die("unknown option '%s' (see --help)", argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		die("unexpected argument '%s' (see --help)", argv[optind]);
-}
-
-/* A direction's queue options; @x is its option prefix ("" or "rev-"). */
-static enum lq_kind check_aqm(const struct path_args *pa, const char *x)
-{
-	enum lq_kind kind;
-
-	if (!lq_kind_parse(pa->aqm, &kind))
-		die("--%saqm '%s': not one of %s", x, pa->aqm, aqm_names());
-	if (pa->limit_bytes && kind != LQ_FIFO && kind != LQ_STEP)
-		die("--%slimit-bytes: only for fifo and step (%s limits packets)", x, pa->aqm);
-	if ((pa->target || pa->ecn != UINT64_MAX) && (kind == LQ_FIFO || kind == LQ_STEP))
-		die("--%starget-us and --%secn apply to codel, fq_codel, cake and pie, not %s", x, x,
-			pa->aqm);
-	if (pa->interval && kind != LQ_CODEL && kind != LQ_FQ_CODEL && kind != LQ_CAKE)
-		die("--%sinterval-us applies to codel, fq_codel and cake, not %s", x, pa->aqm);
-	if (pa->tupdate && kind != LQ_PIE)
-		die("--%stupdate-us applies to pie, not %s", x, pa->aqm);
-	if ((pa->quantum || pa->flows) && kind != LQ_FQ_CODEL && kind != LQ_CAKE)
-		die("--%squantum and --%sflows apply to fq_codel and cake, not %s", x, x, pa->aqm);
-	if (pa->flows % LQ_CAKE_WAYS && kind == LQ_CAKE)
-		die("--%sflows: cake's queues come in sets of 8, not a count that is not a multiple of 8", x);
-	if (kind == LQ_STEP && !pa->step)
-		die("--%saqm step needs --%sstep-us", x, x);
-	if (pa->ect1 && !pa->step)
-		die("--%sstep-ect1-only needs --%sstep-us", x, x);
-	if (pa->ge_on && pa->loss_on)
-		die("--%sge and --%sloss: give one loss model", x, x);
-	if (pa->reorder_gap && !pa->delay_us)
-		die("--%sreorder needs --%sdelay-us (as netem, a reordered packet is one that skips the "
-		    "delay)",
-			x, x);
-	return kind;
-}
-
-/* One direction's configuration from its checked options. */
-static void path_config(
-	const struct path_args *pa, enum lq_kind kind, uint32_t frame_max, struct lp_config *c)
-{
-	struct lq_params *prm = &c->queue;
-
-	c->rate_bps = pa->rate_bps;
-	c->jitter_ns = pa->jitter_us * LQ_NSEC_PER_USEC;
-	c->delay_ns = pa->delay_us * LQ_NSEC_PER_USEC;
-	c->ge_on = pa->ge_on || pa->loss_on;
-	c->police_bps = pa->police_bps;
-	c->police_burst = pa->police_burst;
-	c->reorder_prob = pa->reorder_prob;
-	c->reorder_gap = (uint32_t)pa->reorder_gap;
-	c->dup_prob = pa->dup_prob;
-	c->agg = pa->agg;
-	c->agg_a_ns = pa->agg_a_us * LQ_NSEC_PER_USEC;
-	c->agg_b_ns = pa->agg_b_us * LQ_NSEC_PER_USEC;
-	c->agg_pkts = (uint32_t)pa->agg_pkts;
-	c->mm_log = pa->mm_log;
-	memcpy(c->ge, pa->ge, sizeof(c->ge));
-	lq_defaults(prm, kind, frame_max - 4);
-	if (pa->limit_pkts)
-		prm->limit_pkts = (uint32_t)pa->limit_pkts;
-	if (pa->limit_bytes) {
-		prm->limit_bytes = pa->limit_bytes;
-		prm->limit_pkts = pa->limit_pkts ? (uint32_t)pa->limit_pkts : 0;
-	}
-	if (pa->target)
-		prm->target_ns = pa->target * LQ_NSEC_PER_USEC;
-	if (pa->interval)
-		prm->interval_ns = pa->interval * LQ_NSEC_PER_USEC;
-	if (pa->tupdate)
-		prm->tupdate_ns = pa->tupdate * LQ_NSEC_PER_USEC;
-	if (pa->quantum)
-		prm->quantum = (uint32_t)pa->quantum;
-	if (pa->flows)
-		prm->flows = (uint32_t)pa->flows;
-	if (pa->ecn != UINT64_MAX)
-		prm->ecn = pa->ecn;
-	prm->step_ns = pa->step * LQ_NSEC_PER_USEC;
-	prm->step_ect1_only = pa->ect1;
-	/* CAKE sizes its MTU time and quantum from the link rate (a trace's mean rate; none: the fastest). */
-	prm->rate_bps = c->rate_bps ? c->rate_bps : c->trace.ns ? trace_mean_bps(&c->trace) : MAX_RATE_BPS;
-	if (kind == LQ_CAKE && !pa->quantum) {
-		uint64_t q = prm->rate_bps / BITS_PER_BYTE >> 12; /* sch_cake: rate/4096, within 300..MTU */
-
-		prm->quantum = (uint32_t)(q < LQ_CAKE_MIN_QUANTUM ? LQ_CAKE_MIN_QUANTUM
-				: q > prm->mtu_bytes		  ? prm->mtu_bytes
-								  : q);
-	}
+	parse_path_opt(&a->path[id / P_IDS], id % P_IDS, opt, arg);
 }
 
 /* Bad input stops here, before any socket, thread or file exists. */
-static void check_args(const struct link_args *a)
+static void check_args(struct link_args *a)
 {
 	uint32_t frame_max = (uint32_t)a->mtu + L2_OVERHEAD_BYTES;
 	struct lpath *dirs[DIRS] = { &fwd, &rev };
 
-	if (!a->left || !a->right || !a->have_tag)
-		die("--left, --right and --tag are required (see --help)");
-	if (!wire_tag_ok(tag))
-		die("--tag '%s': use 1-64 characters from [A-Za-z0-9._-]", tag);
+	wire_check_required(&a->wire);
 	if (!a->path[DIR_FWD].rate_bps == !a->path[DIR_FWD].trace)
-		die("give exactly one of --rate-bps and --trace");
+		wire_die("give exactly one of --rate-bps and --trace");
 	if (a->rev_kernel && a->path[DIR_REV].given)
-		die("--rev-kernel: the kernel passes the ACK direction unshaped, so no --rev- option "
-		    "applies");
+		wire_die("--rev-kernel: the kernel passes the ACK direction unshaped, so no --rev- option "
+			 "applies");
 	/* The ACK direction: no rate or trace is no rate limit, but both is a contradiction. */
 	if (a->path[DIR_REV].rate_bps && a->path[DIR_REV].trace)
-		die("give at most one of --rev-rate-bps and --rev-trace");
+		wire_die("give at most one of --rev-rate-bps and --rev-trace");
 	for (int d = 0; d < DIRS; d++) {
 		const struct path_args *pa = &a->path[d];
 		enum lq_kind kind;
@@ -700,12 +261,7 @@ static void check_args(const struct link_args *a)
 			trace_load(&dirs[d]->cfg.trace, opt, pa->trace);
 		path_config(pa, kind, frame_max, &dirs[d]->cfg);
 	}
-	if (strcmp(a->left, a->right) == 0)
-		die("--left and --right are both '%s'", a->left);
-	if (!if_nametoindex(a->left))
-		die("--left: no interface '%s' in this network namespace", a->left);
-	if (!if_nametoindex(a->right))
-		die("--right: no interface '%s' in this network namespace", a->right);
+	wire_check_interfaces(&a->wire);
 }
 
 /* The "# command line:" and "# queue:" lines of each direction's mm-link log. */
@@ -738,15 +294,17 @@ static void open_shaping(struct lpath *p, int d, const char *in, const char *out
 	uint32_t frame_max = (uint32_t)a->mtu + L2_OVERHEAD_BYTES;
 	int one = 1, err = 0;
 
-	p->rx_fd = wire_open_socket(PROG, in, if_nametoindex(in), true, a->sockbuf, &p->ring, frame_max,
+	int sockbuf = (int)a->wire.sockbuf_bytes;
+
+	p->rx_fd = wire_open_socket(in, if_nametoindex(in), true, sockbuf, &p->ring, frame_max,
 		ls_ring_bytes(
-			(uint64_t)a->sockbuf, p->cfg.queue.rate_bps, frame_max, wire_rx_ring_slot(frame_max)),
+			(uint64_t)sockbuf, p->cfg.queue.rate_bps, frame_max, wire_rx_ring_slot(frame_max)),
 		&err);
 	if (err)
 		fprintf(stderr, PROG ": %s receive ring refused (%s): reading with recvmmsg\n", p->name,
 			strerror(err));
 	rx_ring_on[d] = !err;
-	p->tx_fd = wire_open_socket(PROG, out, if_nametoindex(out), false, a->sockbuf, NULL, 0, 0, NULL);
+	p->tx_fd = wire_open_socket(out, if_nametoindex(out), false, sockbuf, NULL, 0, 0, NULL);
 	qdisc_bypass_on[d] = setsockopt(p->tx_fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)) == 0;
 	if (!qdisc_bypass_on[d])
 		fprintf(stderr, PROG ": %s PACKET_QDISC_BYPASS refused (%s): sending through the qdisc\n",
@@ -756,16 +314,18 @@ static void open_shaping(struct lpath *p, int d, const char *in, const char *out
 
 static void open_sockets(const struct link_args *a)
 {
-	unsigned int left = if_nametoindex(a->left), right = if_nametoindex(a->right);
+	const struct wire_args *w = &a->wire;
 
-	open_shaping(&fwd, DIR_FWD, a->left, a->right, a);
+	open_shaping(&fwd, DIR_FWD, w->left, w->right, a);
 	if (rev_shaped) {
-		open_shaping(&rev, DIR_REV, a->right, a->left, a);
+		open_shaping(&rev, DIR_REV, w->right, w->left, a);
 	} else if (!a->rev_kernel) {
-		rev.rx_fd = wire_open_socket(PROG, a->right, right, true, a->sockbuf, NULL, 0, 0, NULL);
-		rev.tx_fd = wire_open_socket(PROG, a->left, left, false, a->sockbuf, NULL, 0, 0, NULL);
+		rev.rx_fd = wire_open_socket(
+			w->right, w->right_ifindex, true, (int)w->sockbuf_bytes, NULL, 0, 0, NULL);
+		rev.tx_fd = wire_open_socket(
+			w->left, w->left_ifindex, false, (int)w->sockbuf_bytes, NULL, 0, 0, NULL);
 	}
-	fwd.stop_fd = rev.stop_fd = stop_pipe[0];
+	fwd.stop_fd = rev.stop_fd = wire_stop_fd();
 }
 
 static int start_threads(uint64_t prio, bool rev_thread_on, pthread_t *f, pthread_t *r)
@@ -784,18 +344,21 @@ static int start_threads(uint64_t prio, bool rev_thread_on, pthread_t *f, pthrea
 
 int main(int argc, char **argv)
 {
-	struct link_args args = { .path = { { .aqm = "fifo", .ecn = UINT64_MAX },
-					  { .aqm = "fifo", .ecn = UINT64_MAX } },
+	struct link_args args = { .wire.sockbuf_bytes = DEFAULT_SOCKBUF_BYTES,
+		.path = { { .aqm = "fifo", .ecn = UINT64_MAX }, { .aqm = "fifo", .ecn = UINT64_MAX } },
 		.mtu = DEFAULT_MTU,
 		.log_us = DEFAULT_LOG_INTERVAL_US,
 		.seed = 1,
-		.sockbuf = DEFAULT_SOCKBUF_BYTES,
 		.busy_poll_us = DEFAULT_BUSY_POLL_US };
 	pthread_t f, r;
 	sigset_t sigs;
 
-	parse_args(argc, argv, &args);
+	wire_init(PROG);
+	build_options(&args);
+	wire_parse_args(argc, argv, link_opts, sizeof(link_opts) / sizeof(link_opts[0]), parse_dir_opt, &args,
+		usage, &args.wire);
 	check_args(&args);
+	tag = args.wire.tag;
 	mm_headers(argc, argv, &args);
 	lp_setup(&fwd, args.seed, (uint32_t)args.mtu + L2_OVERHEAD_BYTES, args.log_path,
 		args.log_us * LQ_NSEC_PER_USEC);
@@ -803,15 +366,11 @@ int main(int argc, char **argv)
 	if (rev_shaped)
 		lp_setup(&rev, args.seed + 1, (uint32_t)args.mtu + L2_OVERHEAD_BYTES, NULL, 0);
 
-	wire_block_signals(&sigs);
-	if (pipe2(stop_pipe, O_CLOEXEC) < 0) {
-		fprintf(stderr, PROG ": pipe: %s\n", strerror(errno));
-		return 1;
-	}
+	wire_start(&sigs);
 	open_sockets(&args);
 	start_ns = wire_now_ns();
 	rev_running = !args.rev_kernel;
-	if (start_threads(args.prio, rev_running, &f, &r))
+	if (start_threads(args.wire.rt_prio, rev_running, &f, &r))
 		return 1;
 	fwd_thread = f;
 	rev_thread = r;
@@ -823,8 +382,7 @@ int main(int argc, char **argv)
 	sample_cpu();
 	atomic_store(&fwd.stopping, true);
 	atomic_store(&rev.stopping, true);
-	if (write(stop_pipe[1], "x", 1) < 0)
-		fprintf(stderr, PROG ": stop pipe: %s\n", strerror(errno));
+	wire_stop();
 	pthread_join(f, NULL);
 	if (rev_running)
 		pthread_join(r, NULL);
@@ -832,5 +390,5 @@ int main(int argc, char **argv)
 	lp_close(&fwd);
 	if (args.path[DIR_REV].given)
 		lp_close(&rev);
-	return atomic_load(&fatal_error) ? 1 : 0;
+	return wire_exit_status();
 }

@@ -3,10 +3,16 @@
  * One direction of bbrkit-link: frames read on one interface, through the path conditions and the queue,
  * out on the other at the direction's rate or trace. The data direction always has one; the ACK direction
  * either has its own (then it runs the same code) or is passed straight through.
+ *
+ * This header holds the direction's state and what its files share; path.c sets it up, reports its counters
+ * and closes it, arrival.c takes frames in, service.c runs the link and what follows it, and forward.c's
+ * thread drives the three.
  */
 #ifndef BBRKIT_LINK_PATH_H
 #define BBRKIT_LINK_PATH_H
 
+#include <linux/virtio_net.h>
+#include <net/ethernet.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -58,8 +64,6 @@ struct lp_pub {
 	LP_COUNTERS(LP_FIELD)
 #undef LP_FIELD
 };
-
-struct lp_slot;
 
 /* What one direction is asked to do (the command line's options for it, checked). */
 struct lp_config {
@@ -137,15 +141,73 @@ struct lpath {
  * command line caused. */
 void lp_setup(
 	struct lpath *p, uint64_t seed, uint32_t frame_max, const char *csv_log, uint64_t log_interval_ns);
-/* The direction's thread: shapes until stop_fd is readable. */
-void *lp_main(void *arg);
-/* The unshaped ACK direction's thread: frames go straight through, in order. */
-void *lp_passthrough_main(void *arg);
 /* The direction's counters as JSON members (",\"PREFIXkey\":N..."), on stdout. */
 void lp_print_counters(struct lpath *p, const char *prefix);
 void lp_close(struct lpath *p);
 
-/* Defined by link.c: a fatal error while forwarding (prints, then stops the process). */
-void link_fail(const char *what, int err);
+/* What the direction's own files (path.c, arrival.c, service.c, forward.c) share. */
+
+#define LP_VNET_HDR_BYTES ((uint32_t)sizeof(struct virtio_net_hdr))
+
+struct lp_slot {
+	struct lq_pkt p;
+	struct lp_slot *free_next; /* the free list, or the jitter line while the frame waits there */
+	uint64_t due_ns;	   /* jitter: when the frame leaves */
+	uint64_t sched_ns;	   /* when it was due to be sent (its added delay counts from here) */
+	uint32_t wire_len;	   /* vnet header + frame */
+	uint8_t buf[];		   /* vnet header, then the frame */
+};
+
+/* Each counter has one writer, the direction's own thread (the stats lines only read them): a relaxed load
+ * and store publish it without the locked read-modify-write an atomic add costs, several times per frame. */
+#define LP_BUMP(counter, n) \
+	atomic_store_explicit(&(counter), atomic_load_explicit(&(counter), memory_order_relaxed) + (n), \
+		memory_order_relaxed)
+#define LP_ADD(p, field, n) LP_BUMP((p)->pub.field, n)
+#define LP_INC(p, field) LP_ADD(p, field, 1)
+#define LP_SET(p, field, v) atomic_store_explicit(&(p)->pub.field, (v), memory_order_relaxed)
+
+/* Mahimahi's log (link_queue.cc): "+" an arrival, "#" a delivery opportunity of its size, "-" a departure
+ * with its delay through the link, each stamped in whole ms since the log began. All three count in one
+ * unit, the one the link's capacity is in (lp_mm_bytes): with a trace, Mahimahi's (the IP packet and its
+ * 4-byte tun header, which an opportunity of 1504 carries); at a rate, Ethernet frames. */
+static inline uint64_t lp_mm_ms(const struct lpath *p, uint64_t t)
+{
+	return t > p->mm_start_ns ? (t - p->mm_start_ns) / LQ_NSEC_PER_MSEC : 0;
+}
+
+/* The free list first, then a slot never used: pages are touched only as the queue and the line grow. */
+static inline struct lp_slot *lp_slot_get(struct lpath *p)
+{
+	struct lp_slot *s = p->free_list;
+
+	if (s)
+		p->free_list = s->free_next;
+	else if (p->pool_used < p->pool_slots)
+		s = (struct lp_slot *)(p->pool + p->pool_stride * p->pool_used++);
+	return s;
+}
+
+static inline void lp_slot_put(struct lpath *p, struct lp_slot *s)
+{
+	s->free_next = p->free_list;
+	p->free_list = s;
+}
+
+/* What a frame costs of a trace's opportunities: what Mahimahi would have read for it from its TUN device
+ * (the IP packet and a 4-byte header; the Ethernet header, a VLAN tag included, is not carried). */
+static inline uint32_t lp_trace_cost(const struct lp_slot *s)
+{
+	const uint8_t *frame = s->buf + LP_VNET_HDR_BYTES;
+	uint32_t l2 = s->p.l3 ? (uint32_t)(s->p.l3 - frame) : ETHER_HDR_LEN;
+
+	return (s->p.len > l2 ? s->p.len - l2 : 0) + TUN_PI_BYTES;
+}
+
+/* A frame's bytes in the mm-link log's unit (see lp_mm_ms). */
+static inline uint32_t lp_mm_bytes(const struct lpath *p, const struct lp_slot *s)
+{
+	return p->cfg.trace.ns ? lp_trace_cost(s) : s->p.len;
+}
 
 #endif

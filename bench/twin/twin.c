@@ -21,14 +21,17 @@
 #define MAX_DURATION_US (3600ULL * 1000000) /* an hour: far beyond any test case */
 #define MIN_RATE_BPS 8000ULL		    /* 1 kB/s: one packet every 1.4 s */
 
+#define TWIN_MUTATION_HELP(name, help) "                             " #name ": " help "\n"
+
 static const char usage_text[] =
 	"usage: bbrkit-twin --algo ALGO --rate RATE[@TIME][,RATE@TIME...] --rtt TIME [options]\n"
 	"\n"
-	"Runs one TCP transfer of ALGO (bbr1, bbr2, bbr3: the same C as the BPF programs) through a\n"
-	"simulated path and sender schedule, deterministically, and prints its trace records as JSON\n"
-	"lines with the keys of `bbrctl trace --format jsonl` (t_ns: time since the transfer began).\n"
+	"Runs one TCP transfer of ALGO (bbr1, bbr2, bbr3, bbr_draft: the same C as the BPF programs)\n"
+	"through a simulated path and sender schedule, deterministically, and prints its trace records\n"
+	"as JSON lines with the keys of `bbrctl trace --format jsonl` (t_ns: time since the transfer\n"
+	"began).\n"
 	"\n"
-	"  --algo ALGO              bbr1, bbr2 or bbr3\n"
+	"  --algo ALGO              bbr1, bbr2, bbr3 or bbr_draft\n"
 	"  --rate LIST              bottleneck rate from each time on, e.g. 10mbit@0,100mbit@10s\n"
 	"                           (units bit, kbit, mbit, gbit; the first entry is at 0)\n"
 	"  --rtt TIME               base round trip, e.g. 40ms (units us, ms, s)\n"
@@ -44,7 +47,8 @@ static const char usage_text[] =
 	"                           longer than the RTO (200ms + srtt) makes a spurious RTO, undone\n"
 	"  --duration TIME          length of the transfer (default 10s)\n"
 	"  --seed N                 seed of the random drops and the algorithm's random draws (default 1)\n"
-	"  --help                   this text\n";
+	"  --mutate NAME            break one step of the algorithm a conformance case "
+	"tests:\n" TWIN_MUTATIONS(TWIN_MUTATION_HELP) "  --help                   this text\n";
 
 static const char *option_name;
 static const char *option_value;
@@ -240,6 +244,19 @@ static void parse_buffer(const char *text, struct twin_cfg *c)
 		bad("the buffer holds less than one packet (1448 bytes)");
 }
 
+static void parse_mutation(const char *text, struct twin_cfg *c)
+{
+#define TWIN_MUTATION_NAME(name, help) #name,
+	static const char *const names[] = { TWIN_MUTATIONS(TWIN_MUTATION_NAME) };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(text, names[i])) {
+			c->mutation = (enum twin_mutation)(i + 1);
+			return;
+		}
+	bad("no such mutation (see --help)");
+}
+
 static const struct algo *twin_algo;
 static int (*twin_run)(const struct twin_cfg *, twin_emit_fn);
 
@@ -248,7 +265,8 @@ static void parse_algo(const char *name)
 	static const struct {
 		const char *name;
 		int (*run)(const struct twin_cfg *, twin_emit_fn);
-	} runners[] = { { "bbr1", twin_run_bbr1 }, { "bbr2", twin_run_bbr2 }, { "bbr3", twin_run_bbr3 } };
+	} runners[] = { { "bbr1", twin_run_bbr1 }, { "bbr2", twin_run_bbr2 }, { "bbr3", twin_run_bbr3 },
+		{ "bbr_draft", twin_run_bbr_draft } };
 
 	for (size_t i = 0; i < sizeof(runners) / sizeof(runners[0]); i++)
 		if (!strcmp(name, runners[i].name)) {
@@ -256,7 +274,7 @@ static void parse_algo(const char *name)
 			twin_algo = algo_find(name);
 			return;
 		}
-	bad("the twin runs bbr1, bbr2 or bbr3");
+	bad("the twin runs bbr1, bbr2, bbr3 or bbr_draft");
 }
 
 static void print_record(const struct bbrkit_flow *f)
@@ -303,6 +321,7 @@ int main(int argc, char **argv)
 		{ "ack-blackout", required_argument, NULL, 'k' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "seed", required_argument, NULL, 'e' },
+		{ "mutate", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -371,6 +390,9 @@ int main(int argc, char **argv)
 			break;
 		case 'e':
 			parse_seed(value, &c);
+			break;
+		case 'm':
+			parse_mutation(value, &c);
 			break;
 		}
 	}

@@ -9,6 +9,9 @@
 #define TWIN_NAME(prefix, algo) TWIN_PASTE(prefix, algo)
 /* bbr2 and bbr3 each define the global `params` (the BPF object's parameter map): one per object. */
 #define params TWIN_NAME(twin_params_, TWIN_ALGO)
+#include "twin.h"
+static enum twin_mutation tw_mutation;
+#define TWIN_MUTANT(name) (tw_mutation == TWIN_MUT_##name)
 #include TWIN_SRC(TWIN_ALGO)
 
 #include "twin_path.h"
@@ -36,5 +39,14 @@ int TWIN_NAME(twin_run_, TWIN_ALGO)(const struct twin_cfg *cfg, twin_emit_fn emi
 {
 	tw_emit = emit;
 	host_trace_enabled = true;
+	tw_mutation = cfg->mutation;
+#ifdef BBR3_CORE_H
+	if (TWIN_MUTANT(probe_rtt_interval))
+		params.probe_rtt_interval_ms = 10000;
+	if (TWIN_MUTANT(loss_thresh))
+		params.loss_thresh_permille = 500;
+	if (TWIN_MUTANT(probe_wait))
+		params.probe_wait_base_ms = 6000;
+#endif
 	return tw_run(cfg, twin_packet_cap(cfg), NULL);
 }

@@ -61,7 +61,8 @@ struct tw_watch {
 /* A packet on its way back as an ACK. */
 struct tw_arrival {
 	u64 at_us;
-	u64 tx_us; /* when this transmission left: the timestamp the ACK echoes */
+	u64 tx_us;     /* when this transmission left: the timestamp the ACK echoes */
+	u64 depart_us; /* when it leaves the bottleneck */
 	u32 pkt;
 };
 
@@ -78,6 +79,9 @@ static struct tw_arrival tw_late[TWIN_MAX_ITEMS]; /* reordered arrivals */
 static int tw_nlate;
 static u64 tw_now, tw_next_send, tw_rto_from, tw_link_free, tw_first_tx;
 static u64 tw_rto_at; /* when the last RTO fired (tp->retrans_stamp: its retransmit left then) */
+static u64 tw_rate;   /* the bottleneck's rate in force, bit/s */
+/* tcp_cwnd_validate()'s window: cwnd-limited holds until snd_una passes the snd_nxt it was seen at. */
+static u32 tw_cwnd_usage_seq, tw_max_packets_out;
 static u64 tw_app_bits; /* what the application wrote and the sender has not sent, when limited */
 static u64 tw_app_frac; /* bit x us written but not yet a whole bit */
 static u64 tw_rng;
@@ -167,7 +171,7 @@ static void tw_send(u32 i, bool rexmit)
 {
 	struct tw_pkt *p = &tw_pk[i];
 	const struct twin_window *loss = tw_window(tw_cfg->loss, tw_cfg->nloss);
-	u64 svc_us = (u64)TWIN_MSS * 8 * USEC_PER_SEC / tw_rate_bps(), depart;
+	u64 svc_us = (u64)TWIN_MSS * 8 * USEC_PER_SEC / tw_rate, depart;
 
 	if (!tw_tp.packets_out) { /* an empty pipe: a new send phase, and the RTO timer starts */
 		tw_first_tx = tw_tp.delivered_mstamp = tw_now;
@@ -209,10 +213,52 @@ static void tw_send(u32 i, bool rexmit)
 	depart = tw_link_free + svc_us;
 	tw_link_free = depart;
 	if (p->reordered && !rexmit && tw_nlate < TWIN_MAX_ITEMS) {
-		tw_late[tw_nlate++] = (struct tw_arrival){ depart + tw_cfg->rtt_us * 3 / 2, tw_now, i };
+		tw_late[tw_nlate++] =
+			(struct tw_arrival){ depart + tw_cfg->rtt_us * 3 / 2, tw_now, depart, i };
 		return;
 	}
-	tw_q[tw_qtail++] = (struct tw_arrival){ depart + tw_cfg->rtt_us, tw_now, i };
+	tw_q[tw_qtail++] = (struct tw_arrival){ depart + tw_cfg->rtt_us, tw_now, depart, i };
+}
+
+/* A rate step reaches the packets already queued: each leaves at the rate in force when it is served,
+ * the one in service finishing as it began. The FIFO holds the in-order and the reordered arrivals not
+ * yet departed, in the order of their departures.
+ */
+static void tw_set_rate(u64 rate)
+{
+	u64 svc_us = (u64)TWIN_MSS * 8 * USEC_PER_SEC / rate, k = tw_qhead;
+	int late[TWIN_MAX_ITEMS], nlate = 0, l = 0;
+	bool in_service = true;
+
+	tw_rate = rate;
+	while (k < tw_qtail && tw_q[k].depart_us <= tw_now)
+		k++;
+	for (int j = 0; j < tw_nlate; j++) { /* the queued reordered ones, by departure */
+		int m = nlate++;
+
+		if (tw_late[j].depart_us <= tw_now) {
+			nlate--;
+			continue;
+		}
+		for (; m && tw_late[late[m - 1]].depart_us > tw_late[j].depart_us; m--)
+			late[m] = late[m - 1];
+		late[m] = j;
+	}
+	for (;;) {
+		struct tw_arrival *next;
+		u64 depart;
+
+		if (l < nlate && (k >= tw_qtail || tw_late[late[l]].depart_us < tw_q[k].depart_us))
+			next = &tw_late[late[l++]];
+		else if (k < tw_qtail)
+			next = &tw_q[k++];
+		else
+			break;
+		depart = in_service ? next->depart_us : tw_link_free + svc_us;
+		next->at_us = next->at_us - next->depart_us + depart;
+		next->depart_us = tw_link_free = depart;
+		in_service = false;
+	}
 }
 
 /* When an ACK due at `at` reaches the sender: at the next multiple of the aggregation interval, and
@@ -224,7 +270,8 @@ static u64 tw_ack_time(u64 at)
 
 	at = a ? (at + a - 1) / a * a : at;
 	for (int i = 0; i < tw_cfg->nblackout; i++)
-		if (at >= TW_START_US + tw_cfg->blackout[i].from_us && at < TW_START_US + tw_cfg->blackout[i].to_us)
+		if (at >= TW_START_US + tw_cfg->blackout[i].from_us &&
+			at < TW_START_US + tw_cfg->blackout[i].to_us)
 			at = TW_START_US + tw_cfg->blackout[i].to_us;
 	return at;
 }
@@ -232,22 +279,36 @@ static u64 tw_ack_time(u64 at)
 /* tcp_write_xmit() under pacing and cwnd, with tcp_rate_check_app_limited() when the application
  * has nothing to send.
  */
+static void tw_cwnd_validate(bool cwnd_limited)
+{
+	if (tw_una >= tw_cwnd_usage_seq || cwnd_limited ||
+		(!tw_tp.is_cwnd_limited && tw_tp.packets_out > tw_max_packets_out)) {
+		tw_tp.is_cwnd_limited = cwnd_limited;
+		tw_max_packets_out = tw_tp.packets_out;
+		tw_cwnd_usage_seq = tw_nxt;
+	}
+}
+
 static void tw_try_send(void)
 {
+	bool sent = false, cwnd_limited = false;
+
 	while (tw_now >= tw_next_send && tw_nxt < tw_cap - 1) {
 		u64 backlog = tw_app_backlog();
 		u32 i = tw_una, inflight = tw_in_flight();
 
 		while (i < tw_nxt && !(tw_pk[i].marked && !tw_pk[i].rexmit && !tw_pk[i].sacked))
 			i++;
-		tw_tp.is_cwnd_limited = inflight >= tw_tp.snd_cwnd;
 		if (i == tw_nxt && backlog < (u64)TWIN_MSS * 8) {
-			if (!tw_tp.is_cwnd_limited && !tw_tp.lost_out)
+			/* tcp_rate_check_app_limited(): not cwnd-limited now, every lost packet retransmitted */
+			if (inflight < tw_tp.snd_cwnd && tw_tp.lost_out <= tw_tp.retrans_out)
 				tw_tp.app_limited = (tw_tp.delivered + inflight) ?: 1;
-			return;
+			break;
 		}
-		if (tw_tp.is_cwnd_limited)
-			return;
+		if (inflight >= tw_tp.snd_cwnd) {
+			cwnd_limited = true;
+			break;
+		}
 		if (!inflight) { /* tcp_event_data_sent() */
 			tw_reseed_core();
 			bbrkit_on_cwnd_event(tw_sk, CA_EVENT_TX_START);
@@ -255,8 +316,12 @@ static void tw_try_send(void)
 		if (i == tw_nxt && backlog != TW_NONE)
 			tw_app_bits -= (u64)TWIN_MSS * 8;
 		tw_send(i, i < tw_nxt);
+		sent = true;
 		tw_next_send = tw_now + (u64)TWIN_MSS * USEC_PER_SEC / (tw_sk->sk_pacing_rate ?: 1);
 	}
+	/* tcp_write_xmit() -> tcp_cwnd_validate(): what BBR reads as tp->is_cwnd_limited */
+	if (sent || cwnd_limited)
+		tw_cwnd_validate(cwnd_limited);
 }
 
 static void tw_set_state(u8 state)
@@ -482,8 +547,12 @@ static int tw_run(const struct twin_cfg *cfg, u64 cap, const struct tw_watch *wa
 	tw_setup();
 	tw_now = tw_next_send = tw_rto_from = tw_link_free = tw_first_tx = TW_START_US;
 	tw_rto_at = 0;
+	tw_rate = tw_rate_bps();
+	tw_cwnd_usage_seq = tw_max_packets_out = 0;
 	end = TW_START_US + cfg->duration_us;
 	while (tw_now < end) {
+		if (tw_rate_bps() != tw_rate)
+			tw_set_rate(tw_rate_bps());
 		tw_try_send();
 		if (tw_next_arrival(&next)) {
 			tw_ack(next.pkt, next.tx_us);

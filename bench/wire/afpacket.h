@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * What the two bump-in-the-wire tools share, bbrkit-delay (bench/delayline) and bbrkit-link
- * (bench/link): the monotonic clock, whole-number options, AF_PACKET sockets with virtio-net headers
- * (so offload metadata crosses with each frame) and the age of a frame by its kernel receive stamp.
- * Errors name the tool and exit: 2 for a bad option, 1 for a socket the system refuses.
+ * (bench/link): the monotonic clock, AF_PACKET sockets with virtio-net headers (so offload metadata
+ * crosses with each frame), their kernel drop counts and the age of a frame by its kernel receive stamp.
+ * A socket the system refuses names the tool (process.h) and exits with status 1.
  */
 #ifndef BBRKIT_WIRE_AFPACKET_H
 #define BBRKIT_WIRE_AFPACKET_H
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <linux/if_packet.h>
 #include <net/ethernet.h>
 #include <stdbool.h>
@@ -21,6 +20,8 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
+
+#include "process.h"
 
 #define WIRE_NSEC_PER_SEC 1000000000ULL
 /* A frame read later than this after its kernel timestamp means a clock step, not a slow reader. */
@@ -34,26 +35,6 @@ static inline uint64_t wire_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * WIRE_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
-static inline uint64_t wire_parse_u64(
-	const char *prog, const char *opt, const char *s, uint64_t min, uint64_t max)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	if (*s < '0' || *s > '9') {
-		fprintf(stderr, "%s: %s: not a non-negative integer (see --help)\n", prog, opt);
-		exit(2);
-	}
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v < min || v > max) {
-		fprintf(stderr, "%s: %s: '%s' out of range %" PRIu64 "..%" PRIu64 " (see --help)\n", prog,
-			opt, s, min, max);
-		exit(2);
-	}
-	return v;
 }
 
 /*
@@ -138,15 +119,16 @@ static inline void wire_rx_ring_release(struct wire_rx_ring *ring, struct tpacke
  * bound, so no frame lands in its ordinary queue first; a refused ring is reported in *ring_err (0: it is
  * there).
  */
-static inline int wire_open_socket(const char *prog, const char *ifname, unsigned int ifindex, bool rx,
-	int bufbytes, struct wire_rx_ring *ring, uint32_t frame_max, size_t ring_bytes, int *ring_err)
+static inline int wire_open_socket(const char *ifname, unsigned int ifindex, bool rx, int bufbytes,
+	struct wire_rx_ring *ring, uint32_t frame_max, size_t ring_bytes, int *ring_err)
 {
 	int one = 1;
 	int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
 	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_ifindex = (int)ifindex };
 
 	if (fd < 0) {
-		fprintf(stderr, "%s: AF_PACKET socket: %s (needs CAP_NET_RAW)\n", prog, strerror(errno));
+		fprintf(stderr, "%s: AF_PACKET socket: %s (needs CAP_NET_RAW)\n", wire_prog(),
+			strerror(errno));
 		exit(1);
 	}
 	if (setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) < 0 ||
@@ -154,17 +136,28 @@ static inline int wire_open_socket(const char *prog, const char *ifname, unsigne
 		setsockopt(fd, SOL_SOCKET, rx ? SO_RCVBUFFORCE : SO_SNDBUFFORCE, &bufbytes,
 			sizeof(bufbytes)) < 0 ||
 		(rx && setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) < 0)) {
-		fprintf(stderr, "%s: socket options on %s: %s\n", prog, ifname, strerror(errno));
+		fprintf(stderr, "%s: socket options on %s: %s\n", wire_prog(), ifname, strerror(errno));
 		exit(1);
 	}
 	if (ring)
 		*ring_err = wire_rx_ring_setup(fd, ring, frame_max, ring_bytes);
 	sll.sll_protocol = rx ? htons(ETH_P_ALL) : 0;
 	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
-		fprintf(stderr, "%s: bind to %s: %s\n", prog, ifname, strerror(errno));
+		fprintf(stderr, "%s: bind to %s: %s\n", wire_prog(), ifname, strerror(errno));
 		exit(1);
 	}
 	return fd;
+}
+
+/* Adds to *drops the frames a receive socket had no room for since the last call (PACKET_STATISTICS resets
+ * on read); a refused read adds none. */
+static inline void wire_count_kernel_drops(int fd, uint64_t *drops)
+{
+	struct tpacket_stats st;
+	socklen_t len = sizeof(st);
+
+	if (getsockopt(fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) == 0)
+		*drops += st.tp_drops;
 }
 
 /*

@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What bbrkit-delay and bbrkit-link share as processes, beside their sockets (afpacket.h): the run
- * tag that names them to the harness's clean-up, signals taken by the main thread alone, forwarding
- * threads at an optional real-time priority, and the wait before a frame's departure.
+ * What bbrkit-delay and bbrkit-link share as processes, beside their sockets (afpacket.h) and command line
+ * (options.h): the program's name in every message, the exits for bad input and for a failure while
+ * forwarding, the run tag that names them to the harness's clean-up, signals taken by the main thread
+ * alone, the stop pipe that ends the forwarding threads, threads at an optional real-time priority, and
+ * the wait before a frame's departure.
  */
 #ifndef BBRKIT_WIRE_PROCESS_H
 #define BBRKIT_WIRE_PROCESS_H
 
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <time.h>
 
 #define WIRE_MAX_TAG_LEN 64
@@ -21,28 +21,33 @@
 /* Below this a sleep is taken in one go; above, it stops this short of the departure and steps. */
 #define WIRE_FINE_STEP_NS 50000ULL
 
+/* Names the process in every message that follows ("bbrkit-link: ..."); the first call in main. */
+void wire_init(const char *prog);
+const char *wire_prog(void);
+/* Bad input: "PROG: MESSAGE" on stderr and exit status 2, before anything exists to undo. */
+void __attribute__((noreturn, format(printf, 1, 2))) wire_die(const char *fmt, ...);
+/* A fatal error while forwarding, from any thread: prints "PROG: WHAT: strerror(err)", then stops the
+ * process as SIGTERM would, so the main thread still joins the threads and prints its exit line. */
+void wire_fail(const char *what, int err);
+/* The process's exit status: 1 after a wire_fail, else 0. */
+int wire_exit_status(void);
+
+/* Blocks the stop and stats signals in this thread and every thread it starts, so that only
+ * wire_wait_for_stop() takes them, synchronously, and opens the stop pipe; exits with status 1 if the
+ * pipe cannot be made. A timer slack of 1 ns: the default 50 us would show in the delay.
+ */
+void wire_start(sigset_t *sigs);
+/* The stop pipe's read end: a forwarding thread polls it beside its socket and returns once readable. */
+int wire_stop_fd(void);
+/* Makes the stop pipe readable: every forwarding thread returns. */
+void wire_stop(void);
+
 /* 1-64 characters that need no quoting in a process listing or a file name. */
 static inline bool wire_tag_ok(const char *tag)
 {
 	size_t n = strlen(tag);
 
 	return n && n <= WIRE_MAX_TAG_LEN && strspn(tag, WIRE_TAG_CHARS) == n;
-}
-
-/* Blocks the stop and stats signals in this thread and every thread it starts, so that only
- * wire_wait_for_stop() takes them, synchronously. A timer slack of 1 ns: the default 50 us would
- * show in the delay.
- */
-static inline void wire_block_signals(sigset_t *sigs)
-{
-	sigemptyset(sigs);
-	sigaddset(sigs, SIGTERM);
-	sigaddset(sigs, SIGINT);
-	sigaddset(sigs, SIGHUP);
-	sigaddset(sigs, SIGUSR1);
-	pthread_sigmask(SIG_BLOCK, sigs, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 }
 
 /* prio 0: the default scheduler; 1-99: SCHED_FIFO at that priority. */

@@ -96,6 +96,9 @@ static void man(FILE *out)
 		roff_text(out, c->doc);
 		for (const struct cli_opt *o = c->opts; o && o->name; o++)
 			man_option(out, o);
+		/* The parameters and record keys have sections of their own below. */
+		if (c->extra_help && c->extra_help != help_params && c->extra_help != record_keys_help)
+			roff_block(out, c->extra_help);
 	}
 	fputs(".SH PARAMETERS\n", out);
 	roff_block(out, help_params);

@@ -87,7 +87,8 @@ HOST = {"hostname": "testhost", "kernel": "6.18.0-test", "cpus": 4, "machine": "
         "loadavg_start": [0.25, 0.2, 0.1], "loadavg_end": [1.5, 0.4, 0.2]}
 # Per algorithm: mean queueing delay (ms) the synthetic flows add to the base RTT, and their goodput share.
 BEHAVIOUR = {"bbr": (4.0, 0.99), "cubic": (30.0, 0.995), "bbr1": (4.2, 0.98), "reno": (28.0, 0.99),
-             "bbr2": (6.0, 0.99), "bbr3": (3.0, 0.985), "bbr_acd": (2.5, 0.95), "bbr_rttgain": (1.5, 0.97)}
+             "bbr2": (6.0, 0.99), "bbr3": (3.0, 0.985), "bbr_acd": (2.5, 0.95), "bbr_rttgain": (1.5, 0.97),
+             "bbr_draft": (3.5, 0.985)}
 
 
 def write_fake_run(run_dir: Path, raw: dict[str, Any], rng: np.random.Generator, spread_ms: float = 2.0,

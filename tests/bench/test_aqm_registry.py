@@ -1,4 +1,4 @@
-"""One definition per AQM: bbrbench/testbed/aqm.py's registry, bbrkit-link's queue kinds (bench/link/queue.h
+"""One definition per AQM: bbrbench/aqm.py's registry, bbrkit-link's queue kinds (bench/link/queue.h
 LQ_KINDS) and bench/README.md's AQM table name the same AQMs, and every parameter the registry gives an AQM
 is one the link accepts for it."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bbrbench.testbed import aqm
+from bbrbench import aqm
 
 ROOT = Path(__file__).resolve().parents[2]
 LINK = ROOT / "build" / "bbrkit-link"

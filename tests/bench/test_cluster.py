@@ -14,6 +14,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import tarfile
 import tempfile
 import time
@@ -23,8 +24,12 @@ from typing import Any
 
 import pytest
 
-from bbrbench import cluster as cluster_mod
-from bbrbench.cluster import CA_FILE, CERT_FILE, KEY_FILE, SCRATCH_PREFIX, pack, start_commands, unpack
+import bbrbench.cluster as cluster_mod
+from bbrbench.cluster import archive, client, worker
+from bbrbench.cluster.archive import pack, unpack
+from bbrbench.cluster.certs import CA_FILE, CERT_FILE, KEY_FILE, security
+from bbrbench.cluster.servers import start_commands
+from bbrbench.cluster.worker import SCRATCH_PREFIX
 from bbrbench.errors import HarnessError, RunsLost
 from bbrbench.results import write_json
 from bbrbench.scenario import AlgoCatalog
@@ -147,7 +152,7 @@ class Cluster:
 
     def client(self) -> Any:
         from distributed import Client
-        return Client(self.address, security=cluster_mod._security(self.certs), timeout=START_TIMEOUT_S)
+        return Client(self.address, security=security(self.certs), timeout=START_TIMEOUT_S)
 
     def worker_certs(self) -> Path:
         return self.authority.host_certs()
@@ -178,8 +183,11 @@ class Cluster:
             stop(self.procs.pop())
 
     def lock_files(self) -> list[Path]:
-        """Lock files of its workers' hosts still there (none once they have all stopped)."""
-        return [p for h in sorted(self.hosts) if (p := cluster_mod.LOCK_DIR / f"bbrbench-worker-{h}.lock").exists()]
+        """Lock files of its workers' hosts still there (none once they have all stopped). Where this user
+        cannot look into the lock directory (root's), its workers could not make one there either."""
+        if not os.access(worker.LOCK_DIR, os.X_OK):
+            return []
+        return [p for h in sorted(self.hosts) if (p := worker.LOCK_DIR / f"bbrbench-worker-{h}.lock").exists()]
 
 
 @pytest.fixture(scope="module")
@@ -260,7 +268,7 @@ def test_authority_issues_and_revokes(tmp_path: Path) -> None:
     # A key others can read is refused when loaded.
     os.chmod(host / KEY_FILE, 0o644)
     with pytest.raises(HarnessError, match="readable by others"):
-        cluster_mod._security(host)
+        security(host)
 
 
 def test_unauthenticated_peers_are_refused(cluster: Callable[[], Cluster], tmp_path: Path) -> None:
@@ -318,15 +326,35 @@ def test_unauthenticated_peers_are_refused(cluster: Callable[[], Cluster], tmp_p
     assert missing.returncode == 1 and "cluster add-host/add-user" in missing.stderr and not out.exists()
 
 
-def test_listeners_bind_only_the_address_given(shared: Cluster) -> None:
-    """Dask's scheduler served HTTP on 0.0.0.0:8787 even with --no-dashboard; every socket of the
-    scheduler, the worker and its nanny now listens on the address given (here loopback)."""
-    scheduler, worker = shared.procs[0], shared.workers[0]
-    pids = {str(scheduler.pid), str(worker.pid), *children(worker)}  # the worker process under its nanny
+def test_a_revocation_takes_effect_without_a_restart(cluster: Callable[[], Cluster], tmp_path: Path) -> None:
+    """The scheduler reads crl.pem at every handshake: a user revoked, the new list copied into the
+    scheduler's directory, and that user's next connection is refused, the scheduler still running."""
+    c = cluster()
+    scheduler = c.start_scheduler()
+    ann = certificate(c.ca, "ann-revoked-live", tmp_path / "ann")
+    args = ("--out", str(tmp_path / "sweep"), "--cluster", c.address, "--cluster-certs", str(ann))
+    from bbrbench.cluster.client import connect
+    connect(c.address, ann).close()
+    cluster_mod.revoke(c.ca, "ann-revoked-live")
+    shutil.copyfile(c.ca / "crl.pem", c.scheduler_certs / "crl.pem")
+    result = run_cli(*SWEEP, *args)
+    assert result.returncode == 1 and "cannot connect" in result.stderr, result.stderr
+    assert scheduler.poll() is None
+    connect(c.address, c.certs).close()  # others still connect
+
+
+def test_only_the_tls_comm_listens_on_the_address_given(shared: Cluster) -> None:
+    """Dask's scheduler and workers serve HTTP (worker lists, logs, call stacks, metrics) to anyone, without
+    a certificate; it is closed as each starts. What listens is the TLS comm of the scheduler, the worker
+    and its nanny, on the address given (here loopback) only, each refusing a peer without a
+    certificate (test_unauthenticated_peers_are_refused)."""
+    scheduler, nanny = shared.procs[0], shared.workers[0]
+    pids = {str(scheduler.pid), str(nanny.pid), *children(nanny)}  # the worker process under its nanny
     listening = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True, check=True).stdout.splitlines()
     ours = [line.split()[3] for line in listening if any(f"pid={p}," in line for p in pids)]
-    assert len(ours) >= 4, listening  # scheduler: comm and HTTP; nanny and worker: comm (and HTTP)
+    assert len(ours) == 3, listening  # the comm of each: scheduler, nanny, worker
     assert all(a.startswith("127.0.0.1:") for a in ours), ours
+    assert f"127.0.0.1:{shared.port}" in ours
 
 
 def fake_sweep(out: Path, hosts: list[tuple[str, str]], points: int = 1,
@@ -446,6 +474,8 @@ def test_results_are_taken_only_as_the_run_asked_for(tmp_path: Path, monkeypatch
     raw, submitted = {"name": "s"}, {"command": "bbrbench sweep s"}
     (tmp_path / "run").mkdir()
     write_json(tmp_path / "run" / "scenario.json", "run", {"raw": raw, "submitted_by": submitted})
+    write_json(tmp_path / "run" / "summary.json", "summary", {})
+    write_json(tmp_path / "run" / "host.json", "host", {"hostname": "h", "machine_id": "h"})
     (tmp_path / "run" / "raw").mkdir()
     (tmp_path / "run" / "raw" / "ss.csv").write_text("1\n")
     data = pack(tmp_path / "run")
@@ -460,7 +490,7 @@ def test_results_are_taken_only_as_the_run_asked_for(tmp_path: Path, monkeypatch
             unpack(damaged, tmp_path / "c2", raw, submitted)
     # The tar alone is 10 KiB of blocks: over a 1 KiB cap, as a bomb would be over the real one.
     with monkeypatch.context() as m:
-        m.setattr("bbrbench.cluster.RESULT_MAX_BYTES", 1024)
+        m.setattr(archive, "RESULT_MAX_BYTES", 1024)
         with pytest.raises(HarnessError, match="larger than"):
             unpack(data, tmp_path / "c2", raw, submitted)
     with pytest.raises(HarnessError, match="not of the run asked for"):
@@ -479,42 +509,42 @@ def test_results_are_taken_only_as_the_run_asked_for(tmp_path: Path, monkeypatch
 
 def test_a_hung_run_is_stopped_at_its_timeout() -> None:
     start = time.monotonic()
-    code, _ = cluster_mod._run_child(["sleep", "60"], dict(os.environ), 1.0)
-    assert code is None and time.monotonic() - start < cluster_mod.RUN_STOP_TIMEOUT_S
-    assert cluster_mod._run_child(["sh", "-c", "echo no >&2; exit 3"], dict(os.environ), 10.0) == (3, "no\n")
+    code, _ = worker._run_child(["sleep", "60"], dict(os.environ), 1.0)
+    assert code is None and time.monotonic() - start < worker.RUN_STOP_TIMEOUT_S
+    assert worker._run_child(["sh", "-c", "echo no >&2; exit 3"], dict(os.environ), 10.0) == (3, "no\n")
     job = Job(0, Point("p", {}), {"duration_s": 30}, Path("x"))
-    assert cluster_mod.run_timeout_s(job) == 2 * 30 + cluster_mod.RUN_SETUP_S
+    assert client.run_timeout_s(job) == 2 * 30 + client.RUN_SETUP_S
 
 
 def test_one_worker_per_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A host's lock is one file per host: a second worker is refused while the first holds it; it is
     removed by its holder as it closes, or once free by whoever can take it (a killed worker's nanny), so
     that stopped workers leave no lock file behind, and never while a live worker holds it."""
-    monkeypatch.setattr(cluster_mod, "LOCK_DIR", tmp_path)
-    monkeypatch.setattr(cluster_mod, "_LOCK_PROBLEM", "")
-    monkeypatch.setattr(cluster_mod, "_lock_fds", [])
-    holder = subprocess.Popen(["python", "-c", "import sys, time; import bbrbench.cluster as c; "
+    monkeypatch.setattr(worker, "LOCK_DIR", tmp_path)
+    monkeypatch.setattr(worker, "_LOCK_PROBLEM", "")
+    monkeypatch.setattr(worker, "_lock_fds", [])
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; import bbrbench.cluster.worker as c; "
                                f"c.LOCK_DIR = c.Path({str(tmp_path)!r}); c._lock_host(); "
                                "print(c._LOCK_PROBLEM or 'held', flush=True); time.sleep(60)"],
                               stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        cluster_mod._lock_host()
-        assert f"pid {holder.pid}" in cluster_mod._LOCK_PROBLEM
-        assert any(f"pid {holder.pid}" in p for p in cluster_mod.health()["problems"])
-        cluster_mod._unlock_host()
+        worker._lock_host()
+        assert f"pid {holder.pid}" in worker._LOCK_PROBLEM
+        assert any(f"pid {holder.pid}" in p for p in worker.health()["problems"])
+        worker._unlock_host()
         assert len(list(tmp_path.iterdir())) == 1  # a live worker's lock stays
     finally:
         holder.kill()  # a worker killed outright: its lock file stays, free
         holder.wait()
-    cluster_mod._unlock_host()
+    worker._unlock_host()
     assert not list(tmp_path.iterdir())
     # Another (simulated) host on this machine has its own lock, which its worker removes as it closes.
-    monkeypatch.setattr(cluster_mod, "_LOCK_PROBLEM", "")
+    monkeypatch.setattr(worker, "_LOCK_PROBLEM", "")
     monkeypatch.setenv(FAKE_HOST_ENV, json.dumps({"hostname": "b", "machine_id": "b"}))
-    cluster_mod._lock_host()
-    assert cluster_mod._LOCK_PROBLEM == "" and [p.name for p in tmp_path.iterdir()] == ["bbrbench-worker-b.lock"]
-    cluster_mod._unlock_host()
+    worker._lock_host()
+    assert worker._LOCK_PROBLEM == "" and [p.name for p in tmp_path.iterdir()] == ["bbrbench-worker-b.lock"]
+    worker._unlock_host()
     assert not list(tmp_path.iterdir())
 
 
@@ -650,7 +680,7 @@ def test_interrupted_client_leaves_nothing_queued(shared: Cluster, tmp_path: Pat
     shared.stop_worker(shared.workers[0])
     assert not list(Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*"))
     wait_for("the abandoned run removed its namespaces", lambda: not namespaces(RUN_BASE),
-             timeout_s=cluster_mod.RUN_STOP_TIMEOUT_S)
+             timeout_s=worker.RUN_STOP_TIMEOUT_S)
     shared.start_worker(host=SHARED_HOST)
 
 
@@ -750,7 +780,7 @@ def test_workers_that_cannot_run_experiments_get_none(cluster: Callable[[], Clus
 
 ROGUE = '''
 import os
-import bbrbench.cluster
+import bbrbench.cluster.worker
 
 
 class Payload:
@@ -764,15 +794,16 @@ def rogue_run(*_args, **_kwargs):
     return {{"status": "done", "message": "", "host": "rogue", "tar": Payload()}}
 
 
-bbrbench.cluster.remote_run = rogue_run
+bbrbench.cluster.worker.remote_run = rogue_run
 '''
 
 
 @pytest.mark.root
 @pytest.mark.skipif(os.geteuid() != 0, reason="starts a worker as root")
 def test_a_rogue_workers_pickle_never_runs_in_the_client(cluster: Callable[[], Cluster], tmp_path: Path) -> None:
-    """A compromised worker answers a run with a pickle that runs a command when loaded. The client takes
-    results as msgpack only: the run is lost (exit 1), and nothing ran."""
+    """A worker answers a run with a pickle, through Dask's Serialize path, that would run a command when
+    loaded: the client's msgpack-only deserializers refuse it, the run is lost (exit 1) and nothing ran.
+    (A ToPickle frame is unpickled regardless: test_every_member_can_run_code_in_every_other.)"""
     mark = tmp_path / "unpickled"
     site = tmp_path / "site"
     site.mkdir()
@@ -787,30 +818,86 @@ def test_a_rogue_workers_pickle_never_runs_in_the_client(cluster: Callable[[], C
     assert not list(tmp_path.glob("unpickled*")) and not list(out.glob("points/*/rep*/done"))
 
 
+TO_PICKLE = '''
+import os
+import pickle
+import distributed.worker
+from distributed.protocol.serialize import Pickled, ToPickle
+
+
+class Payload:
+    """Unpickling it runs a command: what any member can send."""
+
+    def __reduce__(self):
+        return (os.system, ("echo $PPID >> {mark}",))
+
+
+async def rogue_run(*_args, **_kwargs):
+    # Dask's handler wraps a result in Serialize, which a msgpack-only peer refuses; a worker's own code
+    # can answer with a ToPickle frame instead, which every peer unpickles: the scheduler unpickles the
+    # outer one (running nothing) and forwards the inner, already pickled, to the client.
+    inner = Pickled({{"pickled-obj": pickle.dumps(Payload())}}, [])
+    return {{"status": "OK", "result": ToPickle(inner), "for_the_scheduler": ToPickle(Payload())}}
+
+
+distributed.worker.run = rogue_run
+'''
+
+
+def test_every_member_can_run_code_in_every_other(cluster: Callable[[], Cluster], tmp_path: Path) -> None:
+    """The trust model of docs/cluster.md, attacked: Dask unpickles ToPickle frames whatever the client's
+    deserializers say, so a worker's reply runs code in the scheduler and in the submitting client; a
+    user's certificate runs code in the scheduler and on every worker, and so does a host's used as a
+    client. Every member is trusted: the certificates decide membership, not what a member may do."""
+    c = cluster()
+    c.start_scheduler()
+    site = tmp_path / "site"
+    site.mkdir()
+    in_client = tmp_path / "ran-in-client"
+    (site / "sitecustomize.py").write_text(TO_PICKLE.format(mark=in_client))
+    rogue = c.worker_certs()
+    c.start_worker(certs=rogue, env={"PYTHONPATH": str(site)})
+    from bbrbench.cluster import DaskExecutor
+    with pytest.raises(HarnessError, match="no worker can run experiments"):
+        with DaskExecutor(c.address, c.certs, 1):
+            pass
+    # The worker's health reply ran in the scheduler and in this process (the client's), and was then
+    # refused as malformed.
+    assert sorted(in_client.read_text().split()) == sorted([str(c.procs[0].pid), str(os.getpid())])
+    # A user's certificate, and a host's used as a client: code in the scheduler and on a worker.
+    c.start_worker()
+    for name, certs in (("user", c.certs), ("host", rogue)):
+        from distributed import Client
+        with Client(c.address, security=security(certs), timeout=START_TIMEOUT_S, set_as_default=False) as member:
+            member.run_on_scheduler(os.system, f"echo $PPID > {tmp_path / f'{name}-in-scheduler'}")
+            member.run(os.system, f"echo $PPID > {tmp_path / f'{name}-on-worker'}")
+        assert (tmp_path / f"{name}-in-scheduler").read_text().strip() == str(c.procs[0].pid)
+        assert (tmp_path / f"{name}-on-worker").is_file()
+
+
 def test_each_point_spreads_over_the_hosts() -> None:
     """The client's placement, hosts taking runs in turn (as two equal hosts do): each point's repetitions
     alternate between them. Handing out the queue in order instead puts every repetition of one point on
     one host and of the other on the other: the confounding the review found."""
-    from collections import Counter
 
-    from bbrbench.cluster import DaskExecutor, Member
+    from bbrbench.cluster.client import DaskExecutor, Member
     executor = DaskExecutor.__new__(DaskExecutor)
     hosts = [Member("tls://a", {"machine_id": "a"}), Member("tls://b", {"machine_id": "b"})]
     queue = [Job(rep, Point(f"p{k}", {}), {}, Path()) for rep in range(4) for k in range(2)]
-    placed: Counter[tuple[str, str]] = Counter()
+    ledger = client.Ledger()
     ran: dict[str, list[str]] = {}
     turn = 0
     while queue:
         member = hosts[turn % 2]
-        job = executor._pick(queue, member, placed, {})
+        job = executor._pick(queue, member, ledger)
         assert job is not None
         queue.remove(job)
-        placed[(job.point.id, member.host)] += 1
+        ledger.placed[(job.point.id, member.host)] += 1
         ran.setdefault(job.point.id, []).append(member.host)
         turn += 1
     assert {p: sorted(h) for p, h in ran.items()} == {"p0": ["a", "a", "b", "b"], "p1": ["a", "a", "b", "b"]}
     # A host that cannot run a point takes the other's runs, and the point's runs go to the other host.
-    excluded = {"p0": {"a": "no qdisc"}}
+    excluded = client.Ledger(excluded={"p0": {"a": "no qdisc"}})
     queue = [Job(0, Point("p0", {}), {}, Path()), Job(0, Point("p1", {}), {}, Path())]
-    assert executor._pick(queue, hosts[0], Counter(), excluded) is queue[1]
-    assert executor._pick(queue[:1], hosts[0], Counter(), excluded) is None
+    assert executor._pick(queue, hosts[0], excluded) is queue[1]
+    assert executor._pick(queue[:1], hosts[0], excluded) is None

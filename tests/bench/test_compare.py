@@ -60,7 +60,7 @@ def test_rows_name_the_loss_decision_path_where_their_runs_recorded_one() -> Non
 
 
 def test_ratio_marks_do_not_show_a_quantised_zero_as_certainty() -> None:
-    """Issue 34: a candidate with 0 retransmissions in every run against bbr's 0.32 +- 1.38 was "(0.00*)",
+    """A candidate with 0 retransmissions in every run against bbr's 0.32 +- 1.38 was "(0.00*)",
     the delta method's zero width read as certainty. Against so uncertain a reference Fieller's interval is
     unbounded ('?'); against a tight one the zero width is the count's resolution ('='), never '*'."""
     def rows(candidate: list[float], reference: list[float]) -> str:

@@ -38,12 +38,14 @@ def verdict(case: str, records: list[dict[str, Any]], algo: str = "bbr3") -> str
     return conf.verdict(conf.evaluate(CASES[case], algo, records))
 
 
-def startup_series(exit_mode: str = "DRAIN", last_growth: float = 1.1, lost: int = 0,
+def startup_series(exit_mode: str = "DRAIN", exit_count: int = 3, lost: int = 0,
                    **extra: Any) -> list[dict[str, Any]]:
-    """STARTUP doubling to the link's rate, 3 rounds of plateau, then the exit record."""
-    bws = [BW / 16, BW / 8, BW / 4, BW / 2, BW / last_growth / last_growth, BW / last_growth, BW]
-    out = [rec(0.02 * i, "STARTUP", i, bw_bps=b, **extra) for i, b in enumerate(bws)]
-    out.append(rec(0.02 * len(bws), exit_mode, len(bws), lost=lost, **extra))
+    """STARTUP doubling to the link's rate, then rounds of plateau that the algorithm counts (full_bw_cnt)
+    up to the exit record."""
+    bws = [BW / 16, BW / 8, BW / 4, BW / 2, BW / 1.1 / 1.1, BW / 1.1, BW]
+    counts = [0, 0, 0, 0, 0, 1, 2]
+    out = [rec(0.02 * i, "STARTUP", i, bw_bps=b, full_bw_cnt=c, **extra) for i, (b, c) in enumerate(zip(bws, counts))]
+    out.append(rec(0.02 * len(bws), exit_mode, len(bws), lost=lost, full_bw_cnt=exit_count, **extra))
     return out
 
 
@@ -73,19 +75,23 @@ def test_a_rate_step_becomes_a_trace_of_each_rate() -> None:
     ({"runner": "sim"}, "case A.1: runner must be real or twin"),
     ({"algos": ["bbr3", "bbr2"]}, "case A.1: not_applicable needs a reason for bbr1"),
     ({"algos": ["cubic"]}, "case A.1: algos must be some of bbr3, bbr2, bbr1"),
-    ({"tolerances": {"bw_rel": 0.02}}, "case A.1: tolerances lack plateau_growth"),
-    ({"tolerances": {"bw_rel": "2%", "plateau_growth": 0.25}}, "case A.1: tolerances must be numbers"),
+    ({"tolerances": {"bw_rel": 0.02}}, "case A.1: tolerances lack plateau_rounds"),
+    ({"tolerances": {"bw_rel": "2%", "plateau_rounds": 3}}, "case A.1: tolerances must be numbers"),
     ({"sender": [{"s": 1, "mbit": 10}]}, "case A.1: sender segments must add up to duration_s"),
     ({"rate_steps": [[1, 10]]}, "case A.1: rate_steps must start at 0 s, rise in time and have rates > 0"),
     ({"id": "B.1"}, "case B.1: id must be A.<n>"),
     ({"id": "A.99"}, "case A.99: no checker"),
+    ({"algos": ["bbr3", "bbr2"], "not_applicable": {"bbr1": "v1 lacks it"}},
+     'case A.1: not_applicable reason for bbr1 must read "by design of v1|v2alpha|v3: ..."'),
+    ({"runner": "twin", "twin": {"rate": "50mbit"}, "trigger": {"phase": "UP", "rate_rel": 0.5, "loss_pct": 1}},
+     "case A.1: trigger is a phase, its nth start and one of app_limit_mbit, loss_pct, pause_s, rate_rel, spurious"),
     ({"runner": "twin", "twin": {"rate": "50mbit"}, "trigger": {"phase": "UP", "spurious": "rtoo"}},
      "case A.1: trigger spurious is one of fast_recovery, rto"),
 ])
 def test_bad_case_data_is_one_line_naming_case_and_key(change: dict[str, Any], message: str) -> None:
     raw = {"id": "A.1", "title": "t", "statement": "s", "algos": list(conf.ALGOS), "runner": "real",
            "duration_s": 4, "path": {"bottleneck": {"rate_mbit": 50}}, "tolerances": {"bw_rel": 0.02,
-                                                                                      "plateau_growth": 0.25}}
+                                                                                      "plateau_rounds": 3}}
     raw.update(change)
     with pytest.raises(conf.CaseError, match=f"^{message}$".replace(".", r"\.").replace("(", r"\(")
                        .replace(")", r"\)")):
@@ -112,7 +118,7 @@ def test_twin_cases_without_the_twin_are_blocked_not_passed(tmp_path: Path, monk
     assert verdicts[("A.18", "bbr1")] == "not applicable"
     row = next(line for line in (tmp_path / "c.md").read_text().splitlines() if line.startswith("| A.18 "))
     assert [c.strip() for c in row.strip("|").split("|")] == ["A.18", "Handling Spurious Fast Recovery", "twin",
-                                                               "blocked (twin)", "not applicable", "not applicable"]
+                                                               "blocked (twin)", "blocked (twin)", "not applicable"]
 
 
 def test_a_failed_case_fails_the_run_and_blocked_does_not() -> None:
@@ -136,7 +142,7 @@ def test_a_missing_key_blocks_and_an_alias_counts() -> None:
 def test_a1_startup_exits_on_plateau() -> None:
     good = startup_series(full_bw_reached=True, full_bw_now=True)
     assert verdict("A.1", good) == "pass"
-    assert verdict("A.1", startup_series(last_growth=1.2, full_bw_reached=True, full_bw_now=True)) == "fail"
+    assert verdict("A.1", startup_series(exit_count=2, full_bw_reached=True, full_bw_now=True)) == "fail"
     assert verdict("A.1", startup_series(lost=3, full_bw_reached=True, full_bw_now=True)) == "fail"
     assert verdict("A.1", startup_series(exit_mode="PROBE_BW", full_bw_reached=True, full_bw_now=True)) == "fail"
     off = [dict(r, bw_bps=r["bw_bps"] * 1.03) for r in good]  # 3% over the link: outside the draft's 2%
@@ -152,6 +158,14 @@ def test_a2_startup_exits_on_loss_when_app_limited() -> None:
     assert verdict("A.2", [dict(r, loss_rate=0.01) for r in good]) == "fail"  # under BBR.LossThresh
     late = [dict(r, t_s=r["t_s"] * 10) for r in good]  # STARTUP lasting 4 s
     assert verdict("A.2", late) == "fail"
+    # App-limited only in the first rounds, not when the loss ends STARTUP: the case's step 2 not met.
+    early = [dict(r, is_app_limited=r["round"] < 3) for r in good]
+    assert verdict("A.2", early) == "blocked"
+    # The draft's own CheckStartupHighLoss() sets full_bw_reached only: full_bw_now is not asked for.
+    assert verdict("A.2", [dict(r, full_bw_now=False) for r in good]) == "pass"
+    drained_at_once = [*series, rec(0.4, "PROBE_BW", 10, "DOWN", full_bw_reached=True, is_app_limited=True,
+                                    drain_start_round=10)]
+    assert verdict("A.2", drained_at_once) == "pass"  # DRAIN entered and left on the same ACK
 
 
 def test_a3_drain_exits_on_inflight() -> None:
@@ -160,6 +174,9 @@ def test_a3_drain_exits_on_inflight() -> None:
     assert verdict("A.3", good) == "pass"
     assert verdict("A.3", [*good[:2], dict(good[2], inflight=120)]) == "fail"
     assert verdict("A.3", [good[0], dict(good[1], pacing_gain=0.75), good[2]]) == "fail"
+    assert verdict("A.3", [good[0], dict(good[1], pacing_gain=0.2), good[2]]) == "fail"  # below both values
+    assert verdict("A.3", [*good[:2], dict(good[2], inflight=28)]) == "fail"  # stayed until a third of the BDP
+    assert verdict("A.3", [good[0], dict(good[1], inflight=60), dict(good[2], inflight=28)]) == "blocked"
 
 
 def test_a4_drain_exits_after_three_rounds() -> None:
@@ -169,6 +186,9 @@ def test_a4_drain_exits_after_three_rounds() -> None:
     assert verdict("A.4", good) == "pass"
     assert verdict("A.4", [*good[:3], dict(good[3], round=9)]) == "fail"
     assert verdict("A.4", [{k: v for k, v in r.items() if k != "drain_start_round"} for r in good]) == "blocked"
+    assert verdict("A.4", good[:3]) == "blocked"  # the run ended a round into DRAIN: no exit due yet
+    stuck = [*good[:3], *[rec(0.06 + 0.02 * k, "DRAIN", 4 + k, inflight=200, drain_start_round=2) for k in range(5)]]
+    assert verdict("A.4", stuck) == "fail"  # DRAIN to the end, past its 3 rounds
     # An exit at the target is an inflight exit: the path did not force the case's condition.
     assert verdict("A.4", [*good[:3], dict(good[3], inflight=80)]) == "blocked"
     # Google's v3 has no time exit: a DRAIN kept above target to the end of the run fails at its last record.
@@ -250,6 +270,8 @@ def test_a10_probe_rtt_entered_and_left() -> None:
     assert verdict("A.10", probe_rtt_series(stay_s=0.1)) == "fail"
     assert verdict("A.10", probe_rtt_series(gain=1.0, cwnd=80)) == "fail"
     assert verdict("A.10", probe_rtt_series(gain=1.0, cwnd=44)) == "pass"  # v3: the 0.5 is in the cwnd
+    assert verdict("A.10", probe_rtt_series(gain=1.0, cwnd=4)) == "fail"  # v1's 4 packets: not 0.5 BDP
+    assert verdict("A.10", probe_rtt_series(entry_s=5.5)) == "fail"  # 0.5 s late: the interval ran out before
     assert verdict("A.10", probe_rtt_series(after="STARTUP")) == "fail"
     series = probe_rtt_series()
     series[30]["probe_rtt_min_us"] = RTT_US - 5  # a new low at 3 s: 2.1 s before the entry is too soon
@@ -348,15 +370,17 @@ def test_a17_policer() -> None:
     assert verdict("A.17", [dict(r, bw_lo_bps=None) for r in good], algo="bbr1") == "pass"
 
 
-def undo_series(restored: bool, longterm_before: int | None = 150) -> list[dict[str, Any]]:
-    """UP with inflight_longterm set; a recovery saves it and undo (an 'undo' record) restores it."""
+def undo_series(restored: bool, longterm_before: int | None = 150, resumes: str = "REFILL") -> list[dict[str, Any]]:
+    """UP with inflight_longterm set; a recovery saves it and cuts it, the undo (its record written right
+    after it ran) restores it and the flow probes again."""
     saved = {"undo_bw_shortterm_bps": None, "undo_inflight_shortterm": None, "undo_inflight_longterm": 0}
+    at_undo = {**saved, "undo_inflight_longterm": longterm_before}
     out = [rec(0, "PROBE_BW", 1, "UP", inflight_hi=longterm_before, **saved),
-           rec(0.02, "PROBE_BW", 2, "UP", ca_state="recovery", inflight_hi=105, inflight_lo=100, bw_lo_bps=BW / 2,
-               **dict(saved, undo_inflight_longterm=longterm_before)),
-           rec(0.03, "PROBE_BW", 2, "UP", event="undo", ca_state="recovery", inflight_hi=105,
-               **dict(saved, undo_inflight_longterm=longterm_before))]
-    out.append(rec(0.04, "PROBE_BW", 3, "UP", inflight_hi=longterm_before if restored else 105, **saved))
+           rec(0.02, "PROBE_BW", 2, "DOWN", ca_state="recovery", inflight_hi=105, inflight_lo=100, bw_lo_bps=BW / 2,
+               **at_undo),
+           rec(0.03, "PROBE_BW", 2, "DOWN", event="undo", ca_state="recovery",
+               inflight_hi=longterm_before if restored else 105, **at_undo)]
+    out.append(rec(0.04, "PROBE_BW", 3, resumes, inflight_hi=longterm_before if restored else 105, **saved))
     return out
 
 
@@ -364,7 +388,10 @@ def test_a18_a19_undo_restores_the_saved_state() -> None:
     assert verdict("A.18", undo_series(True)) == "pass"
     assert verdict("A.18", undo_series(False)) == "fail"
     assert verdict("A.19", undo_series(False)) == "fail"
-    assert verdict("A.18", undo_series(True, longterm_before=None)) == "fail"  # nothing was saved: vacuous
+    assert verdict("A.18", undo_series(True, resumes="CRUISE")) == "fail"  # UP's probe not restarted
+    assert verdict("A.18", undo_series(True, longterm_before=None)) == "pass"  # unset is infinite: stays unset
+    unmoved = [dict(r, inflight_hi=150, inflight_lo=None, bw_lo_bps=None, bw_phase="UP") for r in undo_series(True)]
+    assert verdict("A.18", unmoved) == "blocked"  # the recovery changed nothing: a restore would be vacuous
     assert verdict("A.18", [r for r in undo_series(True) if r["event"] != "undo"]) == "fail"
 
 
@@ -374,6 +401,10 @@ def test_a20_probe_rtt_during_startup_returns_to_startup() -> None:
     assert verdict("A.20", good) == "pass"
     assert verdict("A.20", [*good[:-1], rec(5.45, "PROBE_BW", 55, "CRUISE")]) == "fail"
     assert verdict("A.20", good[:52]) == "blocked"  # no PROBE_RTT at all: the path did not force one
+    # A PROBE_RTT the run's end cut short has no exit: not judged, so never a failure.
+    assert verdict("A.20", good[:53]) == "blocked"
+    assert verdict("A.20", [*good, *[rec(5.5 + 0.1 * i, "STARTUP", 56 + i) for i in range(45)],
+                            rec(10.2, "PROBE_RTT", 101)]) == "pass"
 
 
 def test_a21_loss_in_up_cuts_inflight_longterm() -> None:
@@ -387,6 +418,11 @@ def test_a21_loss_in_up_cuts_inflight_longterm() -> None:
     assert verdict("A.21", series(40)) == "fail"  # below beta x BDP (0.7 x 82.5, less 10%)
     assert verdict("A.21", series(90, after="REFILL")) == "fail"
     assert verdict("A.21", [dict(r, lost=0) for r in series(90)]) == "blocked"  # no loss in UP: not forced
+    # The run ends a round after UP's loss: its exit was not due yet, so it is not judged.
+    assert verdict("A.21", series(90)[:3]) == "blocked"
+    stuck = series(90)[:4] + [rec(0.1 + 0.02 * k, "PROBE_BW", 14 + k, "UP", inflight_hi=112, lost=6 + 3 * k)
+                              for k in range(4)]
+    assert verdict("A.21", stuck) == "fail"  # UP to the end, rounds after the loss: the exit never came
 
 
 def test_a22_app_limited_refill_keeps_max_bw() -> None:
@@ -444,8 +480,8 @@ def test_a_trigger_runs_the_twin_twice_and_applies_from_the_phase_start(tmp_path
     assert why is None
     calls = (tmp_path / "twin.calls").read_text().splitlines()
     assert len(calls) == 2
-    # A.4's cut to 0.3 comes lead_s (10 ms) before the DRAIN the first run found at 0.2 s.
-    assert calls[1] == calls[0].replace("--rate 50mbit", "--rate 50mbit@0,15000000bit@190000us")
+    # A.4's cut to 0.3 comes as the DRAIN the first run found at 0.2 s starts.
+    assert calls[1] == calls[0].replace("--rate 50mbit", "--rate 50mbit@0,15000000bit@200000us")
     assert verdict("A.4", records) == "pass"  # the fake's DRAIN: rounds 10-13, PROBE_BW at 14
 
 
@@ -455,7 +491,7 @@ def test_a_real_case_s_path_as_the_twin_s_options() -> None:
                                                "pause": "3000000us-14000000us"}, None)
     options, why = conf.twin_path(CASES["A.16"])
     assert why is None and options["rate"] == "100mbit@0s,10mbit@5s" and options["buffer"] == "660p"
-    assert conf.twin_path(CASES["A.2"])[0]["app_limit"] == "40mbit@0us-6000000us"
+    assert conf.twin_path(CASES["A.20"])[0]["app_limit"] == "10mbit@0us-13000000us"
     assert conf.twin_path(CASES["A.12"])[0]["ack_aggregation"] == "20ms"
     assert conf.twin_path(CASES["A.17"]) == ({}, "the twin has no policer")
 
@@ -497,3 +533,35 @@ def test_a13_cwnd_target_is_bounded_by_the_model_in_cruise() -> None:
                    inflight_hi=150) for i in range(100)]
     assert verdict("A.13", bounded) == "pass"
     assert verdict("A.13", [dict(r, cwnd=110) for r in bounded]) == "fail"
+
+
+def test_doc_needs_a_clean_checkout_and_nothing_else(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from bbrbench import provenance
+    monkeypatch.setattr(provenance, "tree_state", lambda: "dirty 0123")
+    monkeypatch.chdir(tmp_path)
+    assert main(["conformance", "--doc"]) == 2
+    assert main(["conformance", "--doc", "--case", "A.1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["bbrbench: conformance --doc needs a clean checkout: tracked files differ from HEAD (commit first)",
+                   "bbrbench: --doc runs every case on every algorithm into a new directory: no ALGO, --case, --out "
+                   "or --markdown"]
+    assert not list(tmp_path.iterdir())  # nothing ran
+
+
+def test_doc_links_each_verdict_to_its_plot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    twin = Path(__file__).resolve().parents[2] / "build" / "bbrkit-twin"
+    assert twin.exists(), f"{twin} is missing: run `make` first"
+    monkeypatch.setenv("BBRKIT_TWIN", str(twin))
+    cases = [CASES["A.4"], CASES["A.18"]]
+    conf.run(list(conf.ALGOS), cases, "twin", tmp_path / "out")
+    doc = tmp_path / "docs" / "conformance.md"
+    conf.write_doc(tmp_path / "out", cases, doc)
+    text = doc.read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| A.4 "))
+    assert "[fail (twin)](conformance/A.4-bbr3-twin.png)" in row
+    assert "(plot)" not in text.split("## A.18")[1].split("bbr1")[1].splitlines()[0]  # not applicable: no run
+    plots = sorted(p.name for p in (doc.parent / "conformance").iterdir())
+    assert plots == ["A.18-bbr2-twin.png", "A.18-bbr3-twin.png", "A.4-bbr1-twin.png", "A.4-bbr2-twin.png",
+                     "A.4-bbr3-twin.png"]
+    assert all((doc.parent / "conformance" / p).stat().st_size < 80_000 for p in plots)

@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from bbrbench import ratetrace
+from bbrbench import aqm, ratetrace
 from bbrbench.scenario import AlgoCatalog, ScenarioError, apply_override, validate
-from bbrbench.testbed import aqm
 from bbrbench.testbed.emulation import Emulation, ack_path_options, describe_ack_path, describe_conditions
 from bbrbench.testbed.topology import Topology
 

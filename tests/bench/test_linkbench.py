@@ -1,5 +1,5 @@
 """linkbench's judgement of its capacity runs, without running any (no root, no namespaces): each link run's
-ratio to the kernel bridge and to tail drop under the same load, and which of issue 32's capacity goals the
+ratio to the kernel bridge and to tail drop under the same load, and which of the link's capacity goals the
 bridge's own figure lets this machine judge at all."""
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ BBRKIT = {"bbr1", "bbr_rttgain", "bbr_acd"}
 QUICK_BUDGET_S = 3600
 RUN_OVERHEAD_S = 4
 # The standard profile: the whole catalogue in about 4.3 h (measured before the AQM experiments; about 5 h
-# planned with them; 5.4 h since fig21-long's 145 s runs, which Tail Drop at 100 BDP needs, issue 34), every
+# planned with them; 5.4 h since fig21-long's 145 s runs, which Tail Drop at 100 BDP needs), every
 # run three of BBRv1's 10 s PROBE_RTT periods past the last flow's start (or the paper's run, if shorter), at
 # least 3 repetitions.
 STANDARD_BUDGET_S = 5.5 * 3600
@@ -272,8 +272,8 @@ def test_report_from_fixed_results(tmp_path: Path) -> None:
     assert cubic["mechanism"]["9"]["cwnd per CUBIC flow"] == [pytest.approx(30 / 9)]
     assert cubic["mechanism"]["9"]["BBR share %"] == [pytest.approx(0.47)]
     assert "Why the CUBIC count matters" in text
-    # A section drawn from several experiments names the invocations that produced it, as an experiment's does
-    # (issue 34), and its claims carry their second-margin verdict and their declared n.
+    # A section drawn from several experiments names the invocations that produced it, as an experiment's does,
+    # and its claims carry their second-margin verdict and their declared n.
     seed004_text = text.split("### Seed 004: BBR's share against CUBIC, model vs measured\n\n", 1)[1]
     assert seed004_text.startswith("Produced by `bbrbench reproduce --profile quick` at `abc123`, t0.")
     count_claim = summary["experiments"]["seed004"]["claims"][0]
@@ -316,7 +316,7 @@ def test_paper_data_files_load_beside_their_scenarios(tmp_path: Path) -> None:
 
 
 def test_transcriptions_match_the_seed_texts() -> None:
-    """Values the audit of issue 22 found misplaced stay where the texts put them; every paper value says
+    """Values an audit of the transcriptions found misplaced stay where the texts put them; every paper value says
     where it comes from."""
     def paper(key: str) -> dict[tuple[str, Any, str], Any]:
         spec = papers.spec_for(key)
@@ -480,7 +480,7 @@ def test_a_missing_effect_can_fail_a_minimum_effect() -> None:
     sent = [10000.0, 10000.0, 10000.0]
 
     def sim(acd: list[float], bbr: tuple[float, ...] = (0.22, 0.23, 0.21)) -> claims.Verdict:
-        """Drop rates as drops over a constant 10000 packets sent (seed 002's loss, issue 34)."""
+        """Drop rates as drops over a constant 10000 packets sent (seed 002's loss)."""
         lk = FakeLookup({("bbr", None, claims.DROPS): [x * 1e4 for x in bbr], ("bbr", None, claims.SENT): sent,
                          ("acd_tol1000", None, claims.DROPS): [x * 1e4 for x in acd],
                          ("acd_tol1000", None, claims.SENT): sent})
@@ -631,7 +631,7 @@ def test_report_decides_on_long_runs(tmp_path: Path) -> None:
     assert "(Decided within x/÷ 1.25 of the paper's number at each point, the upper edge x 87 s" in text
     verdicts = [c["verdict"]["outcome"] for c in
                 json.loads((tmp_path / "summary.json").read_text())["experiments"]["seed000/table4.1"]["claims"]]
-    # Fig 4.4's claim (issue 34) reads the RTT, which these runs do not record.
+    # Fig 4.4's claim reads the RTT, which these runs do not record.
     assert verdicts == ["holds", "holds", "holds", "too few runs"]
 
 
@@ -668,7 +668,7 @@ def test_rebuilt_from_its_summary_the_report_decides_as_the_runs_do(tmp_path: Pa
 
 
 def test_a_run_that_failed_the_link_trust_check_is_never_pooled(tmp_path: Path) -> None:
-    """As a sweep does (issue 32): a repetition bbrkit-link's trust check failed is left out of the table, the
+    """As a sweep does: a repetition bbrkit-link's trust check failed is left out of the table, the
     verdicts and the time series, counted in the status and listed with its reasons, in the report and in a
     report rebuilt from its summary."""
     runs, again = tmp_path / "runs", tmp_path / "again"
@@ -839,7 +839,7 @@ def test_fieller_interval_matches_its_closed_form_and_inverts_its_test() -> None
     fieller = stats.fieller_of_moments(stats.Moments(50.0, 1.0, 5), tight)
     assert delta.method == "delta" and delta.bounds is not None and fieller.bounds is not None
     assert delta.bounds == pytest.approx(fieller.bounds, rel=1e-3)
-    # A ratio of 0.43 whose reference's CV is large goes to Fieller's. (Issue 34 read seed 002 #4 so; there the
+    # A ratio of 0.43 whose reference's CV is large goes to Fieller's. (A review read seed 002 #4 so; there the
     # large CV is the numerator's, BBR's count being precise, g about 0.02, where the two intervals agree.)
     assert stats.ratio_of_moments(x, y).method == "fieller"
 
@@ -891,7 +891,7 @@ def test_the_second_margin_family() -> None:
 
 def test_every_claim_file_claim_names_its_family_and_its_n() -> None:
     """The second family needs each band's or bound's family; the next run needs each claim's n, declared
-    before it (issue 34)."""
+    before it."""
     for spec in papers.specs():
         for c in spec.claims:
             assert c.rule.family in claims.FAMILIES, (spec.key, c.text)
@@ -958,7 +958,7 @@ def test_each_experiment_of_a_merged_summary_keeps_its_invocation(tmp_path: Path
 
 
 def test_a_rebuild_keeps_the_time_series_figures_a_later_summary_did_not_run(tmp_path: Path) -> None:
-    """Issue 34's reruns: a summary of seed000/table4.1 alone holds only Fig 4.9 of seed 000's time series.
+    """As in the 2026-11-26 reruns: a summary of seed000/table4.1 alone holds only Fig 4.9 of seed 000's time series.
     Added to the build, it replaces that figure and keeps Figs 4.1 and 4.3 from the earlier summary, whose
     invocation the section keeps beside the rerun's."""
     def summary(name: str, started: str, items: list[str]) -> Path:
@@ -993,7 +993,7 @@ README = Path(__file__).resolve().parents[2] / "docs" / "reproduction" / "README
 
 
 def test_the_readme_states_only_what_its_summary_holds() -> None:
-    """Issue 34: the reproduction README contradicted its report. Its verdicts are now generated from the
+    """The reproduction README once contradicted its report. Its verdicts are now generated from the
     summary it cites, and outside that block it states no measured figure (no interval, no measured
     decimal in ms or Mbit/s, no verdict in bold): a README figure that differs from the summary fails here."""
     text = README.read_text()
@@ -1011,7 +1011,7 @@ def test_the_readme_states_only_what_its_summary_holds() -> None:
 
 
 def test_docs_hold_documents_and_data_reproduction_the_results_they_cite() -> None:
-    """Issue 36: recorded results (summaries, metadata, figures) live in data/reproduction/, documents in
+    """Recorded results (summaries, metadata, figures) live in data/reproduction/, documents in
     docs/; every summary the README's build command reads is there."""
     root = Path(__file__).resolve().parents[2]
     assert not [p for p in (root / "docs").rglob("*") if p.suffix in (".json", ".png", ".svg", ".csv")]
@@ -1037,7 +1037,7 @@ def test_readme_overview_is_rewritten_in_place(tmp_path: Path) -> None:
 
 
 def test_table2s_best_count_is_decided_on_rms_differences_with_intervals() -> None:
-    """Seed 004 Table 2's 'best at 13 BBR flows' (issue 34): with one queue size per count each RMS error is
+    """Seed 004 Table 2's 'best at 13 BBR flows': with one queue size per count each RMS error is
     |measured - model|, so the difference's interval is Welch's on the two measured means."""
     def row(n: int, values: list[float], model: float) -> dict[str, Any]:
         m, ci = stats.mean_ci95(values)

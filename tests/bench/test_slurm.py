@@ -27,7 +27,7 @@ from bbrbench.scenario import AlgoCatalog
 from bbrbench.slurm import SlurmExecutor
 from bbrbench.sweep import DONE_MARK, FAILED, NOT_RUNNABLE, Plan, Point, run_sweep
 from bbrbench.sweep.store import NOT_RUNNABLE_ON
-from benchutil import NOBODY, START_TIMEOUT_S, SWEEP, bbrbench_cmd, free_port, needs_net
+from benchutil import START_TIMEOUT_S, SWEEP, bbrbench_cmd, free_port, needs_net
 
 
 def real_slurm(test: Callable[..., None]) -> Callable[..., None]:
@@ -187,19 +187,6 @@ def test_a_sweep_through_slurm_is_a_sweep(slurm: Slurm, tmp_path: Path) -> None:
 
 
 @real_slurm
-def test_a_run_through_sudo_belongs_to_the_user(slurm: Slurm, tmp_path: Path) -> None:
-    """Under the sudo rule, `bbrbench run` gives its run directory to the user who ran sudo (SUDO_UID and
-    SUDO_GID, as sudo sets them; here passed to a root task through sbatch's environment)."""
-    out = tmp_path / "sweep"
-    result = sweep_cli(slurm, "sweep", "smoke", "--quiet", "duration_s=1", "--reps", "1", "--out", str(out),
-                       "--slurm", env={"SUDO_UID": str(NOBODY), "SUDO_GID": str(NOBODY)})
-    assert result.returncode == 0, result.stderr
-    run = next(out.glob("points/*/rep0"))
-    made = [p for p in [run, *run.rglob("*")] if p.name != DONE_MARK]  # the mark is the client's
-    assert len(made) > 3 and {(p.lstat().st_uid, p.lstat().st_gid) for p in made} == {(NOBODY, NOBODY)}
-
-
-@real_slurm
 def test_a_cancelled_task_fails_the_sweep_and_it_resumes(slurm: Slurm, tmp_path: Path) -> None:
     """A task that ends without a status (here cancelled mid-run, as a node failing or running out of time
     would end it) is lost: exit 1, the resume command printed; running it finishes the sweep."""
@@ -252,6 +239,7 @@ class FakeSlurm:
                 "raw": {**raw, "k": -1} if answer == "other" else raw,
                 "submitted_by": json.loads(env[SUBMITTED_ENV])})
             write_json(task / "run" / "summary.json", "summary", {"total": {"goodput_mbps": 10.0}})
+            write_json(task / "run" / "host.json", "host", {"hostname": node, "machine_id": node})
             (task / "stderr").write_text("bbrbench: no such qdisc here\n" if code == 3 else "")
             (task / "status").write_text(f"{code} {node}\n")
         return "77\n"
@@ -260,16 +248,19 @@ class FakeSlurm:
 def test_slurm_outcomes_per_node_and_lost_tasks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Not runnable on one node: recorded for that node, and the run goes again to the others (--exclude);
     on every node, the point is not runnable. A task that left no status is tried again (--tries); a run
-    that is not the one asked for is refused, and once its tries are spent the sweep fails."""
+    that is not the one asked for is refused, and once its tries are spent the sweep fails. A node name
+    with a control character in it (the status file is the task's) is refused, never written as a line. A
+    run that failed on one node goes to another."""
     fake = FakeSlurm(["n1", "n2"], {0: [(3, "n1"), (0, "n2")], 1: ["lost", (0, "n1")], 2: ["other", "other"],
-                                    3: [(3, "n1"), (3, "n2")]})
+                                    3: [(3, "n1"), (3, "n2")], 4: [(3, "n1\nn2: injected"), (0, "n2")],
+                                    5: [(1, "n1"), (0, "n2")], 6: [(1, "n1"), (1, "n2")]})
     monkeypatch.setattr(slurm_mod, "_slurm", fake)
     monkeypatch.setattr(slurm_mod, "POLL_S", 0.0)
     monkeypatch.setattr(slurm_mod, "STATUS_GRACE_S", 0.0)
-    plan = Plan(name="t", raw={"name": "t"}, points=[Point(f"p{k}", {"k": k}) for k in range(4)], repetitions=1,
+    plan = Plan(name="t", raw={"name": "t"}, points=[Point(f"p{k}", {"k": k}) for k in range(7)], repetitions=1,
                 metrics=["total.goodput_mbps"], duration_s=1)
     out = tmp_path / "sweep"
-    with pytest.raises(RunsLost, match="1/4 runs lost .*not of the run asked for"):
+    with pytest.raises(RunsLost, match="2/7 runs lost"):
         with SlurmExecutor(2, []) as executor:
             run_sweep(plan, out, AlgoCatalog.__new__(AlgoCatalog), executor)
     points = out / "points"
@@ -279,5 +270,30 @@ def test_slurm_outcomes_per_node_and_lost_tasks(tmp_path: Path, monkeypatch: pyt
     assert (points / "p2" / "rep0" / FAILED).read_text().startswith("lost: ")
     assert not (points / "p2" / "rep0" / "summary.json").exists()
     assert (points / "p3" / NOT_RUNNABLE).read_text() == "n1: no such qdisc here; n2: no such qdisc here\n"
+    assert (points / "p4" / "rep0" / DONE_MARK).is_file() and not (points / "p4" / NOT_RUNNABLE_ON).exists()
+    assert (points / "p5" / "rep0" / DONE_MARK).is_file() and fake.excluded[5] == ["", "n1"]  # failed on n1
+    assert (points / "p2" / "rep0" / FAILED).read_text().startswith("lost: ") and "not of the run asked for" in (
+        points / "p2" / "rep0" / FAILED).read_text()
+    assert (points / "p6" / "rep0" / FAILED).read_text().startswith("lost: failed on node n2")  # tries spent
     # What is left in OUT/slurm: the lost task's directory, kept for its log, and no submission.
     assert [p.name for p in (out / "slurm").iterdir()] == ["lost-77_1"]
+
+
+def test_a_slurm_run_without_its_host_record_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Status 0 and the run asked for, but no host.json: not taken in (a run is accepted only whole)."""
+    fake = FakeSlurm(["n1"], {0: [(0, "n1")]})
+
+    def without_host(argv: list[str], env: dict[str, str] | None = None) -> str:
+        answer = fake(argv, env)
+        for record in Path(next((a for a in argv if a.startswith("--chdir=")), "--chdir=/nonexistent")
+                           .partition("=")[2]).glob("task*/run/host.json"):
+            record.unlink()
+        return answer
+
+    monkeypatch.setattr(slurm_mod, "_slurm", without_host)
+    monkeypatch.setattr(slurm_mod, "POLL_S", 0.0)
+    plan = Plan(name="t", raw={"name": "t"}, points=[Point("p0", {"k": 0})], repetitions=1,
+                metrics=["total.goodput_mbps"], duration_s=1)
+    with pytest.raises(RunsLost, match="1/1 runs lost .*host.json"):
+        with SlurmExecutor(1, []) as executor:
+            run_sweep(plan, tmp_path / "sweep", AlgoCatalog.__new__(AlgoCatalog), executor)

@@ -58,7 +58,7 @@ def test_measures_read_the_known_answer() -> None:
 
 
 def test_drop_seconds_count_the_bottlenecks_drops_after_the_last_start() -> None:
-    """Seed 002's loss statements on the bottleneck's drop counter (issue 34), not the senders' retransmissions."""
+    """Seed 002's loss statements on the bottleneck's drop counter, not the senders' retransmissions."""
     run = make_run(starts=(0.0, 10.0), retrans_every_other_s=True)
     assert timeseries.drop_seconds_share(run) == pytest.approx(0.5, abs=0.05)
     # 50 samples of 10 ms in every other second of 40.
@@ -66,7 +66,7 @@ def test_drop_seconds_count_the_bottlenecks_drops_after_the_last_start() -> None
 
 
 def test_full_buffer_share_tells_a_filling_flow_from_one_that_does_not() -> None:
-    """Fig 4.9's statement made able to fail (issue 34): a flow whose 5 ms probes fill a 5 ms buffer keeps it
+    """Fig 4.9's statement made able to fail: a flow whose 5 ms probes fill a 5 ms buffer keeps it
     full during the probes (a tenth of the time), one whose probes reach only half of a 10 ms buffer never
     fills it; the RTT bound at the buffer's size holds for both."""
     filling = make_run(full_buffer_ms=5.0)
@@ -95,7 +95,7 @@ def test_a_statement_is_decided_on_every_repetition_at_the_papers_magnitude() ->
 
 
 def test_time_series_claims_carry_the_second_margins_fragility_and_n() -> None:
-    """Issue 34: as the experiments' claims, each time-series claim declares its n and shows its verdict
+    """As the experiments' claims, each time-series claim declares its n and shows its verdict
     under the second margin family and its fragile mark; a verdict recorded before these existed (2026-11-25)
     is decided again on the repetitions its text lists."""
     (fig,) = [f for f in timeseries.figures() if f["item"] == "Fig 4.1"]

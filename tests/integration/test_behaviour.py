@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from bbrbench.testbed.procs import command
-from netutil import BBRCTL, NetPair, iperf_pair, iperf_result
+from netutil import BBRCTL, NetPair, bbrctl, iperf_pair, iperf_result
 
 pytestmark = pytest.mark.net
 
@@ -229,6 +229,22 @@ def test_bbr2_differs_from_bbr3_where_the_constants_differ(path: NetPair, attach
             assert seen or phase == "REFILL", f"{algo}: no {phase} record"
             assert all(abs(g - value) < 0.015 for g in seen), (algo, phase, key, seen)
 
+
+
+def test_bbr_draft_paces_by_the_draft_and_its_drain_gain_is_live(path: NetPair, attach, tmp_path: Path) -> None:
+    """bbr_draft (draft-ietf-ccwg-bbr-06) where its gains differ from v3's: DRAIN at DrainPacingGain
+    (5.3.2), set here to the draft's alternative 0.35 through bbrctl before the flow (v3: 1/2.885 =
+    0.344, the draft's default 0.5); DOWN at 0.90 (5.3.3.1; v3: 0.906); UP at 1.25 with cwnd gain 2.25
+    and CRUISE at 1, as v3. The tolerance tells 0.90 from v3's 0.906 (gains are n/256)."""
+    attach("bbr_draft")
+    bbrctl("set", "bbr_draft", "drain_gain=0.35")
+    records = traced("bbr_draft", path, tmp_path, 7)
+    drain = {r["pacing_gain"] for r in records if r["mode"] == "DRAIN"}
+    assert drain and all(abs(g - 89 / 256) < 0.001 for g in drain), drain
+    for (phase, key), value in {("DOWN", "pacing_gain"): 230 / 256, ("UP", "pacing_gain"): 1.25,
+                                ("UP", "cwnd_gain"): 2.25, ("CRUISE", "pacing_gain"): 1.0}.items():
+        seen = gains_in(records, phase, key)
+        assert seen and all(abs(g - value) < 0.001 for g in seen), (phase, key, seen)
 
 # The record's draft-ietf-ccwg-bbr names (include/bbrkit.h struct bbrkit_flow), which `bbrbench
 # conformance` and the host twin (bbrkit-twin) read.

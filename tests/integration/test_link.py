@@ -1,6 +1,6 @@
 """bbrkit-link with real traffic (root): the harness's own topology and emulation classes build a
-sender -> router -> link -> receiver path; each test checks one property of the issue's list against
-what the link and the kernel count."""
+sender -> router -> link -> receiver path; each test checks one property bench/link/README.md promises
+against what the link and the kernel count."""
 from __future__ import annotations
 
 import bisect

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from bbrbench.cli.rollout import EXIT_REVERTED
 from netutil import BBRCTL, NS_PREFIX, NetPair, bbrctl, run
 
 OWN_CGROUP2 = Path("/run/bbrkit/cgroup2")
@@ -333,7 +334,7 @@ def test_guard_reverts_starving_arm(starving_rttgain: None, netpair: Callable[..
                         "--window", str(window), "--interval", "2", "--guard", "stalls=0.1", "--json"],
                        capture_output=True, text=True, timeout=window + 30,
                        env={**os.environ, "PATH": f"{BBRCTL.parent}:{os.environ['PATH']}"})
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == EXIT_REVERTED, r.stderr
     doc = json.loads(r.stdout)
     print(f"reverted after {doc['elapsed_s']} s: {doc['breach']}; summary {doc['summary']}")  # shown by -rP
     assert doc["reverted"] and doc["breach"]["arm"] == "bbr_rttgain", doc

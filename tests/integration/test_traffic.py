@@ -14,7 +14,7 @@ from netutil import BBRCTL, available_ccs, bbrctl, flows_json, iperf_pair, iperf
 
 pytestmark = pytest.mark.net
 
-ALGOS = ["bbr1", "bbr_rttgain", "bbr_acd"]
+ALGOS = ["bbr1", "bbr_rttgain", "bbr_acd", "bbr_draft"]
 RATE_MBIT = 100
 RTT_MS = 20  # the seed papers' base RTT; on a sub-ms LAN the RTT-based gain collapses (see README)
 QUEUE_BYTES = 2 * RATE_MBIT * 1_000_000 // 8 * RTT_MS // 1000  # 2 x BDP at 100 Mbit/s

@@ -3,20 +3,23 @@ state an error must leave unchanged."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 from netutil import BBRCTL, PIN_ROOT, available_ccs, pins, run
 
-ALGOS = ("bbr1", "bbr_rttgain", "bbr_acd", "bbr2", "bbr3")
-PARAM_ALGOS = ("bbr_rttgain", "bbr_acd", "bbr2", "bbr3")
+ALGOS = ("bbr1", "bbr_rttgain", "bbr_acd", "bbr2", "bbr3", "bbr_draft")
+PARAM_ALGOS = ("bbr_rttgain", "bbr_acd", "bbr2", "bbr3", "bbr_draft")
 # Those with the per-packet loss path: on a kernel that allows it, attach pins its three hook links.
-PER_PACKET_ALGOS = ("bbr2", "bbr3")
+PER_PACKET_ALGOS = ("bbr2", "bbr3", "bbr_draft")
 NOBODY = "65534"
 
 
 def ctl(*args: str, unprivileged: bool = False) -> subprocess.CompletedProcess[str]:
-    """bbrctl without raising on failure; unprivileged runs it as nobody."""
-    prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"] if unprivileged else []
+    """bbrctl without raising on failure; unprivileged runs it as nobody when the tests run as root, and
+    as the tests' own user otherwise (who has no privileges to drop, and may not change user)."""
+    drop = unprivileged and os.geteuid() == 0
+    prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"] if drop else []
     return subprocess.run([*prefix, str(BBRCTL), *args], capture_output=True, text=True, timeout=30)
 
 

@@ -67,8 +67,9 @@ def test_version_is_git_describe_of_the_build() -> None:
     assert result.returncode == 0 and result.stdout.startswith("bbrctl ")
     described = result.stdout.split()[1].removesuffix("-dirty")
     commit = described.rsplit("-g", 1)[-1]  # v1.2-3-gabc1234 or just abc1234
-    ancestor = subprocess.run(["git", "-C", str(ROOT), "merge-base", "--is-ancestor", commit, "HEAD"],
-                              capture_output=True, text=True)
+    # safe.directory: git reads a checkout that another user owns only when told to; a read is safe.
+    ancestor = subprocess.run(["git", "-c", f"safe.directory={ROOT}", "-C", str(ROOT), "merge-base", "--is-ancestor",
+                               commit, "HEAD"], capture_output=True, text=True)
     assert ancestor.returncode == 0, f"{described}: not HEAD or one of its ancestors ({ancestor.stderr.strip()})"
 
 
@@ -110,7 +111,7 @@ def complete(*words: str) -> list[str]:
 
 def test_completion_offers_commands_algorithms_and_parameter_keys() -> None:
     assert [w for w in complete("bbrctl", "") if not w.startswith("-")] == COMMANDS
-    assert complete("bbrctl", "attach", "bbr_") == ["bbr_acd", "bbr_rttgain"]
+    assert complete("bbrctl", "attach", "bbr_") == ["bbr_acd", "bbr_draft", "bbr_rttgain"]
     assert complete("bbrctl", "set", "bbr_acd", "") == ["tolerance_us=", "rtt_factor=", "steady_acks=", "halve_once="]
     assert complete("bbrctl", "set", "bbr_rttgain", "alpha=0.5", "pr") == ["probe_exit="]
     assert complete("bbrctl", "trace", "--format", "") == ["jsonl", "csv"]

@@ -44,9 +44,9 @@ def flows(pairs: dict[str, NetPair], seconds: float, port: int) -> dict[str, sub
 
 
 def test_garbage_in_every_field_neither_stalls_nor_slows_a_running_flow(attach, keep_params, netpair) -> None:
-    """The four algorithms at once, each flow on its own path: the params map is per algorithm, so one's
+    """The algorithms with parameters at once, each flow on its own path: the params map is per algorithm, so one's
     garbage cannot reach another's flow, and each flow is held to a baseline of its algorithm run the same
-    way (four at once), so the shared CPU weighs on both alike."""
+    way (all at once), so the shared CPU weighs on both alike."""
     defaults = {}
     for algo in PARAM_ALGOS:
         attach(algo)

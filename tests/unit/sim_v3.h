@@ -9,7 +9,7 @@
 #define BW sim_bw(PKTS, SIM_RTT_US)
 #define ACKS_PER_ROUND 10
 
-static const struct bbr3_params defaults = BBRKIT_PARAMS_DEFAULTS(BBR3_PARAMS);
+static const __typeof__(params) defaults = BBRKIT_PARAMS_DEFAULTS(BBR3_PARAMS_TABLE);
 
 static __attribute__((unused)) struct bbr3 *st(void)
 {

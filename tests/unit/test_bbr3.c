@@ -625,7 +625,7 @@ TEST(undo_restores_bounds)
 	CHECK_EQ(st()->inflight_lo, 120);
 }
 
-/* Issue 30 (1), v3's bbr_update_congestion_signals: the loss that ends UP is still a loss of the
+/* v3's bbr_update_congestion_signals: the loss that ends UP is still a loss of the
  * round DOWN starts in (loss_in_round |= rs->losses > 0 after the loss hook's reset), and of the cycle
  * (loss_in_cycle |= rs->lost > 0 at the end of the ACK); the next loss round's start in DOWN cuts
  * bw_lo and inflight_lo by beta.
@@ -653,7 +653,7 @@ static void ack_with_old_ce(u32 interval_ce)
 	bbrkit_on_ack(sk, &rs);
 }
 
-/* Issue 30 (2): v3 raises ecn_in_round from this ACK's ECE (rs->is_ece), here its rise of
+/* v3 raises ecn_in_round from this ACK's ECE (rs->is_ece), here its rise of
  * tp->delivered_ce, not from CE anywhere in the rate sample's interval (rs->delivered_ce).
  */
 TEST(ecn_in_round_is_this_acks_ce_only)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* bbr3's per-packet loss path (issue 30) in a closed loop (sim_loop.h: the twin's path): every skb
+/* bbr3's per-packet loss path in a closed loop (sim_loop.h: the twin's path): every skb
  * marked lost is judged by v3's rule (google/bbr v3, net/ipv4/tcp_bbr.c: bbr_skb_marked_lost ->
  * bbr_is_inflight_too_high with the skb's tx.in_flight and tp->lost - tx.lost, then
  * bbr_inflight_hi_from_lost_skb), computed here from the sender's own per-packet state. The

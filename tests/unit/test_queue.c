@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Host tests of bbrkit-link's queue core (bench/link/queue.c) against RFC 8289 (CoDel), RFC 8290
- * (FQ-CoDel), the step marker's threshold and netem's Gilbert-Elliott model. */
+/* Host tests of bbrkit-link's queue (bench/link/queue.h: queue.c and the AQMs' files) against RFC 8289
+ * (CoDel), RFC 8290 (FQ-CoDel), the step marker's threshold and netem's Gilbert-Elliott model. */
 #include <math.h>
 #include <stdlib.h>
 

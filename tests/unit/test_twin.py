@@ -167,6 +167,34 @@ def test_bbr3_bw_shortterm_after_a_10x_decrease_is_cut_outside_probes_and_cleare
     assert short["t_ns"] >= next(r for r in after if r["max_bw_bps"] <= bound)["t_ns"], short
 
 
+def test_a_rate_cut_reaches_the_packets_already_queued() -> None:
+    # STARTUP has queued ~1.5 BDP at 50 Mbit/s when the rate falls to 5 Mbit/s: the bottleneck serves each
+    # packet at the rate in force when it serves it, so the round in flight is ACKed no faster than the
+    # link could serve it, 50 Mbit/s until the cut and 5 from then on (each ACK an RTT after its departure).
+    cut_s, rtt_s, packet_bits = 0.2, 0.02, 1448 * 8
+    records = twin("--algo", "bbr1", "--rate", "50mbit@0,5mbit@0.2s", "--rtt", "20ms", "--buffer", "170p",
+                   "--duration", "1s")
+    before = [r for r in records if r["t_ns"] < cut_s * 1e9][-1]
+    after = next(r for r in records if r["t_ns"] > cut_s * 1e9)
+    ta, tb = before["t_ns"] / 1e9 - rtt_s, after["t_ns"] / 1e9 - rtt_s  # their departures
+    served = ((cut_s - ta) * 50e6 + (tb - cut_s) * 5e6) / packet_bits + 1
+    assert after["delivered"] - before["delivered"] <= served, (before, after)
+
+
+def test_cwnd_limited_is_latched_for_the_window_as_the_kernel_does() -> None:
+    # tcp_cwnd_validate() keeps tp->is_cwnd_limited for the window in flight when the cwnd was full; v3
+    # grows the probe's inflight_longterm step only while cwnd-limited (bbr_probe_inflight_hi_upward), so
+    # with an instantaneous flag, true only at the moment the cwnd is full, the step stopped doubling
+    # (draft A.15: median ratio 1.1 per round, 2.0 with the latch).
+    from bbrbench.experiments import conformance as conf
+    case = next(c for c in conf.load_cases() if c.id == "A.15")
+    records = [{**r, "t_s": r["t_ns"] / 1e9} for r in twin("--algo", "bbr3", "--duration", "18s",
+                                                             *sum(([f"--{k.replace('_', '-')}", v] for k, v in
+                                                                   conf.twin_path(case)[0].items()), []))]
+    growth = next(c for c in conf.evaluate(case, "bbr3", records, "twin") if c.name.startswith("inflight_longterm"))
+    assert growth.status == conf.PASS, growth
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--algo", "bbr4", "--rate", "1mbit", "--rtt", "1ms"], "bad --algo 'bbr4'"),
     (["--algo", "bbr3", "--rate", "10mbps", "--rtt", "1ms"], "bad --rate '10mbps'"),
@@ -178,6 +206,7 @@ def test_bbr3_bw_shortterm_after_a_10x_decrease_is_cut_outside_probes_and_cleare
     (["--algo", "bbr3", "--rate", "1mbit", "--rtt", "1ms", "--ack-blackout", "3s-2s"], "window ends before"),
     (["--algo", "bbr3", "--rate", "10gbit", "--rtt", "1ms", "--duration", "3000s"], "--duration is too long"),
     (["--algo", "bbr3", "--rate", "1mbit", "--rtt", "1ms", "--bogus"], "unknown option"),
+    (["--algo", "bbr3", "--rate", "1mbit", "--rtt", "1ms", "--mutate", "all"], "bad --mutate 'all': no such mutation"),
 ])
 def test_bad_input_is_one_line_and_nothing_on_stdout(args: list[str], message: str) -> None:
     result = subprocess.run([str(TWIN), *args], capture_output=True, text=True, timeout=30)
@@ -189,5 +218,5 @@ def test_bad_input_is_one_line_and_nothing_on_stdout(args: list[str], message: s
 def test_help_lists_every_option() -> None:
     result = subprocess.run([str(TWIN), "--help"], capture_output=True, text=True, check=True)
     for option in ("--algo", "--rate", "--rtt", "--buffer", "--app-limit", "--pause", "--loss",
-                   "--spurious-loss", "--ack-aggregation", "--ack-blackout", "--duration", "--seed"):
+                   "--spurious-loss", "--ack-aggregation", "--ack-blackout", "--duration", "--seed", "--mutate"):
         assert option in result.stdout

@@ -72,11 +72,11 @@ def read(path: Path) -> MmLog:
 
 def plot(path: Path, out: Path, title: str, bin_ms: int = 100) -> Path:
     """Throughput (capacity, ingress, egress per bin) above per-packet delay through the link."""
-    from . import plots  # matplotlib only when a figure is drawn
+    from . import canvas  # matplotlib only when a figure is drawn
 
     log = read(path)
     t, rates = log.rates_mbit(bin_ms)
-    fig, (top, bottom) = plots.plt.subplots(2, 1, figsize=(plots.FIG_SIZE[0], 7), sharex=True)
+    fig, (top, bottom) = canvas.plt.subplots(2, 1, figsize=(canvas.FIG_SIZE[0], 7), sharex=True)
     top.fill_between(t, rates["capacity"], step="post", alpha=0.25, label="capacity")
     top.step(t, rates["ingress"], where="post", linewidth=1.5, label="ingress")
     top.step(t, rates["egress"], where="post", linewidth=1.0, label="egress")
@@ -88,4 +88,4 @@ def plot(path: Path, out: Path, title: str, bin_ms: int = 100) -> Path:
         bottom.plot(dep[:, 0] / 1000, dep[:, 2], ",", alpha=0.6)
     bottom.set_ylabel("per-packet delay (ms)")
     bottom.set_xlabel("time (s)")
-    return plots.save(fig, out)
+    return canvas.save(fig, out)

@@ -1,26 +1,21 @@
-"""Figures (matplotlib, Agg backend: no display needed): one run's series as PNGs, and compare's pictures as
-PNG and SVG."""
+"""Figures drawn on the canvas module's matplotlib: one run's series as PNGs, and compare's pictures as PNG
+and SVG."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.transforms import Bbox
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
-import numpy as np  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.transforms import Bbox  # noqa: E402
+from . import mmlog
+from .canvas import DPI, FIG_SIZE, plt, save
+from .metrics import US_PER_MS, window_rates_bps
+from .rundata import load_run, trace_by_flow
+from .stats import mean_sem
 
-from . import mmlog  # noqa: E402
-from .metrics import US_PER_MS, window_rates_bps  # noqa: E402
-from .rundata import load_run, trace_by_flow  # noqa: E402
-from .stats import mean_sem  # noqa: E402
-
-FIG_SIZE = (10, 4.5)
-DPI = 110
 # Beyond this many flows a legend hides the data.
 MAX_LEGEND = 12
 THROUGHPUT_BIN_S = 0.5
@@ -148,15 +143,6 @@ def _pacing_gains(run_dir: Path, scenario: dict[str, Any], events_doc: dict[str,
 # Where a label may sit beside its mark, in points, tried in this order (Pantheon's plots label each mark).
 LABEL_OFFSETS = [(6, 4), (6, -12), (-6, 4), (-6, -12), (6, 14), (6, -22), (-6, 14), (-6, -22), (6, 24), (6, -32),
                  (-6, 24), (-6, -32), (18, -4), (-18, -4), (6, 34), (6, -42)]
-
-
-def save(fig: Figure, path: Path) -> Path:
-    """The PNG (for the page) and an SVG of the same figure beside it (for papers and zooming); the
-    bounding box grows to whatever sits outside the axes, such as the legend."""
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")
-    fig.savefig(path.with_suffix(".svg"), bbox_inches="tight")
-    plt.close(fig)
-    return path
 
 
 def _overlaps(box: Bbox, others: list[Bbox]) -> bool:

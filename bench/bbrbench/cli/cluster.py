@@ -76,9 +76,8 @@ def run(args: argparse.Namespace) -> int:
         emit(f"{args.name}: revoked; copy {Path(args.ca) / cluster.CRL_FILE} into every member's certificate "
              f"directory and restart the scheduler and workers")
     elif command == "scheduler":
-        expires = cluster.expiry(Path(args.certs))
-        emit(f"scheduler on tls://{args.host}:{args.port}, certificate valid until {expires.date()}")
-        cluster.serve_scheduler(Path(args.certs), args.host, args.port)
+        cluster.serve_scheduler(Path(args.certs), args.host, args.port, Path(CA_DEFAULT), lambda until: emit(
+            f"scheduler on tls://{args.host}:{args.port}, certificate valid until {until}"))
     else:
         cluster.serve_worker(args.scheduler, Path(args.certs), args.host)
     return 0

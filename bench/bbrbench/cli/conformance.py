@@ -19,6 +19,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", help="results directory; outcomes already there are kept unless rerun "
                    "(default results/conformance-TIME)")
     p.add_argument("--markdown", metavar="FILE", help="also write the Markdown report (docs/conformance.md)")
+    p.add_argument("--doc", action="store_true",
+                   help="every case on every algorithm into a new results directory, then docs/conformance.md "
+                   "and its plots (docs/conformance/); needs a clean checkout")
     p.add_argument("--report-only", action="store_true",
                    help="run nothing: the checks again on the records kept in --out, table and --markdown")
     p.set_defaults(func=run)
@@ -35,12 +38,19 @@ def run(args: argparse.Namespace) -> int:
         cases = conformance.select(conformance.load_cases(), args.case)
         outcomes = conformance.reevaluate(out, cases)
     else:
+        if args.doc:
+            if args.case or args.algos or args.out or args.markdown:
+                raise UsageError("--doc runs every case on every algorithm into a new directory: no ALGO, --case, "
+                                 "--out or --markdown")
+            conformance.require_clean_checkout()
         out = Path(args.out) if args.out else default_out("conformance", "bbr")
         cases = conformance.plan(algos, args.case)
         if any(c.runner == "real" for c in cases) and args.runner != "twin":
             need_root()
         outcomes = conformance.run(algos, cases, args.runner, out)
     emit(conformance.table(outcomes, cases))
+    if args.doc:
+        conformance.write_doc(out, cases, conformance.doc_path())
     if args.markdown:
         conformance.write_markdown(Path(args.markdown),
                                    conformance.markdown(conformance.read_results(out / "conformance.json"), cases))

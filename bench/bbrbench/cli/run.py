@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from .common import (
     add_json_arg,
     add_scenario_args,
     default_out,
+    emit,
     emit_outcome,
     load_scenario,
     need_root,
@@ -29,25 +29,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..analysis.report import write_report
     from ..scenario import validate
+    from ..sudo import staged_run, sudo_user
     from ..testbed import runner, system
-    _, raw = load_scenario(args)
-    catalog = system.catalog()
-    scenario = validate(raw, catalog)
-    need_root()
-    out = Path(args.out) if args.out else default_out("run", scenario.name)
-    runner.run(scenario, raw, out, catalog.bbrkit)
-    text = write_report(out, plots=not args.no_plots)
-    give_back(out)
+
+    def run_in(out: Path | None) -> tuple[str, Path]:
+        _, raw = load_scenario(args)
+        catalog = system.catalog()
+        scenario = validate(raw, catalog)
+        need_root()
+        out = out or default_out("run", scenario.name)
+        runner.run(scenario, raw, out, catalog.bbrkit)
+        return write_report(out, plots=not args.no_plots), out
+
+    if user := sudo_user():  # a Slurm task through the one sudo rule: made for that user, handed over
+        def staged(scenario: Path, out: Path) -> None:
+            args.scenario = str(scenario)
+            run_in(out)
+        staged_run(args, user, staged)
+        emit(f"results: {args.out}")
+        return 0
+    text, out = run_in(Path(args.out) if args.out else None)
     emit_outcome(args, text, out, f"results: {out}")
     return 0
-
-
-def give_back(out: Path) -> None:
-    """Run through sudo (a Slurm task's one rule, docs/cluster.md), the results belong to whoever ran sudo,
-    whose sweep then takes them in as its own files."""
-    uid = os.environ.get("SUDO_UID", "")
-    if os.geteuid() != 0 or not uid.isdigit():
-        return
-    gid = int(os.environ.get("SUDO_GID", uid))
-    for path in [out, *out.rglob("*")]:
-        os.chown(path, int(uid), gid, follow_symlinks=False)

@@ -41,7 +41,7 @@ from .delaybench import RECEIVER_ADDR, Chain, RttStats, machine, percentile, run
 # A rate no 2-vCPU machine forwards: the link's own speed is what the capacity runs measure.
 UNBOUNDED_RATE_BPS = 40_000_000_000
 UDP_PAYLOAD_BYTES = 1472  # an MTU-size IPv4 datagram
-SMALL_PAYLOAD_BYTES = 64  # issue 32's small-packet case
+SMALL_PAYLOAD_BYTES = 64  # the small-packet capacity goal's payload
 IPERF_MAX_STREAMS = 128
 IPERF_BASE_PORT = 5301
 ADDED_DELAY_TARGET_US = 50
@@ -76,7 +76,7 @@ CAPACITY_RUNS = (("one_flow", BRIDGE), ("many_flows", BRIDGE), ("small", BRIDGE)
 
 @dataclass(frozen=True)
 class Goal:
-    """One of issue 32's capacity goals for the link against a kernel bridge on the same machine: the link
+    """One of the link's capacity goals (docs/benchmarks.md) against a kernel bridge on the same machine: the link
     with queue `aqm` under `load` reaches `target` in `metric` ("rx_bps" or "rx_pps")."""
     check: str  # its name among the checks; {flows} stands for --flows
     load: str

@@ -15,11 +15,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .. import ratetrace
+from .. import aqm, ratetrace
+from ..aqm import AQMS
 from ..errors import HarnessError, NotRunnable
 from ..scenario import Bottleneck, Scenario
-from . import aqm, delayline, linkemu
-from .aqm import AQMS
+from . import delayline, linkemu
 from .procs import command, find_binary
 from .system import have_tool, qdisc_available
 from .topology import BOTTLENECK_IF, DELAY_LEFT_IF, DELAY_RIGHT_IF, LINK_LEFT_IF, LINK_RIGHT_IF, Topology
