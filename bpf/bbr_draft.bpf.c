@@ -414,7 +414,7 @@ BBR_INLINE void bbr_draft_main(struct sock *sk, const struct rate_sample *rs)
 	acked.tx_in_flight = rs->prior_in_flight;
 	acked.lost = bbr3_lost_in_round(tp, s);
 	if (s->pp_on && (acked.lost || rs->losses > 0))
-		pp = bbr3_pp_state(sk);
+		pp = bbr3_pp_marks(sk, s);
 	if (acked.lost && s->pp_on)
 		bbr3_pp_acked(sk, pp, rs, &acked);
 	if (rs->losses > 0)
@@ -480,7 +480,7 @@ BBR_INLINE u32 bbr_draft_ssthresh(struct sock *sk)
 		return bbr_out_ssthresh(sk, b);
 	}
 	if (s->pp_on)
-		bbr3_pp_apply(sk, b, s, bbr3_pp_state(sk), 0, &missed);
+		bbr3_pp_apply(sk, b, s, bbr3_pp_marks(sk, s), 0, &missed);
 	draft_save_state_upon_loss(sk, b, s);
 	return bbr_out_ssthresh(sk, b);
 }

@@ -162,11 +162,17 @@ struct bbrkit_features {
 #define BBRKIT_PIN_FLOWS "flows"   /* sk_storage map iterator link: one record per live flow */
 /* iter/tcp link, where the kernel refuses map iterators: read it inside each network namespace. */
 #define BBRKIT_PIN_FLOWS_TCP "flows-tcp"
-/* bbr2/bbr3's per-packet loss path: kprobe links on the kernel's transmit and loss marking, and a
- * tracepoint link on socket destruction.
+/* bbr2/bbr3's per-packet loss path: links on the kernel's transmit and loss marking (or their
+ * tracepoint stand-ins), and a tracepoint link on socket destruction.
  */
 #define BBRKIT_PIN_PP_SENT "pp-sent"
 #define BBRKIT_PIN_PP_LOST "pp-lost"
 #define BBRKIT_PIN_PP_DESTROY "pp-destroy"
+/* How the path runs, the value bbrctl writes to the object's .data.pp: hooks on the kernel's
+ * tcp_rate_skb_sent()/tcp_mark_skb_lost() (fentry or kprobe), or, where the kernel allows neither,
+ * tracepoints (net_dev_queue, tcp_retransmit_skb) and the ACK's walk of the retransmit queue.
+ */
+#define BBRKIT_PP_HOOKS 1
+#define BBRKIT_PP_WALK 2
 
 #endif /* BBRKIT_H */

@@ -75,7 +75,7 @@ const struct algo *algo_find(const char *name);
 const struct algo *find_algo_or_fail(const char *name);
 /* The algorithms named in argv, or all attached ones when none is named (see algos.c). */
 int select_algos(int argc, char **argv, const struct algo **out, size_t *n);
-/* a's BPF object, opened (not loaded) under a's name; NULL with errno set. */
+/* object.c: a's BPF object, opened (not loaded) under a's name; NULL with errno set. */
 struct bpf_object;
 struct bpf_object *open_algo(const struct algo *a);
 
@@ -197,13 +197,15 @@ void skip_optional_programs(struct bpf_object *obj);
 int load_flows_iterator(const struct algo *a, struct bpf_object *main, const struct bbrkit_features *have,
 	struct flows_iter *out);
 void flows_iter_release(struct flows_iter *it);
-/* bbr2/bbr3's per-packet loss path: its programs (kprobes on the kernel's transmit and loss marking,
- * a tracepoint on socket destruction), loaded beside main and sharing its maps.
+/* bbr2/bbr3's per-packet loss path: its programs (hooks on the kernel's transmit and loss marking, or
+ * a tracepoint on the device queue; a tracepoint on socket destruction), loaded beside main and
+ * sharing its maps.
  */
 #define PP_PROGS 3
 struct pp_links {
 	struct bpf_object *obj;
 	struct bpf_link *link[PP_PROGS]; /* NULL when the path does not run */
+	const char *mechanism;		 /* "fentry", "kprobe" or "walk" once attached */
 };
 /* Their program names (the hooks' after the mechanism's prefix) and pin names, in link[] order. */
 extern const char *const pp_progs[PP_PROGS];
@@ -211,8 +213,9 @@ extern const char *const pp_pins[PP_PROGS];
 /* Loads and attaches them, then tells main's new flows to use them; a refusal is a one-line warning. */
 int load_per_packet(const struct algo *a, struct bpf_object *main, struct pp_links *out);
 void pp_links_release(struct pp_links *pp);
-/* Loads a's per-packet programs on their own (nothing attached), fentry or else kprobe: 0 with the
- * mechanism in why, or -errno with why not.
+/* Loads a's per-packet programs on their own (nothing attached), by the first mechanism that loads
+ * (fentry, kprobe, walk): 0 with the mechanism (and why the ones before it did not) in why, or -errno
+ * with why not.
  */
 int probe_per_packet_load(const struct algo *a, char *why, size_t size);
 /* load.c: one load of an algorithm's object, shared by attach and upgrade. */

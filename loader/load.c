@@ -172,13 +172,3 @@ void loaded_release(struct loaded *l)
 		close(l->link_fd);
 	bpf_object__close(l->obj);
 }
-
-/* bpf_object__open_mem() of the object built into bbrctl, named for the algorithm. */
-struct bpf_object *open_algo(const struct algo *a)
-{
-	LIBBPF_OPTS(bpf_object_open_opts, open_opts, .object_name = a->name);
-	size_t size;
-	const void *bytes = a->elf_bytes(&size);
-
-	return bpf_object__open_mem(bytes, size, &open_opts);
-}

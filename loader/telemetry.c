@@ -244,35 +244,48 @@ void flows_iter_release(struct flows_iter *it)
 #define PP_LIVE_MAP ".data.pp"
 #define KPROBE_PMU "/sys/bus/event_source/devices/kprobe/type" /* how libbpf attaches kprobes */
 
-/* The per-packet path's programs (bbr3_core.h): two hooks by one mechanism, and the cleanup. */
-static const char *const pp_mechanisms[] = { "fentry", "kprobe" };
+/* The per-packet path's ways to run (bbr3_pp.h, bbr3_pp_walk.h), tried in this order: the hooks on
+ * the kernel's functions by fentry (cheapest) or kprobe, else the walk, which needs neither (a
+ * tracepoint for the sends, the ACK's walk of the retransmit queue for the marks). Each has the
+ * programs named bbr3_pp_<name>_<hook>, for the hooks it has, and the cleanup.
+ */
+struct pp_mechanism {
+	const char *name;
+	__u32 live; /* the value .data.pp tells new flows */
+};
+static const struct pp_mechanism pp_mechanisms[] = {
+	{ "fentry", BBRKIT_PP_HOOKS },
+	{ "kprobe", BBRKIT_PP_HOOKS },
+	{ "walk", BBRKIT_PP_WALK },
+};
+#define PP_MECHANISMS (sizeof(pp_mechanisms) / sizeof(pp_mechanisms[0]))
 const char *const pp_progs[PP_PROGS] = { "sent", "lost", "bbr3_pp_destroy" };
 const char *const pp_pins[PP_PROGS] = { BBRKIT_PIN_PP_SENT, BBRKIT_PIN_PP_LOST, BBRKIT_PIN_PP_DESTROY };
 
-static void pp_prog_name(char *buf, size_t size, const char *mechanism, int i)
+static void pp_prog_name(char *buf, size_t size, const struct pp_mechanism *m, int i)
 {
 	if (i == PP_PROGS - 1)
 		snprintf(buf, size, "%s", pp_progs[i]);
 	else
-		snprintf(buf, size, "bbr3_pp_%s_%s", mechanism, pp_progs[i]);
+		snprintf(buf, size, "bbr3_pp_%s_%s", m->name, pp_progs[i]);
 }
 
 /* Loads and attaches one mechanism's programs: 0, or -errno with why. */
-static int pp_try(const struct algo *a, struct bpf_object *main, const char *mechanism, struct pp_links *out,
-	char *why, size_t size)
+static int pp_try(const struct algo *a, struct bpf_object *main, const struct pp_mechanism *m,
+	struct pp_links *out, char *why, size_t size)
 {
 	char names[128], name[64];
 	int err;
 
-	if (!strcmp(mechanism, "kprobe") && access(KPROBE_PMU, F_OK)) {
+	if (!strcmp(m->name, "kprobe") && access(KPROBE_PMU, F_OK)) {
 		snprintf(why, size, "the kernel has no kprobes (" KPROBE_PMU " missing: CONFIG_KPROBES)");
 		return -EOPNOTSUPP;
 	}
-	snprintf(names, sizeof(names), "bbr3_pp_%s_,bbr3_pp_destroy", mechanism);
+	snprintf(names, sizeof(names), "bbr3_pp_%s_,bbr3_pp_destroy", m->name);
 	out->obj = load_alone(a, main, names, why, size);
 	err = out->obj ? 0 : -errno;
 	for (int i = 0; !err && main && i < PP_PROGS; i++) {
-		pp_prog_name(name, sizeof(name), mechanism, i);
+		pp_prog_name(name, sizeof(name), m, i);
 		out->link[i] = bpf_program__attach(bpf_object__find_program_by_name(out->obj, name));
 		if (!out->link[i]) {
 			err = -errno;
@@ -281,33 +294,57 @@ static int pp_try(const struct algo *a, struct bpf_object *main, const char *mec
 	}
 	if (err || !main)
 		pp_links_release(out);
+	else
+		out->mechanism = m->name;
+	return err;
+}
+
+/* Tries the mechanisms in order: the index of the first that loads (and, with main, attaches), or
+ * -errno with each one's refusal in why.
+ */
+static int pp_first(
+	const struct algo *a, struct bpf_object *main, struct pp_links *out, char *why, size_t size)
+{
+	char one[256];
+	size_t used = 0;
+	int err = -ENOENT;
+
+	why[0] = '\0';
+	for (size_t m = 0; m < PP_MECHANISMS; m++) {
+		err = pp_try(a, main, &pp_mechanisms[m], out, one, sizeof(one));
+		if (!err)
+			return (int)m;
+		used += (size_t)snprintf(why + used, used < size ? size - used : 0, "%s%s: %s", m ? "; " : "",
+			pp_mechanisms[m].name, one);
+		if (used >= size)
+			used = size - 1;
+	}
 	return err;
 }
 
 int probe_per_packet_load(const struct algo *a, char *why, size_t size)
 {
 	struct pp_links pp = { 0 };
-	char first[256] = "";
-	int err = pp_try(a, NULL, pp_mechanisms[0], &pp, first, sizeof(first));
+	char refused[512];
+	int m = pp_first(a, NULL, &pp, refused, sizeof(refused));
 
-	if (!err) {
-		snprintf(why, size, "%s", pp_mechanisms[0]);
-		return 0;
+	if (m < 0) {
+		snprintf(why, size, "%s", refused);
+		return m;
 	}
-	err = pp_try(a, NULL, pp_mechanisms[1], &pp, why, size);
-	if (!err)
-		snprintf(why, size, "%s (fentry refused)", pp_mechanisms[1]);
+	if (m)
+		snprintf(why, size, "%s (%s)", pp_mechanisms[m].name, refused);
 	else
-		snprintf(why + strlen(why), size - strlen(why), "; fentry: %s", first);
-	return err;
+		snprintf(why, size, "%s", pp_mechanisms[m].name);
+	return 0;
 }
 
 int load_per_packet(const struct algo *a, struct bpf_object *main, struct pp_links *out)
 {
 	struct bpf_map *live = bpf_object__find_map_by_name(main, PP_LIVE_MAP);
-	char why[2][384] = { "", "" };
-	__u32 zero = 0, on = 1;
-	int err = 0, m;
+	char why[512] = "";
+	__u32 zero = 0;
+	int m;
 
 	memset(out, 0, sizeof(*out));
 	if (!a->per_packet)
@@ -320,23 +357,18 @@ int load_per_packet(const struct algo *a, struct bpf_object *main, struct pp_lin
 			a->name);
 		return EXIT_SUCCESS;
 	}
-	for (m = 0; m < 2; m++) {
-		err = pp_try(a, main, pp_mechanisms[m], out, why[m], sizeof(why[m]));
-		if (!err)
-			break;
-	}
-	if (!err && (!live || bpf_map_update_elem(bpf_map__fd(live), &zero, &on, BPF_ANY))) {
-		err = live ? -errno : -ENOENT;
-		snprintf(why[1], sizeof(why[1]), "cannot switch the flows to it (map '" PP_LIVE_MAP "')");
+	m = pp_first(a, main, out, why, sizeof(why));
+	if (m >= 0 &&
+		(!live || bpf_map_update_elem(bpf_map__fd(live), &zero, &pp_mechanisms[m].live, BPF_ANY))) {
+		m = live ? -errno : -ENOENT;
+		snprintf(why, sizeof(why), "cannot switch the flows to it (map '" PP_LIVE_MAP "')");
 		pp_links_release(out);
 	}
-	if (err)
-		warn(err,
-			"per-packet loss decisions unavailable (fentry: %s; kprobe: %s); %s judges losses at "
-			"ACK time",
-			why[0], why[1], a->name);
+	if (m < 0)
+		warn(m, "per-packet loss decisions unavailable (%s); %s judges losses at ACK time", why,
+			a->name);
 	else if (verbose)
-		fprintf(stderr, "bbrctl: per-packet loss decisions by %s\n", pp_mechanisms[m]);
+		fprintf(stderr, "bbrctl: per-packet loss decisions by %s\n", pp_mechanisms[m].name);
 	return EXIT_SUCCESS;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* upgrade: another build of an attached algorithm, loaded as attach loads (load.c) but sharing the
- * attached instance's maps, swapped into the pinned struct_ops link with bpf_link_update.
+ * attached instance's maps, swapped into the pinned struct_ops link with bpf_link_update; bbr2/bbr3's
+ * per-packet loss programs are attached again for the new object and pinned in place of the old.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -52,6 +53,33 @@ static int swap_in(const struct algo *a, const struct loaded *l)
 	return err ? fail(err, "cannot update the struct_ops link") : EXIT_SUCCESS;
 }
 
+/* The new object's per-packet programs in place of the attached ones' pins (each swapped by a
+ * rename): flows that start after the upgrade run the new struct_ops, which records in its own
+ * maps, so they need the programs that share them; running flows lose theirs and judge losses at
+ * ACK time (their callbacks see the hooks' counts stop). Where the new object's programs do not
+ * load, the old pins go, so that the attachment no longer claims the path.
+ */
+static int repin_per_packet(const struct algo *a, const struct loaded *l)
+{
+	char path[BBRCTL_MAX_PATH], tmp[BBRCTL_MAX_PATH + 16];
+	int err = 0;
+
+	for (int i = 0; a->per_packet && !err && i < PP_PROGS; i++) {
+		err = pin_path(path, a->name, pp_pins[i]);
+		if (err)
+			break;
+		if (!l->pp.link[i]) {
+			err = unlink(path) && errno != ENOENT ? -errno : 0;
+			continue;
+		}
+		snprintf(tmp, sizeof(tmp), "%s-upgrading", path); /* bpffs refuses names with dots */
+		err = bpf_obj_pin(bpf_link__fd(l->pp.link[i]), tmp) || rename(tmp, path) ? -errno : 0;
+		if (err)
+			unlink(tmp);
+	}
+	return err ? fail(err, "cannot pin the new per-packet loss programs") : EXIT_SUCCESS;
+}
+
 /* With the root locked: what must hold before anything is loaded. */
 static int check_attached(const struct algo *a)
 {
@@ -91,7 +119,8 @@ int cmd_upgrade(const struct cmd_opts *o, int argc, char **argv)
 		return fail(0, "not attached (bbrctl attach %s)", a->name);
 	if (rootfd < 0)
 		return fail(rootfd, "cannot lock " BBRKIT_PIN_ROOT);
-	ret = check_attached(a) || load_algo(a, path, true, &l) || swap_in(a, &l);
+	ret = check_attached(a) || load_algo(a, path, true, &l) || load_per_packet(a, l.obj, &l.pp) ||
+		swap_in(a, &l) || repin_per_packet(a, &l);
 	/* The link now holds the new map; our references go. */
 	loaded_release(&l);
 	close(rootfd);

@@ -49,6 +49,16 @@ def test_rows_carry_ratios_to_bbr_and_jain_only_where_flows_share() -> None:
     assert "0.800 ± 0.100 (0.81" in text
 
 
+def test_rows_name_the_loss_decision_path_where_their_runs_recorded_one() -> None:
+    sweep = {"points": [_point("bbr", 1, [40.0, 40.5, 39.5], [1.0, 1.0, 1.0]),
+                        _point("bbr3", 1, [30.0, 31.0, 29.0], [1.0, 1.0, 1.0])]}
+    rows = comparison.rows_against_reference(sweep)
+    rows[1]["loss_decisions"] = "per-packet"
+    lines = comparison.table(rows).splitlines()
+    assert any("bbr3 (per-packet)" in line for line in lines)
+    assert not any("bbr (" in line for line in lines)
+
+
 def test_ratio_marks_do_not_show_a_quantised_zero_as_certainty() -> None:
     """A candidate with 0 retransmissions in every run against bbr's 0.32 +- 1.38 was "(0.00*)",
     the delta method's zero width read as certainty. Against so uncertain a reference Fieller's interval is

@@ -140,25 +140,27 @@ def test_rto_during_up_recovers_the_link(attach, netpair, tmp_path: Path) -> Non
     assert best >= 0.9 * rate_mbit * 1e6, f"best 1 s window after the blackhole: {best / 1e6:.1f} Mbit/s"
 
 
-def test_loss_decisions_run_on_the_path_the_kernel_allows(attach, netpair) -> None:
-    """With the kernel's leave, bbr3 judges each lost skb with its send-time flight (the
-    per-packet counter rises on a lossy transfer, few lost skbs lack a send record); without it,
-    the ACK-time path runs, named as such in `bbrctl list` and in the records, and the flow still
-    fills the link. A buffer of a quarter BDP makes every probe lose."""
+@pytest.mark.parametrize("algo", ALGOS)
+def test_loss_decisions_run_on_the_path_the_kernel_allows(algo: str, attach, netpair) -> None:
+    """Where the kernel allows a per-packet mechanism (fentry, kprobe, or the walk, which needs
+    neither), bbr3 and bbr2 judge each lost skb with its send-time flight: the per-packet counter
+    rises on a lossy transfer and under 1% of lost skbs lack a send record; without one, the
+    ACK-time path runs, named as such in `bbrctl list` and in the records, and the flow still fills
+    the link. A buffer of a quarter BDP makes every probe lose."""
     per_packet = kernel_features()["per-packet"]["available"]
-    attach("bbr3")
+    attach(algo)
     listed = json.loads(bbrctl("list", "--json").stdout)["algorithms"]
-    path = next(a for a in listed if a["name"] == "bbr3")["features"]["loss_decisions"]
+    path = next(a for a in listed if a["name"] == algo)["features"]["loss_decisions"]
     assert path == ("per-packet" if per_packet else "ack-time")
     pair = netpair(rate_mbit=RATE_MBIT, queue_bytes=QUEUE_BYTES // 8, rtt_ms=RTT_MS)
-    client = iperf_pair(pair, "bbr3", seconds=8, extra=("-O", "1"))
+    client = iperf_pair(pair, algo, seconds=8, extra=("-O", "1"))
     time.sleep(6)
-    flow = flows_json("bbr3", pair.netns_inode(pair.sender))[0]
+    flow = flows_json(algo, pair.netns_inode(pair.sender))[0]
     result = iperf_result(client)
     assert flow["lost"] > 0, "the quarter-BDP buffer lost nothing: no loss decision was exercised"
     if per_packet:
         assert flow["pp_decisions"] > 0, flow
-        assert flow["pp_misses"] <= max(2, flow["pp_decisions"] // 20), flow
+        assert flow["pp_misses"] * 100 < flow["pp_decisions"], flow
     else:
         assert flow["pp_decisions"] is None and flow["pp_misses"] is None, flow
     received = result["end"]["sum_received"]["bits_per_second"]

@@ -7,6 +7,8 @@ import json
 import threading
 import time
 
+import pytest
+
 from loaderutil import PIN_ROOT, ctl, pins, snapshot, struct_ops_ids
 from netutil import ROOT, available_ccs, bbrctl, iperf_pair, iperf_result, kernel_features, run
 
@@ -120,3 +122,41 @@ def test_upgrade_refusals_change_nothing(detached, attach) -> None:
         assert result.returncode != 0 and result.stdout == "", args
         assert len(result.stderr.splitlines()) == 1 and expected in result.stderr, result.stderr
         assert snapshot() == before
+
+
+def link_id(algo: str, pin: str) -> int:
+    return json.loads(run(["bpftool", "-j", "link", "show", "pinned", str(PIN_ROOT / algo / pin)]).stdout)["id"]
+
+
+def pp_decisions_by_pinned_programs(algo: str) -> int:
+    """Lost skbs judged per packet in the send records of the program pinned as pp-sent (its own map
+    bbr3_pp_flows, whichever object it belongs to)."""
+    prog = json.loads(run(["bpftool", "-j", "link", "show", "pinned", str(PIN_ROOT / algo / "pp-sent")]).stdout)
+    maps = json.loads(run(["bpftool", "-j", "prog", "show", "id", str(prog["prog_id"])]).stdout)["map_ids"]
+    for map_id in maps:
+        shown = json.loads(run(["bpftool", "-j", "map", "show", "id", str(map_id)]).stdout)
+        if shown["name"] == "bbr3_pp_flows":
+            entries = json.loads(run(["bpftool", "-j", "map", "dump", "id", str(map_id)]).stdout)
+            return sum(e["formatted"]["value"]["decisions"] for e in entries)
+    raise AssertionError(f"the program pinned as {algo}/pp-sent has no map bbr3_pp_flows")
+
+
+def test_upgrade_attaches_the_per_packet_programs_again(detached, attach, netpair) -> None:
+    """Flows that start after an upgrade run the new struct_ops, which keeps its send records in maps
+    of its own: the per-packet programs are attached again for them (new links in the pins), so a
+    lossy flow started then still judges its lost skbs per packet, in the new programs' records. A
+    buffer of a quarter BDP (100 Mbit/s, 20 ms) makes every probe lose."""
+    features = kernel_features()
+    if not (features["link-update"]["available"] and features["per-packet"]["available"]):
+        pytest.skip("needs struct_ops link update and the per-packet loss path")
+    detached("bbr3")
+    attach("bbr3")
+    before = link_id("bbr3", "pp-sent")
+    bbrctl("upgrade", "bbr3")
+    assert link_id("bbr3", "pp-sent") != before
+    pair = netpair(rate_mbit=RATE_MBIT, queue_bytes=RATE_MBIT * 1_000_000 // 8 * 20 // 1000 // 4, rtt_ms=20)
+    client = iperf_pair(pair, "bbr3", seconds=4)
+    time.sleep(3)
+    judged = pp_decisions_by_pinned_programs("bbr3")
+    iperf_result(client)
+    assert judged > 0

@@ -114,12 +114,10 @@ TEST(per_packet_path_decides_as_v3_on_an_rto_in_up)
 	CHECK(ack.differ + ack.extra > 0);
 }
 
-/* In a loss round the per-ACK check reads the ACKed skb's own record, as v3 reads rs->tx_in_flight
- * and rs->lost: 3 losses since a 200-packet flight was sent are within 2% (200 x 5/256 = 3), so UP
- * goes on, where approximations A and B (a flight of 100 at the ACK, 10 losses since the loss round
- * began) would end it.
+/* A flow in UP on the per-packet path, `round_lost` losses into its loss round and `lost_since`
+ * since the ACKed skb (packets 0-9) went out with `in_flight`, then that ACK, with a flight of 100.
  */
-TEST(per_ack_check_reads_the_acked_skbs_record)
+static void ack_with_record(u32 in_flight, u32 lost_since, u32 round_lost)
 {
 	struct rate_sample rs;
 
@@ -127,13 +125,39 @@ TEST(per_ack_check_reads_the_acked_skbs_record)
 	check_setup();
 	bbr3_pp_live = 0;
 	to_up();
-	sim_tp.lost += 10;
+	sim_tp.snd_nxt = 20 * SIM_MSS;
+	sim_tp.lost += lost_since;
+	st()->round_lost = sim_tp.lost - round_lost;
 	host_bbr3_pp.head = 1;
-	host_bbr3_pp.ring[0] = (struct bbr3_tx){ .seq = 0, .in_flight = 200, .lost = sim_tp.lost - 3 };
+	host_bbr3_pp.ring[0] =
+		(struct bbr3_tx){ .seq = 0, .in_flight = in_flight, .lost = sim_tp.lost - lost_since };
 	host_bbr3_pp.end_seq = 10 * SIM_MSS;
 	rs = ack_sample(100);
 	rs.last_end_seq = 10 * SIM_MSS;
 	bbrkit_on_ack(sk, &rs);
+}
+
+/* In a loss round the per-ACK check reads the ACKed skb's own record, as v3 reads rs->tx_in_flight
+ * and rs->lost: 3 losses since a 200-packet flight was sent are within 2% (200 x 5/256 = 3), so UP
+ * goes on, where approximations A and B (a flight of 100 at the ACK, 10 losses since the loss round
+ * began) would end it.
+ */
+TEST(per_ack_check_reads_the_acked_skbs_record)
+{
+	ack_with_record(200, 3, 10);
 	CHECK_EQ(phase(), BBRKIT_V3_UP);
 	CHECK(st()->bw_probe_samples);
+}
+
+/* Losses before this loss round began still count for an skb sent before them, as v3's rs->lost
+ * counts from the skb's send: with none in the round (approximation B is 0), an ACK of an skb whose
+ * flight of 33 has lost 4 since (above 33 x 5/256) ends UP, as v3 does (inflight_hi cut to
+ * max(33, beta x target)), where reading the record only in loss rounds kept probing.
+ */
+TEST(per_ack_check_reads_the_record_for_losses_before_the_round)
+{
+	ack_with_record(33, 4, 0);
+	CHECK_EQ(phase(), BBRKIT_V3_DOWN);
+	CHECK(st()->inflight_hi >= 33 && st()->inflight_hi < 100);
+	CHECK(st()->loss_in_cycle);
 }

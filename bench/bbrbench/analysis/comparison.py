@@ -115,7 +115,9 @@ def table(rows: list[dict[str, Any]], form: str = "text") -> str:
     header = ["case", "algorithm", "runs"] + [c.title for c in COLUMNS]
     body = []
     for row in rows:
-        cells: list[str | tables.Marked | None] = [row["case"], row["algo"], row["status"].split(" ", 1)[0]]
+        # bbr2/bbr3: the loss-decision path their runs ran ("per-packet" or "ack-time"), when known.
+        algo = f"{row['algo']} ({row['loss_decisions']})" if row.get("loss_decisions") else row["algo"]
+        cells: list[str | tables.Marked | None] = [row["case"], algo, row["status"].split(" ", 1)[0]]
         for col in COLUMNS:
             stat = row["metrics"].get(col.metric)
             text = _format(stat, col)

@@ -79,6 +79,7 @@ def report(out: Path, delay: str = DEFAULT_DELAY) -> str:
     sweep.aggregate(out)
     aggregated = read_json(out / "sweep.json", "sweep")
     rows = rows_against_reference(aggregated)
+    name_loss_decisions(out, rows)
     cases = resolved_cases(plan_)
     previous = read_json(out / RESULT_FILE, "compare") if (out / RESULT_FILE).is_file() else {}
     doc = {**{k: v for k, v in previous.items() if k != "format"}, "reference": REFERENCE,
@@ -106,6 +107,17 @@ def resolved_cases(plan_: sweep.Plan) -> dict[int, Scenario]:
         if count not in cases:
             cases[count] = validate(sweep.point_raw(plan_.raw, point.overrides), catalog)
     return dict(sorted(cases.items()))
+
+
+def name_loss_decisions(out: Path, rows: list[dict[str, Any]]) -> None:
+    """Each bbr2/bbr3 row gets the loss-decision path its runs ran, from their host.json (bbrctl list's
+    features.loss_decisions while attached): "per-packet", "ack-time", or both joined by "/"."""
+    for row in rows:
+        paths = {(h.get("bbrkit_attachments") or {}).get(row["algo"], {}).get("loss_decisions")
+                 for run_dir in sweep.done_runs(out, row["point"]) if (h := read_host(run_dir)) is not None}
+        named = sorted(p for p in paths if isinstance(p, str))
+        if named:
+            row["loss_decisions"] = "/".join(named)
 
 
 def run_hosts(out: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
