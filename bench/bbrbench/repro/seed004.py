@@ -482,6 +482,14 @@ def collect(out: Path, fig_dir: Path) -> dict[str, Any]:
             **collect_loss(out)}
 
 
+def parts(js: dict[str, Any]) -> dict[str, str]:
+    """The parts a summary's section holds, each with the experiment whose runs give it: what a later summary
+    of that experiment replaces (merge_recorded)."""
+    held = (("share", js["share"], "share"), ("cubic_count", js["cubic_count"]["points"], "cubic-count"),
+            ("loss", js["loss"] or js.get("loss_free"), "loss"))
+    return {name: f"{SEED}/{experiment}" for name, present, experiment in held if present}
+
+
 def merge_recorded(earlier: dict[str, Any], later: dict[str, Any]) -> dict[str, Any]:
     """Two summaries' seed 004 sections as one: the section draws on four experiments, and a later
     summary of some of them (`--only seed004/cubic-count`) replaces only the parts those ran."""
