@@ -1152,3 +1152,22 @@ def test_the_report_overview_readme_and_index_agree_with_the_summary() -> None:
         assert counted == totals
         words = ", ".join(f"{o} {n}" for o, n in totals.items())
         assert f"**{seed}**: {words}." in readme and f"All claims: {words}." in text
+
+
+def test_a_claim_over_several_points_fails_only_under_holms_correction() -> None:
+    """A claim that does not hold when any one point fails is a family of tests: a failure must stand at
+    Holm's level (5% / m for the strongest of m points, n - 1 degrees of freedom), and a point the quantity
+    lists twice is one test. Holding needs every point to hold (intersection-union: no correction)."""
+    rule = claims.Rule(band=(10.0, 20.0))
+
+    def point(label: str, mean: float, half: float) -> claims.Estimate:
+        return claims.Estimate(label, claims.Interval("mean", mean, half, "n = 3"))
+    barely = point("a", 22.0, 1.5)  # 20.5-23.5: outside at 95%, not at 97.5% (half x 1.44)
+    clearly = point("b", 40.0, 1.0)
+    inside = point("c", 15.0, 1.0)
+    assert claims.decide_all([barely], rule, 30).outcome is Outcome.FAILS
+    assert claims.decide_all([barely, barely], rule, 30).outcome is Outcome.FAILS  # one point, once
+    v = claims.decide_all([barely, inside], rule, 30)
+    assert v.outcome is Outcome.UNDECIDED and "Holm's level over the claim's 2 points" in v.text
+    assert claims.decide_all([barely, clearly], rule, 30).outcome is Outcome.FAILS
+    assert claims.decide_all([inside, point("d", 12.0, 1.0)], rule, 30).outcome is Outcome.HOLDS

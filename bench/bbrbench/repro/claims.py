@@ -21,13 +21,18 @@ decidedly fails, and is otherwise undecided (or not decided, where a point lacks
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from scipy import stats
+
 from ..analysis.stats import Moments, diff_of_moments, diff_of_ratios, ratio_of_moments
 
 MIN_N = 3
+# The family-wise error rate of a claim over several points: the 95% of each single verdict.
+FAMILY_ALPHA = 0.05
 # A share of a whole in %: its physical upper bound.
 PCT = 100.0
 
@@ -440,7 +445,30 @@ def _fragility(iv: Interval, bounds: tuple[float | None, float | None], outcome:
         gaps = [g for g in ((lo - iv.high) if lo is not None and iv.high < lo else None,
                             (iv.low - hi) if hi is not None and iv.low > hi else None) if g is not None]
     gap = min(gaps, default=float("inf"))
-    return f"{gap:.3g} from the edge, interval width {width:.3g}" if gap < width else ""
+    if gap >= width:
+        return ""
+    return f"{gap:.3g} from the edge, interval width {width:.3g}{_n_to_decide(iv, gap + width / 2)}"
+
+
+# The power a declared n is to have to decide a fragile verdict again at the spread recorded.
+POWER = 0.8
+# Beyond this many repetitions the answer is "more than the machine's budget".
+MAX_REPS = 100
+
+
+def _n_to_decide(iv: Interval, distance: float) -> str:
+    """The repetitions at which the verdict's 95% interval, at the spread the runs showed, would clear the edge
+    `distance` (shown units) from its estimate with POWER 80%: the smallest n with
+    (t(0.975, n-1) + t(0.8, n-1)) * sd / sqrt(n) <= distance, sd from the recorded half-width and n."""
+    found = re.search(r"n = (\d+)", iv.n)
+    if found is None or distance <= 0:
+        return ""
+    n0 = int(found.group(1))
+    sd = (iv.high - iv.low) / 2 * n0 ** 0.5 / float(stats.t.ppf(1 - FAMILY_ALPHA / 2, n0 - 1))
+    for n in range(MIN_N, MAX_REPS + 1):
+        if (stats.t.ppf(1 - FAMILY_ALPHA / 2, n - 1) + stats.t.ppf(POWER, n - 1)) * sd / n ** 0.5 <= distance:
+            return f"; n {n} would decide it with 80% power at this spread"
+    return f"; more than {MAX_REPS} repetitions would be needed at this spread"
 
 
 def _decide_interval(est: Estimate, rule: Rule, run_s: float) -> Verdict:
@@ -492,3 +520,50 @@ def combine(verdicts: Iterable[Verdict]) -> Verdict:
         fragile = deciding[0].fragile
     return Verdict(overall, "; ".join(v.text for v in vs),
                    min(ns) if overall is Outcome.TOO_FEW_RUNS and ns else None, fragile)
+
+
+def _at_level(iv: Interval, alpha: float) -> Interval:
+    """The interval at confidence 1 - alpha instead of 95%, by the ratio of Student's t quantiles at n - 1
+    degrees of freedom: the fewest a mean, ratio or difference of n repetitions each has, so the widening
+    is at least the exact one (conservative)."""
+    found = re.search(r"n = (\d+)", iv.n)
+    df = max((int(found.group(1)) if found else MIN_N) - 1, 1)
+    w = float(stats.t.ppf(1 - alpha / 2, df) / stats.t.ppf(1 - FAMILY_ALPHA / 2, df))
+    fieller = None if iv.fieller is None else (iv.estimate - (iv.estimate - iv.fieller[0]) * w,
+                                                iv.estimate + (iv.fieller[1] - iv.estimate) * w)
+    return replace(iv, half=iv.half * w, fieller=fieller)
+
+
+def _failure_strength(iv: Interval, bounds: tuple[float | None, float | None]) -> float:
+    """How far a failing interval lies beyond the edge it misses, in its own widths: Holm's order (the
+    strongest failure, the smallest p-value, first)."""
+    lo, hi = bounds
+    gap = max((lo - iv.high) if lo is not None else 0.0, (iv.low - hi) if hi is not None else 0.0)
+    width = iv.high - iv.low
+    return gap / width if width > 0 else float("inf")
+
+
+def decide_all(estimates: Iterable[Estimate], rule: Rule, run_s: float) -> Verdict:
+    """A claim over several points. Each distinct point counts once (a point a quantity lists twice is one
+    test). Holds when every point holds: an intersection-union test, whose family-wise error is each
+    verdict's 5% with no correction. Does not hold when a point fails after Holm's step-down over the
+    points: the i-th strongest failure (from 0) must still fail at FAMILY_ALPHA / (m - i), m the points; a
+    failure that does not is undecided. Else undecided (or not decided), as combine()."""
+    distinct = list({(str(e.value), e.paper): e for e in estimates}.values())
+    verdicts = [decide(e, rule, run_s) for e in distinct]
+    m = len(distinct)
+    failing = [(e.value, e, i) for i, (e, v) in enumerate(zip(distinct, verdicts))
+               if v.outcome is Outcome.FAILS and isinstance(e.value, Interval)]
+    if m < 2 or not failing:
+        return combine(verdicts)
+    failing.sort(key=lambda f: -_failure_strength(f[0], rule.bounds(f[1].paper, run_s) or (None, None)))
+    kept: set[int] = set()
+    for step, (iv, e, i) in enumerate(failing):
+        if decide(replace(e, value=_at_level(iv, FAMILY_ALPHA / (m - step))), rule, run_s).outcome \
+                is not Outcome.FAILS:
+            break
+        kept.add(i)
+    verdicts = [v if v.outcome is not Outcome.FAILS or i in kept or not isinstance(distinct[i].value, Interval)
+                else Verdict(Outcome.UNDECIDED, f"{v.text}, but not beyond the edge at Holm's level over the "
+                             f"claim's {m} points") for i, v in enumerate(verdicts)]
+    return combine(verdicts)

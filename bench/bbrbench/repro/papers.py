@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import HarnessError
 from ..scenario import SCENARIO_DIR
-from .claims import Lookup, Outcome, Rule, Verdict, combine, decide, too_short
+from .claims import Lookup, Outcome, Rule, Verdict, decide_all, too_short
 from .quantities import QUANTITIES, Quantity
 
 REPRO_DIR = SCENARIO_DIR / "repro"
@@ -73,7 +73,7 @@ class Claim:
         if self.untestable:
             return Verdict(Outcome.NOT_TESTABLE, self.untestable)
         rule = rule or self.rule
-        return too_short(self.needs_s, self.why, run_s) or combine(decide(e, rule, run_s) for e in self.check(lk))
+        return too_short(self.needs_s, self.why, run_s) or decide_all(self.check(lk), rule, run_s)
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,8 @@ from .claims import (  # noqa: E402
     Rule,
     Stat,
     Verdict,
-    combine,
     decide,
+    decide_all,
     diff,
     too_short,
     verdict_line,
@@ -175,8 +175,8 @@ def table2_claim(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
     rule = Rule.from_data(claim)
     estimates = best_fit_estimates(rows, int(claim["best_n"]))
-    v = combine(decide(e, rule, SETTLED_S) for e in estimates)
-    w = combine(decide(e, rule.widened(), SETTLED_S) for e in estimates)
+    v = decide_all(estimates, rule, SETTLED_S)
+    w = decide_all(estimates, rule.widened(), SETTLED_S)
     return {"claim": claim["text"], "experiment": f"{SEED}/share", "also": [f"{SEED}/share-long"], "n": claim.get("n"),
             "line": verdict_line(claim["text"], v), "verdict": v.to_json(), "rule": rule.describe(),
             "margin": claim["margin"], "post_hoc": claim["post_hoc"],
