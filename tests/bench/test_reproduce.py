@@ -716,7 +716,9 @@ def test_a_run_that_failed_the_link_trust_check_is_never_pooled(tmp_path: Path) 
     reproduce.report_only(runs)
     claims_ = json.loads((runs / "summary.json").read_text())["experiments"]["seed000/table4.1"]["claims"]
     assert [c["verdict"]["outcome"] for c in claims_] == ["holds", "too few runs", "too few runs", "too few runs"]
-    assert "rttgain_a0.5 retransmissions, whole run: not measured" in claims_[1]["verdict"]["text"]
+    # ... and says why: not a measure the record lacks, but every run failing the trust check.
+    assert "rttgain_a0.5 retransmissions, whole run: not measured: every run (3) failed bbrkit-link's trust " \
+        "check" in claims_[1]["verdict"]["text"]
 
 
 def test_a_partial_seed004_summary_replaces_only_the_parts_it_ran() -> None:

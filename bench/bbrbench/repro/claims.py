@@ -50,6 +50,8 @@ class Stat:
     # Repetitions whose event (equilibrium) had not happened when the run ended: their value is the run's
     # length after the last flow started, a lower bound (right-censored), not dropped.
     censored: int = 0
+    # With n = 0: the point's runs that bbrkit-link's trust check failed, every one of them (no value to show).
+    untrusted: int = 0
 
     def text(self, scale: float = 1.0) -> str:
         m = self.mean * scale
@@ -222,6 +224,9 @@ Key = tuple[str, Any, str]
 def _few(label: str, stats: list[Stat | None]) -> Verdict | None:
     if any(s is None for s in stats):
         return Verdict(Outcome.TOO_FEW_RUNS, f"{label}: not measured", 0)
+    if failed := [s.untrusted for s in stats if s is not None and s.n == 0 and s.untrusted]:
+        return Verdict(Outcome.TOO_FEW_RUNS, f"{label}: not measured: every run ({max(failed)}) failed "
+                                             "bbrkit-link's trust check", 0)
     n = min(s.n for s in stats if s is not None)
     if n >= MIN_N:
         return None

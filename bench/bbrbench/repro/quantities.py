@@ -11,6 +11,7 @@ from .claims import PCT, Estimate, Lookup, Outcome, diff, diff_ratios, mean, rat
 Quantity = Callable[[Lookup], list[Estimate]]
 
 RTT = "total.rtt_ms_mean"
+RTT_P95 = "total.rtt_ms_p95"
 GOODPUT = "total.goodput_mbps"
 STEADY_GOODPUT = "steady.goodput_mbps"
 RETRANS = "total.retrans_rate"
@@ -85,9 +86,10 @@ def original_small_buffer_queue(lk: Lookup) -> list[Estimate]:
                       1 / SEED000_SMALL_BUFFER_MS, where=lambda x: x == 20, offset=SEED000_RTT_MIN_MS)
 
 
-def rttgain_rtt_over_min_60ms(lk: Lookup) -> list[Estimate]:
-    """Fig 4.7: alpha 1's RTT over a 60 ms RTT_min (Table 3.2's point)."""
-    return _each_mean(lk, "rttgain_a1", RTT, "alpha 1 RTT / RTT_min (60 ms)", 1 / 60,
+def rttgain_rtt_peak_over_min_60ms(lk: Lookup) -> list[Estimate]:
+    """Fig 4.7: alpha 1's peak RTT (the 95th percentile of the run's RTT samples) over a 60 ms RTT_min
+    (Table 3.2's point): 'up to' is a statement on the peak, not the mean."""
+    return _each_mean(lk, "rttgain_a1", RTT_P95, "alpha 1 RTT p95 / RTT_min (60 ms)", 1 / 60,
                       where=lambda x: x == (60, None, None))
 
 
@@ -360,7 +362,7 @@ QUANTITIES: dict[str, Quantity] = {
     "fqcodel_rtt_jain": fqcodel_rtt_jain,
     "fqcodel_retrans_ratio": fqcodel_retrans_ratio,
     "original_small_buffer_queue": original_small_buffer_queue,
-    "rttgain_rtt_over_min_60ms": rttgain_rtt_over_min_60ms,
+    "rttgain_rtt_peak_over_min_60ms": rttgain_rtt_peak_over_min_60ms,
     "rttgain_rtt_200_over_20_mbit": rttgain_rtt_200_over_20_mbit,
     "alpha_cost_falls_with_flows": alpha_cost_falls_with_flows,
     "rttgain_queue_grows_with_flows": rttgain_queue_grows_with_flows,

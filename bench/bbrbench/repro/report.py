@@ -63,8 +63,14 @@ class Results:
         return next((p for p in self.points if self.series_of(p) == series and self.x_of(p) == scalar(x)), None)
 
     def stat(self, series: str, x: Any, metric: str) -> Stat | None:
+        """The point's measure; for a point whose every run the trust check failed, a Stat of no
+        repetitions that says so (claims._few), not a measure missing from the record."""
         p = self.find(series, x)
-        return p.stat(metric) if p else None
+        if p is None:
+            return None
+        if (found := p.stat(metric)) is None and p.untrusted and not p.measured:
+            return Stat(float("nan"), None, 0, untrusted=len(p.untrusted))
+        return found
 
     def xs(self, series: str) -> list[Any]:
         """The series' points a claim covers: the measured ones, and those whose every run the trust check
@@ -755,7 +761,10 @@ def readme_overview(summary: dict[str, Any], summary_path: str) -> list[str]:
                 wide = c.get("wide", {}).get("verdict")
                 notes = [label for label, present in (("post-hoc", c.get("post_hoc")), ("scaled", c.get("scaled")),
                                                       ("repeated looks", c.get("looks")),
-                                                      ("fragile", v.get("fragile"))) if present]
+                                                      ("fragile", v.get("fragile")),
+                                                      ("runs failed the trust check", "trust check" in v["text"]
+                                                       and v["outcome"] == Outcome.TOO_FEW_RUNS.value))
+                         if present]
                 rows.append([key.partition("/")[2] or key, c["claim"].split(" [margin: ")[0], v["outcome"],
                              "-" if wide is None else wide["outcome"], ", ".join(notes) or "-"])
         counts = {o: sum(r[2] == o.value for r in rows) for o in Outcome}
