@@ -1172,3 +1172,14 @@ def test_a_claim_over_several_points_fails_only_under_holms_correction() -> None
     assert v.outcome is Outcome.UNDECIDED and "Holm's level over the claim's 2 points" in v.text
     assert claims.decide_all([barely, clearly], rule, 30).outcome is Outcome.FAILS
     assert claims.decide_all([inside, point("d", 12.0, 1.0)], rule, 30).outcome is Outcome.HOLDS
+
+
+def test_bbrs_equilibrium_at_scenario_3_is_held_to_the_papers_30_s() -> None:
+    """Table 2's 'BBR takes about 30 s' (#3) is decided at that size, on BBR's own equilibrium time, not as
+    'not at equilibrium 15 s after the last start'."""
+    key = "censored.total.convergence_time_s"
+    claim = next(c for c in papers.spec_for("seed002/testbed").claims if "about 30 s" in c.text)
+    at_30 = FakeLookup({("bbr", (100, 0), key): [29.0, 30.0, 31.0]})
+    assert claim.judge(at_30, 76).outcome is Outcome.HOLDS
+    at_60 = FakeLookup({("bbr", (100, 0), key): [59.0, 60.0, 61.0]})  # later than 15 s, yet not about 30 s
+    assert claim.judge(at_60, 76).outcome is Outcome.FAILS
