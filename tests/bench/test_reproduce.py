@@ -1183,3 +1183,12 @@ def test_bbrs_equilibrium_at_scenario_3_is_held_to_the_papers_30_s() -> None:
     assert claim.judge(at_30, 76).outcome is Outcome.HOLDS
     at_60 = FakeLookup({("bbr", (100, 0), key): [59.0, 60.0, 61.0]})  # later than 15 s, yet not about 30 s
     assert claim.judge(at_60, 76).outcome is Outcome.FAILS
+
+
+def test_a_claim_over_every_buffer_size_says_at_which_it_was_decided() -> None:
+    """A claim the paper makes 'at every buffer size' that the standard profile runs at one or two sizes is
+    marked so at its verdict (its scaled note), not read as covering the paper's range."""
+    claims_ = [c for s in papers.specs() for c in s.claims
+               if re.search(r"every buffer|independently of .*buffer size|always above", c.text)]
+    assert len(claims_) >= 4
+    assert all("decided at" in c.scaled for c in claims_), [c.text for c in claims_ if "decided at" not in c.scaled]
