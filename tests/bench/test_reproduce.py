@@ -1192,3 +1192,16 @@ def test_a_claim_over_every_buffer_size_says_at_which_it_was_decided() -> None:
                if re.search(r"every buffer|independently of .*buffer size|always above", c.text)]
     assert len(claims_) >= 4
     assert all("decided at" in c.scaled for c in claims_), [c.text for c in claims_ if "decided at" not in c.scaled]
+
+
+def test_seed004s_headline_compares_the_grids_span_with_the_cubic_counts_effect() -> None:
+    """'Queue size and BBR count dominate the share': the span of the share over the grid less the CUBIC
+    count's change over the counts run, at least 5 points."""
+    def row(n_bbr: int, queue: float, mean: float) -> dict[str, Any]:
+        return {"n_bbr": n_bbr, "queue_bdp": queue, "model": 0.5, "status": "3/3",
+                "measured": {"mean": mean, "ci95": 0.02, "n": 3}}
+    cubic = {"regression": {"slope": -0.01, "slope_ci95": 0.002, "n": 9}, "points": [[1.0, 0.8], [17.0, 0.64]]}
+    wide = seed004.headline_claim([row(1, 16, 0.2), row(13, 0.5, 0.8)], cubic)
+    assert wide is not None and wide["verdict"]["outcome"] == "holds"  # 0.6 against 0.16
+    narrow = seed004.headline_claim([row(1, 16, 0.5), row(13, 0.5, 0.55)], cubic)
+    assert narrow is not None and narrow["verdict"]["outcome"] == "does not hold"  # 0.05 against 0.16
