@@ -1153,6 +1153,9 @@ def test_the_report_overview_readme_and_index_agree_with_the_summary() -> None:
         assert counted == totals
         words = ", ".join(f"{o} {n}" for o, n in totals.items())
         assert f"**{seed}**: {words}." in readme and f"All claims: {words}." in text
+    # A section drawn from several experiments points each row at the folder of the part its claims read.
+    loss = next(r for r in report.index_rows(summary, "seed004") if r[0].startswith("Table 4"))
+    assert loss[2] == "`data/reproduction/rerun-2026-11-26/seed004-loss/`"
 
 
 def test_a_claim_over_several_points_fails_only_under_holms_correction() -> None:

@@ -458,14 +458,13 @@ def index_rows(summary: dict[str, Any], seed: str) -> list[list[str]]:
     for c in (c for c in coverage() if c.seed == seed):
         run = [k for k in c.experiments if k in experiments]
         found = [(k, cl) for k in run for cl in experiments[k].get("claims", []) if c.holds(cl["claim"])]
+        keys = list(dict.fromkeys(k2 for k, cl in found for k2 in [cl.get("experiment", k), *cl.get("also", [])]))
         folders: list[str] = []
         for k in run:
-            parts = sources.get(k, {})
-            figures = experiments[k].get("figures", {})
-            # A time-series section: only the figures whose claims the row holds.
-            held = [item for item, fig in figures.items() if any(cl in fig["claims"] for _, cl in found)]
-            folders += [parts[p]["folder"] for p in (held or parts) if p in parts]
-        keys = list(dict.fromkeys(k2 for k, cl in found for k2 in [cl.get("experiment", k), *cl.get("also", [])]))
+            parts = sources.get(k, {}).values()
+            # A section drawn from several experiments: only the parts of the experiments its claims read.
+            held = [part for part in parts if part.get("experiment") in keys]
+            folders += [part["folder"] for part in (held or parts)]
         ns = [int(cl.get("n") or 0) for _, cl in found]
         command = f"`{rerun_command(summary['meta']['profile'], keys, max([MIN_N, *ns]))}`" if keys else "-"
         rows.append([c.item, _counts_text([cl for _, cl in found]) if run else "not reproduced",
@@ -713,7 +712,7 @@ def write_report_from_summaries(summaries: Sequence[Path], out: Path) -> Path:
                 recorded[key] = js
                 continue
             merge, parts_of = section
-            parts = given or {name: {"folder": folder, "runs": runs_of(experiment)}
+            parts = given or {name: {"folder": folder, "runs": runs_of(experiment), "experiment": experiment}
                               for name, experiment in parts_of(js).items()}
             recorded[key] = merge(recorded[key], js) if key in recorded else js
             sources[key] = {**sources.get(key, {}), **parts}
