@@ -1209,3 +1209,14 @@ def test_seed004s_headline_compares_the_grids_span_with_the_cubic_counts_effect(
     assert wide is not None and wide["verdict"]["outcome"] == "holds"  # 0.6 against 0.16
     narrow = seed004.headline_claim([row(1, 16, 0.5), row(13, 0.5, 0.55)], cubic)
     assert narrow is not None and narrow["verdict"]["outcome"] == "does not hold"  # 0.05 against 0.16
+
+
+def test_table3s_best_tolerance_leads_each_other_in_goodput() -> None:
+    """Table 3: 1000 us gives the highest goodput: above 500 us's and 1500 us's, each."""
+    key = quantities.GOODPUT
+    claim = next(c for c in papers.spec_for("seed002/simulation").claims if "highest of the three" in c.text)
+    def lookup(at_1000: list[float]) -> FakeLookup:
+        return FakeLookup({("acd_tol1000", None, key): at_1000, ("acd_tol500", None, key): [0.82, 0.821, 0.822],
+                           ("acd_tol1500", None, key): [0.85, 0.855, 0.86]})
+    assert claim.judge(lookup([0.90, 0.901, 0.902]), 45).outcome is Outcome.HOLDS
+    assert claim.judge(lookup([0.83, 0.831, 0.832]), 45).outcome is Outcome.FAILS  # below 1500 us's

@@ -334,6 +334,13 @@ def sim_goodput_diff(lk: Lookup) -> list[Estimate]:
         lk, "goodput", ("acd_tol1000", None, GOODPUT), ("bbr", None, GOODPUT), unit=" Mbit/s"))]
 
 
+def tolerance_1000_goodput_lead(lk: Lookup) -> list[Estimate]:
+    """Table 3: BBR-ACD's goodput at 1000 us less that at each other tolerance run."""
+    return [Estimate(f"1000 - {t} us goodput", diff(lk, f"1000 vs {t} us", ("acd_tol1000", None, GOODPUT),
+                                                     (f"acd_tol{t}", None, GOODPUT), unit=" Mbit/s"))
+            for t in (500, 1500)]
+
+
 def tolerance_ratios(lk: Lookup) -> list[Estimate]:
     """Retransmitted packets at each larger tolerance over the next smaller one, beside the paper's ratio
     (Table 3's counts)."""
@@ -400,6 +407,7 @@ QUANTITIES: dict[str, Quantity] = {
     "acd_equilibrium": acd_equilibrium,
     "bbr_equilibrium": bbr_equilibrium,
     "sim_drop_diff": sim_drop_diff,
+    "tolerance_1000_goodput_lead": tolerance_1000_goodput_lead,
     "sim_goodput_diff": sim_goodput_diff,
     "tolerance_ratios": tolerance_ratios,
 }
