@@ -1220,3 +1220,13 @@ def test_table3s_best_tolerance_leads_each_other_in_goodput() -> None:
                            ("acd_tol1500", None, key): [0.85, 0.855, 0.86]})
     assert claim.judge(lookup([0.90, 0.901, 0.902]), 45).outcome is Outcome.HOLDS
     assert claim.judge(lookup([0.83, 0.831, 0.832]), 45).outcome is Outcome.FAILS  # below 1500 us's
+
+
+def test_fig46s_probe_phase_rtt_is_read_on_the_steady_rtts_peak() -> None:
+    """Fig 4.6: the RTT grows in each probe phase to around 30 ms: alpha 1, 2 flows, the steady window's
+    95th percentile, x/÷ 1.25 of 30 ms."""
+    key = quantities.STEADY_RTT_P95
+    claim = next(c for c in papers.spec_for("seed000/fig4.12").claims if "Fig 4.6" in c.text)
+    paper = {("rttgain_a1", 2, key): float(papers.spec_for("seed000/fig4.12").paper[("rttgain_a1", 2, key)])}
+    assert claim.judge(FakeLookup({("rttgain_a1", 2, key): [29.0, 30.0, 31.0]}, paper), 30).outcome is Outcome.HOLDS
+    assert claim.judge(FakeLookup({("rttgain_a1", 2, key): [49.0, 50.0, 51.0]}, paper), 30).outcome is Outcome.FAILS

@@ -12,6 +12,7 @@ Quantity = Callable[[Lookup], list[Estimate]]
 
 RTT = "total.rtt_ms_mean"
 RTT_P95 = "total.rtt_ms_p95"
+STEADY_RTT_P95 = "steady.rtt_ms_p95"
 GOODPUT = "total.goodput_mbps"
 STEADY_GOODPUT = "steady.goodput_mbps"
 RETRANS = "total.retrans_rate"
@@ -84,6 +85,13 @@ def original_small_buffer_queue(lk: Lookup) -> list[Estimate]:
     """Fig 4.4: original BBR's mean queueing delay (RTT - 20 ms) over the 0.8 BDP buffer's 16 ms."""
     return _each_mean(lk, "bbr", RTT, "original queueing delay / the buffer's 16 ms",
                       1 / SEED000_SMALL_BUFFER_MS, where=lambda x: x == 20, offset=SEED000_RTT_MIN_MS)
+
+
+def rttgain_probe_rtt_peak(lk: Lookup) -> list[Estimate]:
+    """Fig 4.6: alpha 1's RTT in the probe phases of ProbeBW, read as the 95th percentile of the steady
+    window's RTT samples, with 2 flows."""
+    return _each_mean(lk, "rttgain_a1", STEADY_RTT_P95, "alpha 1 steady RTT p95", unit=" ms",
+                      where=lambda x: x == 2)
 
 
 def rttgain_rtt_peak_over_min_60ms(lk: Lookup) -> list[Estimate]:
@@ -385,6 +393,7 @@ QUANTITIES: dict[str, Quantity] = {
     "fqcodel_retrans_ratio": fqcodel_retrans_ratio,
     "original_small_buffer_queue": original_small_buffer_queue,
     "rttgain_rtt_peak_over_min_60ms": rttgain_rtt_peak_over_min_60ms,
+    "rttgain_probe_rtt_peak": rttgain_probe_rtt_peak,
     "rttgain_rtt_200_over_20_mbit": rttgain_rtt_200_over_20_mbit,
     "alpha_cost_falls_with_flows": alpha_cost_falls_with_flows,
     "rttgain_queue_grows_with_flows": rttgain_queue_grows_with_flows,
