@@ -1230,3 +1230,12 @@ def test_fig46s_probe_phase_rtt_is_read_on_the_steady_rtts_peak() -> None:
     paper = {("rttgain_a1", 2, key): float(papers.spec_for("seed000/fig4.12").paper[("rttgain_a1", 2, key)])}
     assert claim.judge(FakeLookup({("rttgain_a1", 2, key): [29.0, 30.0, 31.0]}, paper), 30).outcome is Outcome.HOLDS
     assert claim.judge(FakeLookup({("rttgain_a1", 2, key): [49.0, 50.0, 51.0]}, paper), 30).outcome is Outcome.FAILS
+
+
+def test_a_fragile_verdict_names_the_n_that_would_decide_it() -> None:
+    """At the recorded spread (sd from the half-width and n), the smallest n whose interval clears the edge
+    with 80% power: (t(0.975, n-1) + t(0.8, n-1)) sd / sqrt(n) <= the estimate's distance to the edge."""
+    est = claims.Estimate("x", claims.Interval("mean", 10.0, 1.5, "n = 3"))
+    v = claims.decide(est, claims.Rule(at_least=8.4), 30)
+    # sd 0.604, distance 1.6: n 3 gives 1.87, n 4 gives 1.26.
+    assert v.outcome is Outcome.HOLDS and v.fragile.endswith("80% power to decide it again needs n 4 at this spread")

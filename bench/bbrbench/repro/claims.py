@@ -472,7 +472,7 @@ def _n_to_decide(iv: Interval, distance: float) -> str:
     sd = (iv.high - iv.low) / 2 * n0 ** 0.5 / float(stats.t.ppf(1 - FAMILY_ALPHA / 2, n0 - 1))
     for n in range(MIN_N, MAX_REPS + 1):
         if (stats.t.ppf(1 - FAMILY_ALPHA / 2, n - 1) + stats.t.ppf(POWER, n - 1)) * sd / n ** 0.5 <= distance:
-            return f"; n {n} would decide it with 80% power at this spread"
+            return f"; 80% power to decide it again needs n {n} at this spread"
     return f"; more than {MAX_REPS} repetitions would be needed at this spread"
 
 

@@ -363,6 +363,21 @@ def parts(js: dict[str, Any]) -> dict[str, str]:
     return {item: experiment.get(item, "") for item in js.get("figures", {})}
 
 
+def _refresh_fragility(c: dict[str, Any], claim: dict[str, Any]) -> None:
+    """A recorded decided verdict's fragile mark, as today's rule words it (with the n that would decide it),
+    from the repetitions its text lists, where deciding them again gives the recorded outcome."""
+    v = c["verdict"]
+    found = EACH.search(v["text"])
+    if not claim or found is None or v["outcome"] not in (Outcome.HOLDS.value, Outcome.FAILS.value):
+        return
+    rule = Rule.from_data(claim)
+    if c["claim"] != f"{claim['claim']} [margin: {rule.describe()}]":
+        return
+    again = _decide(claim, [float(x) for x in found.group(1).split(",")], float(claim["needs_s"]), rule)
+    if again.outcome.value == v["outcome"] and bool(again.fragile) == bool(v.get("fragile")) and again.fragile:
+        v["fragile"] = again.fragile
+
+
 def merge_recorded(earlier: dict[str, Any], later: dict[str, Any]) -> dict[str, Any]:
     """Two summaries' time-series sections of a seed as one: each figure draws on one experiment, and a later
     summary of some experiments (`--only seed000/table4.1`) holds only their figures, so it replaces those
@@ -391,6 +406,7 @@ def render(js: dict[str, Any], _fig_dir: Path, rel: str) -> tuple[list[str], dic
         for c in fig["claims"]:
             d: dict[str, Any] = next((d for d in now["claims"] if c["claim"].startswith(d["claim"])), {})
             again = _recorded(c, now, d)
+            _refresh_fragility(c, d)
             if d:  # the experiment a rerun needs, the n the data file declares for it, and its marks
                 c.update({"experiment": now["experiment"], **({"n": d["n"]} if "n" in d else {}), **_marks_of(now, d)})
                 _cannot_fail(c, d)
