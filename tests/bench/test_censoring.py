@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bbrbench.repro import claims
+from bbrbench.repro import claims, quantities
 from bbrbench.repro.claims import Outcome, Rule, Stat
 from bbrbench.repro.points import PointResult
 
@@ -44,7 +44,7 @@ class Lookup:
 
 
 def decided(acd: list[float | None], bbr: list[float | None]) -> Outcome:
-    (est,) = claims.acd_equilibrium(Lookup(acd, bbr))
+    (est,) = quantities.acd_equilibrium(Lookup(acd, bbr))
     return claims.decide(est, Rule(at_most=-5.0), RUN_S).outcome
 
 

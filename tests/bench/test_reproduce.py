@@ -16,7 +16,7 @@ import pytest
 from bbrbench import sweep
 from bbrbench.analysis import sharemodel, stats
 from bbrbench.errors import HarnessError
-from bbrbench.repro import claims, papers, points, report, reproduce, seed004, timeseries
+from bbrbench.repro import claims, papers, points, quantities, report, reproduce, seed004, timeseries
 from bbrbench.repro.claims import Outcome, Stat
 from bbrbench.repro.points import RecordedPoint
 from bbrbench.results import write_json
@@ -362,15 +362,22 @@ def test_overview_counts_the_verdicts_of_the_claims_on_each_item() -> None:
         {"claim": "x (Fig 14(a))", "verdict": {"outcome": "holds"}},
         {"claim": "y (Fig 14(b))", "verdict": {"outcome": "too few runs"}}]},
         "seed001/fig14-15-fqcodel": {"claims": [
-            {"claim": "z (Fig 14(c, d))", "verdict": {"outcome": "does not hold"}},
+            {"claim": "z (Fig 14(c, d))", "verdict": {"outcome": "does not hold"}, "n": 5},
             {"claim": "w (Fig 15(b))", "verdict": {"outcome": "holds"}}]}}
-    text = "\n".join(report.overview_lines(experiments))
+    sources = {"seed001/fig14-15": {"": {"folder": "data/a", "runs": []}},
+               "seed001/fig14-15-fqcodel": {"": {"folder": "data/b", "runs": []}}}
+    text = "\n".join(report.overview_lines({"meta": {"profile": "standard"}, "experiments": experiments,
+                                            "sources": sources}))
     rows = {r[0]: r for r in ([c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()
                               if line.startswith("| Fig"))}
-    assert rows["Fig 14 (RTT unfairness, Tail Drop and FQ-CoDel)"][2] == "holds 1, does not hold 1, not decided 1"
-    assert rows["Fig 15 (retransmissions, Tail Drop and FQ-CoDel)"][2] == "holds 1"
-    assert rows["Fig 22 (CUBIC with fixed-rate pacing)"][2] == "not reproduced"
-    assert rows["Fig 8 (retransmissions vs flow count)"][2] == "not reproduced"
+    fig14 = rows["Fig 14 (RTT unfairness, Tail Drop and FQ-CoDel)"]
+    assert fig14[1:4] == ["holds 1, does not hold 1, too few runs 1", "`data/a/`, `data/b/`",
+                          "`bbrbench -q reproduce --profile standard --only seed001/fig14-15 --only "
+                          "seed001/fig14-15-fqcodel --reps 5 --out results/rerun-seed001-fig14-15`"]
+    assert rows["Fig 15 (retransmissions, Tail Drop and FQ-CoDel)"][1:3] == ["holds 1", "`data/b/`"]
+    assert rows["Fig 22 (CUBIC with fixed-rate pacing)"][1:4] == ["not reproduced", "-", "-"]
+    assert rows["Fig 8 (retransmissions vs flow count)"][1] == "not reproduced"
+    assert "All claims: holds 2, does not hold 1, too few runs 1." in text
 
 
 def test_points_that_would_read_alike_are_told_apart() -> None:
@@ -427,8 +434,8 @@ def _rtt(points: dict[int, tuple[list[float], list[float]]]) -> FakeLookup:
     """Original and alpha 1 RTTs per flow count, for "RTT-gain BBR reduces the RTT to around half"."""
     data: dict[tuple[str, Any, str], list[float]] = {}
     for n, (bbr, gain) in points.items():
-        data[("bbr", n, claims.RTT)] = bbr
-        data[("rttgain_a1", n, claims.RTT)] = gain
+        data[("bbr", n, quantities.RTT)] = bbr
+        data[("rttgain_a1", n, quantities.RTT)] = gain
     return FakeLookup(data)
 
 
@@ -440,7 +447,7 @@ TINY = [1.0, 1.1, 0.9]
 HALVES = claims.Rule(band=(0.4, 0.625))
 
 
-def _judge(lk: FakeLookup, rule: claims.Rule, quantity: claims.Quantity = claims.rttgain_over_original_rtt,
+def _judge(lk: FakeLookup, rule: claims.Rule, quantity: quantities.Quantity = quantities.rttgain_over_original_rtt,
            run_s: float = 60) -> claims.Verdict:
     return claims.combine(claims.decide(e, rule, run_s) for e in quantity(lk))
 
@@ -481,10 +488,10 @@ def test_a_missing_effect_can_fail_a_minimum_effect() -> None:
 
     def sim(acd: list[float], bbr: tuple[float, ...] = (0.22, 0.23, 0.21)) -> claims.Verdict:
         """Drop rates as drops over a constant 10000 packets sent (seed 002's loss)."""
-        lk = FakeLookup({("bbr", None, claims.DROPS): [x * 1e4 for x in bbr], ("bbr", None, claims.SENT): sent,
-                         ("acd_tol1000", None, claims.DROPS): [x * 1e4 for x in acd],
-                         ("acd_tol1000", None, claims.SENT): sent})
-        return _judge(lk, claims.Rule(band=(-48.4, -31)), claims.sim_drop_diff)
+        lk = FakeLookup({("bbr", None, quantities.DROPS): [x * 1e4 for x in bbr], ("bbr", None, quantities.SENT): sent,
+                         ("acd_tol1000", None, quantities.DROPS): [x * 1e4 for x in acd],
+                         ("acd_tol1000", None, quantities.SENT): sent})
+        return _judge(lk, claims.Rule(band=(-48.4, -31)), quantities.sim_drop_diff)
     # Seed 002's simulation: the paper's 3.3% against 42%; ours without the effect.
     none = sim([0.22, 0.24, 0.21])
     assert none.outcome is Outcome.FAILS and "outside [-48.4 points, -31 points]" in none.text
@@ -503,7 +510,7 @@ def test_a_tie_at_zero_is_undecided() -> None:
     key = "derived.retrans_packets"
     lk = FakeLookup({("bbr", (100, 0), key): [0.0] * 5, ("bbr_acd", (100, 0), key): [0.0] * 5})
     for rule in (claims.Rule(band=(0.4, 0.625)), claims.Rule(at_most=1.0), claims.Rule(at_least=0.0)):
-        v = _judge(lk, rule, claims.QUANTITIES["acd_retrans_small_buffer"])
+        v = _judge(lk, rule, quantities.QUANTITIES["acd_retrans_small_buffer"])
         assert v.outcome is Outcome.UNDECIDED and "0 on both sides (n = 5 each): nothing to compare" in v.text
     d = claims.diff(lk, "#3", ("bbr_acd", (100, 0), key), ("bbr", (100, 0), key))
     assert isinstance(d, claims.Verdict) and d.outcome is Outcome.UNDECIDED
@@ -512,24 +519,24 @@ def test_a_tie_at_zero_is_undecided() -> None:
 def test_decisions_relative_to_the_papers_number() -> None:
     """paper_factor: x/÷ f around each point's paper value; startup_over_s widens the upper edge for a
     count of start-up events spread over a shorter run; a point without a paper number decides nothing."""
-    key = claims.RETRANS
+    key = quantities.RETRANS
     lk = FakeLookup({("rttgain_a0.5", 20, key): [0.002, 0.0021, 0.0019]}, {("rttgain_a0.5", 20, key): 0.1})
     rule = claims.Rule(paper_factor=1.25)
-    assert _judge(lk, rule, claims.rttgain_retrans).outcome is Outcome.FAILS
+    assert _judge(lk, rule, quantities.rttgain_retrans).outcome is Outcome.FAILS
     # 0.2% is what 0.1% over 87 s becomes over 43.5 s, inside the widened band.
     widened = claims.Rule(paper_factor=1.25, startup_over_s=87)
-    assert _judge(lk, widened, claims.rttgain_retrans, run_s=43.5).outcome is Outcome.HOLDS
-    assert _judge(lk, widened, claims.rttgain_retrans, run_s=87).outcome is Outcome.FAILS
+    assert _judge(lk, widened, quantities.rttgain_retrans, run_s=43.5).outcome is Outcome.HOLDS
+    assert _judge(lk, widened, quantities.rttgain_retrans, run_s=87).outcome is Outcome.FAILS
     no_paper = FakeLookup({("rttgain_a0.5", 20, key): [0.002, 0.0021, 0.0019]})
-    assert _judge(no_paper, rule, claims.rttgain_retrans).outcome is Outcome.UNDECIDED
+    assert _judge(no_paper, rule, quantities.rttgain_retrans).outcome is Outcome.UNDECIDED
     margin = claims.Rule(paper_margin=5)
     assert margin.bounds(80.0, 30) == (75.0, 85.0)
 
 
 def test_intervals_keep_to_physical_bounds() -> None:
     """A Jain index of 100 ± 0.03% is inside [95, 100]: the interval is cut at 100%."""
-    lk = FakeLookup({("bbr2 + cubic", ("fq_codel", 1), claims.JAIN): [1.0, 0.9998, 1.0]})
-    v = _judge(lk, claims.Rule(band=(95, 100)), claims.QUANTITIES["fqcodel_jain"])
+    lk = FakeLookup({("bbr2 + cubic", ("fq_codel", 1), quantities.JAIN): [1.0, 0.9998, 1.0]})
+    v = _judge(lk, claims.Rule(band=(95, 100)), quantities.QUANTITIES["fqcodel_jain"])
     assert v.outcome is Outcome.HOLDS and "95% CI cut to [" in v.text
 
 
@@ -558,7 +565,7 @@ def test_moments_from_an_interval_decide_as_the_values_do() -> None:
 def test_not_testable_comes_before_the_numbers() -> None:
     spec = papers.spec_for("seed000/fig4.12")
     assert spec is not None
-    claim = next(c for c in spec.claims if c.check is claims.rttgain_over_original_rtt)
+    claim = next(c for c in spec.claims if c.check is quantities.rttgain_over_original_rtt)
     lk = _rtt({2: (BASE, HALF)})
     short = claim.judge(lk, claim.needs_s - 0.5)
     assert short.outcome is Outcome.NOT_TESTABLE
@@ -582,14 +589,14 @@ def test_several_points_combine() -> None:
 
 def test_difference_and_single_mean_checks() -> None:
     # Smaller alpha, lower queueing delay: alpha 0.75's RTT - 20 ms over alpha 1's.
-    lk = FakeLookup({("bbr", 2, claims.RTT): BASE, ("rttgain_a1", 2, claims.RTT): [30.0, 31.0, 29.0],
-                     ("rttgain_a0.75", 2, claims.RTT): [24.0, 25.0, 23.0]})
-    order = _judge(lk, claims.Rule(at_most=0.8), claims.alpha_queueing_ratio)
+    lk = FakeLookup({("bbr", 2, quantities.RTT): BASE, ("rttgain_a1", 2, quantities.RTT): [30.0, 31.0, 29.0],
+                     ("rttgain_a0.75", 2, quantities.RTT): [24.0, 25.0, 23.0]})
+    order = _judge(lk, claims.Rule(at_most=0.8), quantities.alpha_queueing_ratio)
     assert order.outcome is Outcome.HOLDS and "ratio 0.4 ± " in order.text
     # Original BBR's RTT / 20 ms: 2 ± 0.12 is inside a band of 1.8-2.7, 1 ± 0.12 wholly outside it.
-    assert _judge(lk, claims.Rule(band=(1.8, 2.7)), claims.original_rtt_over_min).outcome is Outcome.HOLDS
-    half = FakeLookup({("bbr", 2, claims.RTT): HALF})
-    assert _judge(half, claims.Rule(band=(1.8, 2.7)), claims.original_rtt_over_min).outcome is Outcome.FAILS
+    assert _judge(lk, claims.Rule(band=(1.8, 2.7)), quantities.original_rtt_over_min).outcome is Outcome.HOLDS
+    half = FakeLookup({("bbr", 2, quantities.RTT): HALF})
+    assert _judge(half, claims.Rule(band=(1.8, 2.7)), quantities.original_rtt_over_min).outcome is Outcome.FAILS
 
 
 def test_time_after_last_start_from_the_scenarios() -> None:
@@ -626,13 +633,12 @@ def test_report_decides_on_long_runs(tmp_path: Path) -> None:
     assert ("Original BBR's retransmission rate is extremely large: 36.3% at 20 Mbit/s, 28.4% at 50, 20.8% at 200 "
             "(Table 4.1, p. 32): **holds** on Linux here: 20 Mbit/s, original retransmissions, steady state: mean "
             "35 ± 2.5% (95% CI, n = 3) inside [29%, 45.4%]") in text
-    # 0.1% in the paper's 87 s after the last start is up to 0.1 x 87 / 57 % over ours.
-    assert "mean 0.11 ± 0.025% (95% CI, n = 3) inside [0.08%, 0.191%]" in text
-    assert "(Decided within x/÷ 1.25 of the paper's number at each point, the upper edge x 87 s" in text
+    # 0.1% held to the paper's size, x/÷ 1.25, whatever the run's length.
+    assert "mean 0.11 ± 0.025% (95% CI, n = 3) straddles an edge of [0.08%, 0.125%]" in text
     verdicts = [c["verdict"]["outcome"] for c in
                 json.loads((tmp_path / "summary.json").read_text())["experiments"]["seed000/table4.1"]["claims"]]
     # Fig 4.4's claim reads the RTT, which these runs do not record.
-    assert verdicts == ["holds", "holds", "holds", "too few runs"]
+    assert verdicts == ["holds", "undecided", "holds", "too few runs"]
 
 
 def test_rebuilt_from_its_summary_the_report_decides_as_the_runs_do(tmp_path: Path) -> None:
@@ -709,7 +715,9 @@ def test_a_run_that_failed_the_link_trust_check_is_never_pooled(tmp_path: Path) 
     reproduce.report_only(runs)
     claims_ = json.loads((runs / "summary.json").read_text())["experiments"]["seed000/table4.1"]["claims"]
     assert [c["verdict"]["outcome"] for c in claims_] == ["holds", "too few runs", "too few runs", "too few runs"]
-    assert "rttgain_a0.5 retransmissions, whole run: not measured" in claims_[1]["verdict"]["text"]
+    # ... and says why: not a measure the record lacks, but every run failing the trust check.
+    assert "rttgain_a0.5 retransmissions, whole run: not measured: every run (3) failed bbrkit-link's trust " \
+        "check" in claims_[1]["verdict"]["text"]
 
 
 def test_a_partial_seed004_summary_replaces_only_the_parts_it_ran() -> None:
@@ -797,7 +805,7 @@ def test_run_all_records_load_kernel_and_cpus(tmp_path: Path, monkeypatch: pytes
     assert run["kernel"] == platform.release() and run["cpus"] == os.cpu_count()
     assert run["load_1min"]["interval_s"] == 0.01 and len(run["load_1min"]["samples"]) >= 3
     assert run["load_1min"]["min"] == run["load_1min"]["max"] == 1.0 and "finished" in run
-    assert "load 1.00-1.00-1.00" in "\n".join(report.header_lines({"profile": "quick", "runs": [run]}))
+    assert "load 1.00-1.00-1.00" in "\n".join(report.provenance_lines({"profile": "quick", "runs": [run]}))
 
 
 def test_a_failed_invocation_still_records_its_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -850,8 +858,8 @@ def test_a_single_point_experiment_names_only_its_measure() -> None:
     class OnePoint(FakeLookup):
         def x_name(self, x: Any) -> str:
             return ""
-    lk = OnePoint({(claims.FIG21, None, claims.JAIN): [0.90, 0.91, 0.92]})
-    (est,) = claims.QUANTITIES["taildrop_jain_long"](lk)
+    lk = OnePoint({(quantities.FIG21, None, quantities.JAIN): [0.90, 0.91, 0.92]})
+    (est,) = quantities.QUANTITIES["taildrop_jain_long"](lk)
     assert est.label == "Tail Drop, 100 BDP, Jain"
 
 
@@ -859,13 +867,13 @@ def test_a_zero_width_interval_is_not_certainty() -> None:
     """Identical repetitions (a quantised measure) give a zero-width interval: the verdict says so and counts
     as fragile; an edge at the quantity's physical bound (Jain's 100%) is not one a rerun could cross."""
     lk = FakeLookup({("bbr", 2, "total.rtt_ms_mean"): [40.0, 40.0, 40.0]})
-    v = _judge(lk, claims.Rule(band=(1.9, 2.5)), claims.original_rtt_over_min)
+    v = _judge(lk, claims.Rule(band=(1.9, 2.5)), quantities.original_rtt_over_min)
     assert v.outcome is Outcome.HOLDS and "zero width" in v.text and v.fragile == "zero-width interval"
     jain = FakeLookup({("bbr2", 5, "total.jain"): [0.9999, 0.9998, 1.0]})
-    held = _judge(jain, claims.Rule(band=(95, 100)), claims.bbr2_rtt_jain)
+    held = _judge(jain, claims.Rule(band=(95, 100)), quantities.bbr2_rtt_jain)
     assert held.outcome is Outcome.HOLDS and held.fragile == ""
     near = FakeLookup({("bbr2", 5, "total.jain"): [0.962, 0.965, 0.968]})
-    assert _judge(near, claims.Rule(band=(95, 100)), claims.bbr2_rtt_jain).fragile.startswith("0.")
+    assert _judge(near, claims.Rule(band=(95, 100)), quantities.bbr2_rtt_jain).fragile.startswith("0.")
 
 
 def test_the_second_margin_family() -> None:
@@ -902,7 +910,7 @@ def test_claim_lines_show_scaling_post_hoc_hedges_and_the_second_family() -> Non
     """What the data file says of a claim stands at its verdict."""
     base = papers.spec_for("seed001/fig14-15")
     assert base is not None
-    c = papers.Claim("c", claims.bbr2_rtt_jain, 10, "w", claims.Rule(band=(55, 65), family="points"), "m", 5,
+    c = papers.Claim("c", quantities.bbr2_rtt_jain, 10, "w", claims.Rule(band=(55, 65), family="points"), "m", 5,
                      post_hoc="margin written on 2026-11-26, after the data", scaled="100 Mbit/s for 1 Gbit/s (x 0.1)",
                      hedge="no run isolates it")
     lk = FakeLookup({("bbr2", 5, "total.jain"): [0.69, 0.70, 0.71]})
@@ -913,7 +921,7 @@ def test_claim_lines_show_scaling_post_hoc_hedges_and_the_second_family() -> Non
     assert "(Scaled: 100 Mbit/s for 1 Gbit/s (x 0.1).)" in text and "(Post-hoc: margin written" in text
     assert "(Unproven: no run isolates it.)" in text and "(n declared for the next run: 5.)" in text
     assert js["wide"]["verdict"]["outcome"] == "undecided" and js["post_hoc"].startswith("margin")
-    untestable = papers.Claim("c", claims.bbr2_rtt_jain, 10, "w", claims.Rule(band=(55, 65)), "m",
+    untestable = papers.Claim("c", quantities.bbr2_rtt_jain, 10, "w", claims.Rule(band=(55, 65)), "m",
                               untestable="not testable at this scale: why")
     assert untestable.judge(lk, 60).outcome is Outcome.NOT_TESTABLE
 
@@ -987,6 +995,17 @@ def test_a_rebuild_keeps_the_time_series_figures_a_later_summary_did_not_run(tmp
     assert [r["started"] for r in merged["invocations"]["seed000/timeseries"]] == ["t0", "t1"]
     text = (tmp_path / "out" / "report.md").read_text()
     assert "### Time series\n\nProduced by `bbrbench reproduce first` at `abc`, t0; `bbrbench reproduce rerun`" in text
+    # Once later summaries hold every figure, the first gives no value shown, and the section no longer
+    # cites its runs; each figure names the folder it comes from, and a rebuild of the rebuilt summary keeps it.
+    (tmp_path / "b").mkdir()
+    rest = summary("b/rest", "t2", ["Fig 4.1", "Fig 4.3"])
+    reproduce.rebuild([earlier, later, rest], tmp_path / "out")
+    merged = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert [r["started"] for r in merged["invocations"]["seed000/timeseries"]] == ["t1", "t2"]
+    assert {item: part["folder"] for item, part in merged["sources"]["seed000/timeseries"].items()} == \
+        {"Fig 4.1": str(tmp_path / "b"), "Fig 4.3": str(tmp_path / "b"), "Fig 4.9": str(tmp_path)}
+    reproduce.rebuild([tmp_path / "out" / "summary.json"], tmp_path / "again")
+    assert json.loads((tmp_path / "again" / "summary.json").read_text())["sources"] == merged["sources"]
 
 
 README = Path(__file__).resolve().parents[2] / "docs" / "reproduction" / "README.md"
@@ -1094,3 +1113,129 @@ def test_robustness_says_which_fragile_experiments_were_rerun() -> None:
     assert "rerun from scratch at n 3" in fig8 and "its verdicts stand" in fig8 and done["command"] in fig8
     assert fig16.startswith("- seed001/fig16: to be rerun: `bbrbench -q reproduce --profile standard --only "
                             "seed001/fig16 --reps 3")
+
+
+def _table_rows(text: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith("| table / figure")]
+
+
+def test_the_report_overview_readme_and_index_agree_with_the_summary() -> None:
+    """The committed report opens with the overview its summary gives (provenance last); every claim of the
+    summary falls in exactly one row of the per-figure index, so that the rows' counts add up to the seed's
+    count, which the README's overview states too; each row with verdicts names the folder its numbers come
+    from, a folder of data/reproduction/ that holds a summary.json."""
+    root = Path(__file__).resolve().parents[2]
+    summary = json.loads((root / "data/reproduction/standard/summary.json").read_text())
+    text = (root / "data/reproduction/standard/report.md").read_text()
+    overview = "\n".join(report.overview_lines(summary))
+    assert text.index(overview) < text.index("## How the claims are judged") < text.index("## Provenance")
+    readme = README.read_text()
+    for seed in ("seed000", "seed001", "seed002", "seed004"):
+        claims = [c for k, js in summary["experiments"].items() if k.partition("/")[0] == seed
+                  for c in js.get("claims", [])]
+        rows = report.index_rows(summary, seed)
+        held = [(k, c["claim"]) for cov in papers.coverage() if cov.seed == seed for k in cov.experiments
+                if k in summary["experiments"] for c in summary["experiments"][k].get("claims", [])
+                if cov.holds(c["claim"])]
+        mine = [(k, c["claim"]) for k, js in summary["experiments"].items() if k.partition("/")[0] == seed
+                for c in js.get("claims", [])]
+        assert sorted(held) == sorted(mine), f"{seed}: a claim in no row of the index, or in two"
+        counted: dict[str, int] = {}
+        for row in rows:
+            for part in row[1].split(", "):
+                outcome, _, n = part.rpartition(" ")
+                if n.isdigit():
+                    counted[outcome] = counted.get(outcome, 0) + int(n)
+            if row[1] not in ("not reproduced", "no claim"):
+                assert all((root / f.strip("`") / "summary.json").is_file() for f in row[2].split(", ")), row
+        totals = report.verdict_counts(claims)
+        assert counted == totals
+        words = ", ".join(f"{o} {n}" for o, n in totals.items())
+        assert f"**{seed}**: {words}." in readme and f"All claims: {words}." in text
+    # A section drawn from several experiments points each row at the folder of the part its claims read.
+    loss = next(r for r in report.index_rows(summary, "seed004") if r[0].startswith("Table 4"))
+    assert loss[2] == "`data/reproduction/rerun-2026-11-26/seed004-loss/`"
+
+
+def test_a_claim_over_several_points_fails_only_under_holms_correction() -> None:
+    """A claim that does not hold when any one point fails is a family of tests: a failure must stand at
+    Holm's level (5% / m for the strongest of m points, n - 1 degrees of freedom), and a point the quantity
+    lists twice is one test. Holding needs every point to hold (intersection-union: no correction)."""
+    rule = claims.Rule(band=(10.0, 20.0))
+
+    def point(label: str, mean: float, half: float) -> claims.Estimate:
+        return claims.Estimate(label, claims.Interval("mean", mean, half, "n = 3"))
+    barely = point("a", 22.0, 1.5)  # 20.5-23.5: outside at 95%, not at 97.5% (half x 1.44)
+    clearly = point("b", 40.0, 1.0)
+    inside = point("c", 15.0, 1.0)
+    assert claims.decide_all([barely], rule, 30).outcome is Outcome.FAILS
+    assert claims.decide_all([barely, barely], rule, 30).outcome is Outcome.FAILS  # one point, once
+    v = claims.decide_all([barely, inside], rule, 30)
+    assert v.outcome is Outcome.UNDECIDED and "Holm's level over the claim's 2 points" in v.text
+    assert claims.decide_all([barely, clearly], rule, 30).outcome is Outcome.FAILS
+    assert claims.decide_all([inside, point("d", 12.0, 1.0)], rule, 30).outcome is Outcome.HOLDS
+
+
+def test_bbrs_equilibrium_at_scenario_3_is_held_to_the_papers_30_s() -> None:
+    """Table 2's 'BBR takes about 30 s' (#3) is decided at that size, on BBR's own equilibrium time, not as
+    'not at equilibrium 15 s after the last start'."""
+    key = "censored.total.convergence_time_s"
+    claim = next(c for c in papers.spec_for("seed002/testbed").claims if "BBR reaches equilibrium in" in c.text)
+    at_30 = FakeLookup({("bbr", (100, 0), key): [29.0, 30.0, 31.0]}, {("bbr", (100, 0), key): 30.0})
+    assert claim.judge(at_30, 76).outcome is Outcome.HOLDS
+    at_60 = FakeLookup({("bbr", (100, 0), key): [59.0, 60.0, 61.0]},  # later than 15 s, yet not about 30 s
+                       {("bbr", (100, 0), key): 30.0})
+    assert claim.judge(at_60, 76).outcome is Outcome.FAILS
+
+
+def test_a_claim_over_every_buffer_size_says_at_which_it_was_decided() -> None:
+    """A claim the paper makes 'at every buffer size' that the standard profile runs at one or two sizes is
+    marked so at its verdict (its scaled note), not read as covering the paper's range."""
+    claims_ = [c for s in papers.specs() for c in s.claims
+               if re.search(r"every buffer|independently of .*buffer size|always above", c.text)]
+    assert len(claims_) >= 4
+    assert all("decided at" in c.scaled for c in claims_), [c.text for c in claims_ if "decided at" not in c.scaled]
+
+
+def test_seed004s_headline_compares_the_grids_span_with_the_cubic_counts_effect() -> None:
+    """'Queue size and BBR count dominate the share': the span of the share over the grid less the CUBIC
+    count's change over the counts run, at least 5 points."""
+    def row(n_bbr: int, queue: float, mean: float) -> dict[str, Any]:
+        return {"n_bbr": n_bbr, "queue_bdp": queue, "model": 0.5, "status": "3/3",
+                "measured": {"mean": mean, "ci95": 0.02, "n": 3}}
+    cubic = {"regression": {"slope": -0.01, "slope_ci95": 0.002, "n": 9}, "points": [[1.0, 0.8], [17.0, 0.64]]}
+    wide = seed004.headline_claim([row(1, 16, 0.2), row(13, 0.5, 0.8)], cubic)
+    assert wide is not None and wide["verdict"]["outcome"] == "holds"  # 0.6 against 0.16
+    narrow = seed004.headline_claim([row(1, 16, 0.5), row(13, 0.5, 0.55)], cubic)
+    assert narrow is not None and narrow["verdict"]["outcome"] == "does not hold"  # 0.05 against 0.16
+
+
+def test_table3s_best_tolerance_leads_each_other_in_goodput() -> None:
+    """Table 3: 1000 us gives the highest goodput: above 500 us's and 1500 us's, each."""
+    key = quantities.GOODPUT
+    claim = next(c for c in papers.spec_for("seed002/simulation").claims if "highest of the three" in c.text)
+    def lookup(at_1000: list[float]) -> FakeLookup:
+        return FakeLookup({("acd_tol1000", None, key): at_1000, ("acd_tol500", None, key): [0.82, 0.821, 0.822],
+                           ("acd_tol1500", None, key): [0.85, 0.855, 0.86]})
+    assert claim.judge(lookup([0.90, 0.901, 0.902]), 45).outcome is Outcome.HOLDS
+    assert claim.judge(lookup([0.83, 0.831, 0.832]), 45).outcome is Outcome.FAILS  # below 1500 us's
+
+
+def test_fig46s_probe_phase_rtt_is_read_on_the_steady_rtts_peak() -> None:
+    """Fig 4.6: the RTT grows in each probe phase to around 30 ms: alpha 1, 2 flows, the steady window's
+    95th percentile, x/÷ 1.25 of 30 ms."""
+    key = quantities.STEADY_RTT_P95
+    claim = next(c for c in papers.spec_for("seed000/fig4.12").claims if "Fig 4.6" in c.text)
+    paper = {("rttgain_a1", 2, key): float(papers.spec_for("seed000/fig4.12").paper[("rttgain_a1", 2, key)])}
+    assert claim.judge(FakeLookup({("rttgain_a1", 2, key): [29.0, 30.0, 31.0]}, paper), 30).outcome is Outcome.HOLDS
+    assert claim.judge(FakeLookup({("rttgain_a1", 2, key): [49.0, 50.0, 51.0]}, paper), 30).outcome is Outcome.FAILS
+
+
+def test_a_fragile_verdict_names_the_n_that_would_decide_it() -> None:
+    """At the recorded spread (sd from the half-width and n), the smallest n whose interval clears the edge
+    with 80% power: (t(0.975, n-1) + t(0.8, n-1)) sd / sqrt(n) <= the estimate's distance to the edge."""
+    est = claims.Estimate("x", claims.Interval("mean", 10.0, 1.5, "n = 3"))
+    v = claims.decide(est, claims.Rule(at_least=8.4), 30)
+    # sd 0.604, distance 1.6: n 3 gives 1.87, n 4 gives 1.26.
+    assert v.outcome is Outcome.HOLDS and v.fragile.endswith("80% power to decide it again needs n 4 at this spread")

@@ -17,7 +17,8 @@ from typing import Any
 
 from ..errors import HarnessError
 from ..scenario import SCENARIO_DIR
-from .claims import QUANTITIES, Lookup, Outcome, Quantity, Rule, Verdict, combine, decide, too_short
+from .claims import Lookup, Outcome, Rule, Verdict, decide_all, too_short
+from .quantities import QUANTITIES, Quantity
 
 REPRO_DIR = SCENARIO_DIR / "repro"
 SUFFIX = ".paper.toml"
@@ -26,7 +27,8 @@ UNSET = "-"
 CLAIM_KEYS = ("text", "check", "needs_s", "why", "margin")
 # A claim's optional keys: `n`, the repetitions declared for it before its next run; `post_hoc`, when and
 # why its margin or scope was written after the data it decides were seen (shown at its verdict);
-# `scaled`, the set-up's departure from the paper's, with its factor (shown at its verdict); `untestable`,
+# `scaled`, the set-up's departure from the paper's, with its factor (shown at its verdict; a file's own
+# `scaled` holds for each of its claims that states none); `untestable`,
 # why a scaled or short set-up cannot decide it (its verdict is then "not testable", whatever the numbers);
 # `hedge`, what the verdict does not show (an explanation without a run of its own); `looks`, repetitions
 # added after a look at the verdict (no correction for the repeated looks); `with`, another experiment whose
@@ -71,7 +73,7 @@ class Claim:
         if self.untestable:
             return Verdict(Outcome.NOT_TESTABLE, self.untestable)
         rule = rule or self.rule
-        return too_short(self.needs_s, self.why, run_s) or combine(decide(e, rule, run_s) for e in self.check(lk))
+        return too_short(self.needs_s, self.why, run_s) or decide_all(self.check(lk), rule, run_s)
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,7 @@ def _load(path: Path, d: dict[str, Any] | None = None) -> Spec:
                 raise ValueError(f"claims[{i}]: a band or bound needs its margin's family (factor, points, stated)")
             claims.append(Claim(c["text"], QUANTITIES[c["check"]], float(c["needs_s"]), c["why"], rule,
                                 c["margin"], int(c["n"]) if "n" in c else None, c.get("post_hoc", ""),
-                                c.get("scaled", ""), c.get("untestable", ""), c.get("hedge", ""),
+                                c.get("scaled", d.get("scaled", "")), c.get("untestable", ""), c.get("hedge", ""),
                                 c.get("with", ""), c.get("looks", "")))
         return Spec(
             key=key, title=d["title"], order=d.get("order", 0),
@@ -162,13 +164,18 @@ def _load(path: Path, d: dict[str, Any] | None = None) -> Spec:
 @dataclass(frozen=True)
 class Coverage:
     """A table or figure of a seed paper: the experiments (or report sections) whose claims decide it, keeping
-    to the claims that cite `cites` when set, and what of it is not reproduced, and why."""
+    to the claims whose words hold one of `cites` when set (none when it is empty: a set-up table, whose runs
+    other items' claims cite), and what of it is not reproduced, and why."""
 
     seed: str
     item: str
     experiments: tuple[str, ...]
-    cites: str
+    cites: tuple[str, ...] | None
     not_reproduced: str
+
+    def holds(self, claim: str) -> bool:
+        """Whether a claim of its experiments is on this table or figure."""
+        return self.cites is None or any(c in claim for c in self.cites)
 
 
 COVERAGE = REPRO_DIR / "coverage.toml"
@@ -178,7 +185,8 @@ COVERAGE = REPRO_DIR / "coverage.toml"
 def coverage() -> tuple[Coverage, ...]:
     """Every seed's tables and figures, in the papers' order (scenarios/repro/coverage.toml)."""
     try:
-        return tuple(Coverage(seed, c["item"], tuple(c.get("experiments", ())), c.get("cites", ""),
+        return tuple(Coverage(seed, c["item"], tuple(c.get("experiments", ())),
+                              None if "cites" not in c else tuple(c["cites"]),
                               c.get("not_reproduced", ""))
                      for seed, items in _read(COVERAGE).items() for c in items)
     except (KeyError, TypeError, AttributeError) as exc:

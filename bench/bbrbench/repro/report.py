@@ -63,8 +63,14 @@ class Results:
         return next((p for p in self.points if self.series_of(p) == series and self.x_of(p) == scalar(x)), None)
 
     def stat(self, series: str, x: Any, metric: str) -> Stat | None:
+        """The point's measure; for a point whose every run the trust check failed, a Stat of no
+        repetitions that says so (claims._few), not a measure missing from the record."""
         p = self.find(series, x)
-        return p.stat(metric) if p else None
+        if p is None:
+            return None
+        if (found := p.stat(metric)) is None and p.untrusted and not p.measured:
+            return Stat(float("nan"), None, 0, untrusted=len(p.untrusted))
+        return found
 
     def xs(self, series: str) -> list[Any]:
         """The series' points a claim covers: the measured ones, and those whose every run the trust check
@@ -334,15 +340,24 @@ RULE = (
     "(5) Decision: inside the band around the paper's magnitude (or wholly beyond a bound or minimum effect): "
     "**holds**; wholly outside it (or short of it): **does not hold**, so a missing effect fails and a far "
     "larger one is not the paper's; otherwise **undecided**; two means that are both exactly 0 (nothing "
-    "happened on either side) compare to nothing: **undecided**. (6) Several points: the claim holds if every "
-    "one holds, does not hold if any one decidedly fails, and otherwise stays undecided (or not decided, "
-    "where a point lacks repetitions). Each verdict quotes the intervals that decided it, and each claim "
-    "its margin and why. (7) Every claim is decided again under a second margin family (x/÷ 1.5, +- 10 points; "
-    "stated bounds as stated), shown where it moves the margin; a decided verdict within one interval width "
-    "of its edge is marked fragile; both are listed at the end (Robustness), the fragile ones with the "
+    "happened on either side) compare to nothing: **undecided**. (6) Several points, each distinct point counted "
+    "once: the claim holds if every one holds (an intersection-union test: its family-wise error is each "
+    "verdict's 5%, no correction needed); it does not hold if one point fails after Holm's step-down "
+    "correction over the claim's m points (the strongest failure must stand at 5% / m, the next at 5% / (m - 1), "
+    "...; an interval at another level is the 95% one widened by Student's t quantiles at n - 1 degrees of "
+    "freedom, which is conservative); a failure Holm does not keep is undecided; otherwise the claim stays "
+    "undecided (or not decided, where a point lacks repetitions). Each verdict quotes the intervals that "
+    "decided it, and each claim its margin and why. (7) Every claim is decided again under a second margin "
+    "family (x/÷ 1.5, +- 10 points; stated bounds as stated), shown where it moves the margin; a decided "
+    "verdict within one interval width "
+    "of its edge is marked fragile, with the n that would decide it with 80% power at the spread the runs "
+    "showed; both are listed at the end (Robustness), the fragile ones with the "
     "command that reruns them. A claim whose margin or scope was written after its data were seen says so "
-    "(post-hoc) at its verdict; a scaled set-up says its factor, and one that cannot decide the claim makes it "
-    "**not testable**."
+    "(post-hoc) at its verdict; a scaled set-up (a smaller rate, or runs shorter than the paper's) says its "
+    "factor, and one that cannot decide the claim makes it **not testable**. A bound the set-up meets for "
+    "any algorithm **cannot fail**: it is counted apart from the claims that hold. A claim whose repetitions "
+    "were raised after a look had left it undecided says so (repeated looks): its verdict carries no "
+    "correction for the looks, and a fresh run at a fixed n is what decides it."
 )
 
 
@@ -353,8 +368,7 @@ def _load_text(load: dict[str, Any] | None) -> str:
 
 
 def header_lines(meta: dict[str, Any]) -> list[str]:
-    """Title, smoke label for the quick profile, one line per invocation (command, revision, times, machine
-    load) and the verdict rule."""
+    """Title and the smoke label for the quick profile: what a reader needs before the overview."""
     profile = meta["profile"]
     smoke = profile == SMOKE_PROFILE
     title = "# Reproduction of the seed papers' experiments"
@@ -363,8 +377,22 @@ def header_lines(meta: dict[str, Any]) -> list[str]:
         lines += [f"**Smoke result**: the {profile} profile's short runs and few repetitions test that every "
                   "experiment runs and reports, not the papers' claims; its verdicts are mostly \"not testable\" "
                   "or \"not decided\" by design.", ""]
-    lines += [f"Profile: **{profile}**. Produced by (machine load: 1-minute load average min-mean-max; a revision "
-              "ending in -dirty ran with uncommitted changes, and its note says which):", ""]
+    return lines + [f"Profile: **{profile}**. The overview first, then each experiment, the verdicts a rerun or "
+                    "the margin could move (Robustness), and last the invocations that produced the numbers "
+                    "(Provenance).", ""]
+
+
+def rule_lines() -> list[str]:
+    return ["## How the claims are judged", "",
+            "Each table puts the paper's number (or its words, where it gives only a figure) beside ours "
+            "(mean ± 95% confidence half-width over n repetitions; no interval with n = 1). BBRv2 is bbrkit's "
+            "bbr2. Scaled runs say so in their notes.", "", RULE, ""]
+
+
+def provenance_lines(meta: dict[str, Any]) -> list[str]:
+    """One line per invocation (command, revision, times, machine load), and the summaries a rebuild read."""
+    lines = ["## Provenance", "", "Produced by (machine load: 1-minute load average min-mean-max; a revision "
+             "ending in -dirty ran with uncommitted changes, and its note says which):", ""]
     for r in meta.get("runs", []):
         wall = f"{r['elapsed_s'] / 60:.1f} min" if "elapsed_s" in r else "-"
         machine = f", kernel {r['kernel']}, {r['cpus']} CPUs" if "kernel" in r else ""
@@ -376,13 +404,10 @@ def header_lines(meta: dict[str, Any]) -> list[str]:
         lines += ["", f"**Rebuilt from {', '.join(f'`{p}`' for p in meta['rebuilt_from'])}**, without the runs "
                   "(`bbrbench reproduce --from-summary`): every table from the recorded means, 95% half-widths and n, "
                   "and every claim decided again on them (a ratio's or difference's interval needs no more; "
-                  "claims.Stat). The claims and their margins are the data files of this revision; where they were "
-                  "written after the runs they decide, those verdicts are provisional until the next run. A claim on "
-                  "a measure or a point the recorded report did not show is **not decided** here (\"not measured\")."]
-    lines += ["", "Each table puts the paper's number (or its words, where it gives only a figure) beside ours "
-              "(mean ± 95% confidence half-width over n repetitions; no interval with n = 1). BBRv2 is bbrkit's "
-              "bbr2. Scaled runs say so in their notes.", "", RULE, ""]
-    return lines
+                  "claims.Stat). The claims and their margins are the data files of this revision; a claim written "
+                  "after the runs that decide it says so at its verdict (post-hoc). A claim on a measure or a point "
+                  "the recorded report did not show is **not decided** here (\"not measured\")."]
+    return lines + [""]
 
 
 @dataclass(frozen=True)
@@ -407,26 +432,59 @@ SECTIONS = (
 )
 
 
-def _verdict_counts(claims: list[dict[str, Any]]) -> str:
-    counts = {o: sum(c["verdict"]["outcome"] == o.value for c in claims) for o in Outcome}
-    return ", ".join(f"{o.value if o is not Outcome.TOO_FEW_RUNS else 'not decided'} {n}"
-                     for o, n in counts.items() if n) or "no claim"
+def verdict_counts(claims: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """How many claims have each outcome, in Outcome's order, leaving out the outcomes none has."""
+    counts = {o.value: sum(c["verdict"]["outcome"] == o.value for c in claims) for o in Outcome}
+    return {o: n for o, n in counts.items() if n}
 
 
-def overview_lines(experiments: dict[str, Any]) -> list[str]:
-    """Per seed, each table and figure: the claims' verdicts of the experiments that reproduce it, and what
-    is not reproduced, and why (scenarios/repro/coverage.toml)."""
-    lines = ["## Overview", "", "Each table and figure of the seed papers: the verdicts of the claims on it below, "
-             "and what of it is not reproduced here, and why.", ""]
+def _counts_text(claims: Sequence[dict[str, Any]]) -> str:
+    return ", ".join(f"{o} {n}" for o, n in verdict_counts(claims).items()) or "no claim"
+
+
+def rerun_command(profile: str, keys: Sequence[str], n: int) -> str:
+    """The invocation that reruns experiments from scratch at n repetitions, into a directory of its own."""
+    only = " ".join(f"--only {k}" for k in keys)
+    out = f"results/rerun-{keys[0].replace('/', '-')}"
+    return f"bbrbench -q reproduce --profile {profile} {only} --reps {n} --out {out}"
+
+
+def index_rows(summary: dict[str, Any], seed: str) -> list[list[str]]:
+    """Per table and figure of a seed paper: the verdicts of the claims that cite it, the folders their numbers
+    come from, the command that reruns the experiments behind them, and what is not reproduced, and why.
+    Every claim of the summary falls in one row (test_reproduce keeps it so)."""
+    experiments, sources = summary["experiments"], summary.get("sources", {})
+    rows = []
+    for c in (c for c in coverage() if c.seed == seed):
+        run = [k for k in c.experiments if k in experiments]
+        found = [(k, cl) for k in run for cl in experiments[k].get("claims", []) if c.holds(cl["claim"])]
+        keys = list(dict.fromkeys(k2 for k, cl in found for k2 in [cl.get("experiment", k), *cl.get("also", [])]))
+        folders: list[str] = []
+        for k in run:
+            parts = sources.get(k, {}).values()
+            # A section drawn from several experiments: only the parts of the experiments its claims read.
+            held = [part for part in parts if part.get("experiment") in keys]
+            folders += [part["folder"] for part in (held or parts)]
+        ns = [int(cl.get("n") or 0) for _, cl in found]
+        command = f"`{rerun_command(summary['meta']['profile'], keys, max([MIN_N, *ns]))}`" if keys else "-"
+        rows.append([c.item, _counts_text([cl for _, cl in found]) if run else "not reproduced",
+                     ", ".join(f"`{f}/`" for f in dict.fromkeys(folders)) or "-", command, c.not_reproduced or "-"])
+    return rows
+
+
+def overview_lines(summary: dict[str, Any]) -> list[str]:
+    """Per seed, the counts of verdicts, then each table and figure (index_rows, from
+    scenarios/repro/coverage.toml)."""
+    lines = ["## Overview", "", "Each table and figure of the seed papers: the verdicts of the claims on it (each "
+             "claim counted once, at the figure its words cite), the data folder its numbers come from, the "
+             "command that reruns it, and what of it is not reproduced here, and why.", ""]
+    experiments = summary["experiments"]
+    header = ["table / figure", "verdicts", "data", "rerun", "not reproduced: why"]
     for seed in dict.fromkeys(c.seed for c in coverage()):
-        rows = []
-        for c in (c for c in coverage() if c.seed == seed):
-            run = [k for k in c.experiments if k in experiments]
-            claims = [cl for k in run for cl in experiments[k].get("claims", []) if c.cites in cl["claim"]]
-            verdicts = _verdict_counts(claims) if run else "not reproduced"
-            rows.append([c.item, ", ".join(run) or "-", verdicts, c.not_reproduced or "-"])
-        header = ["table / figure", "experiments", "verdicts", "not reproduced: why"]
-        lines += [f"### {seed}", "", tables.markdown(header, rows, labels=4), ""]
+        claims = [cl for k, js in experiments.items() if k.partition("/")[0] == seed and isinstance(js, dict)
+                  for cl in js.get("claims", [])]
+        lines += [f"### {seed}", "", f"All claims: {_counts_text(claims)}.", "",
+                  tables.markdown(header, index_rows(summary, seed), labels=5), ""]
     return lines
 
 
@@ -470,12 +528,12 @@ SectionNumbers = Callable[["Section"], dict[str, Any] | None]
 
 
 def _write(out: Path, meta: dict[str, Any], seeds: Sequence[str], experiments: Sequence[Experiment],
-           numbers: SectionNumbers, invocations: dict[str, list[dict[str, Any]]]) -> Path:
+           numbers: SectionNumbers, invocations: dict[str, list[dict[str, Any]]], sources: Sources) -> Path:
     fig_dir = out / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
     rel = "figures"
     lines: list[str] = []
-    summary: dict[str, Any] = {"meta": meta, "experiments": {}, "invocations": invocations}
+    summary: dict[str, Any] = {"meta": meta, "experiments": {}, "invocations": invocations, "sources": sources}
     # In the papers' order (the catalogue's), not the file names'.
     order = {s.key: s.order for s in specs()}
     every = {e.key: Results(e.spec, e.points) for e in experiments if e.spec is not None}
@@ -506,10 +564,10 @@ def _write(out: Path, meta: dict[str, Any], seeds: Sequence[str], experiments: S
             if js:
                 summary["experiments"][extra.key] = js
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
-    head = header_lines(meta)
     path = out / "report.md"
-    path.write_text("\n".join(head + overview_lines(summary["experiments"]) + lines
-                              + robustness_lines(summary["experiments"], meta["profile"], invocations)) + "\n")
+    path.write_text("\n".join(header_lines(meta) + overview_lines(summary) + rule_lines() + lines
+                              + robustness_lines(summary["experiments"], meta["profile"], invocations)
+                              + provenance_lines(meta)) + "\n")
     return path
 
 
@@ -575,9 +633,7 @@ def robustness_lines(experiments: dict[str, Any], profile: str,
             lines += [f"- {key}: rerun from scratch at n {n} by `{done['command']}`, {done['started']}; "
                       "its verdicts stand"]
         else:
-            only = " ".join(f"--only {k}" for k in [key, *sorted(also.get(key, set()))])
-            lines += [f"- {key}: to be rerun: `bbrbench -q reproduce --profile {profile} {only} --reps {n} "
-                      f"--out results/rerun-{key.replace('/', '-')}`"]
+            lines += [f"- {key}: to be rerun: `{rerun_command(profile, [key, *sorted(also.get(key, set()))], n)}`"]
         lines += [f"  - {f}" for f in found]
     if not fragile:
         lines.append("- none")
@@ -608,13 +664,22 @@ def write_report(out: Path, mix_hosts: bool = False) -> Path:
     (out / "figures").mkdir(exist_ok=True)
     keys = [e.key for e in experiments] + [s.key for s in SECTIONS]
     invocations = {k: [invocation(r) for r in meta.get("runs", []) if covers(r, k)] for k in keys}
-    return _write(out, meta, seeds, experiments, lambda section: section.collect(out, out / "figures"), invocations)
+    sources = {k: {"": {"folder": str(out), "runs": runs}} for k, runs in invocations.items()}
+    return _write(out, meta, seeds, experiments, lambda section: section.collect(out, out / "figures"), invocations,
+                  sources)
 
 
-# Sections drawn from several experiments: a later summary of some of them replaces only their parts.
-_SECTION_MERGES: dict[str, Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]] = {
-    seed004.SEED: seed004.merge_recorded, "seed000/timeseries": timeseries.merge_recorded,
-    "seed002/timeseries": timeseries.merge_recorded}
+# Sections drawn from several experiments: a later summary of some of them replaces only their parts; each
+# names its parts and the experiment behind each.
+_SECTION_MERGES: dict[str, tuple[Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]],
+                                 Callable[[dict[str, Any]], dict[str, str]]]] = {
+    seed004.SEED: (seed004.merge_recorded, seed004.parts),
+    "seed000/timeseries": (timeseries.merge_recorded, timeseries.parts),
+    "seed002/timeseries": (timeseries.merge_recorded, timeseries.parts)}
+
+# Where an experiment's (or a section part's) numbers come from: the folder of the summary.json that gave
+# them, and the invocations behind them. Key "" for an experiment; a section's part otherwise.
+Sources = dict[str, dict[str, dict[str, Any]]]
 
 
 def write_report_from_summaries(summaries: Sequence[Path], out: Path) -> Path:
@@ -622,23 +687,38 @@ def write_report_from_summaries(summaries: Sequence[Path], out: Path) -> Path:
     every table from the recorded means, half-widths and n, every claim decided again by today's data
     files (ratios and differences need no more, claims.Stat), each section rendered from its recorded
     numbers. A later file's experiment replaces an earlier one's (seed 004's section part by part:
-    seed004.merge_recorded); the invocations of all are listed.
+    seed004.merge_recorded; the time series figure by figure); each experiment and part keeps the folder
+    and the invocations that gave it, so that a section cites only the runs whose numbers it shows.
     Measures an earlier report did not show are not measured here, and figures only the runs can draw are
     copied from beside the inputs."""
     metas: list[dict[str, Any]] = []
     recorded: dict[str, Any] = {}
-    invocations: dict[str, list[dict[str, Any]]] = {}
+    sources: Sources = {}
     for path in summaries:
         d = json.loads(path.read_text())
         metas.append(d["meta"])
+        folder = str(path.parent)
+
+        def runs_of(key: str, d: dict[str, Any] = d) -> list[dict[str, Any]]:
+            # Those its summary keeps for it, else those of that summary's meta whose --only covers it.
+            return d.get("invocations", {}).get(key) or [invocation(r) for r in d["meta"]["runs"] if covers(r, key)]
+
         for key, js in d["experiments"].items():
-            merge = _SECTION_MERGES.get(key)
-            recorded[key] = merge(recorded[key], js) if merge and key in recorded else js
-            # The invocations that produced it: those its summary keeps for it, else those of that summary's
-            # meta whose --only covers it; a merged section keeps its parts'.
-            runs = d.get("invocations", {}).get(key) or [invocation(r) for r in d["meta"]["runs"] if covers(r, key)]
-            kept = invocations.get(key, []) if merge else []
-            invocations[key] = kept + [r for r in runs if r not in kept]
+            section = _SECTION_MERGES.get(key)
+            # A rebuilt summary names its sources; an original one is its own.
+            given = d.get("sources", {}).get(key) if d["meta"].get("rebuilt_from") else None
+            if section is None:
+                sources[key] = {"": given[""] if given else {"folder": folder, "runs": runs_of(key)}}
+                recorded[key] = js
+                continue
+            merge, parts_of = section
+            parts = given or {name: {"folder": folder, "runs": runs_of(experiment), "experiment": experiment}
+                              for name, experiment in parts_of(js).items()}
+            recorded[key] = merge(recorded[key], js) if key in recorded else js
+            sources[key] = {**sources.get(key, {}), **parts}
+    # Each invocation once, in the order they ran.
+    invocations = {key: sorted({(r["command"], r["started"]): r for part in found.values() for r in part["runs"]}
+                               .values(), key=lambda r: str(r["started"])) for key, found in sources.items()}
     profiles = {m["profile"] for m in metas}
     if len(profiles) != 1:
         raise HarnessError(f"summaries of different profiles ({', '.join(sorted(profiles))}) do not make one report")
@@ -655,7 +735,7 @@ def write_report_from_summaries(summaries: Sequence[Path], out: Path) -> Path:
                               js.get("setup", ""), js.get("batch_effects", {}))
                    for key, js in recorded.items() if (spec := spec_for(key)) is not None]
     seeds = sorted({k.partition("/")[0] for k in recorded})
-    return _write(out, meta, seeds, experiments, lambda section: recorded.get(section.key), invocations)
+    return _write(out, meta, seeds, experiments, lambda section: recorded.get(section.key), invocations, sources)
 
 
 # ---------------------------------------------------------------- the README's generated overview
@@ -680,7 +760,10 @@ def readme_overview(summary: dict[str, Any], summary_path: str) -> list[str]:
                 wide = c.get("wide", {}).get("verdict")
                 notes = [label for label, present in (("post-hoc", c.get("post_hoc")), ("scaled", c.get("scaled")),
                                                       ("repeated looks", c.get("looks")),
-                                                      ("fragile", v.get("fragile"))) if present]
+                                                      ("fragile", v.get("fragile")),
+                                                      ("runs failed the trust check", "trust check" in v["text"]
+                                                       and v["outcome"] == Outcome.TOO_FEW_RUNS.value))
+                         if present]
                 rows.append([key.partition("/")[2] or key, c["claim"].split(" [margin: ")[0], v["outcome"],
                              "-" if wide is None else wide["outcome"], ", ".join(notes) or "-"])
         counts = {o: sum(r[2] == o.value for r in rows) for o in Outcome}

@@ -22,7 +22,7 @@ from scipy.stats import t as student_t  # noqa: E402
 
 from ..analysis import tables  # noqa: E402
 from ..analysis.sharemodel import l2_error, share_for_link  # noqa: E402
-from ..analysis.stats import Moments, mean_ci95, pearson_ci95, regression  # noqa: E402
+from ..analysis.stats import Moments, diff_of_moments, mean_ci95, pearson_ci95, regression  # noqa: E402
 from ..results import read_json  # noqa: E402
 from .claims import (  # noqa: E402
     MIN_N,
@@ -32,8 +32,8 @@ from .claims import (  # noqa: E402
     Rule,
     Stat,
     Verdict,
-    combine,
     decide,
+    decide_all,
     diff,
     too_short,
     verdict_line,
@@ -175,11 +175,39 @@ def table2_claim(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
     rule = Rule.from_data(claim)
     estimates = best_fit_estimates(rows, int(claim["best_n"]))
-    v = combine(decide(e, rule, SETTLED_S) for e in estimates)
-    w = combine(decide(e, rule.widened(), SETTLED_S) for e in estimates)
+    v = decide_all(estimates, rule, SETTLED_S)
+    w = decide_all(estimates, rule.widened(), SETTLED_S)
     return {"claim": claim["text"], "experiment": f"{SEED}/share", "also": [f"{SEED}/share-long"], "n": claim.get("n"),
             "line": verdict_line(claim["text"], v), "verdict": v.to_json(), "rule": rule.describe(),
             "margin": claim["margin"], "post_hoc": claim["post_hoc"],
+            "wide": {"rule": rule.widened().describe(), "verdict": w.to_json()}}
+
+
+def headline_claim(rows: list[dict[str, Any]], cubic: dict[str, Any]) -> dict[str, Any] | None:
+    """The paper's headline, that the queue size and the number of BBR flows dominate BBR's share: the span of
+    our measured share over the grid of BBR counts and queue sizes (its highest mean less its lowest, Welch's
+    interval) less the change over the CUBIC counts run (the regression's slope times their range)."""
+    claim = next((c for c in section_data(f"{SEED}/share").get("claims", []) if c.get("headline")), None)
+    measured = [r for r in rows if r["measured"] and r["measured"]["n"] >= MIN_N and r["measured"]["ci95"]]
+    reg = cubic.get("regression") or {}
+    counts = [x for x, _ in cubic.get("points", [])]
+    if claim is None or len(measured) < 2 or reg.get("slope_ci95") is None or len(set(counts)) < 2:
+        return None
+    hi, lo = (max(measured, key=lambda r: r["measured"]["mean"]), min(measured, key=lambda r: r["measured"]["mean"]))
+    span, low, _ = diff_of_moments(*(Moments.from_ci95(r["measured"]["mean"], r["measured"]["ci95"],
+                                                       r["measured"]["n"]) for r in (hi, lo)))
+    cubic_range = max(counts) - min(counts)
+    cubic_span, cubic_half = abs(reg["slope"]) * cubic_range, reg["slope_ci95"] * cubic_range
+    half = math.hypot(span - low, cubic_half)
+    label = (f"share span over BBR count x queue ({hi['n_bbr']} BBR, {hi['queue_bdp']:g} BDP to {lo['n_bbr']} BBR, "
+             f"{lo['queue_bdp']:g} BDP) less the change over {cubic_range:g} more CUBIC flows ({cubic_span:.3g})")
+    n = min(min(r["measured"]["n"] for r in (hi, lo)), int(reg["n"]))
+    est = Estimate(label, Interval("difference", span - cubic_span, half, f"n = {n}"))
+    rule = Rule.from_data(claim)
+    v, w = decide(est, rule, SETTLED_S), decide(est, rule.widened(), SETTLED_S)
+    return {"claim": claim["text"], "experiment": f"{SEED}/share", "also": [f"{SEED}/cubic-count"],
+            "n": claim.get("n"), "line": verdict_line(claim["text"], v), "verdict": v.to_json(),
+            "rule": rule.describe(), "margin": claim["margin"], "post_hoc": claim["post_hoc"],
             "wide": {"rule": rule.widened().describe(), "verdict": w.to_json()}}
 
 
@@ -482,6 +510,14 @@ def collect(out: Path, fig_dir: Path) -> dict[str, Any]:
             **collect_loss(out)}
 
 
+def parts(js: dict[str, Any]) -> dict[str, str]:
+    """The parts a summary's section holds, each with the experiment whose runs give it: what a later summary
+    of that experiment replaces (merge_recorded)."""
+    held = (("share", js["share"], "share"), ("cubic_count", js["cubic_count"]["points"], "cubic-count"),
+            ("loss", js["loss"] or js.get("loss_free"), "loss"))
+    return {name: f"{SEED}/{experiment}" for name, present, experiment in held if present}
+
+
 def merge_recorded(earlier: dict[str, Any], later: dict[str, Any]) -> dict[str, Any]:
     """Two summaries' seed 004 sections as one: the section draws on four experiments, and a later
     summary of some of them (`--only seed004/cubic-count`) replaces only the parts those ran."""
@@ -506,7 +542,10 @@ def render(js: dict[str, Any], fig_dir: Path, rel: str) -> tuple[list[str], dict
     claim = cubic["claim"]
     shifts = [c for c in loss if "claim" in c]
     best = table2_claim(rows)
-    shifts = [*([{k: v for k, v in best.items() if k != "line"}] if best else []), *shifts]
+    headline = headline_claim(rows, cubic)
+    if headline is not None:
+        lines += [headline["line"], *claim_notes(headline), ""]
+    shifts = [*({k: v for k, v in c.items() if k != "line"} for c in (best, headline) if c), *shifts]
     return lines, {"share": rows, "l2": l2, "cubic_count": cubic, "loss": [e for e in loss if "claim" not in e],
                    "loss_free": js.get("loss_free"), "durations_s": js.get("durations_s", []),
                    "claims": [claim, *shifts]}

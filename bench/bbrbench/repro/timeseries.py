@@ -356,6 +356,28 @@ def _recorded(c: dict[str, Any], fig: dict[str, Any], claim: dict[str, Any]) -> 
     return "second margins and fragility decided on the repetitions as the record prints them (3 significant digits)"
 
 
+def parts(js: dict[str, Any]) -> dict[str, str]:
+    """The figures a summary's section holds, each with the experiment whose runs give it: what a later
+    summary of that experiment replaces (merge_recorded)."""
+    experiment = {f["item"]: f["experiment"] for f in figures()}
+    return {item: experiment.get(item, "") for item in js.get("figures", {})}
+
+
+def _refresh_fragility(c: dict[str, Any], claim: dict[str, Any]) -> None:
+    """A recorded decided verdict's fragile mark, as today's rule words it (with the n that would decide it),
+    from the repetitions its text lists, where deciding them again gives the recorded outcome."""
+    v = c["verdict"]
+    found = EACH.search(v["text"])
+    if not claim or found is None or v["outcome"] not in (Outcome.HOLDS.value, Outcome.FAILS.value):
+        return
+    rule = Rule.from_data(claim)
+    if c["claim"] != f"{claim['claim']} [margin: {rule.describe()}]":
+        return
+    again = _decide(claim, [float(x) for x in found.group(1).split(",")], float(claim["needs_s"]), rule)
+    if again.outcome.value == v["outcome"] and bool(again.fragile) == bool(v.get("fragile")) and again.fragile:
+        v["fragile"] = again.fragile
+
+
 def merge_recorded(earlier: dict[str, Any], later: dict[str, Any]) -> dict[str, Any]:
     """Two summaries' time-series sections of a seed as one: each figure draws on one experiment, and a later
     summary of some experiments (`--only seed000/table4.1`) holds only their figures, so it replaces those
@@ -384,8 +406,10 @@ def render(js: dict[str, Any], _fig_dir: Path, rel: str) -> tuple[list[str], dic
         for c in fig["claims"]:
             d: dict[str, Any] = next((d for d in now["claims"] if c["claim"].startswith(d["claim"])), {})
             again = _recorded(c, now, d)
-            if d:  # the experiment a rerun needs and the n the data file declares for it
-                c.update({"experiment": now["experiment"], **({"n": d["n"]} if "n" in d else {})})
+            _refresh_fragility(c, d)
+            if d:  # the experiment a rerun needs, the n the data file declares for it, and its marks
+                c.update({"experiment": now["experiment"], **({"n": d["n"]} if "n" in d else {}), **_marks_of(now, d)})
+                _cannot_fail(c, d)
             v = c["verdict"]
             lines.append(verdict_line(c["claim"], Verdict(Outcome(v["outcome"]), v["text"], v.get("min_n"))))
             lines += [*_notes(d), *_robustness(c, again)]
@@ -397,10 +421,28 @@ def render(js: dict[str, Any], _fig_dir: Path, rel: str) -> tuple[list[str], dic
             lines += [verdict_line(claim, verdict), *_notes(d), *([f"  (n declared for the next run: {d['n']}.)"]
                                                                    if "n" in d else [])]
             fig["claims"].append({"claim": claim, "experiment": now["experiment"], "verdict": verdict.to_json(),
-                                  **({"n": d["n"]} if "n" in d else {})})
+                                  **({"n": d["n"]} if "n" in d else {}), **_marks_of(now, d)})
         lines.append("")
     # The figures' claims as rendered (a record read from JSON keeps them apart from its flat list).
     return lines, {**js, "claims": [c for f in js["figures"].values() for c in f["claims"]]}
+
+
+def _marks_of(fig: dict[str, Any], claim: dict[str, Any]) -> dict[str, str]:
+    """The marks the overview shows beside a claim's verdict, as the experiments' claims carry them: post-hoc,
+    and scaled (the claim's own, else its figure's: the runs' length against the paper's)."""
+    marks = {"post_hoc": claim.get("post_hoc", ""), "scaled": claim.get("scaled", fig.get("scaled", ""))}
+    return {k: v for k, v in marks.items() if v}
+
+
+def _cannot_fail(c: dict[str, Any], claim: dict[str, Any]) -> None:
+    """A bound the set-up meets for any algorithm holds without showing anything: its own outcome, under both
+    margin families, so that it is not counted with the claims that hold."""
+    if not claim.get("cannot_fail"):
+        return
+    for v in (c["verdict"], c.get("wide", {}).get("verdict")):
+        if v and v["outcome"] == Outcome.HOLDS.value:
+            v.update(outcome=Outcome.CANNOT_FAIL.value, text=f"{v['text']}; the set-up meets this bound for any "
+                     "algorithm")
 
 
 def _robustness(c: dict[str, Any], recorded: str) -> list[str]:
