@@ -467,21 +467,26 @@ BBR_INLINE void bbr_draft_main(struct sock *sk, const struct rate_sample *rs)
 }
 
 /* 5.6.4.4 OnEnterFastRecovery() and OnEnterRTO(): SaveCwnd(), SaveStateUponLoss(). The kernel
- * marks the lost packets before it calls ssthresh: their per-packet decisions come first.
+ * marks the lost packets before it calls ssthresh, but their per-packet decisions wait here: the
+ * episode's state is saved first, then its losses are handled (HandleLostPacket(), as NoteLoss()
+ * saves before HandleInflightTooHigh() cuts), so that an undo restores the state before them.
  */
 BBR_INLINE u32 bbr_draft_ssthresh(struct sock *sk)
 {
 	struct bbr_core *b = bbr_core_of(sk);
 	struct bbr3 *s = bbr3_state(sk, false);
-	bool missed;
+	bool missed, was_up;
 
 	if (!s) {
 		bbr_save_cwnd(sk, b);
 		return bbr_out_ssthresh(sk, b);
 	}
-	if (s->pp_on)
-		bbr3_pp_apply(sk, b, s, bbr3_pp_state(sk), 0, &missed);
 	draft_save_state_upon_loss(sk, b, s);
+	if (s->pp_on) {
+		was_up = draft_in_up(b);
+		bbr3_pp_apply(sk, b, s, bbr3_pp_state(sk), 0, &missed);
+		draft_note_probe_cut(b, was_up);
+	}
 	return bbr_out_ssthresh(sk, b);
 }
 

@@ -9,7 +9,7 @@ from typing import Any
 DRAFT = "draft-ietf-ccwg-bbr-06"
 # Each algorithm conformance covers, and the design it follows ("not applicable" names it). Adding an
 # algorithm is a row here (and its algos in the cases).
-DESIGNS: dict[str, str] = {"bbr3": "v3", "bbr2": "v2alpha", "bbr1": "v1"}
+DESIGNS: dict[str, str] = {"bbr3": "v3", "bbr2": "v2alpha", "bbr1": "v1", "bbr_draft": "draft"}
 ALGOS = tuple(DESIGNS)
 # The designs that keep the draft's BBR.full_bw_now (v2alpha and v1 have the plateau count only), and those
 # whose PROBE_BW is v1's eight-slot gain cycle, without UP/DOWN sub-states or the short-term model.
