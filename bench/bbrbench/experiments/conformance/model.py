@@ -102,6 +102,14 @@ def runs(records: list[dict[str, Any]]) -> list[tuple[str, int, int]]:
     return out
 
 
+def phase_runs(records: list[dict[str, Any]], name: str, after: str | None = None) -> list[tuple[int, int]]:
+    """(first record, first record after it) of each run of phase `name`; with `after`, only the runs that
+    follow a run of that phase (a DOWN after UP: a DOWN entered and left within one ACK leaves no record,
+    so counting every DOWN would count different DOWNs for different algorithms)."""
+    rs = runs(records)
+    return [(a, b) for i, (p, a, b) in enumerate(rs) if p == name and (after is None or i > 0 and rs[i - 1][0] == after)]
+
+
 def bdp_packets(r: dict[str, Any], bw_key: str = "bw_bps") -> float:
     """BBR.bw x BBR.min_rtt in packets (the draft's BDPMultiple(1)); bw_key max_bw_bps for
     Inflight(BBR.max_bw, 1.0), as IsTimeToCruise() takes it."""

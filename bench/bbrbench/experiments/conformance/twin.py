@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ...scenario import DEFAULT_MTU, ETH_HEADER_BYTES, frames_in
-from .model import Case, rate_bits, runs
+from .model import Case, phase_runs, rate_bits
 
 TWIN_BINARY = "bbrkit-twin"
 SPURIOUS_DELAY_S = 0.005  # a spurious loss this long after the phase starts: inside its first round
@@ -133,7 +133,7 @@ def run_twin(case: Case, algo: str, work: Path, mutation: str | None = None) -> 
     records, why = _twin_records(twin_argv(binary, algo, case.duration_s, options), work / "twin.jsonl")
     if why or not case.trigger:
         return records, why
-    starts = [records[a]["t_s"] for p, a, _ in runs(records) if p == case.trigger["phase"]]
+    starts = [records[a]["t_s"] for a, _ in phase_runs(records, case.trigger["phase"], case.trigger.get("after"))]
     nth = case.trigger.get("nth", 1)
     if len(starts) < nth:
         return [], f"the twin's run never started {case.trigger['phase']} {nth} time(s)"
