@@ -107,7 +107,8 @@ def phase_runs(records: list[dict[str, Any]], name: str, after: str | None = Non
     follow a run of that phase (a DOWN after UP: a DOWN entered and left within one ACK leaves no record,
     so counting every DOWN would count different DOWNs for different algorithms)."""
     rs = runs(records)
-    return [(a, b) for i, (p, a, b) in enumerate(rs) if p == name and (after is None or i > 0 and rs[i - 1][0] == after)]
+    return [(a, b) for i, (p, a, b) in enumerate(rs)
+            if p == name and (after is None or i > 0 and rs[i - 1][0] == after)]
 
 
 def bdp_packets(r: dict[str, Any], bw_key: str = "bw_bps") -> float:
