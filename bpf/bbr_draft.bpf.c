@@ -182,6 +182,10 @@ BBR_INLINE void draft_check_drain_done(struct sock *sk, struct bbr_core *b, stru
 	if (inflight > bbr3_inflight(sk, b, bbr_bw(b), BBR_UNIT) &&
 		b->rtt_cnt - s->drain_start_round <= DRAFT_DRAIN_MAX_ROUNDS)
 		return;
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	if (TWIN_MUTANT(drain_time_exit) && inflight > bbr3_inflight(sk, b, bbr_bw(b), BBR_UNIT))
+		return;
+#endif
 	b->mode = BBRKIT_PROBE_BW;
 	bbr3_start_bw_probe_down(sk, b, s);
 }
@@ -226,12 +230,18 @@ BBR_INLINE bool draft_is_time_to_go_down(
 BBR_INLINE bool draft_adapt_long_term_model(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
 	const struct rate_sample *rs, const struct bbr3_acked *acked)
 {
+	bool advance_max_bw;
+
 	if (s->ack_phase == BBR3_ACKS_PROBE_STARTING && b->round_start)
 		s->ack_phase = BBR3_ACKS_PROBE_FEEDBACK;
 	if (s->ack_phase == BBR3_ACKS_PROBE_STOPPING && b->round_start) {
 		s->bw_probe_samples = 0;
 		s->ack_phase = BBR3_ACKS_INIT;
-		if (b->mode == BBRKIT_PROBE_BW && !rs->is_app_limited)
+		advance_max_bw = b->mode == BBRKIT_PROBE_BW && !rs->is_app_limited;
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+		advance_max_bw &= !TWIN_MUTANT(max_bw_window);
+#endif
+		if (advance_max_bw)
 			bbr3_advance_max_bw_filter(b, s);
 		/* 5.3.3.6 precautionary acceleration: the careful probe lost too little. */
 		if (b->mode == BBRKIT_PROBE_BW && s->stopped_risky_probe && !s->prev_probe_too_high) {

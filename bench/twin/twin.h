@@ -23,6 +23,8 @@
  */
 #define TWIN_MUTATIONS(X) \
 	X(full_bw_count, "A.1: the plateau ends STARTUP after 2 rounds, not 3 (bbr3, bbr_draft)") \
+	X(drain_time_exit, "A.4: DRAIN has no time exit, only the inflight one (bbr_draft)") \
+	X(max_bw_window, "A.16: the max_bw filter never advances, so max_bw never falls (bbr_draft)") \
 	X(drain_exit, \
 		"A.3: DRAIN lasts until inflight is a third of BBRInflight(1.0) (bbr2, bbr3, bbr_draft)") \
 	X(probe_rtt_interval, "A.10: PROBE_RTT 10 s apart, not 5 s (bbr2, bbr3, bbr_draft)") \
