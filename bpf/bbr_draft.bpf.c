@@ -474,6 +474,10 @@ BBR_INLINE void bbr_draft_main(struct sock *sk, const struct rate_sample *rs)
 	/* 5.2.3 UpdateModelAndState(). */
 	bbr3_update_latest_delivery_signals(sk, s, rs, sample_bw);
 	bbr3_update_congestion_signals(sk, b, s, rs, sample_bw);
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	if (TWIN_MUTANT(shortterm_cut))
+		bbr3_reset_lower_bounds(b, s);
+#endif
 	draft_update_ack_aggregation(sk, b, rs);
 	bbr3_variant_check_full_bw(b, s, rs, sample_bw);
 	draft_check_startup_done(sk, b, s, rs, &acked);

@@ -25,6 +25,7 @@
 	X(full_bw_count, "A.1: the plateau ends STARTUP after 2 rounds, not 3 (bbr3, bbr_draft)") \
 	X(drain_time_exit, "A.4: DRAIN has no time exit, only the inflight one (bbr_draft)") \
 	X(max_bw_window, "A.16: the max_bw filter never advances, so max_bw never falls (bbr_draft)") \
+	X(shortterm_cut, "A.17: loss never lowers bw_shortterm or inflight_shortterm (bbr_draft)") \
 	X(drain_exit, \
 		"A.3: DRAIN lasts until inflight is a third of BBRInflight(1.0) (bbr2, bbr3, bbr_draft)") \
 	X(probe_rtt_interval, "A.10: PROBE_RTT 10 s apart, not 5 s (bbr2, bbr3, bbr_draft)") \
@@ -80,6 +81,8 @@ struct twin_cfg {
 	uint32_t ack_aggregation_us; /* ACKs leave the path in bursts at multiples of this; 0: none */
 	struct twin_window blackout[TWIN_MAX_ITEMS]; /* ACKs due in the window reach the sender at its end */
 	int nblackout;
+	uint64_t policer_bps;	      /* a token bucket ahead of the FIFO drops what exceeds it; 0: none */
+	uint64_t policer_burst_bytes; /* the bucket's depth */
 	uint64_t duration_us;
 	uint64_t seed;
 	enum twin_mutation mutation;
@@ -90,6 +93,8 @@ typedef void (*twin_emit_fn)(const struct bbrkit_flow *f);
 
 /* Bytes per packet on the simulated path (an Ethernet MSS with timestamps). */
 #define TWIN_MSS 1448
+/* The frame a policer meters: the MSS and 66 bytes of TCP (with timestamps), IP and Ethernet headers. */
+#define TWIN_FRAME_BYTES (TWIN_MSS + 66)
 
 /* Packets a transfer may send at most (about 500 MB of state); a longer or faster one is refused. */
 #define TWIN_MAX_PACKETS 8000000ULL

@@ -496,7 +496,9 @@ def test_a_real_case_s_path_as_the_twin_s_options() -> None:
     assert why is None and options["rate"] == "100mbit@0s,10mbit@5s" and options["buffer"] == "660p"
     assert conf.twin_path(CASES["A.20"])[0]["app_limit"] == "10mbit@0us-13000000us"
     assert conf.twin_path(CASES["A.12"])[0]["ack_aggregation"] == "20ms"
-    assert conf.twin_path(CASES["A.17"]) == ({}, "the twin has no policer")
+    assert conf.twin_path(CASES["A.17"])[0]["policer"] == "10mbit/30000b"
+    assert conf.twin_path(dataclasses.replace(CASES["A.17"], path={**CASES["A.17"].path, "bottleneck": {
+        **CASES["A.17"].path["bottleneck"], "jitter_ms": 1}})) == ({}, "the twin has no jitter_ms")
 
 
 def test_a_byte_buffer_holds_as_many_packets_on_the_twin_as_frames_on_the_link(tmp_path: Path) -> None:

@@ -61,6 +61,7 @@ MUTATIONS = [
     ("A.14", "bbr_draft", "min_cwnd", "cwnd floor MinPipeCwnd"),
     ("A.15", "bbr_draft", "up_step_doubling", "max_bw reaches the new rate"),
     ("A.16", "bbr_draft", "max_bw_window", "max_bw window"),
+    ("A.17", "bbr_draft", "shortterm_cut", "bw_shortterm_bps adapted"),
     ("A.19", "bbr_draft", "undo_restore", "state resumes"),
     ("A.20", "bbr_draft", "probe_rtt_exit", "back to STARTUP"),
     ("A.21", "bbr_draft", "loss_cut", "inflight_longterm cut at the exit"),

@@ -43,7 +43,7 @@ def twin_path(case: Case) -> tuple[dict[str, str], str | None]:
     """A real case's path and sender as bbrkit-twin's options, or why the twin cannot have it."""
     bottleneck = case.path["bottleneck"]
     unsupported = sorted(set(bottleneck) - {"rate_mbit", "buffer_bdp", "buffer_bytes", "buffer_packets", "loss_pct",
-                                            "ack_path"})
+                                            "ack_path", "policer"})
     ack_path = bottleneck.get("ack_path", {})
     aggregation = ack_path.get("aggregation", {})
     if unsupported or set(ack_path) - {"aggregation"} or aggregation and aggregation.get("kind") != "onoff":
@@ -60,6 +60,9 @@ def twin_path(case: Case) -> tuple[dict[str, str], str | None]:
     else:
         bdp_frames = rate * 1e6 / 8 * rtt_ms / 1e3 / FRAME_BYTES
         options["buffer"] = f"{max(1, round(bottleneck.get('buffer_bdp', 1) * bdp_frames))}p"
+    if "policer" in bottleneck:  # the testbed's token bucket, metering frames as the twin's does
+        policer = bottleneck["policer"]
+        options["policer"] = f"{policer['rate_mbit']:g}mbit/{policer['burst_bytes']}b"
     if bottleneck.get("loss_pct"):
         options["loss"] = f"{bottleneck['loss_pct']:g}%"
     if aggregation:
