@@ -213,7 +213,7 @@ $(FLOOR_BIN): bench/kernelbbr/floor/floor.c $(BUILD)/floor/bbr_floor.skel.h benc
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LOADER_CFLAGS) -I$(BUILD)/floor -Ibench/kernelbbr $< $(LIBBPF_LIBS) -o $@
 
-$(BUILD)/twin/twin_%.o: bench/twin/twin_algo.c $(TWIN_HDRS) $(BPF_HDRS) $(UNIT_HDRS) | $(BUILD)/twin
+$(BUILD)/twin/twin_%.o: bench/twin/twin_algo.c bpf/%.bpf.c $(TWIN_HDRS) $(BPF_HDRS) $(UNIT_HDRS) | $(BUILD)/twin
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) -O2 -Ibench/twin -DTWIN_ALGO=$* -c $< -o $@
 

@@ -82,7 +82,12 @@ BBR_INLINE bool draft_in_up(const struct bbr_core *b)
 BBR_INLINE void bbr3_variant_check_full_bw(
 	struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 sample_bw)
 {
-	if (s->full_bw_now || !b->round_start || rs->is_app_limited)
+	bool app_limited = rs->is_app_limited;
+
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	app_limited &= !TWIN_MUTANT(app_limited_plateau);
+#endif
+	if (s->full_bw_now || !b->round_start || app_limited)
 		return;
 	if (sample_bw >= (u32)(((u64)b->full_bw * BBR_FULL_BW_THRESH) >> BBR_SCALE)) {
 		bbr3_reset_full_bw(b, s);
@@ -91,6 +96,9 @@ BBR_INLINE void bbr3_variant_check_full_bw(
 	}
 	b->full_bw_cnt = bbr_min_u32(b->full_bw_cnt + 1, BBR_FULL_BW_CNT);
 	s->full_bw_now = b->full_bw_cnt >= BBR_FULL_BW_CNT;
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	s->full_bw_now |= TWIN_MUTANT(full_bw_count) && b->full_bw_cnt == BBR_FULL_BW_CNT - 1;
+#endif
 	b->full_bw_reached |= s->full_bw_now;
 }
 
@@ -164,11 +172,20 @@ BBR_INLINE void draft_check_startup_done(struct sock *sk, struct bbr_core *b, st
 /* 5.3.2 CheckDrainDone(), and 5.3.3.9 EnterProbeBW(). */
 BBR_INLINE void draft_check_drain_done(struct sock *sk, struct bbr_core *b, struct bbr3 *s)
 {
+	u32 inflight = bbr_packets_in_flight(tcp_sk(sk));
+
 	if (b->mode != BBRKIT_DRAIN)
 		return;
-	if (bbr_packets_in_flight(tcp_sk(sk)) > bbr3_inflight(sk, b, bbr_bw(b), BBR_UNIT) &&
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	inflight *= TWIN_MUTANT(drain_exit) ? 3 : 1;
+#endif
+	if (inflight > bbr3_inflight(sk, b, bbr_bw(b), BBR_UNIT) &&
 		b->rtt_cnt - s->drain_start_round <= DRAFT_DRAIN_MAX_ROUNDS)
 		return;
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	if (TWIN_MUTANT(drain_time_exit) && inflight > bbr3_inflight(sk, b, bbr_bw(b), BBR_UNIT))
+		return;
+#endif
 	b->mode = BBRKIT_PROBE_BW;
 	bbr3_start_bw_probe_down(sk, b, s);
 }
@@ -213,12 +230,18 @@ BBR_INLINE bool draft_is_time_to_go_down(
 BBR_INLINE bool draft_adapt_long_term_model(struct sock *sk, struct bbr_core *b, struct bbr3 *s,
 	const struct rate_sample *rs, const struct bbr3_acked *acked)
 {
+	bool advance_max_bw;
+
 	if (s->ack_phase == BBR3_ACKS_PROBE_STARTING && b->round_start)
 		s->ack_phase = BBR3_ACKS_PROBE_FEEDBACK;
 	if (s->ack_phase == BBR3_ACKS_PROBE_STOPPING && b->round_start) {
 		s->bw_probe_samples = 0;
 		s->ack_phase = BBR3_ACKS_INIT;
-		if (b->mode == BBRKIT_PROBE_BW && !rs->is_app_limited)
+		advance_max_bw = b->mode == BBRKIT_PROBE_BW && !rs->is_app_limited;
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+		advance_max_bw &= !TWIN_MUTANT(max_bw_window);
+#endif
+		if (advance_max_bw)
 			bbr3_advance_max_bw_filter(b, s);
 		/* 5.3.3.6 precautionary acceleration: the careful probe lost too little. */
 		if (b->mode == BBRKIT_PROBE_BW && s->stopped_risky_probe && !s->prev_probe_too_high) {
@@ -289,6 +312,9 @@ BBR_INLINE void draft_check_probe_rtt(struct sock *sk, struct bbr_core *b, struc
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 inflight;
 
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	b->idle_restart &= !TWIN_MUTANT(idle_restart);
+#endif
 	if (b->mode != BBRKIT_PROBE_RTT && expired && !b->idle_restart) {
 		b->mode = BBRKIT_PROBE_RTT;
 		bbr_save_cwnd(sk, b);
@@ -342,6 +368,10 @@ BBR_INLINE void bbr_draft_update_gains(struct bbr_core *b)
 		b->pacing_gain = b->cycle_idx == BBRKIT_V3_UP ? BBR3_UP_GAIN
 			: b->cycle_idx == BBRKIT_V3_DOWN      ? DRAFT_DOWN_GAIN
 							      : BBR_UNIT;
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+		if (TWIN_MUTANT(down_gain) && b->cycle_idx == BBRKIT_V3_DOWN)
+			b->pacing_gain = BBR_UNIT;
+#endif
 		b->cwnd_gain += b->cycle_idx == BBRKIT_V3_UP ? BBR_UNIT / 4 : 0;
 		break;
 	default: /* BBRKIT_PROBE_RTT */
@@ -355,11 +385,14 @@ BBR_INLINE void bbr_draft_update_gains(struct bbr_core *b)
 BBR_INLINE void draft_set_cwnd(struct sock *sk, struct bbr_core *b, const struct bbr3 *s, u32 acked, u32 bw)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	u32 cwnd = bbr_out_cwnd(sk, b), max_inflight;
+	u32 cwnd = bbr_out_cwnd(sk, b), max_inflight, extra_acked;
 
 	if (acked) {
-		max_inflight =
-			bbr3_quantization_budget(sk, b, bbr_bdp(b, bw, b->cwnd_gain) + bbr_extra_acked(b));
+		extra_acked = bbr_extra_acked(b);
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+		extra_acked = TWIN_MUTANT(extra_acked) ? 0 : extra_acked;
+#endif
+		max_inflight = bbr3_quantization_budget(sk, b, bbr_bdp(b, bw, b->cwnd_gain) + extra_acked);
 		if (b->full_bw_reached)
 			cwnd = bbr_min_u32(cwnd + acked, max_inflight);
 		else if (cwnd < max_inflight || tp->delivered < s->init_cwnd)
@@ -441,6 +474,10 @@ BBR_INLINE void bbr_draft_main(struct sock *sk, const struct rate_sample *rs)
 	/* 5.2.3 UpdateModelAndState(). */
 	bbr3_update_latest_delivery_signals(sk, s, rs, sample_bw);
 	bbr3_update_congestion_signals(sk, b, s, rs, sample_bw);
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	if (TWIN_MUTANT(shortterm_cut))
+		bbr3_reset_lower_bounds(b, s);
+#endif
 	draft_update_ack_aggregation(sk, b, rs);
 	bbr3_variant_check_full_bw(b, s, rs, sample_bw);
 	draft_check_startup_done(sk, b, s, rs, &acked);
@@ -467,21 +504,26 @@ BBR_INLINE void bbr_draft_main(struct sock *sk, const struct rate_sample *rs)
 }
 
 /* 5.6.4.4 OnEnterFastRecovery() and OnEnterRTO(): SaveCwnd(), SaveStateUponLoss(). The kernel
- * marks the lost packets before it calls ssthresh: their per-packet decisions come first.
+ * marks the lost packets before it calls ssthresh, but their per-packet decisions wait here: the
+ * episode's state is saved first, then its losses are handled (HandleLostPacket(), as NoteLoss()
+ * saves before HandleInflightTooHigh() cuts), so that an undo restores the state before them.
  */
 BBR_INLINE u32 bbr_draft_ssthresh(struct sock *sk)
 {
 	struct bbr_core *b = bbr_core_of(sk);
 	struct bbr3 *s = bbr3_state(sk, false);
-	bool missed;
+	bool missed, was_up;
 
 	if (!s) {
 		bbr_save_cwnd(sk, b);
 		return bbr_out_ssthresh(sk, b);
 	}
-	if (s->pp_on)
-		bbr3_pp_apply(sk, b, s, bbr3_pp_marks(sk, s), 0, &missed);
 	draft_save_state_upon_loss(sk, b, s);
+	if (s->pp_on) {
+		was_up = draft_in_up(b);
+		bbr3_pp_apply(sk, b, s, bbr3_pp_marks(sk, s), 0, &missed);
+		draft_note_probe_cut(b, was_up);
+	}
 	return bbr_out_ssthresh(sk, b);
 }
 
@@ -499,6 +541,10 @@ BBR_INLINE u32 bbr_draft_undo_cwnd(struct sock *sk)
 		return cwnd;
 	s->loss_in_round = 0;
 	bbr3_reset_full_bw(b, s);
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	if (TWIN_MUTANT(undo_restore))
+		return cwnd;
+#endif
 	s->bw_lo = bbr_max_u32(s->bw_lo, s->undo_bw_lo);
 	s->inflight_lo = bbr_max_u32(s->inflight_lo, s->undo_inflight_lo);
 	s->inflight_hi = bbr_max_u32(s->inflight_hi, s->undo_inflight_hi);

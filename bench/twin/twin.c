@@ -43,6 +43,8 @@ static const char usage_text[] =
 	"  --spurious-loss LIST     TIME,...: the first packet sent then is reordered by half an RTT, so\n"
 	"                           it is marked lost, retransmitted, and the recovery undone\n"
 	"  --ack-aggregation TIME   ACKs leave the path in bursts, at multiples of TIME\n"
+	"  --policer RATE/SIZE      a token bucket ahead of the FIFO, e.g. 10mbit/30000b: frames\n"
+	"                           (1514 bytes) beyond RATE and a burst of SIZE are dropped\n"
 	"  --ack-blackout LIST      FROM-TO,...: ACKs due in the window reach the sender at its end; one\n"
 	"                           longer than the RTO (200ms + srtt) makes a spurious RTO, undone\n"
 	"  --duration TIME          length of the transfer (default 10s)\n"
@@ -227,6 +229,19 @@ static void parse_spurious(char *list, struct twin_cfg *c)
 	}
 }
 
+static void parse_policer(char *text, struct twin_cfg *c)
+{
+	char *slash = strchr(text, '/');
+
+	if (!slash)
+		bad("'%s' is not RATE/SIZE", option_value);
+	*slash = '\0';
+	c->policer_bps = rate_bps(text);
+	c->policer_burst_bytes = quantity(slash + 1, size_units, "size (b, kb, mb, p)");
+	if (c->policer_burst_bytes < TWIN_FRAME_BYTES)
+		bad("the bucket holds less than one frame (1514 bytes)");
+}
+
 static void parse_seed(const char *text, struct twin_cfg *c)
 {
 	char *end;
@@ -319,6 +334,7 @@ int main(int argc, char **argv)
 		{ "spurious-loss", required_argument, NULL, 's' },
 		{ "ack-aggregation", required_argument, NULL, 'g' },
 		{ "ack-blackout", required_argument, NULL, 'k' },
+		{ "policer", required_argument, NULL, 'c' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "seed", required_argument, NULL, 'e' },
 		{ "mutate", required_argument, NULL, 'm' },
@@ -384,6 +400,9 @@ int main(int argc, char **argv)
 			break;
 		case 'k':
 			c.nblackout = windows(value, c.blackout);
+			break;
+		case 'c':
+			parse_policer(value, &c);
 			break;
 		case 'd':
 			c.duration_us = time_us(value);

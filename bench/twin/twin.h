@@ -17,28 +17,38 @@
 
 /* Mutations: each breaks the one step of the BBR draft's Appendix A that a conformance case tests, so
  * that a test can see the case's check fail without it (tests/bench/test_conformance_mutations.py).
- * Each lives where its step does: bbr2/bbr3's parameters (twin_algo.c), or a TWIN_MUTANT() hook in
- * bpf/ that only the twin's build defines (the BPF programs and unit tests compile it out).
+ * Each lives where its step does: the parameters of bbr2, bbr3 and bbr_draft (twin_algo.c), or a
+ * TWIN_MUTANT() hook in bpf/ that only the twin's build defines (the BPF programs and unit tests
+ * compile it out).
  */
 #define TWIN_MUTATIONS(X) \
-	X(full_bw_count, "A.1: the plateau ends STARTUP after 2 rounds, not 3 (bbr3)") \
-	X(drain_exit, "A.3: DRAIN lasts until inflight is a third of BBRInflight(1.0) (bbr2, bbr3)") \
-	X(probe_rtt_interval, "A.10: PROBE_RTT 10 s apart, not 5 s (bbr2, bbr3)") \
-	X(probe_wait, "A.9: bandwidth probes 6-7 s apart, not 2-3 s (bbr2, bbr3)") \
-	X(probe_rtt_exit, "A.20: PROBE_RTT always ends in PROBE_BW, STARTUP or not (bbr2, bbr3)") \
-	X(loss_thresh, "A.6, A.21: a probe ends on loss above 50%, not 2% (bbr2, bbr3)") \
-	X(loss_cut, "A.21: loss in UP leaves inflight_longterm uncut (bbr2, bbr3)") \
+	X(full_bw_count, "A.1: the plateau ends STARTUP after 2 rounds, not 3 (bbr3, bbr_draft)") \
+	X(drain_time_exit, "A.4: DRAIN has no time exit, only the inflight one (bbr_draft)") \
+	X(max_bw_window, "A.16: the max_bw filter never advances, so max_bw never falls (bbr_draft)") \
+	X(shortterm_cut, "A.17: loss never lowers bw_shortterm or inflight_shortterm (bbr_draft)") \
+	X(drain_exit, \
+		"A.3: DRAIN lasts until inflight is a third of BBRInflight(1.0) (bbr2, bbr3, bbr_draft)") \
+	X(probe_rtt_interval, "A.10: PROBE_RTT 10 s apart, not 5 s (bbr2, bbr3, bbr_draft)") \
+	X(probe_wait, "A.9: bandwidth probes 6-7 s apart, not 2-3 s (bbr2, bbr3, bbr_draft)") \
+	X(probe_rtt_exit, "A.20: PROBE_RTT always ends in PROBE_BW, STARTUP or not (bbr2, bbr3, bbr_draft)") \
+	X(loss_thresh, "A.6, A.21: a probe ends on loss above 50%, not 2% (bbr2, bbr3, bbr_draft)") \
+	X(loss_cut, "A.21: loss in UP leaves inflight_longterm uncut (bbr2, bbr3, bbr_draft)") \
 	X(up_step_doubling, \
-		"A.15: UP's inflight_longterm step stays one packet per cwnd, never doubles (bbr2, bbr3)") \
-	X(undo_restore, "A.18, A.19: undoing a spurious recovery restores no bound (bbr2, bbr3)") \
-	X(up_plateau, "A.5: UP ends at its first round's end, without a plateau (bbr3)") \
-	X(idle_restart, "A.11: a restart from idle does not spare PROBE_RTT (bbr2, bbr3)") \
-	X(app_limited_plateau, "A.7: app-limited rounds count towards STARTUP's plateau (bbr3)") \
-	X(down_gain, "A.8: DOWN paces at 1.0, not 0.9 (bbr3)") \
+		"A.15: UP's inflight_longterm step stays one packet per cwnd, never doubles (bbr2, bbr3, " \
+		"bbr_draft)") \
+	X(undo_restore, \
+		"A.18, A.19: undoing a spurious recovery restores no bound (bbr2, bbr3; bbr_draft: nor " \
+		"the state)") \
+	X(up_plateau, "A.5: UP ends at its first round's end, without a plateau (bbr3, bbr_draft)") \
+	X(idle_restart, "A.11: a restart from idle does not spare PROBE_RTT (bbr2, bbr3, bbr_draft)") \
+	X(app_limited_plateau, "A.7: app-limited rounds count towards STARTUP's plateau (bbr3, bbr_draft)") \
+	X(down_gain, "A.8: DOWN paces at 1.0, not 0.9 (bbr3, bbr_draft)") \
 	X(min_cwnd, \
-		"A.14: the cwnd floor is 1 packet, not 4 (bbr2, bbr3; bbr1 keeps 4 by its quantization " \
-		"budget)") \
-	X(extra_acked, "A.12, A.13: cwnd not raised by extra_acked (bbr2, bbr3; bbr1 once the pipe is full)")
+		"A.14: the cwnd floor is 1 packet, not 4 (bbr2, bbr3, bbr_draft; bbr1 keeps 4 by its " \
+		"quantization budget)") \
+	X(extra_acked, \
+		"A.12, A.13: cwnd not raised by extra_acked (bbr2, bbr3, bbr_draft; bbr1 once the pipe " \
+		"is full)")
 
 #define TWIN_MUTATION_ENUM(name, help) TWIN_MUT_##name,
 enum twin_mutation { TWIN_MUT_NONE, TWIN_MUTATIONS(TWIN_MUTATION_ENUM) };
@@ -71,6 +81,8 @@ struct twin_cfg {
 	uint32_t ack_aggregation_us; /* ACKs leave the path in bursts at multiples of this; 0: none */
 	struct twin_window blackout[TWIN_MAX_ITEMS]; /* ACKs due in the window reach the sender at its end */
 	int nblackout;
+	uint64_t policer_bps;	      /* a token bucket ahead of the FIFO drops what exceeds it; 0: none */
+	uint64_t policer_burst_bytes; /* the bucket's depth */
 	uint64_t duration_us;
 	uint64_t seed;
 	enum twin_mutation mutation;
@@ -81,6 +93,8 @@ typedef void (*twin_emit_fn)(const struct bbrkit_flow *f);
 
 /* Bytes per packet on the simulated path (an Ethernet MSS with timestamps). */
 #define TWIN_MSS 1448
+/* The frame a policer meters: the MSS and 66 bytes of TCP (with timestamps), IP and Ethernet headers. */
+#define TWIN_FRAME_BYTES (TWIN_MSS + 66)
 
 /* Packets a transfer may send at most (about 500 MB of state); a longer or faster one is refused. */
 #define TWIN_MAX_PACKETS 8000000ULL

@@ -7,8 +7,9 @@
  * clearing), and for bbr2/bbr3 the per-packet loss path's hooks where bbrctl attaches them
  * (tcp_rate_skb_sent(), tcp_mark_skb_lost()).
  *
- * The path: a FIFO bottleneck (rate schedule, buffer in bytes, random drops in windows), then the
- * base RTT; every delivered packet is SACKed when it arrives back, one ACK per packet. Loss detection
+ * The path: a token-bucket policer if asked, a FIFO bottleneck (rate schedule, buffer in bytes, random
+ * drops in windows), then the base RTT; every delivered packet is SACKed when it arrives back, one
+ * ACK per packet. Loss detection
  * is RACK's time rule (lost when sent a quarter RTT before a delivered packet); an RTO (200 ms plus
  * the smoothed RTT without ACK) marks the whole flight. A reordered packet (--spurious-loss) arrives
  * half an RTT late, is marked lost and retransmitted; when every packet marked lost in the recovery
@@ -78,6 +79,10 @@ static u64 tw_qhead, tw_qtail;
 static struct tw_arrival tw_late[TWIN_MAX_ITEMS]; /* reordered arrivals */
 static int tw_nlate;
 static u64 tw_now, tw_next_send, tw_rto_from, tw_link_free, tw_first_tx;
+/* The policer's tokens in millionths of a byte (a microsecond at the token rate adds rate/8 of them),
+ * and when they were last counted.
+ */
+static u64 tw_tokens, tw_tokens_at;
 static u64 tw_rto_at; /* when the last RTO fired (tp->retrans_stamp: its retransmit left then) */
 static u64 tw_rate;   /* the bottleneck's rate in force, bit/s */
 /* tcp_cwnd_validate()'s window: cwnd-limited holds until snd_una passes the snd_nxt it was seen at. */
@@ -167,6 +172,22 @@ static struct bbr3_pp_sock tw_pp_sock(void)
 #endif
 
 /* tcp_rate_skb_sent() and the bottleneck. */
+/* A token bucket's verdict on a frame arriving now: conforming frames take their size in tokens. */
+static bool tw_policer_passes(void)
+{
+	const u64 frame = (u64)TWIN_FRAME_BYTES * USEC_PER_SEC;
+	const u64 depth = tw_cfg->policer_burst_bytes * USEC_PER_SEC;
+
+	if (!tw_cfg->policer_bps)
+		return true;
+	tw_tokens = bbr_min_u64(depth, tw_tokens + (tw_now - tw_tokens_at) * (tw_cfg->policer_bps / 8));
+	tw_tokens_at = tw_now;
+	if (tw_tokens < frame)
+		return false;
+	tw_tokens -= frame;
+	return true;
+}
+
 static void tw_send(u32 i, bool rexmit)
 {
 	struct tw_pkt *p = &tw_pk[i];
@@ -207,6 +228,8 @@ static void tw_send(u32 i, bool rexmit)
 	}
 	if (tw_link_free < tw_now)
 		tw_link_free = tw_now;
+	if (!tw_policer_passes())
+		return; /* dropped by the policer */
 	if ((tw_link_free - tw_now) / svc_us >= bbr_max_u32((u32)(tw_cfg->buffer_bytes / TWIN_MSS), 1) ||
 		(loss && tw_rand() % 1000000 < loss->value))
 		return; /* dropped */
@@ -545,7 +568,8 @@ static int tw_run(const struct twin_cfg *cfg, u64 cap, const struct tw_watch *wa
 	tw_marked = tw_spurious = 0;
 	tw_rng = cfg->seed;
 	tw_setup();
-	tw_now = tw_next_send = tw_rto_from = tw_link_free = tw_first_tx = TW_START_US;
+	tw_now = tw_next_send = tw_rto_from = tw_link_free = tw_first_tx = tw_tokens_at = TW_START_US;
+	tw_tokens = cfg->policer_burst_bytes * USEC_PER_SEC; /* a full bucket */
 	tw_rto_at = 0;
 	tw_rate = tw_rate_bps();
 	tw_cwnd_usage_seq = tw_max_packets_out = 0;

@@ -43,6 +43,28 @@ MUTATIONS = [
     ("A.20", "bbr3", "probe_rtt_exit", "back to STARTUP"),
     ("A.21", "bbr3", "loss_cut", "inflight_longterm cut at the exit"),
     ("A.21", "bbr2", "loss_cut", "inflight_longterm cut at the exit"),
+    # bbr_draft: its own steps (bpf/bbr_draft.bpf.c's hooks), its parameters, and the core's steps it calls.
+    # A.18 has none: bbr_draft fails it unmutated, as the draft's pseudocode does (docs/conformance.md).
+    ("A.1", "bbr_draft", "full_bw_count", "full_bw_count at the exit"),
+    ("A.2", "bbr_draft", "loss_thresh", "STARTUP ends"),
+    ("A.3", "bbr_draft", "drain_exit", "DRAIN not left later than the target"),
+    ("A.4", "bbr_draft", "drain_time_exit", "DRAIN -> PROBE_BW"),
+    ("A.5", "bbr_draft", "up_plateau", "rounds in UP"),
+    ("A.6", "bbr_draft", "loss_thresh", "rounds from the loss above 2% to the exit"),
+    ("A.7", "bbr_draft", "app_limited_plateau", "STARTUP never left"),
+    ("A.8", "bbr_draft", "down_gain", "DOWN pacing gain"),
+    ("A.9", "bbr_draft", "probe_wait", "time in DOWN"),
+    ("A.10", "bbr_draft", "probe_rtt_interval", "PROBE_RTT once the interval runs out"),
+    ("A.11", "bbr_draft", "idle_restart", "no PROBE_RTT after the restart"),
+    ("A.12", "bbr_draft", "extra_acked", "cwnd reaches cwnd_gain x BDP + extra_acked"),
+    ("A.13", "bbr_draft", "extra_acked", "cwnd >= cwnd_gain x BDP + extra_acked"),
+    ("A.14", "bbr_draft", "min_cwnd", "cwnd floor MinPipeCwnd"),
+    ("A.15", "bbr_draft", "up_step_doubling", "max_bw reaches the new rate"),
+    ("A.16", "bbr_draft", "max_bw_window", "max_bw window"),
+    ("A.17", "bbr_draft", "shortterm_cut", "bw_shortterm_bps adapted"),
+    ("A.19", "bbr_draft", "undo_restore", "state resumes"),
+    ("A.20", "bbr_draft", "probe_rtt_exit", "back to STARTUP"),
+    ("A.21", "bbr_draft", "loss_cut", "inflight_longterm cut at the exit"),
 ]
 
 

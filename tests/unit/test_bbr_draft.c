@@ -155,6 +155,27 @@ TEST(recovery_entry_saves_the_bounds_and_clears_undo_state)
 	CHECK_EQ(st()->undo_inflight_hi, st()->inflight_hi);
 }
 
+/* 5.6.4.4 OnEnterFastRecovery() saves the state before the episode's losses are handled: with the
+ * per-packet path the kernel has marked them before ssthresh, but their decision (HandleLostPacket():
+ * NoteLoss() saves, then HandleInflightTooHigh() cuts) applies after the save, so a spurious episode
+ * of one loss in UP is undone to UP's inflight_longterm and restarts the probe.
+ */
+TEST(recovery_entry_saves_before_the_marked_losses_cut_the_probe)
+{
+	to_up();
+	st()->inflight_hi = 150;
+	st()->pp_on = 1;
+	host_bbr3_pp = (struct bbr3_pp){ .pending = 1, .inflight_hi = 120, .cwnd = 150 };
+	bbr_draft_ssthresh(sk);
+	CHECK_EQ(phase(), BBRKIT_V3_DOWN);
+	CHECK(st()->inflight_hi < 150);
+	CHECK_EQ(st()->undo_inflight_hi, 150);
+	CHECK_EQ(undo_state(), DRAFT_UNDO_PROBE_UP);
+	bbrkit_on_undo_cwnd(sk);
+	CHECK_EQ(phase(), BBRKIT_V3_REFILL);
+	CHECK_EQ(st()->inflight_hi, 150);
+}
+
 /* 5.3.3.9 AdaptLongTermModel() has no loss response: a too-lossy ACK with no newly marked loss
  * leaves UP and inflight_longterm alone (v3's bbr_adapt_upper_bounds() cuts here).
  */

@@ -207,6 +207,8 @@ def test_cwnd_limited_is_latched_for_the_window_as_the_kernel_does() -> None:
     (["--algo", "bbr3", "--rate", "10gbit", "--rtt", "1ms", "--duration", "3000s"], "--duration is too long"),
     (["--algo", "bbr3", "--rate", "1mbit", "--rtt", "1ms", "--bogus"], "unknown option"),
     (["--algo", "bbr3", "--rate", "1mbit", "--rtt", "1ms", "--mutate", "all"], "bad --mutate 'all': no such mutation"),
+    (["--algo", "bbr3", "--rate", "1mbit", "--rtt", "1ms", "--policer", "1mbit"], "bad --policer '1mbit'"),
+    (["--algo", "bbr3", "--rate", "1mbit", "--rtt", "1ms", "--policer", "1mbit/100b"], "less than one frame"),
 ])
 def test_bad_input_is_one_line_and_nothing_on_stdout(args: list[str], message: str) -> None:
     result = subprocess.run([str(TWIN), *args], capture_output=True, text=True, timeout=30)
@@ -218,5 +220,17 @@ def test_bad_input_is_one_line_and_nothing_on_stdout(args: list[str], message: s
 def test_help_lists_every_option() -> None:
     result = subprocess.run([str(TWIN), "--help"], capture_output=True, text=True, check=True)
     for option in ("--algo", "--rate", "--rtt", "--buffer", "--app-limit", "--pause", "--loss",
-                   "--spurious-loss", "--ack-aggregation", "--ack-blackout", "--duration", "--seed", "--mutate"):
+                   "--spurious-loss", "--ack-aggregation", "--ack-blackout", "--policer", "--duration", "--seed",
+                   "--mutate"):
         assert option in result.stdout
+
+
+def test_policer_holds_the_flow_to_its_token_rate() -> None:
+    """A 10 Mbit/s token bucket ahead of a 100 Mbit/s bottleneck: what gets through, frames counted, is
+    at most the token rate and the bucket's depth (30 kB), however hard the flow pushes."""
+    records = twin("--algo", "bbr3", "--rate", "100mbit", "--rtt", "40ms", "--buffer", "660p", "--duration", "10s",
+                   "--policer", "10mbit/30000b")
+    delivered_bits = records[-1]["delivered"] * 1514 * 8
+    assert delivered_bits <= 10e6 * records[-1]["t_ns"] / 1e9 + 30000 * 8
+    assert delivered_bits >= 0.7 * 10e6 * records[-1]["t_ns"] / 1e9  # the flow did use the tokens
+    assert records[-1]["lost"] > 0

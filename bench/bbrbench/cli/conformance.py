@@ -1,4 +1,4 @@
-"""bbrbench conformance: the BBR draft's example test cases (Appendix A) on bbr3, bbr2, bbr1."""
+"""bbrbench conformance: the BBR draft's example test cases (Appendix A) on bbr3, bbr2, bbr1, bbr_draft."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ HELP = ("the BBR draft's test cases (draft-ietf-ccwg-bbr-06 Appendix A, A.1-A.22
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("algos", nargs="*", metavar="ALGO", help="bbr3, bbr2, bbr1 (default: all three)")
+    p.add_argument("algos", nargs="*", metavar="ALGO", help="bbr3, bbr2, bbr1, bbr_draft (default: all four)")
     p.add_argument("--case", action="append", default=[], metavar="A.N", help="only this case (repeatable)")
     p.add_argument("--runner", choices=("real", "twin", "both"), default="both",
                    help="the cases of this runner only (default both: each case on its own runner)")

@@ -1,5 +1,6 @@
 """bbrbench conformance: the BBR draft's example test cases (draft-ietf-ccwg-bbr-06, Appendix A, A.1-A.22),
-run on bbr3, bbr2 and bbr1 and checked against each algorithm's own state.
+run on bbr3, bbr2, bbr1 and bbr_draft (the draft's own pseudocode) and checked against each algorithm's own
+state.
 
 The cases are data (scenarios/conformance/cases.toml: path, sender schedule, runner, tolerances); the
 checks are the check_* functions (checks_states, checks_paths), one per case, each reading the records

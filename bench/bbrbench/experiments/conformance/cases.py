@@ -23,7 +23,8 @@ TRIGGER_ACTIONS = {"rate_rel", "pause_s", "spurious", "app_limit_mbit", "loss_pc
 TRIGGER_PAIR = {"app_limit_mbit", "loss_pct"}
 # lead_s: apply it that long before the phase starts (a rate cut some rounds early lets the queue the
 # phase starts with drain at the new rate); packets: how many packets a spurious loss reorders.
-TRIGGER_KEYS = {"phase", "nth", "for_s", "lead_s", "packets"} | TRIGGER_ACTIONS
+# after: count only the starts of the phase that follow this one.
+TRIGGER_KEYS = {"phase", "after", "nth", "for_s", "lead_s", "packets"} | TRIGGER_ACTIONS
 SPURIOUS_KINDS = {"rto", "fast_recovery"}
 # One verdict policy for every algorithm: a case applies wherever the algorithm has the state machine it
 # tests (lacking the step fails); "not applicable" only by the design of the version the algorithm follows.

@@ -152,9 +152,9 @@ def check_a16(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
                   None)
     checks = [Check("pacing rate down to adapted_rel x the new rate", INFO,
                     f"{pacing['t_s'] - step:.1f} s after the step" if pacing else "never", "")]
-    if adapted is None:
-        return [*checks, judge("max_bw adapts down", False, mbit(min(r["max_bw_bps"] for r in after)),
-                               f"<= {mbit(bound)}")]
+    if adapted is None:  # named as the window's check, which it fails: max_bw never fell within any window
+        return [*checks, judge("max_bw window: adapts down", False,
+                               f"never (lowest {mbit(min(r['max_bw_bps'] for r in after))})", f"<= {mbit(bound)}")]
     checks.append(Check("max_bw adapted", INFO, f"{adapted['t_s'] - step:.1f} s after the step", ""))
     if ctx.gain_cycle:
         rounds = adapted["round"] - after[0]["round"]

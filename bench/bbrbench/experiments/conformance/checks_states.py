@@ -22,6 +22,7 @@ from .model import (
     lossy_ups,
     mbit,
     phase,
+    phase_runs,
     round_loss,
     runs,
     unforced,
@@ -230,7 +231,7 @@ def check_a8(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
 
 def check_a9(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     nth = ctx.case.trigger.get("nth", 1)
-    downs = [(a, b) for p, a, b in runs(records) if p == "DOWN" and b < len(records)]
+    downs = [(a, b) for a, b in phase_runs(records, "DOWN", ctx.case.trigger.get("after")) if b < len(records)]
     if len(downs) < nth:
         return [judge(f"DOWN entered and left {nth} time(s)", False, str(len(downs)), str(nth))]
     a, b = downs[nth - 1]  # the DOWN the trigger cut the rate in

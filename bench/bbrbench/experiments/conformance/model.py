@@ -9,7 +9,7 @@ from typing import Any
 DRAFT = "draft-ietf-ccwg-bbr-06"
 # Each algorithm conformance covers, and the design it follows ("not applicable" names it). Adding an
 # algorithm is a row here (and its algos in the cases).
-DESIGNS: dict[str, str] = {"bbr3": "v3", "bbr2": "v2alpha", "bbr1": "v1"}
+DESIGNS: dict[str, str] = {"bbr3": "v3", "bbr2": "v2alpha", "bbr1": "v1", "bbr_draft": "draft"}
 ALGOS = tuple(DESIGNS)
 # The designs that keep the draft's BBR.full_bw_now (v2alpha and v1 have the plateau count only), and those
 # whose PROBE_BW is v1's eight-slot gain cycle, without UP/DOWN sub-states or the short-term model.
@@ -100,6 +100,15 @@ def runs(records: list[dict[str, Any]]) -> list[tuple[str, int, int]]:
         else:
             out.append((p, i, i + 1))
     return out
+
+
+def phase_runs(records: list[dict[str, Any]], name: str, after: str | None = None) -> list[tuple[int, int]]:
+    """(first record, first record after it) of each run of phase `name`; with `after`, only the runs that
+    follow a run of that phase (a DOWN after UP: a DOWN entered and left within one ACK leaves no record,
+    so counting every DOWN would count different DOWNs for different algorithms)."""
+    rs = runs(records)
+    return [(a, b) for i, (p, a, b) in enumerate(rs)
+            if p == name and (after is None or i > 0 and rs[i - 1][0] == after)]
 
 
 def bdp_packets(r: dict[str, Any], bw_key: str = "bw_bps") -> float:

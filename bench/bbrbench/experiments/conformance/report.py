@@ -159,13 +159,14 @@ docs/conformance/) down to the end marker; edit the cases (bench/bbrbench/scenar
 or the checks, not that part -->
 
 The example test cases of {draft}, Appendix A (A.1-A.22), run by `bbrbench conformance` on bbrkit's bbr3,
-bbr2 and bbr1: real transfers through the testbed checked against the algorithm's own state
-(`bbrctl trace`), or the deterministic twin where a real path cannot force the condition. Verdicts:
-pass, fail (the behaviour contradicts the case: a check outside its tolerance, written before the runs),
-blocked (the path did not bring about the case's precondition, a key the records lack, or the twin
-missing), not applicable (only where the algorithm's design, v1, v2alpha or v3, lacks the state machine the
-case tests; the reason quotes it). Each verdict links its run's plot: the link's rate (dotted), the
-estimates and windows, every phase in a colour of its own, the trigger (red) and each undo (blue, dashed).
+bbr2, bbr1 and bbr_draft (the draft's own pseudocode): real transfers through the testbed checked against
+the algorithm's own state (`bbrctl trace`), or the deterministic twin where a real path cannot force the
+condition. Verdicts: pass, fail (the behaviour contradicts the case: a check outside its tolerance, written
+before the runs), blocked (the path did not bring about the case's precondition, a key the records lack, or
+the twin missing), not applicable (only where the algorithm's design, v1, v2alpha or v3, lacks the state
+machine the case tests; the reason quotes it; bbr_draft has the draft's whole state machine, so every case
+applies to it). Each verdict links its run's plot: the link's rate (dotted), the estimates and windows,
+every phase in a colour of its own, the trigger (red) and each undo (blue, dashed).
 Every check is shown to fail on a twin with the step it checks broken
 (tests/bench/test_conformance_mutations.py, `bbrkit-twin --mutate`).
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ...scenario import DEFAULT_MTU, ETH_HEADER_BYTES, frames_in
-from .model import Case, rate_bits, runs
+from .model import Case, phase_runs, rate_bits
 
 TWIN_BINARY = "bbrkit-twin"
 SPURIOUS_DELAY_S = 0.005  # a spurious loss this long after the phase starts: inside its first round
@@ -43,7 +43,7 @@ def twin_path(case: Case) -> tuple[dict[str, str], str | None]:
     """A real case's path and sender as bbrkit-twin's options, or why the twin cannot have it."""
     bottleneck = case.path["bottleneck"]
     unsupported = sorted(set(bottleneck) - {"rate_mbit", "buffer_bdp", "buffer_bytes", "buffer_packets", "loss_pct",
-                                            "ack_path"})
+                                            "ack_path", "policer"})
     ack_path = bottleneck.get("ack_path", {})
     aggregation = ack_path.get("aggregation", {})
     if unsupported or set(ack_path) - {"aggregation"} or aggregation and aggregation.get("kind") != "onoff":
@@ -60,6 +60,9 @@ def twin_path(case: Case) -> tuple[dict[str, str], str | None]:
     else:
         bdp_frames = rate * 1e6 / 8 * rtt_ms / 1e3 / FRAME_BYTES
         options["buffer"] = f"{max(1, round(bottleneck.get('buffer_bdp', 1) * bdp_frames))}p"
+    if "policer" in bottleneck:  # the testbed's token bucket, metering frames as the twin's does
+        policer = bottleneck["policer"]
+        options["policer"] = f"{policer['rate_mbit']:g}mbit/{policer['burst_bytes']}b"
     if bottleneck.get("loss_pct"):
         options["loss"] = f"{bottleneck['loss_pct']:g}%"
     if aggregation:
@@ -133,7 +136,7 @@ def run_twin(case: Case, algo: str, work: Path, mutation: str | None = None) -> 
     records, why = _twin_records(twin_argv(binary, algo, case.duration_s, options), work / "twin.jsonl")
     if why or not case.trigger:
         return records, why
-    starts = [records[a]["t_s"] for p, a, _ in runs(records) if p == case.trigger["phase"]]
+    starts = [records[a]["t_s"] for a, _ in phase_runs(records, case.trigger["phase"], case.trigger.get("after"))]
     nth = case.trigger.get("nth", 1)
     if len(starts) < nth:
         return [], f"the twin's run never started {case.trigger['phase']} {nth} time(s)"
