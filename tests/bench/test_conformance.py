@@ -564,9 +564,10 @@ def test_doc_links_each_verdict_to_its_plot(tmp_path: Path, monkeypatch: pytest.
     conf.write_doc(tmp_path / "out", cases, doc)
     text = doc.read_text()
     row = next(line for line in text.splitlines() if line.startswith("| A.4 "))
-    assert "[fail (twin)](conformance/A.4-bbr3-twin.png)" in row
+    assert "[fail (twin)](../data/conformance/A.4-bbr3-twin.png)" in row
     assert "(plot)" not in text.split("## A.18")[1].split("bbr1")[1].splitlines()[0]  # not applicable: no run
-    plots = sorted(p.name for p in (doc.parent / "conformance").iterdir())
+    plot_dir = tmp_path / "data" / "conformance"  # recorded results under data/, documents under docs/
+    plots = sorted(p.name for p in plot_dir.iterdir())
     assert plots == ["A.18-bbr2-twin.png", "A.18-bbr3-twin.png", "A.18-bbr_draft-twin.png", "A.4-bbr1-twin.png",
                      "A.4-bbr2-twin.png", "A.4-bbr3-twin.png", "A.4-bbr_draft-twin.png"]
-    assert all((doc.parent / "conformance" / p).stat().st_size < 80_000 for p in plots)
+    assert all((plot_dir / p).stat().st_size < 80_000 for p in plots)

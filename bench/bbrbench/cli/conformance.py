@@ -21,7 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--markdown", metavar="FILE", help="also write the Markdown report (docs/conformance.md)")
     p.add_argument("--doc", action="store_true",
                    help="every case on every algorithm into a new results directory, then docs/conformance.md "
-                   "and its plots (docs/conformance/); needs a clean checkout")
+                   "and its plots (data/conformance/); needs a clean checkout")
     p.add_argument("--report-only", action="store_true",
                    help="run nothing: the checks again on the records kept in --out, table and --markdown")
     p.set_defaults(func=run)

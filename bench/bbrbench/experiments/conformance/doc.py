@@ -10,7 +10,10 @@ from ...errors import UsageError
 from .model import Case
 from .report import markdown, read_results, write_markdown
 
-PLOTS_DIR = "conformance"  # docs/conformance/, beside the report: each verdict links its run's plot
+# Recorded results live under data/, documents under docs/: the plots go to data/conformance/ and each
+# verdict in docs/conformance.md links its run's plot there.
+PLOTS_DIR = Path("data") / "conformance"
+PLOTS_LINK = "../data/conformance"
 
 
 def doc_path() -> Path:
@@ -31,9 +34,9 @@ def require_clean_checkout() -> None:
 
 def write_doc(out: Path, cases: list[Case], path: Path) -> None:
     """The report at path from out's results, its plots copied beside it (the old ones removed first)."""
-    plots = path.parent / PLOTS_DIR
+    plots = path.parent.parent / PLOTS_DIR
     shutil.rmtree(plots, ignore_errors=True)
     plots.mkdir(parents=True)
     for png in sorted((out / "plots").glob("*.png")):
         shutil.copy2(png, plots / png.name)
-    write_markdown(path, markdown(read_results(out / "conformance.json"), cases, PLOTS_DIR))
+    write_markdown(path, markdown(read_results(out / "conformance.json"), cases, PLOTS_LINK))
