@@ -37,6 +37,7 @@ def write_doc(out: Path, cases: list[Case], path: Path) -> None:
     plots = path.parent.parent / PLOTS_DIR
     shutil.rmtree(plots, ignore_errors=True)
     plots.mkdir(parents=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     for png in sorted((out / "plots").glob("*.png")):
         shutil.copy2(png, plots / png.name)
     write_markdown(path, markdown(read_results(out / "conformance.json"), cases, PLOTS_LINK))
