@@ -564,10 +564,38 @@ def test_doc_links_each_verdict_to_its_plot(tmp_path: Path, monkeypatch: pytest.
     conf.write_doc(tmp_path / "out", cases, doc)
     text = doc.read_text()
     row = next(line for line in text.splitlines() if line.startswith("| A.4 "))
-    assert "[fail (twin)](../data/conformance/A.4-bbr3-twin.png)" in row
+    # The twin names its loss-decision path for bbr2, bbr3 and bbr_draft; bbr1 makes none.
+    assert "[fail (twin: per-packet, hooks at mark time)](../data/conformance/A.4-bbr3-twin.png)" in row
+    assert "(twin)](../data/conformance/A.4-bbr1-twin.png)" in row
     assert "(plot)" not in text.split("## A.18")[1].split("bbr1")[1].splitlines()[0]  # not applicable: no run
     plot_dir = tmp_path / "data" / "conformance"  # recorded results under data/, documents under docs/
     plots = sorted(p.name for p in plot_dir.iterdir())
     assert plots == ["A.18-bbr2-twin.png", "A.18-bbr3-twin.png", "A.18-bbr_draft-twin.png", "A.4-bbr1-twin.png",
                      "A.4-bbr2-twin.png", "A.4-bbr3-twin.png", "A.4-bbr_draft-twin.png"]
     assert all((plot_dir / p).stat().st_size < 80_000 for p in plots)
+
+
+def test_real_outcomes_name_the_loss_decision_path_bbrctl_gave_their_run(tmp_path: Path) -> None:
+    """A real run's path is what its host.json recorded from bbrctl list while attached; a run without one
+    (and an outcome written before outcomes carried it) says "not recorded"; bbr1 has no such path."""
+    from bbrbench.experiments.conformance.run import ran_with
+    from bbrbench.results import write_json
+    work = tmp_path / "A.1-bbr3-real"
+    work.mkdir()
+    write_json(work / "host.json", "host", {"bbrkit_attachments": {"bbr3": {"loss_decisions": "ack-time"}}})
+    assert ran_with("bbr3", "real", work) == "ack-time"
+    assert ran_with("bbr2", "real", tmp_path / "A.1-bbr2-real") == "not recorded"
+    assert ran_with("bbr1", "real", work) is None
+    doc = {"invocations": [], "outcomes": [
+        conf.Outcome("A.1", "bbr3", "real", "pass", loss_decisions="ack-time").as_dict(),
+        {**conf.Outcome("A.1", "bbr2", "real", "pass").as_dict(), "loss_decisions": None},
+        conf.Outcome("A.1", "bbr1", "real", "pass").as_dict(),
+        conf.Outcome("A.1", "bbr_draft", "real", "blocked", "run failed: no netns").as_dict()]}
+    del doc["outcomes"][1]["loss_decisions"]  # as conformance.json held it before
+    text = conf.markdown(doc, [CASES["A.1"]])
+    row = next(line for line in text.splitlines() if line.startswith("| A.1 "))
+    assert [c.strip() for c in row.strip("|").split("|")][3:] == [
+        "pass (real: ack-time)", "pass (real: not recorded)", "pass (real)", "blocked (real)"]
+    assert "- bbr3 (real: ack-time): **pass**" in text
+    assert "bbr3 (ack-time)" in conf.table([conf.Outcome("A.1", "bbr3", "real", "pass", loss_decisions="ack-time")],
+                                           [CASES["A.1"]])

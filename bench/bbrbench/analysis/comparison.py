@@ -13,6 +13,7 @@ import numpy as np
 
 from ..results import read_json
 from ..scenario import Scenario
+from ..testbed.host import with_loss_decisions
 from . import pages, plots, tables
 from .metrics import US_PER_MS
 from .rundata import load_flows
@@ -116,7 +117,7 @@ def table(rows: list[dict[str, Any]], form: str = "text") -> str:
     body = []
     for row in rows:
         # bbr2/bbr3: the loss-decision path their runs ran ("per-packet" or "ack-time"), when known.
-        algo = f"{row['algo']} ({row['loss_decisions']})" if row.get("loss_decisions") else row["algo"]
+        algo = with_loss_decisions(row["algo"], row.get("loss_decisions"))
         cells: list[str | tables.Marked | None] = [row["case"], algo, row["status"].split(" ", 1)[0]]
         for col in COLUMNS:
             stat = row["metrics"].get(col.metric)

@@ -38,7 +38,7 @@ from ..analysis.report import write_summary
 from ..errors import HarnessError, UsageError
 from ..results import read_json, write_json
 from ..scenario import SCENARIO_DIR, AlgoCatalog, Scenario, validate
-from ..testbed.host import read_host
+from ..testbed.host import NOT_RECORDED, loss_decisions, read_host
 
 log = logging.getLogger(__name__)
 SCENARIO = SCENARIO_DIR / "compare.toml"
@@ -113,9 +113,9 @@ def name_loss_decisions(out: Path, rows: list[dict[str, Any]]) -> None:
     """Each bbr2/bbr3 row gets the loss-decision path its runs ran, from their host.json (bbrctl list's
     features.loss_decisions while attached): "per-packet", "ack-time", or both joined by "/"."""
     for row in rows:
-        paths = {(h.get("bbrkit_attachments") or {}).get(row["algo"], {}).get("loss_decisions")
+        paths = {loss_decisions(h, row["algo"])
                  for run_dir in sweep.done_runs(out, row["point"]) if (h := read_host(run_dir)) is not None}
-        named = sorted(p for p in paths if isinstance(p, str))
+        named = sorted(p for p in paths if p is not None and p != NOT_RECORDED)
         if named:
             row["loss_decisions"] = "/".join(named)
 

@@ -131,6 +131,27 @@ def read_host(run_dir: Path) -> dict[str, Any] | None:
     return read_json(path, "host") if path.is_file() else None
 
 
+# The algorithms that make v3's loss decisions, per packet or at ACK time (loader/algos.c's per_packet):
+# bbrctl list --json names the path each attachment runs as features.loss_decisions.
+LOSS_DECISION_ALGOS = frozenset({"bbr2", "bbr3", "bbr_draft"})
+NOT_RECORDED = "not recorded"
+
+
+def loss_decisions(host: dict[str, Any] | None, algo: str) -> str | None:
+    """The loss-decision path a run's host record says algo ran with ("per-packet", "ack-time"); "not
+    recorded" for such an algorithm where the record has none (runs before hosts recorded it); None for an
+    algorithm without the choice."""
+    if algo not in LOSS_DECISION_ALGOS:
+        return None
+    path = ((host or {}).get("bbrkit_attachments") or {}).get(algo, {}).get("loss_decisions")
+    return path if isinstance(path, str) else NOT_RECORDED
+
+
+def with_loss_decisions(algo: str, path: str | None) -> str:
+    """'bbr3 (per-packet)': how results name an algorithm with the loss-decision path it ran."""
+    return f"{algo} ({path})" if path else algo
+
+
 def host_key(record: dict[str, Any]) -> tuple[str, str, str]:
     """What must agree for repetitions to pool: the kernel, the BPF objects and the CPU count (the link
     emulator and the senders compete for CPUs). Records written before bbrctl reported its objects' hash

@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...testbed.host import LOSS_DECISION_ALGOS, NOT_RECORDED, with_loss_decisions
 from .cases import CaseError
 from .model import ALGOS, BLOCKED, DRAFT, FAIL, INFO, NOT_APPLICABLE, RUNNERS, Case, Check
+from .twin import TWIN_LOSS_DECISIONS
 
 RESULTS_FORMAT = "bbrbench-conformance/1"
 
@@ -25,10 +27,13 @@ class Outcome:
     why: str = ""
     checks: list[Check] = field(default_factory=list)
     plot: str | None = None
+    # bbr2, bbr3 and bbr_draft: the path their loss decisions ran ("per-packet", "ack-time", the twin's own).
+    loss_decisions: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"case": self.case, "algo": self.algo, "runner": self.runner, "verdict": self.verdict,
-                "why": self.why, "checks": [c.as_dict() for c in self.checks], "plot": self.plot}
+                "why": self.why, "checks": [c.as_dict() for c in self.checks], "plot": self.plot,
+                "loss_decisions": self.loss_decisions}
 
     def summary(self) -> str:
         if self.verdict in (NOT_APPLICABLE, BLOCKED) and self.why:
@@ -40,7 +45,17 @@ class Outcome:
 
 
 def table_rows(outcomes: list[Outcome]) -> list[list[str]]:
-    return [[o.case, o.algo, o.runner, o.verdict, o.summary()] for o in outcomes]
+    return [[o.case, with_loss_decisions(o.algo, o.loss_decisions), o.runner, o.verdict, o.summary()]
+            for o in outcomes]
+
+
+def recorded_path(o: dict[str, Any]) -> str | None:
+    """An outcome's loss-decision path as conformance.json holds it: "not recorded" for a bbr2, bbr3 or
+    bbr_draft run written before outcomes carried it; None where no run made loss decisions (another
+    algorithm, or an outcome with a reason: not applicable, or the run could not be made)."""
+    if o["why"] or o["algo"] not in LOSS_DECISION_ALGOS:
+        return None
+    return o.get("loss_decisions") or NOT_RECORDED
 
 
 TABLE_HEADERS = ("case", "algo", "runner", "verdict", "numbers / why")
@@ -55,8 +70,8 @@ def read_outcomes(out: Path) -> list[Outcome]:
     path = out / "conformance.json"
     if not path.is_file():
         return []
-    return [Outcome(o["case"], o["algo"], o["runner"], o["verdict"], o["why"],
-                    [Check(**c) for c in o["checks"]], o["plot"]) for o in read_results(path)["outcomes"]]
+    return [Outcome(o["case"], o["algo"], o["runner"], o["verdict"], o["why"], [Check(**c) for c in o["checks"]],
+                    o["plot"], recorded_path(o)) for o in read_results(path)["outcomes"]]
 
 
 def table(outcomes: list[Outcome], cases: list[Case]) -> str:
@@ -109,11 +124,16 @@ def markdown(doc: dict[str, Any], cases: list[Case], plots: str | None = None) -
         if found[0]["verdict"] == NOT_APPLICABLE:
             return NOT_APPLICABLE
         ordered = sorted(found, key=lambda o: RUNNERS.index(o["runner"]))
-        return ", ".join(linked(f"{o['verdict']} ({o['runner']})", o) for o in ordered)
+        return ", ".join(linked(f"{o['verdict']} ({ran(o)})", o) for o in ordered)
+
+    def ran(o: dict[str, Any]) -> str:
+        """The runner, and for bbr2, bbr3 and bbr_draft the loss-decision path: "real: ack-time"."""
+        path = recorded_path(o)
+        return f"{o['runner']}: {path}" if path else o["runner"]
 
     def linked(text: str, o: dict[str, Any]) -> str:
         return f"[{text}]({plots}/{Path(o['plot']).name})" if plots and o.get("plot") else text
-    lines = [MARKDOWN_HEAD.format(draft=DRAFT), ""]
+    lines = [MARKDOWN_HEAD.format(draft=DRAFT, twin_path=TWIN_LOSS_DECISIONS), ""]
     for inv in doc["invocations"]:
         load = "-".join(f"{x:g}" for x in (inv["loadavg_start"][0], inv["loadavg_end"][0]))
         lines.append(f"- {inv['started']}, revision {inv['bbrbench'].get('revision') or 'unknown'}, kernel "
@@ -134,7 +154,7 @@ def markdown(doc: dict[str, Any], cases: list[Case], plots: str | None = None) -
             if not by.get((c.id, a)):
                 lines.append(f"- {a}: not run")
             for o in by.get((c.id, a), [])[:1 if cell(c.id, a) == NOT_APPLICABLE else None]:
-                runner = "" if o["verdict"] == NOT_APPLICABLE else f" ({o['runner']})"
+                runner = "" if o["verdict"] == NOT_APPLICABLE else f" ({ran(o)})"
                 plot_link = f" ({linked('plot', o)})" if plots and o.get("plot") else ""
                 lines.append(f"- {a}{runner}: **{o['verdict']}**" + (f": {o['why']}" if o["why"] else "") + plot_link)
                 lines += [f"  - {k['name']}: {k['measured'] or '-'} (expected {k['expected'] or '-'}): {k['status']}"
@@ -167,6 +187,11 @@ the twin missing), not applicable (only where the algorithm's design, v1, v2alph
 machine the case tests; the reason quotes it; bbr_draft has the draft's whole state machine, so every case
 applies to it). Each verdict links its run's plot: the link's rate (dotted), the estimates and windows,
 every phase in a colour of its own, the trigger (red) and each undo (blue, dashed).
+Beside each bbr2, bbr3 and bbr_draft verdict's runner is the path its loss decisions took: "per-packet"
+(bbrctl attached the per-packet loss programs: hooks on the kernel's transmit and loss marking, or the
+ACK's walk of the retransmit queue), "ack-time" (the stand-in that judges losses when the ACK reports
+them), as `bbrctl list` named it while the real run was attached; the twin's is its own ({twin_path}),
+and "not recorded" marks a run made before outcomes carried it.
 Every check is shown to fail on a twin with the step it checks broken
 (tests/bench/test_conformance_mutations.py, `bbrkit-twin --mutate`).
 

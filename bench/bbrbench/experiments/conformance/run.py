@@ -9,20 +9,26 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import HarnessError
+from ...testbed.host import LOSS_DECISION_ALGOS, loss_decisions, read_host
 from .checks import evaluate
 from .model import ALGOS, BLOCKED, NOT_APPLICABLE, RUNNERS, Case, verdict
 from .plots import draw
 from .real import real_records, run_real
 from .report import Outcome, new_invocation, read_outcomes, read_results, write_results
-from .twin import run_twin
+from .twin import TWIN_LOSS_DECISIONS, run_twin
 
 log = logging.getLogger(__name__)
+
+
+def run_dir(out: Path, case_id: str, algo: str, runner: str) -> Path:
+    """Where a run keeps its records."""
+    return out / "runs" / f"{case_id}-{algo}-{runner}"
 
 
 def run_one(case: Case, algo: str, runner: str, out: Path) -> Outcome:
     if algo not in case.algos:
         return Outcome(case.id, algo, runner, NOT_APPLICABLE, case.not_applicable[algo])
-    work = out / "runs" / f"{case.id}-{algo}-{runner}"
+    work = run_dir(out, case.id, algo, runner)
     if runner == "twin":
         records, why = run_twin(case, algo, work)
         if why:
@@ -31,7 +37,16 @@ def run_one(case: Case, algo: str, runner: str, out: Path) -> Outcome:
         records = run_real(case, algo, work)
     checks = evaluate(case, algo, records, runner)
     return Outcome(case.id, algo, runner, verdict(checks), checks=checks,
-                   plot=draw(out, case, algo, runner, records) if records else None)
+                   plot=draw(out, case, algo, runner, records) if records else None,
+                   loss_decisions=ran_with(algo, runner, work))
+
+
+def ran_with(algo: str, runner: str, work: Path) -> str | None:
+    """The loss-decision path of a run that made records: a real run's as bbrctl named it while attached
+    (its host.json), the twin's own; None for an algorithm without the choice."""
+    if runner == "twin":
+        return TWIN_LOSS_DECISIONS if algo in LOSS_DECISION_ALGOS else None
+    return loss_decisions(read_host(work), algo)
 
 
 def runners_for(case: Case, wanted: str) -> list[str]:
@@ -65,7 +80,7 @@ def run(algos: list[str], cases: list[Case], runner: str, out: Path) -> list[Out
 
 def stored_records(out: Path, case: Case, algo: str, runner: str) -> list[dict[str, Any]] | None:
     """The records an earlier run kept in out, or None where it kept none."""
-    work = out / "runs" / f"{case.id}-{algo}-{runner}"
+    work = run_dir(out, case.id, algo, runner)
     if runner == "real":
         return real_records(work, algo) if (work / "raw" / "events.json").is_file() else None
     for name in ("twin-triggered.jsonl", "twin.jsonl") if case.trigger else ("twin.jsonl",):
@@ -89,8 +104,10 @@ def reevaluate(out: Path, cases: list[Case]) -> list[Outcome]:
         records = stored_records(out, case, o.algo, o.runner)
         if records:
             checks = evaluate(case, o.algo, records, o.runner)
+            work = run_dir(out, o.case, o.algo, o.runner)
             outcomes[i] = Outcome(o.case, o.algo, o.runner, verdict(checks), checks=checks,
-                                  plot=draw(out, case, o.algo, o.runner, records))
+                                  plot=draw(out, case, o.algo, o.runner, records),
+                                  loss_decisions=ran_with(o.algo, o.runner, work))
     path = out / "conformance.json"
     doc = read_results(path)
     doc["outcomes"] = [o.as_dict() for o in outcomes]

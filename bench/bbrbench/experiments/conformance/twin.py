@@ -21,6 +21,9 @@ SPURIOUS_GAP_S = 0.0005
 RTO_BLACKOUT_S = 0.35
 TRIGGER_FILE = "trigger.json"  # a triggered run's note of where the trigger's phase started
 TWIN_TIMEOUT_S = 120.0  # the twin simulates; a case of at most 25 s takes seconds
+# bbr2, bbr3 and bbr_draft's loss-decision path on the twin: it calls the per-packet hooks where the kernel
+# runs them when bbrctl attaches them (bench/twin/twin_path.h: tcp_rate_skb_sent(), tcp_mark_skb_lost()).
+TWIN_LOSS_DECISIONS = "per-packet, hooks at mark time"
 
 
 def twin_argv(binary: Path, algo: str, duration_s: float, options: dict[str, str]) -> list[str]:
