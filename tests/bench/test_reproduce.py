@@ -1239,3 +1239,36 @@ def test_a_fragile_verdict_names_the_n_that_would_decide_it() -> None:
     v = claims.decide(est, claims.Rule(at_least=8.4), 30)
     # sd 0.604, distance 1.6: n 3 gives 1.87, n 4 gives 1.26.
     assert v.outcome is Outcome.HOLDS and v.fragile.endswith("80% power to decide it again needs n 4 at this spread")
+
+
+def test_verdicts_over_bbr2_runs_name_their_loss_decision_path(tmp_path: Path) -> None:
+    """A verdict that reads bbr2, bbr3 or bbr_draft runs names the loss-decision path their host.json recorded
+    (bbrctl list while attached), "not recorded" where it has none; one over bbr1 alone names none. Rebuilt
+    from a summary written before points carried the path, the scenario names the algorithm: "not recorded"."""
+    runs, again = tmp_path / "runs", tmp_path / "again"
+    runs.mkdir()
+    (runs / "meta.json").write_text(json.dumps({"profile": "standard", "runs": [
+        {"command": "bbrbench reproduce", "revision": "abc", "started": "t0"}]}))
+    points = [({"flows.0.algo": algo, "flows.0.count": n},
+               [_summary([_flow("f", algo, 9.0, retrans=14_480)], {"retrans_rate": 0.01}) for _ in range(3)])
+              for algo in ("bbr1", "bbr2") for n in (1, 10)]
+    _experiment(runs, "seed001/fig8", 60, points, 3, [{"algo": "bbr1"}])
+    for rep in (runs / "seed001/fig8/points/p2").glob("rep*"):  # bbr2, one flow
+        write_json(rep / "host.json", "host", {"bbrkit_attachments": {"bbr2": {"loss_decisions": "per-packet"}}})
+    text = reproduce.report_only(runs).read_text()
+    summary = json.loads((runs / "summary.json").read_text())
+    fig8 = summary["experiments"]["seed001/fig8"]
+    paths = [c.get("loss_decisions") for c in fig8["claims"]]
+    # BBRv1 alone; BBRv2 at one flow; BBRv2 at every flow count it reads; BBRv2 at ten flows.
+    assert paths == [None, {"bbr2": "per-packet"}, {"bbr2": "not recorded/per-packet"}, {"bbr2": "not recorded"}]
+    assert [line for line in text.splitlines() if "Loss decisions" in line] == [
+        "  (Loss decisions: bbr2 (per-packet).)", "  (Loss decisions: bbr2 (not recorded/per-packet).)",
+        "  (Loss decisions: bbr2 (not recorded).)"]
+    reproduce.rebuild([runs / "summary.json"], again)
+    assert json.loads((again / "summary.json").read_text())["experiments"]["seed001/fig8"]["claims"] == fig8["claims"]
+    for point in fig8["points"]:
+        point.pop("loss_decisions", None)
+    (runs / "summary.json").write_text(json.dumps(summary))
+    reproduce.rebuild([runs / "summary.json"], again)
+    rebuilt = json.loads((again / "summary.json").read_text())["experiments"]["seed001/fig8"]["claims"]
+    assert [c.get("loss_decisions") for c in rebuilt] == [None] + [{"bbr2": "not recorded"}] * 3

@@ -12,9 +12,11 @@ from typing import Any, Protocol
 
 from ..analysis.stats import mean_ci95
 from ..results import read_json
-from ..scenario import time_after_last_start_s
+from ..scenario import ScenarioError, prepare_raw, time_after_last_start_s
 from ..sweep import DONE_MARK, NOT_RUNNABLE, metric_value, point_raw, repetitions_status, trust_failures
+from ..testbed.host import LOSS_DECISION_ALGOS, NOT_RECORDED, loss_decisions, read_host
 from .claims import Stat
+from .papers import REPRO_DIR
 
 # A metric's prefix for the time to an event that a run may end before (points.PointResult.stat).
 CENSORED = "censored."
@@ -56,6 +58,8 @@ class Point(Protocol):
     after_last_start_s: float
     # Repetitions bbrkit-link's trust check failed, left out of every measure: {"rep": r, "failed": [why]}.
     untrusted: list[dict[str, Any]]
+    # The loss-decision path of each of its bbr2, bbr3 and bbr_draft algorithms, as its runs recorded it.
+    loss_decisions: dict[str, str]
 
     @property
     def measured(self) -> bool: ...
@@ -78,6 +82,7 @@ class PointResult:
     after_last_start_s: float
     summaries: list[dict[str, Any]] = field(default_factory=list)
     untrusted: list[dict[str, Any]] = field(default_factory=list)
+    loss_decisions: dict[str, str] = field(default_factory=dict)
 
     @property
     def measured(self) -> bool:
@@ -112,6 +117,7 @@ class RecordedPoint:
     after_last_start_s: float
     stats: dict[str, Stat]
     untrusted: list[dict[str, Any]] = field(default_factory=list)
+    loss_decisions: dict[str, str] = field(default_factory=dict)
 
     @property
     def measured(self) -> bool:
@@ -121,11 +127,55 @@ class RecordedPoint:
         return self.stats.get(metric)
 
     @classmethod
-    def from_json(cls, p: dict[str, Any], after_last_start_s: float) -> RecordedPoint:
+    def from_json(cls, p: dict[str, Any], after_last_start_s: float,
+                  raw: dict[str, Any] | None = None) -> RecordedPoint:
+        """raw: the experiment's scenario, which names the algorithms of a point whose summary predates the
+        loss-decision paths (each of them "not recorded")."""
         stats = {m: Stat(s["mean"], s["ci95"], s["n"], tuple(s.get("values", ())), s.get("censored", 0))
                  for m, s in p["metrics"].items() if s}
+        paths = p.get("loss_decisions") or {a: NOT_RECORDED for a in deciding_algos(raw, p["overrides"])}
         return cls(p["overrides"], label_of(p["overrides"]), p["status"], after_last_start_s, stats,
-                   p.get("untrusted_runs", []))
+                   p.get("untrusted_runs", []), paths)
+
+
+def deciding_algos(raw: dict[str, Any] | None, overrides: dict[str, Any]) -> list[str]:
+    """The algorithms of a point's flows that make loss decisions (bbr2, bbr3, bbr_draft); none where the
+    scenario is not known or no longer takes the point's overrides."""
+    if raw is None:
+        return []
+    try:
+        flows = point_raw(raw, overrides).get("flows", [])
+    except ScenarioError:
+        return []
+    return sorted({f["algo"] for f in flows if isinstance(f, dict) and f.get("algo") in LOSS_DECISION_ALGOS})
+
+
+def scenario_raw(key: str, profile: str) -> dict[str, Any] | None:
+    """An experiment's scenario (seed/name) in a profile, as this revision's scenario file has it."""
+    path = REPRO_DIR / f"{key}.toml"
+    try:
+        return prepare_raw(path, profile, []) if path.is_file() else None
+    except ScenarioError:
+        return None
+
+
+def run_paths(raw: dict[str, Any], overrides: dict[str, Any], reps: Sequence[Path]) -> dict[str, str]:
+    """Each loss-deciding algorithm's path over a point's repetitions, from their host.json: "per-packet",
+    "ack-time", both joined by "/" where the repetitions differ, or "not recorded"."""
+    if not reps:
+        return {}
+    return {a: "/".join(sorted({loss_decisions(read_host(rep), a) or NOT_RECORDED for rep in reps}))
+            for a in deciding_algos(raw, overrides)}
+
+
+def paths_of(points: Sequence[Point]) -> dict[str, str]:
+    """The loss-decision path of each bbr2, bbr3 or bbr_draft algorithm over points' runs, paths joined by
+    "/" where they differ; empty where none ran such an algorithm."""
+    found: dict[str, set[str]] = {}
+    for p in points:
+        for algo, path in p.loss_decisions.items():
+            found.setdefault(algo, set()).update(path.split("/"))
+    return {a: "/".join(sorted(found[a])) for a in sorted(found)}
 
 
 def _finished(point_dir: Path, repetitions: int) -> Iterator[tuple[int, Path, dict[str, Any]]]:
@@ -153,14 +203,16 @@ def load_experiment(directory: Path) -> list[PointResult]:
             why = (pdir / NOT_RUNNABLE).read_text().strip()
             points.append(PointResult(p["overrides"], label, f"not runnable: {why}", after_s))
             continue
-        summaries, untrusted = [], []
-        for r, _, summary in _finished(pdir, plan["repetitions"]):
+        summaries, untrusted, trusted = [], [], []
+        for r, rep, summary in _finished(pdir, plan["repetitions"]):
             if (failed := trust_failures(summary)) is None:
                 summaries.append(summary)
+                trusted.append(rep)
             else:
                 untrusted.append({"rep": r, "failed": failed})
         status = repetitions_status(len(summaries), plan["repetitions"], len(untrusted))
-        points.append(PointResult(p["overrides"], label, status, after_s, summaries, untrusted))
+        points.append(PointResult(p["overrides"], label, status, after_s, summaries, untrusted,
+                                  run_paths(plan["raw"], p["overrides"], trusted)))
     return points
 
 

@@ -28,10 +28,11 @@ import numpy as np  # noqa: E402
 from ..analysis import tables  # noqa: E402
 from ..errors import HarnessError  # noqa: E402
 from ..results import read_json  # noqa: E402
+from ..testbed.host import with_loss_decisions  # noqa: E402
 from . import queue, seed004, timeseries  # noqa: E402
 from .claims import MIN_N, Outcome, Stat, verdict_line  # noqa: E402
 from .papers import Claim, Spec, coverage, scalar, section_of, spec_for, specs  # noqa: E402
-from .points import Point, RecordedPoint, after_last_start_s, load_experiment  # noqa: E402
+from .points import Point, RecordedPoint, after_last_start_s, load_experiment, paths_of, scenario_raw  # noqa: E402
 
 DPI = 90
 FIG_SIZE = (11, 3.4)
@@ -47,6 +48,8 @@ class Results:
     def __init__(self, spec: Spec, points: Sequence[Point]) -> None:
         self.spec = spec
         self.points = points
+        # The points whose measures were asked for since the last look: those a claim's verdict reads.
+        self.read: list[Point] = []
 
     def series_of(self, p: Point) -> str:
         if self.spec.series_key and self.spec.series_key in p.overrides:
@@ -68,6 +71,7 @@ class Results:
         p = self.find(series, x)
         if p is None:
             return None
+        self.read.append(p)
         if (found := p.stat(metric)) is None and p.untrusted and not p.measured:
             return Stat(float("nan"), None, 0, untrusted=len(p.untrusted))
         return found
@@ -206,6 +210,8 @@ def experiment_section(spec: Spec, points: Sequence[Point], fig_dir: Path, rel: 
         body.append(row)
         if p.untrusted:
             point_js["untrusted_runs"] = p.untrusted
+        if p.loss_decisions:
+            point_js["loss_decisions"] = p.loss_decisions
         js["points"].append(point_js)
     lines += [tables.markdown(header, body, labels=2), "",
               "(ours: mean ± 95% confidence half-width over n repetitions)", ""]
@@ -221,7 +227,14 @@ def experiment_section(spec: Spec, points: Sequence[Point], fig_dir: Path, rel: 
         lines += [f"Claims (runs go on for {run_s:g} s after their last flow starts):", ""]
         for c in spec.claims:
             other = (others or {}).get(c.with_)
+            looked = [r for r in (res, other) if r is not None]
+            for r in looked:
+                r.read = []
             claim_text, claim_js = claim_lines(c, Joined(res, other) if other else res, run_s)
+            # The loss-decision path of each bbr2, bbr3 or bbr_draft run the verdict reads.
+            if paths := paths_of([p for r in looked for p in r.read]):
+                claim_js["loss_decisions"] = paths
+                claim_text.append(f"  (Loss decisions: {', '.join(with_loss_decisions(*ap) for ap in paths.items())}.)")
             lines += claim_text
             js["claims"].append(claim_js)
         lines.append("")
@@ -731,9 +744,11 @@ def write_report_from_summaries(summaries: Sequence[Path], out: Path) -> Path:
         for fig in sorted((path.parent / "figures").glob("*.png")):
             if fig.resolve() != (fig_dir / fig.name).resolve():
                 shutil.copyfile(fig, fig_dir / fig.name)
-    experiments = [Experiment(key, spec, [RecordedPoint.from_json(p, js["after_last_start_s"]) for p in js["points"]],
+    experiments = [Experiment(key, spec,
+                              [RecordedPoint.from_json(p, js["after_last_start_s"], raw) for p in js["points"]],
                               js.get("setup", ""), js.get("batch_effects", {}))
-                   for key, js in recorded.items() if (spec := spec_for(key)) is not None]
+                   for key, js in recorded.items() if (spec := spec_for(key)) is not None
+                   for raw in [scenario_raw(key, meta["profile"])]]
     seeds = sorted({k.partition("/")[0] for k in recorded})
     return _write(out, meta, seeds, experiments, lambda section: recorded.get(section.key), invocations, sources)
 
@@ -764,6 +779,8 @@ def readme_overview(summary: dict[str, Any], summary_path: str) -> list[str]:
                                                       ("runs failed the trust check", "trust check" in v["text"]
                                                        and v["outcome"] == Outcome.TOO_FEW_RUNS.value))
                          if present]
+                if paths := c.get("loss_decisions"):
+                    notes.append("loss decisions: " + ", ".join(with_loss_decisions(*ap) for ap in paths.items()))
                 rows.append([key.partition("/")[2] or key, c["claim"].split(" [margin: ")[0], v["outcome"],
                              "-" if wide is None else wide["outcome"], ", ".join(notes) or "-"])
         counts = {o: sum(r[2] == o.value for r in rows) for o in Outcome}
