@@ -48,7 +48,7 @@ class Results:
     def __init__(self, spec: Spec, points: Sequence[Point]) -> None:
         self.spec = spec
         self.points = points
-        # The points whose measures were asked for since the last look: those a claim's verdict reads.
+        # The points a claim's quantity asked for since the last look (some it may then leave out).
         self.read: list[Point] = []
 
     def series_of(self, p: Point) -> str:
