@@ -190,8 +190,8 @@ every phase in a colour of its own, the trigger (red) and each undo (blue, dashe
 Beside each bbr2, bbr3 and bbr_draft verdict's runner is the path its loss decisions took: "per-packet"
 (bbrctl attached the per-packet loss programs: hooks on the kernel's transmit and loss marking, or the
 ACK's walk of the retransmit queue), "ack-time" (the stand-in that judges losses when the ACK reports
-them), as `bbrctl list` named it while the real run was attached; the twin's is its own ({twin_path}),
-and "not recorded" marks a run made before outcomes carried it.
+them), as `bbrctl list` named it while the real run was attached;
+the twin's is its own ({twin_path}), and "not recorded" marks a run made before outcomes carried it.
 Every check is shown to fail on a twin with the step it checks broken
 (tests/bench/test_conformance_mutations.py, `bbrkit-twin --mutate`).
 
