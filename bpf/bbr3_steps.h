@@ -123,7 +123,12 @@ BBR_INLINE void bbr3_update_congestion_signals(
 {
 	if (rs->interval_us <= 0 || !rs->acked_sacked)
 		return;
-	if (!rs->is_app_limited || sample_bw >= bbr3_max_bw(s))
+	bool network_limited = !rs->is_app_limited || sample_bw >= bbr3_max_bw(s);
+
+#ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
+	network_limited |= TWIN_MUTANT(app_limited_max_bw);
+#endif
+	if (network_limited)
 		bbr3_take_max_bw_sample(b, s, sample_bw);
 	/* Again after the loss hook: a probe it ended reset the signals, and this loss is DOWN's. */
 	if (rs->losses > 0)

@@ -42,6 +42,8 @@
 	X(up_plateau, "A.5: UP ends at its first round's end, without a plateau (bbr3, bbr_draft)") \
 	X(idle_restart, "A.11: a restart from idle does not spare PROBE_RTT (bbr2, bbr3, bbr_draft)") \
 	X(app_limited_plateau, "A.7: app-limited rounds count towards STARTUP's plateau (bbr3, bbr_draft)") \
+	X(app_limited_max_bw, \
+		"A.22: app-limited samples below max_bw enter its filter too (bbr2, bbr3, bbr_draft)") \
 	X(down_gain, "A.8: DOWN paces at 1.0, not 0.9 (bbr3, bbr_draft)") \
 	X(min_cwnd, \
 		"A.14: the cwnd floor is 1 packet, not 4 (bbr2, bbr3, bbr_draft; bbr1 keeps 4 by its " \

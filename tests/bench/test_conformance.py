@@ -429,11 +429,18 @@ def test_a21_loss_in_up_cuts_inflight_longterm() -> None:
 
 
 def test_a22_app_limited_refill_keeps_max_bw() -> None:
-    good = [rec(0, "PROBE_BW", 1, "CRUISE"), rec(0.02, "PROBE_BW", 2, "REFILL", is_app_limited=True),
-            rec(0.04, "PROBE_BW", 3, "UP")]
-    assert verdict("A.22", good) == "pass"
+    # The case's app sends for 0.1 s from REFILL's start, between this cycle's slot and max_bw.
+    app = CASES["A.22"].trigger["app_limit_mbit"] * 1e6
+    slot = {"max_bw_this_cycle_bps": app - 0.5e6, "bw_bps": app + 1e6}
+    good = [rec(0, "PROBE_BW", 1, "CRUISE", **slot), rec(0.02, "PROBE_BW", 2, "REFILL", is_app_limited=True, **slot),
+            rec(0.04, "PROBE_BW", 3, "UP", **slot), rec(0.2, "PROBE_BW", 4, "UP", max_bw_this_cycle_bps=app + 1e6)]
+    assert verdict("A.22", good) == "pass"  # the slot rose to max_bw only after the app-limited stretch
+    assert verdict("A.22", [*good[:2], dict(good[2], max_bw_this_cycle_bps=app + 0.5e6)]) == "fail"
     assert verdict("A.22", [*good[:2], dict(good[2], bw_bps=BW / 2)]) == "fail"
     assert verdict("A.22", [*good[:2], dict(good[2], bw_phase="DOWN")]) == "fail"
+    # A slot already above the app's rate hides the step: blocked, not a pass.
+    above = [dict(r, max_bw_this_cycle_bps=app + 0.5e6) for r in good]
+    assert verdict("A.22", above) == "blocked"
 
 
 def test_case_objects_are_frozen() -> None:

@@ -43,6 +43,8 @@ MUTATIONS = [
     ("A.20", "bbr3", "probe_rtt_exit", "back to STARTUP"),
     ("A.21", "bbr3", "loss_cut", "inflight_longterm cut at the exit"),
     ("A.21", "bbr2", "loss_cut", "inflight_longterm cut at the exit"),
+    ("A.22", "bbr3", "app_limited_max_bw", "app-limited samples kept out of the max_bw filter"),
+    ("A.22", "bbr2", "app_limited_max_bw", "app-limited samples kept out of the max_bw filter"),
     # bbr_draft: its own steps (bpf/bbr_draft.bpf.c's hooks), its parameters, and the core's steps it calls.
     # A.18 has none: bbr_draft fails it unmutated, as the draft's pseudocode does (docs/conformance.md).
     ("A.1", "bbr_draft", "full_bw_count", "full_bw_count at the exit"),
@@ -65,6 +67,7 @@ MUTATIONS = [
     ("A.19", "bbr_draft", "undo_restore", "state resumes"),
     ("A.20", "bbr_draft", "probe_rtt_exit", "back to STARTUP"),
     ("A.21", "bbr_draft", "loss_cut", "inflight_longterm cut at the exit"),
+    ("A.22", "bbr_draft", "app_limited_max_bw", "app-limited samples kept out of the max_bw filter"),
 ]
 
 

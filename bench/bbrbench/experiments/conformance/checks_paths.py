@@ -309,6 +309,18 @@ def check_a22(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     if not refills:
         return [unforced("an app-limited REFILL", "none", ">= 1")]
     a, b = refills[0]
-    return [judge("max_bw not lowered", records[b]["max_bw_bps"] >= records[a - 1]["max_bw_bps"],
-                  mbit(records[b]["max_bw_bps"]), f">= {mbit(records[a - 1]['max_bw_bps'])}"),
+    before = records[a - 1]
+    if "max_bw_this_cycle_bps" not in before:
+        return [blocked("app-limited samples kept out of the max_bw filter", "max_bw_this_cycle_bps")]
+    app_bps = ctx.case.trigger["app_limit_mbit"] * 1e6
+    # A max filter hides samples below this cycle's slot: only samples above it, below max_bw, show the step.
+    if not before["max_bw_this_cycle_bps"] < app_bps < before["max_bw_bps"]:
+        return [unforced("the app's rate between this cycle's max_bw slot and max_bw",
+                         mbit(app_bps), f"in ({mbit(before['max_bw_this_cycle_bps'])}, {mbit(before['max_bw_bps'])})")]
+    app_end_s = records[a]["t_s"] + ctx.case.trigger["for_s"]
+    slot_bps = max(r["max_bw_this_cycle_bps"] for r in records[a:] if r["t_s"] < app_end_s)
+    return [judge("app-limited samples kept out of the max_bw filter", slot_bps < app_bps,
+                  mbit(slot_bps), f"this cycle's slot < the app's {mbit(app_bps)}"),
+            judge("max_bw not lowered", records[b]["max_bw_bps"] >= before["max_bw_bps"],
+                  mbit(records[b]["max_bw_bps"]), f">= {mbit(before['max_bw_bps'])}"),
             judge("REFILL -> UP", phase(records[b]) == "UP", phase(records[b]), "UP")]
