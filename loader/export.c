@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,10 +22,12 @@
 #include <unistd.h>
 
 #include <microhttpd.h>
+#include <bpf/bpf.h>
 
 #include "bbrctl.h"
 #include "bbrkit_version.h"
 #include "exposition.h"
+#include "socks.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:9563" /* bbrkit's pick in the range Prometheus exporters use */
 #define DEFAULT_STALL_RTTS 4 /* BBR's probes take about 1 RTT each: 4 without delivery is not pacing */
@@ -49,6 +52,9 @@ struct algo_sums {
 	unsigned long flows, modes[NMODES], phases[NPHASES], ca[NCA_STATES], hi_n, lo_n, v3_n;
 	double pgain, cgain, hi, lo, loss, ecn;
 	struct hist bw, pacing, min_rtt, srtt;
+	bool has_totals;		  /* attached with the closed totals' pin */
+	struct bbrkit_closed_totals done; /* its closed connections */
+	double acked, retrans;		  /* done plus its live connections */
 };
 
 static bool has_variant(const struct algo *a, enum variant_kind kind)
@@ -156,13 +162,102 @@ static void write_counts(FILE *o, const struct algo *const *sel, const struct al
 	}
 }
 
+/* The closed totals of an attached algorithm and the id of their map (a new one at each attach); false
+ * where it has none pinned (attached by a bbrctl that predates them).
+ */
+static bool read_closed_totals(const struct algo *a, struct bbrkit_closed_totals *t, __u32 *map_id)
+{
+	int fd = open_pinned(a, BBRKIT_PIN_TOTALS, 0), err;
+	struct bpf_map_info info = {};
+	__u32 zero = 0, len = sizeof(info);
+
+	if (fd < 0)
+		return false;
+	err = bpf_map_lookup_elem(fd, &zero, t) || bpf_obj_get_info_by_fd(fd, &info, &len);
+	close(fd);
+	*map_id = info.id;
+	return !err;
+}
+
+/* The highest counters exported for an algorithm's totals map (one per attachment), indexed as
+ * algo_at(): the floor that keeps them from dropping (sum_totals).
+ */
+static struct totals_floor {
+	__u32 map_id;
+	double acked, retrans;
+} floors[CLI_MANY];
+
+/* Cumulative counters over every connection of each algorithm, however it chose the algorithm:
+ * the closed ones' totals (the release callback's), then the live ones' own counters (iter/tcp).
+ * The closed totals are read first, so that no connection is counted twice: one that closes after
+ * that read is in neither, or in the live walk only. Each read is thus at most the true count, but
+ * it can fall short for a while: a connection leaves the kernel's hash table (what iter/tcp walks)
+ * when it reaches TIME_WAIT or CLOSE, and its release runs only at close(2), which its owner may
+ * call later. The exported value is therefore the highest read so far for this attachment, which
+ * never exceeds the true count either; it catches up once the owner closes the socket.
+ */
+static void sum_totals(
+	const struct algo *const *sel, const size_t *index, struct algo_sums *sums, size_t nsel)
+{
+	__u32 map_ids[CLI_MANY];
+	char *buf = NULL;
+	size_t used = 0;
+
+	for (size_t i = 0; i < nsel; i++) {
+		sums[i].has_totals = read_closed_totals(sel[i], &sums[i].done, &map_ids[i]);
+		sums[i].acked = (double)sums[i].done.bytes_acked;
+		sums[i].retrans = (double)sums[i].done.total_retrans;
+	}
+	if (read_socks(&buf, &used)) {
+		for (size_t i = 0; i < nsel; i++)
+			sums[i].has_totals = false; /* without the live ones the sum is no count */
+		return;
+	}
+	for (const struct bbrkit_sock *k = (const void *)buf; (const char *)(k + 1) <= buf + used; k++)
+		for (size_t i = 0; i < nsel; i++)
+			if (!strncmp(k->cc, sel[i]->name, sizeof(k->cc))) {
+				sums[i].acked += (double)k->bytes_acked;
+				sums[i].retrans += k->total_retrans;
+			}
+	free(buf);
+	for (size_t i = 0; i < nsel; i++) {
+		struct totals_floor *f = &floors[index[i]];
+
+		if (!sums[i].has_totals)
+			continue;
+		if (f->map_id != map_ids[i])
+			*f = (struct totals_floor){ .map_id =
+							    map_ids[i] }; /* attached anew: a counter reset */
+		f->acked = sums[i].acked = fmax(f->acked, sums[i].acked);
+		f->retrans = sums[i].retrans = fmax(f->retrans, sums[i].retrans);
+	}
+}
+
+static void write_totals(FILE *o, const struct algo *const *sel, const struct algo_sums *sums, size_t nsel)
+{
+	family(o, "bbrkit_algo_acked_bytes_total", "counter",
+		"bytes sent and acknowledged (tcpi_bytes_acked) on every connection of the algorithm, "
+		"closed and live");
+	for (size_t i = 0; i < nsel; i++)
+		if (sums[i].has_totals)
+			fprintf(o, "bbrkit_algo_acked_bytes_total{algo=\"%s\"} %.17g\n", sel[i]->name,
+				sums[i].acked);
+	family(o, "bbrkit_algo_retransmitted_segments_total", "counter",
+		"segments retransmitted (tcpi_total_retrans) on every connection of the algorithm, closed "
+		"and live");
+	for (size_t i = 0; i < nsel; i++)
+		if (sums[i].has_totals)
+			fprintf(o, "bbrkit_algo_retransmitted_segments_total{algo=\"%s\"} %.17g\n",
+				sel[i]->name, sums[i].retrans);
+}
+
 static void write_algos(FILE *o)
 {
 	const struct algo *sel[CLI_MANY];
 	static struct algo_sums sums[CLI_MANY];
-	size_t nsel = 0;
+	size_t index[CLI_MANY], nsel = 0;
 
-	for (size_t i = 0; i < nalgos && nsel < CLI_MANY; i++) {
+	for (size_t i = 0; i < nalgos && i < CLI_MANY; i++) { /* i < CLI_MANY: floors[] */
 		const struct algo *a = algo_at(i);
 		struct bbrkit_flow *f = NULL;
 		size_t n = 0;
@@ -170,9 +265,12 @@ static void write_algos(FILE *o)
 		if (!algo_attached(a) || check_attached_abi(a) || read_flows(a, &f, &n))
 			continue;
 		sum_algo(a, f, n, &sums[nsel]);
+		index[nsel] = i;
 		sel[nsel++] = a;
 		free(f);
 	}
+	sum_totals(sel, index, sums, nsel);
+	write_totals(o, sel, sums, nsel);
 	ALGO_GAUGE(o, "flows", "live connections using the algorithm", s->flows);
 	ALGO_HIST(o, "bandwidth_estimate_bytes_per_second", HIST_BYTES_PER_SECOND,
 		"bandwidth estimate (max-filtered delivery rate) of the live flows at the scrape", bw);

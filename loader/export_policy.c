@@ -123,13 +123,16 @@ void write_policy(FILE *o, unsigned long flow_limit, unsigned long stall_rtts)
 	memset(sums, 0, sizeof(sums));
 	if (!policy_exists() || policy_read_rules(rules))
 		return;
+	/* The closed connections' counters before the live ones, so that a connection closing in
+	 * between is counted at the next scrape instead of twice now (the counters never drop).
+	 */
+	for (__u32 s = 0; s < BBRKIT_POLICY_RULES; s++)
+		for (__u32 a = 0; a < rules[s].narms; a++)
+			policy_read_stats(s, a, &st[s][a]);
 	/* The map iterator where the kernel allows one; else iter/tcp in each network namespace. */
 	pin_path(path, BBRKIT_POLICY_DIR, BBRKIT_POLICY_PIN_FLOWS);
 	if (access(path, F_OK) ? read_socks(&buf, &used) : read_iterator(path, &buf, &used))
 		used = 0;
-	for (__u32 s = 0; s < BBRKIT_POLICY_RULES; s++)
-		for (__u32 a = 0; a < rules[s].narms; a++)
-			policy_read_stats(s, a, &st[s][a]);
 	/* The placed connections, moved to the front of buf in their order. */
 	socks = (void *)buf;
 	for (k = socks; (const char *)(k + 1) <= buf + used; k++) {
