@@ -254,8 +254,10 @@ FIN_BYTES = 1  # the FIN takes one sequence number, so tcpi_bytes_acked counts i
 # runs reno, so that only the clients count. Each client
 # sends TOTALS_BYTES and waits for the server's one-byte reply, which acknowledges all of it; its
 # tcpi_bytes_acked and tcpi_total_retrans (struct tcp_info offsets 120 and 100) are printed. It prints {}
-# once all have sent; each "close" then closes one connection per algorithm, each after the server closed
-# its end (so close() releases it), and prints what tcp_info said of each just before.
+# once all have sent. Each "finish" then ends one connection per algorithm, prints what its tcp_info said
+# just before, and waits until the server has closed its end too: the connection is in TIME_WAIT, gone
+# from the kernel's socket hash, but its owner has not called close(2), which runs the algorithm's release.
+# "close" does that and prints {}.
 TOTALS_TRAFFIC = f"""
 import json, socket, struct, sys, threading
 srv = socket.socket()
@@ -288,15 +290,19 @@ print("{{}}", flush=True)
 def info(c):
     raw = c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232)
     return struct.unpack_from("Q", raw, 120)[0], struct.unpack_from("I", raw, 100)[0]
+finished = []
 for line in sys.stdin:
     out = {{}}
     for algo, cs in conns.items():
-        c = cs.pop()
-        out[algo] = info(c)
-        c.shutdown(socket.SHUT_WR)
-        while c.recv(1 << 16):
-            pass
-        c.close()
+        if line == "finish\\n":
+            c = cs.pop()
+            out[algo] = info(c)
+            c.shutdown(socket.SHUT_WR)
+            while c.recv(1 << 16):
+                pass
+            finished.append(c)
+    while line == "close\\n" and finished:
+        finished.pop().close()
     print(json.dumps(out), flush=True)
 """
 
@@ -331,7 +337,8 @@ def test_algo_totals_count_every_connection_closed_and_live(attach: Callable[[st
         assert proc.stdin is not None and proc.stdout is not None
         assert json.loads(proc.stdout.readline()) == {}
         live = algo_totals(metrics_url)
-        # A scraper runs while the connections close, round by round; this thread scrapes after each round.
+        # A scraper runs while the connections close, round by round; this thread scrapes after each step,
+        # one of them while the finished connections are neither live nor released.
         scraped: list[dict[str, tuple[float, float]]] = []
         rounds = [live]
         closing = threading.Event()
@@ -345,11 +352,12 @@ def test_algo_totals_count_every_connection_closed_and_live(attach: Callable[[st
         finals: dict[str, list[list[int]]] = {algo: [] for algo in TOTALS_ALGOS}
         try:
             for _ in range(TOTALS_CONNS):
-                proc.stdin.write("close\n")
-                proc.stdin.flush()
-                for algo, final in json.loads(proc.stdout.readline()).items():
-                    finals[algo].append(final)
-                rounds.append(algo_totals(metrics_url))
+                for command in ("finish", "close"):
+                    proc.stdin.write(command + "\n")
+                    proc.stdin.flush()
+                    for algo, final in json.loads(proc.stdout.readline()).items():
+                        finals[algo].append(final)
+                    rounds.append(algo_totals(metrics_url))
         finally:
             closing.set()
             scraper.join()
