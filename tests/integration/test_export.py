@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from netutil import BBRCTL, NS_PREFIX, bbrctl, run
+from netutil import BBRCTL, NS_PREFIX, bbrctl, kernel_features, run
 from test_prometheus import used_metric_names
 
 PORT = 18093
@@ -314,12 +314,19 @@ def algo_totals(url: str) -> dict[str, tuple[float, float]]:
                    value(text, "bbrkit_algo_retransmitted_segments_total", algo=algo)) for algo in TOTALS_ALGOS}
 
 
-def test_algo_totals_count_every_connection_closed_and_live(attach: Callable[[str], None], metrics_url: str) -> None:
+@pytest.mark.parametrize("upgraded", [False, True], ids=["attached", "upgraded"])
+def test_algo_totals_count_every_connection_closed_and_live(attach: Callable[[str], None], metrics_url: str,
+                                                            upgraded: bool) -> None:
     """Connections on bbr1 and bbr3 by setsockopt, over a lossy loopback: the per-algorithm
     counters rise by what the connections' own tcp_info says, live and after they close, and never drop
-    between scrapes as connections move from live to closed."""
+    between scrapes as connections move from live to closed. After an upgrade, the new object's
+    connections add to the same pinned totals."""
     for algo in TOTALS_ALGOS:
         attach(algo)
+    if upgraded:
+        if not kernel_features()["link-update"]["available"]:
+            pytest.skip("the kernel cannot update struct_ops links")
+        bbrctl("upgrade", TOTALS_ALGOS[0])
     ns = f"{NS_PREFIX}tot"
     run(["ip", "netns", "add", ns])
     proc = None
