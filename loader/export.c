@@ -187,6 +187,36 @@ static struct totals_floor {
 	double acked, retrans;
 } floors[CLI_MANY];
 
+/* The attached algorithms as one scrape reads them. */
+struct algo_scrape {
+	const struct algo *sel[CLI_MANY];
+	size_t index[CLI_MANY], nsel; /* sel[i] is algo_at(index[i]) */
+	struct algo_sums sums[CLI_MANY];
+	__u32 map_ids[CLI_MANY]; /* of each one's closed totals */
+};
+
+/* The algorithms' own records and their closed connections' totals: read before the sockets. */
+static void read_algos(struct algo_scrape *g)
+{
+	g->nsel = 0;
+	for (size_t i = 0; i < nalgos && i < CLI_MANY; i++) { /* i < CLI_MANY: floors[] */
+		const struct algo *a = algo_at(i);
+		struct algo_sums *s = &g->sums[g->nsel];
+		struct bbrkit_flow *f = NULL;
+		size_t n = 0;
+
+		if (!algo_attached(a) || check_attached_abi(a) || read_flows(a, &f, &n))
+			continue;
+		sum_algo(a, f, n, s);
+		free(f);
+		s->has_totals = read_closed_totals(a, &s->done, &g->map_ids[g->nsel]);
+		s->acked = (double)s->done.bytes_acked;
+		s->retrans = (double)s->done.total_retrans;
+		g->index[g->nsel] = i;
+		g->sel[g->nsel++] = a;
+	}
+}
+
 /* Cumulative counters over every connection of each algorithm, however it chose the algorithm:
  * the closed ones' totals (the release callback's), then the live ones' own counters (iter/tcp).
  * The closed totals are read first, so that no connection is counted twice: one that closes after
@@ -196,38 +226,26 @@ static struct totals_floor {
  * call later. The exported value is therefore the highest read so far for this attachment, which
  * never exceeds the true count either; it catches up once the owner closes the socket.
  */
-static void sum_totals(
-	const struct algo *const *sel, const size_t *index, struct algo_sums *sums, size_t nsel)
+static void sum_totals(struct algo_scrape *g, const struct scrape_socks *all)
 {
-	__u32 map_ids[CLI_MANY];
-	char *buf = NULL;
-	size_t used = 0;
+	struct algo_sums *sums = g->sums;
 
-	for (size_t i = 0; i < nsel; i++) {
-		sums[i].has_totals = read_closed_totals(sel[i], &sums[i].done, &map_ids[i]);
-		sums[i].acked = (double)sums[i].done.bytes_acked;
-		sums[i].retrans = (double)sums[i].done.total_retrans;
-	}
-	if (read_socks(&buf, &used)) {
-		for (size_t i = 0; i < nsel; i++)
-			sums[i].has_totals = false; /* without the live ones the sum is no count */
-		return;
-	}
-	for (const struct bbrkit_sock *k = (const void *)buf; (const char *)(k + 1) <= buf + used; k++)
-		for (size_t i = 0; i < nsel; i++)
-			if (!strncmp(k->cc, sel[i]->name, sizeof(k->cc))) {
+	for (size_t i = 0; !all->ok && i < g->nsel; i++)
+		sums[i].has_totals = false; /* without the live ones the sum is no count */
+	for (const struct bbrkit_sock *k = (const void *)all->buf;
+		all->ok && (const char *)(k + 1) <= all->buf + all->used; k++)
+		for (size_t i = 0; i < g->nsel; i++)
+			if (!strncmp(k->cc, g->sel[i]->name, sizeof(k->cc))) {
 				sums[i].acked += (double)k->bytes_acked;
 				sums[i].retrans += k->total_retrans;
 			}
-	free(buf);
-	for (size_t i = 0; i < nsel; i++) {
-		struct totals_floor *f = &floors[index[i]];
+	for (size_t i = 0; i < g->nsel; i++) {
+		struct totals_floor *f = &floors[g->index[i]];
 
 		if (!sums[i].has_totals)
 			continue;
-		if (f->map_id != map_ids[i])
-			*f = (struct totals_floor){ .map_id =
-							    map_ids[i] }; /* attached anew: a counter reset */
+		if (f->map_id != g->map_ids[i]) /* attached anew: a counter reset */
+			*f = (struct totals_floor){ .map_id = g->map_ids[i] };
 		f->acked = sums[i].acked = fmax(f->acked, sums[i].acked);
 		f->retrans = sums[i].retrans = fmax(f->retrans, sums[i].retrans);
 	}
@@ -251,25 +269,13 @@ static void write_totals(FILE *o, const struct algo *const *sel, const struct al
 				sel[i]->name, sums[i].retrans);
 }
 
-static void write_algos(FILE *o)
+static void write_algos(FILE *o, struct algo_scrape *g, const struct scrape_socks *all)
 {
-	const struct algo *sel[CLI_MANY];
-	static struct algo_sums sums[CLI_MANY];
-	size_t index[CLI_MANY], nsel = 0;
+	const struct algo *const *sel = g->sel;
+	const struct algo_sums *sums = g->sums;
+	size_t nsel = g->nsel;
 
-	for (size_t i = 0; i < nalgos && i < CLI_MANY; i++) { /* i < CLI_MANY: floors[] */
-		const struct algo *a = algo_at(i);
-		struct bbrkit_flow *f = NULL;
-		size_t n = 0;
-
-		if (!algo_attached(a) || check_attached_abi(a) || read_flows(a, &f, &n))
-			continue;
-		sum_algo(a, f, n, &sums[nsel]);
-		index[nsel] = i;
-		sel[nsel++] = a;
-		free(f);
-	}
-	sum_totals(sel, index, sums, nsel);
+	sum_totals(g, all);
 	write_totals(o, sel, sums, nsel);
 	ALGO_GAUGE(o, "flows", "live connections using the algorithm", s->flows);
 	ALGO_HIST(o, "bandwidth_estimate_bytes_per_second", HIST_BYTES_PER_SECOND,
@@ -313,6 +319,9 @@ static void write_algos(FILE *o)
 
 static char *render(struct exporter *x, size_t *len)
 {
+	static struct algo_scrape algos;
+	struct scrape_socks all = {};
+	bool policy;
 	struct timespec t0, t1;
 	char *body = NULL;
 	FILE *o = open_memstream(&body, len);
@@ -324,8 +333,14 @@ static char *render(struct exporter *x, size_t *len)
 		"1, labelled with the bbrctl build and its algorithm objects");
 	fprintf(o, "bbrkit_build_info{version=\"%s\",objects_sha256=\"%s\"} 1\n", BBRKIT_VERSION,
 		BBRKIT_OBJECTS_SHA256);
-	write_algos(o);
-	write_policy(o, x->flow_limit, x->stall_rtts);
+	/* Both parts' closed connections before the live ones (sum_totals, write_policy). */
+	policy = read_policy_counters();
+	read_algos(&algos);
+	all.ok = (algos.nsel || policy) && !read_socks(&all.buf, &all.used);
+	write_algos(o, &algos, &all);
+	if (policy)
+		write_policy(o, &all, x->flow_limit, x->stall_rtts);
+	free(all.buf);
 	family(o, "bbrkit_exporter_scrape_duration_seconds", "gauge", "how long the previous scrape took");
 	fprintf(o, "bbrkit_exporter_scrape_duration_seconds %.6g\n", x->last_scrape_s);
 	fclose(o);
