@@ -115,6 +115,16 @@ struct {
 	__type(value, struct bbrkit_sk);
 } flow_storage SEC(".maps");
 
+/* The closed connections' totals (struct bbrkit_closed_totals, include/bbrkit.h): an array map, which
+ * every kernel with struct_ops creates, so the congestion control never lacks it.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct bbrkit_closed_totals);
+} closed_totals SEC(".maps");
+
 BBR_INLINE bool bbrkit_tracing(void)
 {
 	return features.trace && ctl.tracers != 0;
@@ -193,7 +203,25 @@ BBR_INLINE void bbrkit_cb_main(struct sock *sk, u32 ack, int flag, const struct 
 #define bbrkit_cb_min_tso_segs BBRKIT_CC(min_tso_segs)
 #define BBRKIT_CB(fn) bbrkit_cb_##fn
 
-CC_STRUCT_OPS(ops, BBRKIT_ALGO, BBRKIT_CB);
+/* release: once per connection, when it closes or switches to another algorithm (the kernel's
+ * tcp_cleanup_congestion_control()); its counters join the closed totals. Atomic adds, as
+ * connections close on every CPU.
+ */
+SEC("struct_ops")
+void BPF_PROG(bbrkit_release, struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	struct bbrkit_closed_totals *t;
+	u32 zero = 0;
+
+	t = bpf_map_lookup_elem(&closed_totals, &zero);
+	if (!t)
+		return;
+	__sync_fetch_and_add(&t->bytes_acked, tp->bytes_acked);
+	__sync_fetch_and_add(&t->total_retrans, (u64)tp->total_retrans);
+}
+
+CC_STRUCT_OPS(ops, BBRKIT_ALGO, BBRKIT_CB, .release = (void *)bbrkit_release);
 
 /* True when the socket still uses this algorithm (storage outlives a switch to another CC). */
 BBR_INLINE bool bbrkit_uses_us(const struct tcp_sock *tp)

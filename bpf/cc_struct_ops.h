@@ -7,6 +7,7 @@
  * arguments, and the table `var` registering them as `name`. impl maps a callback name (init, main,
  * ssthresh, undo_cwnd, cwnd_event, set_state, sndbuf_expand, min_tso_segs) to a function with the
  * tcp_congestion_ops signature, e.g. `#define FLOOR(fn) bbr_##fn` for the kernel's BBR kfuncs.
+ * Further members of the table (e.g. `.release = (void *)prog`) follow impl, as extra arguments.
  * The program names are the same for every user, so `bpftool prog` lists each program of one beside
  * its counterpart in another (the floor against bbr1).
  *
@@ -17,7 +18,7 @@
 
 #define CC_NON_RESTRICTED 0x1 /* TCP_CONG_NON_RESTRICTED: any user may select it, like the kernel's bbr */
 
-#define CC_STRUCT_OPS(var, cc_name, impl) \
+#define CC_STRUCT_OPS(var, cc_name, impl, ...) \
 	SEC("struct_ops") \
 	void BPF_PROG(bbrkit_init, struct sock *sk) \
 	{ \
@@ -59,8 +60,7 @@
 		return impl(min_tso_segs)(sk); \
 	} \
 	SEC(".struct_ops") \
-	struct tcp_congestion_ops var = { \
-		.init = (void *)bbrkit_init, \
+	struct tcp_congestion_ops var = { .init = (void *)bbrkit_init, \
 		.cong_control = (void *)bbrkit_main, \
 		.ssthresh = (void *)bbrkit_ssthresh, \
 		.undo_cwnd = (void *)bbrkit_undo_cwnd, \
@@ -70,6 +70,6 @@
 		.min_tso_segs = (void *)bbrkit_tso_segs, \
 		.flags = CC_NON_RESTRICTED, \
 		.name = cc_name, \
-	}
+		__VA_ARGS__ }
 
 #endif /* CC_STRUCT_OPS_H */

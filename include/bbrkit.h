@@ -140,6 +140,14 @@ struct bbrkit_ctl {
 	__u32 tracers;
 };
 
+/* What the algorithm's closed connections did, summed by its release callback (once per connection,
+ * nothing per ACK): bbrctl export adds the live connections' own counters to these.
+ */
+struct bbrkit_closed_totals {
+	__u64 bytes_acked;   /* tp->bytes_acked, tcpi_bytes_acked */
+	__u64 total_retrans; /* tp->total_retrans, segments */
+};
+
 /* Optional kernel features the congestion control can run without. The loader clears a flag where
  * the kernel lacks the feature; the object keeps them in frozen read-only data, so the verifier
  * treats each flag as a constant and drops the code behind a cleared one.
@@ -159,6 +167,7 @@ struct bbrkit_features {
 #define BBRKIT_PIN_PARAMS "params" /* parameter map, when the algorithm has parameters */
 #define BBRKIT_PIN_CTL "ctl"	   /* struct bbrkit_ctl */
 #define BBRKIT_PIN_EVENTS "events" /* trace ring buffer */
+#define BBRKIT_PIN_TOTALS "totals" /* struct bbrkit_closed_totals, one entry */
 #define BBRKIT_PIN_FLOWS "flows"   /* sk_storage map iterator link: one record per live flow */
 /* iter/tcp link, where the kernel refuses map iterators: read it inside each network namespace. */
 #define BBRKIT_PIN_FLOWS_TCP "flows-tcp"

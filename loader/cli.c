@@ -281,7 +281,8 @@ const struct cli_command cli_commands[] = {
 	  .doc =
 	  "Serve the Prometheus text format at http://ADDR/metrics until SIGINT or SIGTERM: per\n"
 	  "attached algorithm (bbrkit_algo_*) and per policy arm (bbrkit_policy_*), read on each scrape\n"
-	  "from the flows iterators and the policy's maps; per flow (bbrkit_flow_*) only with --flows.\n"
+	  "from the flows iterators, the closed connections' totals, the policy's maps and every TCP\n"
+	  "socket's counters; per flow (bbrkit_flow_*) only with --flows.\n"
 	  "The metric list is in docs/operations.md.\n" },
 	{ .name = "ss",
 	  .run = cmd_ss,

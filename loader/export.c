@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,10 +22,12 @@
 #include <unistd.h>
 
 #include <microhttpd.h>
+#include <bpf/bpf.h>
 
 #include "bbrctl.h"
 #include "bbrkit_version.h"
 #include "exposition.h"
+#include "socks.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:9563" /* bbrkit's pick in the range Prometheus exporters use */
 #define DEFAULT_STALL_RTTS 4 /* BBR's probes take about 1 RTT each: 4 without delivery is not pacing */
@@ -49,6 +52,9 @@ struct algo_sums {
 	unsigned long flows, modes[NMODES], phases[NPHASES], ca[NCA_STATES], hi_n, lo_n, v3_n;
 	double pgain, cgain, hi, lo, loss, ecn;
 	struct hist bw, pacing, min_rtt, srtt;
+	bool has_totals;		  /* attached with the closed totals' pin */
+	struct bbrkit_closed_totals done; /* its closed connections */
+	double acked, retrans;		  /* done plus its live connections */
 };
 
 static bool has_variant(const struct algo *a, enum variant_kind kind)
@@ -156,23 +162,121 @@ static void write_counts(FILE *o, const struct algo *const *sel, const struct al
 	}
 }
 
-static void write_algos(FILE *o)
+/* The closed totals of an attached algorithm and the id of their map (a new one at each attach); false
+ * where it has none pinned (attached by a bbrctl that predates them).
+ */
+static bool read_closed_totals(const struct algo *a, struct bbrkit_closed_totals *t, __u32 *map_id)
 {
-	const struct algo *sel[CLI_MANY];
-	static struct algo_sums sums[CLI_MANY];
-	size_t nsel = 0;
+	int fd = open_pinned(a, BBRKIT_PIN_TOTALS, 0), err;
+	struct bpf_map_info info = {};
+	__u32 zero = 0, len = sizeof(info);
 
-	for (size_t i = 0; i < nalgos && nsel < CLI_MANY; i++) {
+	if (fd < 0)
+		return false;
+	err = bpf_map_lookup_elem(fd, &zero, t) || bpf_obj_get_info_by_fd(fd, &info, &len);
+	close(fd);
+	*map_id = info.id;
+	return !err;
+}
+
+/* The highest counters exported for an algorithm's totals map (one per attachment), indexed as
+ * algo_at(): the floor that keeps them from dropping (sum_totals).
+ */
+static struct totals_floor {
+	__u32 map_id;
+	double acked, retrans;
+} floors[CLI_MANY];
+
+/* The attached algorithms as one scrape reads them. */
+struct algo_scrape {
+	const struct algo *sel[CLI_MANY];
+	size_t index[CLI_MANY], nsel; /* sel[i] is algo_at(index[i]) */
+	struct algo_sums sums[CLI_MANY];
+	__u32 map_ids[CLI_MANY]; /* of each one's closed totals */
+};
+
+/* The algorithms' own records and their closed connections' totals: read before the sockets. */
+static void read_algos(struct algo_scrape *g)
+{
+	g->nsel = 0;
+	for (size_t i = 0; i < nalgos && i < CLI_MANY; i++) { /* i < CLI_MANY: floors[] */
 		const struct algo *a = algo_at(i);
+		struct algo_sums *s = &g->sums[g->nsel];
 		struct bbrkit_flow *f = NULL;
 		size_t n = 0;
 
 		if (!algo_attached(a) || check_attached_abi(a) || read_flows(a, &f, &n))
 			continue;
-		sum_algo(a, f, n, &sums[nsel]);
-		sel[nsel++] = a;
+		sum_algo(a, f, n, s);
 		free(f);
+		s->has_totals = read_closed_totals(a, &s->done, &g->map_ids[g->nsel]);
+		s->acked = (double)s->done.bytes_acked;
+		s->retrans = (double)s->done.total_retrans;
+		g->index[g->nsel] = i;
+		g->sel[g->nsel++] = a;
 	}
+}
+
+/* Cumulative counters over every connection of each algorithm, however it chose the algorithm:
+ * the closed ones' totals (the release callback's), then the live ones' own counters (iter/tcp).
+ * The closed totals are read first, so that no connection is counted twice: one that closes after
+ * that read is in neither, or in the live walk only. Each read is thus at most the true count, but
+ * it can fall short for a while: a connection leaves the kernel's hash table (what iter/tcp walks)
+ * when it reaches TIME_WAIT or CLOSE, and its release runs only at close(2), which its owner may
+ * call later. The exported value is therefore the highest read so far for this attachment, which
+ * never exceeds the true count either; it catches up once the owner closes the socket.
+ */
+static void sum_totals(struct algo_scrape *g, const struct scrape_socks *all)
+{
+	struct algo_sums *sums = g->sums;
+
+	for (size_t i = 0; !all->ok && i < g->nsel; i++)
+		sums[i].has_totals = false; /* without the live ones the sum is no count */
+	for (const struct bbrkit_sock *k = (const void *)all->buf;
+		all->ok && (const char *)(k + 1) <= all->buf + all->used; k++)
+		for (size_t i = 0; i < g->nsel; i++)
+			if (!strncmp(k->cc, g->sel[i]->name, sizeof(k->cc))) {
+				sums[i].acked += (double)k->bytes_acked;
+				sums[i].retrans += k->total_retrans;
+			}
+	for (size_t i = 0; i < g->nsel; i++) {
+		struct totals_floor *f = &floors[g->index[i]];
+
+		if (!sums[i].has_totals)
+			continue;
+		if (f->map_id != g->map_ids[i]) /* attached anew: a counter reset */
+			*f = (struct totals_floor){ .map_id = g->map_ids[i] };
+		f->acked = sums[i].acked = fmax(f->acked, sums[i].acked);
+		f->retrans = sums[i].retrans = fmax(f->retrans, sums[i].retrans);
+	}
+}
+
+static void write_totals(FILE *o, const struct algo *const *sel, const struct algo_sums *sums, size_t nsel)
+{
+	family(o, "bbrkit_algo_acked_bytes_total", "counter",
+		"bytes sent and acknowledged (tcpi_bytes_acked) on every connection of the algorithm, "
+		"closed and live");
+	for (size_t i = 0; i < nsel; i++)
+		if (sums[i].has_totals)
+			fprintf(o, "bbrkit_algo_acked_bytes_total{algo=\"%s\"} %.17g\n", sel[i]->name,
+				sums[i].acked);
+	family(o, "bbrkit_algo_retransmitted_segments_total", "counter",
+		"segments retransmitted (tcpi_total_retrans) on every connection of the algorithm, closed "
+		"and live");
+	for (size_t i = 0; i < nsel; i++)
+		if (sums[i].has_totals)
+			fprintf(o, "bbrkit_algo_retransmitted_segments_total{algo=\"%s\"} %.17g\n",
+				sel[i]->name, sums[i].retrans);
+}
+
+static void write_algos(FILE *o, struct algo_scrape *g, const struct scrape_socks *all)
+{
+	const struct algo *const *sel = g->sel;
+	const struct algo_sums *sums = g->sums;
+	size_t nsel = g->nsel;
+
+	sum_totals(g, all);
+	write_totals(o, sel, sums, nsel);
 	ALGO_GAUGE(o, "flows", "live connections using the algorithm", s->flows);
 	ALGO_HIST(o, "bandwidth_estimate_bytes_per_second", HIST_BYTES_PER_SECOND,
 		"bandwidth estimate (max-filtered delivery rate) of the live flows at the scrape", bw);
@@ -215,6 +319,9 @@ static void write_algos(FILE *o)
 
 static char *render(struct exporter *x, size_t *len)
 {
+	static struct algo_scrape algos;
+	struct scrape_socks all = {};
+	bool policy;
 	struct timespec t0, t1;
 	char *body = NULL;
 	FILE *o = open_memstream(&body, len);
@@ -226,8 +333,14 @@ static char *render(struct exporter *x, size_t *len)
 		"1, labelled with the bbrctl build and its algorithm objects");
 	fprintf(o, "bbrkit_build_info{version=\"%s\",objects_sha256=\"%s\"} 1\n", BBRKIT_VERSION,
 		BBRKIT_OBJECTS_SHA256);
-	write_algos(o);
-	write_policy(o, x->flow_limit, x->stall_rtts);
+	/* Both parts' closed connections before the live ones (sum_totals, write_policy). */
+	policy = read_policy_counters();
+	read_algos(&algos);
+	all.ok = (algos.nsel || policy) && !read_socks(&all.buf, &all.used);
+	write_algos(o, &algos, &all);
+	if (policy)
+		write_policy(o, &all, x->flow_limit, x->stall_rtts);
+	free(all.buf);
 	family(o, "bbrkit_exporter_scrape_duration_seconds", "gauge", "how long the previous scrape took");
 	fprintf(o, "bbrkit_exporter_scrape_duration_seconds %.6g\n", x->last_scrape_s);
 	fclose(o);

@@ -111,25 +111,34 @@ static void write_per_algo(FILE *o, const struct bbrkit_policy_rule *rules,
 			retrans[i]);
 }
 
-void write_policy(FILE *o, unsigned long flow_limit, unsigned long stall_rtts)
-{
-	static struct bbrkit_policy_rule rules[BBRKIT_POLICY_RULES];
-	static struct arm_sums sums[BBRKIT_POLICY_RULES][BBRKIT_POLICY_ARMS];
-	static struct bbrkit_policy_stats st[BBRKIT_POLICY_RULES][BBRKIT_POLICY_ARMS];
-	char path[BBRCTL_MAX_PATH], *buf = NULL;
-	size_t used = 0, nplaced = 0;
-	struct bbrkit_sock *k, *socks;
+static struct bbrkit_policy_rule rules[BBRKIT_POLICY_RULES];
+static struct bbrkit_policy_stats st[BBRKIT_POLICY_RULES][BBRKIT_POLICY_ARMS];
 
-	memset(sums, 0, sizeof(sums));
+bool read_policy_counters(void)
+{
 	if (!policy_exists() || policy_read_rules(rules))
-		return;
-	/* The map iterator where the kernel allows one; else iter/tcp in each network namespace. */
-	pin_path(path, BBRKIT_POLICY_DIR, BBRKIT_POLICY_PIN_FLOWS);
-	if (access(path, F_OK) ? read_socks(&buf, &used) : read_iterator(path, &buf, &used))
-		used = 0;
+		return false;
 	for (__u32 s = 0; s < BBRKIT_POLICY_RULES; s++)
 		for (__u32 a = 0; a < rules[s].narms; a++)
 			policy_read_stats(s, a, &st[s][a]);
+	return true;
+}
+
+void write_policy(FILE *o, struct scrape_socks *all, unsigned long flow_limit, unsigned long stall_rtts)
+{
+	static struct arm_sums sums[BBRKIT_POLICY_RULES][BBRKIT_POLICY_ARMS];
+	char path[BBRCTL_MAX_PATH], *own = NULL, *buf = all->ok ? all->buf : NULL;
+	size_t used = all->ok ? all->used : 0, nplaced = 0;
+	struct bbrkit_sock *k, *socks;
+
+	memset(sums, 0, sizeof(sums));
+	/* The placed connections alone from the policy's map iterator, where the kernel allows one. */
+	pin_path(path, BBRKIT_POLICY_DIR, BBRKIT_POLICY_PIN_FLOWS);
+	if (!access(path, F_OK)) {
+		used = 0;
+		if (!read_iterator(path, &own, &used))
+			buf = own;
+	}
 	/* The placed connections, moved to the front of buf in their order. */
 	socks = (void *)buf;
 	for (k = socks; (const char *)(k + 1) <= buf + used; k++) {
@@ -215,5 +224,5 @@ void write_policy(FILE *o, unsigned long flow_limit, unsigned long stall_rtts)
 		"placed flows left out of the per-flow series by --flows");
 	fprintf(o, "bbrkit_exporter_omitted_flows %zu\n",
 		flow_limit && nplaced > flow_limit ? nplaced - flow_limit : 0);
-	free(buf);
+	free(own);
 }

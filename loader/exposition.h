@@ -5,6 +5,8 @@
 #ifndef BBRCTL_EXPOSITION_H
 #define BBRCTL_EXPOSITION_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #define USEC_PER_SEC 1e6
@@ -26,7 +28,23 @@ void hist_observe(struct hist *h, enum hist_kind kind, double v);
 /* The _bucket, _sum and _count samples of name{labels} (labels without braces, may be empty). */
 void hist_write(FILE *o, const char *name, const char *labels, enum hist_kind kind, const struct hist *h);
 
-/* export_policy.c: per policy arm and per flow; the placed connections' totals per algorithm. */
-void write_policy(FILE *o, unsigned long flow_limit, unsigned long stall_rtts);
+/* Every connected TCP socket as one scrape read it (struct bbrkit_sock records, socks.h); ok false
+ * where the read failed.
+ */
+struct scrape_socks {
+	char *buf;
+	size_t used;
+	bool ok;
+};
+
+/* export_policy.c: the policy's rules and its closed connections' per-arm counters, read before the
+ * sockets (so that a connection closing in between is not counted twice); false without a policy.
+ */
+bool read_policy_counters(void);
+/* Per policy arm and per flow, and the placed connections' totals per algorithm, from the counters
+ * read_policy_counters() read and the live placed connections: from the policy's own iterator where
+ * the kernel allows it, else from all (whose records this reorders).
+ */
+void write_policy(FILE *o, struct scrape_socks *all, unsigned long flow_limit, unsigned long stall_rtts);
 
 #endif

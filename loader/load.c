@@ -96,6 +96,10 @@ static int share_maps(const struct algo *a, struct bpf_object *obj)
 		(reuse_map(obj, ".data.ctl", open_pinned(a, BBRKIT_PIN_CTL, 0), "ctl map") ||
 			reuse_map(obj, "events", open_pinned(a, BBRKIT_PIN_EVENTS, 0), "ring buffer")))
 		return EXIT_FAILURE;
+	/* An upgrade keeps the closed connections' totals; an attachment made before they existed has none. */
+	fd = open_pinned(a, BBRKIT_PIN_TOTALS, 0);
+	if (fd != -ENOENT && reuse_map(obj, "closed_totals", fd, "closed totals"))
+		return EXIT_FAILURE;
 	fd = attached_storage_fd(a);
 	if (fd == -ENOENT)
 		return EXIT_SUCCESS;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The pin directories: BBRKIT_PIN_ROOT/<algo>/{link, abi, flows or flows-tcp, events, ctl, params}.
+/* The pin directories: BBRKIT_PIN_ROOT/<algo>/{link, abi, totals, flows or flows-tcp,
+ * events, ctl, params}.
  * The link alone is the registration, the rest is there where the kernel allows it. attach builds a
  * directory under a temporary name and renames it into place, so a failed attach leaves nothing; the
  * root directory is flock()ed so that concurrent attach, detach and upgrade runs do not interleave.
@@ -165,7 +166,8 @@ static int pin_into(const struct algo *a, const struct loaded *l, const char *tm
 		if (err)
 			return fail(err, "cannot pin the per-packet loss programs into %s", tmp);
 	}
-	if (pin_map(l, BBRKIT_ABI_SECTION, tmp, BBRKIT_PIN_ABI))
+	if (pin_map(l, BBRKIT_ABI_SECTION, tmp, BBRKIT_PIN_ABI) ||
+		pin_map(l, "closed_totals", tmp, BBRKIT_PIN_TOTALS))
 		return EXIT_FAILURE;
 	err = pin_fd(l->link_fd, tmp, BBRKIT_PIN_LINK);
 	return err ? fail(err, "cannot pin the struct_ops link into %s", tmp) : EXIT_SUCCESS;

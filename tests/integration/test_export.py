@@ -12,6 +12,7 @@ import re
 import shutil
 import signal
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from netutil import BBRCTL, NS_PREFIX, bbrctl, run
+from netutil import BBRCTL, NS_PREFIX, bbrctl, kernel_features, run
 from test_prometheus import used_metric_names
 
 PORT = 18093
@@ -242,3 +243,148 @@ def test_ramp_step_rewrites_weights_and_keeps_the_rule(monkeypatch: pytest.Monke
     assert {a["algo"]: a["weight"] for a in after["arms"]} == {"reno": 10, "cubic": 90}
     unchanged = ("priority", "cgroup", "lport", "rport", "dst", "fallback", "holdback")
     assert {k: after[k] for k in unchanged} == {k: before[k] for k in unchanged}
+
+
+TOTALS_PORT = 18094
+TOTALS_ALGOS = ("bbr1", "bbr3")
+TOTALS_BYTES = 3 << 20  # per connection: several hundred segments, enough for a few losses
+TOTALS_CONNS = 3  # per algorithm
+FIN_BYTES = 1  # the FIN takes one sequence number, so tcpi_bytes_acked counts it
+# Clients choose the algorithm by setsockopt (no policy): the counters cover every connection. The server
+# runs reno, so that only the clients count. Each client
+# sends TOTALS_BYTES and waits for the server's one-byte reply, which acknowledges all of it; its
+# tcpi_bytes_acked and tcpi_total_retrans (struct tcp_info offsets 120 and 100) are printed. It prints {}
+# once all have sent. Each "finish" then ends one connection per algorithm, prints what its tcp_info said
+# just before, and waits until the server has closed its end too: the connection is in TIME_WAIT, gone
+# from the kernel's socket hash, but its owner has not called close(2), which runs the algorithm's release.
+# "close" does that and prints {}.
+TOTALS_TRAFFIC = f"""
+import json, socket, struct, sys, threading
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"reno")
+srv.bind(("127.0.0.1", {TOTALS_PORT}))
+srv.listen(64)
+def serve(c):
+    got = 0
+    while got < {TOTALS_BYTES}:
+        got += len(c.recv(1 << 16))
+    c.sendall(b"k")
+    while c.recv(1 << 16):
+        pass
+    c.close()
+def accept():
+    while True:
+        threading.Thread(target=serve, args=(srv.accept()[0],), daemon=True).start()
+threading.Thread(target=accept, daemon=True).start()
+conns = {{}}
+for algo in {TOTALS_ALGOS!r}:
+    for _ in range({TOTALS_CONNS}):
+        c = socket.socket()
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, algo.encode())
+        c.connect(("127.0.0.1", {TOTALS_PORT}))
+        c.sendall(b"x" * {TOTALS_BYTES})
+        assert c.recv(1) == b"k"
+        conns.setdefault(algo, []).append(c)
+print("{{}}", flush=True)
+def info(c):
+    raw = c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232)
+    return struct.unpack_from("Q", raw, 120)[0], struct.unpack_from("I", raw, 100)[0]
+finished = []
+for line in sys.stdin:
+    out = {{}}
+    for algo, cs in conns.items():
+        if line == "finish\\n":
+            c = cs.pop()
+            out[algo] = info(c)
+            c.shutdown(socket.SHUT_WR)
+            while c.recv(1 << 16):
+                pass
+            finished.append(c)
+    while line == "close\\n" and finished:
+        finished.pop().close()
+    print(json.dumps(out), flush=True)
+"""
+
+
+def algo_totals(url: str) -> dict[str, tuple[float, float]]:
+    text = scrape(url)
+    assert text is not None
+    return {algo: (value(text, "bbrkit_algo_acked_bytes_total", algo=algo),
+                   value(text, "bbrkit_algo_retransmitted_segments_total", algo=algo)) for algo in TOTALS_ALGOS}
+
+
+@pytest.mark.parametrize("upgraded", [False, True], ids=["attached", "upgraded"])
+def test_algo_totals_count_every_connection_closed_and_live(attach: Callable[[str], None], metrics_url: str,
+                                                            upgraded: bool) -> None:
+    """Connections on bbr1 and bbr3 by setsockopt, over a lossy loopback: the per-algorithm
+    counters rise by what the connections' own tcp_info says, live and after they close, and never drop
+    between scrapes as connections move from live to closed. After an upgrade, the new object's
+    connections add to the same pinned totals."""
+    for algo in TOTALS_ALGOS:
+        attach(algo)
+    if upgraded:
+        if not kernel_features()["link-update"]["available"]:
+            pytest.skip("the kernel cannot update struct_ops links")
+        bbrctl("upgrade", TOTALS_ALGOS[0])
+    ns = f"{NS_PREFIX}tot"
+    run(["ip", "netns", "add", ns])
+    proc = None
+    try:
+        run(["ip", "-n", ns, "link", "set", "lo", "up"])
+        # One in ten of the clients' data segments (64 KB each on lo) dropped on receipt: nftables, as kernels
+        # without netem have it; a drop on output would be a local error, which TCP does not retransmit. SYN
+        # and FIN pass, so that tcp_info's count before the close is the connection's last.
+        run(["ip", "netns", "exec", ns, "nft", f"add table inet loss; add chain inet loss in {{ type filter hook "
+             f"input priority 0; }}; add rule inet loss in tcp dport {TOTALS_PORT} tcp flags & (fin | syn) == 0 "
+             "numgen random mod 10 0 drop"])
+        before = algo_totals(metrics_url)
+        proc = subprocess.Popen(["ip", "netns", "exec", ns, "python3", "-c", TOTALS_TRAFFIC], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True, start_new_session=True)
+        assert proc.stdin is not None and proc.stdout is not None
+        assert json.loads(proc.stdout.readline()) == {}
+        live = algo_totals(metrics_url)
+        # A scraper runs while the connections close, round by round; this thread scrapes after each step,
+        # one of them while the finished connections are neither live nor released.
+        scraped: list[dict[str, tuple[float, float]]] = []
+        rounds = [live]
+        closing = threading.Event()
+
+        def scrape_until_closed() -> None:
+            while not closing.is_set():
+                scraped.append(algo_totals(metrics_url))
+
+        scraper = threading.Thread(target=scrape_until_closed)
+        scraper.start()
+        finals: dict[str, list[list[int]]] = {algo: [] for algo in TOTALS_ALGOS}
+        try:
+            for _ in range(TOTALS_CONNS):
+                for command in ("finish", "close"):
+                    proc.stdin.write(command + "\n")
+                    proc.stdin.flush()
+                    for algo, final in json.loads(proc.stdout.readline()).items():
+                        finals[algo].append(final)
+                    rounds.append(algo_totals(metrics_url))
+        finally:
+            closing.set()
+            scraper.join()
+        after = rounds[-1]
+    finally:
+        if proc is not None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        run(["ip", "netns", "del", ns], check=False)
+    for algo in TOTALS_ALGOS:
+        # Live only: every byte sent is acknowledged already.
+        assert live[algo][0] - before[algo][0] >= TOTALS_CONNS * TOTALS_BYTES, (algo, live[algo], before[algo])
+        for seen in (scraped, rounds):
+            series = [s[algo] for s in seen]
+            assert all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(series, series[1:])), (algo, series)
+        acked = after[algo][0] - before[algo][0]
+        retrans = after[algo][1] - before[algo][1]
+        told_acked = sum(f[0] for f in finals[algo])
+        told_retrans = sum(f[1] for f in finals[algo])
+        # What tcp_info said before the close, plus the FIN, which the server's FIN acknowledged.
+        assert told_acked >= TOTALS_CONNS * TOTALS_BYTES and told_retrans > 0, (algo, finals[algo])
+        assert acked == told_acked + TOTALS_CONNS * FIN_BYTES, (algo, acked, told_acked)
+        assert retrans == told_retrans, (algo, retrans, told_retrans)

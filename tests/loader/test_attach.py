@@ -37,7 +37,7 @@ def test_attach_reattach_detach(algo: str, detached) -> None:
         assert f"{algo} attached" in out
         assert algo in available_ccs()
         flows_pin = "flows" if kernel_features()["map-iter"]["available"] else "flows-tcp"
-        expected = {"link", flows_pin, "events", "ctl", "abi"} | ({"params"} if algo != "bbr1" else set())
+        expected = {"link", flows_pin, "events", "ctl", "abi", "totals"} | ({"params"} if algo != "bbr1" else set())
         if algo in PER_PACKET_ALGOS and kernel_features()["per-packet"]["available"]:
             expected |= {"pp-sent", "pp-lost", "pp-destroy"}  # docs/reference.md, the pins table
         assert set(pins()[algo]) == expected
