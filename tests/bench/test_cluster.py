@@ -679,8 +679,9 @@ def test_interrupted_client_leaves_nothing_queued(shared: Cluster, tmp_path: Pat
     # step (CI saw the run's namespaces still there when the test ended), so the test waits for it.
     shared.stop_worker(shared.workers[0])
     assert not list(Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*"))
+    # Its stop time, then the clean-up's own (a loaded machine was seen to need more than the stop time).
     wait_for("the abandoned run removed its namespaces", lambda: not namespaces(RUN_BASE),
-             timeout_s=worker.RUN_STOP_TIMEOUT_S)
+             timeout_s=worker.RUN_STOP_TIMEOUT_S + 50)
     shared.start_worker(host=SHARED_HOST)
 
 
@@ -772,6 +773,11 @@ def test_workers_that_cannot_run_experiments_get_none(cluster: Callable[[], Clus
     from bbrbench.cluster import DaskExecutor
     twin = shared.start_worker(host=SHARED_HOST)
     try:
+        # Both workers registered before the client looks (the second one's join is not instant).
+        with shared.client() as client:
+            wait_for("the second worker joined",
+                     lambda: client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.workers)) == 2,
+                     timeout_s=60)
         with DaskExecutor(shared.address, shared.certs, 1) as executor:
             assert len(executor.members) == 1 and len(executor.refused) == 1
     finally:

@@ -27,10 +27,15 @@ def test_conformance_subset_passes_on_real_transfers(tmp_path: Path, capsys: pyt
     got = {(o["case"], o["algo"]): o for o in doc["outcomes"]}
     assert set(got) == {("A.3", "bbr3"), ("A.3", "bbr1"), ("A.3", "bbr_draft"), ("A.20", "bbr3")}, \
         capsys.readouterr().err
-    for outcome in got.values():
+    for key, outcome in got.items():
+        if key == ("A.20", "bbr3") and outcome["verdict"] == "blocked":
+            # A real run does not always see a PROBE_RTT during STARTUP end before the run does: that is an
+            # unmet precondition, never a pass; what the test guards against is a fail.
+            assert "precondition" in json.dumps(outcome), outcome
+            continue
         assert outcome["verdict"] == "pass", outcome
         assert (tmp_path / outcome["plot"]).stat().st_size > 10_000
-    assert status == status_a20 == 0
+    assert status == status_a20 == 0  # blocked does not fail a run
     # Each invocation's table has the cases it was asked for; the results file keeps the first one's too.
     tables = capsys.readouterr().out
     assert tables.count("A.3 ") == 3 and tables.count("A.20 ") == 1

@@ -191,7 +191,7 @@ def test_rollout_reads_a_real_prometheus(placed_traffic: str, metrics_url: str, 
     """Prometheus (Debian's) scrapes the exporter every 2 s (a scrape slower than the interval is dropped:
     2 s leaves room on a loaded machine); bbrbench rollout --prometheus judges the rule
     from its query API: both arms get samples, and the retransmission guard, with a margin loopback cannot
-    reach, passes (exit 0)."""
+    reach, is never breached (passed, or inconclusive where a few retransmissions cannot bound the ratio)."""
     if not shutil.which("prometheus"):
         pytest.skip("needs prometheus (Debian's)")
     conf = tmp_path / "prometheus.yml"
@@ -216,8 +216,12 @@ def test_rollout_reads_a_real_prometheus(placed_traffic: str, metrics_url: str, 
                            capture_output=True, text=True, timeout=60,
                            env={**os.environ, "PATH": f"{BBRCTL.parent}:{os.environ['PATH']}"})
         doc = json.loads(r.stdout)
-        assert r.returncode == 0, (r.stderr, json.dumps(doc["checks"]), json.dumps(doc["summary"]))
-        assert doc["outcome"] == "passed" and doc["holdback"] == "cubic"
+        # What this test guards is the reading: both arms' samples come from Prometheus. The guard's verdict
+        # on a few loopback retransmissions may be passed or inconclusive (too few to bound the ratio), but
+        # never a breach.
+        assert (r.returncode, doc["outcome"]) in ((0, "passed"), (5, "undecided")), \
+            (r.stderr, json.dumps(doc["checks"]), json.dumps(doc["summary"]))
+        assert doc["holdback"] == "cubic"
         assert {arm: m["retrans_rate"]["n"] >= 3 for arm, m in doc["summary"].items()} == {"bbr1": True,
                                                                                               "cubic": True}
     finally:
