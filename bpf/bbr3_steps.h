@@ -400,6 +400,34 @@ BBR_INLINE void bbr3_check_probe_rtt_done(struct sock *sk, struct bbr_core *b, s
 	bbr3_exit_probe_rtt(sk, b, s);
 }
 
+/* While in PROBE_RTT: hold the flight at the PROBE_RTT cwnd for BBR_PROBE_RTT_MODE_TICKS and a round,
+ * then leave; any delivery ends an idle restart. Shared by bbr3 and bbr_draft (HandleProbeRTT()).
+ */
+BBR_INLINE void bbr3_handle_probe_rtt(
+	struct sock *sk, struct bbr_core *b, struct bbr3 *s, const struct rate_sample *rs, u32 now)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (b->mode == BBRKIT_PROBE_RTT) {
+		u32 inflight = bbr_packets_in_flight(tp);
+
+		/* Samples taken at half a BDP say nothing about the path's bandwidth. */
+		bbr_out_set_app_limited(sk, b, (tp->delivered + inflight) ?: 1);
+		if (!b->probe_rtt_done_stamp && inflight <= bbr3_probe_rtt_cwnd(b)) {
+			b->probe_rtt_done_stamp = (now + BBR_PROBE_RTT_MODE_TICKS) ?: 1;
+			b->probe_rtt_round_done = 0;
+			b->next_rtt_delivered = tp->delivered;
+		} else if (b->probe_rtt_done_stamp) {
+			if (b->round_start)
+				b->probe_rtt_round_done = 1;
+			if (b->probe_rtt_round_done)
+				bbr3_check_probe_rtt_done(sk, b, s, now);
+		}
+	}
+	if (rs->delivered > 0)
+		b->idle_restart = 0;
+}
+
 /* Two min filters: probe_rtt_min over the PROBE_RTT interval (5 s) times PROBE_RTT, min_rtt over
  * 10 s is the model's. PROBE_RTT holds cwnd at 0.5 x BDP for max(200 ms, one round).
  */
@@ -432,24 +460,7 @@ BBR_INLINE void bbr3_update_min_rtt(
 		b->next_rtt_delivered = tp->delivered;
 	}
 
-	if (b->mode == BBRKIT_PROBE_RTT) {
-		u32 inflight = bbr_packets_in_flight(tp);
-
-		/* Samples taken at half a BDP say nothing about the path's bandwidth. */
-		bbr_out_set_app_limited(sk, b, (tp->delivered + inflight) ?: 1);
-		if (!b->probe_rtt_done_stamp && inflight <= bbr3_probe_rtt_cwnd(b)) {
-			b->probe_rtt_done_stamp = (now + BBR_PROBE_RTT_MODE_TICKS) ?: 1;
-			b->probe_rtt_round_done = 0;
-			b->next_rtt_delivered = tp->delivered;
-		} else if (b->probe_rtt_done_stamp) {
-			if (b->round_start)
-				b->probe_rtt_round_done = 1;
-			if (b->probe_rtt_round_done)
-				bbr3_check_probe_rtt_done(sk, b, s, now);
-		}
-	}
-	if (rs->delivered > 0)
-		b->idle_restart = 0;
+	bbr3_handle_probe_rtt(sk, b, s, rs, now);
 }
 
 BBR_INLINE void bbr3_update_gains(struct bbr_core *b)

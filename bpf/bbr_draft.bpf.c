@@ -310,7 +310,6 @@ BBR_INLINE void draft_check_probe_rtt(struct sock *sk, struct bbr_core *b, struc
 	const struct rate_sample *rs, bool expired, u32 now)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	u32 inflight;
 
 #ifdef TWIN_MUTANT /* the twin's conformance mutation of this step; never in the BPF build */
 	b->idle_restart &= !TWIN_MUTANT(idle_restart);
@@ -322,23 +321,7 @@ BBR_INLINE void draft_check_probe_rtt(struct sock *sk, struct bbr_core *b, struc
 		s->ack_phase = BBR3_ACKS_PROBE_STOPPING;
 		b->next_rtt_delivered = tp->delivered;
 	}
-	if (b->mode == BBRKIT_PROBE_RTT) {
-		inflight = bbr_packets_in_flight(tp);
-		/* Ignore the low rate samples of ProbeRTT. */
-		bbr_out_set_app_limited(sk, b, (tp->delivered + inflight) ?: 1);
-		if (!b->probe_rtt_done_stamp && inflight <= bbr3_probe_rtt_cwnd(b)) {
-			b->probe_rtt_done_stamp = (now + BBR_PROBE_RTT_MODE_TICKS) ?: 1;
-			b->probe_rtt_round_done = 0;
-			b->next_rtt_delivered = tp->delivered;
-		} else if (b->probe_rtt_done_stamp) {
-			if (b->round_start)
-				b->probe_rtt_round_done = 1;
-			if (b->probe_rtt_round_done)
-				bbr3_check_probe_rtt_done(sk, b, s, now);
-		}
-	}
-	if (rs->delivered > 0)
-		b->idle_restart = 0;
+	bbr3_handle_probe_rtt(sk, b, s, rs, now);
 }
 
 /* 5.5.9 UpdateACKAggregation(): the substrate's filter, its window ending every round in STARTUP
