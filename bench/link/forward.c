@@ -51,12 +51,12 @@ static void log_line(struct lpath *p, uint64_t t)
 	p->q.st.sojourn_max_ns = 0;
 	fprintf(p->log,
 		"%.6f,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-		",%" PRIu64 ",%" PRIu64 "\n",
+		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
 		(double)t / WIRE_NSEC_PER_SEC, p->q.backlog_pkts, p->q.backlog_bytes,
 		deq - p->log_last_deq ? (sum - p->log_last_sum) / (deq - p->log_last_deq) : 0, max, out,
 		p->q.st.drop_overlimit, p->q.st.drop_aqm + p->q.st.drop_blue,
 		p->q.st.mark_aqm + p->q.st.mark_step, (uint64_t)atomic_load(&p->pub.drop_ge),
-		(uint64_t)atomic_load(&p->pub.out_bytes));
+		(uint64_t)atomic_load(&p->pub.out_bytes), (uint64_t)(p->forfeit_ns / LQ_NSEC_PER_USEC));
 	p->log_last_deq = deq;
 	p->log_last_sum = sum;
 }

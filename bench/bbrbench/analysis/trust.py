@@ -80,6 +80,9 @@ def _link_checks(link: dict[str, Any], checks: dict[str, float], failed: list[st
     for key in ("late_max_us", "sockbuf_max_bytes"):
         if key in link:
             checks[key] = link[key]
+    if "forfeit_us" in link and wall:
+        # Recorded, not judged: the capacity late wake-ups cost is what late_share already fails on.
+        checks["forfeit_share"] = link["forfeit_us"] / wall
 
 
 def _rate_checks(path: dict[str, Any], checks: dict[str, float], failed: list[str], missing: list[str]) -> None:
