@@ -413,7 +413,8 @@ def test_injected_stalls_make_their_share_of_departures_late(link_path: Callable
     """bottleneck.stall: before 20% of departures the link's thread stops for 1 ms, and the link's own
     lateness counters see exactly those: lone pings 10 ms apart each leave alone, so a stall makes one
     departure late (by over the 200 us that counts as late), the stalls are 20% of the departures within
-    five standard deviations of 500 draws, and a clean departure is late only rarely."""
+    five standard deviations of 500 draws, and the other departures are late only as a loaded machine makes
+    them (a few percent at most for a real-time thread forwarding lone pings)."""
     path = link_path({"rate_mbit": 10, "aqm": "fifo", "buffer_packets": 100, "stall": {"percent": 20, "us": 1000}})
     pings = 500
     command(["ping", "-n", "-q", "-c", str(pings), "-i", "0.01", RECEIVER_ADDR], netns=path.sender, timeout=60)
@@ -423,7 +424,7 @@ def test_injected_stalls_make_their_share_of_departures_late(link_path: Callable
     assert departures >= pings, stats
     sd = (departures * 0.2 * 0.8) ** 0.5
     assert abs(stalls - 0.2 * departures) <= 5 * sd, stats
-    assert stalls <= stats["late_wakeups"] <= stalls + 0.02 * departures, stats
+    assert stalls <= stats["late_wakeups"] <= stalls + 0.05 * departures, stats
     assert stats["late_max_us"] >= 1000, stats
     assert "injected stalls: 20% of departures held 1000 us" in path.emulation.implementation()
 
