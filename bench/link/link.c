@@ -21,6 +21,7 @@
 #include <inttypes.h>
 #include <net/if.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -54,6 +55,8 @@
  * link never pays a wake-up; an idle one stops spinning within 100 us. */
 #define DEFAULT_BUSY_POLL_US 100ULL
 #define MAX_BUSY_POLL_US 1000000ULL
+/* --cpu not given: the forward thread runs wherever the scheduler puts it. */
+#define CPU_UNPINNED UINT64_MAX
 
 enum { DIR_FWD, DIR_REV, DIRS };
 static const char *tag = "";
@@ -151,6 +154,8 @@ static void usage(void)
 	       "  --aggregate SPEC       hold frames after the link and release them in bursts:\n"
 	       "                         slot,MIN_US[,MAX_US[,PKTS]] (netem's slot), count,K,TIMEOUT_US\n"
 	       "                         or onoff,ON_US,OFF_US\n"
+	       "  --stall PCT,US         before PCT%% of departures (drawn, seeded) the thread stops for\n"
+	       "                         US us (1..1000000), as a preempted thread would (stalls_injected)\n"
 	       "  --mm-log FILE          a line per packet in Mahimahi mm-link's log format (+ arrival,\n"
 	       "                         # opportunity, - departure with its delay), for "
 	       "mm-throughput-graph\n"
@@ -172,6 +177,7 @@ static void usage(void)
 	       "                         redirect --right's ingress to --left (tc mirred)\n"
 	       "  --busy-poll-us N       a shaping thread polls instead of sleeping for N us after its\n"
 	       "                         last frame (default %llu; 0: always sleep); the time is spin_us\n"
+	       "  --cpu N                pin the forward thread to CPU N (one this process may use)\n"
 	       "  --help                 show this help\n"
 	       "\n"
 	       "Prints {\"event\":\"ready\",...} when forwarding, a {\"event\":\"stats\",...} line of\n"
@@ -187,14 +193,14 @@ static const char *const dir_prefix[DIRS] = { "", "rev-" };
 struct link_args {
 	struct wire_args wire; /* the interfaces, tag, socket buffers and priority (bench/wire) */
 	const char *log_path;
-	uint64_t mtu, log_us, seed, busy_poll_us;
+	uint64_t mtu, log_us, seed, busy_poll_us, cpu;
 	bool rev_kernel;
 	struct path_args path[DIRS];
 };
 
 /* The link's options beside the shared ones (bench/wire/options.h): its own, then each direction's under
  * its prefix, which come back to parse_dir_opt with the direction's id base. */
-#define N_GLOBAL 6
+#define N_GLOBAL 7
 static struct wire_opt link_opts[N_GLOBAL + DIRS * PATH_OPT_COUNT];
 static char opt_names[DIRS][PATH_OPT_COUNT][PATH_OPT_NAME_BYTES];
 
@@ -214,6 +220,7 @@ static void build_options(struct link_args *a)
 			.has_arg = required_argument,
 			.value = &a->busy_poll_us,
 			.max = MAX_BUSY_POLL_US },
+		{ .name = "cpu", .has_arg = required_argument, .value = &a->cpu, .max = CPU_SETSIZE - 1 },
 	};
 	size_t n = 0;
 
@@ -240,6 +247,12 @@ static void check_args(struct link_args *a)
 	struct lpath *dirs[DIRS] = { &fwd, &rev };
 
 	wire_check_required(&a->wire);
+	if (a->cpu != CPU_UNPINNED) {
+		cpu_set_t allowed;
+
+		if (sched_getaffinity(0, sizeof(allowed), &allowed) || !CPU_ISSET((int)a->cpu, &allowed))
+			wire_die("--cpu %" PRIu64 ": not a CPU this process may run on", a->cpu);
+	}
 	if (!a->path[DIR_FWD].rate_bps == !a->path[DIR_FWD].trace)
 		wire_die("give exactly one of --rate-bps and --trace");
 	if (a->rev_kernel && a->path[DIR_REV].given)
@@ -328,12 +341,20 @@ static void open_sockets(const struct link_args *a)
 	fwd.stop_fd = rev.stop_fd = wire_stop_fd();
 }
 
-static int start_threads(uint64_t prio, bool rev_thread_on, pthread_t *f, pthread_t *r)
+/* The forward thread's attributes carry its CPU (@cpu, unless CPU_UNPINNED) from its first instruction on. */
+static int start_threads(uint64_t prio, uint64_t cpu, bool rev_thread_on, pthread_t *f, pthread_t *r)
 {
-	pthread_attr_t attr;
+	pthread_attr_t attr, fwd_attr;
+	cpu_set_t set;
 
 	wire_thread_attr(&attr, prio);
-	if (pthread_create(f, &attr, lp_main, &fwd) ||
+	wire_thread_attr(&fwd_attr, prio);
+	CPU_ZERO(&set);
+	if (cpu != CPU_UNPINNED) {
+		CPU_SET((int)cpu, &set);
+		pthread_attr_setaffinity_np(&fwd_attr, sizeof(set), &set);
+	}
+	if (pthread_create(f, &fwd_attr, lp_main, &fwd) ||
 		(rev_thread_on &&
 			pthread_create(r, &attr, rev_shaped ? lp_main : lp_passthrough_main, &rev))) {
 		fprintf(stderr, PROG ": cannot start forwarding threads\n");
@@ -349,7 +370,8 @@ int main(int argc, char **argv)
 		.mtu = DEFAULT_MTU,
 		.log_us = DEFAULT_LOG_INTERVAL_US,
 		.seed = 1,
-		.busy_poll_us = DEFAULT_BUSY_POLL_US };
+		.busy_poll_us = DEFAULT_BUSY_POLL_US,
+		.cpu = CPU_UNPINNED };
 	pthread_t f, r;
 	sigset_t sigs;
 
@@ -370,13 +392,14 @@ int main(int argc, char **argv)
 	open_sockets(&args);
 	start_ns = wire_now_ns();
 	rev_running = !args.rev_kernel;
-	if (start_threads(args.wire.rt_prio, rev_running, &f, &r))
+	if (start_threads(args.wire.rt_prio, args.cpu, rev_running, &f, &r))
 		return 1;
 	fwd_thread = f;
 	rev_thread = r;
 	printf("{\"event\":\"ready\",\"tag\":\"%s\",\"pid\":%d,\"rx_ring\":%d,\"qdisc_bypass\":%d,"
-	       "\"busy_poll_us\":%" PRIu64 "}\n",
-		tag, (int)getpid(), rx_ring_on[DIR_FWD], qdisc_bypass_on[DIR_FWD], args.busy_poll_us);
+	       "\"busy_poll_us\":%" PRIu64 ",\"cpu\":%d}\n",
+		tag, (int)getpid(), rx_ring_on[DIR_FWD], qdisc_bypass_on[DIR_FWD], args.busy_poll_us,
+		args.cpu == CPU_UNPINNED ? -1 : (int)args.cpu);
 	fflush(stdout);
 	wire_wait_for_stop(&sigs, print_stats);
 	sample_cpu();

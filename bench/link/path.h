@@ -58,7 +58,8 @@
 	X(sockbuf_max_bytes) \
 	X(rx_wait_max_us) \
 	X(rx_waited_pkts) \
-	X(spin_us)
+	X(spin_us) \
+	X(stalls_injected)
 
 struct lp_pub {
 #define LP_FIELD(name) atomic_uint_fast64_t name;
@@ -80,6 +81,8 @@ struct lp_config {
 	enum ls_agg_kind agg;
 	uint64_t agg_a_ns, agg_b_ns;
 	uint32_t agg_pkts;
+	double stall_prob;     /* --stall: the share of departures before which the thread stops */
+	uint64_t stall_ns;     /* ...and for how long */
 	const char *mm_log;    /* Mahimahi mm-link format packet log, or NULL */
 	const char *mm_header; /* its "# command line:" and "# queue:" text */
 };
@@ -109,7 +112,7 @@ struct lpath {
 	struct ls_police police;
 	struct ls_reorder reorder;
 	struct ls_agg agg;
-	uint64_t rng; /* jitter and duplication draws */
+	uint64_t rng; /* jitter, duplication and stall draws */
 	uint8_t *pool;
 	size_t pool_stride;
 	uint32_t pool_slots, pool_used;

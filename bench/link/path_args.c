@@ -14,6 +14,8 @@
 #define MAX_LIMIT_PKTS 1000000
 #define MAX_LIMIT_BYTES (1ULL << 32)
 #define MAX_PARAM_MS 10000ULL
+/* The longest injected stall: well past any preemption worth emulating, short of stopping a run. */
+#define MAX_STALL_US 1000000ULL
 
 static double parse_prob(const char *opt, const char *s)
 {
@@ -147,6 +149,7 @@ void path_options(struct path_args *pa, const char *prefix, int id_base, char (*
 		{ .name = "reorder", .id = P_REORDER },
 		{ .name = "duplicate", .id = P_DUP },
 		{ .name = "aggregate", .id = P_AGG },
+		{ .name = "stall", .id = P_STALL },
 		{ .name = "mm-log", .text = &pa->mm_log },
 	};
 
@@ -193,6 +196,11 @@ void parse_path_opt(struct path_args *pa, int id, const char *opt, const char *a
 		break;
 	case P_AGG:
 		parse_agg(pa, opt, arg);
+		break;
+	case P_STALL:
+		parse_fields(opt, arg, "PCT,US", 2, 2, fields);
+		pa->stall_prob = parse_percent(opt, fields[0]);
+		pa->stall_us = wire_parse_u64(opt, fields[1], 1, MAX_STALL_US);
 		break;
 	}
 }
@@ -250,6 +258,8 @@ void path_config(const struct path_args *pa, enum lq_kind kind, uint32_t frame_m
 	c->agg_a_ns = pa->agg_a_us * LQ_NSEC_PER_USEC;
 	c->agg_b_ns = pa->agg_b_us * LQ_NSEC_PER_USEC;
 	c->agg_pkts = (uint32_t)pa->agg_pkts;
+	c->stall_prob = pa->stall_prob;
+	c->stall_ns = pa->stall_us * LQ_NSEC_PER_USEC;
 	c->mm_log = pa->mm_log;
 	memcpy(c->ge, pa->ge, sizeof(c->ge));
 	lq_defaults(prm, kind, frame_max - 4);

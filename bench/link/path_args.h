@@ -30,15 +30,17 @@ struct path_args {
 	double reorder_prob, dup_prob;
 	enum ls_agg_kind agg;
 	uint64_t agg_a_us, agg_b_us, agg_pkts;
+	double stall_prob;
+	uint64_t stall_us;
 	const char *mm_log;
 };
 
 /* How many options a direction has; each exists as --NAME and --rev-NAME. */
-#define PATH_OPT_COUNT 22
+#define PATH_OPT_COUNT 23
 /* The longest option name with its prefix, and its terminator. */
 #define PATH_OPT_NAME_BYTES 32
 /* A direction's options that are no plain whole number, text or flag: parse_path_opt takes them by id. */
-enum path_opt { P_GE, P_LOSS, P_POLICE, P_REORDER, P_DUP, P_AGG, P_IDS };
+enum path_opt { P_GE, P_LOSS, P_POLICE, P_REORDER, P_DUP, P_AGG, P_STALL, P_IDS };
 
 /* A direction's PATH_OPT_COUNT options into @opts, their values into *pa, their names @prefix ("" or
  * "rev-") and the option's (kept in @names); those parse_path_opt takes carry @id_base plus their id. */

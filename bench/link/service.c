@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "path.h"
 #include "process.h"
@@ -203,14 +204,33 @@ static void late(struct lpath *p, uint64_t by_ns)
 		LP_SET(p, late_max_us, by_ns / LQ_NSEC_PER_USEC);
 }
 
-static void service_rate(struct lpath *p, uint64_t now)
+/* Controlled lateness (--stall): before a departure, with probability stall_prob, the thread stops for
+ * stall_ns as a preempted thread would, so what is due meanwhile leaves late and the counters above see it as
+ * they see any late wake-up. Returns the time after the stall (@now without one). */
+static uint64_t stall(struct lpath *p, uint64_t now)
+{
+	uint64_t until = now + p->cfg.stall_ns;
+	struct timespec ts = { .tv_sec = (time_t)(until / WIRE_NSEC_PER_SEC),
+		.tv_nsec = (long)(until % WIRE_NSEC_PER_SEC) };
+
+	if (!p->cfg.stall_ns || ls_unit(&p->rng) >= p->cfg.stall_prob)
+		return now;
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+	LP_INC(p, stalls_injected);
+	return wire_now_ns();
+}
+
+/* Departures due by @now at the rate; returns the time after them (later than @now after a stall). */
+static uint64_t service_rate(struct lpath *p, uint64_t now)
 {
 	for (;;) {
 		uint64_t start;
 
 		if (p->cur) {
 			if (p->cur_finish > now)
-				return;
+				return now;
+			now = stall(p, now);
 			late(p, now - p->cur_finish);
 			p->free_at = p->cur_finish;
 			transmit(p, p->cur, p->cur_finish);
@@ -218,7 +238,7 @@ static void service_rate(struct lpath *p, uint64_t now)
 		}
 		p->cur = (struct lp_slot *)lq_dequeue(&p->q, now);
 		if (!p->cur)
-			return;
+			return now;
 		start = p->free_at;
 		if (start < p->cur->p.enq_ns)
 			start = p->cur->p.enq_ns;
@@ -242,7 +262,7 @@ static void service_rate(struct lpath *p, uint64_t now)
  * waiting unread in the socket with earlier arrival stamps. Admission runs it up to the frame's arrival
  * first (@burn_idle true), as Mahimahi before enqueueing, so an opportunity at the arrival time itself is
  * gone (Mahimahi's millisecond clock: a frame can use an opportunity only from a later millisecond). */
-void lp_service_trace(struct lpath *p, uint64_t t, bool burn_idle)
+uint64_t lp_service_trace(struct lpath *p, uint64_t t, bool burn_idle)
 {
 	while (opp_time(p) <= t) {
 		uint32_t budget = TRACE_OPPORTUNITY_BYTES;
@@ -250,7 +270,7 @@ void lp_service_trace(struct lpath *p, uint64_t t, bool burn_idle)
 
 		if (!p->cur && p->q.backlog_pkts == 0) {
 			if (!burn_idle)
-				return;
+				return t;
 			/* Whole periods at once: every opportunity before the latest period start is past, so the
 			 * count restarts there (keeping the index would land up to a period late). The mm-link log
 			 * lists each, as Mahimahi burns them one by one. */
@@ -263,8 +283,10 @@ void lp_service_trace(struct lpath *p, uint64_t t, bool burn_idle)
 			}
 			continue;
 		}
-		if (!burn_idle)
+		if (!burn_idle) {
+			t = stall(p, t);
 			late(p, t - at);
+		}
 		opp_advance(p);
 		while (budget) {
 			uint32_t take;
@@ -284,16 +306,14 @@ void lp_service_trace(struct lpath *p, uint64_t t, bool burn_idle)
 			}
 		}
 	}
+	return t;
 }
 
 void lp_service(struct lpath *p, uint64_t now)
 {
 	if (p->mm && !p->cfg.trace.ns && p->cfg.rate_bps)
 		mm_capacity(p, now);
-	if (p->cfg.trace.ns)
-		lp_service_trace(p, now, false);
-	else
-		service_rate(p, now);
+	now = p->cfg.trace.ns ? lp_service_trace(p, now, false) : service_rate(p, now);
 	line_release(p, now);
 	tx_flush(p);
 }

@@ -64,7 +64,7 @@ def bad_trace(tmp_path: Path) -> Path:
     ({"bottleneck__gilbert_elliott": {"p": 0.1}}, "bottleneck.gilbert_elliott.r: required"),
     ({"bottleneck__emulator": "kernel", "bottleneck__aqm": "step", "bottleneck__aqm_params": {"threshold_ms": 1}},
      "bottleneck.emulator: the kernel has no qdisc for rate traces, burst loss, jitter, the step marker, a "
-     "shaped ACK path, a policer, reordering, duplication or a packet log"),
+     "shaped ACK path, a policer, reordering, duplication, a packet log or injected stalls"),
     ({"bottleneck__emulator": "kernel", "bottleneck__ack_path": {"rate_mbit": 1}},
      "bottleneck.emulator: the kernel has no qdisc"),
     ({"bottleneck__ack_path": {"rate_mbit": 1, "rate_trace": "x"}},
@@ -313,6 +313,12 @@ def test_a_kernel_cake_run_records_what_its_qdisc_fixed() -> None:
     (["--ge", "10 x"], "--ge: 'x' is not a percentage in 0..100"),
     (["--busy-poll-us", "1000001"], "--busy-poll-us: '1000001' out of range 0..1000000"),
     (["--busy-poll-us", "-1"], "--busy-poll-us: not a non-negative integer"),
+    (["--stall", "1"], "--stall '1': expected PCT,US"),
+    (["--stall", "101,300"], "--stall: '101' is not a percentage in 0..100"),
+    (["--stall", "1,0"], "--stall: '0' out of range 1..1000000"),
+    (["--rev-stall", "1,1000001"], "--rev-stall: '1000001' out of range 1..1000000"),
+    (["--cpu", "1023"], "--cpu 1023: not a CPU this process may run on"),
+    (["--cpu", "1024"], "--cpu: '1024' out of range 0..1023"),
 ])
 def test_the_link_binary_rejects_bad_options_in_one_line(args: list[str], message: str) -> None:
     rate = [] if "--trace" in args else ["--rate-bps", "1000000"]

@@ -48,9 +48,11 @@ def link_path(tmp_path: Path) -> Iterator[Callable[..., LinkPath]]:
     """Factory: link_path(bottleneck={...}, rtt_ms=..) -> a built, running path through bbrkit-link."""
     made: list[tuple[Topology, Emulation]] = []
 
-    def factory(bottleneck: dict[str, Any], rtt_ms: float = 0, sysctls: tuple[str, ...] = ()) -> LinkPath:
+    def factory(bottleneck: dict[str, Any], rtt_ms: float = 0, sysctls: tuple[str, ...] = (),
+                cpu_placement: str = "none") -> LinkPath:
         raw = {"name": "linktest", "duration_s": 10, "bottleneck": {"emulator": "bbrkit-link", **bottleneck},
-               "senders": [{"name": "s0", "rtt_ms": rtt_ms}], "flows": [{"algo": "cubic"}]}
+               "senders": [{"name": "s0", "rtt_ms": rtt_ms}], "flows": [{"algo": "cubic"}],
+               "cpu_placement": cpu_placement}
         scenario = validate(raw, CATALOG)
         prefix = f"{NS_PREFIX}lk{next(_count)}"
         topo = Topology(prefix, scenario)
@@ -405,6 +407,56 @@ def test_what_waits_in_the_socket_buffer_is_counted(link_path: Callable[..., Lin
     assert stats["rx_wait_max_us"] >= 250_000, stats
     assert stats["rx_waited_pkts"] >= 50, stats
     assert stats["sockbuf_max_bytes"] >= 50 * 1000, stats
+
+
+def test_injected_stalls_make_their_share_of_departures_late(link_path: Callable[..., LinkPath]) -> None:
+    """bottleneck.stall: before 20% of departures the link's thread stops for 1 ms, and the link's own
+    lateness counters see exactly those: lone pings 10 ms apart each leave alone, so a stall makes one
+    departure late (by over the 200 us that counts as late), the stalls are 20% of the departures within
+    five standard deviations of 500 draws, and the other departures are late only as a loaded machine makes
+    them (a few percent at most for a real-time thread forwarding lone pings)."""
+    path = link_path({"rate_mbit": 10, "aqm": "fifo", "buffer_packets": 100, "stall": {"percent": 20, "us": 1000}})
+    pings = 500
+    command(["ping", "-n", "-q", "-c", str(pings), "-i", "0.01", RECEIVER_ADDR], netns=path.sender, timeout=60)
+    assert path.emulation.link is not None
+    stats = path.emulation.link.stats()
+    departures, stalls = stats["out_pkts"], stats["stalls_injected"]
+    assert departures >= pings, stats
+    sd = (departures * 0.2 * 0.8) ** 0.5
+    assert abs(stalls - 0.2 * departures) <= 5 * sd, stats
+    assert stalls <= stats["late_wakeups"] <= stalls + 0.05 * departures, stats
+    assert stats["late_max_us"] >= 1000, stats
+    assert "injected stalls: 20% of departures held 1000 us" in path.emulation.implementation()
+
+
+def _rps_cpus(netns: str, dev: str) -> set[int]:
+    """The CPU bitmaps of @dev's receive queues (the kernel prints them in comma-separated groups)."""
+    out = command(["sh", "-c", f"cat /sys/class/net/{dev}/queues/rx-*/rps_cpus"], netns=netns).stdout
+    return {int(line.strip().replace(",", ""), 16) for line in out.splitlines()}
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: every placement runs as none")
+def test_pin_and_rps_place_the_link_and_every_veths_receive_work(link_path: Callable[..., LinkPath]) -> None:
+    """cpu_placement = "pin+rps": the link's forward thread may run only on the first CPU the harness may
+    use (its task's Cpus_allowed_list), the process's other threads anywhere, and every interface of every
+    namespace of the path steers its receive processing to the other CPUs (rps_cpus read back); the run
+    records what ran."""
+    cpus = sorted(os.sched_getaffinity(0))
+    path = link_path({"rate_mbit": 10, "aqm": "fifo"}, rtt_ms=10, cpu_placement="pin+rps")
+    link = path.emulation.link
+    assert link is not None and link._proc is not None
+    allowed = {}
+    for task in Path(f"/proc/{link._proc.pid}/task").iterdir():
+        match = re.search(r"^Cpus_allowed_list:\s*(\S+)$", (task / "status").read_text(), re.M)
+        assert match
+        allowed[int(task.name)] = match.group(1)
+    pinned = [tid for tid, cpus_allowed in allowed.items() if cpus_allowed == str(cpus[0])]
+    assert len(pinned) == 1 and pinned[0] != link._proc.pid, allowed
+    want = sum(1 << c for c in cpus[1:])
+    seen = {(ns, dev): _rps_cpus(ns, dev) for ns in path.topo.namespaces for dev in path.topo.interfaces(ns)}
+    assert len(seen) >= 8 and all(masks == {want} for masks in seen.values()), seen
+    record = path.emulation.stats()["cpu_placement"]
+    assert (record["ran"], record["link_cpu"], record["rps_cpus"]) == ("pin+rps", cpus[0], cpus[1:]), record
 
 
 def test_gilbert_elliott_loses_in_netems_bursts(link_path: Callable[..., LinkPath]) -> None:

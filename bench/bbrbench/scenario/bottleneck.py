@@ -24,6 +24,9 @@ AGGREGATION_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 AGGREGATION_COUNTS = ("packets", "acks")
 POLICER_KEYS = ("rate_mbit", "burst_bytes")
+STALL_KEYS = ("percent", "us")
+# The longest stall bbrkit-link injects (its --stall limit).
+MAX_STALL_US = 1_000_000
 REORDER_KEYS = ("probability", "gap")
 SHAPE_KEYS = {"kind", "low_mbit", "high_mbit", "period_s", "step_mbit"}
 SHAPERS = ("tbf", "htb")
@@ -31,6 +34,7 @@ BOTTLENECK_KEYS = {
     "rate_mbit", "shaper", "burst_bytes", "buffer_packets", "buffer_bytes", "buffer_bdp", "bdp_rtt_ms",
     "loss_pct", "aqm", "aqm_params", "mtu", "offloads", "emulator", "rate_trace", "rate_shape",
     "gilbert_elliott", "jitter_ms", "ack_path", "delay_ms", "policer", "reorder", "duplicate_pct", "packet_log",
+    "stall",
 }
 # Shaping at 1 ms of line rate absorbs timer slack (hrtimer wake-ups are well under 1 ms here) without
 # letting more than a millisecond's burst through after an idle period.
@@ -170,6 +174,17 @@ def _reorder(t: Table, delay_ms: float) -> dict[str, float] | None:
     return out
 
 
+def _stall(t: Table) -> dict[str, float] | None:
+    """The stall table, checked; None without one or at 0 percent, so that a sweep's grid can hold the clean
+    run beside the stalled ones."""
+    if not t.has("stall"):
+        return None
+    st = Table(t.table("stall"), t.key("stall"), set(STALL_KEYS))
+    stall = {"percent": st.number("percent", None, between(0, 100)),
+             "us": st.integer("us", None, between(1, MAX_STALL_US))}
+    return stall if stall["percent"] else None
+
+
 def validate_bottleneck(top: Table, senders: list[Sender]) -> Bottleneck:
     t = Table(top.table("bottleneck"), "bottleneck", BOTTLENECK_KEYS)
     rate_trace, rate_shape, implied_mbit = _rate_source(t)
@@ -219,13 +234,14 @@ def validate_bottleneck(top: Table, senders: list[Sender]) -> Bottleneck:
         jitter_ms=t.number("jitter_ms", 0.0, between(0, 1000)), ack_path=_ack_path(t), delay_ms=delay_ms,
         policer=_policer(t), reorder=_reorder(t, delay_ms),
         duplicate_pct=t.number("duplicate_pct", 0.0, between(0, 100)),
-        packet_log=t.boolean("packet_log", False),
+        packet_log=t.boolean("packet_log", False), stall=_stall(t),
     )
     if emulator == "kernel" and (problem := kernel_problem(aqm, aqm_params)):
         raise ScenarioError(f"{t.key('emulator')} = \"kernel\": {t.key('aqm_params')} {problem}; use "
                             f"\"bbrkit-link\" or \"auto\"")
     if emulator == "kernel" and bottleneck.needs_link:
         raise ScenarioError(f"{t.key('emulator')}: the kernel has no qdisc for rate traces, burst loss, jitter, "
-                            f"the step marker, a shaped ACK path, a policer, reordering, duplication or a packet log; "
+                            f"the step marker, a shaped ACK path, a policer, reordering, duplication, a packet log "
+                            f"or injected stalls; "
                             f"use \"bbrkit-link\" or \"auto\"")
     return bottleneck

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, TypeVar
 
 from ..aqm import AQMS, kernel_problem
+from ..placement import DEFAULT_PLACEMENT
 
 _T = TypeVar("_T")
 
@@ -77,14 +78,19 @@ class Bottleneck:
     # bbrkit-link writes a line per packet in Mahimahi mm-link's log format (raw/link-forward.mm, and
     # raw/link-reverse.mm with a shaped ACK path).
     packet_log: bool = False
+    # Controlled lateness (STALL_KEYS, all present): before that percentage of departures the link's
+    # thread stops for that many microseconds, as a preempted thread would.
+    stall: dict[str, float] | None = None
 
     @property
     def needs_link(self) -> bool:
         """What only bbrkit-link can do here: rate traces and shapes, burst loss, an AQM with no kernel qdisc
-        (the step marker) or parameters its qdisc cannot take (aqm.kernel_problem), a shaped ACK path."""
+        (the step marker) or parameters its qdisc cannot take (aqm.kernel_problem), a shaped ACK path,
+        injected stalls."""
         return bool(self.rate_trace or self.rate_shape or self.gilbert_elliott or self.jitter_ms or
                     AQMS[self.aqm].qdisc is None or self.ack_path or self.delay_ms or self.policer or self.reorder or
-                    self.duplicate_pct or self.packet_log or kernel_problem(self.aqm, self.aqm_params))
+                    self.duplicate_pct or self.packet_log or self.stall or
+                    kernel_problem(self.aqm, self.aqm_params))
 
     @property
     def rate_bps(self) -> float:
@@ -155,6 +161,8 @@ class Scenario:
     # net.ipv4.tcp_ecn in the hosts: 1 requests ECN on outgoing connections, 2 (Linux's default) only
     # accepts it, so a sender needs 1 for its flows to be ECN-capable.
     tcp_ecn: int = 2
+    # Where the path works on the machine's CPUs (placement.PLACEMENTS).
+    cpu_placement: str = DEFAULT_PLACEMENT
 
     def sender(self, name: str) -> Sender:
         return next(s for s in self.senders if s.name == name)

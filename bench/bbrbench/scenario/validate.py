@@ -8,6 +8,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from ..placement import DEFAULT_PLACEMENT, PLACEMENTS
 from .bottleneck import validate_bottleneck
 from .model import (
     DEFAULT_DURATION_S,
@@ -35,7 +36,7 @@ NAME_RE = re.compile(r"^[A-Za-z0-9_]{1,32}$")
 
 TOP_KEYS = {
     "name", "description", "duration_s", "sample_interval_ms", "queue_sample_hz", "trace", "tcp_ecn",
-    "bottleneck", "senders", "flows", "socket", "metrics", "sweep", "profiles",
+    "bottleneck", "senders", "flows", "socket", "metrics", "sweep", "profiles", "cpu_placement",
 }
 SENDER_KEYS = {"name", "rtt_ms", "delay_fwd_ms", "delay_rev_ms"}
 FLOW_KEYS = {"algo", "sender", "count", "start_s", "start_step_s", "duration_s", "bytes", "params", "label",
@@ -57,6 +58,10 @@ def validate(raw: dict[str, Any], catalog: AlgoCatalog) -> Scenario:
 
     senders = _senders(top)
     bottleneck = validate_bottleneck(top, senders)
+    cpu_placement = top.string("cpu_placement", DEFAULT_PLACEMENT, tuple(PLACEMENTS))
+    if PLACEMENTS[cpu_placement].pin_link and bottleneck.emulator == "kernel":
+        raise ScenarioError(f"cpu_placement = \"{cpu_placement}\": pins bbrkit-link's thread, and "
+                            f"bottleneck.emulator = \"kernel\" runs no link")
     flows, skipped = _flows(top, senders, duration_s, catalog)
     socket_bytes = _socket(Table(top.table("socket"), "socket", SOCKET_KEYS), bottleneck)
     metrics_table = Table(top.table("metrics"), "metrics", METRICS_KEYS)
@@ -74,6 +79,7 @@ def validate(raw: dict[str, Any], catalog: AlgoCatalog) -> Scenario:
         name=name, description=description, duration_s=duration_s, sample_interval_ms=sample_interval_ms,
         queue_sample_hz=queue_sample_hz, trace=trace, bottleneck=bottleneck, senders=senders, flows=flows,
         socket_buffer_bytes=socket_bytes, metrics=metrics, sweep=sweep, skipped=skipped, tcp_ecn=tcp_ecn,
+        cpu_placement=cpu_placement,
     )
 
 

@@ -18,8 +18,9 @@ from typing import Any
 from .. import aqm, ratetrace
 from ..aqm import AQMS
 from ..errors import HarnessError, NotRunnable
+from ..placement import PLACEMENTS
 from ..scenario import Bottleneck, Scenario
-from . import delayline, linkemu
+from . import cpuplace, delayline, linkemu
 from .procs import command, find_binary
 from .system import have_tool, qdisc_available
 from .topology import BOTTLENECK_IF, DELAY_LEFT_IF, DELAY_RIGHT_IF, LINK_LEFT_IF, LINK_RIGHT_IF, Topology
@@ -73,7 +74,9 @@ def check_runnable(scenario: Scenario, probe_netns: str) -> str | None:
     """Everything the scenario needs from the kernel, checked before the topology is built.
 
     Returns the delay mechanism to use."""
-    bottleneck_impl(scenario, probe_netns)
+    if bottleneck_impl(scenario, probe_netns) == KERNEL and PLACEMENTS[scenario.cpu_placement].pin_link:
+        raise NotRunnable(f"cpu_placement = {scenario.cpu_placement!r}: pins bbrkit-link's thread, and this "
+                          f"kernel runs the bottleneck itself (bottleneck.emulator = \"bbrkit-link\" runs the link)")
     if scenario.bottleneck.loss_pct > 0 and not have_tool("nft"):
         raise NotRunnable("bottleneck.loss_pct: needs nftables (the nft command) for random loss")
     if not scenario.bottleneck.offloads and not have_tool("ethtool"):
@@ -91,12 +94,15 @@ class Emulation:
         self.link: linkemu.LinkEmulator | None = None
         self.reverse_path_problem: str | None = None
         self.work_dir = work_dir
+        self.cpu = cpuplace.plan(self.scenario.cpu_placement)
 
     @property
     def link_log(self) -> Path | None:
         return self.work_dir / "link.csv" if self.link and self.work_dir else None
 
     def start(self) -> None:
+        if self.cpu.rps_cpus:
+            cpuplace.steer_receive(self.topo, self.cpu.rps_cpus)
         if self.topo.link_netns:
             self._link()
         else:
@@ -156,6 +162,10 @@ class Emulation:
             opts += ["--reorder", f"{b.reorder['probability']:g},{int(b.reorder['gap'])}"]
         if b.duplicate_pct:
             opts += ["--duplicate", f"{b.duplicate_pct / 100:g}"]
+        if b.stall:
+            opts += ["--stall", f"{b.stall['percent']:g},{int(b.stall['us'])}"]
+        if self.cpu.link_cpu is not None:
+            opts += ["--cpu", str(self.cpu.link_cpu)]
         if b.ack_path:
             opts += ack_path_options(b.ack_path)
         if b.packet_log and self.work_dir:
@@ -239,7 +249,8 @@ class Emulation:
             raise HarnessError(f"delay line for sender {index}: {exc}") from None
 
     def stats(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"delay_mechanism": self.delay, "bottleneck": self.implementation()}
+        out: dict[str, Any] = {"delay_mechanism": self.delay, "bottleneck": self.implementation(),
+                               "cpu_placement": self.cpu.record()}
         out["qdisc"] = json.loads(command(["tc", "-s", "-j", "qdisc", "show", "dev", BOTTLENECK_IF],
                                           netns=self.topo.router).stdout or "[]")
         if self.link:
@@ -324,6 +335,8 @@ def describe_conditions(b: Bottleneck) -> list[str]:
         parts.append(f"netem-style reorder {b.reorder['probability']:g} gap {int(b.reorder['gap'])}")
     if b.duplicate_pct:
         parts.append(f"netem-style duplicate {b.duplicate_pct:g}%")
+    if b.stall:
+        parts.append(f"injected stalls: {b.stall['percent']:g}% of departures held {int(b.stall['us'])} us")
     return parts
 
 

@@ -99,7 +99,8 @@ class Topology:
     def _ns_batch(self, netns: str, lines: list[str]) -> None:
         command(["ip", "-n", netns, "-batch", "-"], input_text="\n".join(lines) + "\n")
 
-    def _interfaces(self, netns: str) -> list[str]:
+    def interfaces(self, netns: str) -> list[str]:
+        """The interfaces the topology gave @netns (each end of a veth pair)."""
         if netns == self.router:
             return [BOTTLENECK_IF] + [h.router_if for h in self.hosts.values()]
         if netns in (h.delay_netns for h in self.hosts.values()):
@@ -112,7 +113,7 @@ class Topology:
         mtu = self.scenario.bottleneck.mtu
         sock_max = self.scenario.socket_buffer_bytes * SOCKET_MEM_OVERHEAD
         for ns in self.namespaces:
-            lines = [f"link set {dev} mtu {mtu} up" for dev in self._interfaces(ns)]
+            lines = [f"link set {dev} mtu {mtu} up" for dev in self.interfaces(ns)]
             if ns == self.router:
                 lines.append(f"addr add {ROUTER_RX_ADDR}/24 dev {BOTTLENECK_IF}")
                 lines += [f"addr add {sender_gateway(h.index)}/24 dev {h.router_if}" for h in self.hosts.values()]
@@ -137,7 +138,7 @@ class Topology:
             if not self.scenario.bottleneck.offloads:
                 # Without segmentation offloads every queued skb is one MTU-sized packet, so packet limits
                 # and backlog counts mean what they say.
-                for dev in self._interfaces(ns):
+                for dev in self.interfaces(ns):
                     command(["ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"], netns=ns, check=False)
         if self.link_netns:
             # bbrkit-link queues, marks and drops per packet: the router segments in software before the

@@ -1,0 +1,74 @@
+"""A run's CPU placement (the scenario's cpu_placement, placement.PLACEMENTS) put into effect.
+
+The link's forward thread takes the lowest CPU the harness may run on (bbrkit-link --cpu, so the pin goes
+with the process); receive processing of every veth of the path is steered to the others by RPS, written
+to rps_cpus of each receive queue inside its namespace, so it goes with the namespaces. Nothing global
+changes, so nothing is left to restore after a failure or an interrupt.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..errors import HarnessError
+from ..placement import PLACEMENTS
+from .procs import command
+from .topology import Topology
+
+log = logging.getLogger(__name__)
+# rps_cpus is a hex bitmap written in comma-separated groups of 32 CPUs, most significant first.
+RPS_GROUP_BITS = 32
+
+
+@dataclass(frozen=True)
+class CpuPlan:
+    """What a run asked for and what it runs: results record it (events.json, emulation.cpu_placement)."""
+
+    asked: str
+    ran: str
+    link_cpu: int | None  # the forward thread's CPU, None: not pinned
+    rps_cpus: list[int]  # where receive processing goes, []: the kernel's default (the receiving CPU)
+    note: str = ""
+
+    def record(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def plan(name: str, cpus: set[int] | None = None) -> CpuPlan:
+    """The placement @name on @cpus (default: the CPUs this process may run on). One CPU has nothing to
+    separate: that runs "none", says so in one line and records why."""
+    usable = sorted(cpus if cpus is not None else os.sched_getaffinity(0))
+    if name != "none" and len(usable) < 2:
+        note = f"cpu_placement {name}: this machine gives the run 1 CPU, so it runs \"none\""
+        log.info("note: %s", note)
+        return CpuPlan(asked=name, ran="none", link_cpu=None, rps_cpus=[], note=note)
+    spec = PLACEMENTS[name]
+    return CpuPlan(asked=name, ran=name, link_cpu=usable[0] if spec.pin_link else None,
+                   rps_cpus=usable[1:] if spec.rps else [])
+
+
+def rps_mask(cpus: list[int]) -> str:
+    """The rps_cpus bitmap of @cpus: "2" for CPU 1, "1,00000000" for CPU 32."""
+    bits = sum(1 << cpu for cpu in cpus)
+    groups = max(cpus, default=0) // RPS_GROUP_BITS + 1
+    mask = (1 << RPS_GROUP_BITS) - 1
+    parts = [f"{(bits >> (RPS_GROUP_BITS * g)) & mask:08x}" for g in reversed(range(groups))]
+    return ",".join([parts[0].lstrip("0") or "0", *parts[1:]])
+
+
+def steer_receive(topo: Topology, cpus: list[int]) -> None:
+    """RPS on every receive queue of every interface of the topology's namespaces, to @cpus."""
+    mask = rps_mask(cpus)
+    for ns in topo.namespaces:
+        for dev in topo.interfaces(ns):
+            # A kernel without CONFIG_RPS has no rps_cpus: the unmatched glob fails the write.
+            script = (f"for q in /sys/class/net/{shlex.quote(dev)}/queues/rx-*/rps_cpus; "
+                      f"do echo {mask} > \"$q\" || exit 1; done")
+            result = command(["sh", "-c", script], netns=ns, check=False)
+            if result.returncode != 0:
+                raise HarnessError(f"cpu_placement: cannot steer {ns}/{dev}'s receive processing (rps_cpus): "
+                                   f"{(result.stderr.strip().splitlines() or ['exit status 1'])[-1]}")

@@ -1,0 +1,92 @@
+"""The harness's CPU placement (cpu_placement) and controlled lateness (bottleneck.stall) without root:
+what a scenario may ask, what reaches bbrkit-link's command line, what a one-CPU machine runs, the RPS
+bitmap. tests/integration/test_link.py checks both on a real path."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bbrbench.placement import PLACEMENTS
+from bbrbench.scenario import AlgoCatalog, ScenarioError, validate
+from bbrbench.testbed import cpuplace
+from bbrbench.testbed.emulation import Emulation
+from bbrbench.testbed.topology import Topology
+
+CATALOG = AlgoCatalog(kernel=frozenset({"cubic"}), bbrkit=frozenset())
+
+
+def scenario(bottleneck: dict[str, Any] | None = None, **top: Any) -> dict[str, Any]:
+    return {"name": "t", "duration_s": 5, "bottleneck": {"rate_mbit": 20, **(bottleneck or {})},
+            "senders": [{"name": "s0", "rtt_ms": 20}], "flows": [{"algo": "cubic"}], **top}
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    (scenario(cpu_placement="pinned"), "cpu_placement: must be one of none, rps, pin, pin+rps"),
+    (scenario({"emulator": "kernel"}, cpu_placement="pin"),
+     "cpu_placement = \"pin\": pins bbrkit-link's thread, and bottleneck.emulator = \"kernel\" runs no link"),
+    (scenario({"stall": {"percent": -1, "us": 300}}), "bottleneck.stall.percent: must be between 0 and 100"),
+    (scenario({"stall": {"percent": 101, "us": 300}}), "bottleneck.stall.percent: must be between 0 and 100"),
+    (scenario({"stall": {"percent": 0, "us": 0}}), "bottleneck.stall.us: must be between 1 and 1e+06"),
+    (scenario({"stall": {"percent": 1, "us": 0}}), "bottleneck.stall.us: must be between 1 and 1e+06"),
+    (scenario({"stall": {"percent": 1, "us": 2.5}}), "bottleneck.stall.us: expected an integer"),
+    (scenario({"stall": {"percent": 1}}), "bottleneck.stall.us: required"),
+    (scenario({"stall": {"percent": 1, "us": 300, "every": 2}}), "bottleneck.stall.every: unknown key"),
+    (scenario({"stall": {"percent": 1, "us": 300}, "emulator": "kernel"}),
+     "bottleneck.emulator: the kernel has no qdisc for"),
+])
+def test_bad_placement_and_stall_keys_are_named_in_one_line(data: dict[str, Any], message: str) -> None:
+    with pytest.raises(ScenarioError) as info:
+        validate(data, CATALOG)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_stall_needs_the_link_and_reaches_it_as_its_option() -> None:
+    """Only bbrkit-link can stall (emulator "auto" takes it); the link gets --stall PCT,US and results
+    name the condition."""
+    s = validate(scenario({"stall": {"percent": 2.5, "us": 300}}), CATALOG)
+    assert s.bottleneck.needs_link
+    topo = Topology("t", s)
+    topo.link_netns = "t-q"
+    emulation = Emulation(topo, None)
+    emulation.cpu = cpuplace.plan("none", {0, 1})
+    opts = emulation.link_options()
+    assert opts[opts.index("--stall") + 1] == "2.5,300" and "--cpu" not in opts
+    assert "injected stalls: 2.5% of departures held 300 us" in emulation.implementation()
+
+
+def test_a_stall_of_0_percent_is_none_so_a_grid_can_hold_the_clean_run() -> None:
+    b = validate(scenario({"stall": {"percent": 0, "us": 300}}), CATALOG).bottleneck
+    assert b.stall is None and not b.needs_link
+
+
+@pytest.mark.parametrize(("name", "link_cpu", "rps_cpus"), [
+    ("none", None, []), ("rps", None, [3, 5]), ("pin", 1, []), ("pin+rps", 1, [3, 5])])
+def test_each_placement_pins_the_link_to_the_first_cpu_and_steers_to_the_rest(
+        name: str, link_cpu: int | None, rps_cpus: list[int]) -> None:
+    plan = cpuplace.plan(name, {5, 1, 3})
+    assert (plan.ran, plan.link_cpu, plan.rps_cpus) == (name, link_cpu, rps_cpus)
+    s = validate(scenario({"emulator": "bbrkit-link"}, cpu_placement=name), CATALOG)
+    emulation = Emulation(Topology("t", s), None)
+    emulation.cpu = plan
+    opts = emulation.link_options()
+    assert (opts[opts.index("--cpu") + 1] if "--cpu" in opts else None) == \
+        (str(link_cpu) if link_cpu is not None else None)
+
+
+def test_one_cpu_runs_none_and_records_why() -> None:
+    plan = cpuplace.plan("pin+rps", {0})
+    assert (plan.asked, plan.ran, plan.link_cpu, plan.rps_cpus) == ("pin+rps", "none", None, [])
+    assert "1 CPU" in plan.note and plan.record()["ran"] == "none"
+
+
+def test_the_default_is_none_and_every_name_has_a_meaning() -> None:
+    assert validate(scenario(), CATALOG).cpu_placement == "none"
+    assert list(PLACEMENTS) == ["none", "rps", "pin", "pin+rps"]
+    assert all(p.meaning for p in PLACEMENTS.values())
+
+
+@pytest.mark.parametrize(("cpus", "mask"), [([1], "2"), ([1, 2, 3], "e"), ([0], "1"), ([32], "1,00000000"),
+                                            ([1, 33], "2,00000002"), ([], "0")])
+def test_the_rps_bitmap_is_the_kernels_hex_in_groups_of_32(cpus: list[int], mask: str) -> None:
+    assert cpuplace.rps_mask(cpus) == mask
