@@ -45,7 +45,7 @@
  *    where the kernel allows neither, from the net_dev_queue and tcp_retransmit_skb tracepoints
  *    and the callbacks' own walk of the retransmit queue (bbr3_pp_walk.h: the same decisions when
  *    the kernel marks in sequence order). Where no way loads (bbrctl warns once; records then carry
- *    no pp_decisions), or for an skb sent beyond its 512 records, the ACK that reports new losses
+ *    no pp_decisions), or for an skb sent beyond its 1024 records, the ACK that reports new losses
  *    (rs->losses > 0) judges them as one, with A and B, the crossing solved with pcount =
  *    rs->losses: not v3's decisions (tests/unit/test_bbr3_pp.c).
   * A. rs->tx_in_flight (the flight when the ACKed packet was sent), read by the per-ACK checks

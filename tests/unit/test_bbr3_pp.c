@@ -161,3 +161,40 @@ TEST(per_ack_check_reads_the_record_for_losses_before_the_round)
 	CHECK(st()->inflight_hi >= 33 && st()->inflight_hi < 100);
 	CHECK(st()->loss_in_cycle);
 }
+
+/* Skbs sent after a lost one before its retransmit is ACKed: a recovery at a 334-packet flight
+ * (48 Mbit/s, 80 ms with its queue) with one-packet skbs, as on the differential's 1% loss path
+ * (docs/v3-differential.md), where the hole at snd_una held 730 later skbs.
+ */
+#define LONG_RECOVERY_SKBS 800
+
+/* The record of an ACKed retransmit outlives a long recovery: the skb at snd_una went out with a
+ * flight of 33 and 4 packets were lost since, and LONG_RECOVERY_SKBS skbs went out after it before
+ * its retransmit was ACKed. v3 reads that skb's tx.in_flight and tx.lost and ends UP; with the record
+ * evicted, approximations A and B (a flight of 100, no loss in this round) would keep probing.
+ */
+TEST(per_ack_check_reads_the_record_of_an_skb_sent_long_before)
+{
+	struct rate_sample rs;
+
+	bbr3_pp_live = 1;
+	check_setup();
+	bbr3_pp_live = 0;
+	to_up();
+	st()->round_lost = sim_tp.lost + 4;
+	for (u32 i = 0; i <= LONG_RECOVERY_SKBS; i++) {
+		struct bbr3_pp_sock c = { .snd_nxt = i * SIM_MSS,
+			.in_flight = i ? 100 : 32,
+			.lost = sim_tp.lost,
+			.mss = SIM_MSS };
+
+		bbr3_pp_sent(&host_bbr3_pp, &c, i * SIM_MSS, (i + 1) * SIM_MSS, 1);
+	}
+	sim_tp.lost += 4;
+	sim_tp.snd_nxt = (LONG_RECOVERY_SKBS + 1) * SIM_MSS;
+	rs = ack_sample(100);
+	rs.last_end_seq = SIM_MSS;
+	bbrkit_on_ack(sk, &rs);
+	CHECK_EQ(phase(), BBRKIT_V3_DOWN);
+	CHECK(st()->inflight_hi >= 33 && st()->inflight_hi < 100);
+}
