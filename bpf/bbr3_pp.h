@@ -247,6 +247,19 @@ BBR_INLINE bool bbr3_pp_covers_loss(const struct tcp_sock *tp, struct bbr3 *s, c
 	return !bbr_after(rs->last_end_seq, s->loss_snd_nxt);
 }
 
+/* Might the ACKed skb have gone out with a flight above inflight_hi, so that v3 would raise
+ * inflight_hi to it (bbr_adapt_upper_bounds: rs->tx_in_flight > inflight_hi)? Yes when it was sent
+ * before inflight_hi was last cut, or while cwnd was above inflight_hi (STARTUP, DRAIN, a restored
+ * cwnd): the flight at a send is within the cwnd then.
+ */
+BBR_INLINE bool bbr3_pp_covers_over_hi(
+	const struct tcp_sock *tp, struct bbr3 *s, const struct rate_sample *rs)
+{
+	if (s->sent_over_hi)
+		s->over_hi_snd_nxt = tp->snd_nxt;
+	return s->inflight_hi != ~0U && !bbr_after(rs->last_end_seq, s->over_hi_snd_nxt);
+}
+
 /* The ACKed skb's record (the rate sample's skb ends at rs->last_end_seq): its flight at send, less
  * the packets after it for a split skb, and the losses since its last transmit.
  */
