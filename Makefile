@@ -67,6 +67,10 @@ TWIN_OBJS := $(TWIN_ALGOS:%=$(BUILD)/twin/twin_%.o)
 TWIN_RECORD_OBJS := $(BUILD)/loader/record.o $(BUILD)/loader/json.o $(BUILD)/loader/algos.o
 TWIN_HDRS := $(wildcard bench/twin/*.h)
 
+# bbrkit-v3diff: bbr3's host build beside a reference loaded at run time (tests/diff/,
+# docs/v3-differential.md); `make v3diff` runs it when V3DIFF_REF names the reference's shared object.
+V3DIFF_BIN := $(BUILD)/bbrkit-v3diff
+
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/%)
 UNIT_HDRS := $(wildcard tests/unit/*.h)
@@ -95,7 +99,7 @@ endif
 .SECONDARY:
 .PHONY: all test install clean deps FORCE
 
-all: $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(UNIT_BINS) $(LOCKSTEP_BIN) $(FLOOR_BIN) $(TWIN_BIN) $(DOCS)
+all: $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(UNIT_BINS) $(LOCKSTEP_BIN) $(FLOOR_BIN) $(TWIN_BIN) $(V3DIFF_BIN) $(DOCS)
 
 $(BUILD) $(BUILD)/loader $(BUILD)/lockstep $(BUILD)/floor $(BUILD)/twin:
 	$(Q)mkdir -p $@
@@ -220,6 +224,16 @@ $(BUILD)/twin/twin_%.o: bench/twin/twin_algo.c bpf/%.bpf.c $(TWIN_HDRS) $(BPF_HD
 $(TWIN_BIN): bench/twin/twin.c bench/twin/twin.h $(TWIN_OBJS) $(TWIN_RECORD_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LOADER_CFLAGS) -Ibench/twin $< $(TWIN_OBJS) $(TWIN_RECORD_OBJS) -lm -o $@
+
+$(V3DIFF_BIN): tests/diff/v3diff.c tests/diff/v3diff_ref.h $(BPF_HDRS) $(UNIT_HDRS) $(TWIN_HDRS) | $(BUILD)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(UNIT_CFLAGS) -O2 -Ibench/twin -Itests/diff $< -ldl -o $@
+
+.PHONY: v3diff
+v3diff: $(V3DIFF_BIN)
+	$(Q)if [ -z "$(V3DIFF_REF)" ]; then \
+	  echo "v3diff: skipped: V3DIFF_REF names no reference shared object (docs/v3-differential.md)"; \
+	else $(V3DIFF_BIN) --seeds 5; fi
 
 # The link emulator's queue core is plain C too, tested on the host like the BBR core.
 $(BUILD)/test_queue: tests/unit/test_queue.c $(LINK_CORE) $(UNIT_HDRS) | $(BUILD)

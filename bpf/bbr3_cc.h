@@ -46,8 +46,12 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 	acked.tx_in_flight = rs->prior_in_flight;
 	acked.lost = bbr3_lost_in_round(tp, s);
 	/* The flow's per-packet state, looked up once, only on the ACKs that need it. */
-	if (s->pp_on && (acked.lost || rs->losses > 0 || bbr3_pp_covers_loss(tp, s, rs)))
+	if (s->pp_on &&
+		(acked.lost || rs->losses > 0 || bbr3_pp_covers_loss(tp, s, rs) ||
+			bbr3_pp_covers_over_hi(tp, s, rs)))
 		pp = bbr3_pp_marks(sk, s);
+	else if (s->pp_on) /* sent within inflight_hi: its flight cannot raise it, as A might */
+		acked.tx_in_flight = bbr_min_u32(acked.tx_in_flight, s->inflight_hi);
 	if (pp)
 		bbr3_pp_acked(sk, pp, rs, &acked);
 	/* The per-packet path's decision, on the ACKs that marked skbs lost. */
@@ -74,7 +78,8 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 	bbr3_update_latest_delivery_signals(sk, s, rs, sample_bw);
 
 	bbr3_update_congestion_signals(sk, b, s, rs, sample_bw);
-	bbr_update_ack_aggregation(sk, b, rs);
+	bbr_update_ack_aggregation_win(
+		sk, b, rs, b->full_bw_reached ? BBR_EXTRA_ACKED_WIN_RTTS : BBR3_STARTUP_EXTRA_ACKED_WIN_RTTS);
 	bbr3_check_loss_too_high_in_startup(sk, b, s, rs, &acked);
 	bbr3_variant_check_full_bw(b, s, rs, sample_bw);
 	bbr3_check_drain(sk, b, s);
@@ -87,6 +92,7 @@ BBR_INLINE void bbr3_main(struct sock *sk, const struct rate_sample *rs)
 	bbr3_bound_cwnd_for_inflight_model(sk, b, s);
 
 	bbr3_advance_latest_delivery_signals(sk, s, rs, sample_bw);
+	s->sent_over_hi = bbr_out_cwnd(sk, b) > s->inflight_hi;
 	b->prev_ca_state = inet_csk(sk)->icsk_ca_state;
 	if (acked.lost) /* losses since the ACKed skb was sent */
 		s->loss_in_cycle = 1;
@@ -129,6 +135,7 @@ BBR_INLINE u32 bbr3_undo_cwnd(struct sock *sk)
 	s->bw_lo = bbr_max_u32(s->bw_lo, s->undo_bw_lo);
 	s->inflight_lo = bbr_max_u32(s->inflight_lo, s->undo_inflight_lo);
 	s->inflight_hi = bbr_max_u32(s->inflight_hi, s->undo_inflight_hi);
+	s->sent_over_hi = 1; /* the restored cwnd is not yet bounded by it */
 	bbr3_set_bw(b, s);
 	return b->prior_cwnd;
 }
@@ -152,6 +159,9 @@ BBR_INLINE void bbr3_set_state(struct sock *sk, u8 new_state)
 			s->inflight_lo = bbr_max_u32(bbr_out_cwnd(sk, b), b->prior_cwnd);
 	} else if (b->prev_ca_state == TCP_CA_Loss) {
 		bbr_out_set_cwnd(sk, b, bbr_max_u32(bbr_out_cwnd(sk, b), b->prior_cwnd));
+		s = bbr3_state(sk, false);
+		if (s) /* the restored cwnd is not yet bounded by inflight_hi */
+			s->sent_over_hi = 1;
 	}
 }
 

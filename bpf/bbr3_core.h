@@ -45,14 +45,17 @@
  *    where the kernel allows neither, from the net_dev_queue and tcp_retransmit_skb tracepoints
  *    and the callbacks' own walk of the retransmit queue (bbr3_pp_walk.h: the same decisions when
  *    the kernel marks in sequence order). Where no way loads (bbrctl warns once; records then carry
- *    no pp_decisions), or for an skb sent beyond its 512 records, the ACK that reports new losses
+ *    no pp_decisions), or for an skb sent beyond its 1024 records, the ACK that reports new losses
  *    (rs->losses > 0) judges them as one, with A and B, the crossing solved with pcount =
  *    rs->losses: not v3's decisions (tests/unit/test_bbr3_pp.c).
   * A. rs->tx_in_flight (the flight when the ACKed packet was sent), read by the per-ACK checks
- *    (adapt_upper_bounds, STARTUP's loss exit) and C's fallback -> in a loss round on the per-packet
- *    path, the ACKed skb's record (bbr3_pp_acked); otherwise rs->prior_in_flight (the flight when
- *    the ACK arrived). Larger while UP grows the flight, smaller in recovery (cwnd cut, lost packets
- *    leave it); outside loss rounds it only decides whether a larger flight raises inflight_hi.
+ *    (adapt_upper_bounds, STARTUP's loss exit) and C's fallback -> on the per-packet path the ACKed
+ *    skb's record (bbr3_pp_acked) in a loss round, or when the skb was sent before the latest loss,
+ *    before inflight_hi was last cut, or while cwnd was above inflight_hi (then its flight may
+ *    raise inflight_hi); otherwise rs->prior_in_flight (the flight when the ACK arrived), which on
+ *    the per-packet path is capped at inflight_hi (an skb sent within it cannot raise it). Larger
+ *    while UP grows the flight, smaller in recovery (cwnd cut, lost packets leave it); outside loss
+ *    rounds it only decides whether a larger flight raises inflight_hi.
  * B. rs->lost (packets lost since the ACKed packet was sent), read by the same and by
  *    loss_in_cycle -> the per-packet path's record; otherwise tp->lost minus its value when the
  *    current loss round began (bbr3_lost_in_round()), which leaves out the previous round's tail.
@@ -76,8 +79,7 @@
  *    applied in ssthresh (tcp_enter_loss() marks, then calls it). Otherwise they are judged in
  *    set_state(TCP_CA_Loss), with the flight outstanding at the RTO (packets_out - sacked_out) and
  *    the cwnd saved by ssthresh, as the last marked skb. B's base is then moved past them.
- * Where the shared substrate deviates from v3: the ACK-aggregation window is 5-10 rounds also in
- * STARTUP (v3: 1-2 rounds); time stamps are 1024 us ticks, as in BBRv1.
+ * Where the shared substrate deviates from v3: time stamps are 1024 us ticks, as in BBRv1.
  *
  * The algorithm file defines the two rule hooks (bbr3_model.h; bbr3 with v3's rules, bbr2 with
  * v2alpha's) and may override the BBR3_* constants before including this header, which includes the
@@ -117,6 +119,10 @@
 #ifndef BBR3_STARTUP_HI_KEEPS_LATEST
 #define BBR3_STARTUP_HI_KEEPS_LATEST 1 /* loss/ECN exit: inflight_hi >= last round's volume */
 #endif
+/* v3 (and v2's extra_acked_in_startup): in STARTUP the extra_acked window is a round, so that the
+ * cwnd follows the fast-growing ACK stream (bbr_update_ack_aggregation).
+ */
+#define BBR3_STARTUP_EXTRA_ACKED_WIN_RTTS 1
 #ifndef BBR3_UP_FORGETS_UNUSED_ACKS
 #define BBR3_UP_FORGETS_UNUSED_ACKS 0 /* v2: ACKs while not cwnd-limited earn no inflight_hi growth */
 #endif

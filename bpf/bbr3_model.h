@@ -73,6 +73,8 @@ struct bbr3 {
 	u32 drain_start_round; /* round at the last entry to DRAIN (telemetry: the draft's name) */
 	u32 loss_seen;	       /* per-packet path: tp->lost when a callback last saw it rise, */
 	u32 loss_snd_nxt;      /* and snd_nxt then: an skb that ends by it may have lost packets since */
+	u32 over_hi_snd_nxt;   /* per-packet path: an skb that ends by it may have gone out with a flight
+				* above inflight_hi (snd_nxt when inflight_hi was cut, or cwnd was above it) */
 	u32 initialized : 1,   /* bbr3_state_init() ran */
 		init_cwnd : 7, /* cwnd at init */
 		full_bw_now : 1,	 /* the delivery rate plateaued recently */
@@ -88,7 +90,8 @@ struct bbr3 {
 		ecn_in_round : 1,	 /* CE in this loss round */
 		ack_phase : 3,		 /* enum bbr3_ack_phase */
 		ecn_eligible : 1,	 /* ECN-capable path, small min_rtt: kept once set */
-		unused_a : 3;
+		sent_over_hi : 1,	 /* cwnd was above inflight_hi after the last callback */
+		unused_a : 2;
 	u32 ecn_alpha : 9,		  /* EWMA of the CE fraction, BBR_UNIT */
 		rounds_since_probe : 8,	  /* rounds since the last probe */
 		loss_events_in_round : 4, /* ACKs reporting losses in this loss round (STARTUP) */
@@ -358,6 +361,7 @@ BBR_INLINE void bbr3_handle_queue_too_high_in_startup(struct sock *sk, struct bb
 
 	b->full_bw_reached = 1;
 	s->inflight_hi = BBR3_STARTUP_HI_KEEPS_LATEST ? bbr_max_u32(bdp, s->inflight_latest) : bdp;
+	s->over_hi_snd_nxt = tcp_sk(sk)->snd_nxt;
 }
 
 /* ECN is on: the caller's check. */
@@ -496,9 +500,11 @@ BBR_INLINE void bbr3_handle_inflight_too_high(
 	app_limited |= TWIN_MUTANT(loss_cut);
 #endif
 	/* An app-limited flight did not really probe the path's volume. */
-	if (!app_limited)
+	if (!app_limited) {
 		s->inflight_hi = bbr_max_u32(
 			tx_in_flight, bbr3_mul_unit(bbr3_target_inflight_at(sk, b, cwnd), bbr3_beta()));
+		s->over_hi_snd_nxt = tcp_sk(sk)->snd_nxt;
+	}
 	if (b->mode == BBRKIT_PROBE_BW && b->cycle_idx == BBRKIT_V3_UP)
 		bbr3_start_bw_probe_down(sk, b, s);
 }

@@ -8,10 +8,13 @@
 #ifndef BBR3_PP_H
 #define BBR3_PP_H
 
-/* Send records of the per-packet loss path, per flow: a flight of up to this many skbs (a TSO skb
- * carries up to 64 KB), 6 KB per flow.
+/* Send records of the per-packet loss path, per flow: the retransmit queue (snd_una to snd_nxt) of up
+ * to this many skbs (a TSO skb carries up to 64 KB), 12 KB per flow. A recovery holds a hole at
+ * snd_una while SACKed skbs pile up above it: with one-packet skbs the v3 differential saw 730 skbs
+ * between a hole and snd_nxt at a 334-packet flight, where 512 records had evicted the hole's
+ * (docs/v3-differential.md).
  */
-#define BBR3_TX_RING_BITS 9
+#define BBR3_TX_RING_BITS 10
 #define BBR3_TX_RING (1U << BBR3_TX_RING_BITS)
 #define BBR3_TX_RING_MASK (BBR3_TX_RING - 1)
 
@@ -242,6 +245,19 @@ BBR_INLINE bool bbr3_pp_covers_loss(const struct tcp_sock *tp, struct bbr3 *s, c
 		s->loss_snd_nxt = tp->snd_nxt;
 	}
 	return !bbr_after(rs->last_end_seq, s->loss_snd_nxt);
+}
+
+/* Might the ACKed skb have gone out with a flight above inflight_hi, so that v3 would raise
+ * inflight_hi to it (bbr_adapt_upper_bounds: rs->tx_in_flight > inflight_hi)? Yes when it was sent
+ * before inflight_hi was last cut, or while cwnd was above inflight_hi (STARTUP, DRAIN, a restored
+ * cwnd): the flight at a send is within the cwnd then.
+ */
+BBR_INLINE bool bbr3_pp_covers_over_hi(
+	const struct tcp_sock *tp, struct bbr3 *s, const struct rate_sample *rs)
+{
+	if (s->sent_over_hi)
+		s->over_hi_snd_nxt = tp->snd_nxt;
+	return s->inflight_hi != ~0U && !bbr_after(rs->last_end_seq, s->over_hi_snd_nxt);
 }
 
 /* The ACKed skb's record (the rate sample's skb ends at rs->last_end_seq): its flight at send, less

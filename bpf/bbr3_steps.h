@@ -547,6 +547,7 @@ BBR_INLINE void bbr3_state_init(struct sock *sk, struct bbr_core *b, struct bbr3
 	s->ack_delivered_ce = tp->delivered_ce;
 	s->loss_seen = tp->lost;
 	s->loss_snd_nxt = tp->snd_nxt; /* no skb sent from here on has seen a loss yet */
+	s->over_hi_snd_nxt = tp->snd_nxt;
 	s->inflight_hi = ~0U;
 	s->bw_probe_up_cnt = ~0U;
 	s->ecn_alpha = BBR_UNIT; /* respond at once if the path is congested from the start */

@@ -487,8 +487,11 @@ BBR_INLINE void bbr_set_extra_acked(struct bbr_core *b, u16 v)
 		b->extra_acked[0] = v;
 }
 
-/* Windowed max of the data ACKed beyond what the bandwidth estimate explains. */
-BBR_INLINE void bbr_update_ack_aggregation(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs)
+/* Windowed max of the data ACKed beyond what the bandwidth estimate explains, over two windows of
+ * win_rtts rounds each.
+ */
+BBR_INLINE void bbr_update_ack_aggregation_win(
+	struct sock *sk, struct bbr_core *b, const struct rate_sample *rs, u32 win_rtts)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 epoch_us, expected_acked, extra_acked;
@@ -498,7 +501,7 @@ BBR_INLINE void bbr_update_ack_aggregation(struct sock *sk, struct bbr_core *b, 
 
 	if (b->round_start) {
 		b->extra_acked_win_rtts = bbr_min_u32(0x1F, b->extra_acked_win_rtts + 1);
-		if (b->extra_acked_win_rtts >= BBR_EXTRA_ACKED_WIN_RTTS) {
+		if (b->extra_acked_win_rtts >= win_rtts) {
 			b->extra_acked_win_rtts = 0;
 			b->extra_acked_win_idx = b->extra_acked_win_idx ? 0 : 1;
 			bbr_set_extra_acked(b, 0);
@@ -521,6 +524,12 @@ BBR_INLINE void bbr_update_ack_aggregation(struct sock *sk, struct bbr_core *b, 
 	extra_acked = bbr_min_u32(extra_acked, bbr_out_cwnd(sk, b));
 	if (extra_acked > bbr_cur_extra_acked(b))
 		bbr_set_extra_acked(b, (u16)extra_acked);
+}
+
+/* The kernel's (v1) window: BBR_EXTRA_ACKED_WIN_RTTS rounds in every mode. */
+BBR_INLINE void bbr_update_ack_aggregation(struct sock *sk, struct bbr_core *b, const struct rate_sample *rs)
+{
+	bbr_update_ack_aggregation_win(sk, b, rs, BBR_EXTRA_ACKED_WIN_RTTS);
 }
 
 /* STARTUP filled the pipe when bandwidth grew < 25% for three non-app-limited rounds. */

@@ -19,7 +19,7 @@ VENV_BIN = Path(sys.executable).parent
 CLANG_FORMAT_FILES = sorted(str(p.relative_to(ROOT))
                             for d in ("bench/delayline", "bench/link", "bench/wire", "bench/kernelbbr",
                                       "bench/kernelbbr/floor", "bench/kernelbbr/lockstep", "loader", "loader/gen",
-                                      "include", "bpf", "tests/unit")
+                                      "include", "bpf", "tests/unit", "tests/diff")
                             for p in (ROOT / d).glob("*.[ch]"))
 SHELL_SCRIPTS = [*sorted(str(p.relative_to(ROOT)) for p in (ROOT / "scripts").glob("*.sh")), ".ci/run"]
 

@@ -48,6 +48,22 @@ TEST(startup_exits_on_excessive_loss)
 	CHECK(st()->inflight_hi >= bbr3_inflight(sk, core(), bbr3_max_bw(st()), BBR_UNIT));
 }
 
+/* In STARTUP v3 keeps the extra ACKed volume over windows of one round, not five
+ * (bbr_update_ack_aggregation: extra_acked_win_rtts_thresh 1 until the pipe is full), so that the
+ * cwnd follows the growing ACK stream: a burst's 50 extra packets are gone two round starts later.
+ */
+TEST(startup_forgets_extra_acked_after_two_rounds)
+{
+	params = defaults;
+	sim_round(10, SIM_RTT_US);
+	core()->extra_acked[core()->extra_acked_win_idx] = 50;
+	sim_round(20, SIM_RTT_US);
+	CHECK_EQ(bbr_extra_acked(core()), 50);
+	sim_round(40, SIM_RTT_US);
+	CHECK(!core()->full_bw_reached);
+	CHECK(bbr_extra_acked(core()) < 50);
+}
+
 TEST(startup_loss_below_six_events_does_not_exit)
 {
 	lossy_startup_round(5, 4);

@@ -114,27 +114,40 @@ TEST(per_packet_path_decides_as_v3_on_an_rto_in_up)
 	CHECK(ack.differ + ack.extra > 0);
 }
 
+/* A new flow on the per-packet path. */
+static void pp_setup(void)
+{
+	bbr3_pp_live = 1;
+	check_setup();
+	bbr3_pp_live = 0;
+}
+
+/* The ACK of packets 0-9 (one skb, recorded as sent with `in_flight` when tp->lost was `lost_then`),
+ * with `flight` in flight.
+ */
+static void ack_recorded_skb(u32 in_flight, u32 lost_then, u32 flight)
+{
+	struct rate_sample rs;
+
+	host_bbr3_pp.head = 1;
+	host_bbr3_pp.ring[0] = (struct bbr3_tx){ .seq = 0, .in_flight = in_flight, .lost = lost_then };
+	host_bbr3_pp.end_seq = 10 * SIM_MSS;
+	rs = ack_sample(flight);
+	rs.last_end_seq = 10 * SIM_MSS;
+	bbrkit_on_ack(sk, &rs);
+}
+
 /* A flow in UP on the per-packet path, `round_lost` losses into its loss round and `lost_since`
  * since the ACKed skb (packets 0-9) went out with `in_flight`, then that ACK, with a flight of 100.
  */
 static void ack_with_record(u32 in_flight, u32 lost_since, u32 round_lost)
 {
-	struct rate_sample rs;
-
-	bbr3_pp_live = 1;
-	check_setup();
-	bbr3_pp_live = 0;
+	pp_setup();
 	to_up();
 	sim_tp.snd_nxt = 20 * SIM_MSS;
 	sim_tp.lost += lost_since;
 	st()->round_lost = sim_tp.lost - round_lost;
-	host_bbr3_pp.head = 1;
-	host_bbr3_pp.ring[0] =
-		(struct bbr3_tx){ .seq = 0, .in_flight = in_flight, .lost = sim_tp.lost - lost_since };
-	host_bbr3_pp.end_seq = 10 * SIM_MSS;
-	rs = ack_sample(100);
-	rs.last_end_seq = 10 * SIM_MSS;
-	bbrkit_on_ack(sk, &rs);
+	ack_recorded_skb(in_flight, sim_tp.lost - lost_since, 100);
 }
 
 /* In a loss round the per-ACK check reads the ACKed skb's own record, as v3 reads rs->tx_in_flight
@@ -160,4 +173,74 @@ TEST(per_ack_check_reads_the_record_for_losses_before_the_round)
 	CHECK_EQ(phase(), BBRKIT_V3_DOWN);
 	CHECK(st()->inflight_hi >= 33 && st()->inflight_hi < 100);
 	CHECK(st()->loss_in_cycle);
+}
+
+/* Skbs sent after a lost one before its retransmit is ACKed: a recovery at a 334-packet flight
+ * (48 Mbit/s, 80 ms with its queue) with one-packet skbs, as on the differential's 1% loss path
+ * (docs/v3-differential.md), where the hole at snd_una held 730 later skbs.
+ */
+#define LONG_RECOVERY_SKBS 800
+
+/* The record of an ACKed retransmit outlives a long recovery: the skb at snd_una went out with a
+ * flight of 33 and 4 packets were lost since, and LONG_RECOVERY_SKBS skbs went out after it before
+ * its retransmit was ACKed. v3 reads that skb's tx.in_flight and tx.lost and ends UP; with the record
+ * evicted, approximations A and B (a flight of 100, no loss in this round) would keep probing.
+ */
+TEST(per_ack_check_reads_the_record_of_an_skb_sent_long_before)
+{
+	struct rate_sample rs;
+
+	pp_setup();
+	to_up();
+	st()->round_lost = sim_tp.lost + 4;
+	for (u32 i = 0; i <= LONG_RECOVERY_SKBS; i++) {
+		struct bbr3_pp_sock c = {
+			.snd_nxt = i * SIM_MSS, .in_flight = i ? 100 : 32, .lost = sim_tp.lost, .mss = SIM_MSS
+		};
+
+		bbr3_pp_sent(&host_bbr3_pp, &c, i * SIM_MSS, (i + 1) * SIM_MSS, 1);
+	}
+	sim_tp.lost += 4;
+	sim_tp.snd_nxt = (LONG_RECOVERY_SKBS + 1) * SIM_MSS;
+	rs = ack_sample(100);
+	rs.last_end_seq = SIM_MSS;
+	bbrkit_on_ack(sk, &rs);
+	CHECK_EQ(phase(), BBRKIT_V3_DOWN);
+	CHECK(st()->inflight_hi >= 33 && st()->inflight_hi < 100);
+}
+
+/* CRUISE just after inflight_hi was cut to 15 (a probe's loss, cwnd 20: max(15, 0.7 x 20)) while
+ * snd_nxt was at `cut_at` packets; then the ACK of packets 0-9, sent with a flight of `sent_with`,
+ * arrives with `flight` in flight and no loss since.
+ */
+static void cruise_ack_after_cut(u32 cut_at, u32 sent_with, u32 flight)
+{
+	pp_setup();
+	start();
+	bbr3_start_bw_probe_down(sk, core(), st());
+	bbr3_start_bw_probe_cruise(core(), st());
+	sim_tp.snd_nxt = cut_at * SIM_MSS;
+	bbr3_handle_inflight_too_high(sk, core(), st(), 15, 20, false);
+	CHECK_EQ(st()->inflight_hi, 15);
+	sim_tp.snd_nxt = 40 * SIM_MSS;
+	sim_tp.snd_cwnd = 13; /* CRUISE keeps headroom below inflight_hi */
+	ack_recorded_skb(sent_with, sim_tp.lost, flight);
+}
+
+/* An skb that left before the cut with a flight of 17 proves 17 safe: v3 raises inflight_hi to its
+ * rs->tx_in_flight, although the flight when its ACK arrives (10) is below the bound.
+ */
+TEST(safe_flight_sent_before_a_cut_raises_inflight_hi)
+{
+	cruise_ack_after_cut(20, 17, 10);
+	CHECK_EQ(st()->inflight_hi, 17);
+}
+
+/* An skb sent after the cut went out within inflight_hi (12): v3 does not raise it, although the
+ * flight when its ACK arrives (20, approximation A) is above it.
+ */
+TEST(flight_sent_within_inflight_hi_does_not_raise_it)
+{
+	cruise_ack_after_cut(5, 12, 20);
+	CHECK_EQ(st()->inflight_hi, 15);
 }
