@@ -118,13 +118,14 @@ def test_report_prints_each_goal_with_its_figures_ratio_and_verdict_and_marks_a_
     rows = quiet_run()
     goals = list(goals_of(rows, 81.0).values())
     stats = {"p50_us": 100.0, "p99_us": 150.0, "added_p50_us": 0.0, "added_p99_us": 50.0}
-    result: dict[str, Any] = {"machine": "m", "time_utc": "2026-11-29 07:00:00",
+    result: dict[str, Any] = {"machine": {"kernel": "6.18", "cpus": 2}, "started_utc": "2026-11-29 07:00:00",
               "load": {"start": (3.0, 1.0, 1.0), "end": (4.0, 1.0, 1.0), "loaded": True},
               "capacity": rows, "goals": goals, "checks": {g["check"]: g["met"] for g in goals},
               "delay": {**delay(81.0), "idle_gap_poll": {**stats, "busy_poll_us": linkbench.GAP_POLL_US,
                                                          "cpu_fwd_share": 0.97, "spin_share": 0.9}}}
     lines = list(report(result))
-    assert "load average at the start 3.0, at the end 4.0 (A LOADED MACHINE" in lines[0]
+    assert ("kernel 6.18, 2 CPUs, started 2026-11-29 07:00:00 UTC, load average at the start 3.0, at the end 4.0 "
+            "(A LOADED MACHINE") in lines[0]
     assert ("  NOT MET idle_added_delay_p99_within_50us: link p99 181 us less the bridge's p50 100 us: 81 us, "
             "goal <= 50 us") in lines
     assert ("  met taildrop_at_least_0.8x_bridge: link 142 kpps against the bridge's 117 kpps in this run: "

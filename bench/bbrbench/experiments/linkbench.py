@@ -332,7 +332,7 @@ def machine_loaded(start: tuple[float, ...], end: tuple[float, ...], cpus: int) 
 
 
 def benchmark(args: argparse.Namespace) -> dict[str, Any]:
-    load_start = os.getloadavg()
+    load_start, started = os.getloadavg(), time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
     with Chain(f"bbl-{os.getpid()}-") as chain:
         _offloads_off(chain)
         bridged, capacity = _bridged(chain, [LOADS[key] for key, middle in CAPACITY_RUNS if middle == BRIDGE], args)
@@ -344,7 +344,7 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     load_end = os.getloadavg()
     compare_runs(capacity)
     goals = judge_goals(capacity, delay, args.flows)
-    return {"machine": machine(), "time_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+    return {"machine": machine(), "started_utc": started,
             "load": {"start": load_start, "end": load_end,
                      "loaded": machine_loaded(load_start, load_end, os.cpu_count() or 1)},
             "delay": delay, "capacity": capacity, "goals": goals, "checks": {g["check"]: g["met"] for g in goals}}
@@ -375,9 +375,9 @@ def _goal(g: dict[str, Any]) -> str:
 
 
 def report(result: dict[str, Any]) -> Iterator[str]:
-    d, load = result["delay"], result["load"]
-    yield (f"link emulator benchmark: {result['machine']}, {result['time_utc']} UTC, load average at the start "
-           f"{load['start'][0]:.1f}, at the end {load['end'][0]:.1f}"
+    d, load, m = result["delay"], result["load"], result["machine"]
+    yield (f"link emulator benchmark: kernel {m['kernel']}, {m['cpus']} CPUs, started {result['started_utc']} UTC, "
+           f"load average at the start {load['start'][0]:.1f}, at the end {load['end'][0]:.1f}"
            + (" (A LOADED MACHINE: figures compare runs, not the machine's best)" if load["loaded"] else ""))
     b = d["bridged"]
     yield f"  ping through a kernel bridge: p50 {b['p50_us']:.0f}  p99 {b['p99_us']:.0f} us"
