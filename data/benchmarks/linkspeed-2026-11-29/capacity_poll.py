@@ -7,7 +7,8 @@ ksoftirqd on each CPU, and the link's forward thread's. Root, under the project'
     flock /tmp/bbrkit-root.lock nice -n 10 .venv/bin/python data/benchmarks/linkspeed-2026-11-29/capacity_poll.py \
         --rounds 3 --variant default= --variant poll0=:0 --out FILE
 
-A variant is NAME=[BINARY][:BUSY_POLL_US] (empty: the build's bbrkit-link, the link's default poll)."""
+A variant is NAME=[BINARY][:[BUSY_POLL_US][:QUEUE]] (empty: the build's bbrkit-link, the link's default
+poll, tail drop). --loads many_flows with --flows 1024 gives linkbench's FQ-CoDel load."""
 
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def bridged(chain: Chain) -> Iterator[None]:
         command(["ip", "-n", chain.delay, "link", "del", "br0"], check=False)
 
 
-def measured(chain: Chain, variant: str, binary: str, poll: int | None, load: str,
+def measured(chain: Chain, variant: str, binary: str, poll: int | None, aqm: str, load: str,
              args: argparse.Namespace) -> dict[str, Any]:
     net0, soft0, t0 = softnet(), ksoftirqd_times(), time.monotonic()
     if variant == "bridge":
@@ -73,7 +74,7 @@ def measured(chain: Chain, variant: str, binary: str, poll: int | None, load: st
         else:
             os.environ.pop("BBRKIT_LINK", None)
         args.busy_poll_us = poll
-        row = linkbench._capacity(chain, "p", "fifo", linkbench.LOADS[load], args)
+        row = linkbench._capacity(chain, "p", aqm, linkbench.LOADS[load], args)
     net1, soft1, wall = softnet(), ksoftirqd_times(), (time.monotonic() - t0) * 1e9
     row["variant"] = variant
     row["softnet"] = [[b - a for a, b in zip(x, y)] for x, y in zip(net0, net1)]
@@ -89,21 +90,22 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=5.0)
     ap.add_argument("--loads", default="one_flow,small")
     ap.add_argument("--variant", action="append", default=[])
+    ap.add_argument("--flows", type=int, default=1)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    args.flows = 1
-    variants: list[tuple[str, str, int | None]] = [("bridge", "", None)]
+    variants: list[tuple[str, str, int | None, str]] = [("bridge", "", None, "")]
     for v in args.variant:
         name, spec = v.split("=", 1)
-        binary, _, poll = spec.partition(":")
-        variants.append((name, binary, int(poll) if poll else None))
+        binary, _, rest = spec.partition(":")
+        poll, _, aqm = rest.partition(":")
+        variants.append((name, binary, int(poll) if poll else None, aqm or "fifo"))
     rows = []
     with Chain(f"bbp-{os.getpid()}-") as chain:
         linkbench._offloads_off(chain)
         for rnd in range(args.rounds):
             for load in args.loads.split(","):
-                for name, binary, poll in variants:
-                    row = {"round": rnd, **measured(chain, name, binary, poll, load, args)}
+                for name, binary, poll, aqm in variants:
+                    row = {"round": rnd, **measured(chain, name, binary, poll, aqm, load, args)}
                     print(json.dumps(row), flush=True)
                     rows.append(row)
     with open(args.out, "w", encoding="utf-8") as f:
