@@ -1,6 +1,6 @@
-"""linkbench's judgement of its capacity runs, without running any (no root, no namespaces): each link run's
-ratio to the kernel bridge and to tail drop under the same load, and which of the link's capacity goals the
-bridge's own figure lets this machine judge at all."""
+"""linkbench's judgement of its runs, without running any (no root, no namespaces): each link run's ratio to
+the kernel bridge and to tail drop under the same load, each speed goal met or not against the bridge in the
+same run, and a run on a loaded machine marked."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def by(rows: list[dict[str, Any]], load: str, middle: str) -> dict[str, Any]:
 def test_every_link_run_and_goal_has_a_bridge_run_under_its_load() -> None:
     bridged = {load for load, middle in CAPACITY_RUNS if middle == BRIDGE}
     assert {load for load, _ in CAPACITY_RUNS} == bridged == set(LOADS)
-    assert all((g.load, g.aqm) in CAPACITY_RUNS for g in GOALS)
+    assert all(g.run in CAPACITY_RUNS for g in GOALS if g.run is not None)
     # FQ-CoDel's own cost needs tail drop under its load
     assert all((load, "fifo") in CAPACITY_RUNS for load, middle in CAPACITY_RUNS if middle not in (BRIDGE, "fifo"))
 
@@ -56,47 +56,94 @@ def test_a_ratio_to_a_run_that_received_nothing_is_none() -> None:
     assert by(rows, "small", "fifo")["to_bridge"] is None
 
 
-def test_a_goal_is_judgeable_only_where_the_bridge_reaches_it() -> None:
-    rows = quiet_run()
-    one_flow_bridge = by(rows, "one_flow", BRIDGE)
-    one_flow_bridge["rx_bps"] = 2_500_000_000  # exactly the tail-drop goal: judgeable
-    goals = {g["check"]: g for g in judge_goals(rows, FLOWS)}
-    assert list(goals) == ["taildrop_at_least_2.5gbps", "fq_codel_1024_flows_at_least_2gbps",
-                           "64_byte_payloads_at_least_300kpps"]
-    taildrop = goals["taildrop_at_least_2.5gbps"]
-    assert taildrop["judgeable"] and not taildrop["met"]
-    assert taildrop["bridge"] == 2_500_000_000 and taildrop["link"] == by(rows, "one_flow", "fifo")["rx_bps"]
-    small = goals["64_byte_payloads_at_least_300kpps"]
-    assert not small["judgeable"] and small["metric"] == "rx_pps" and small["target"] == 300_000
-    one_flow_bridge["rx_bps"] = 2_499_999_999
-    assert not judge_goals(rows, FLOWS)[0]["judgeable"]
+def delay(added_p99_us: float | None) -> dict[str, Any]:
+    """The delay runs' result with the bridge's median at 100 us and the idle link's p99 that much above it."""
+    base = {"p50_us": 100.0, "p99_us": 150.0}
+    idle = None if added_p99_us is None else {"p50_us": 140.0, "p99_us": 100.0 + added_p99_us, "added_p50_us": 40.0,
+                                              "added_p99_us": added_p99_us}
+    return {"rate_mbit": 100.0, "bridged": base, "idle": idle, "half load": None}
 
 
-def test_a_goal_is_met_on_the_link_figure_not_the_bridge() -> None:
-    rows = quiet_run()
-    by(rows, "small", "fifo")["rx_pps"] = 300_000
-    by(rows, "small", BRIDGE)["rx_pps"] = 299_999
-    small = judge_goals(rows, FLOWS)[2]
-    assert small["met"] and not small["judgeable"]
-
-
-def test_report_says_each_goal_is_judgeable_or_sender_bound_and_gives_the_ratios() -> None:
-    rows = quiet_run()
+def goals_of(rows: list[dict[str, Any]], added_p99_us: float | None = 60.0) -> dict[str, dict[str, Any]]:
     compare_runs(rows)
-    goals = judge_goals(rows, FLOWS)
-    goals[0]["judgeable"] = True
+    return {g["check"]: g for g in judge_goals(rows, delay(added_p99_us), FLOWS)}
+
+
+def test_each_capacity_goal_is_its_ratio_to_the_bridge_in_the_same_run_met_at_its_bound() -> None:
+    rows = quiet_run()
+    by(rows, "one_flow", "fifo")["rx_pps"] = 0.8 * 117_000  # exactly 0.8 x the bridge: met
+    by(rows, "many_flows", "fq_codel")["rx_pps"] = 19_999  # just under 0.5 x the bridge's 40000
+    by(rows, "small", "fifo")["rx_pps"] = 58_000  # exactly 0.5 x 116000
+    goals = goals_of(rows)
+    assert list(goals) == ["idle_added_delay_p99_within_50us", "taildrop_at_least_0.8x_bridge",
+                           "fq_codel_1024_flows_at_least_0.5x_bridge", "64_byte_payloads_at_least_0.5x_bridge"]
+    taildrop = goals["taildrop_at_least_0.8x_bridge"]
+    assert taildrop["met"] and taildrop["figure"] == 0.8 * 117_000 / 117_000
+    assert (taildrop["link"], taildrop["bridge"]) == (0.8 * 117_000, 117_000)
+    fq = goals["fq_codel_1024_flows_at_least_0.5x_bridge"]
+    assert not fq["met"] and fq["figure"] == 19_999 / 40_000 and fq["bridge"] == 40_000
+    assert goals["64_byte_payloads_at_least_0.5x_bridge"]["met"]
+
+
+def test_a_capacity_goal_follows_the_bridge_of_its_own_run_not_an_absolute_rate() -> None:
+    rows = quiet_run()  # the link at 142 kpps with one flow: 1.21 x a bridge at 117 kpps
+    assert goals_of(rows)["taildrop_at_least_0.8x_bridge"]["met"]
+    rows = quiet_run()
+    by(rows, "one_flow", BRIDGE)["rx_pps"] = 200_000  # the same link figure, a faster bridge: 0.71 x
+    assert not goals_of(rows)["taildrop_at_least_0.8x_bridge"]["met"]
+
+
+def test_the_idle_delay_goal_bounds_what_the_link_adds_to_the_bridge_and_fails_unmeasured() -> None:
+    assert goals_of(quiet_run(), 50.0)["idle_added_delay_p99_within_50us"]["met"]
+    over = goals_of(quiet_run(), 50.5)["idle_added_delay_p99_within_50us"]
+    assert not over["met"] and over["at_most"] and (over["link"], over["bridge"]) == (150.5, 100.0)
+    assert not goals_of(quiet_run(), None)["idle_added_delay_p99_within_50us"]["met"]
+
+
+def test_a_capacity_goal_whose_bridge_received_nothing_is_not_met() -> None:
+    rows = quiet_run()
+    by(rows, "small", BRIDGE)["rx_pps"] = 0
+    small = goals_of(rows)["64_byte_payloads_at_least_0.5x_bridge"]
+    assert small["figure"] is None and not small["met"]
+
+
+def test_a_run_is_marked_loaded_by_the_load_average_per_vcpu_at_its_start_or_end() -> None:
+    assert not linkbench.machine_loaded((2.0, 0, 0), (6.0, 0, 0), 2)  # the benchmark's own load at the end
+    assert linkbench.machine_loaded((2.1, 0, 0), (1.0, 0, 0), 2)
+    assert linkbench.machine_loaded((0.5, 0, 0), (6.1, 0, 0), 2)
+    assert not linkbench.machine_loaded((3.9, 0, 0), (11.9, 0, 0), 4)
+
+
+def test_report_prints_each_goal_with_its_figures_ratio_and_verdict_and_marks_a_loaded_run() -> None:
+    rows = quiet_run()
+    goals = list(goals_of(rows, 81.0).values())
     stats = {"p50_us": 100.0, "p99_us": 150.0, "added_p50_us": 0.0, "added_p99_us": 50.0}
-    result = {"machine": "m", "load": (1.0, 1.0, 1.0), "capacity": rows, "goals": goals,
-              "checks": {g["check"]: g["met"] for g in goals},
-              "delay": {"rate_mbit": 100.0, "bridged": stats, "idle": stats, "half load": None,
-                        "idle_gap_poll": {**stats, "busy_poll_us": linkbench.GAP_POLL_US, "cpu_fwd_share": 0.97,
-                                          "spin_share": 0.9}}}
+    result: dict[str, Any] = {"machine": {"kernel": "6.18", "cpus": 2}, "started_utc": "2026-11-29 07:00:00",
+              "load": {"start": (3.0, 1.0, 1.0), "end": (4.0, 1.0, 1.0), "loaded": True},
+              "capacity": rows, "goals": goals, "checks": {g["check"]: g["met"] for g in goals},
+              "delay": {**delay(81.0), "idle_gap_poll": {**stats, "busy_poll_us": linkbench.GAP_POLL_US,
+                                                         "cpu_fwd_share": 0.97, "spin_share": 0.9}}}
     lines = list(report(result))
-    assert any(line.startswith("  judgeable taildrop_at_least_2.5gbps: the bridge carries 1417 Mbit/s")
-               for line in lines)
-    assert any(line.startswith("  sender-bound 64_byte_payloads_at_least_300kpps: the bridge carries 116 kpps")
-               for line in lines)
+    assert ("kernel 6.18, 2 CPUs, started 2026-11-29 07:00:00 UTC, load average at the start 3.0, at the end 4.0 "
+            "(A LOADED MACHINE") in lines[0]
+    assert ("  NOT MET idle_added_delay_p99_within_50us: link p99 181 us less the bridge's p50 100 us: 81 us, "
+            "goal <= 50 us") in lines
+    assert ("  met taildrop_at_least_0.8x_bridge: link 142 kpps against the bridge's 117 kpps in this run: "
+            "1.21 x, goal >= 0.8 x") in lines
+    assert ("  met fq_codel_1024_flows_at_least_0.5x_bridge: link 32 kpps against the bridge's 40 kpps in this "
+            "run: 0.80 x, goal >= 0.5 x") in lines
     fq = next(line for line in lines if "capacity, fq_codel" in line)
     assert "0.80 x the bridge's, 0.89 x tail drop's" in fq
     assert any("busy-poll 20000 us (the whole ping gap)" in line and "CPU 97% (busy-polling 90%)" in line
                for line in lines)
+    result["load"]["loaded"] = False
+    assert "LOADED" not in next(report(result))
+
+
+def test_the_wait_share_is_the_busiest_threads_run_queue_wait_over_the_window() -> None:
+    before = {1: (0, 0), 2: (1_000, 5_000), 3: (0, 0)}
+    # thread 2 ran most (3 s) and waited 1 s of the 4 s window; thread 1 waited longer but ran less; thread 3 is
+    # gone and thread 4 is new: neither has a difference
+    after = {1: (1_000_000_000, 2_000_000_000), 2: (3_000_001_000, 1_000_005_000), 4: (9_000_000_000, 9_000_000_000)}
+    assert linkbench.busiest_wait_share(before, after, 4e9) == 0.25
+    assert linkbench.busiest_wait_share({}, after, 4e9) is None

@@ -14,8 +14,11 @@ Builds the delay line benchmark's sender | middle | receiver chain (experiments/
 Capacities are counted at the receiver (its interface's counters). Every load also goes through the kernel
 bridge first (CAPACITY_RUNS): what the senders and the machine can do at all, beside what the link does;
 each link run reports its ratio to that, and FQ-CoDel its ratio to tail drop at the same load (its own
-cost). A capacity goal is judgeable only where the bridge reaches it; below, the senders bound it.
-Each link run reports the forward thread's CPU share and how much of it was busy-polling.
+cost). The goals (GOALS) are stated against the bridge in the same run, so that they can be judged on a
+small or shared machine: each capacity goal is a ratio to the bridge under the same load, the idle delay
+goal a bound on what the link adds to the bridge's ping. Each link run reports the forward thread's CPU
+share and how much of it was busy-polling; the report gives the load average at the start and the end and
+marks a run on a loaded machine.
 
 Run as `bbrbench linkbench [--out FILE]`. Everything it creates is named `bbl-<pid>-...` and removed on
 exit, Ctrl-C or SIGTERM.
@@ -44,7 +47,6 @@ UDP_PAYLOAD_BYTES = 1472  # an MTU-size IPv4 datagram
 SMALL_PAYLOAD_BYTES = 64  # the small-packet capacity goal's payload
 IPERF_MAX_STREAMS = 128
 IPERF_BASE_PORT = 5301
-ADDED_DELAY_TARGET_US = 50
 PING_COUNT = 500
 PING_INTERVAL_S = 0.01
 # The second idle delay run's busy-poll: twice the gap between two pings, so no ping finds the forward thread
@@ -76,18 +78,25 @@ CAPACITY_RUNS = (("one_flow", BRIDGE), ("many_flows", BRIDGE), ("small", BRIDGE)
 
 @dataclass(frozen=True)
 class Goal:
-    """One of the link's capacity goals (docs/benchmarks.md) against a kernel bridge on the same machine: the link
-    with queue `aqm` under `load` reaches `target` in `metric` ("rx_bps" or "rx_pps")."""
+    """One of the link's speed goals, judged against the kernel bridge in the same run (docs/benchmarks.md):
+    with `run` (a capacity run's load and queue), that run's ratio to the bridge under the same load must reach
+    `bound`; without, the idle ping's added p99 (the link's p99 less the bridge's median) must stay within
+    `bound` microseconds."""
     check: str  # its name among the checks; {flows} stands for --flows
-    load: str
-    aqm: str
-    metric: str
-    target: float
+    run: tuple[str, str] | None
+    bound: float
 
 
-GOALS = (Goal("taildrop_at_least_2.5gbps", "one_flow", "fifo", "rx_bps", 2_500_000_000),
-         Goal("fq_codel_{flows}_flows_at_least_2gbps", "many_flows", "fq_codel", "rx_bps", 2_000_000_000),
-         Goal("64_byte_payloads_at_least_300kpps", "small", "fifo", "rx_pps", 300_000))
+GOALS = (Goal("idle_added_delay_p99_within_50us", None, 50),
+         Goal("taildrop_at_least_0.8x_bridge", ("one_flow", "fifo"), 0.8),
+         Goal("fq_codel_{flows}_flows_at_least_0.5x_bridge", ("many_flows", "fq_codel"), 0.5),
+         Goal("64_byte_payloads_at_least_0.5x_bridge", ("small", "fifo"), 0.5))
+
+# A run is marked as on a loaded machine when others' work competes with it for CPU: at the start, more
+# than one runnable task per vCPU over the last minute; at the end, more than the benchmark's own capacity
+# runs bring (about 2.3 per vCPU: 4.6 on 2 vCPUs with nothing else running, 2026-11-26 17:52 UTC).
+LOADED_AT_START_PER_CPU = 1.0
+LOADED_AT_END_PER_CPU = 3.0
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
@@ -184,6 +193,28 @@ def _cpu_shares(before: dict[str, Any], after: dict[str, Any]) -> dict[str, floa
             "spin_share": (after.get("spin_us", 0) - before.get("spin_us", 0)) / wall}
 
 
+def _thread_times(pid: int | None) -> dict[int, tuple[int, int]]:
+    """Each of a process's threads' CPU time and run-queue wait so far in ns (/proc/PID/task/TID/schedstat)."""
+    times: dict[int, tuple[int, int]] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task") if pid is not None else []
+        for tid in tids:
+            with open(f"/proc/{pid}/task/{tid}/schedstat", encoding="ascii") as f:
+                run, wait = f.read().split()[:2]
+            times[int(tid)] = (int(run), int(wait))
+    except OSError:  # the process or a thread has gone: no figure
+        return {}
+    return times
+
+
+def busiest_wait_share(before: dict[int, tuple[int, int]], after: dict[int, tuple[int, int]],
+                       wall_ns: float) -> float | None:
+    """How much of the wall time the thread that ran most between two samples (the forward thread) spent
+    runnable but waiting for a CPU: a thread descheduled under load, not one that forwards too slowly."""
+    deltas = [(a[0] - before[t][0], a[1] - before[t][1]) for t, a in after.items() if t in before]
+    return max(deltas)[1] / wall_ns if deltas and wall_ns > 0 else None
+
+
 def _measure(chain: Chain, link: WireProcess | None, middle: str, load: Load, args: argparse.Namespace
              ) -> dict[str, Any]:
     """UDP through whatever is in the middle: what the receiver took in over the steady part of the run,
@@ -193,8 +224,11 @@ def _measure(chain: Chain, link: WireProcess | None, middle: str, load: Load, ar
     per_stream = 0 if streams == 1 else 2e9 / streams
     clients = _udp_clients(chain, streams, per_stream, seconds, load.payload)
     time.sleep(1.0)  # past the clients' start
+    pid = link.pid if link else None
     before, (b0, p0), (s0, l0), t0 = link.stats() if link else {}, _received(chain), _offered(chain), time.monotonic()
+    threads0 = _thread_times(pid)
     time.sleep(seconds - 2.0)
+    threads1 = _thread_times(pid)
     after, (b1, p1), (s1, l1), t1 = link.stats() if link else {}, _received(chain), _offered(chain), time.monotonic()
     for c in clients:
         c.communicate(timeout=seconds + COMMAND_TIMEOUT_S)
@@ -209,6 +243,7 @@ def _measure(chain: Chain, link: WireProcess | None, middle: str, load: Load, ar
             "out_bps": (after["out_bytes"] - before["out_bytes"]) * 8 / (t1 - t0),
             "out_pps": (after["out_pkts"] - before["out_pkts"]) / (t1 - t0),
             **_cpu_shares(before, after),
+            "rq_wait_share": busiest_wait_share(threads0, threads1, (t1 - t0) * 1e9),
             # a link from before the ring's size was reported gives 0 for it
             **{k: after.get(k, 0) for k in ("rx_ring", "rx_ring_frames", "qdisc_bypass", "busy_poll_us",
                                             "rx_wait_max_us")},
@@ -270,19 +305,34 @@ def compare_runs(rows: list[dict[str, Any]]) -> None:
                 r["to_fifo"] = ratio(r, "fifo")
 
 
-def judge_goals(rows: list[dict[str, Any]], flows: int) -> list[dict[str, Any]]:
-    """Each capacity goal: met by the link, and judgeable at all, i.e. the kernel bridge carries the goal under
-    the same load (below it, the senders bound the run and no link could show the goal here)."""
+def judge_goals(rows: list[dict[str, Any]], delay: dict[str, Any], flows: int) -> list[dict[str, Any]]:
+    """Each goal's figure from this run (a ratio to the bridge, or the idle ping's added p99), the link's and the
+    bridge's own figures behind it, and whether it is met; a figure not measured (no ping came back, the bridge
+    received nothing) does not meet its goal."""
     runs = {(r["load"], r["middle"]): r for r in rows}
     goals = []
     for g in GOALS:
-        link, bridge = runs[(g.load, g.aqm)][g.metric], runs[(g.load, BRIDGE)][g.metric]
-        goals.append({"check": g.check.format(flows=flows), "metric": g.metric, "target": g.target,
-                      "link": link, "bridge": bridge, "met": link >= g.target, "judgeable": bridge >= g.target})
+        if g.run is None:
+            idle = delay.get("idle")
+            figure, link, bridge = (idle["added_p99_us"], idle["p99_us"], delay["bridged"]["p50_us"]) if idle \
+                else (None, None, delay["bridged"]["p50_us"])
+        else:
+            row, base = runs[g.run], runs[(g.run[0], BRIDGE)]
+            figure, link, bridge = row.get("to_bridge"), row["rx_pps"], base["rx_pps"]
+        at_most = g.run is None
+        met = figure is not None and (figure <= g.bound if at_most else figure >= g.bound)
+        goals.append({"check": g.check.format(flows=flows), "run": g.run, "figure": figure, "bound": g.bound,
+                      "at_most": at_most, "link": link, "bridge": bridge, "met": met})
     return goals
 
 
+def machine_loaded(start: tuple[float, ...], end: tuple[float, ...], cpus: int) -> bool:
+    """Whether the 1-minute load averages at the start and end say that others' work shared the machine."""
+    return start[0] > LOADED_AT_START_PER_CPU * cpus or end[0] > LOADED_AT_END_PER_CPU * cpus
+
+
 def benchmark(args: argparse.Namespace) -> dict[str, Any]:
+    load_start, started = os.getloadavg(), time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
     with Chain(f"bbl-{os.getpid()}-") as chain:
         _offloads_off(chain)
         bridged, capacity = _bridged(chain, [LOADS[key] for key, middle in CAPACITY_RUNS if middle == BRIDGE], args)
@@ -291,19 +341,21 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
         delay = _delay(chain, args.rate, bridged, args.busy_poll_us)
         capacity += [_capacity(chain, f"c{i}", middle, LOADS[key], args)
                      for i, (key, middle) in enumerate(CAPACITY_RUNS) if middle != BRIDGE]
+    load_end = os.getloadavg()
     compare_runs(capacity)
-    goals = judge_goals(capacity, args.flows)
-    checks = {
-        f"added_delay_p99_at_{args.rate:g}mbit_within_{ADDED_DELAY_TARGET_US}us":
-            bool(delay["idle"]) and delay["idle"]["added_p99_us"] <= ADDED_DELAY_TARGET_US,
-        **{g["check"]: g["met"] for g in goals},
-    }
-    return {"machine": machine(), "load": os.getloadavg(), "delay": delay, "capacity": capacity, "goals": goals,
-            "checks": checks}
+    goals = judge_goals(capacity, delay, args.flows)
+    return {"machine": machine(), "started_utc": started,
+            "load": {"start": load_start, "end": load_end,
+                     "loaded": machine_loaded(load_start, load_end, os.cpu_count() or 1)},
+            "delay": delay, "capacity": capacity, "goals": goals, "checks": {g["check"]: g["met"] for g in goals}}
 
 
-def _rate(metric: str, value: float) -> str:
-    return f"{value / 1e6:.0f} Mbit/s" if metric == "rx_bps" else f"{value / 1e3:.0f} kpps"
+def _rate(row: dict[str, Any]) -> str:
+    return f"{row['rx_bps'] / 1e6:.0f} Mbit/s ({row['rx_pps'] / 1e3:.0f} kpps)"
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
 
 
 def _pings(label: str, s: dict[str, Any]) -> str:
@@ -311,9 +363,22 @@ def _pings(label: str, s: dict[str, Any]) -> str:
             f"{s['added_p50_us']:.0f}  p99 {s['added_p99_us']:.0f} us")
 
 
+def _goal(g: dict[str, Any]) -> str:
+    verdict = "met" if g["met"] else "NOT MET"
+    if g["at_most"]:
+        figures = ("link p99 -, not measured" if g["figure"] is None else
+                   f"link p99 {g['link']:.0f} us less the bridge's p50 {g['bridge']:.0f} us: {g['figure']:.0f} us")
+        return f"  {verdict} {g['check']}: {figures}, goal <= {g['bound']:g} us"
+    ratio = "-" if g["figure"] is None else f"{g['figure']:.2f} x"
+    return (f"  {verdict} {g['check']}: link {g['link'] / 1e3:.0f} kpps against the bridge's "
+            f"{g['bridge'] / 1e3:.0f} kpps in this run: {ratio}, goal >= {g['bound']:g} x")
+
+
 def report(result: dict[str, Any]) -> Iterator[str]:
-    d = result["delay"]
-    yield f"link emulator benchmark: {result['machine']}, load average at the end {result['load'][0]:.1f}"
+    d, load, m = result["delay"], result["load"], result["machine"]
+    yield (f"link emulator benchmark: kernel {m['kernel']}, {m['cpus']} CPUs, started {result['started_utc']} UTC, "
+           f"load average at the start {load['start'][0]:.1f}, at the end {load['end'][0]:.1f}"
+           + (" (A LOADED MACHINE: figures compare runs, not the machine's best)" if load["loaded"] else ""))
     b = d["bridged"]
     yield f"  ping through a kernel bridge: p50 {b['p50_us']:.0f}  p99 {b['p99_us']:.0f} us"
     for name in ("idle", "half load"):
@@ -325,25 +390,21 @@ def report(result: dict[str, Any]) -> Iterator[str]:
         yield (_pings(f"{d['rate_mbit']:g} Mbit/s, idle, busy-poll {g['busy_poll_us']} us (the whole ping gap)", g)
                + f"; forward thread CPU {g['cpu_fwd_share']:.0%} (busy-polling {g['spin_share']:.0%})")
     for c in result["capacity"]:
-        line = (f"  capacity, {c['name']}, {c['flows']} UDP flow(s): received {c['rx_bps'] / 1e6:.0f} Mbit/s "
-                f"({c['rx_pps'] / 1e3:.0f} kpps)")
+        line = f"  capacity, {c['name']}, {c['flows']} UDP flow(s): received {_rate(c)}"
         for key, what in (("to_bridge", "the bridge's"), ("to_fifo", "tail drop's")):
             if c.get(key) is not None:
                 line += f", {c[key]:.2f} x {what}"
         if "out_bps" in c:
             line += (f"; socket drops {c['drop_kernel']}, overlimit {c['drop_overlimit']}, AQM {c['drop_aqm']}, "
                      f"new-queue activations {c['new_flows']}; forward thread CPU {c['cpu_fwd_share']:.0%} "
-                     f"(busy-polling {c['spin_share']:.0%}); rx ring {c['rx_ring']} ({c['rx_ring_frames']} "
+                     f"(busy-polling {c['spin_share']:.0%}, waiting for a CPU {_share(c.get('rq_wait_share'))}); "
+                     f"rx ring {c['rx_ring']} ({c['rx_ring_frames']} "
                      f"slots, longest wait {c['rx_wait_max_us']} us), qdisc bypass {c['qdisc_bypass']}, busy-poll "
                      f"{c['busy_poll_us']} us; frames sent {c['sent_pkts']}, at the link's interface "
                      f"{c['l0_rx_pkts']}, read {c['in_pkts']}")
         yield line
-    for name, ok in result["checks"].items():
-        yield f"  {'PASS' if ok else 'FAIL'} {name}"
-    for g in result.get("goals", []):
-        yield (f"  {'judgeable' if g['judgeable'] else 'sender-bound'} {g['check']}: the bridge carries "
-               f"{_rate(g['metric'], g['bridge'])} under the same load (goal {_rate(g['metric'], g['target'])}), "
-               f"the link {_rate(g['metric'], g['link'])}")
+    for g in result["goals"]:
+        yield _goal(g)
 
 
 def _cpu(stats: dict[str, Any]) -> str:

@@ -175,6 +175,12 @@ class WireProcess:
         code = self._proc.returncode if self._proc else None
         return f"exit status {code}" if code is not None else f"no ready line within {READY_TIMEOUT_S:.0f} s"
 
+    @property
+    def pid(self) -> int | None:
+        """The running binary's process id (its threads are /proc/PID/task), None before start or after exit."""
+        proc = self._proc
+        return proc.pid if proc is not None and proc.poll() is None else None
+
     def stats(self) -> dict[str, int]:
         """The binary's counters (its stats line's integers), fresh while running, final after stop()."""
         proc = self._proc
