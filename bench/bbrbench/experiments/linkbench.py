@@ -33,11 +33,13 @@ import subprocess
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
 from ..testbed.linkemu import LinkEmulator, kernel_reverse
-from ..testbed.procs import command
+from ..testbed.netns import netns_pids
+from ..testbed.procs import command, kill_pids
 from ..testbed.wire import WireProcess
 from .delaybench import RECEIVER_ADDR, Chain, RttStats, machine, percentile, run_reported
 
@@ -215,6 +217,18 @@ def busiest_wait_share(before: dict[int, tuple[int, int]], after: dict[int, tupl
     return max(deltas)[1] / wall_ns if deltas and wall_ns > 0 else None
 
 
+def _stop_servers(netns: str) -> None:
+    """The run's iperf3 servers, found among the receiver namespace's processes: a pattern matched across
+    the machine would also stop another run's servers."""
+    for pid in netns_pids(netns):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue  # gone already
+        if Path(argv[0].decode(errors="replace")).name == "iperf3" and b"-s" in argv:
+            kill_pids([pid])
+
+
 def _measure(chain: Chain, link: WireProcess | None, middle: str, load: Load, args: argparse.Namespace
              ) -> dict[str, Any]:
     """UDP through whatever is in the middle: what the receiver took in over the steady part of the run,
@@ -232,7 +246,7 @@ def _measure(chain: Chain, link: WireProcess | None, middle: str, load: Load, ar
     after, (b1, p1), (s1, l1), t1 = link.stats() if link else {}, _received(chain), _offered(chain), time.monotonic()
     for c in clients:
         c.communicate(timeout=seconds + COMMAND_TIMEOUT_S)
-    command(["pkill", "-f", f"iperf3 -s -D -1 -p {IPERF_BASE_PORT}"], netns=chain.receiver, check=False)
+    _stop_servers(chain.receiver)
     name = "bridge" if middle == BRIDGE else f"link {middle}"
     row: dict[str, Any] = {"name": f"{name}, {load.payload}-byte payloads",
                            "load": load.key, "middle": middle, "flows": streams, "payload_bytes": load.payload,

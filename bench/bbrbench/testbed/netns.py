@@ -15,10 +15,14 @@ def list_netns(check: bool = False) -> list[str]:
     return [line.split()[0] for line in result.stdout.splitlines() if line.strip()]
 
 
+def netns_pids(name: str) -> list[int]:
+    """The processes running inside the namespace (none if it does not exist)."""
+    return [int(p) for p in command(["ip", "netns", "pids", name], check=False).stdout.split() if p.isdigit()]
+
+
 def remove_netns(name: str) -> None:
     """Kill whatever runs inside the namespace (deleting it alone would leave them running), then delete it."""
-    pids = command(["ip", "netns", "pids", name], check=False).stdout.split()
-    kill_pids([int(p) for p in pids if p.isdigit()])
+    kill_pids(netns_pids(name))
     command(["ip", "netns", "del", name], check=False)
 
 
