@@ -4,8 +4,9 @@ On a machine of two vCPUs bbrkit-link's forward thread shares them with the send
 delay lines, and its sends run the receivers' TCP and the ACK path in softirq on whichever CPU it is on.
 A placement separates them: the forward thread pinned to one CPU (bbrkit-link --cpu), every interface's
 receive processing steered to the others by RPS (rps_cpus of each veth's receive queues, inside the
-namespaces, so it goes with them). testbed/cpuplace.py applies it; this table is the one place the names
-are declared (validation, the harness and the docs' list come from it).
+namespaces, so it goes with them), and the path's other processes (delay lines, iperf3) confined to the
+others too, so that the link has its CPU to itself. testbed/cpuplace.py applies it; validation and the
+harness take the names from this table alone.
 """
 
 from __future__ import annotations
@@ -17,13 +18,16 @@ from dataclasses import dataclass
 class Placement:
     pin_link: bool  # the link's forward thread runs on one CPU only
     rps: bool  # each veth's receive processing runs on the CPUs other than that one
+    apps: bool  # the delay lines and iperf3 run on those other CPUs only
     meaning: str
 
 
 PLACEMENTS: dict[str, Placement] = {
-    "none": Placement(False, False, "the scheduler places everything (what runs without the key)"),
-    "rps": Placement(False, True, "RPS on every veth of the path to the CPUs other than the link's"),
-    "pin": Placement(True, False, "the link's forward thread pinned to one CPU"),
-    "pin+rps": Placement(True, True, "both"),
+    "none": Placement(False, False, False, "the scheduler places everything (what runs without the key)"),
+    "rps": Placement(False, True, False, "RPS on every veth of the path to the CPUs other than the link's"),
+    "pin": Placement(True, False, False, "the link's forward thread pinned to one CPU"),
+    "pin+rps": Placement(True, True, False, "both"),
+    "isolate": Placement(True, True, True, "pin+rps, and the delay lines and iperf3 on the CPUs other than the "
+                                           "link's, which then has its CPU to itself"),
 }
 DEFAULT_PLACEMENT = "none"

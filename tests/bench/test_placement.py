@@ -3,6 +3,8 @@ what a scenario may ask, what reaches bbrkit-link's command line, what a one-CPU
 bitmap. tests/integration/test_link.py checks both on a real path."""
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +14,7 @@ from bbrbench.scenario import AlgoCatalog, ScenarioError, validate
 from bbrbench.testbed import cpuplace
 from bbrbench.testbed.emulation import Emulation
 from bbrbench.testbed.topology import Topology
+from bbrbench.testbed.traffic import FlowRun, Traffic
 
 CATALOG = AlgoCatalog(kernel=frozenset({"cubic"}), bbrkit=frozenset())
 
@@ -22,7 +25,7 @@ def scenario(bottleneck: dict[str, Any] | None = None, **top: Any) -> dict[str, 
 
 
 @pytest.mark.parametrize(("data", "message"), [
-    (scenario(cpu_placement="pinned"), "cpu_placement: must be one of none, rps, pin, pin+rps"),
+    (scenario(cpu_placement="pinned"), "cpu_placement: must be one of none, rps, pin, pin+rps, isolate"),
     (scenario({"emulator": "kernel"}, cpu_placement="pin"),
      "cpu_placement = \"pin\": pins bbrkit-link's thread, and bottleneck.emulator = \"kernel\" runs no link"),
     (scenario({"stall": {"percent": -1, "us": 300}}), "bottleneck.stall.percent: must be between 0 and 100"),
@@ -60,12 +63,13 @@ def test_a_stall_of_0_percent_is_none_so_a_grid_can_hold_the_clean_run() -> None
     assert b.stall is None and not b.needs_link
 
 
-@pytest.mark.parametrize(("name", "link_cpu", "rps_cpus"), [
-    ("none", None, []), ("rps", None, [3, 5]), ("pin", 1, []), ("pin+rps", 1, [3, 5])])
+@pytest.mark.parametrize(("name", "link_cpu", "rps_cpus", "app_cpus"), [
+    ("none", None, [], []), ("rps", None, [3, 5], []), ("pin", 1, [], []), ("pin+rps", 1, [3, 5], []),
+    ("isolate", 1, [3, 5], [3, 5])])
 def test_each_placement_pins_the_link_to_the_first_cpu_and_steers_to_the_rest(
-        name: str, link_cpu: int | None, rps_cpus: list[int]) -> None:
+        name: str, link_cpu: int | None, rps_cpus: list[int], app_cpus: list[int]) -> None:
     plan = cpuplace.plan(name, {5, 1, 3})
-    assert (plan.ran, plan.link_cpu, plan.rps_cpus) == (name, link_cpu, rps_cpus)
+    assert (plan.ran, plan.link_cpu, plan.rps_cpus, plan.app_cpus) == (name, link_cpu, rps_cpus, app_cpus)
     s = validate(scenario({"emulator": "bbrkit-link"}, cpu_placement=name), CATALOG)
     emulation = Emulation(Topology("t", s), None)
     emulation.cpu = plan
@@ -75,14 +79,14 @@ def test_each_placement_pins_the_link_to_the_first_cpu_and_steers_to_the_rest(
 
 
 def test_one_cpu_runs_none_and_records_why() -> None:
-    plan = cpuplace.plan("pin+rps", {0})
-    assert (plan.asked, plan.ran, plan.link_cpu, plan.rps_cpus) == ("pin+rps", "none", None, [])
+    plan = cpuplace.plan("isolate", {0})
+    assert (plan.asked, plan.ran, plan.link_cpu, plan.rps_cpus, plan.app_cpus) == ("isolate", "none", None, [], [])
     assert "1 CPU" in plan.note and plan.record()["ran"] == "none"
 
 
 def test_the_default_is_none_and_every_name_has_a_meaning() -> None:
     assert validate(scenario(), CATALOG).cpu_placement == "none"
-    assert list(PLACEMENTS) == ["none", "rps", "pin", "pin+rps"]
+    assert list(PLACEMENTS) == ["none", "rps", "pin", "pin+rps", "isolate"]
     assert all(p.meaning for p in PLACEMENTS.values())
 
 
@@ -90,3 +94,27 @@ def test_the_default_is_none_and_every_name_has_a_meaning() -> None:
                                             ([1, 33], "2,00000002"), ([], "0")])
 def test_the_rps_bitmap_is_the_kernels_hex_in_groups_of_32(cpus: list[int], mask: str) -> None:
     assert cpuplace.rps_mask(cpus) == mask
+
+
+class _Spawned:
+    """A ProcessGroup that records what it was asked to start."""
+
+    def __init__(self) -> None:
+        self.argv: list[list[str]] = []
+
+    def spawn(self, argv: list[str], **_: Any) -> None:
+        self.argv.append(argv)
+
+
+@pytest.mark.parametrize("name", ["pin+rps", "isolate"])
+def test_isolate_starts_iperf3_on_the_cpus_other_than_the_links(tmp_path: Path, name: str) -> None:
+    """With "isolate" each iperf3 client starts confined (taskset, before it runs: all its threads) to the
+    CPUs other than the link's, the first this process may use; with the other placements, or on one CPU,
+    as it always did."""
+    s = validate(scenario(cpu_placement=name), CATALOG)
+    procs = _Spawned()
+    traffic = Traffic(Topology("t", s), procs, tmp_path)  # type: ignore[arg-type]
+    traffic._launch(FlowRun(flow=s.flows[0]))
+    others = sorted(os.sched_getaffinity(0))[1:] if name == "isolate" else []
+    prefix = ["taskset", "-c", ",".join(map(str, others))] if others else []
+    assert procs.argv == [prefix + traffic.client_argv(s.flows[0])]

@@ -435,28 +435,43 @@ def _rps_cpus(netns: str, dev: str) -> set[int]:
     return {int(line.strip().replace(",", ""), 16) for line in out.splitlines()}
 
 
+def _cpus_allowed(pid: int) -> dict[int, set[int]]:
+    """Each thread of @pid and the CPUs it may run on (its Cpus_allowed_list, e.g. "0-1,3")."""
+    allowed = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        match = re.search(r"^Cpus_allowed_list:\s*(\S+)$", (task / "status").read_text(), re.M)
+        assert match
+        ranges = [[int(x) for x in part.split("-")] for part in match.group(1).split(",")]
+        allowed[int(task.name)] = {cpu for r in ranges for cpu in range(r[0], r[-1] + 1)}
+    return allowed
+
+
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: every placement runs as none")
-def test_pin_and_rps_place_the_link_and_every_veths_receive_work(link_path: Callable[..., LinkPath]) -> None:
+@pytest.mark.parametrize("placement", ["pin+rps", "isolate"])
+def test_pin_and_rps_place_the_link_and_every_veths_receive_work(link_path: Callable[..., LinkPath],
+                                                                 placement: str) -> None:
     """cpu_placement = "pin+rps": the link's forward thread may run only on the first CPU the harness may
     use (its task's Cpus_allowed_list), the process's other threads anywhere, and every interface of every
     namespace of the path steers its receive processing to the other CPUs (rps_cpus read back); the run
-    records what ran."""
+    records what ran. "isolate" also confines every thread of the delay line to those other CPUs."""
     cpus = sorted(os.sched_getaffinity(0))
-    path = link_path({"rate_mbit": 10, "aqm": "fifo"}, rtt_ms=10, cpu_placement="pin+rps")
+    path = link_path({"rate_mbit": 10, "aqm": "fifo"}, rtt_ms=10, cpu_placement=placement)
     link = path.emulation.link
     assert link is not None and link._proc is not None
-    allowed = {}
-    for task in Path(f"/proc/{link._proc.pid}/task").iterdir():
-        match = re.search(r"^Cpus_allowed_list:\s*(\S+)$", (task / "status").read_text(), re.M)
-        assert match
-        allowed[int(task.name)] = match.group(1)
-    pinned = [tid for tid, cpus_allowed in allowed.items() if cpus_allowed == str(cpus[0])]
+    allowed = _cpus_allowed(link._proc.pid)
+    pinned = [tid for tid, cpus_allowed in allowed.items() if cpus_allowed == {cpus[0]}]
     assert len(pinned) == 1 and pinned[0] != link._proc.pid, allowed
     want = sum(1 << c for c in cpus[1:])
     seen = {(ns, dev): _rps_cpus(ns, dev) for ns in path.topo.namespaces for dev in path.topo.interfaces(ns)}
     assert len(seen) >= 8 and all(masks == {want} for masks in seen.values()), seen
     record = path.emulation.stats()["cpu_placement"]
-    assert (record["ran"], record["link_cpu"], record["rps_cpus"]) == ("pin+rps", cpus[0], cpus[1:]), record
+    assert (record["ran"], record["link_cpu"], record["rps_cpus"]) == (placement, cpus[0], cpus[1:]), record
+    assert path.emulation.delay != "delayline" or path.emulation.delay_lines
+    for line in path.emulation.delay_lines:
+        assert line._proc is not None
+        threads = _cpus_allowed(line._proc.pid)
+        want = set(cpus[1:] if placement == "isolate" else cpus)
+        assert len(threads) >= 2 and all(c == want for c in threads.values()), threads
 
 
 def test_gilbert_elliott_loses_in_netems_bursts(link_path: Callable[..., LinkPath]) -> None:

@@ -2,13 +2,13 @@
 
 The link's forward thread takes the lowest CPU the harness may run on (bbrkit-link --cpu, so the pin goes
 with the process); receive processing of every veth of the path is steered to the others by RPS, written
-to rps_cpus of each receive queue inside its namespace, so it goes with the namespaces. Nothing global
-changes, so nothing is left to restore after a failure or an interrupt.
+to rps_cpus of each receive queue inside its namespace, so it goes with the namespaces; the delay lines
+and iperf3 are started confined to the others (taskset), so it goes with them. Nothing global changes, so
+nothing is left to restore after a failure or an interrupt.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import shlex
 from dataclasses import asdict, dataclass
@@ -19,7 +19,6 @@ from ..placement import PLACEMENTS
 from .procs import command
 from .topology import Topology
 
-log = logging.getLogger(__name__)
 # rps_cpus is a hex bitmap written in comma-separated groups of 32 CPUs, most significant first.
 RPS_GROUP_BITS = 32
 
@@ -32,6 +31,7 @@ class CpuPlan:
     ran: str
     link_cpu: int | None  # the forward thread's CPU, None: not pinned
     rps_cpus: list[int]  # where receive processing goes, []: the kernel's default (the receiving CPU)
+    app_cpus: list[int]  # where the delay lines and iperf3 may run, []: anywhere
     note: str = ""
 
     def record(self) -> dict[str, Any]:
@@ -40,15 +40,19 @@ class CpuPlan:
 
 def plan(name: str, cpus: set[int] | None = None) -> CpuPlan:
     """The placement @name on @cpus (default: the CPUs this process may run on). One CPU has nothing to
-    separate: that runs "none", says so in one line and records why."""
+    separate: that runs "none" and records why in its note."""
     usable = sorted(cpus if cpus is not None else os.sched_getaffinity(0))
     if name != "none" and len(usable) < 2:
         note = f"cpu_placement {name}: this machine gives the run 1 CPU, so it runs \"none\""
-        log.info("note: %s", note)
-        return CpuPlan(asked=name, ran="none", link_cpu=None, rps_cpus=[], note=note)
+        return CpuPlan(asked=name, ran="none", link_cpu=None, rps_cpus=[], app_cpus=[], note=note)
     spec = PLACEMENTS[name]
     return CpuPlan(asked=name, ran=name, link_cpu=usable[0] if spec.pin_link else None,
-                   rps_cpus=usable[1:] if spec.rps else [])
+                   rps_cpus=usable[1:] if spec.rps else [], app_cpus=usable[1:] if spec.apps else [])
+
+
+def confine(argv: list[str], cpus: list[int]) -> list[str]:
+    """@argv started on @cpus only (all its threads: the affinity is set before it runs); [] leaves it be."""
+    return ["taskset", "-c", ",".join(map(str, cpus)), *argv] if cpus else argv
 
 
 def rps_mask(cpus: list[int]) -> str:

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from .procs import command, find_binary
 from .system import have_tool, qdisc_available
 from .topology import BOTTLENECK_IF, DELAY_LEFT_IF, DELAY_RIGHT_IF, LINK_LEFT_IF, LINK_RIGHT_IF, Topology
 
+log = logging.getLogger(__name__)
 ROOT_HANDLE = "1:"
 LEAF_HANDLE = "10:"
 NFT_TABLE = "bbrbench"
@@ -95,6 +97,8 @@ class Emulation:
         self.reverse_path_problem: str | None = None
         self.work_dir = work_dir
         self.cpu = cpuplace.plan(self.scenario.cpu_placement)
+        if self.cpu.note:
+            log.info("note: %s", self.cpu.note)
 
     @property
     def link_log(self) -> Path | None:
@@ -242,6 +246,7 @@ class Emulation:
     def _delay_line(self, netns: str, index: int, fwd_ms: float, rev_ms: float) -> None:
         line = delayline.DelayLine(netns, DELAY_LEFT_IF, DELAY_RIGHT_IF, round(fwd_ms * 1000),
                                    round(rev_ms * 1000), tag=f"{self.topo.prefix}-dl{index}")
+        line.cpus = self.cpu.app_cpus
         self.delay_lines.append(line)
         try:
             line.start()

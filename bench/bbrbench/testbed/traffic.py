@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import HarnessError
 from ..scenario import Flow, Scenario
+from .cpuplace import confine, plan
 from .procs import ProcessGroup, command
 from .topology import RECEIVER_ADDR, Topology
 
@@ -43,6 +44,8 @@ class Traffic:
         self.runs = [FlowRun(flow=f) for f in self.scenario.flows]
         self.servers: list[subprocess.Popen[Any]] = []
         self.t0 = 0.0
+        # The CPUs iperf3 may run on (cpu_placement; []: any).
+        self.cpus = plan(self.scenario.cpu_placement).app_cpus
 
     def server_path(self, flow: Flow) -> Path:
         return self.dir / f"server-{flow.index}.json"
@@ -54,8 +57,8 @@ class Traffic:
         for flow in self.scenario.flows:
             with self.server_path(flow).open("w") as out:
                 self.servers.append(self.procs.spawn(
-                    ["iperf3", "-s", "-1", "-J", "-p", str(flow.server_port)], netns=self.topo.receiver,
-                    stdout=out, stderr=subprocess.STDOUT))
+                    confine(["iperf3", "-s", "-1", "-J", "-p", str(flow.server_port)], self.cpus),
+                    netns=self.topo.receiver, stdout=out, stderr=subprocess.STDOUT))
         self._wait_listening({f.server_port for f in self.scenario.flows})
 
     def _wait_listening(self, ports: set[int]) -> None:
@@ -101,8 +104,8 @@ class Traffic:
     def _launch(self, fr: FlowRun) -> None:
         host = self.topo.hosts[fr.flow.sender]
         with self.client_path(fr.flow).open("w") as out:
-            fr.client = self.procs.spawn(self.client_argv(fr.flow), netns=host.netns, stdout=out,
-                                         stderr=subprocess.STDOUT)
+            fr.client = self.procs.spawn(confine(self.client_argv(fr.flow), self.cpus), netns=host.netns,
+                                         stdout=out, stderr=subprocess.STDOUT)
         fr.launched_s = time.monotonic() - self.t0
 
     def _reap(self, now: float, run_end: float) -> None:

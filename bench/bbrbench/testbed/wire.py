@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO, Any, Self
 
 from ..errors import HarnessError
+from .cpuplace import confine
 from .procs import CHECKOUT_BUILD, command, find_binary
 
 MAX_IFNAME_LEN = 15
@@ -89,6 +90,8 @@ class WireProcess:
         # What start() changed in the namespace, to undo in stop(): sysctl key -> old value, links set up.
         self._sysctls: dict[str, str] = {}
         self._links_up: list[str] = []
+        # The CPUs it may run on ([]: any), set before start() (cpu_placement).
+        self.cpus: list[int] = []
 
     def start(self) -> None:
         """Returns once forwarding works; raises self.error with a clear message."""
@@ -128,8 +131,9 @@ class WireProcess:
         raise NotImplementedError
 
     def _launch(self) -> None:
-        args = ["ip", "netns", "exec", self.netns, str(self.binary), "--left", self.left_if,
-                "--right", self.right_if, "--tag", self.tag, "--rt-prio", str(RT_PRIO), *self._arguments()]
+        args = ["ip", "netns", "exec", self.netns, *confine(
+            [str(self.binary), "--left", self.left_if, "--right", self.right_if, "--tag", self.tag,
+             "--rt-prio", str(RT_PRIO), *self._arguments()], self.cpus)]
         # Own session: a Ctrl-C aimed at the harness must not kill the line before stop() reads its counters.
         self._proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True, start_new_session=True)
