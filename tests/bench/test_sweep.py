@@ -139,7 +139,7 @@ def test_the_sweep_page_marks_each_cell_of_a_point_that_lost_a_run_to_the_trust_
         path.write_text(json.dumps(summary))
     sweep.aggregate(out)
     page = (out / sweep.PAGE).read_text()
-    table, verdicts = page.split("<h2>bbrkit-link trust check, per run</h2>")
+    table, verdicts = page.split("<h2>Trust check (bbrkit-link, delay lines), per run</h2>")
     rows = {re.search(r"<td[^>]*>([^<]*)</td>", tr).group(1).strip(): tr  # type: ignore[union-attr]
             for tr in re.findall(r"<tr>.*?</tr>", table, re.S)[1:]}
     point = json.loads((out / "sweep.json").read_text())["points"][0]

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "lateness.h"
 #include "stages.h"
 
 #define US 1000ULL
@@ -183,26 +184,26 @@ TEST(latency_histogram_percentiles_are_within_an_eighth)
 	/* 1000 values 0, 7, 14, ... 6993 us: the nearest-rank p50 is the 500th (3493 us), p99 the 990th
 	 * (6923 us). Each bucket reads as its smallest value, so a percentile is at most the exact one and
 	 * more than 7/8 of it; under 128 us buckets are exact. */
-	static uint64_t counts[LS_LAT_BUCKETS];
+	static uint64_t counts[WIRE_LAT_BUCKETS];
 	static const struct {
 		double pct;
 		uint64_t exact;
 	} want[] = { { 50, 3493 }, { 99, 6923 }, { 1, 63 } };
 
 	for (uint64_t v = 0; v < 7000; v += 7)
-		counts[ls_lat_bucket(v)]++;
+		counts[wire_lat_bucket(v)]++;
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-		uint64_t got = ls_lat_percentile_us(counts, want[i].pct);
+		uint64_t got = wire_lat_percentile_us(counts, want[i].pct);
 
 		CHECK(got <= want[i].exact && got * 8 > want[i].exact * 7);
 	}
-	CHECK_EQ(ls_lat_percentile_us(counts, 1), 63); /* the 10th value, in a 1 us bucket */
+	CHECK_EQ(wire_lat_percentile_us(counts, 1), 63); /* the 10th value, in a 1 us bucket */
 	for (uint64_t v = 1; v < (1ULL << 24); v = v * 3 + 1)
-		CHECK(ls_lat_floor_us(ls_lat_bucket(v)) <= v &&
-			ls_lat_floor_us(ls_lat_bucket(v)) * 8 > v * 7);
-	CHECK_EQ(ls_lat_bucket(UINT64_MAX), LS_LAT_BUCKETS - 1);
+		CHECK(wire_lat_floor_us(wire_lat_bucket(v)) <= v &&
+			wire_lat_floor_us(wire_lat_bucket(v)) * 8 > v * 7);
+	CHECK_EQ(wire_lat_bucket(UINT64_MAX), WIRE_LAT_BUCKETS - 1);
 	memset(counts, 0, sizeof(counts));
-	CHECK_EQ(ls_lat_percentile_us(counts, 99), 0);
+	CHECK_EQ(wire_lat_percentile_us(counts, 99), 0);
 }
 
 TEST(ring_holds_the_gap_at_the_rate)

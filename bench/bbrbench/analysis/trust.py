@@ -1,9 +1,11 @@
-"""How far a run through bbrkit-link can be trusted: a user-space link that falls behind (a CPU-bound thread,
-late wake-ups, frames waiting in its socket buffer, which no AQM sees) delivers a different path from the
-one configured. The link's own counters say whether it kept up; what the receiver got says whether the rate
-was the configured one; the link's added-delay histogram (how late each frame left against its schedule)
-says how far the delay was. A run that fails is marked in its summary, its report, runs.csv and the compare
-page, and a sweep or compare does not pool it with the others (sweep/aggregation.py)."""
+"""How far a run through bbrkit-link or the delay line (bbrkit-delay) can be trusted: a user-space link that
+falls behind (a CPU-bound thread, late wake-ups, frames waiting in its socket buffer, which no AQM sees)
+delivers a different path from the one configured. The link's own counters say whether it kept up; what the
+receiver got says whether the rate was the configured one; the link's added-delay histogram (how late each
+frame left against its schedule) says how far the delay was. Each sender's delay line reports the same late
+departures and added delay per direction and is held to the same limits. A run that fails is marked in its
+summary, its report, runs.csv and the compare page, and a sweep or compare does not pool it with the others
+(sweep/aggregation.py)."""
 
 from __future__ import annotations
 
@@ -17,13 +19,15 @@ class Threshold:
     reason: str
 
 
-# Every limit the check applies, with why it is where it is (listed in bench/link/README.md, "Trust check").
+# Every limit the check applies, with why it is where it is (listed in bench/link/README.md, "Trust check"). The
+# delay lines are held to late_share and the added-delay limits: the same departures against a schedule, by the
+# same shared code (bench/wire/lateness.c), so the same noise on a virtual CPU.
 THRESHOLDS = {
     "thread_cpu_share": Threshold(
         0.9, "a forwarding thread working (busy-polling not counted) this share of the run's wall time has no "
              "room left: its departures slip"),
     "late_share": Threshold(
-        0.001, "departures over 200 us late (the link's LATE_WAKEUP_NS), per departure: one in a thousand is "
+        0.001, "departures over 200 us late (bench/wire's WIRE_LATE_NS), per departure: one in a thousand is "
                "noise on a virtual CPU, more is a thread that cannot keep its schedule"),
     "waited_share": Threshold(
         0.001, "frames read over 1 ms after the kernel queued them, per frame: a backlog in the socket buffer "
@@ -105,6 +109,10 @@ def _rate_checks(path: dict[str, Any], checks: dict[str, float], failed: list[st
                       f"{busy:.0%} of the time (over {_limit('rate_under'):.0%} less): the link fell behind")
 
 
+def _added_delay_limit(pct: str, rtt_us: float) -> float:
+    return max(_limit(f"added_{pct}_us"), _limit(f"added_{pct}_rtt_share") * rtt_us)
+
+
 def _delay_checks(link: dict[str, Any], path: dict[str, Any], checks: dict[str, float], failed: list[str],
                   missing: list[str]) -> None:
     """How late frames left against their schedule, against the configured base RTT."""
@@ -114,22 +122,59 @@ def _delay_checks(link: dict[str, Any], path: dict[str, Any], checks: dict[str, 
         if key not in link:
             missing.append(key)
             continue
-        limit = max(_limit(key), _limit(f"added_{pct}_rtt_share") * rtt_us)
+        limit = _added_delay_limit(pct, rtt_us)
         checks[key] = link[key]
         if link[key] > limit:
             failed.append(f"added delay {pct} {link[key]} us against a base RTT of {rtt_us / 1000:g} ms "
                           f"(over {limit:.0f} us): the path's delay is not the configured one")
 
 
-def assess(link: dict[str, Any], path: dict[str, Any] | None = None) -> dict[str, Any]:
+# A delay line's directions by their stats prefix: lr carries the sender's data, rl its ACKs.
+DELAY_LINE_DIRECTIONS = {"lr": "data direction", "rl": "ACK direction"}
+# What a delay line from before its trust check lacks: such a run's delay lines are not checked, which is not
+# a pass.
+DELAY_LINE_NOT_CHECKED = "delay line not checked"
+
+
+def _delay_line_checks(lines: list[dict[str, Any]], path: dict[str, Any], checks: dict[str, float],
+                       failed: list[str], missing: list[str]) -> None:
+    """Each sender's delay line, each direction: departures over 200 us late and the added delay, to the
+    link's limits."""
+    rtt_us = (path.get("base_rtt_ms") or 0) * 1000
+    for number, line in enumerate(lines, 1):
+        sender = line.get("sender", f"#{number}")
+        for d, direction in DELAY_LINE_DIRECTIONS.items():
+            name = f"delay line of sender {sender}, {direction}"
+            if f"{d}_late_wakeups" not in line:
+                missing.append(f"{DELAY_LINE_NOT_CHECKED} (sender {sender}, {direction})")
+                continue
+            share = line[f"{d}_late_wakeups"] / max(1, line.get(f"{d}_pkts", 0))
+            checks[f"delay_line_{sender}_{d}_late_share"] = share
+            if share > _limit("late_share"):
+                failed.append(f"{name}: departures over 200 us late: {line[f'{d}_late_wakeups']} ({share:.2%}, "
+                              f"over {_limit('late_share'):.1%})")
+            for pct in ("p50", "p99"):
+                added, limit = line[f"{d}_added_{pct}_us"], _added_delay_limit(pct, rtt_us)
+                checks[f"delay_line_{sender}_{d}_added_{pct}_us"] = added
+                if added > limit:
+                    failed.append(f"{name}: added delay {pct} {added} us against a base RTT of {rtt_us / 1000:g} "
+                                  f"ms (over {limit:.0f} us): the path's delay is not the configured one")
+
+
+def assess(link: dict[str, Any] | None, path: dict[str, Any] | None = None,
+           delay_lines: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """{"ok", "failed": [one line each], "checks": {name: value}, "not_reported": [...]} from the link's exit
-    counters and @path: the configured "rate_mbit" and "base_rtt_ms", the receivers' "goodput_mbps" and the
-    "queue_busy_share" of the queue samples. What an older link or run does not report is named, not guessed."""
+    counters (None: the run had no link), @path: the configured "rate_mbit" and "base_rtt_ms", the receivers'
+    "goodput_mbps" and the "queue_busy_share" of the queue samples, and @delay_lines: each sender's delay line's
+    exit counters with its "sender" (None or empty: the run had none). What an older link, delay line or run
+    does not report is named, not guessed."""
     checks: dict[str, float] = {}
     failed: list[str] = []
     missing: list[str] = []
     path = path or {}
-    _link_checks(link, checks, failed, missing)
-    _rate_checks(path, checks, failed, missing)
-    _delay_checks(link, path, checks, failed, missing)
+    if link is not None:
+        _link_checks(link, checks, failed, missing)
+        _rate_checks(path, checks, failed, missing)
+        _delay_checks(link, path, checks, failed, missing)
+    _delay_line_checks(delay_lines or [], path, checks, failed, missing)
     return {"ok": not failed, "failed": failed, "checks": checks, "not_reported": missing}
