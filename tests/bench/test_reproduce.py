@@ -707,17 +707,39 @@ def test_a_run_that_failed_the_link_trust_check_is_never_pooled(tmp_path: Path) 
     rebuilt = json.loads((again / "summary.json").read_text())["experiments"]["seed000/table4.1"]
     assert rebuilt["points"][0]["untrusted_runs"] == [{"rep": 3, "failed": [why]}]
     assert listed in (again / "report.md").read_text()
-    # A point whose every run failed stays in the claims over it, not measured: a claim over both RTT-gain
-    # points cannot hold on alpha 0.75's alone.
-    for r in range(3):
+    # Too few runs says why: two of a point's three runs failed the trust check (which check: the delay line's
+    # added delay for one, late departures for the other), so one is left ...
+    delay_line = ("delay line of sender s1, data direction: added delay p99 1900 us against a base RTT of 10 ms "
+                  "(over 1000 us): the path's delay is not the configured one")
+    for r, failed in ((0, why), (1, delay_line)):
         rep = exp / "points" / "p2" / f"rep{r}" / "summary.json"
-        write_json(rep, "summary", {**json.loads(rep.read_text()), "trust": {"ok": False, "failed": [why]}})
+        write_json(rep, "summary", {**json.loads(rep.read_text()), "trust": {"ok": False, "failed": [failed]}})
+    reproduce.report_only(runs)
+    claims_ = json.loads((runs / "summary.json").read_text())["experiments"]["seed000/table4.1"]["claims"]
+    assert claims_[1]["verdict"]["outcome"] == "too few runs"
+    assert "rttgain_a0.5 retransmissions, whole run: not decided: n = 1, needs 3: 2 more run(s) failed the trust " \
+        "check (departures over 200 us late; delay line of sender s1, data direction: added delay p99)" \
+        in claims_[1]["verdict"]["text"]
+    # ... and a point whose every run failed stays in the claims over it, not measured: a claim over both
+    # RTT-gain points cannot hold on alpha 0.75's alone.
+    rep = exp / "points" / "p2" / "rep2" / "summary.json"
+    write_json(rep, "summary", {**json.loads(rep.read_text()), "trust": {"ok": False, "failed": [why]}})
     reproduce.report_only(runs)
     claims_ = json.loads((runs / "summary.json").read_text())["experiments"]["seed000/table4.1"]["claims"]
     assert [c["verdict"]["outcome"] for c in claims_] == ["holds", "too few runs", "too few runs", "too few runs"]
-    # ... and says why: not a measure the record lacks, but every run failing the trust check.
-    assert "rttgain_a0.5 retransmissions, whole run: not measured: every run (3) failed bbrkit-link's trust " \
-        "check" in claims_[1]["verdict"]["text"]
+    # ... and says why: not a measure the record lacks, but every run failing the trust check, and which.
+    assert "rttgain_a0.5 retransmissions, whole run: not measured: every run (3) failed the trust check " \
+        "(departures over 200 us late; delay line of sender s1, data direction: added delay p99)" \
+        in claims_[1]["verdict"]["text"]
+    # Fewer runs made, none failed: said so.
+    for r in range(3):
+        rep = exp / "points" / "p2" / f"rep{r}" / "summary.json"
+        write_json(rep, "summary", {k: v for k, v in json.loads(rep.read_text()).items() if k != "trust"})
+    (exp / "points" / "p2" / "rep2" / sweep.DONE_MARK).unlink()
+    reproduce.report_only(runs)
+    claims_ = json.loads((runs / "summary.json").read_text())["experiments"]["seed000/table4.1"]["claims"]
+    assert "rttgain_a0.5 retransmissions, whole run: not decided: n = 2, needs 3: fewer runs were made" \
+        in claims_[1]["verdict"]["text"]
 
 
 def test_a_partial_seed004_summary_replaces_only_the_parts_it_ran() -> None:

@@ -52,6 +52,26 @@ THRESHOLDS = {
 }
 
 
+# The words each failure line names its check by (the line goes on with the figures), for a report that says
+# which check a point's runs failed (check_of).
+CPU_BOUND = "CPU-bound"
+LATE = "departures over 200 us late"
+WAITED = "frames over 1 ms in the socket buffer"
+RATE_OVER = "the link passed more than its rate"
+RATE_UNDER = "the link fell behind"
+ADDED = "added delay {pct}"
+CHECK_NAMES = (CPU_BOUND, LATE, WAITED, RATE_OVER, RATE_UNDER, ADDED.format(pct="p50"), ADDED.format(pct="p99"))
+DELAY_LINE_OF = "delay line of sender"
+
+
+def check_of(reason: str) -> str:
+    """The check a failure line of assess() names, with the delay line's sender and direction where it is one
+    ("delay line of sender s1, data direction: departures over 200 us late"); the line itself if it names
+    none."""
+    where = reason.partition(": ")[0] + ": " if reason.startswith(DELAY_LINE_OF) else ""
+    return where + next((name for name in CHECK_NAMES if name in reason), reason)
+
+
 def _limit(name: str) -> float:
     return THRESHOLDS[name].limit
 
@@ -68,12 +88,11 @@ def _link_checks(link: dict[str, Any], checks: dict[str, float], failed: list[st
             checks[key.removesuffix("_us") + "_share"] = share
             if share > _limit("thread_cpu_share"):
                 failed.append(f"{key.removesuffix('_us').replace('_', ' ')} thread busy {share:.0%} of the run "
-                              f"(over {_limit('thread_cpu_share'):.0%}): CPU-bound")
+                              f"(over {_limit('thread_cpu_share'):.0%}): {CPU_BOUND}")
         else:
             missing.append(key)
-    for key, total, limit, what in (("late_wakeups", out, "late_share", "departures over 200 us late"),
-                                    ("rx_waited_pkts", max(1, link.get("in_pkts", 0)), "waited_share",
-                                     "frames over 1 ms in the socket buffer")):
+    for key, total, limit, what in (("late_wakeups", out, "late_share", LATE),
+                                    ("rx_waited_pkts", max(1, link.get("in_pkts", 0)), "waited_share", WAITED)):
         if key not in link:
             missing.append(key)
             continue
@@ -99,14 +118,14 @@ def _rate_checks(path: dict[str, Any], checks: dict[str, float], failed: list[st
     checks["receiver_rate_ratio"] = ratio
     if ratio > 1 + _limit("rate_over"):
         failed.append(f"the receiver got {got:.3g} Mbit/s through a {rate:g} Mbit/s link "
-                      f"(over {_limit('rate_over'):.0%} more): the link passed more than its rate")
+                      f"(over {_limit('rate_over'):.0%} more): {RATE_OVER}")
     if busy is None:
         missing.append("queue_busy_share")
         return
     checks["queue_busy_share"] = busy
     if busy >= _limit("queue_busy_share") and ratio < 1 - _limit("rate_under"):
         failed.append(f"the receiver got {got:.3g} Mbit/s of a {rate:g} Mbit/s link with its queue backlogged "
-                      f"{busy:.0%} of the time (over {_limit('rate_under'):.0%} less): the link fell behind")
+                      f"{busy:.0%} of the time (over {_limit('rate_under'):.0%} less): {RATE_UNDER}")
 
 
 def _added_delay_limit(pct: str, rtt_us: float) -> float:
@@ -125,7 +144,7 @@ def _delay_checks(link: dict[str, Any], path: dict[str, Any], checks: dict[str, 
         limit = _added_delay_limit(pct, rtt_us)
         checks[key] = link[key]
         if link[key] > limit:
-            failed.append(f"added delay {pct} {link[key]} us against a base RTT of {rtt_us / 1000:g} ms "
+            failed.append(f"{ADDED.format(pct=pct)} {link[key]} us against a base RTT of {rtt_us / 1000:g} ms "
                           f"(over {limit:.0f} us): the path's delay is not the configured one")
 
 
@@ -144,20 +163,20 @@ def _delay_line_checks(lines: list[dict[str, Any]], path: dict[str, Any], checks
     for number, line in enumerate(lines, 1):
         sender = line.get("sender", f"#{number}")
         for d, direction in DELAY_LINE_DIRECTIONS.items():
-            name = f"delay line of sender {sender}, {direction}"
+            name = f"{DELAY_LINE_OF} {sender}, {direction}"
             if f"{d}_late_wakeups" not in line:
                 missing.append(f"{DELAY_LINE_NOT_CHECKED} (sender {sender}, {direction})")
                 continue
             share = line[f"{d}_late_wakeups"] / max(1, line.get(f"{d}_pkts", 0))
             checks[f"delay_line_{sender}_{d}_late_share"] = share
             if share > _limit("late_share"):
-                failed.append(f"{name}: departures over 200 us late: {line[f'{d}_late_wakeups']} ({share:.2%}, "
+                failed.append(f"{name}: {LATE}: {line[f'{d}_late_wakeups']} ({share:.2%}, "
                               f"over {_limit('late_share'):.1%})")
             for pct in ("p50", "p99"):
                 added, limit = line[f"{d}_added_{pct}_us"], _added_delay_limit(pct, rtt_us)
                 checks[f"delay_line_{sender}_{d}_added_{pct}_us"] = added
                 if added > limit:
-                    failed.append(f"{name}: added delay {pct} {added} us against a base RTT of {rtt_us / 1000:g} "
+                    failed.append(f"{name}: {ADDED.format(pct=pct)} {added} us against a base RTT of {rtt_us / 1000:g} "
                                   f"ms (over {limit:.0f} us): the path's delay is not the configured one")
 
 

@@ -15,7 +15,7 @@ import re
 import shlex
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import numpy as np  # noqa: E402
 
-from ..analysis import tables  # noqa: E402
+from ..analysis import tables, trust  # noqa: E402
 from ..errors import HarnessError  # noqa: E402
 from ..results import read_json  # noqa: E402
 from ..testbed.host import with_loss_decisions  # noqa: E402
@@ -66,15 +66,20 @@ class Results:
         return next((p for p in self.points if self.series_of(p) == series and self.x_of(p) == scalar(x)), None)
 
     def stat(self, series: str, x: Any, metric: str) -> Stat | None:
-        """The point's measure; for a point whose every run the trust check failed, a Stat of no
-        repetitions that says so (claims._few), not a measure missing from the record."""
+        """The point's measure, with the runs the trust check left out and the checks they failed; for a
+        point whose every run the trust check failed, a Stat of no repetitions that says so (claims._few), not
+        a measure missing from the record."""
         p = self.find(series, x)
         if p is None:
             return None
         self.read.append(p)
-        if (found := p.stat(metric)) is None and p.untrusted and not p.measured:
-            return Stat(float("nan"), None, 0, untrusted=len(p.untrusted))
-        return found
+        found = p.stat(metric)
+        if not p.untrusted:
+            return found
+        checks = tuple(dict.fromkeys(trust.check_of(why) for u in p.untrusted for why in u["failed"]))
+        if found is None and not p.measured:
+            return Stat(float("nan"), None, 0, untrusted=len(p.untrusted), failed_checks=checks)
+        return None if found is None else replace(found, untrusted=len(p.untrusted), failed_checks=checks)
 
     def xs(self, series: str) -> list[Any]:
         """The series' points a claim covers: the measured ones, and those whose every run the trust check
