@@ -673,6 +673,35 @@ def test_rebuilt_from_its_summary_the_report_decides_as_the_runs_do(tmp_path: Pa
         reproduce.rebuild([tmp_path / "nothing.json"], again)
 
 
+def test_a_record_pooled_before_the_trust_check_is_labelled_in_the_rebuild(tmp_path: Path) -> None:
+    """--trust-unchecked: the points of a summary that pooled runs before the report left out untrusted ones say
+    so in their status, every claim over them in its verdict's notes and the README overview, and a rebuild
+    from the rebuilt summary keeps the label; the verdicts themselves stay as the numbers decide them."""
+    runs, again, third = tmp_path / "runs", tmp_path / "again", tmp_path / "third"
+    runs.mkdir()
+    _long_table41(runs)
+    reproduce.report_only(runs)
+    first = json.loads((runs / "summary.json").read_text())["experiments"]["seed000/table4.1"]
+    res = run_cli("reproduce", "--from-summary", str(runs / "summary.json"), "--trust-unchecked",
+                  str(runs / "summary.json"), "--out", str(again))
+    assert res.returncode == 0, res.stderr
+    for out in (again, reproduce.rebuild([again / "summary.json"], third).parent):
+        exp = json.loads((out / "summary.json").read_text())["experiments"]["seed000/table4.1"]
+        assert all(p["status"] == "3/3 repetitions (not trust-checked)" for p in exp["points"]), exp["points"]
+        assert [c["verdict"] for c in exp["claims"]] == [c["verdict"] for c in first["claims"]]
+        decided = [c for c in exp["claims"] if c["verdict"]["outcome"] != "too few runs"]
+        assert decided and all(c.get("trust_unchecked") for c in decided)
+        assert "(Runs not trust-checked: pooled before the report left out runs" in (out / "report.md").read_text()
+    overview = "\n".join(report.readme_overview(json.loads((again / "summary.json").read_text()), "s.json"))
+    assert "runs not trust-checked" in overview
+    # Unlabelled, the same record reads as checked.
+    reproduce.rebuild([runs / "summary.json"], third)
+    exp = json.loads((third / "summary.json").read_text())["experiments"]["seed000/table4.1"]
+    assert not any("not trust-checked" in p["status"] for p in exp["points"])
+    assert not any(c.get("trust_unchecked") for c in exp["claims"])
+    with pytest.raises(HarnessError, match="--trust-unchecked names no --from-summary file"):
+        reproduce.rebuild([runs / "summary.json"], third, [again / "summary.json"])
+
 def test_a_run_that_failed_the_link_trust_check_is_never_pooled(tmp_path: Path) -> None:
     """As a sweep does: a repetition bbrkit-link's trust check failed is left out of the table, the
     verdicts and the time series, counted in the status and listed with its reasons, in the report and in a

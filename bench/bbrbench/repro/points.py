@@ -67,6 +67,11 @@ class Point(Protocol):
     def stat(self, metric: str) -> Stat | None: ...
 
 
+# A recorded point's status mark: its runs were pooled before the report left out those that failed the trust
+# check (`bbrbench reproduce --trust-unchecked`).
+TRUST_UNCHECKED = "not trust-checked"
+
+
 def label_of(overrides: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in overrides.items()) or "(base)"
 

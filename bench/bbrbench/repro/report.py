@@ -32,7 +32,7 @@ from ..testbed.host import with_loss_decisions  # noqa: E402
 from . import queue, seed004, timeseries  # noqa: E402
 from .claims import MIN_N, Outcome, Stat, verdict_line  # noqa: E402
 from .papers import Claim, Spec, coverage, scalar, section_of, spec_for, specs  # noqa: E402
-from .points import Point, RecordedPoint, after_last_start_s, load_experiment, paths_of, scenario_raw  # noqa: E402
+from .points import TRUST_UNCHECKED, Point, RecordedPoint, after_last_start_s, load_experiment, paths_of, scenario_raw  # noqa: E402
 
 DPI = 90
 FIG_SIZE = (11, 3.4)
@@ -240,6 +240,10 @@ def experiment_section(spec: Spec, points: Sequence[Point], fig_dir: Path, rel: 
             if paths := paths_of([p for r in looked for p in r.read]):
                 claim_js["loss_decisions"] = paths
                 claim_text.append(f"  (Loss decisions: {', '.join(with_loss_decisions(*ap) for ap in paths.items())}.)")
+            if any(TRUST_UNCHECKED in p.status for r in looked for p in r.read):
+                claim_js["trust_unchecked"] = True
+                claim_text.append(f"  (Runs {TRUST_UNCHECKED}: pooled before the report left out runs that failed "
+                                  "it, some may have.)")
             lines += claim_text
             js["claims"].append(claim_js)
         lines.append("")
@@ -348,8 +352,11 @@ RULE = (
     "when the event never came (right-censored, a lower bound, the count shown), and a verdict such "
     "repetitions could have produced is **undecided**. Repetitions of several invocations pool only when they "
     "ran on one kind of host and none from a dirty tree, and each measure is tested for a batch effect between "
-    "them (one-way ANOVA, p < 0.01 reported); a run through bbrkit-link that failed its trust check "
-    "(analysis/trust.py) is never pooled, and is listed under its experiment's table. (4) Margins, the same "
+    "them (one-way ANOVA, p < 0.01 reported); a run whose bbrkit-link or delay line failed the trust check "
+    "(analysis/trust.py) is never pooled, and is listed under its experiment's table; a run recorded before "
+    "the delay lines reported their lateness is not checked for them (not reported: neither passed nor "
+    f"failed), and a point pooled before runs were left out says so (\"{TRUST_UNCHECKED}\"), as does every "
+    "claim over it. (4) Margins, the same "
     "rule for every claim: a number the paper calls 'about' or prints is held "
     "to x/÷ 1.25 (no paper gives its own spread; a quarter is more than rounding and less than the factors "
     "their conclusions rest on); a share of a whole (utilisation, share, Jain's index) to +- 5 points; a range "
@@ -700,7 +707,7 @@ _SECTION_MERGES: dict[str, tuple[Callable[[dict[str, Any], dict[str, Any]], dict
 Sources = dict[str, dict[str, dict[str, Any]]]
 
 
-def write_report_from_summaries(summaries: Sequence[Path], out: Path) -> Path:
+def write_report_from_summaries(summaries: Sequence[Path], out: Path, unchecked: Sequence[Path] = ()) -> Path:
     """A report rebuilt from earlier reports' summary.json files alone, where their runs are not at hand:
     every table from the recorded means, half-widths and n, every claim decided again by today's data
     files (ratios and differences need no more, claims.Stat), each section rendered from its recorded
@@ -708,7 +715,8 @@ def write_report_from_summaries(summaries: Sequence[Path], out: Path) -> Path:
     seed004.merge_recorded; the time series figure by figure); each experiment and part keeps the folder
     and the invocations that gave it, so that a section cites only the runs whose numbers it shows.
     Measures an earlier report did not show are not measured here, and figures only the runs can draw are
-    copied from beside the inputs."""
+    copied from beside the inputs. The points of an `unchecked` input, pooled before the report left out runs
+    that failed the trust check, carry TRUST_UNCHECKED in their status, so that a rebuild keeps it."""
     metas: list[dict[str, Any]] = []
     recorded: dict[str, Any] = {}
     sources: Sources = {}
@@ -722,6 +730,8 @@ def write_report_from_summaries(summaries: Sequence[Path], out: Path) -> Path:
             return d.get("invocations", {}).get(key) or [invocation(r) for r in d["meta"]["runs"] if covers(r, key)]
 
         for key, js in d["experiments"].items():
+            for p in js.get("points", []) if path in unchecked else []:
+                p["status"] += "" if TRUST_UNCHECKED in p["status"] else f" ({TRUST_UNCHECKED})"
             section = _SECTION_MERGES.get(key)
             # A rebuilt summary names its sources; an original one is its own.
             given = d.get("sources", {}).get(key) if d["meta"].get("rebuilt_from") else None
@@ -782,7 +792,8 @@ def readme_overview(summary: dict[str, Any], summary_path: str) -> list[str]:
                                                       ("repeated looks", c.get("looks")),
                                                       ("fragile", v.get("fragile")),
                                                       ("runs failed the trust check", "trust check" in v["text"]
-                                                       and v["outcome"] == Outcome.TOO_FEW_RUNS.value))
+                                                       and v["outcome"] == Outcome.TOO_FEW_RUNS.value),
+                                                      (f"runs {TRUST_UNCHECKED}", c.get("trust_unchecked")))
                          if present]
                 if paths := c.get("loss_decisions"):
                     notes.append("loss decisions: " + ", ".join(with_loss_decisions(*ap) for ap in paths.items()))
