@@ -703,7 +703,7 @@ def test_a_record_pooled_before_the_trust_check_is_labelled_in_the_rebuild(tmp_p
         reproduce.rebuild([runs / "summary.json"], third, [again / "summary.json"])
 
 def test_a_run_that_failed_the_link_trust_check_is_never_pooled(tmp_path: Path) -> None:
-    """As a sweep does: a repetition bbrkit-link's trust check failed is left out of the table, the
+    """As a sweep does: a repetition the trust check failed is left out of the table, the
     verdicts and the time series, counted in the status and listed with its reasons, in the report and in a
     report rebuilt from its summary."""
     runs, again = tmp_path / "runs", tmp_path / "again"
@@ -727,10 +727,10 @@ def test_a_run_that_failed_the_link_trust_check_is_never_pooled(tmp_path: Path) 
     summary = json.loads((runs / "summary.json").read_text())["experiments"]["seed000/table4.1"]
     assert summary["claims"] == trusted["claims"]
     assert summary["points"][0]["metrics"] == trusted["points"][0]["metrics"]
-    assert summary["points"][0]["status"] == "3/4 repetitions (1 failed bbrkit-link's trust check, not pooled)"
+    assert summary["points"][0]["status"] == "3/4 repetitions (1 failed the trust check, not pooled)"
     assert summary["points"][0]["untrusted_runs"] == [{"rep": 3, "failed": [why]}]
     listed = f"- flows.0.label=bbr, bottleneck.rate_mbit=20, rep 3: {why}"
-    assert "1 run(s) that failed bbrkit-link's trust check" in text and listed in text
+    assert "1 run(s) that failed the trust check" in text and listed in text
     assert [r.name for r in points.trusted_reps(exp / "points" / "p0", 4)] == ["rep0", "rep1", "rep2"]
     reproduce.rebuild([runs / "summary.json"], again)
     rebuilt = json.loads((again / "summary.json").read_text())["experiments"]["seed000/table4.1"]

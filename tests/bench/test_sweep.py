@@ -115,14 +115,14 @@ def test_a_run_that_fails_the_link_trust_check_is_listed_not_pooled(tmp_path: Pa
     sweep.aggregate(out)
     point = json.loads((out / "sweep.json").read_text())["points"][0]
     assert point["metrics"]["total.rtt_ms_mean"]["n"] == 3 and point["metrics"]["total.rtt_ms_mean"]["mean"] < 41
-    assert point["status"] == "3/4 repetitions (1 failed bbrkit-link's trust check, not pooled)"
+    assert point["status"] == "3/4 repetitions (1 failed the trust check, not pooled)"
     rows = (out / "runs.csv").read_text().splitlines()
     assert len(rows) == 5 and "CPU-bound" in rows[4] and ",0,forward thread" in rows[4]
 
 
 def test_the_sweep_page_marks_each_cell_of_a_point_that_lost_a_run_to_the_trust_check(tmp_path: Path) -> None:
     """sweep.html, written with sweep.json by the code compare's page uses (analysis/pages.py): every
-    cell of a point with a run that failed bbrkit-link's trust check is marked, the run and its reason in the
+    cell of a point with a run that failed the trust check is marked, the run and its reason in the
     tooltip, other points' cells are not, and each run the link carried has its verdict below."""
     raw = load_raw(find_scenario("smoke"))
     raw["sweep"] = {"metrics": ["total.rtt_ms_mean", "total.goodput_mbps"]}
@@ -146,7 +146,7 @@ def test_the_sweep_page_marks_each_cell_of_a_point_that_lost_a_run_to_the_trust_
     marked = re.findall(r'<span class="untrusted" title="([^"]*)">([^<]*)</span>', rows[bad.label])
     assert [text for _, text in marked] == [sweep.aggregation.format_mean(point["metrics"][m]["mean"], None)
                                             for m in plan_.metrics]
-    assert all(title.startswith("1 run(s) of this point failed bbrkit-link&#x27;s trust check and are left out: "
+    assert all(title.startswith("1 run(s) of this point failed the trust check and are left out: "
                                 f"rep 1: {reason}") for title, _ in marked)
     assert "untrusted" not in rows[good.label]
     assert verdicts.count("<tr>") == 4  # the header and the three runs with a trust record

@@ -1,5 +1,5 @@
 """What the results pages of a sweep share (sweep's sweep.html, compare's compare.html): table cells marked
-with a CSS class and a tooltip, the mark on every cell of a point that lost runs to bbrkit-link's trust check,
+with a CSS class and a tooltip, the mark on every cell of a point that lost runs to the trust check,
 the per-run trust verdicts and the hosts fact. html.write_page lays a page out."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def untrusted_marks(row: dict[str, Any]) -> list[Mark]:
     runs = row.get("untrusted_runs") or []
     if not runs:
         return []
-    return [("untrusted", f"{len(runs)} run(s) of this point failed bbrkit-link's trust check and are left out: "
+    return [("untrusted", f"{len(runs)} run(s) of this point failed the trust check and are left out: "
              + "; ".join(f"rep {r['rep']}: {', '.join(r['failed'])}" for r in runs))]
 
 

@@ -221,8 +221,8 @@ def experiment_section(spec: Spec, points: Sequence[Point], fig_dir: Path, rel: 
     lines += [tables.markdown(header, body, labels=2), "",
               "(ours: mean ± 95% confidence half-width over n repetitions)", ""]
     if left_out := [(p.label, u) for p in points for u in p.untrusted]:
-        lines += [f"Left out of every figure and verdict: {len(left_out)} run(s) that failed bbrkit-link's trust "
-                  "check (analysis/trust.py; its limits and their reasons are in bench/link/README.md, "
+        lines += [f"Left out of every figure and verdict: {len(left_out)} run(s) that failed the trust check "
+                  "(analysis/trust.py; its limits and their reasons are in bench/link/README.md, "
                   "\"Trust check\"):", ""]
         lines += [f"- {label}, rep {u['rep']}: {'; '.join(u['failed'])}" for label, u in left_out]
         lines.append("")
