@@ -3,7 +3,15 @@ against the configured one, the link's and each delay line's added delay against
 figures."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
 from bbrbench.analysis import trust
+from bbrbench.analysis.report import write_summary
+from benchutil import summary, write_fake_run
 
 GOOD = {"in_pkts": 100000, "out_pkts": 100000, "wall_us": 10_000_000, "cpu_fwd_us": 3_000_000,
         "cpu_rev_us": 500_000, "late_wakeups": 20, "late_max_us": 900, "rx_waited_pkts": 10, "spin_us": 0,
@@ -91,3 +99,28 @@ def test_a_delay_line_recorded_before_its_check_is_not_checked_neither_passed_no
                                        "delay line not checked (sender s1, ACK direction)"]
     # A run through netem has no delay line: nothing to report.
     assert trust.assess(None, PATH, [])["not_reported"] == []
+
+
+def test_a_runs_summary_checks_its_delay_lines_and_an_older_run_reads_not_checked(tmp_path: Path) -> None:
+    """write_summary: each sender's delay line recorded with its counters is checked (here one 200 us late
+    in 100); one recorded before the counters were kept (an empty list, as every run through the delay line
+    had) is not checked, for each sender with a delay; a run through netem has no delay line to check."""
+    raw = {"name": "t", "duration_s": 5, "bottleneck": {"rate_mbit": 10, "buffer_bdp": 1},
+           "senders": [{"name": "a", "rtt_ms": 20}, {"name": "b", "rtt_ms": 0}],
+           "flows": [{"algo": "cubic", "sender": "a"}, {"algo": "cubic", "sender": "b"}]}
+    run = tmp_path / "run"
+    write_fake_run(run, raw, np.random.default_rng(1))
+
+    def trust_of(emulation: dict[str, Any]) -> dict[str, Any] | None:
+        (run / "raw" / "events.json").write_text(json.dumps({"emulation": emulation}))
+        write_summary(run)
+        return summary(run).get("trust")
+
+    late = {**LINE, "sender": "a", "lr_pkts": 100, "lr_late_wakeups": 1}
+    verdict = trust_of({"delay_mechanism": "delayline", "delay_lines": [late]})
+    assert verdict is not None and not verdict["ok"] and verdict["failed"][0].startswith(
+        "delay line of sender a, data direction: departures over 200 us late: 1 (1.00%"), verdict
+    verdict = trust_of({"delay_mechanism": "delayline", "delay_lines": []})
+    assert verdict is not None and verdict["ok"] and verdict["not_reported"] == [
+        "delay line not checked (sender a, data direction)", "delay line not checked (sender a, ACK direction)"]
+    assert trust_of({"delay_mechanism": "netem", "delay_lines": []}) is None

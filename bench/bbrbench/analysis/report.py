@@ -26,6 +26,9 @@ def write_summary(run_dir: Path) -> dict[str, Any]:
     summary["skipped"] = scenario.get("skipped", [])
     summary["emulation"] = {k: v for k, v in events_doc.get("emulation", {}).items() if k != "qdisc"}
     link, delay_lines = summary["emulation"].get("link"), summary["emulation"].get("delay_lines")
+    if summary["emulation"].get("delay_mechanism") == "delayline" and not delay_lines:
+        # A run from before the delay lines' counters were kept recorded none: each line is not checked.
+        delay_lines = [{"sender": s["name"]} for s in scenario["senders"] if s["delay_fwd_ms"] + s["delay_rev_ms"] > 0]
     if link or delay_lines:
         total, bottleneck = summary["total"], scenario["bottleneck"]
         rtts = [f["base_rtt_ms"] for f in summary["flows"] if f.get("base_rtt_ms") is not None]

@@ -263,10 +263,10 @@ class Emulation:
         return out
 
     def stop(self) -> None:
-        """Delay lines and the link run as processes of their own; everything else goes with the namespaces."""
-        lines, self.delay_lines = [*self.delay_lines, *([self.link] if self.link else [])], []
+        """Delay lines and the link run as processes of their own; everything else goes with the namespaces.
+        Stopped, each keeps its final counters for stats(), and a second stop() does nothing."""
         failures = []
-        for line in lines:
+        for line in [*self.delay_lines, *([self.link] if self.link else [])]:
             try:
                 line.stop()
             except Exception as exc:
