@@ -226,9 +226,14 @@ $(BUILD)/test_queue: tests/unit/test_queue.c $(LINK_CORE) $(UNIT_HDRS) | $(BUILD
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) -Ibench/link -o $@ $< $(LINK_QUEUE_SRCS) -lm
 
-$(BUILD)/test_stages: tests/unit/test_stages.c bench/link/stages.c bench/link/stages.h bench/wire/lateness.c bench/wire/lateness.h $(UNIT_HDRS) | $(BUILD)
+$(BUILD)/test_stages: tests/unit/test_stages.c bench/link/stages.c bench/link/stages.h $(UNIT_HDRS) | $(BUILD)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(UNIT_CFLAGS) -Ibench/link -Ibench/wire -o $@ $< bench/link/stages.c bench/wire/lateness.c
+	$(Q)$(CC) $(UNIT_CFLAGS) -Ibench/link -o $@ $< bench/link/stages.c
+
+# The wire tools' trust-check counters (bench/wire/lateness.c), shared by bbrkit-delay and bbrkit-link.
+$(BUILD)/test_lateness: tests/unit/test_lateness.c bench/wire/lateness.c bench/wire/lateness.h $(UNIT_HDRS) | $(BUILD)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UNIT_CFLAGS) -Ibench/wire -o $@ $< bench/wire/lateness.c
 
 # bbr2's and bbr3's closed-loop tests run on the twin's path (tests/unit/sim_loop.h includes
 # bench/twin/twin_path.h).
