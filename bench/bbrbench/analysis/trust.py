@@ -76,6 +76,19 @@ def _limit(name: str) -> float:
     return THRESHOLDS[name].limit
 
 
+def _share_failure(what: str, count: int, share: float, limit: str) -> str:
+    return f"{what}: {count} ({share:.2%}, over {_limit(limit):.1%})"
+
+
+def _added_delay_failure(pct: str, added: float, rtt_us: float) -> str | None:
+    """The failure line of an added delay @pct over its limit at the base RTT, else None."""
+    limit = max(_limit(f"added_{pct}_us"), _limit(f"added_{pct}_rtt_share") * rtt_us)
+    if added <= limit:
+        return None
+    return (f"{ADDED.format(pct=pct)} {added} us against a base RTT of {rtt_us / 1000:g} ms (over {limit:.0f} us): "
+            "the path's delay is not the configured one")
+
+
 def _link_checks(link: dict[str, Any], checks: dict[str, float], failed: list[str], missing: list[str]) -> None:
     """The link's own counters: CPU, late departures, socket-buffer backlog."""
     wall = link.get("wall_us", 0)
@@ -99,7 +112,7 @@ def _link_checks(link: dict[str, Any], checks: dict[str, float], failed: list[st
         share = link[key] / total
         checks[key + "_share"] = share
         if share > _limit(limit):
-            failed.append(f"{what}: {link[key]} ({share:.2%}, over {_limit(limit):.1%})")
+            failed.append(_share_failure(what, link[key], share, limit))
     for key in ("late_max_us", "sockbuf_max_bytes"):
         if key in link:
             checks[key] = link[key]
@@ -128,10 +141,6 @@ def _rate_checks(path: dict[str, Any], checks: dict[str, float], failed: list[st
                       f"{busy:.0%} of the time (over {_limit('rate_under'):.0%} less): {RATE_UNDER}")
 
 
-def _added_delay_limit(pct: str, rtt_us: float) -> float:
-    return max(_limit(f"added_{pct}_us"), _limit(f"added_{pct}_rtt_share") * rtt_us)
-
-
 def _delay_checks(link: dict[str, Any], path: dict[str, Any], checks: dict[str, float], failed: list[str],
                   missing: list[str]) -> None:
     """How late frames left against their schedule, against the configured base RTT."""
@@ -141,11 +150,9 @@ def _delay_checks(link: dict[str, Any], path: dict[str, Any], checks: dict[str, 
         if key not in link:
             missing.append(key)
             continue
-        limit = _added_delay_limit(pct, rtt_us)
         checks[key] = link[key]
-        if link[key] > limit:
-            failed.append(f"{ADDED.format(pct=pct)} {link[key]} us against a base RTT of {rtt_us / 1000:g} ms "
-                          f"(over {limit:.0f} us): the path's delay is not the configured one")
+        if why := _added_delay_failure(pct, link[key], rtt_us):
+            failed.append(why)
 
 
 # A delay line's directions by their stats prefix: lr carries the sender's data, rl its ACKs.
@@ -170,14 +177,12 @@ def _delay_line_checks(lines: list[dict[str, Any]], path: dict[str, Any], checks
             share = line[f"{d}_late_wakeups"] / max(1, line.get(f"{d}_pkts", 0))
             checks[f"delay_line_{sender}_{d}_late_share"] = share
             if share > _limit("late_share"):
-                failed.append(f"{name}: {LATE}: {line[f'{d}_late_wakeups']} ({share:.2%}, "
-                              f"over {_limit('late_share'):.1%})")
+                failed.append(f"{name}: {_share_failure(LATE, line[f'{d}_late_wakeups'], share, 'late_share')}")
             for pct in ("p50", "p99"):
-                added, limit = line[f"{d}_added_{pct}_us"], _added_delay_limit(pct, rtt_us)
+                added = line[f"{d}_added_{pct}_us"]
                 checks[f"delay_line_{sender}_{d}_added_{pct}_us"] = added
-                if added > limit:
-                    failed.append(f"{name}: {ADDED.format(pct=pct)} {added} us against a base RTT of {rtt_us / 1000:g} "
-                                  f"ms (over {limit:.0f} us): the path's delay is not the configured one")
+                if why := _added_delay_failure(pct, added, rtt_us):
+                    failed.append(f"{name}: {why}")
 
 
 def assess(link: dict[str, Any] | None, path: dict[str, Any] | None = None,
