@@ -243,7 +243,7 @@ def experiment_section(spec: Spec, points: Sequence[Point], fig_dir: Path, rel: 
             if any(TRUST_UNCHECKED in p.status for r in looked for p in r.read):
                 claim_js["trust_unchecked"] = True
                 claim_text.append(f"  (Runs {TRUST_UNCHECKED}: pooled before the report left out runs that failed "
-                                  "it, some may have.)")
+                                  "the trust check; some of them may have.)")
             lines += claim_text
             js["claims"].append(claim_js)
         lines.append("")
