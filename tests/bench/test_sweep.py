@@ -135,8 +135,13 @@ def test_the_sweep_page_marks_each_cell_of_a_point_that_lost_a_run_to_the_trust_
     for point, rep, ok in ((bad, 0, True), (bad, 1, False), (good, 0, True)):
         path = out / "points" / point.id / f"rep{rep}" / "summary.json"
         summary = json.loads(path.read_text())
-        summary["trust"] = {"ok": ok, "failed": [] if ok else [reason]}
+        summary["trust"] = {"ok": ok, "failed": [] if ok else [reason], "not_reported": []}
         path.write_text(json.dumps(summary))
+    # A run recorded before its delay line reported lateness: trusted, and said to be unchecked there.
+    path = out / "points" / good.id / "rep1" / "summary.json"
+    summary = json.loads(path.read_text())
+    summary["trust"] = {"ok": True, "failed": [], "not_reported": ["delay line not checked (sender a, data direction)"]}
+    path.write_text(json.dumps(summary))
     sweep.aggregate(out)
     page = (out / sweep.PAGE).read_text()
     table, verdicts = page.split("<h2>Trust check (bbrkit-link, delay lines), per run</h2>")
@@ -149,6 +154,7 @@ def test_the_sweep_page_marks_each_cell_of_a_point_that_lost_a_run_to_the_trust_
     assert all(title.startswith("1 run(s) of this point failed the trust check and are left out: "
                                 f"rep 1: {reason}") for title, _ in marked)
     assert "untrusted" not in rows[good.label]
-    assert verdicts.count("<tr>") == 4  # the header and the three runs with a trust record
+    assert verdicts.count("<tr>") == 5  # the header and the four runs with a trust record
     assert f"UNTRUSTED: {reason}" in verdicts and len(re.findall(r">trusted *<", verdicts)) == 2
+    assert len(re.findall(r">trusted \(delay line not checked\) *<", verdicts)) == 1
     assert "2 point(s) over flows.0.algo, 2 repetition(s) each" in page
