@@ -244,6 +244,11 @@ $(BUILD)/test_stages: tests/unit/test_stages.c bench/link/stages.c bench/link/st
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) -Ibench/link -o $@ $< bench/link/stages.c
 
+# The wire tools' trust-check counters (bench/wire/lateness.c), shared by bbrkit-delay and bbrkit-link.
+$(BUILD)/test_lateness: tests/unit/test_lateness.c bench/wire/lateness.c bench/wire/lateness.h $(UNIT_HDRS) | $(BUILD)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UNIT_CFLAGS) -Ibench/wire -o $@ $< bench/wire/lateness.c
+
 # bbr2's and bbr3's closed-loop tests run on the twin's path (tests/unit/sim_loop.h includes
 # bench/twin/twin_path.h).
 $(BUILD)/test_bbr2 $(BUILD)/test_bbr3_pp: $(BUILD)/test_%: tests/unit/test_%.c $(BPF_HDRS) $(UNIT_HDRS) $(TWIN_HDRS) | $(BUILD)

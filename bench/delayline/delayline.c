@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "afpacket.h"
+#include "lateness.h"
 #include "options.h"
 #include "process.h"
 
@@ -75,8 +76,7 @@ struct counters {
 	atomic_uint_fast64_t queued_pkts;
 	atomic_uint_fast64_t queued_bytes;
 	atomic_uint_fast64_t max_queued_bytes;
-	atomic_uint_fast64_t late_pkts; /* sent more than LATE_NS after due */
-	atomic_uint_fast64_t max_late_ns;
+	atomic_uint_fast64_t late_pkts;	    /* sent more than LATE_NS after due */
 	atomic_uint_fast64_t max_rx_age_ns; /* kernel receive to our read */
 	atomic_uint_fast64_t bad_tstamp;
 };
@@ -92,6 +92,7 @@ struct dir {
 	uint8_t *scratch;      /* used only when the ring has no room for MAX_REC */
 	uint64_t kernel_drops; /* socket receive queue overflows; main thread only */
 	struct counters c;
+	struct wire_lateness lateness; /* the trust check's: late wake-ups and each frame's added delay */
 	pthread_t thread;
 };
 
@@ -175,8 +176,9 @@ static void send_due(struct dir *d)
 
 		if (late > LATE_NS)
 			atomic_fetch_add_explicit(&d->c.late_pkts, 1, memory_order_relaxed);
-		if (late > atomic_load_explicit(&d->c.max_late_ns, memory_order_relaxed))
-			atomic_store_explicit(&d->c.max_late_ns, late, memory_order_relaxed);
+		/* The schedule is the frame's kernel receive stamp plus the delay: lateness is the added delay. */
+		wire_late(&d->lateness, late);
+		wire_added(&d->lateness, late);
 
 		if (n >= 0) {
 			atomic_fetch_add_explicit(&d->c.pkts, 1, memory_order_relaxed);
@@ -304,7 +306,7 @@ static void *dir_main(void *arg)
 
 static void print_stats(const char *event)
 {
-	char line[2048];
+	char line[2048], prefix[8];
 	int off;
 
 	off = snprintf(line, sizeof(line), "{\"event\":\"%s\",\"tag\":\"%s\"", event, tag);
@@ -326,11 +328,12 @@ static void print_stats(const char *event)
 		F("queued_bytes", atomic_load(&d->c.queued_bytes));
 		F("max_queued_bytes", atomic_load(&d->c.max_queued_bytes));
 		F("late_pkts", atomic_load(&d->c.late_pkts));
-		F("max_late_us", atomic_load(&d->c.max_late_ns) / NSEC_PER_USEC);
 		F("max_rx_age_us", atomic_load(&d->c.max_rx_age_ns) / NSEC_PER_USEC);
 		F("bad_tstamp", atomic_load(&d->c.bad_tstamp));
 		F("delay_us", d->delay_ns / NSEC_PER_USEC);
 #undef F
+		snprintf(prefix, sizeof(prefix), "%s_", d->name);
+		off += wire_lateness_json(&d->lateness, prefix, line + off, sizeof(line) - (size_t)off);
 	}
 	snprintf(line + off, sizeof(line) - (size_t)off, "}\n");
 	fputs(line, stdout);

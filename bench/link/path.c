@@ -25,16 +25,6 @@ static void on_drop(void *ctx, struct lq_pkt *pkt)
 	lp_slot_put(ctx, (struct lp_slot *)pkt);
 }
 
-/* The @pct percentile of the added delay in us, 0 before any frame. */
-static uint64_t added_percentile_us(struct lpath *p, double pct)
-{
-	uint64_t counts[LS_LAT_BUCKETS];
-
-	for (uint32_t b = 0; b < LS_LAT_BUCKETS; b++)
-		counts[b] = atomic_load_explicit(&p->added_hist[b], memory_order_relaxed);
-	return ls_lat_percentile_us(counts, pct);
-}
-
 static void alloc_pool(struct lpath *p)
 {
 	uint64_t cap = lq_capacity_pkts(&p->q);
@@ -132,6 +122,7 @@ void lp_setup(
 void lp_print_counters(struct lpath *p, const char *prefix)
 {
 	uint64_t deq = atomic_load(&p->pub.deq_pkts), max = atomic_load(&p->pub.sojourn_max_us);
+	char lateness[512];
 
 	wire_count_kernel_drops(p->rx_fd, &p->kernel_drops);
 	if (max < p->run_max_sojourn_us)
@@ -142,8 +133,8 @@ void lp_print_counters(struct lpath *p, const char *prefix)
 	LP_COUNTERS(LP_PRINT)
 #undef LP_PRINT
 	printf(",\"%sdrop_kernel\":%" PRIu64, prefix, p->kernel_drops);
-	printf(",\"%sadded_p50_us\":%" PRIu64 ",\"%sadded_p99_us\":%" PRIu64, prefix,
-		added_percentile_us(p, 50), prefix, added_percentile_us(p, 99));
+	wire_lateness_json(&p->lateness, prefix, lateness, sizeof(lateness));
+	fputs(lateness, stdout);
 	printf(",\"%ssojourn_mean_us\":%" PRIu64 ",\"%ssojourn_max_us\":%" PRIu64, prefix,
 		deq ? (uint64_t)atomic_load(&p->pub.sojourn_sum_us) / deq : 0, prefix, max);
 }

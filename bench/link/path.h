@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "afpacket.h"
+#include "lateness.h"
 #include "queue.h"
 #include "stages.h"
 #include "trace.h"
@@ -39,8 +40,6 @@
 	X(way_collisions) \
 	X(drop_ge) \
 	X(drop_police) \
-	X(late_wakeups) \
-	X(late_max_us) \
 	X(forfeit_us) \
 	X(dup_pkts) \
 	X(reordered) \
@@ -104,8 +103,9 @@ struct lpath {
 	struct sched_param rt_param;
 	bool rt, demoted;
 	uint64_t rt_window_ns, rt_window_cpu_ns;
-	/* how late each frame left against its schedule (forward thread writes, stats lines read) */
-	atomic_uint_fast64_t added_hist[LS_LAT_BUCKETS];
+	/* late departures and how late each frame left against its schedule (forward thread writes, stats
+	 * lines read) */
+	struct wire_lateness lateness;
 	uint32_t frame_max, slot_size, seed;
 	struct lq q;
 	struct lq_ge ge;

@@ -18,14 +18,6 @@
  * token bucket of about a millisecond would. */
 #define CATCHUP_NS 1000000ULL
 
-/* One frame left @ns after its schedule: the time the link adds beyond the configured path. */
-static void added_delay(struct lpath *p, uint64_t ns)
-{
-	atomic_uint_fast64_t *bucket = &p->added_hist[ls_lat_bucket(ns / LQ_NSEC_PER_USEC)];
-
-	LP_BUMP(*bucket, 1);
-}
-
 static void tx_flush(struct lpath *p)
 {
 	static __thread struct mmsghdr msgs[LP_RX_BATCH];
@@ -39,7 +31,7 @@ static void tx_flush(struct lpath *p)
 	for (int i = 0; i < p->tx_count; i++) {
 		uint64_t sched = p->tx_pending[i]->sched_ns;
 
-		added_delay(p, now > sched ? now - sched : 0);
+		wire_added(&p->lateness, now > sched ? now - sched : 0);
 		iov[i] = (struct iovec){ .iov_base = p->tx_pending[i]->buf,
 			.iov_len = p->tx_pending[i]->wire_len };
 		msgs[i].msg_hdr = (struct msghdr){ .msg_iov = &iov[i], .msg_iovlen = 1 };
@@ -193,19 +185,8 @@ static void mm_capacity(struct lpath *p, uint64_t now)
 	}
 }
 
-/* A departure this long after its time means the thread woke late (the trust check counts them). */
-#define LATE_WAKEUP_NS (200 * LQ_NSEC_PER_USEC)
-
-static void late(struct lpath *p, uint64_t by_ns)
-{
-	if (by_ns > LATE_WAKEUP_NS)
-		LP_INC(p, late_wakeups);
-	if (by_ns / LQ_NSEC_PER_USEC > atomic_load_explicit(&p->pub.late_max_us, memory_order_relaxed))
-		LP_SET(p, late_max_us, by_ns / LQ_NSEC_PER_USEC);
-}
-
 /* Controlled lateness (--stall): before a departure, with probability stall_prob, the thread stops for
- * stall_ns as a preempted thread would, so what is due meanwhile leaves late and the counters above see it as
+ * stall_ns as a preempted thread would, so what is due meanwhile leaves late and the lateness counters see it as
  * they see any late wake-up. Returns the time after the stall (@now without one). */
 static uint64_t stall(struct lpath *p, uint64_t now)
 {
@@ -231,7 +212,7 @@ static uint64_t service_rate(struct lpath *p, uint64_t now)
 			if (p->cur_finish > now)
 				return now;
 			now = stall(p, now);
-			late(p, now - p->cur_finish);
+			wire_late(&p->lateness, now - p->cur_finish);
 			p->free_at = p->cur_finish;
 			transmit(p, p->cur, p->cur_finish);
 			p->cur = NULL;
@@ -285,7 +266,7 @@ uint64_t lp_service_trace(struct lpath *p, uint64_t t, bool burn_idle)
 		}
 		if (!burn_idle) {
 			t = stall(p, t);
-			late(p, t - at);
+			wire_late(&p->lateness, t - at);
 		}
 		opp_advance(p);
 		while (budget) {

@@ -116,45 +116,6 @@ void ls_agg_sent(struct ls_agg *a, uint64_t now_ns)
 		slot_next(a, now_ns);
 }
 
-uint32_t ls_lat_bucket(uint64_t us)
-{
-	int exp;
-
-	if (us < LS_LAT_LINEAR_US)
-		return (uint32_t)us;
-	exp = 63 - __builtin_clzll(us);
-	if (exp >= 7 + LS_LAT_DOUBLINGS)
-		return LS_LAT_BUCKETS - 1;
-	/* the three bits below the leading one pick the eighth of the doubling */
-	return LS_LAT_LINEAR_US + (uint32_t)(exp - 7) * LS_LAT_SUB +
-		(uint32_t)((us >> (exp - 3)) & (LS_LAT_SUB - 1));
-}
-
-uint64_t ls_lat_floor_us(uint32_t b)
-{
-	uint32_t exp, sub;
-
-	if (b < LS_LAT_LINEAR_US)
-		return b;
-	exp = (b - LS_LAT_LINEAR_US) / LS_LAT_SUB + 7;
-	sub = (b - LS_LAT_LINEAR_US) % LS_LAT_SUB;
-	return (1ULL << exp) + ((uint64_t)sub << (exp - 3));
-}
-
-uint64_t ls_lat_percentile_us(const uint64_t counts[LS_LAT_BUCKETS], double pct)
-{
-	uint64_t total = 0, seen = 0;
-
-	for (uint32_t b = 0; b < LS_LAT_BUCKETS; b++)
-		total += counts[b];
-	for (uint32_t b = 0; b < LS_LAT_BUCKETS && total; b++) {
-		seen += counts[b];
-		if ((double)seen >= pct / 100 * (double)total)
-			return ls_lat_floor_us(b);
-	}
-	return 0;
-}
-
 uint64_t ls_ring_bytes(uint64_t floor_bytes, uint64_t rate_bps, uint32_t frame_bytes, uint32_t slot_bytes)
 {
 	/* the link's top rate, 10^11 bit/s, times 2 x 10^7 ns stays far inside 64 bits */

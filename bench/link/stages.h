@@ -85,18 +85,6 @@ void ls_agg_init(struct ls_agg *a, enum ls_agg_kind kind, uint64_t a_ns, uint64_
 bool ls_agg_may_send(struct ls_agg *a, uint64_t head_ns, uint32_t held, uint64_t now_ns, uint64_t *wake_ns);
 void ls_agg_sent(struct ls_agg *a, uint64_t now_ns);
 
-/* A latency histogram in microseconds: 1 us buckets below LS_LAT_LINEAR_US, then LS_LAT_SUB buckets per
- * doubling (each within 1/8 of its values) up to 2^24 us (about 16 s), the last bucket holding the rest. */
-#define LS_LAT_LINEAR_US 128 /* 2^7 */
-#define LS_LAT_SUB 8
-#define LS_LAT_DOUBLINGS 17 /* 2^7 .. 2^24 us */
-#define LS_LAT_BUCKETS (LS_LAT_LINEAR_US + LS_LAT_SUB * LS_LAT_DOUBLINGS)
-uint32_t ls_lat_bucket(uint64_t us);
-/* The smallest value bucket @b holds. */
-uint64_t ls_lat_floor_us(uint32_t b);
-/* The @pct percentile (0..100) of @counts as its bucket's smallest value (nearest rank); 0 when empty. */
-uint64_t ls_lat_percentile_us(const uint64_t counts[LS_LAT_BUCKETS], double pct);
-
 /* A receive ring holds what a stalled forwarding thread lets arrive: LS_RING_GAP_NS at @rate_bps in frames
  * of @frame_bytes, each taking a @slot_bytes slot, at least @floor_bytes (--sockbuf-bytes) and at most
  * LS_RING_MAX_BYTES of memory. So the hidden FIFO covers the same time at any rate: 4 MiB of 2 KiB slots

@@ -202,7 +202,7 @@ def test_runs_csv_has_a_row_per_run_and_points_have_readable_names(tmp_path: Pat
 
 
 def test_the_page_gives_each_runs_trust_verdict_and_marks_the_cells_it_left(tmp_path: Path) -> None:
-    """A run that failed bbrkit-link's trust check is named with its reason in the per-run verdicts, and every
+    """A run that failed the trust check is named with its reason in the per-run verdicts, and every
     cell of its point is marked (class "untrusted", the run and reason in the tooltip); other points' cells
     are not."""
     plan_ = compare_plan("cubic", "bbr1", "--reps", "2", "--set", "duration_s=4")

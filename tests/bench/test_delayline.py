@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
 
+from bbrbench.analysis import trust  # noqa: E402
 from bbrbench.experiments.delaybench import RECEIVER_ADDR, Chain  # noqa: E402
 from bbrbench.testbed.delayline import DelayLine, DelayLineError  # noqa: E402
 from bbrbench.testbed.wire import kill_wire_processes  # noqa: E402
@@ -134,6 +136,47 @@ def test_tcp_passes_both_ways_and_is_counted(chain: Chain, binary: Path) -> None
     assert stats["lr_bytes"] > 20e6 and stats["rl_bytes"] > 20e6, stats
     assert stats["lr_drop_queue"] == stats["rl_drop_queue"] == 0
 
+
+
+# The delay line is stopped this long while frames arrive: each leaves this much late, less its delay, far
+# over the trust check's limits and far under the 1 s after which a receive stamp reads as a clock step.
+STALL_S = 0.1
+STALLED_FRAMES = 20
+SEND_DATAGRAMS = f"""
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range({STALLED_FRAMES}):
+    s.sendto(b"late", ("{RECEIVER_ADDR}", {UDP_PORT}))
+"""
+
+
+def test_a_delay_line_that_cannot_keep_time_fails_the_trust_check(chain: Chain, binary: Path) -> None:
+    """The delay line reports its lateness per direction (late departures, the latest, added-delay p50/p99);
+    stopped (SIGSTOP) while frames arrive, it sends them late by the stop, counted from their kernel receive
+    stamps, and analysis/trust.py fails the run on that sender's data direction: late share and added delay."""
+    with DelayLine(chain.delay, "l0", "r0", 2000, 2000, tag=f"{chain.prefix}dl", binary=binary) as line:
+        chain.ping(3, 0.05)  # resolves ARP, so that the stalled datagrams leave at once
+        before = line.stats()
+        assert line._proc is not None
+        os.kill(line._proc.pid, signal.SIGSTOP)
+        try:
+            subprocess.run(["ip", "netns", "exec", chain.sender, sys.executable, "-c", SEND_DATAGRAMS], check=True,
+                           timeout=30)
+            time.sleep(STALL_S)
+        finally:
+            os.kill(line._proc.pid, signal.SIGCONT)
+        chain.ping(2, 0.05)
+        after = line.stats()
+    for d in ("lr", "rl"):
+        assert 0 <= before[f"{d}_added_p50_us"] <= before[f"{d}_added_p99_us"] <= before[f"{d}_late_max_us"]
+        assert before[f"{d}_late_wakeups"] <= before[f"{d}_pkts"], before
+    stalled_us = STALL_S * 1e6 - 2000
+    assert after["lr_late_wakeups"] - before["lr_late_wakeups"] >= STALLED_FRAMES, after
+    assert after["lr_late_max_us"] >= stalled_us and after["lr_added_p50_us"] >= stalled_us * 7 / 8, after
+    verdict = trust.assess(None, {"base_rtt_ms": 4}, [{"sender": "s1", **after}])
+    assert not verdict["ok"], verdict
+    assert any("sender s1, data direction: departures over 200 us late" in why for why in verdict["failed"])
+    assert any("sender s1, data direction: added delay p50" in why for why in verdict["failed"])
 
 def interfaces(netns: str) -> list[str]:
     out = subprocess.run(["ip", "-n", netns, "-o", "link"], capture_output=True, text=True, check=True).stdout

@@ -673,8 +673,37 @@ def test_rebuilt_from_its_summary_the_report_decides_as_the_runs_do(tmp_path: Pa
         reproduce.rebuild([tmp_path / "nothing.json"], again)
 
 
+def test_a_record_pooled_before_the_trust_check_is_labelled_in_the_rebuild(tmp_path: Path) -> None:
+    """--trust-unchecked: the points of a summary that pooled runs before the report left out untrusted ones say
+    so in their status, every claim over them in its verdict's notes and the README overview, and a rebuild
+    from the rebuilt summary keeps the label; the verdicts themselves stay as the numbers decide them."""
+    runs, again, third = tmp_path / "runs", tmp_path / "again", tmp_path / "third"
+    runs.mkdir()
+    _long_table41(runs)
+    reproduce.report_only(runs)
+    first = json.loads((runs / "summary.json").read_text())["experiments"]["seed000/table4.1"]
+    res = run_cli("reproduce", "--from-summary", str(runs / "summary.json"), "--trust-unchecked",
+                  str(runs / "summary.json"), "--out", str(again))
+    assert res.returncode == 0, res.stderr
+    for out in (again, reproduce.rebuild([again / "summary.json"], third).parent):
+        exp = json.loads((out / "summary.json").read_text())["experiments"]["seed000/table4.1"]
+        assert all(p["status"] == "3/3 repetitions (not trust-checked)" for p in exp["points"]), exp["points"]
+        assert [c["verdict"] for c in exp["claims"]] == [c["verdict"] for c in first["claims"]]
+        decided = [c for c in exp["claims"] if c["verdict"]["outcome"] != "too few runs"]
+        assert decided and all(c.get("trust_unchecked") for c in decided)
+        assert "(Runs not trust-checked: pooled before the report left out runs" in (out / "report.md").read_text()
+    overview = "\n".join(report.readme_overview(json.loads((again / "summary.json").read_text()), "s.json"))
+    assert "runs not trust-checked" in overview
+    # Unlabelled, the same record reads as checked.
+    reproduce.rebuild([runs / "summary.json"], third)
+    exp = json.loads((third / "summary.json").read_text())["experiments"]["seed000/table4.1"]
+    assert not any("not trust-checked" in p["status"] for p in exp["points"])
+    assert not any(c.get("trust_unchecked") for c in exp["claims"])
+    with pytest.raises(HarnessError, match="--trust-unchecked names no --from-summary file"):
+        reproduce.rebuild([runs / "summary.json"], third, [again / "summary.json"])
+
 def test_a_run_that_failed_the_link_trust_check_is_never_pooled(tmp_path: Path) -> None:
-    """As a sweep does: a repetition bbrkit-link's trust check failed is left out of the table, the
+    """As a sweep does: a repetition the trust check failed is left out of the table, the
     verdicts and the time series, counted in the status and listed with its reasons, in the report and in a
     report rebuilt from its summary."""
     runs, again = tmp_path / "runs", tmp_path / "again"
@@ -698,26 +727,48 @@ def test_a_run_that_failed_the_link_trust_check_is_never_pooled(tmp_path: Path) 
     summary = json.loads((runs / "summary.json").read_text())["experiments"]["seed000/table4.1"]
     assert summary["claims"] == trusted["claims"]
     assert summary["points"][0]["metrics"] == trusted["points"][0]["metrics"]
-    assert summary["points"][0]["status"] == "3/4 repetitions (1 failed bbrkit-link's trust check, not pooled)"
+    assert summary["points"][0]["status"] == "3/4 repetitions (1 failed the trust check, not pooled)"
     assert summary["points"][0]["untrusted_runs"] == [{"rep": 3, "failed": [why]}]
     listed = f"- flows.0.label=bbr, bottleneck.rate_mbit=20, rep 3: {why}"
-    assert "1 run(s) that failed bbrkit-link's trust check" in text and listed in text
+    assert "1 run(s) that failed the trust check" in text and listed in text
     assert [r.name for r in points.trusted_reps(exp / "points" / "p0", 4)] == ["rep0", "rep1", "rep2"]
     reproduce.rebuild([runs / "summary.json"], again)
     rebuilt = json.loads((again / "summary.json").read_text())["experiments"]["seed000/table4.1"]
     assert rebuilt["points"][0]["untrusted_runs"] == [{"rep": 3, "failed": [why]}]
     assert listed in (again / "report.md").read_text()
-    # A point whose every run failed stays in the claims over it, not measured: a claim over both RTT-gain
-    # points cannot hold on alpha 0.75's alone.
-    for r in range(3):
+    # Too few runs says why: two of a point's three runs failed the trust check (which check: the delay line's
+    # added delay for one, late departures for the other), so one is left ...
+    delay_line = ("delay line of sender s1, data direction: added delay p99 1900 us against a base RTT of 10 ms "
+                  "(over 1000 us): the path's delay is not the configured one")
+    for r, failed in ((0, why), (1, delay_line)):
         rep = exp / "points" / "p2" / f"rep{r}" / "summary.json"
-        write_json(rep, "summary", {**json.loads(rep.read_text()), "trust": {"ok": False, "failed": [why]}})
+        write_json(rep, "summary", {**json.loads(rep.read_text()), "trust": {"ok": False, "failed": [failed]}})
+    reproduce.report_only(runs)
+    claims_ = json.loads((runs / "summary.json").read_text())["experiments"]["seed000/table4.1"]["claims"]
+    assert claims_[1]["verdict"]["outcome"] == "too few runs"
+    assert "rttgain_a0.5 retransmissions, whole run: not decided: n = 1, needs 3: 2 more run(s) failed the trust " \
+        "check (departures over 200 us late; delay line of sender s1, data direction: added delay p99)" \
+        in claims_[1]["verdict"]["text"]
+    # ... and a point whose every run failed stays in the claims over it, not measured: a claim over both
+    # RTT-gain points cannot hold on alpha 0.75's alone.
+    rep = exp / "points" / "p2" / "rep2" / "summary.json"
+    write_json(rep, "summary", {**json.loads(rep.read_text()), "trust": {"ok": False, "failed": [why]}})
     reproduce.report_only(runs)
     claims_ = json.loads((runs / "summary.json").read_text())["experiments"]["seed000/table4.1"]["claims"]
     assert [c["verdict"]["outcome"] for c in claims_] == ["holds", "too few runs", "too few runs", "too few runs"]
-    # ... and says why: not a measure the record lacks, but every run failing the trust check.
-    assert "rttgain_a0.5 retransmissions, whole run: not measured: every run (3) failed bbrkit-link's trust " \
-        "check" in claims_[1]["verdict"]["text"]
+    # ... and says why: not a measure the record lacks, but every run failing the trust check, and which.
+    assert "rttgain_a0.5 retransmissions, whole run: not measured: every run (3) failed the trust check " \
+        "(departures over 200 us late; delay line of sender s1, data direction: added delay p99)" \
+        in claims_[1]["verdict"]["text"]
+    # Fewer runs made, none failed: said so.
+    for r in range(3):
+        rep = exp / "points" / "p2" / f"rep{r}" / "summary.json"
+        write_json(rep, "summary", {k: v for k, v in json.loads(rep.read_text()).items() if k != "trust"})
+    (exp / "points" / "p2" / "rep2" / sweep.DONE_MARK).unlink()
+    reproduce.report_only(runs)
+    claims_ = json.loads((runs / "summary.json").read_text())["experiments"]["seed000/table4.1"]["claims"]
+    assert "rttgain_a0.5 retransmissions, whole run: not decided: n = 2, needs 3: fewer runs were made" \
+        in claims_[1]["verdict"]["text"]
 
 
 def test_a_partial_seed004_summary_replaces_only_the_parts_it_ran() -> None:

@@ -115,14 +115,14 @@ def test_a_run_that_fails_the_link_trust_check_is_listed_not_pooled(tmp_path: Pa
     sweep.aggregate(out)
     point = json.loads((out / "sweep.json").read_text())["points"][0]
     assert point["metrics"]["total.rtt_ms_mean"]["n"] == 3 and point["metrics"]["total.rtt_ms_mean"]["mean"] < 41
-    assert point["status"] == "3/4 repetitions (1 failed bbrkit-link's trust check, not pooled)"
+    assert point["status"] == "3/4 repetitions (1 failed the trust check, not pooled)"
     rows = (out / "runs.csv").read_text().splitlines()
     assert len(rows) == 5 and "CPU-bound" in rows[4] and ",0,forward thread" in rows[4]
 
 
 def test_the_sweep_page_marks_each_cell_of_a_point_that_lost_a_run_to_the_trust_check(tmp_path: Path) -> None:
     """sweep.html, written with sweep.json by the code compare's page uses (analysis/pages.py): every
-    cell of a point with a run that failed bbrkit-link's trust check is marked, the run and its reason in the
+    cell of a point with a run that failed the trust check is marked, the run and its reason in the
     tooltip, other points' cells are not, and each run the link carried has its verdict below."""
     raw = load_raw(find_scenario("smoke"))
     raw["sweep"] = {"metrics": ["total.rtt_ms_mean", "total.goodput_mbps"]}
@@ -135,20 +135,26 @@ def test_the_sweep_page_marks_each_cell_of_a_point_that_lost_a_run_to_the_trust_
     for point, rep, ok in ((bad, 0, True), (bad, 1, False), (good, 0, True)):
         path = out / "points" / point.id / f"rep{rep}" / "summary.json"
         summary = json.loads(path.read_text())
-        summary["trust"] = {"ok": ok, "failed": [] if ok else [reason]}
+        summary["trust"] = {"ok": ok, "failed": [] if ok else [reason], "not_reported": []}
         path.write_text(json.dumps(summary))
+    # A run recorded before its delay line reported lateness: trusted, and said to be unchecked there.
+    path = out / "points" / good.id / "rep1" / "summary.json"
+    summary = json.loads(path.read_text())
+    summary["trust"] = {"ok": True, "failed": [], "not_reported": ["delay line not checked (sender a, data direction)"]}
+    path.write_text(json.dumps(summary))
     sweep.aggregate(out)
     page = (out / sweep.PAGE).read_text()
-    table, verdicts = page.split("<h2>bbrkit-link trust check, per run</h2>")
+    table, verdicts = page.split("<h2>Trust check (bbrkit-link, delay lines), per run</h2>")
     rows = {re.search(r"<td[^>]*>([^<]*)</td>", tr).group(1).strip(): tr  # type: ignore[union-attr]
             for tr in re.findall(r"<tr>.*?</tr>", table, re.S)[1:]}
     point = json.loads((out / "sweep.json").read_text())["points"][0]
     marked = re.findall(r'<span class="untrusted" title="([^"]*)">([^<]*)</span>', rows[bad.label])
     assert [text for _, text in marked] == [sweep.aggregation.format_mean(point["metrics"][m]["mean"], None)
                                             for m in plan_.metrics]
-    assert all(title.startswith("1 run(s) of this point failed bbrkit-link&#x27;s trust check and are left out: "
+    assert all(title.startswith("1 run(s) of this point failed the trust check and are left out: "
                                 f"rep 1: {reason}") for title, _ in marked)
     assert "untrusted" not in rows[good.label]
-    assert verdicts.count("<tr>") == 4  # the header and the three runs with a trust record
+    assert verdicts.count("<tr>") == 5  # the header and the four runs with a trust record
     assert f"UNTRUSTED: {reason}" in verdicts and len(re.findall(r">trusted *<", verdicts)) == 2
+    assert len(re.findall(r">trusted \(delay line not checked\) *<", verdicts)) == 1
     assert "2 point(s) over flows.0.algo, 2 repetition(s) each" in page

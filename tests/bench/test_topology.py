@@ -62,6 +62,15 @@ def test_htb_byte_buffer_and_rtt_through_the_delay_line(tmp_path: Path) -> None:
     assert min_rtt == pytest.approx(20.0, abs=1.0)
     # A full 30-packet queue at 10 Mbit/s adds 36 ms: the RTT tail shows it.
     assert s["flows"][0]["rtt_ms_p95"] == pytest.approx(20 + 30 * 1514 * 8 / 10e6 * 1e3, abs=6)
+    emu = events(tmp_path)["emulation"]
+    if emu["delay_mechanism"] == "delayline":
+        # The sender's delay line is recorded under its name with the trust check's counters, and checked.
+        line = emu["delay_lines"][0]
+        assert line["sender"] == "a" and line["lr_pkts"] > 0, line
+        assert all(f"{d}_{k}" in line for d in ("lr", "rl") for k in ("late_wakeups", "late_max_us", "added_p50_us",
+                                                                     "added_p99_us")), line
+        assert "delay_line_a_lr_added_p99_us" in s["trust"]["checks"], s["trust"]
+        assert not [m for m in s["trust"]["not_reported"] if m.startswith("delay line not checked")], s["trust"]
 
 
 def test_random_loss_rate(tmp_path: Path) -> None:

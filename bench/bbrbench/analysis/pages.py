@@ -1,5 +1,5 @@
 """What the results pages of a sweep share (sweep's sweep.html, compare's compare.html): table cells marked
-with a CSS class and a tooltip, the mark on every cell of a point that lost runs to bbrkit-link's trust check,
+with a CSS class and a tooltip, the mark on every cell of a point that lost runs to the trust check,
 the per-run trust verdicts and the hosts fact. html.write_page lays a page out."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from typing import Any
 
 from ..results import read_json
 from . import tables
+from .trust import DELAY_LINE_NOT_CHECKED
 
 # A cell's mark: its CSS class (html.STYLE) and its tooltip.
 Mark = tuple[str, str]
@@ -20,7 +21,7 @@ def untrusted_marks(row: dict[str, Any]) -> list[Mark]:
     runs = row.get("untrusted_runs") or []
     if not runs:
         return []
-    return [("untrusted", f"{len(runs)} run(s) of this point failed bbrkit-link's trust check and are left out: "
+    return [("untrusted", f"{len(runs)} run(s) of this point failed the trust check and are left out: "
              + "; ".join(f"rep {r['rep']}: {', '.join(r['failed'])}" for r in runs))]
 
 
@@ -33,21 +34,22 @@ def cell(text: str | None, marks: list[Mark]) -> str | tables.Marked | None:
 
 def verdicts(points: list[tuple[str, list[Path]]]) -> str:
     """The trust check's verdict per run of each (point name, its finished run directories), as an HTML table
-    with the untrusted ones marked; empty when no run went through bbrkit-link."""
+    with the untrusted ones marked; empty when no run went through bbrkit-link or a delay line."""
     body: list[list[str | tables.Marked | None]] = []
     for name, run_dirs in points:
         for run_dir in run_dirs:
             trust = read_json(run_dir / "summary.json", "summary").get("trust")
             if trust is None:
                 continue
-            verdict: str | tables.Marked = "trusted"
+            unchecked = [m for m in trust.get("not_reported", []) if m.startswith(DELAY_LINE_NOT_CHECKED)]
+            verdict: str | tables.Marked = "trusted" + (f" ({DELAY_LINE_NOT_CHECKED})" if unchecked else "")
             if not trust["ok"]:
                 verdict = tables.Marked("UNTRUSTED: " + "; ".join(trust["failed"]), "untrusted",
                                         "left out of the table above")
             body.append([name, run_dir.name, verdict])
     if not body:
         return ""
-    return ("<h2>bbrkit-link trust check, per run</h2>"
+    return ("<h2>Trust check (bbrkit-link, delay lines), per run</h2>"
             + tables.html(["point", "run", "verdict"], body, labels=3))
 
 

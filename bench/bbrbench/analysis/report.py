@@ -25,14 +25,17 @@ def write_summary(run_dir: Path) -> dict[str, Any]:
     summary["bottleneck_rate_mbit"] = scenario["bottleneck"]["rate_mbit"]
     summary["skipped"] = scenario.get("skipped", [])
     summary["emulation"] = {k: v for k, v in events_doc.get("emulation", {}).items() if k != "qdisc"}
-    link = summary["emulation"].get("link")
-    if link:
+    link, delay_lines = summary["emulation"].get("link"), summary["emulation"].get("delay_lines")
+    if summary["emulation"].get("delay_mechanism") == "delayline" and not delay_lines:
+        # A run from before the delay lines' counters were kept recorded none: each line is not checked.
+        delay_lines = [{"sender": s["name"]} for s in scenario["senders"] if s["delay_fwd_ms"] + s["delay_rev_ms"] > 0]
+    if link or delay_lines:
         total, bottleneck = summary["total"], scenario["bottleneck"]
         rtts = [f["base_rtt_ms"] for f in summary["flows"] if f.get("base_rtt_ms") is not None]
-        summary["trust"] = trust.assess(link, {
+        summary["trust"] = trust.assess(link or None, {
             "rate_mbit": None if bottleneck.get("rate_trace") else bottleneck["rate_mbit"],
             "goodput_mbps": total.get("goodput_mbps"), "queue_busy_share": total.get("queue_busy_share"),
-            "base_rtt_ms": min(rtts, default=None)})
+            "base_rtt_ms": min(rtts, default=None)}, delay_lines)
     summary["sampler_errors"] = events_doc.get("sampler_errors", [])
     # The senders' TCP counters summed (runs from before they were kept have none).
     counters = events_doc.get("tcp_counters", {}).values()
@@ -79,7 +82,7 @@ def table(summary: dict[str, Any]) -> str:
                  f"{tables.num(t.get('queue_occupancy_mean'), 1, 100) or '-'} %)  "
                  f"qdelay {tables.num(t.get('queue_delay_mean_ms'), 1) or '-'} ms  "
                  f"drops {tables.num(t.get('queue_drops')) or '-'}")
-    lines += [f"UNTRUSTED RUN (bbrkit-link trust check): {why}" for why in summary.get("trust", {}).get("failed", [])]
+    lines += [f"UNTRUSTED RUN (trust check): {why}" for why in summary.get("trust", {}).get("failed", [])]
     lines += [f"note: {note}" for note in summary.get("skipped", [])]
     lines += [f"warning: {err}" for err in summary.get("sampler_errors", [])]
     lines += [f"warning: flow {f['label']}: iperf3: {f['error']}" for f in summary["flows"] if f.get("error")]

@@ -25,6 +25,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "hand: claims decided again on the recorded means and intervals (repeatable; a later "
                         "file's experiments replace an earlier one's, seed 004's section only in the parts it "
                         "ran)")
+    p.add_argument("--trust-unchecked", action="append", default=[], metavar="FILE",
+                   help="one of the --from-summary files that pooled runs before reproduce left out those that "
+                        "failed the trust check: its points, and every claim over them, are marked not "
+                        "trust-checked (repeatable)")
     p.add_argument("--readme", metavar="FILE",
                    help="with --from-summary or --report-only: also rewrite FILE's generated overview of the claims "
                         "(docs/reproduction/README.md) from the report's summary.json")
@@ -40,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
     from ..testbed.procs import CHECKOUT_BUILD
     out = Path(args.out) if args.out else Path.cwd() / "results" / f"reproduce-{args.profile}"
     if args.from_summary:
-        report = reproduce.rebuild([Path(p) for p in args.from_summary], out)
+        report = reproduce.rebuild([Path(p) for p in args.from_summary], out,
+                                   [Path(p) for p in args.trust_unchecked])
     elif args.report_only:
         report = reproduce.report_only(out, args.mix_hosts)
     else:

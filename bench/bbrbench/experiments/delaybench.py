@@ -263,7 +263,7 @@ def report(result: dict[str, Any]) -> Iterator[str]:
                f"{dl.get('lr_drop_kernel', 0)}/{dl.get('lr_drop_tx', 0)}, "
                f"max queued {dl.get('lr_max_queued_bytes', 0) / 1e6:.1f} MB, "
                f"departures >50 us late {dl.get('lr_late_pkts', 0)}/{dl.get('lr_pkts', 0)} "
-               f"(max {dl.get('lr_max_late_us', 0)} us)")
+               f"(max {dl.get('lr_late_max_us', 0)} us)")
     for name, ok in result["checks"].items():
         yield f"  {'PASS' if ok else 'FAIL'} {name}"
 

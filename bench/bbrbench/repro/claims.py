@@ -50,8 +50,10 @@ class Stat:
     # Repetitions whose event (equilibrium) had not happened when the run ended: their value is the run's
     # length after the last flow started, a lower bound (right-censored), not dropped.
     censored: int = 0
-    # With n = 0: the point's runs that bbrkit-link's trust check failed, every one of them (no value to show).
+    # The point's runs the trust check failed, left out of n (with n = 0, every run: no value to show), and the
+    # checks they failed (analysis/trust.py's check_of), so that too few runs says why.
     untrusted: int = 0
+    failed_checks: tuple[str, ...] = ()
 
     def text(self, scale: float = 1.0) -> str:
         m = self.mean * scale
@@ -221,16 +223,26 @@ class Estimate:
 Key = tuple[str, Any, str]
 
 
+def _failed_checks(s: Stat) -> str:
+    return f"the trust check ({'; '.join(s.failed_checks)})" if s.failed_checks else "the trust check"
+
+
 def _few(label: str, stats: list[Stat | None]) -> Verdict | None:
+    """Too few runs, and why: none recorded, every run failed the trust check (and which check), some did and
+    too few are left, or fewer runs were made."""
     if any(s is None for s in stats):
         return Verdict(Outcome.TOO_FEW_RUNS, f"{label}: not measured", 0)
-    if failed := [s.untrusted for s in stats if s is not None and s.n == 0 and s.untrusted]:
-        return Verdict(Outcome.TOO_FEW_RUNS, f"{label}: not measured: every run ({max(failed)}) failed "
-                                             "bbrkit-link's trust check", 0)
-    n = min(s.n for s in stats if s is not None)
-    if n >= MIN_N:
+    known = [s for s in stats if s is not None]
+    if none_left := [s for s in known if s.n == 0 and s.untrusted]:
+        s = max(none_left, key=lambda s: s.untrusted)
+        return Verdict(Outcome.TOO_FEW_RUNS, f"{label}: not measured: every run ({s.untrusted}) failed "
+                                             f"{_failed_checks(s)}", 0)
+    fewest = min(known, key=lambda s: s.n)
+    if fewest.n >= MIN_N:
         return None
-    return Verdict(Outcome.TOO_FEW_RUNS, f"{label}: not decided: n = {n}, needs {MIN_N}", n)
+    why = (f"{fewest.untrusted} more run(s) failed {_failed_checks(fewest)}" if fewest.untrusted
+           else "fewer runs were made")
+    return Verdict(Outcome.TOO_FEW_RUNS, f"{label}: not decided: n = {fewest.n}, needs {MIN_N}: {why}", fewest.n)
 
 
 def _n_text(a: Stat, b: Stat) -> str:

@@ -56,7 +56,7 @@ class Point(Protocol):
     status: str
     # Seconds the point's runs go on after their last flow starts.
     after_last_start_s: float
-    # Repetitions bbrkit-link's trust check failed, left out of every measure: {"rep": r, "failed": [why]}.
+    # Repetitions the trust check failed, left out of every measure: {"rep": r, "failed": [why]}.
     untrusted: list[dict[str, Any]]
     # The loss-decision path of each of its bbr2, bbr3 and bbr_draft algorithms, as its runs recorded it.
     loss_decisions: dict[str, str]
@@ -65,6 +65,11 @@ class Point(Protocol):
     def measured(self) -> bool: ...
 
     def stat(self, metric: str) -> Stat | None: ...
+
+
+# A recorded point's status mark: its runs were pooled before the report left out those that failed the trust
+# check (`bbrbench reproduce --trust-unchecked`).
+TRUST_UNCHECKED = "not trust-checked"
 
 
 def label_of(overrides: dict[str, Any]) -> str:
@@ -187,7 +192,7 @@ def _finished(point_dir: Path, repetitions: int) -> Iterator[tuple[int, Path, di
 
 
 def trusted_reps(point_dir: Path, repetitions: int) -> list[Path]:
-    """A point's finished repetitions that bbrkit-link's trust check did not fail (or that ran without it):
+    """A point's finished repetitions that the trust check did not fail (or that ran without it):
     the only ones a measure, a time series or a figure reads."""
     return [rep for _, rep, summary in _finished(point_dir, repetitions) if trust_failures(summary) is None]
 

@@ -15,7 +15,7 @@ import re
 import shlex
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +25,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import numpy as np  # noqa: E402
 
-from ..analysis import tables  # noqa: E402
+from ..analysis import tables, trust  # noqa: E402
 from ..errors import HarnessError  # noqa: E402
 from ..results import read_json  # noqa: E402
 from ..testbed.host import with_loss_decisions  # noqa: E402
 from . import queue, seed004, timeseries  # noqa: E402
 from .claims import MIN_N, Outcome, Stat, verdict_line  # noqa: E402
 from .papers import Claim, Spec, coverage, scalar, section_of, spec_for, specs  # noqa: E402
-from .points import Point, RecordedPoint, after_last_start_s, load_experiment, paths_of, scenario_raw  # noqa: E402
+from .points import TRUST_UNCHECKED, Point, RecordedPoint, after_last_start_s, load_experiment, paths_of, scenario_raw  # noqa: E402
 
 DPI = 90
 FIG_SIZE = (11, 3.4)
@@ -66,15 +66,20 @@ class Results:
         return next((p for p in self.points if self.series_of(p) == series and self.x_of(p) == scalar(x)), None)
 
     def stat(self, series: str, x: Any, metric: str) -> Stat | None:
-        """The point's measure; for a point whose every run the trust check failed, a Stat of no
-        repetitions that says so (claims._few), not a measure missing from the record."""
+        """The point's measure, with the runs the trust check left out and the checks they failed; for a
+        point whose every run the trust check failed, a Stat of no repetitions that says so (claims._few), not
+        a measure missing from the record."""
         p = self.find(series, x)
         if p is None:
             return None
         self.read.append(p)
-        if (found := p.stat(metric)) is None and p.untrusted and not p.measured:
-            return Stat(float("nan"), None, 0, untrusted=len(p.untrusted))
-        return found
+        found = p.stat(metric)
+        if not p.untrusted:
+            return found
+        checks = tuple(dict.fromkeys(trust.check_of(why) for u in p.untrusted for why in u["failed"]))
+        if found is None and not p.measured:
+            return Stat(float("nan"), None, 0, untrusted=len(p.untrusted), failed_checks=checks)
+        return None if found is None else replace(found, untrusted=len(p.untrusted), failed_checks=checks)
 
     def xs(self, series: str) -> list[Any]:
         """The series' points a claim covers: the measured ones, and those whose every run the trust check
@@ -216,8 +221,8 @@ def experiment_section(spec: Spec, points: Sequence[Point], fig_dir: Path, rel: 
     lines += [tables.markdown(header, body, labels=2), "",
               "(ours: mean ± 95% confidence half-width over n repetitions)", ""]
     if left_out := [(p.label, u) for p in points for u in p.untrusted]:
-        lines += [f"Left out of every figure and verdict: {len(left_out)} run(s) that failed bbrkit-link's trust "
-                  "check (analysis/trust.py; its limits and their reasons are in bench/link/README.md, "
+        lines += [f"Left out of every figure and verdict: {len(left_out)} run(s) that failed the trust check "
+                  "(analysis/trust.py; its limits and their reasons are in bench/link/README.md, "
                   "\"Trust check\"):", ""]
         lines += [f"- {label}, rep {u['rep']}: {'; '.join(u['failed'])}" for label, u in left_out]
         lines.append("")
@@ -235,6 +240,10 @@ def experiment_section(spec: Spec, points: Sequence[Point], fig_dir: Path, rel: 
             if paths := paths_of([p for r in looked for p in r.read]):
                 claim_js["loss_decisions"] = paths
                 claim_text.append(f"  (Loss decisions: {', '.join(with_loss_decisions(*ap) for ap in paths.items())}.)")
+            if any(TRUST_UNCHECKED in p.status for r in looked for p in r.read):
+                claim_js["trust_unchecked"] = True
+                claim_text.append(f"  (Runs {TRUST_UNCHECKED}: pooled before the report left out runs that failed "
+                                  "the trust check; some of them may have.)")
             lines += claim_text
             js["claims"].append(claim_js)
         lines.append("")
@@ -343,8 +352,11 @@ RULE = (
     "when the event never came (right-censored, a lower bound, the count shown), and a verdict such "
     "repetitions could have produced is **undecided**. Repetitions of several invocations pool only when they "
     "ran on one kind of host and none from a dirty tree, and each measure is tested for a batch effect between "
-    "them (one-way ANOVA, p < 0.01 reported); a run through bbrkit-link that failed its trust check "
-    "(analysis/trust.py) is never pooled, and is listed under its experiment's table. (4) Margins, the same "
+    "them (one-way ANOVA, p < 0.01 reported); a run whose bbrkit-link or delay line failed the trust check "
+    "(analysis/trust.py) is never pooled, and is listed under its experiment's table; a run recorded before "
+    "the delay lines reported their lateness is not checked for them (not reported: neither passed nor "
+    f"failed), and a point pooled before runs were left out says so (\"{TRUST_UNCHECKED}\"), as does every "
+    "claim over it. (4) Margins, the same "
     "rule for every claim: a number the paper calls 'about' or prints is held "
     "to x/÷ 1.25 (no paper gives its own spread; a quarter is more than rounding and less than the factors "
     "their conclusions rest on); a share of a whole (utilisation, share, Jain's index) to +- 5 points; a range "
@@ -695,7 +707,7 @@ _SECTION_MERGES: dict[str, tuple[Callable[[dict[str, Any], dict[str, Any]], dict
 Sources = dict[str, dict[str, dict[str, Any]]]
 
 
-def write_report_from_summaries(summaries: Sequence[Path], out: Path) -> Path:
+def write_report_from_summaries(summaries: Sequence[Path], out: Path, unchecked: Sequence[Path] = ()) -> Path:
     """A report rebuilt from earlier reports' summary.json files alone, where their runs are not at hand:
     every table from the recorded means, half-widths and n, every claim decided again by today's data
     files (ratios and differences need no more, claims.Stat), each section rendered from its recorded
@@ -703,7 +715,8 @@ def write_report_from_summaries(summaries: Sequence[Path], out: Path) -> Path:
     seed004.merge_recorded; the time series figure by figure); each experiment and part keeps the folder
     and the invocations that gave it, so that a section cites only the runs whose numbers it shows.
     Measures an earlier report did not show are not measured here, and figures only the runs can draw are
-    copied from beside the inputs."""
+    copied from beside the inputs. The points of an `unchecked` input, pooled before the report left out runs
+    that failed the trust check, carry TRUST_UNCHECKED in their status, so that a rebuild keeps it."""
     metas: list[dict[str, Any]] = []
     recorded: dict[str, Any] = {}
     sources: Sources = {}
@@ -717,6 +730,8 @@ def write_report_from_summaries(summaries: Sequence[Path], out: Path) -> Path:
             return d.get("invocations", {}).get(key) or [invocation(r) for r in d["meta"]["runs"] if covers(r, key)]
 
         for key, js in d["experiments"].items():
+            for p in js.get("points", []) if path in unchecked else []:
+                p["status"] += "" if TRUST_UNCHECKED in p["status"] else f" ({TRUST_UNCHECKED})"
             section = _SECTION_MERGES.get(key)
             # A rebuilt summary names its sources; an original one is its own.
             given = d.get("sources", {}).get(key) if d["meta"].get("rebuilt_from") else None
@@ -777,7 +792,8 @@ def readme_overview(summary: dict[str, Any], summary_path: str) -> list[str]:
                                                       ("repeated looks", c.get("looks")),
                                                       ("fragile", v.get("fragile")),
                                                       ("runs failed the trust check", "trust check" in v["text"]
-                                                       and v["outcome"] == Outcome.TOO_FEW_RUNS.value))
+                                                       and v["outcome"] == Outcome.TOO_FEW_RUNS.value),
+                                                      (f"runs {TRUST_UNCHECKED}", c.get("trust_unchecked")))
                          if present]
                 if paths := c.get("loss_decisions"):
                     notes.append("loss decisions: " + ", ".join(with_loss_decisions(*ap) for ap in paths.items()))

@@ -187,13 +187,18 @@ def _prefixed(key: str) -> Callable[[Point], str]:
     return lambda point: f"{key} {point.label}"
 
 
-def rebuild(summaries: Sequence[Path], out: Path) -> Path:
-    """The report rebuilt from earlier reports' summary.json files (report.write_report_from_summaries)."""
+def rebuild(summaries: Sequence[Path], out: Path, unchecked: Sequence[Path] = ()) -> Path:
+    """The report rebuilt from earlier reports' summary.json files (report.write_report_from_summaries);
+    `unchecked`: those of them that pooled runs before the report left out the ones that failed the trust
+    check."""
     from .report import write_report_from_summaries
     for path in summaries:
         if not path.is_file():
             raise HarnessError(f"{path}: no such summary.json")
-    return write_report_from_summaries(summaries, out)
+    for path in unchecked:
+        if path not in summaries:
+            raise HarnessError(f"{path}: --trust-unchecked names no --from-summary file")
+    return write_report_from_summaries(summaries, out, unchecked)
 
 
 def report_only(out: Path, mix_hosts: bool = False) -> Path:

@@ -114,12 +114,14 @@ def _batch_effects(point: Point, metrics: list[str], summaries: list[dict[str, A
 
 # The sweep's results page, beside table.txt.
 PAGE = "sweep.html"
-LEGEND = ("Mean ± 95% confidence half-width over repetitions. A point whose runs failed bbrkit-link's trust "
-          "check has every cell marked: those runs are left out, the tooltip names them and why.")
+LEGEND = ("Mean ± 95% confidence half-width over repetitions. A point whose runs failed the trust check (of "
+          "bbrkit-link or a delay line) has every cell marked: those runs are left out, the tooltip names them "
+          "and why.")
 
 
 def trust_failures(summary: dict[str, Any]) -> list[str] | None:
-    """Why a run failed bbrkit-link's trust check (analysis/trust.py); None when it passed or ran no link.
+    """Why a run failed the trust check of its bbrkit-link or delay lines (analysis/trust.py); None when it
+    passed or ran through neither.
     Such a run is never pooled: not by a sweep, a compare or a reproduction report."""
     trust = summary.get("trust", {})
     return None if trust.get("ok", True) else list(trust.get("failed", []))
@@ -128,7 +130,7 @@ def trust_failures(summary: dict[str, Any]) -> list[str] | None:
 def repetitions_status(pooled: int, planned: int, untrusted: int) -> str:
     """A point's status: the repetitions pooled, and those the trust check left out."""
     return f"{pooled}/{planned} repetitions" + (
-        f" ({untrusted} failed bbrkit-link's trust check, not pooled)" if untrusted else "")
+        f" ({untrusted} failed the trust check, not pooled)" if untrusted else "")
 
 
 def aggregate(out: Path, mix_hosts: bool = False) -> str:
@@ -231,7 +233,7 @@ RUN_HOST_FIELDS = ("hostname", "machine_id", "kernel", "cpus", "bbrctl_version")
 
 def write_runs_csv(out: Path, plan_: Plan, runs: list[dict[str, Any]], keys: list[str]) -> None:
     """runs.csv: one row per finished run (tidy data for pandas or R), its point's overrides, every
-    metric of the sweep, whether it passed bbrkit-link's trust check (failed runs are listed, not pooled)
+    metric of the sweep, whether it passed the trust check (failed runs are listed, not pooled)
     and the host that ran it."""
     with (out / "runs.csv").open("w", newline="") as fh:
         writer = csv.writer(fh)

@@ -21,6 +21,7 @@ from ..aqm import AQMS
 from ..errors import HarnessError, NotRunnable
 from ..placement import PLACEMENTS
 from ..scenario import Bottleneck, Scenario
+from ..scenario.model import Sender
 from . import cpuplace, delayline, linkemu
 from .procs import command, find_binary
 from .system import have_tool, qdisc_available
@@ -93,6 +94,7 @@ class Emulation:
         self.scenario = topo.scenario
         self.delay = delay
         self.delay_lines: list[Any] = []
+        self.delay_line_senders: list[str] = []  # whose each delay line is, for the trust check's reasons
         self.link: linkemu.LinkEmulator | None = None
         self.reverse_path_problem: str | None = None
         self.work_dir = work_dir
@@ -232,7 +234,7 @@ class Emulation:
             if self.delay == "netem":
                 self._netem(host.delay_netns, sender.delay_fwd_ms, sender.delay_rev_ms)
             else:
-                self._delay_line(host.delay_netns, host.index, sender.delay_fwd_ms, sender.delay_rev_ms)
+                self._delay_line(host.delay_netns, sender, host.index)
 
     def _netem(self, netns: str, fwd_ms: float, rev_ms: float) -> None:
         batch = ["link add br0 type bridge", f"link set {DELAY_LEFT_IF} master br0",
@@ -243,11 +245,12 @@ class Emulation:
                 command(["tc", "qdisc", "add", "dev", dev, "root", "netem", "delay", f"{ms * 1000:.0f}us",
                          "limit", str(NETEM_LIMIT_PACKETS)], netns=netns)
 
-    def _delay_line(self, netns: str, index: int, fwd_ms: float, rev_ms: float) -> None:
-        line = delayline.DelayLine(netns, DELAY_LEFT_IF, DELAY_RIGHT_IF, round(fwd_ms * 1000),
-                                   round(rev_ms * 1000), tag=f"{self.topo.prefix}-dl{index}")
+    def _delay_line(self, netns: str, sender: Sender, index: int) -> None:
+        line = delayline.DelayLine(netns, DELAY_LEFT_IF, DELAY_RIGHT_IF, round(sender.delay_fwd_ms * 1000),
+                                   round(sender.delay_rev_ms * 1000), tag=f"{self.topo.prefix}-dl{index}")
         line.cpus = self.cpu.app_cpus
         self.delay_lines.append(line)
+        self.delay_line_senders.append(sender.name)
         try:
             line.start()
         except Exception as exc:
@@ -269,16 +272,17 @@ class Emulation:
                             check=False).stdout
             out["loss_dropped_packets"] = _nft_counter(rules)
         try:
-            out["delay_lines"] = [line.stats() for line in self.delay_lines]
+            out["delay_lines"] = [{"sender": name, **line.stats()}
+                                  for name, line in zip(self.delay_line_senders, self.delay_lines)]
         except Exception as exc:
             out["delay_lines_error"] = str(exc)
         return out
 
     def stop(self) -> None:
-        """Delay lines and the link run as processes of their own; everything else goes with the namespaces."""
-        lines, self.delay_lines = [*self.delay_lines, *([self.link] if self.link else [])], []
+        """Delay lines and the link run as processes of their own; everything else goes with the namespaces.
+        Stopped, each keeps its final counters for stats(), and a second stop() does nothing."""
         failures = []
-        for line in lines:
+        for line in [*self.delay_lines, *([self.link] if self.link else [])]:
             try:
                 line.stop()
             except Exception as exc:
