@@ -153,7 +153,7 @@ for _ in range({STALLED_FRAMES}):
 def test_a_delay_line_that_cannot_keep_time_fails_the_trust_check(chain: Chain, binary: Path) -> None:
     """The delay line reports its lateness per direction (late departures, the latest, added-delay p50/p99);
     stopped (SIGSTOP) while frames arrive, it sends them late by the stop, counted from their kernel receive
-    stamps, and analysis/trust.py fails the run on that sender's data direction: late share and added delay."""
+    stamps, and analysis/trust.py fails the run on that sender's data direction's added delay."""
     with DelayLine(chain.delay, "l0", "r0", 2000, 2000, tag=f"{chain.prefix}dl", binary=binary) as line:
         chain.ping(3, 0.05)  # resolves ARP, so that the stalled datagrams leave at once
         before = line.stats()
@@ -175,8 +175,8 @@ def test_a_delay_line_that_cannot_keep_time_fails_the_trust_check(chain: Chain, 
     assert after["lr_late_max_us"] >= stalled_us and after["lr_added_p50_us"] >= stalled_us * 7 / 8, after
     verdict = trust.assess(None, {"base_rtt_ms": 4}, [{"sender": "s1", **after}])
     assert not verdict["ok"], verdict
-    assert any("sender s1, data direction: departures over 200 us late" in why for why in verdict["failed"])
     assert any("sender s1, data direction: added delay p50" in why for why in verdict["failed"])
+    assert verdict["checks"]["delay_line_s1_lr_late_share"] > 0  # recorded beside it, not judged
 
 def interfaces(netns: str) -> list[str]:
     out = subprocess.run(["ip", "-n", netns, "-o", "link"], capture_output=True, text=True, check=True).stdout

@@ -20,8 +20,10 @@ class Threshold:
 
 
 # Every limit the check applies, with why it is where it is (listed in bench/link/README.md, "Trust check"). The
-# delay lines are held to late_share and the added-delay limits: the same departures against a schedule, by the
-# same shared code (bench/wire/lateness.c), so the same noise on a virtual CPU.
+# delay lines are held to the added-delay limits, measured by the same shared code (bench/wire/lateness.c).
+# Their late share is recorded but not judged: a late link departure forfeits capacity and distorts the queue an
+# AQM judges, while a late delay-line departure only adds delay to the frames concerned, which is what the
+# added-delay limits bound.
 THRESHOLDS = {
     "thread_cpu_share": Threshold(
         0.9, "a forwarding thread working (busy-polling not counted) this share of the run's wall time has no "
@@ -164,8 +166,8 @@ DELAY_LINE_NOT_CHECKED = "delay line not checked"
 
 def _delay_line_checks(lines: list[dict[str, Any]], path: dict[str, Any], checks: dict[str, float],
                        failed: list[str], missing: list[str]) -> None:
-    """Each sender's delay line, each direction: departures over 200 us late and the added delay, to the
-    link's limits."""
+    """Each sender's delay line, each direction: the added delay, to the link's limits; the share of departures
+    over 200 us late recorded beside it."""
     rtt_us = (path.get("base_rtt_ms") or 0) * 1000
     for number, line in enumerate(lines, 1):
         sender = line.get("sender", f"#{number}")
@@ -176,8 +178,6 @@ def _delay_line_checks(lines: list[dict[str, Any]], path: dict[str, Any], checks
                 continue
             share = line[f"{d}_late_wakeups"] / max(1, line.get(f"{d}_pkts", 0))
             checks[f"delay_line_{sender}_{d}_late_share"] = share
-            if share > _limit("late_share"):
-                failed.append(f"{name}: {_share_failure(LATE, line[f'{d}_late_wakeups'], share, 'late_share')}")
             for pct in ("p50", "p99"):
                 added = line[f"{d}_added_{pct}_us"]
                 checks[f"delay_line_{sender}_{d}_added_{pct}_us"] = added
