@@ -16,7 +16,7 @@ import pytest
 from bbrbench import sweep
 from bbrbench.analysis import sharemodel, stats
 from bbrbench.errors import HarnessError
-from bbrbench.repro import claims, papers, points, quantities, report, reproduce, seed004, timeseries
+from bbrbench.repro import claims, papers, points, quantities, readme, report, reproduce, seed004, timeseries
 from bbrbench.repro.claims import Outcome, Stat
 from bbrbench.repro.points import RecordedPoint
 from bbrbench.results import write_json
@@ -692,7 +692,7 @@ def test_a_record_pooled_before_the_trust_check_is_labelled_in_the_rebuild(tmp_p
         decided = [c for c in exp["claims"] if c["verdict"]["outcome"] != "too few runs"]
         assert decided and all(c.get("trust_unchecked") for c in decided)
         assert "(Runs not trust-checked: pooled before the report left out runs" in (out / "report.md").read_text()
-    overview = "\n".join(report.readme_overview(json.loads((again / "summary.json").read_text()), "s.json"))
+    overview = "\n".join(readme.readme_overview(json.loads((again / "summary.json").read_text()), "s.json"))
     assert "runs not trust-checked" in overview
     # Unlabelled, the same record reads as checked.
     reproduce.rebuild([runs / "summary.json"], third)
@@ -1067,12 +1067,12 @@ def test_the_readme_states_only_what_its_summary_holds() -> None:
     summary it cites, and outside that block it states no measured figure (no interval, no measured
     decimal in ms or Mbit/s, no verdict in bold): a README figure that differs from the summary fails here."""
     text = README.read_text()
-    head, _, rest = text.partition(report.README_BEGIN)
-    block, _, tail = rest.partition(report.README_END)
+    head, _, rest = text.partition(readme.README_BEGIN)
+    block, _, tail = rest.partition(readme.README_END)
     cited = next(line for line in block.splitlines() if line.startswith("From `"))
     summary = Path(__file__).resolve().parents[2] / cited.split("`")[1]
-    expected = report.readme_overview(json.loads(summary.read_text()), cited.split("`")[1])
-    assert report.README_BEGIN + block + report.README_END == "\n".join(expected), \
+    expected = readme.readme_overview(json.loads(summary.read_text()), cited.split("`")[1])
+    assert readme.README_BEGIN + block + readme.README_END == "\n".join(expected), \
         "README's overview differs from its summary: rebuild with bbrbench reproduce --readme"
     prose = "\n".join(part for i, part in enumerate((head + tail).split("```")) if i % 2 == 0)
     assert "±" not in prose and "+-" not in prose.replace("+- 5", "").replace("+- 10", "")
@@ -1090,20 +1090,20 @@ def test_docs_hold_documents_and_data_reproduction_the_results_they_cite() -> No
 
 
 def test_readme_overview_is_rewritten_in_place(tmp_path: Path) -> None:
-    readme = tmp_path / "README.md"
-    readme.write_text(f"intro\n\n{report.README_BEGIN}\nstale\n{report.README_END}\n\noutro\n")
+    readme_md = tmp_path / "README.md"
+    readme_md.write_text(f"intro\n\n{readme.README_BEGIN}\nstale\n{readme.README_END}\n\noutro\n")
     summary = tmp_path / "summary.json"
     summary.write_text(json.dumps({"experiments": {"seed000/fig4.12": {"claims": [
         {"claim": "c", "verdict": {"outcome": "holds", "text": "t"}, "post_hoc": "after",
          "wide": {"rule": "r", "verdict": {"outcome": "undecided", "text": "t"}}}]}}}))
-    report.write_readme_overview(readme, summary)
-    text = readme.read_text()
+    readme.write_readme_overview(readme_md, summary)
+    text = readme_md.read_text()
     assert text.startswith("intro\n\n") and text.endswith("\n\noutro\n") and "stale" not in text
     assert "**seed000**: holds 1." in text and "| fig4.12      | c       |     holds |        undecided | post-hoc |" \
         in text
-    readme.write_text("no markers\n")
+    readme_md.write_text("no markers\n")
     with pytest.raises(HarnessError, match="no generated overview"):
-        report.write_readme_overview(readme, summary)
+        readme.write_readme_overview(readme_md, summary)
 
 
 def test_table2s_best_count_is_decided_on_rms_differences_with_intervals() -> None:

@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
             report = reproduce.run_all(args.profile, args.only, out, CHECKOUT_BUILD.parent,
                                        provenance.command_line(), where, args.mix_hosts, args.reps)
     if args.readme:
-        from ..repro.report import write_readme_overview
+        from ..repro.readme import write_readme_overview
         write_readme_overview(Path(args.readme), report.parent / "summary.json")
     emit(f"report: {report}")
     return 0
