@@ -48,6 +48,8 @@ LINK_CORE := $(LINK_QUEUE_SRCS) $(LINK_QUEUE_SRCS:.c=.h) bench/link/queue_core.h
 # (forward.c), traces (trace.c), the path conditions around the queue (stages.c).
 LINK_SRCS := $(addprefix bench/link/,link.c path_args.c path.c arrival.c service.c forward.c trace.c stages.c)
 LINK_BIN := $(BUILD)/bbrkit-link
+# bpf/xdp/: the XDP program that passes every frame, attached by cpu_placement "napi" to turn on a veth's NAPI.
+XDP_PASS_OBJ := $(BUILD)/xdp_pass.bpf.o
 
 # bench/kernelbbr/: the two tools that run the kernel's own BBR through struct_ops, side by side with
 # what they share (kernel_bbr_tool.h for the loaders, kernel_bbr_kfuncs.h for the BPF programs). Outside bpf/, so neither joins the algorithm table.
@@ -99,7 +101,7 @@ endif
 .SECONDARY:
 .PHONY: all test install clean deps FORCE
 
-all: $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(UNIT_BINS) $(LOCKSTEP_BIN) $(FLOOR_BIN) $(TWIN_BIN) $(V3DIFF_BIN) $(DOCS)
+all: $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(XDP_PASS_OBJ) $(UNIT_BINS) $(LOCKSTEP_BIN) $(FLOOR_BIN) $(TWIN_BIN) $(V3DIFF_BIN) $(DOCS)
 
 $(BUILD) $(BUILD)/loader $(BUILD)/lockstep $(BUILD)/floor $(BUILD)/twin:
 	$(Q)mkdir -p $@
@@ -120,6 +122,11 @@ $(BUILD)/%.bpf.o: bpf/%.bpf.c $(BUILD)/vmlinux.h $(BPF_HDRS) | $(BUILD)
 # bpf/policy/: the policy's sockops and iterator programs, not a congestion control, so outside the
 # algorithm table; bbrctl embeds it all the same.
 $(BUILD)/policy.bpf.o: bpf/policy/policy.bpf.c $(BUILD)/vmlinux.h $(BPF_HDRS) | $(BUILD)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(Q)$(LLVM_STRIP) -g $@
+
+$(XDP_PASS_OBJ): bpf/xdp/xdp_pass.bpf.c $(BUILD)/vmlinux.h | $(BUILD)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 	$(Q)$(LLVM_STRIP) -g $@

@@ -79,6 +79,9 @@ def check_runnable(scenario: Scenario, probe_netns: str) -> str | None:
     if bottleneck_impl(scenario, probe_netns) == KERNEL and PLACEMENTS[scenario.cpu_placement].pin_link:
         raise NotRunnable(f"cpu_placement = {scenario.cpu_placement!r}: pins bbrkit-link's thread, and this "
                           f"kernel runs the bottleneck itself (bottleneck.emulator = \"bbrkit-link\" runs the link)")
+    if PLACEMENTS[scenario.cpu_placement].napi and cpuplace.xdp_pass_object() is None:
+        raise NotRunnable(f"cpu_placement = {scenario.cpu_placement!r}: needs the XDP program "
+                          f"{cpuplace.XDP_PASS_OBJECT}, which is not built (make)")
     if scenario.bottleneck.loss_pct > 0 and not have_tool("nft"):
         raise NotRunnable("bottleneck.loss_pct: needs nftables (the nft command) for random loss")
     if not scenario.bottleneck.offloads and not have_tool("ethtool"):
@@ -107,6 +110,8 @@ class Emulation:
     def start(self) -> None:
         if self.cpu.rps_cpus:
             cpuplace.steer_receive(self.topo, self.cpu.rps_cpus)
+        if self.cpu.napi:
+            cpuplace.thread_receive(self.topo)
         if self.topo.link_netns:
             self._link()
         else:
