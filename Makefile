@@ -48,7 +48,8 @@ LINK_CORE := $(LINK_QUEUE_SRCS) $(LINK_QUEUE_SRCS:.c=.h) bench/link/queue_core.h
 # (forward.c), traces (trace.c), the path conditions around the queue (stages.c).
 LINK_SRCS := $(addprefix bench/link/,link.c path_args.c path.c arrival.c service.c forward.c trace.c stages.c)
 LINK_BIN := $(BUILD)/bbrkit-link
-# bpf/xdp/: the XDP program that passes every frame, attached by cpu_placement "napi" to turn on a veth's NAPI.
+# bpf/xdp/: the XDP program that passes every frame, attached by cpu_placement "napi" to turn on a veth's NAPI;
+# installed to PREFIX/lib/bbrkit, where bbrbench looks beside PREFIX/bin/bbrkit-link (testbed/cpuplace.py).
 XDP_PASS_OBJ := $(BUILD)/xdp_pass.bpf.o
 
 # bench/kernelbbr/: the two tools that run the kernel's own BBR through struct_ops, side by side with
@@ -274,11 +275,12 @@ reproduce: all
 # bbrbench goes to $(PYTHON)'s prefix scheme without its dependencies: on Debian they are the packages
 # python3-numpy, python3-scipy, python3-matplotlib, python3-tabulate, python3-tqdm and python3-prometheus-client (their Debian 12
 # versions are the tested minimums). The harness then finds bbrctl and bbrkit-delay on PATH.
-install: $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(DOCS)
+install: $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(XDP_PASS_OBJ) $(DOCS)
 	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man1 \
 	  $(DESTDIR)$(COMPLETIONDIR)
 	$(Q)$(INSTALL) -m 0755 $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(DESTDIR)$(BINDIR)/
+	$(Q)$(INSTALL) -D -m 0644 $(XDP_PASS_OBJ) $(DESTDIR)$(PREFIX)/lib/bbrkit/xdp_pass.bpf.o
 	$(Q)$(INSTALL) -m 0644 $(BUILD)/bbrctl.8 $(DESTDIR)$(MANDIR)/man8/
 	$(Q)$(INSTALL) -m 0644 $(BUILD)/bbrbench.1 $(DESTDIR)$(MANDIR)/man1/
 	$(Q)$(INSTALL) -m 0644 $(BUILD)/bbrctl.bash $(DESTDIR)$(COMPLETIONDIR)/bbrctl

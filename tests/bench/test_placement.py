@@ -145,15 +145,13 @@ class _Commands:
 def test_napi_attaches_xdp_pass_then_gro_off_then_threaded_napi_on_the_receivers_interface(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """What "napi" runs, in the receiver's namespace on the interface that takes the link's departures: the
-    XDP_PASS program attached in native (driver) mode, which makes the veth receive through NAPI; GRO off
-    again, which veth turns on with the program; threaded NAPI on, last, once the program made the NAPI."""
+    XDP_PASS program attached in native (driver) mode, which makes the veth receive through NAPI; GRO off,
+    whatever attaching did to it; threaded NAPI on, last, once the program made the NAPI."""
     program = tmp_path / "xdp_pass.bpf.o"
-    program.write_bytes(b"\x7fELF")
-    monkeypatch.setenv(cpuplace.XDP_PASS_ENV, str(program))
     commands = _Commands()
     monkeypatch.setattr(cpuplace, "command", commands)
     topo = Topology("t", validate(scenario({"emulator": "bbrkit-link"}, cpu_placement="napi"), CATALOG))
-    cpuplace.thread_receive(topo)
+    cpuplace.thread_receive(topo, program)
     assert commands.calls == [
         ("t-d", ["ip", "link", "set", "dev", "eth0", "xdpdrv", "obj", str(program), "sec", "xdp"]),
         ("t-d", ["ethtool", "-K", "eth0", "gro", "off"]),
@@ -162,21 +160,26 @@ def test_napi_attaches_xdp_pass_then_gro_off_then_threaded_napi_on_the_receivers
 
 def test_a_kernel_without_threaded_napi_fails_the_run_in_one_line(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    program = tmp_path / "xdp_pass.bpf.o"
-    program.write_bytes(b"\x7fELF")
-    monkeypatch.setenv(cpuplace.XDP_PASS_ENV, str(program))
     monkeypatch.setattr(cpuplace, "command", _Commands(failing="sh"))
     topo = Topology("t", validate(scenario({"emulator": "bbrkit-link"}, cpu_placement="napi"), CATALOG))
     with pytest.raises(HarnessError) as info:
-        cpuplace.thread_receive(topo)
+        cpuplace.thread_receive(topo, tmp_path / "xdp_pass.bpf.o")
     message = str(info.value)
     assert message.startswith("cpu_placement napi: cannot turn threaded NAPI on") and "\n" not in message
     assert "t-d/eth0" in message and "Directory nonexistent" in message
 
 
-def test_napi_without_its_xdp_program_is_not_runnable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_xdp_program_is_found_as_named_built_or_installed_beside_the_link(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """$BBRKIT_XDP_PASS alone when set (missing: not found, so napi is not runnable); otherwise the
+    checkout's build/, then PREFIX/lib/bbrkit of an installed PREFIX/bin/bbrkit-link (make install)."""
+    monkeypatch.setattr(cpuplace, "CHECKOUT_BUILD", tmp_path / "checkout" / "build")
+    link = tmp_path / "usr" / "bin" / "bbrkit-link"
+    installed = tmp_path / "usr" / "lib" / "bbrkit" / "xdp_pass.bpf.o"
+    installed.parent.mkdir(parents=True)
+    installed.write_bytes(b"\x7fELF")
+    monkeypatch.delenv(cpuplace.XDP_PASS_ENV, raising=False)
+    assert cpuplace.xdp_pass_object(link) == installed
+    assert cpuplace.xdp_pass_object(None) is None
     monkeypatch.setenv(cpuplace.XDP_PASS_ENV, str(tmp_path / "missing.bpf.o"))
-    assert cpuplace.xdp_pass_object() is None
-    topo = Topology("t", validate(scenario({"emulator": "bbrkit-link"}, cpu_placement="napi"), CATALOG))
-    with pytest.raises(HarnessError, match="^cpu_placement napi: xdp_pass.bpf.o is not built"):
-        cpuplace.thread_receive(topo)
+    assert cpuplace.xdp_pass_object(link) is None

@@ -28,6 +28,8 @@ RPS_GROUP_BITS = 32
 XDP_PASS_OBJECT = "xdp_pass.bpf.o"
 XDP_PASS_ENV = "BBRKIT_XDP_PASS"
 XDP_PASS_SECTION = "xdp"
+# Where `make install` puts it, under PREFIX (the Makefile's install rule).
+XDP_PASS_INSTALL_DIR = Path("lib", "bbrkit")
 
 
 @dataclass(frozen=True)
@@ -87,21 +89,21 @@ def steer_receive(topo: Topology, cpus: list[int]) -> None:
                                    f"{(result.stderr.strip().splitlines() or ['exit status 1'])[-1]}")
 
 
-def xdp_pass_object() -> Path | None:
-    """The XDP_PASS object "napi" attaches: $BBRKIT_XDP_PASS when set, else the checkout's build/."""
-    found = Path(os.environ.get(XDP_PASS_ENV) or CHECKOUT_BUILD / XDP_PASS_OBJECT)
-    return found if found.is_file() else None
+def xdp_pass_object(link_binary: Path | None) -> Path | None:
+    """The XDP_PASS object "napi" attaches: $BBRKIT_XDP_PASS when set, else the checkout's build/, else where
+    `make install` put it beside @link_binary (PREFIX/lib/bbrkit for PREFIX/bin/bbrkit-link)."""
+    env = os.environ.get(XDP_PASS_ENV)
+    installed = [link_binary.parent.parent / XDP_PASS_INSTALL_DIR / XDP_PASS_OBJECT] if link_binary else []
+    places = [Path(env)] if env else [CHECKOUT_BUILD / XDP_PASS_OBJECT, *installed]
+    return next((place for place in places if place.is_file()), None)
 
 
-def thread_receive(topo: Topology) -> None:
+def thread_receive(topo: Topology, program: Path) -> None:
     """The receiver's interface takes its frames through threaded NAPI. A veth hands a frame to its peer's
     stack within the sender's transmit (__netif_rx, and the softirq then runs in the sender's thread) unless
     the peer has NAPI, which veth turns on when an XDP program is attached (drivers/net/veth.c, veth_xmit's
     use_napi): the sender then only fills the peer's ring, and threaded NAPI polls it in a kernel thread."""
     ns, dev = topo.receiver, HOST_IF
-    program = xdp_pass_object()
-    if program is None:
-        raise HarnessError(f"cpu_placement napi: {XDP_PASS_OBJECT} is not built (make)")
 
     def run(what: str, argv: list[str]) -> None:
         result = command(argv, netns=ns, check=False)
