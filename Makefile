@@ -48,6 +48,9 @@ LINK_CORE := $(LINK_QUEUE_SRCS) $(LINK_QUEUE_SRCS:.c=.h) bench/link/queue_core.h
 # (forward.c), traces (trace.c), the path conditions around the queue (stages.c).
 LINK_SRCS := $(addprefix bench/link/,link.c path_args.c path.c arrival.c service.c forward.c trace.c stages.c)
 LINK_BIN := $(BUILD)/bbrkit-link
+# bpf/xdp/: the XDP program that passes every frame, attached by cpu_placement "napi" to turn on a veth's NAPI;
+# installed to PREFIX/lib/bbrkit, where bbrbench looks beside PREFIX/bin/bbrkit-link (testbed/cpuplace.py).
+XDP_PASS_OBJ := $(BUILD)/xdp_pass.bpf.o
 
 # bench/kernelbbr/: the two tools that run the kernel's own BBR through struct_ops, side by side with
 # what they share (kernel_bbr_tool.h for the loaders, kernel_bbr_kfuncs.h for the BPF programs). Outside bpf/, so neither joins the algorithm table.
@@ -99,7 +102,7 @@ endif
 .SECONDARY:
 .PHONY: all test install clean deps FORCE
 
-all: $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(UNIT_BINS) $(LOCKSTEP_BIN) $(FLOOR_BIN) $(TWIN_BIN) $(V3DIFF_BIN) $(DOCS)
+all: $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(XDP_PASS_OBJ) $(UNIT_BINS) $(LOCKSTEP_BIN) $(FLOOR_BIN) $(TWIN_BIN) $(V3DIFF_BIN) $(DOCS)
 
 $(BUILD) $(BUILD)/loader $(BUILD)/lockstep $(BUILD)/floor $(BUILD)/twin:
 	$(Q)mkdir -p $@
@@ -120,6 +123,11 @@ $(BUILD)/%.bpf.o: bpf/%.bpf.c $(BUILD)/vmlinux.h $(BPF_HDRS) | $(BUILD)
 # bpf/policy/: the policy's sockops and iterator programs, not a congestion control, so outside the
 # algorithm table; bbrctl embeds it all the same.
 $(BUILD)/policy.bpf.o: bpf/policy/policy.bpf.c $(BUILD)/vmlinux.h $(BPF_HDRS) | $(BUILD)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(Q)$(LLVM_STRIP) -g $@
+
+$(XDP_PASS_OBJ): bpf/xdp/xdp_pass.bpf.c $(BUILD)/vmlinux.h | $(BUILD)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 	$(Q)$(LLVM_STRIP) -g $@
@@ -272,11 +280,12 @@ reproduce: all
 # bbrbench goes to $(PYTHON)'s prefix scheme without its dependencies: on Debian they are the packages
 # python3-numpy, python3-scipy, python3-matplotlib, python3-tabulate, python3-tqdm and python3-prometheus-client (their Debian 12
 # versions are the tested minimums). The harness then finds bbrctl and bbrkit-delay on PATH.
-install: $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(DOCS)
+install: $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(XDP_PASS_OBJ) $(DOCS)
 	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man1 \
 	  $(DESTDIR)$(COMPLETIONDIR)
 	$(Q)$(INSTALL) -m 0755 $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(DESTDIR)$(BINDIR)/
+	$(Q)$(INSTALL) -D -m 0644 $(XDP_PASS_OBJ) $(DESTDIR)$(PREFIX)/lib/bbrkit/xdp_pass.bpf.o
 	$(Q)$(INSTALL) -m 0644 $(BUILD)/bbrctl.8 $(DESTDIR)$(MANDIR)/man8/
 	$(Q)$(INSTALL) -m 0644 $(BUILD)/bbrbench.1 $(DESTDIR)$(MANDIR)/man1/
 	$(Q)$(INSTALL) -m 0644 $(BUILD)/bbrctl.bash $(DESTDIR)$(COMPLETIONDIR)/bbrctl

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from bbrbench.errors import HarnessError
 from bbrbench.placement import PLACEMENTS
 from bbrbench.scenario import AlgoCatalog, ScenarioError, validate
 from bbrbench.testbed import cpuplace
@@ -25,7 +26,8 @@ def scenario(bottleneck: dict[str, Any] | None = None, **top: Any) -> dict[str, 
 
 
 @pytest.mark.parametrize(("data", "message"), [
-    (scenario(cpu_placement="pinned"), "cpu_placement: must be one of none, rps, pin, pin+rps, isolate"),
+    (scenario(cpu_placement="pinned"),
+     "cpu_placement: must be one of none, rps, pin, pin+rps, isolate, napi, napi+pin"),
     (scenario({"emulator": "kernel"}, cpu_placement="pin"),
      "cpu_placement = \"pin\": pins bbrkit-link's thread, and bottleneck.emulator = \"kernel\" runs no link"),
     (scenario({"stall": {"percent": -1, "us": 300}}), "bottleneck.stall.percent: must be between 0 and 100"),
@@ -63,13 +65,16 @@ def test_a_stall_of_0_percent_is_none_so_a_grid_can_hold_the_clean_run() -> None
     assert b.stall is None and not b.needs_link
 
 
-@pytest.mark.parametrize(("name", "link_cpu", "rps_cpus", "app_cpus"), [
-    ("none", None, [], []), ("rps", None, [3, 5], []), ("pin", 1, [], []), ("pin+rps", 1, [3, 5], []),
-    ("isolate", 1, [3, 5], [3, 5])])
+@pytest.mark.parametrize(("name", "link_cpu", "rps_cpus", "app_cpus", "napi"), [
+    ("none", None, [], [], False), ("rps", None, [3, 5], [], False), ("pin", 1, [], [], False),
+    ("pin+rps", 1, [3, 5], [], False), ("isolate", 1, [3, 5], [3, 5], False), ("napi", None, [], [], True),
+    ("napi+pin", 1, [], [], True)])
 def test_each_placement_pins_the_link_to_the_first_cpu_and_steers_to_the_rest(
-        name: str, link_cpu: int | None, rps_cpus: list[int], app_cpus: list[int]) -> None:
+        name: str, link_cpu: int | None, rps_cpus: list[int], app_cpus: list[int], napi: bool) -> None:
     plan = cpuplace.plan(name, {5, 1, 3})
-    assert (plan.ran, plan.link_cpu, plan.rps_cpus, plan.app_cpus) == (name, link_cpu, rps_cpus, app_cpus)
+    assert (plan.ran, plan.link_cpu, plan.rps_cpus, plan.app_cpus, plan.napi) == \
+        (name, link_cpu, rps_cpus, app_cpus, napi)
+    assert plan.record()["napi"] is napi
     s = validate(scenario({"emulator": "bbrkit-link"}, cpu_placement=name), CATALOG)
     emulation = Emulation(Topology("t", s), None)
     emulation.cpu = plan
@@ -79,14 +84,16 @@ def test_each_placement_pins_the_link_to_the_first_cpu_and_steers_to_the_rest(
 
 
 def test_one_cpu_runs_none_and_records_why() -> None:
-    plan = cpuplace.plan("isolate", {0})
-    assert (plan.asked, plan.ran, plan.link_cpu, plan.rps_cpus, plan.app_cpus) == ("isolate", "none", None, [], [])
-    assert "1 CPU" in plan.note and plan.record()["ran"] == "none"
+    for name in ("isolate", "napi"):
+        plan = cpuplace.plan(name, {0})
+        assert (plan.asked, plan.ran, plan.link_cpu, plan.rps_cpus, plan.app_cpus, plan.napi) == \
+            (name, "none", None, [], [], False)
+        assert "1 CPU" in plan.note and plan.record()["ran"] == "none"
 
 
 def test_the_default_is_none_and_every_name_has_a_meaning() -> None:
     assert validate(scenario(), CATALOG).cpu_placement == "none"
-    assert list(PLACEMENTS) == ["none", "rps", "pin", "pin+rps", "isolate"]
+    assert list(PLACEMENTS) == ["none", "rps", "pin", "pin+rps", "isolate", "napi", "napi+pin"]
     assert all(p.meaning for p in PLACEMENTS.values())
 
 
@@ -118,3 +125,61 @@ def test_isolate_starts_iperf3_on_the_cpus_other_than_the_links(tmp_path: Path, 
     others = sorted(os.sched_getaffinity(0))[1:] if name == "isolate" else []
     prefix = ["taskset", "-c", ",".join(map(str, others))] if others else []
     assert procs.argv == [prefix + traffic.client_argv(s.flows[0])]
+
+
+class _Commands:
+    """testbed's command(), recording each argv and its namespace; @failing: the argv[0] that fails."""
+
+    def __init__(self, failing: str = "") -> None:
+        self.calls: list[tuple[str | None, list[str]]] = []
+        self.failing = failing
+
+    def __call__(self, argv: list[str], netns: str | None = None, **_: Any) -> Any:
+        self.calls.append((netns, list(argv)))
+        failed = argv[0] == self.failing
+        return type("Result", (), {"returncode": 2 if failed else 0, "stdout": "",
+                                   "stderr": "sh: 1: cannot create /sys/class/net/eth0/threaded: "
+                                             "Directory nonexistent\n" if failed else ""})()
+
+
+def test_napi_attaches_xdp_pass_then_gro_off_then_threaded_napi_on_the_receivers_interface(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What "napi" runs, in the receiver's namespace on the interface that takes the link's departures: the
+    XDP_PASS program attached in native (driver) mode, which makes the veth receive through NAPI; GRO off,
+    whatever attaching did to it; threaded NAPI on, last, once the program made the NAPI."""
+    program = tmp_path / "xdp_pass.bpf.o"
+    commands = _Commands()
+    monkeypatch.setattr(cpuplace, "command", commands)
+    topo = Topology("t", validate(scenario({"emulator": "bbrkit-link"}, cpu_placement="napi"), CATALOG))
+    cpuplace.thread_receive(topo, program)
+    assert commands.calls == [
+        ("t-d", ["ip", "link", "set", "dev", "eth0", "xdpdrv", "obj", str(program), "sec", "xdp"]),
+        ("t-d", ["ethtool", "-K", "eth0", "gro", "off"]),
+        ("t-d", ["sh", "-c", "echo 1 > /sys/class/net/eth0/threaded"])]
+
+
+def test_a_kernel_without_threaded_napi_fails_the_run_in_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cpuplace, "command", _Commands(failing="sh"))
+    topo = Topology("t", validate(scenario({"emulator": "bbrkit-link"}, cpu_placement="napi"), CATALOG))
+    with pytest.raises(HarnessError) as info:
+        cpuplace.thread_receive(topo, tmp_path / "xdp_pass.bpf.o")
+    message = str(info.value)
+    assert message.startswith("cpu_placement napi: cannot turn threaded NAPI on") and "\n" not in message
+    assert "t-d/eth0" in message and "Directory nonexistent" in message
+
+
+def test_the_xdp_program_is_found_as_named_built_or_installed_beside_the_link(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """$BBRKIT_XDP_PASS alone when set (missing: not found, so napi is not runnable); otherwise the
+    checkout's build/, then PREFIX/lib/bbrkit of an installed PREFIX/bin/bbrkit-link (make install)."""
+    monkeypatch.setattr(cpuplace, "CHECKOUT_BUILD", tmp_path / "checkout" / "build")
+    link = tmp_path / "usr" / "bin" / "bbrkit-link"
+    installed = tmp_path / "usr" / "lib" / "bbrkit" / "xdp_pass.bpf.o"
+    installed.parent.mkdir(parents=True)
+    installed.write_bytes(b"\x7fELF")
+    monkeypatch.delenv(cpuplace.XDP_PASS_ENV, raising=False)
+    assert cpuplace.xdp_pass_object(link) == installed
+    assert cpuplace.xdp_pass_object(None) is None
+    monkeypatch.setenv(cpuplace.XDP_PASS_ENV, str(tmp_path / "missing.bpf.o"))
+    assert cpuplace.xdp_pass_object(link) is None

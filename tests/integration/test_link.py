@@ -474,6 +474,40 @@ def test_pin_and_rps_place_the_link_and_every_veths_receive_work(link_path: Call
         assert len(threads) >= 2 and all(c == want for c in threads.values()), threads
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: every placement runs as none")
+@pytest.mark.parametrize("placement", ["napi", "napi+pin"])
+def test_napi_receives_the_links_departures_in_a_napi_thread_one_frame_at_a_time(
+        link_path: Callable[..., LinkPath], placement: str) -> None:
+    """cpu_placement = "napi": the receiver's interface has the XDP_PASS program attached in driver mode
+    (`ip -d link`), GRO off and threaded NAPI on (its sysfs file read back), so veth delivers to it through
+    NAPI. A transfer through it still reaches the receiver's IP one frame per packet, as it left the link:
+    the skbs IP counts (InReceives) equal the packets they carry (the ECN counters count gso_segs, so GRO
+    would make them more), no frame into the link was oversized (drop_gso), and the run records what ran."""
+    path = link_path({"rate_mbit": 20, "aqm": "fifo"}, rtt_ms=10, cpu_placement=placement)
+    ns = path.topo.receiver
+    link_info = json.loads(command(["ip", "-d", "-j", "link", "show", "dev", HOST_IF], netns=ns).stdout)[0]
+    xdp_attached_drv = 1  # XDP_ATTACHED_DRV, include/uapi/linux/if_link.h
+    assert link_info["xdp"]["mode"] == xdp_attached_drv and link_info["xdp"]["prog"]["id"] > 0, link_info
+    assert command(["cat", f"/sys/class/net/{HOST_IF}/threaded"], netns=ns).stdout.strip() == "1"
+    features = command(["ethtool", "-k", HOST_IF], netns=ns).stdout
+    assert "generic-receive-offload: off" in features, features
+    ecn_counters = ("IpExtInNoECTPkts", "IpExtInECT0Pkts", "IpExtInECT1Pkts", "IpExtInCEPkts")
+    transfer = iperf(path, ["-C", "cubic"], seconds=3)
+    _, err = transfer.communicate(timeout=30)
+    assert transfer.returncode == 0, err
+    time.sleep(0.5)  # the connection's last segments; then both counters at once (one nstat)
+    out = command(["nstat", "-az", "IpInReceives", *ecn_counters], netns=ns).stdout
+    got = {name: int(count) for name, count in re.findall(r"^(\w+)\s+(\d+)", out, re.M)}
+    assert got["IpInReceives"] >= 1000 and got["IpInReceives"] == sum(got[c] for c in ecn_counters), got
+    assert path.emulation.link is not None
+    stats = path.emulation.link.stats()
+    assert stats["drop_gso"] == 0 and stats["out_pkts"] >= 1000, stats
+    record = path.emulation.stats()["cpu_placement"]
+    cpus = sorted(os.sched_getaffinity(0))
+    assert (record["ran"], record["napi"], record["link_cpu"]) == \
+        (placement, True, cpus[0] if placement == "napi+pin" else None), record
+
+
 def test_gilbert_elliott_loses_in_netems_bursts(link_path: Callable[..., LinkPath]) -> None:
     """netem's gemodel with p = 1%, r = 10%, 1-h = 100%, 1-k = 0 (the scenario's table reaches the link in
     netem's argument order): pings 1 ms apart are lost p / (p + r) = 9.1% of the time, in runs of 1/r = 10 on

@@ -73,6 +73,11 @@ def delay_mechanism(scenario: Scenario, probe_netns: str) -> str | None:
     return "delayline"
 
 
+def xdp_pass_object() -> Path | None:
+    """The XDP program cpu_placement "napi" attaches, found as bbrkit-link is (testbed/cpuplace.py)."""
+    return cpuplace.xdp_pass_object(find_binary(linkemu.BINARY_NAME, linkemu.BINARY_ENV))
+
+
 def check_runnable(scenario: Scenario, probe_netns: str) -> str | None:
     """Everything the scenario needs from the kernel, checked before the topology is built.
 
@@ -80,6 +85,9 @@ def check_runnable(scenario: Scenario, probe_netns: str) -> str | None:
     if bottleneck_impl(scenario, probe_netns) == KERNEL and PLACEMENTS[scenario.cpu_placement].pin_link:
         raise NotRunnable(f"cpu_placement = {scenario.cpu_placement!r}: pins bbrkit-link's thread, and this "
                           f"kernel runs the bottleneck itself (bottleneck.emulator = \"bbrkit-link\" runs the link)")
+    if PLACEMENTS[scenario.cpu_placement].napi and xdp_pass_object() is None:
+        raise NotRunnable(f"cpu_placement = {scenario.cpu_placement!r}: needs the XDP program "
+                          f"{cpuplace.XDP_PASS_OBJECT}, which is not built (make)")
     if scenario.bottleneck.loss_pct > 0 and not have_tool("nft"):
         raise NotRunnable("bottleneck.loss_pct: needs nftables (the nft command) for random loss")
     if not scenario.bottleneck.offloads and not have_tool("ethtool"):
@@ -109,6 +117,11 @@ class Emulation:
     def start(self) -> None:
         if self.cpu.rps_cpus:
             cpuplace.steer_receive(self.topo, self.cpu.rps_cpus)
+        if self.cpu.napi:
+            program = xdp_pass_object()
+            if program is None:
+                raise HarnessError(f"cpu_placement napi: {cpuplace.XDP_PASS_OBJECT} is not built (make)")
+            cpuplace.thread_receive(self.topo, program)
         if self.topo.link_netns:
             self._link()
         else:
