@@ -132,8 +132,13 @@ def test_real_compare_table_figures_and_page_in_a_browser(tmp_path: Path) -> Non
     driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
     try:
         driver.get((out / compare.PAGE).as_uri())
-        body_rows = driver.find_elements(By.CSS_SELECTOR, "table tbody tr")
+        results, *rest = driver.find_elements(By.TAG_NAME, "table")
+        body_rows = results.find_elements(By.CSS_SELECTOR, "tbody tr")
         assert [r.find_elements(By.TAG_NAME, "td")[1].text for r in body_rows] == ["bbr", "cubic", "bbr", "cubic"]
+        # Every run went through delay lines: the trust check's verdict for each of the 8 is on the page.
+        verdict_rows = rest[-1].find_elements(By.CSS_SELECTOR, "tbody tr")
+        assert len(verdict_rows) == 8 and all(
+            r.find_elements(By.TAG_NAME, "td")[2].text.startswith(("trusted", "UNTRUSTED")) for r in verdict_rows)
         images = driver.find_elements(By.TAG_NAME, "img")
         # Per case a throughput/delay picture and an RTT CDF, and one time series per algorithm, all decoded.
         assert len(images) == 6
