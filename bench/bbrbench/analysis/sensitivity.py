@@ -60,21 +60,17 @@ def measures_of(summary: dict[str, Any]) -> dict[str, float]:
 def verdict(measure: Measure, level: Sequence[float], clean: Sequence[float]) -> tuple[str, float, float, float]:
     """('no change' | 'changes' | 'undecided', estimate, low, high) of level against clean, in the measure's
     units: points, or a factor for a log-scale measure."""
-    if measure.log_scale and min(*level, *clean) > 0:
+    as_ratio = measure.log_scale and min(*level, *clean) > 0
+    if as_ratio:
         d, lo, hi = diff_ci95([math.log(v) for v in level], [math.log(v) for v in clean])
-        bound, est, low, high = math.log(measure.margin), d, lo, hi
-        shown = (math.exp(d), math.exp(lo), math.exp(hi))
-    elif measure.log_scale:
-        d, lo, hi = diff_ci95(level, clean)
-        bound, est, low, high = measure.zero_tolerance / HALF, d, lo, hi
-        shown = (d, lo, hi)
+        bound = math.log(measure.margin)
     else:
         d, lo, hi = diff_ci95(level, clean)
-        bound, est, low, high = measure.margin, d, lo, hi
-        shown = (d, lo, hi)
-    if -HALF * bound <= low and high <= HALF * bound:
+        bound = measure.zero_tolerance / HALF if measure.log_scale else measure.margin
+    shown = (math.exp(d), math.exp(lo), math.exp(hi)) if as_ratio else (d, lo, hi)
+    if -HALF * bound <= lo and hi <= HALF * bound:
         return "no change", *shown
-    if abs(est) > bound:
+    if abs(d) > bound:
         return "changes", *shown
     return "undecided", *shown
 
