@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
 from bbrbench.analysis.sensitivity import CLAIM_CONFIGURATIONS, Run, configuration_name, decide, decide_by_measure
+from bbrbench.scenario import parse_assignment, prepare_raw
+from bbrbench.sweep import plan_runs
+from bbrbench.testbed import system
 
 CURRENT = 0.001
 
@@ -139,3 +148,29 @@ def test_the_claims_configurations_are_the_undecided_claims_points() -> None:
     assert len(jain) == 8 and len(retrans) == 4 and retrans < jain
     assert "fig21: bottleneck.aqm=cake, bottleneck.buffer_bdp=100" in jain
     assert ("fig14-15-fqcodel: bottleneck.aqm=fq_codel, bottleneck.buffer_bdp=0.5, flows.*.algo=bbr2") in retrans
+
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "trust-sensitivity.md"
+
+
+def test_the_pre_registered_sweeps_plan_the_rules_configurations_in_72_runs() -> None:
+    """The commands the second experiment's design gives, planned (nothing run): every configuration the rule
+    judges, each at the clean and both stalled levels, n = 3."""
+    catalog = system.catalog()
+    if "bbr2" not in catalog.bbrkit:
+        pytest.skip("bbrctl not built (make): the scenarios use bbrkit's algorithms")
+    design = DOC.read_text().partition("## Second experiment")[2].replace("\\\n", " ")
+    planned, runs = set(), 0
+    for command in re.findall(r"bbrbench -q sweep .*?--out \S+", design):
+        argv = shlex.split(command)[3:]
+        grid = [argv[i + 1] for i, a in enumerate(argv) if a == "--grid"]
+        values = [a for i, a in enumerate(argv[3:], 3) if "=" in a and argv[i - 1] != "--grid"]
+        raw = prepare_raw(DOC.parents[1] / argv[0], argv[argv.index("--profile") + 1],
+                          [parse_assignment(v) for v in values])
+        plan = plan_runs(raw, catalog, [parse_assignment(g) for g in grid], int(argv[argv.index("--reps") + 1]))
+        runs += len(plan.points) * plan.repetitions
+        assert {p.overrides["bottleneck.stall.percent"] for p in plan.points} == {0, 0.5, 1.5}
+        planned |= {configuration_name(plan.name, {k: v for k, v in p.overrides.items()
+                                                   if k != "bottleneck.stall.percent"}) for p in plan.points}
+    assert planned == {configuration_name(*c) for cs in CLAIM_CONFIGURATIONS.values() for c in cs}
+    assert runs == 72
