@@ -54,6 +54,20 @@ THRESHOLDS = {
 }
 
 
+# A late-share limit of one measure alone (a report's metric, as repro/points.py reads it: "total.jain"), where a
+# pre-registered run showed that the measure does not move with lateness up to it (docs/trust-sensitivity.md,
+# "Second experiment"; analysis/sensitivity.py's decide_by_measure). It excuses a run for that measure only, and
+# only when the late share is the one check the run failed: late_only_share. Each entry's reason names the run
+# and data behind it. Empty: no run has given any measure a limit of its own.
+LATE_SHARE_LIMIT_BY_MEASURE: dict[str, Threshold] = {}
+
+
+def late_share_limit(metric: str) -> float | None:
+    """The measure's own late-share limit, None where it has none (THRESHOLDS' applies)."""
+    found = LATE_SHARE_LIMIT_BY_MEASURE.get(metric)
+    return None if found is None else found.limit
+
+
 # The words each failure line names its check by (the line goes on with the figures), for a report that says
 # which check a point's runs failed (check_of).
 CPU_BOUND = "CPU-bound"
@@ -72,6 +86,16 @@ def check_of(reason: str) -> str:
     none."""
     where = reason.partition(": ")[0] + ": " if reason.startswith(DELAY_LINE_OF) else ""
     return where + next((name for name in CHECK_NAMES if name in reason), reason)
+
+
+def late_only_share(trust: dict[str, Any]) -> float | None:
+    """A run's share of departures over 200 us late, from its trust record (assess()), when that is the only
+    check it failed; None when it passed or failed another check too."""
+    failed = trust.get("failed") or []
+    share = trust.get("checks", {}).get("late_wakeups_share")
+    if not failed or share is None or any(check_of(why) != LATE for why in failed):
+        return None
+    return float(share)
 
 
 def _limit(name: str) -> float:

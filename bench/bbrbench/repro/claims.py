@@ -54,20 +54,26 @@ class Stat:
     # checks they failed (analysis/trust.py's check_of), so that too few runs says why.
     untrusted: int = 0
     failed_checks: tuple[str, ...] = ()
+    # Repetitions in n whose only failed trust check was the late share, used for this measure alone because
+    # their late share is within its own limit (analysis/trust.py's LATE_SHARE_LIMIT_BY_MEASURE), and that limit.
+    late_reps: tuple[int, ...] = ()
+    late_limit: float | None = None
 
     def text(self, scale: float = 1.0) -> str:
         m = self.mean * scale
         cut = f", {self.censored} censored" if self.censored else ""
+        cut += f", {len(self.late_reps)} under its lateness limit" if self.late_reps else ""
         if self.ci95 is None:
             return f"{m:.3g} (n={self.n}{cut})"
         return f"{m:.3g} ± {self.ci95 * scale:.2g} (n={self.n}{cut})"
 
     def to_json(self) -> dict[str, Any]:
-        """With every repetition's value where they are known, so that a report rebuilt from its summary.json
-        has them too."""
+        """With every repetition's value where they are known and the repetitions used under the measure's own
+        lateness limit, so that a report rebuilt from its summary.json has them too."""
         known = {"values": list(self.values)} if self.values else {}
         censored = {"censored": self.censored} if self.censored else {}
-        return {"mean": self.mean, "ci95": self.ci95, "n": self.n, **known, **censored}
+        late = {"late_reps": list(self.late_reps), "late_limit": self.late_limit} if self.late_reps else {}
+        return {"mean": self.mean, "ci95": self.ci95, "n": self.n, **known, **censored, **late}
 
     def moments(self, offset: float = 0.0) -> Moments:
         """Mean (less `offset`), sd and n."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..analysis import trust
 from ..analysis.stats import mean_ci95
 from ..results import read_json
 from ..scenario import ScenarioError, prepare_raw, time_after_last_start_s
@@ -76,6 +77,16 @@ def label_of(overrides: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in overrides.items()) or "(base)"
 
 
+@dataclass(frozen=True)
+class LateRun:
+    """A repetition whose only failed trust check is the late share: left out of every measure but one whose own
+    late-share limit (trust.LATE_SHARE_LIMIT_BY_MEASURE) its late share is within."""
+
+    rep: int
+    late_share: float
+    summary: dict[str, Any]
+
+
 @dataclass
 class PointResult:
     """A point from its runs' summaries."""
@@ -88,26 +99,34 @@ class PointResult:
     summaries: list[dict[str, Any]] = field(default_factory=list)
     untrusted: list[dict[str, Any]] = field(default_factory=list)
     loss_decisions: dict[str, str] = field(default_factory=dict)
+    # The untrusted repetitions that failed the late share alone.
+    late_only: list[LateRun] = field(default_factory=list)
 
     @property
     def measured(self) -> bool:
         return bool(self.summaries)
 
     def stat(self, metric: str) -> Stat | None:
-        """The metric over the repetitions that have it. 'censored.METRIC', for the time to an event: a
-        repetition without it (the run ended first) counts at the run's end after the last flow started,
-        right-censored."""
+        """The metric over the trusted repetitions that have it, and those that failed the late share alone
+        within the metric's own late-share limit. 'censored.METRIC', for the time to an event: a repetition
+        without it (the run ended first) counts at the run's end after the last flow started, right-censored."""
+        limit = trust.late_share_limit(metric)
+        late = [r for r in self.late_only if limit is not None and r.late_share <= limit]
+        runs = [(None, s) for s in self.summaries] + [(r.rep, r.summary) for r in late]
         if metric.startswith(CENSORED):
-            raw = [value(s, metric.removeprefix(CENSORED)) for s in self.summaries]
-            values = [self.after_last_start_s if v is None else v for v in raw]
-            censored = raw.count(None)
+            raw = [(rep, value(s, metric.removeprefix(CENSORED))) for rep, s in runs]
+            found = [(rep, self.after_last_start_s if v is None else v) for rep, v in raw]
+            censored = [v for _, v in raw].count(None)
         else:
-            values = [v for v in (value(s, metric) for s in self.summaries) if v is not None]
+            found = [(rep, v) for rep, v in ((rep, value(s, metric)) for rep, s in runs) if v is not None]
             censored = 0
-        if not values:
+        if not found:
             return None
+        values = [v for _, v in found]
+        late_reps = tuple(rep for rep, _ in found if rep is not None)
         m, ci = mean_ci95(values)
-        return Stat(m, ci, len(values), tuple(values), censored)
+        return Stat(m, ci, len(values), tuple(values), censored, late_reps=late_reps,
+                    late_limit=limit if late_reps else None)
 
 
 @dataclass
@@ -126,7 +145,8 @@ class RecordedPoint:
 
     @property
     def measured(self) -> bool:
-        return bool(self.stats)
+        """As PointResult's: some measure draws on a trusted repetition."""
+        return any(s.n > len(s.late_reps) for s in self.stats.values())
 
     def stat(self, metric: str) -> Stat | None:
         return self.stats.get(metric)
@@ -136,11 +156,52 @@ class RecordedPoint:
                   raw: dict[str, Any] | None = None) -> RecordedPoint:
         """raw: the experiment's scenario, which names the algorithms of a point whose summary predates the
         loss-decision paths (each of them "not recorded")."""
-        stats = {m: Stat(s["mean"], s["ci95"], s["n"], tuple(s.get("values", ())), s.get("censored", 0))
+        stats = {m: Stat(s["mean"], s["ci95"], s["n"], tuple(s.get("values", ())), s.get("censored", 0),
+                         late_reps=tuple(s.get("late_reps", ())), late_limit=s.get("late_limit"))
                  for m, s in p["metrics"].items() if s}
         paths = p.get("loss_decisions") or {a: NOT_RECORDED for a in deciding_algos(raw, p["overrides"])}
         return cls(p["overrides"], label_of(p["overrides"]), p["status"], after_last_start_s, stats,
                    p.get("untrusted_runs", []), paths)
+
+
+# What the report says at a point for each repetition a measure used under its own lateness limit.
+LATE_USE = "used for {title} under its measured lateness limit of {limit:.2%}, docs/trust-sensitivity.md"
+
+
+def late_uses(p: Point, measures: Sequence[tuple[str, str]]) -> dict[int, str]:
+    """Each of a point's repetitions that a measure (metric, title) used under its own lateness limit, though
+    the trust check failed it on the late share: what for."""
+    uses: dict[int, list[str]] = {}
+    for metric, title in measures:
+        if (s := p.stat(metric)) is not None:
+            for rep in s.late_reps:
+                uses.setdefault(rep, []).append(LATE_USE.format(title=title, limit=s.late_limit))
+    return {rep: " and ".join(why) + "; left out of every other measure" for rep, why in uses.items()}
+
+
+def untrusted_lines(points: Sequence[Point], measures: Sequence[tuple[str, str]]) -> list[str]:
+    """The report's list of the runs the trust check failed at an experiment's points: those left out of every
+    figure and verdict, then those a measure (metric, title) used under its own lateness limit, and what for."""
+    uses = [late_uses(p, measures) for p in points]
+    lines: list[str] = []
+    if left_out := [(p.label, u) for p, used in zip(points, uses) for u in p.untrusted if u["rep"] not in used]:
+        lines += [f"Left out of every figure and verdict: {len(left_out)} run(s) that failed the trust check "
+                  "(analysis/trust.py; its limits and their reasons are in bench/link/README.md, "
+                  "\"Trust check\"):", ""]
+        lines += [f"- {label}, rep {u['rep']}: {'; '.join(u['failed'])}" for label, u in left_out]
+        lines.append("")
+    if late := [(p.label, u, used[u["rep"]]) for p, used in zip(points, uses) for u in p.untrusted if u["rep"] in used]:
+        lines += ["Used for one measure alone: run(s) whose only failed trust check is the late share, within that "
+                  "measure's own limit:", ""]
+        lines += [f"- {label}, rep {u['rep']}: {'; '.join(u['failed'])}; {why}" for label, u, why in late]
+        lines.append("")
+    return lines
+
+
+def shown(p: Point, metrics: Sequence[str]) -> bool:
+    """A point with a value to show for one of the metrics: trusted runs, or runs one of them used under its
+    own lateness limit."""
+    return p.measured or any((s := p.stat(m)) is not None and s.late_reps for m in metrics)
 
 
 def deciding_algos(raw: dict[str, Any] | None, overrides: dict[str, Any]) -> list[str]:
@@ -208,16 +269,18 @@ def load_experiment(directory: Path) -> list[PointResult]:
             why = (pdir / NOT_RUNNABLE).read_text().strip()
             points.append(PointResult(p["overrides"], label, f"not runnable: {why}", after_s))
             continue
-        summaries, untrusted, trusted = [], [], []
+        summaries, untrusted, trusted, late_only = [], [], [], []
         for r, rep, summary in _finished(pdir, plan["repetitions"]):
             if (failed := trust_failures(summary)) is None:
                 summaries.append(summary)
                 trusted.append(rep)
-            else:
-                untrusted.append({"rep": r, "failed": failed})
+                continue
+            untrusted.append({"rep": r, "failed": failed})
+            if (share := trust.late_only_share(summary["trust"])) is not None:
+                late_only.append(LateRun(r, share, summary))
         status = repetitions_status(len(summaries), plan["repetitions"], len(untrusted))
         points.append(PointResult(p["overrides"], label, status, after_s, summaries, untrusted,
-                                  run_paths(plan["raw"], p["overrides"], trusted)))
+                                  run_paths(plan["raw"], p["overrides"], trusted), late_only))
     return points
 
 

@@ -32,7 +32,17 @@ from ..testbed.host import with_loss_decisions  # noqa: E402
 from . import queue, seed004, timeseries  # noqa: E402
 from .claims import MIN_N, Outcome, Stat, verdict_line  # noqa: E402
 from .papers import Claim, Spec, coverage, scalar, section_of, spec_for, specs  # noqa: E402
-from .points import TRUST_UNCHECKED, Point, RecordedPoint, after_last_start_s, load_experiment, paths_of, scenario_raw  # noqa: E402
+from .points import (  # noqa: E402
+    TRUST_UNCHECKED,
+    Point,
+    RecordedPoint,
+    after_last_start_s,
+    load_experiment,
+    paths_of,
+    scenario_raw,
+    shown,
+    untrusted_lines,
+)
 
 DPI = 90
 FIG_SIZE = (11, 3.4)
@@ -74,12 +84,14 @@ class Results:
             return None
         self.read.append(p)
         found = p.stat(metric)
-        if not p.untrusted:
+        # Runs the metric used under its own lateness limit are in its n, not left out.
+        rest = [u for u in p.untrusted if found is None or u["rep"] not in found.late_reps]
+        if not rest:
             return found
-        checks = tuple(dict.fromkeys(trust.check_of(why) for u in p.untrusted for why in u["failed"]))
+        checks = tuple(dict.fromkeys(trust.check_of(why) for u in rest for why in u["failed"]))
         if found is None and not p.measured:
-            return Stat(float("nan"), None, 0, untrusted=len(p.untrusted), failed_checks=checks)
-        return None if found is None else replace(found, untrusted=len(p.untrusted), failed_checks=checks)
+            return Stat(float("nan"), None, 0, untrusted=len(rest), failed_checks=checks)
+        return None if found is None else replace(found, untrusted=len(rest), failed_checks=checks)
 
     def xs(self, series: str) -> list[Any]:
         """The series' points a claim covers: the measured ones, and those whose every run the trust check
@@ -220,12 +232,7 @@ def experiment_section(spec: Spec, points: Sequence[Point], fig_dir: Path, rel: 
         js["points"].append(point_js)
     lines += [tables.markdown(header, body, labels=2), "",
               "(ours: mean ± 95% confidence half-width over n repetitions)", ""]
-    if left_out := [(p.label, u) for p in points for u in p.untrusted]:
-        lines += [f"Left out of every figure and verdict: {len(left_out)} run(s) that failed the trust check "
-                  "(analysis/trust.py; its limits and their reasons are in bench/link/README.md, "
-                  "\"Trust check\"):", ""]
-        lines += [f"- {label}, rep {u['rep']}: {'; '.join(u['failed'])}" for label, u in left_out]
-        lines.append("")
+    lines += untrusted_lines(points, [(m.metric, m.title) for m in spec.measures])
     run_s = after_last_start_s(points)
     js["after_last_start_s"] = run_s
     if spec.claims:
@@ -259,7 +266,7 @@ def plot_experiment(res: Results, fig_dir: Path) -> Path | None:
     """Ours (mean and 95% interval) beside the paper's: its numbers as open squares, its words as the range
     they state. Numeric x on a line per series; categorical x (set-ups, tuples) as markers alone, since a
     line between categories means nothing. The legend sits below the panels, over no marker."""
-    measured = [p for p in res.points if p.measured]
+    measured = [p for p in res.points if shown(p, [m.metric for m in res.spec.measures])]
     if not measured:
         return None
     measures = [m for m in res.spec.measures if any(p.stat(m.metric) for p in measured)][:MAX_PLOTTED_MEASURES]
