@@ -673,6 +673,28 @@ def test_rebuilt_from_its_summary_the_report_decides_as_the_runs_do(tmp_path: Pa
         reproduce.rebuild([tmp_path / "nothing.json"], again)
 
 
+def test_a_metric_only_a_claim_reads_is_recorded_for_the_rebuild(tmp_path: Path) -> None:
+    """Fig 4.7's claim reads the RTT's 95th percentile, which Table 3.2's table does not show: the summary
+    records it at the point the claim read, so that the report rebuilt from it decides the claim as the
+    runs did instead of finding it not measured."""
+    runs, again = tmp_path / "runs", tmp_path / "again"
+    runs.mkdir()
+    (runs / "meta.json").write_text(json.dumps({"profile": "standard", "runs": [
+        {"command": "bbrbench reproduce", "revision": "abc", "started": "t0"}]}))
+    reps = [_summary([_flow("rttgain_a1", "bbr_rttgain", 9.0)], {"rtt_ms_mean": 77.0, "rtt_ms_p95": p95})
+            for p95 in (99.0, 100.0, 101.0)]
+    _experiment(runs, "seed000/table3.2", 45, [({"senders.0.rtt_ms": 60}, reps)], 3,
+                [{"algo": "bbr_rttgain", "count": 2, "start_step_s": 3}])
+    reproduce.report_only(runs)
+    first = json.loads((runs / "summary.json").read_text())["experiments"]["seed000/table3.2"]
+    assert first["points"][0]["metrics"]["total.rtt_ms_p95"]["values"] == [99.0, 100.0, 101.0]
+    peak = next(c for c in first["claims"] if "Fig 4.7" in c["claim"])
+    assert peak["verdict"]["outcome"] == "does not hold"
+    reproduce.rebuild([runs / "summary.json"], again)
+    rebuilt = json.loads((again / "summary.json").read_text())["experiments"]["seed000/table3.2"]
+    assert rebuilt["claims"] == first["claims"]
+
+
 def test_a_record_pooled_before_the_trust_check_is_labelled_in_the_rebuild(tmp_path: Path) -> None:
     """--trust-unchecked: the points of a summary that pooled runs before the report left out untrusted ones say
     so in their status, every claim over them in its verdict's notes and the README overview, and a rebuild

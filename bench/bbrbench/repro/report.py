@@ -60,6 +60,9 @@ class Results:
         self.points = points
         # The points a claim's quantity asked for since the last look (some it may then leave out).
         self.read: list[Point] = []
+        # The metrics any claim read, by point (its id): the summary records those the table does not show
+        # too, so that a report rebuilt from it decides the same way.
+        self.claim_metrics: dict[int, set[str]] = {}
 
     def series_of(self, p: Point) -> str:
         if self.spec.series_key and self.spec.series_key in p.overrides:
@@ -83,6 +86,7 @@ class Results:
         if p is None:
             return None
         self.read.append(p)
+        self.claim_metrics.setdefault(id(p), set()).add(metric)
         found = p.stat(metric)
         # Runs the metric used under its own lateness limit are in its n, not left out.
         rest = [u for u in p.untrusted if found is None or u["rep"] not in found.late_reps]
@@ -254,6 +258,11 @@ def experiment_section(spec: Spec, points: Sequence[Point], fig_dir: Path, rel: 
             lines += claim_text
             js["claims"].append(claim_js)
         lines.append("")
+    for p, point_js in zip(points, js["points"]):
+        recorded = point_js["metrics"]
+        for metric in sorted(res.claim_metrics.get(id(p), set()) - recorded.keys()):
+            if (read := p.stat(metric)) is not None:
+                recorded[metric] = read.to_json()
     figure = plot_experiment(res, fig_dir)
     if figure is not None:
         lines += [f"![{spec.title}]({rel}/{figure.name})", ""]
