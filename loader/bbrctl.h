@@ -180,8 +180,8 @@ struct flows_iter {
 	struct bpf_link *link;
 	const char *pin; /* BBRKIT_PIN_FLOWS or BBRKIT_PIN_FLOWS_TCP; NULL when unavailable */
 };
-/* BBRCTL_DISABLE=trace,storage,map-iter,tcp-iter,per-packet makes attach act as if the kernel lacked them;
- * link-update does the same for upgrade.
+/* BBRCTL_DISABLE=trace,storage,map-iter,tcp-iter,per-packet,fentry,kprobe,walk makes attach act as if the
+ * kernel lacked them; link-update does the same for upgrade.
  */
 bool feature_disabled(const char *key);
 int probe_map_type(enum bpf_map_type type);

@@ -19,7 +19,7 @@
 #define VMLINUX_BTF "/sys/kernel/btf/vmlinux"
 #define BPFFS_DIR "/sys/fs/bpf"
 #define BPF_STATS_SYSCTL "/proc/sys/kernel/bpf_stats_enabled"
-#define STATUS_TEXT 160
+#define STATUS_TEXT 512 /* per-packet names each mechanism refused, with its reason */
 
 struct probe {
 	const char *key;

@@ -247,7 +247,8 @@ void flows_iter_release(struct flows_iter *it)
 /* The per-packet path's ways to run (bbr3_pp.h, bbr3_pp_walk.h), tried in this order: the hooks on
  * the kernel's functions by fentry (cheapest) or kprobe, else the walk, which needs neither (a
  * tracepoint for the sends, the ACK's walk of the retransmit queue for the marks). Each has the
- * programs named bbr3_pp_<name>_<hook>, for the hooks it has, and the cleanup.
+ * programs named bbr3_pp_<name>_<hook>, for the hooks it has, and the cleanup; BBRCTL_DISABLE=<name>
+ * skips one, so a kernel that allows an earlier one can still run the later ones.
  */
 struct pp_mechanism {
 	const char *name;
@@ -277,6 +278,10 @@ static int pp_try(const struct algo *a, struct bpf_object *main, const struct pp
 	char names[128], name[64];
 	int err;
 
+	if (feature_disabled(m->name)) {
+		snprintf(why, size, DISABLE_ENV " has '%s'", m->name);
+		return -EPERM;
+	}
 	if (!strcmp(m->name, "kprobe") && access(KPROBE_PMU, F_OK)) {
 		snprintf(why, size, "the kernel has no kprobes (" KPROBE_PMU " missing: CONFIG_KPROBES)");
 		return -EOPNOTSUPP;

@@ -48,6 +48,15 @@ def flows_mechanism(algo: str) -> str | None:
     return next(a for a in listed if a["name"] == algo).get("features", {}).get("flows")
 
 
+def pp_mechanism(algo: str) -> str:
+    """How an attachment's per-packet loss path runs ("fentry", "kprobe" or "walk"), read from its pinned
+    transmit hook: the program is bbr3_pp_<mechanism>_sent (loader/telemetry.c), and the kernel's
+    15-character program name keeps the mechanism."""
+    link = json.loads(run(["bpftool", "-j", "link", "show", "pinned", str(PIN_ROOT / algo / "pp-sent")]).stdout)
+    prog = json.loads(run(["bpftool", "-j", "prog", "show", "id", str(link["prog_id"])]).stdout)
+    return str(prog["name"]).split("_")[2]
+
+
 def flows_json(algo: str, netns: int) -> list[dict]:
     """The algorithm's live flows in one network namespace (other tests or benchmarks may run)."""
     flows = json.loads(bbrctl("flows", "--json", algo).stdout)["flows"]

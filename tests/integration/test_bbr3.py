@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bbrbench.testbed.procs import command
-from netutil import BBRCTL, available_ccs, bbrctl, flows_json, iperf_pair, iperf_result, kernel_features
+from netutil import BBRCTL, available_ccs, bbrctl, flows_json, iperf_pair, iperf_result, kernel_features, pp_mechanism
 
 pytestmark = pytest.mark.net
 
@@ -147,17 +147,24 @@ def test_loss_decisions_run_on_the_path_the_kernel_allows(algo: str, attach, net
     rises on a lossy transfer and under 1% of lost skbs lack a send record; without one, the
     ACK-time path runs, named as such in `bbrctl list` and in the records, and the flow still fills
     the link. A buffer of a quarter BDP makes every probe lose."""
-    per_packet = kernel_features()["per-packet"]["available"]
+    feature = kernel_features()["per-packet"]
+    per_packet = feature["available"]
     attach(algo)
     listed = json.loads(bbrctl("list", "--json").stdout)["algorithms"]
     path = next(a for a in listed if a["name"] == algo)["features"]["loss_decisions"]
     assert path == ("per-packet" if per_packet else "ack-time")
+    if per_packet:
+        # The attachment runs the mechanism features names (the kernel's first, or the first not in
+        # BBRCTL_DISABLE): a run with BBRCTL_DISABLE=fentry exercises the kprobes.
+        assert pp_mechanism(algo) == feature["note"].split(" ")[0], feature
     pair = netpair(rate_mbit=RATE_MBIT, queue_bytes=QUEUE_BYTES // 8, rtt_ms=RTT_MS)
     client = iperf_pair(pair, algo, seconds=8, extra=("-O", "1"))
     time.sleep(6)
     flow = flows_json(algo, pair.netns_inode(pair.sender))[0]
     result = iperf_result(client)
     assert flow["lost"] > 0, "the quarter-BDP buffer lost nothing: no loss decision was exercised"
+    print(f"{algo}: per-packet {feature['note']}; lost {flow['lost']}, pp_decisions {flow['pp_decisions']}, "
+          f"pp_misses {flow['pp_misses']}")
     if per_packet:
         assert flow["pp_decisions"] > 0, flow
         assert flow["pp_misses"] * 100 < flow["pp_decisions"], flow
