@@ -32,8 +32,8 @@ struct bbr3_tx {
 struct bbr3_pp {
 	u32 head;	 /* records written */
 	u32 end_seq;	 /* end of the newest record; a record ends where the next begins */
-	u32 decisions;	 /* lost skbs judged with their own send record */
-	u32 misses;	 /* lost skbs without one (evicted, or sent before the record began) */
+	u32 decisions;	 /* lost packets judged with their skb's own send record (packets, as tp->lost) */
+	u32 misses;	 /* lost packets without one (evicted, or sent before the record began) */
 	u32 inflight_hi; /* the first lost skb to cross loss_thresh: inflight_hi from it, */
 	u32 cwnd;	 /* the cwnd when it was marked (v3's target is taken then), */
 	u8 pending;	 /* set until the next callback applies it */
@@ -181,11 +181,11 @@ BBR_INLINE void bbr3_pp_lost(struct bbr3_pp *pp, const struct bbr3_pp_sock *tp, 
 		return; /* as v3: an skb whose rate sample state was cleared */
 	t = bbr3_pp_find(pp, seq, &end);
 	if (!t) {
-		pp->misses++;
+		pp->misses += pcount;
 		pp->missed = 1;
 		return;
 	}
-	pp->decisions++;
+	pp->decisions += pcount;
 	if (pp->pending) {
 		pp->marks_after = 1;
 		return;

@@ -60,8 +60,8 @@ enum bbrkit_event {
 #define BBRKIT_VAR_V3_ECN_RATE 2      /* CE-marked / delivered of the last loss round, permille */
 #define BBRKIT_VAR_V3_ECN_ALPHA 3     /* EWMA of the CE fraction, BBR_UNIT */
 #define BBRKIT_VAR_V3_PROBE_RTT_MIN 4 /* us, the min RTT filter that times PROBE_RTT */
-#define BBRKIT_VAR_V3_PP_DECISIONS 5  /* lost skbs judged per packet; BBRKIT_VAR_NONE: ACK-time path */
-#define BBRKIT_VAR_V3_PP_MISSES 6     /* lost skbs with no send record; BBRKIT_VAR_NONE: ACK-time path */
+#define BBRKIT_VAR_V3_PP_DECISIONS 5  /* lost packets judged per packet; BBRKIT_VAR_NONE: ACK-time path */
+#define BBRKIT_VAR_V3_PP_MISSES 6     /* lost packets with no send record; BBRKIT_VAR_NONE: ACK-time path */
 #define BBRKIT_VAR_SLOTS 7
 /* A variant slot, or a bound of the record, with no value (a bound that is not set). */
 #define BBRKIT_VAR_NONE 0xffffffffU

@@ -68,11 +68,11 @@ static const struct variant_desc v3_variants[] = {
 	{ .key = "pp_decisions",
 		.slot = BBRKIT_VAR_V3_PP_DECISIONS,
 		.kind = VAR_UINT,
-		.help = "lost skbs judged per packet with their send-time flight (null: ACK-time path)" },
+		.help = "lost packets judged per packet with their send-time flight (null: ACK-time path)" },
 	{ .key = "pp_misses",
 		.slot = BBRKIT_VAR_V3_PP_MISSES,
 		.kind = VAR_UINT,
-		.help = "lost skbs without a send record, judged at ACK time (null: ACK-time path)" },
+		.help = "lost packets without a send record, judged at ACK time (null: ACK-time path)" },
 };
 
 static const struct variant_desc rttgain_variants[] = {

@@ -237,7 +237,7 @@ struct dv_stats {
 	u64 first_step;			    /* 0: no divergence */
 	char first[1536];
 	u64 delivered;
-	u32 pp_decisions, pp_misses; /* bbr3's per-packet path: lost skbs judged with and without a record */
+	u32 pp_decisions, pp_misses; /* bbr3's per-packet path: lost packets judged, and without a record */
 };
 
 static struct dv_side dv_v3, dv_bbr3;

@@ -144,7 +144,7 @@ def test_rto_during_up_recovers_the_link(attach, netpair, tmp_path: Path) -> Non
 def test_loss_decisions_run_on_the_path_the_kernel_allows(algo: str, attach, netpair) -> None:
     """Where the kernel allows a per-packet mechanism (fentry, kprobe, or the walk, which needs
     neither), bbr3 and bbr2 judge each lost skb with its send-time flight: the per-packet counter
-    rises on a lossy transfer and under 1% of lost skbs lack a send record; without one, the
+    rises on a lossy transfer and under 1% of lost packets lack a send record; without one, the
     ACK-time path runs, named as such in `bbrctl list` and in the records, and the flow still fills
     the link. A buffer of a quarter BDP makes every probe lose."""
     feature = kernel_features()["per-packet"]

@@ -244,3 +244,19 @@ TEST(flight_sent_within_inflight_hi_does_not_raise_it)
 	cruise_ack_after_cut(5, 12, 20);
 	CHECK_EQ(st()->inflight_hi, 15);
 }
+
+/* The counters are in packets, as tp->lost is, so that pp_decisions / lost is the share judged per
+ * packet: a lost 3-packet TSO skb with a record counts 3 decisions, an unrecorded 2-packet one 2
+ * misses.
+ */
+TEST(per_packet_counters_count_packets_as_tp_lost_does)
+{
+	struct bbr3_pp_sock c = { .snd_nxt = 0, .in_flight = 10, .lost = 0, .cwnd = 20, .mss = SIM_MSS };
+
+	pp_setup();
+	bbr3_pp_sent(&host_bbr3_pp, &c, 0, 3 * SIM_MSS, 3);
+	bbr3_pp_lost(&host_bbr3_pp, &c, 0, 3 * SIM_MSS, 3, false, true);
+	CHECK_EQ(host_bbr3_pp.decisions, 3);
+	bbr3_pp_lost(&host_bbr3_pp, &c, 50 * SIM_MSS, 52 * SIM_MSS, 2, false, true);
+	CHECK_EQ(host_bbr3_pp.misses, 2);
+}

@@ -3,7 +3,7 @@ pings 10 ms apart, offloads off, the link at 100 Mbit/s with the ACK direction i
 back to back in one chain, in rounds, against the kernel bridge of the same round. Options: the link's
 default (SCHED_FIFO threads, 100 us poll after a frame); the same with a PM QoS request of 0 us held on
 /dev/cpu_dma_latency (the CPUs poll in idle instead of halting, as cyclictest does); a poll over the whole
-ping gap (--busy-poll-us 20000); the link's threads moved to SCHED_OTHER. Root, under the project's lock:
+ping gap (--busy-poll-us 20000), alone and with that PM QoS request; the link's threads moved to SCHED_OTHER. Root, under the project's lock:
 
     flock /tmp/bbrkit-root.lock nice -n 10 .venv/bin/python data/benchmarks/linkspeed-2026-11-29/idle_wakeup.py \
         --rounds 2 --out FILE
@@ -82,6 +82,7 @@ def through_link(chain: Chain, busy_poll_us: int | None, sched_other: bool) -> t
 OPTIONS = (("bridge", None, False, False), ("bridge, PM QoS 0", None, True, False),
            ("link", None, False, False), ("link, PM QoS 0", None, True, False),
            ("link, whole-gap poll", linkbench.GAP_POLL_US, False, False),
+           ("link, whole-gap poll, PM QoS 0", linkbench.GAP_POLL_US, True, False),
            ("link, SCHED_OTHER", None, False, True))
 
 
