@@ -301,12 +301,17 @@ install: $(BUILD)/bbrctl $(DELAY_BIN) $(LINK_BIN) $(XDP_PASS_OBJ) $(DOCS)
 		echo "note: bbrbench needs numpy, scipy, matplotlib, tabulate, tqdm, prometheus_client for $(PYTHON):" \
 		"apt-get install python3-numpy python3-scipy python3-matplotlib python3-tabulate python3-tqdm python3-prometheus-client"
 
-# The record key list in docs/reference.md is `bbrctl trace --help`'s: this fails when they differ.
+# The record key list in docs/reference.md is `bbrctl trace --help`'s, its BBRCTL_DISABLE key list
+# `bbrctl-gen disable-keys`': this fails when either differs. $(call doc_block,NAME): the text between
+# the reference's `<!-- NAME: make check-readme -->` and `<!-- end NAME -->`, without the code fence.
+doc_block = sed -n '/^<!-- $(1): make check-readme -->/,/^<!-- end $(1) -->/p' docs/reference.md \
+	  | sed -e '1,2d' -e '$$d' | sed '$$d'
 .PHONY: check-readme
-check-readme: $(BUILD)/bbrctl
+check-readme: $(BUILD)/bbrctl $(BUILD)/bbrctl-gen
 	$(Q)$(BUILD)/bbrctl trace --help | sed -n '/^record keys/,$$p' > $(BUILD)/keys.txt
-	$(Q)sed -n '/^<!-- record keys: make check-readme -->/,/^<!-- end record keys -->/p' docs/reference.md \
-	  | sed -e '1,2d' -e '$$d' | sed '$$d' | diff -u - $(BUILD)/keys.txt
+	$(Q)$(call doc_block,record keys) | diff -u - $(BUILD)/keys.txt
+	$(Q)$(BUILD)/bbrctl-gen disable-keys > $(BUILD)/disable-keys.txt
+	$(Q)$(call doc_block,disable keys) | diff -u - $(BUILD)/disable-keys.txt
 
 clean:
 	$(call msg,CLEAN,$(BUILD))

@@ -86,7 +86,8 @@ extern bool verbose;
  */
 extern bool json_output;
 /* Exit statuses (bbrctl(8)): EXIT_SUCCESS, EXIT_FAILURE when the command failed, EXIT_USAGE for a
- * bad command line (an unknown option, command, algorithm or parameter, a malformed value).
+ * bad command line (an unknown option, command, algorithm or parameter, a malformed value) or an
+ * unknown BBRCTL_DISABLE key.
  */
 #define EXIT_USAGE 2
 void set_context(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -172,6 +173,40 @@ int check_attached_abi(const struct algo *a);
 int for_each_netns(int (*fn)(void *ctx, const char *label), void *ctx);
 int netns_defaults_using(const char *algo, char *who, size_t size);
 
+/* disable.c: BBRCTL_DISABLE, a comma-separated list of these keys, makes bbrctl act as if the kernel
+ * lacked each piece named, so that one kernel can run the fallbacks an older one would take. This list
+ * is the only one: the enum callers name a key by, bbrctl's check of the variable, the man page's
+ * ENVIRONMENT and docs/reference.md's list (bbrctl-gen disable-keys, make check-readme).
+ * X(id, key, what): DISABLE_<id>, the key in BBRCTL_DISABLE, what it does (one line).
+ */
+#define BBRCTL_DISABLE_ENV "BBRCTL_DISABLE"
+#define BBRCTL_DISABLE_KEYS(X) \
+	X(TRACE, "trace", "attach, upgrade: no trace ring buffer (trace has nothing to read)") \
+	X(STORAGE, "storage", "attach, upgrade: no sk_storage (no flow ids; flows reads iter/tcp)") \
+	X(MAP_ITER, "map-iter", "attach: no map iterator (flows reads iter/tcp in each namespace)") \
+	X(TCP_ITER, "tcp-iter", "attach: no iter/tcp (with map-iter too, flows has nothing to read)") \
+	X(PER_PACKET, "per-packet", "attach, upgrade: bbr2, bbr3 and bbr_draft judge losses at ACK time") \
+	X(FENTRY, "fentry", "attach, upgrade, features: the per-packet path skips its fentry hooks") \
+	X(KPROBE, "kprobe", "attach, upgrade, features: the per-packet path skips its kprobe hooks") \
+	X(WALK, "walk", "attach, upgrade, features: the per-packet path skips its retransmit-queue walk") \
+	X(LINK_UPDATE, "link-update", "upgrade: refused, as by a kernel without struct_ops link update") \
+	X(HOST_CGROUP2, "host-cgroup2", "policy: ignores the host's cgroup2 mounts and mounts bbrctl's own")
+#define DISABLE_ID(id, key, what) DISABLE_##id,
+enum disable_id { BBRCTL_DISABLE_KEYS(DISABLE_ID) DISABLE_KEYS };
+#undef DISABLE_ID
+struct disable_key {
+	const char *key;
+	const char *what;
+	const char *reason; /* for a message: "BBRCTL_DISABLE has 'key'" */
+};
+extern const struct disable_key disable_keys[DISABLE_KEYS];
+/* Callers name a key by its enum, so a key outside the list cannot be asked for. */
+bool feature_disabled(enum disable_id id);
+/* EXIT_USAGE after one line naming BBRCTL_DISABLE's first unknown key, else EXIT_SUCCESS. */
+int check_disable_env(void);
+/* The keys with their meaning, for the man page and docs/reference.md. */
+void disable_keys_help(FILE *out);
+
 /* telemetry.c: the optional pieces of an attachment (see the file's header). */
 struct bpf_object;
 struct bpf_link;
@@ -180,10 +215,6 @@ struct flows_iter {
 	struct bpf_link *link;
 	const char *pin; /* BBRKIT_PIN_FLOWS or BBRKIT_PIN_FLOWS_TCP; NULL when unavailable */
 };
-/* BBRCTL_DISABLE=trace,storage,map-iter,tcp-iter,per-packet,fentry,kprobe,walk makes attach act as if the
- * kernel lacked them; link-update does the same for upgrade.
- */
-bool feature_disabled(const char *key);
 int probe_map_type(enum bpf_map_type type);
 /* Readies obj for what have lacks (its maps become stand-ins) and sets the object's feature flags:
  * 0, or negative errno with the map at fault in *map.

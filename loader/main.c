@@ -72,6 +72,10 @@ int main(int argc, char **argv)
 			return EXIT_USAGE;
 		set_context("%s %s", cmd->name, o.algo->name);
 	}
+	/* Checked with the command line: a typo in it is refused before the command does anything. */
+	ret = check_disable_env();
+	if (ret)
+		return ret;
 	ret = cmd->run(&o, argc - first, argv + first);
 	if (cmd->audit)
 		audit_command(argc, argv, ret);

@@ -35,7 +35,7 @@ static bool cgroup2_mount(const char *want, char *out, size_t size)
 			strcmp(root, "/"))
 			continue;
 		if ((want && strcmp(mnt, want)) ||
-			(strcmp(mnt, OWN_CGROUP2) && feature_disabled("host-cgroup2")))
+			(strcmp(mnt, OWN_CGROUP2) && feature_disabled(DISABLE_HOST_CGROUP2)))
 			continue;
 		snprintf(out, size, "%s", mnt);
 		found = true;

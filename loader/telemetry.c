@@ -22,23 +22,6 @@
 #include "bbrctl.h"
 
 #define FEATURES_MAP ".rodata.features"
-#define DISABLE_ENV "BBRCTL_DISABLE"
-#define DISABLE_MAX 256
-
-bool feature_disabled(const char *key)
-{
-	const char *list = getenv(DISABLE_ENV);
-	char buf[DISABLE_MAX], *save = NULL;
-
-	if (!list)
-		return false;
-	snprintf(buf, sizeof(buf), "%s", list);
-	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-		if (!strcmp(tok, key))
-			return true;
-	return false;
-}
-
 /* 1 where the kernel creates maps of this type, else negative errno (-EOPNOTSUPP when unknown). */
 int probe_map_type(enum bpf_map_type type)
 {
@@ -84,23 +67,24 @@ int apply_features(struct bpf_object *obj, const struct bbrkit_features *have, c
 int prepare_optional_maps(struct bpf_object *obj, struct bbrkit_features *have)
 {
 	const char *map;
+	bool off;
 	int err;
 
 	*have = (struct bbrkit_features){ .trace = 1, .storage = 1 };
-	err = feature_disabled("trace") ? -EPERM : probe_map_type(BPF_MAP_TYPE_RINGBUF);
+	off = feature_disabled(DISABLE_TRACE);
+	err = off ? -EPERM : probe_map_type(BPF_MAP_TYPE_RINGBUF);
 	if (err < 0) {
 		warn_missing("bbrctl trace",
-			feature_disabled("trace") ? DISABLE_ENV " has 'trace'"
-						  : "the kernel has no BPF ring buffers",
-			feature_disabled("trace") ? 0 : err);
+			off ? disable_keys[DISABLE_TRACE].reason : "the kernel has no BPF ring buffers",
+			off ? 0 : err);
 		have->trace = 0;
 	}
-	err = feature_disabled("storage") ? -EPERM : probe_map_type(BPF_MAP_TYPE_SK_STORAGE);
+	off = feature_disabled(DISABLE_STORAGE);
+	err = off ? -EPERM : probe_map_type(BPF_MAP_TYPE_SK_STORAGE);
 	if (err < 0) {
 		warn_missing("flow ids",
-			feature_disabled("storage") ? DISABLE_ENV " has 'storage'"
-						    : "the kernel has no BPF sk_storage maps",
-			feature_disabled("storage") ? 0 : err);
+			off ? disable_keys[DISABLE_STORAGE].reason : "the kernel has no BPF sk_storage maps",
+			off ? 0 : err);
 		have->storage = 0;
 	}
 	if (apply_features(obj, have, &map))
@@ -186,9 +170,9 @@ int load_flows_iterator(const struct algo *a, struct bpf_object *main, const str
 	int err = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (!have->storage || feature_disabled("map-iter")) {
+	if (!have->storage || feature_disabled(DISABLE_MAP_ITER)) {
 		snprintf(why, sizeof(why), "%s",
-			have->storage ? DISABLE_ENV " has 'map-iter'" : "it needs sk_storage");
+			have->storage ? disable_keys[DISABLE_MAP_ITER].reason : "it needs sk_storage");
 	} else {
 		out->obj = load_alone(a, main, "dump_flows", why, sizeof(why));
 		if (out->obj) {
@@ -207,9 +191,9 @@ int load_flows_iterator(const struct algo *a, struct bpf_object *main, const str
 			err = -errno;
 		}
 	}
-	if (feature_disabled("tcp-iter")) {
-		warn(err, "bbrctl flows unavailable: no map iterator (%s) and " DISABLE_ENV " has 'tcp-iter'",
-			why);
+	if (feature_disabled(DISABLE_TCP_ITER)) {
+		warn(err, "bbrctl flows unavailable: no map iterator (%s) and %s", why,
+			disable_keys[DISABLE_TCP_ITER].reason);
 		return EXIT_SUCCESS;
 	}
 	if (verbose)
@@ -252,12 +236,13 @@ void flows_iter_release(struct flows_iter *it)
  */
 struct pp_mechanism {
 	const char *name;
-	__u32 live; /* the value .data.pp tells new flows */
+	__u32 live;	     /* the value .data.pp tells new flows */
+	enum disable_id off; /* its BBRCTL_DISABLE key */
 };
 static const struct pp_mechanism pp_mechanisms[] = {
-	{ "fentry", BBRKIT_PP_HOOKS },
-	{ "kprobe", BBRKIT_PP_HOOKS },
-	{ "walk", BBRKIT_PP_WALK },
+	{ "fentry", BBRKIT_PP_HOOKS, DISABLE_FENTRY },
+	{ "kprobe", BBRKIT_PP_HOOKS, DISABLE_KPROBE },
+	{ "walk", BBRKIT_PP_WALK, DISABLE_WALK },
 };
 #define PP_MECHANISMS (sizeof(pp_mechanisms) / sizeof(pp_mechanisms[0]))
 const char *const pp_progs[PP_PROGS] = { "sent", "lost", "bbr3_pp_destroy" };
@@ -278,8 +263,8 @@ static int pp_try(const struct algo *a, struct bpf_object *main, const struct pp
 	char names[128], name[64];
 	int err;
 
-	if (feature_disabled(m->name)) {
-		snprintf(why, size, DISABLE_ENV " has '%s'", m->name);
+	if (feature_disabled(m->off)) {
+		snprintf(why, size, "%s", disable_keys[m->off].reason);
 		return -EPERM;
 	}
 	if (!strcmp(m->name, "kprobe") && access(KPROBE_PMU, F_OK)) {
@@ -354,12 +339,9 @@ int load_per_packet(const struct algo *a, struct bpf_object *main, struct pp_lin
 	memset(out, 0, sizeof(*out));
 	if (!a->per_packet)
 		return EXIT_SUCCESS;
-	if (feature_disabled("per-packet")) {
-		warn(0,
-			"per-packet loss decisions off (" DISABLE_ENV
-			" has 'per-packet'); %s judges losses at "
-			"ACK time",
-			a->name);
+	if (feature_disabled(DISABLE_PER_PACKET)) {
+		warn(0, "per-packet loss decisions off (%s); %s judges losses at ACK time",
+			disable_keys[DISABLE_PER_PACKET].reason, a->name);
 		return EXIT_SUCCESS;
 	}
 	m = pp_first(a, main, out, why, sizeof(why));

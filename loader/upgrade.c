@@ -105,10 +105,9 @@ int cmd_upgrade(const struct cmd_opts *o, int argc, char **argv)
 		return fail(errno, "cannot read %s", path);
 	if (check_kernel())
 		return EXIT_FAILURE;
-	if (feature_disabled("link-update"))
-		return fail(0,
-			"the kernel cannot update a struct_ops link (BBRCTL_DISABLE has "
-			"'link-update'); detach and attach instead");
+	if (feature_disabled(DISABLE_LINK_UPDATE))
+		return fail(0, "the kernel cannot update a struct_ops link (%s); detach and attach instead",
+			disable_keys[DISABLE_LINK_UPDATE].reason);
 	err = kernel_link_update();
 	if (err)
 		return fail(err,

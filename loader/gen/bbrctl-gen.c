@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /* bbrctl-gen: bbrctl's man page and bash completion, written from the tables bbrctl itself parses
- * with (commands, algorithms, parameters, record keys), so that neither can drift from the program.
+ * with (commands, algorithms, parameters, record keys, BBRCTL_DISABLE keys), so that neither can drift
+ * from the program.
  *   bbrctl-gen man          roff for bbrctl(8)
  *   bbrctl-gen completion   a bash completion script
  *   bbrctl-gen params-table the parameter table of docs/reference.md (markdown)
+ *   bbrctl-gen disable-keys the BBRCTL_DISABLE keys, as docs/reference.md lists them (make check-readme)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,12 +111,13 @@ static void man(FILE *out)
 	fputs(".SH EXIT STATUS\n.TP\n0\ndone (also flows with nothing attached: an empty table or list)\n"
 	      ".TP\n1\nthe command failed (not root, the kernel refused, not attached, ...)\n"
 	      ".TP\n2\na usage error: an unknown option, command, algorithm or parameter, a missing or\n"
-	      "extra argument, a malformed or out-of-range value\n"
-	      ".SH ENVIRONMENT\n.TP\n.B BBRCTL_DISABLE\n"
-	      "a comma-separated subset of trace, storage, map\\-iter, tcp\\-iter, per\\-packet,\n"
-	      "fentry, kprobe, walk, link\\-update: attach (upgrade for link\\-update) acts as if the\n"
-	      "kernel lacked those pieces\n"
-	      ".SH FILES\n.TP\n.I " BBRKIT_PIN_ROOT "/ALGO/\n"
+	      "extra argument, a malformed or out-of-range value, an unknown " BBRCTL_DISABLE_ENV " key\n"
+	      ".SH ENVIRONMENT\n.TP\n.B " BBRCTL_DISABLE_ENV "\n"
+	      "turns off the pieces it names, to run on one kernel the fallbacks an older one takes;\n"
+	      "a key not listed below is a usage error (exit status 2)\n",
+		out);
+	roff_block(out, disable_keys_help);
+	fputs(".SH FILES\n.TP\n.I " BBRKIT_PIN_ROOT "/ALGO/\n"
 	      "link (the registration), abi (the object's ABI version), params, ctl, events, flows or\n"
 	      "flows\\-tcp\n"
 	      ".TP\n.I " BBRCTL_AVAILABLE_CC "\nthe kernel's registered congestion controls\n"
@@ -194,6 +197,10 @@ int main(int argc, char **argv)
 		params_markdown(stdout);
 		return EXIT_SUCCESS;
 	}
-	fprintf(stderr, "usage: bbrctl-gen man|completion|params-table\n");
+	if (argc == 2 && !strcmp(argv[1], "disable-keys")) {
+		disable_keys_help(stdout);
+		return EXIT_SUCCESS;
+	}
+	fprintf(stderr, "usage: bbrctl-gen man|completion|params-table|disable-keys\n");
 	return EXIT_FAILURE;
 }
