@@ -1,18 +1,19 @@
 """A measure's own late-share limit (analysis/trust.py's LATE_SHARE_LIMIT_BY_MEASURE, docs/trust-sensitivity.md):
 a run whose only failed trust check is the late share is used for a measure whose limit it is within, and for
-no other; a run that failed another check too is never used. The table is empty until a run supports an entry,
-so these tests give it a synthetic one."""
+no other; a run that failed another check too is never used. Each entry of the table stands on the kept runs of
+the experiment its reason names; the other tests give it a synthetic one."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from test_reproduce import _flow, _long_table41, _summary
 
-from bbrbench.analysis import trust
+from bbrbench.analysis import sensitivity, trust
 from bbrbench.repro import points, reproduce
 from bbrbench.results import write_json
 
@@ -27,10 +28,26 @@ def late_trust(*failed: str) -> dict[str, Any]:
 
 @pytest.fixture
 def retrans_limit(monkeypatch: pytest.MonkeyPatch) -> float:
-    """A synthetic limit for the whole-run retransmission rate alone, above the late runs' share."""
+    """A synthetic limit for the whole-run retransmission rate alone, above the late runs' share: the table holds
+    it and nothing else."""
     limit = 0.03
-    monkeypatch.setitem(trust.LATE_SHARE_LIMIT_BY_MEASURE, "total.retrans_rate", trust.Threshold(limit, "a test"))
+    monkeypatch.setattr(trust, "LATE_SHARE_LIMIT_BY_MEASURE", {"total.retrans_rate": trust.Threshold(limit, "a test")})
     return limit
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_each_measure_limit_is_what_its_kept_runs_decide() -> None:
+    """The rule (decide_by_measure), run again on the kept summaries the entry's reason names, gives that measure
+    a limit at least the entry's: an entry cannot claim more than its run supports."""
+    for metric, entry in trust.LATE_SHARE_LIMIT_BY_MEASURE.items():
+        found = re.search(r"data/benchmarks/[\w.-]+", entry.reason)
+        assert found, f"{metric}: the reason names no data folder"
+        sweeps = sorted(p.parent for p in (REPO / found.group(0)).glob("*/plan.json"))
+        runs = sensitivity.load_by_measure(sweeps, "bottleneck.stall.percent")
+        decided = sensitivity.decide_by_measure(runs, trust.THRESHOLDS["late_share"].limit)[metric]["limit"]
+        assert trust.THRESHOLDS["late_share"].limit < entry.limit <= decided, (metric, entry.limit, decided)
 
 
 def test_only_a_run_that_failed_the_late_share_alone_has_a_late_only_share() -> None:
