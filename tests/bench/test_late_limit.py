@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_reproduce import _flow, _long_table41, _summary
+from test_reproduce import _experiment, _flow, _long_table41, _summary
 
 from bbrbench.analysis import sensitivity, trust
 from bbrbench.repro import points, reproduce
@@ -145,3 +145,23 @@ def test_a_verdict_counts_a_used_run_in_n_and_names_only_the_checks_of_the_runs_
     claims_ = json.loads((runs / "summary.json").read_text())["experiments"]["seed000/table4.1"]["claims"]
     assert ("rttgain_a0.5 retransmissions, whole run: not decided: n = 2, needs 3: 1 more run(s) failed the trust "
             "check (delay line of sender s1, data direction: added delay p99)") in claims_[1]["verdict"]["text"]
+
+
+def test_a_verdict_over_late_only_runs_names_their_loss_decision_path(tmp_path: Path, retrans_limit: float) -> None:
+    """A measure read from runs under its lateness limit alone names the loss-decision path those runs recorded,
+    not "not recorded" as if no run had been read."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "meta.json").write_text(json.dumps({"profile": "standard", "runs": [
+        {"command": "bbrbench reproduce", "revision": "abc", "started": "t0"}]}))
+    points_ = [({"flows.0.algo": algo, "flows.0.count": n},
+                [_summary([_flow("f", algo, 9.0, retrans=14_480)], {"retrans_rate": 0.01}) for _ in range(3)])
+               for algo in ("bbr1", "bbr2") for n in (1, 10)]
+    _experiment(runs, "seed001/fig8", 60, points_, 3, [{"algo": "bbr1"}])
+    for rep in (runs / "seed001/fig8/points/p2").glob("rep*"):  # bbr2, one flow: every run late, within the limit
+        summary = json.loads((rep / "summary.json").read_text())
+        write_json(rep / "summary.json", "summary", {**summary, "trust": late_trust(LATE)})
+        write_json(rep / "host.json", "host", {"bbrkit_attachments": {"bbr2": {"loss_decisions": "per-packet"}}})
+    reproduce.report_only(runs)
+    fig8 = json.loads((runs / "summary.json").read_text())["experiments"]["seed001/fig8"]
+    assert fig8["claims"][1].get("loss_decisions") == {"bbr2": "per-packet"}

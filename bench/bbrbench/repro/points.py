@@ -269,18 +269,20 @@ def load_experiment(directory: Path) -> list[PointResult]:
             why = (pdir / NOT_RUNNABLE).read_text().strip()
             points.append(PointResult(p["overrides"], label, f"not runnable: {why}", after_s))
             continue
-        summaries, untrusted, trusted, late_only = [], [], [], []
+        summaries, untrusted, read, late_only = [], [], [], []
         for r, rep, summary in _finished(pdir, plan["repetitions"]):
             if (failed := trust_failures(summary)) is None:
                 summaries.append(summary)
-                trusted.append(rep)
+                read.append(rep)
                 continue
             untrusted.append({"rep": r, "failed": failed})
             if (share := trust.late_only_share(summary["trust"])) is not None:
                 late_only.append(LateRun(r, share, summary))
+                if any(share <= t.limit for t in trust.LATE_SHARE_LIMIT_BY_MEASURE.values()):
+                    read.append(rep)  # some measure reads it: its loss-decision path counts
         status = repetitions_status(len(summaries), plan["repetitions"], len(untrusted))
         points.append(PointResult(p["overrides"], label, status, after_s, summaries, untrusted,
-                                  run_paths(plan["raw"], p["overrides"], trusted), late_only))
+                                  run_paths(plan["raw"], p["overrides"], read), late_only))
     return points
 
 
