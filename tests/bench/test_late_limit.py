@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_reproduce import _experiment, _flow, _long_table41, _summary
+from test_reproduce import _fig8_bbr1_bbr2, _flow, _long_table41, _summary
 
 from bbrbench.analysis import sensitivity, trust
 from bbrbench.repro import points, reproduce
@@ -151,13 +151,7 @@ def test_a_verdict_over_late_only_runs_names_their_loss_decision_path(tmp_path: 
     """A measure read from runs under its lateness limit alone names the loss-decision path those runs recorded,
     not "not recorded" as if no run had been read."""
     runs = tmp_path / "runs"
-    runs.mkdir()
-    (runs / "meta.json").write_text(json.dumps({"profile": "standard", "runs": [
-        {"command": "bbrbench reproduce", "revision": "abc", "started": "t0"}]}))
-    points_ = [({"flows.0.algo": algo, "flows.0.count": n},
-                [_summary([_flow("f", algo, 9.0, retrans=14_480)], {"retrans_rate": 0.01}) for _ in range(3)])
-               for algo in ("bbr1", "bbr2") for n in (1, 10)]
-    _experiment(runs, "seed001/fig8", 60, points_, 3, [{"algo": "bbr1"}])
+    _fig8_bbr1_bbr2(runs)
     for rep in (runs / "seed001/fig8/points/p2").glob("rep*"):  # bbr2, one flow: every run late, within the limit
         summary = json.loads((rep / "summary.json").read_text())
         write_json(rep / "summary.json", "summary", {**summary, "trust": late_trust(LATE)})

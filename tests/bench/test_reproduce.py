@@ -1314,11 +1314,8 @@ def test_a_fragile_verdict_names_the_n_that_would_decide_it() -> None:
     assert v.outcome is Outcome.HOLDS and v.fragile.endswith("80% power to decide it again needs n 4 at this spread")
 
 
-def test_verdicts_over_bbr2_runs_name_their_loss_decision_path(tmp_path: Path) -> None:
-    """A verdict that reads bbr2, bbr3 or bbr_draft runs names the loss-decision path their host.json recorded
-    (bbrctl list while attached), "not recorded" where it has none; one over bbr1 alone names none. Rebuilt
-    from a summary written before points carried the path, the scenario names the algorithm: "not recorded"."""
-    runs, again = tmp_path / "runs", tmp_path / "again"
+def _fig8_bbr1_bbr2(runs: Path) -> None:
+    """Fig 8's experiment at n 3, bbr1 and bbr2 at one and ten flows (points p0-p3), every run alike."""
     runs.mkdir()
     (runs / "meta.json").write_text(json.dumps({"profile": "standard", "runs": [
         {"command": "bbrbench reproduce", "revision": "abc", "started": "t0"}]}))
@@ -1326,6 +1323,14 @@ def test_verdicts_over_bbr2_runs_name_their_loss_decision_path(tmp_path: Path) -
                [_summary([_flow("f", algo, 9.0, retrans=14_480)], {"retrans_rate": 0.01}) for _ in range(3)])
               for algo in ("bbr1", "bbr2") for n in (1, 10)]
     _experiment(runs, "seed001/fig8", 60, points, 3, [{"algo": "bbr1"}])
+
+
+def test_verdicts_over_bbr2_runs_name_their_loss_decision_path(tmp_path: Path) -> None:
+    """A verdict that reads bbr2, bbr3 or bbr_draft runs names the loss-decision path their host.json recorded
+    (bbrctl list while attached), "not recorded" where it has none; one over bbr1 alone names none. Rebuilt
+    from a summary written before points carried the path, the scenario names the algorithm: "not recorded"."""
+    runs, again = tmp_path / "runs", tmp_path / "again"
+    _fig8_bbr1_bbr2(runs)
     for rep in (runs / "seed001/fig8/points/p2").glob("rep*"):  # bbr2, one flow
         write_json(rep / "host.json", "host", {"bbrkit_attachments": {"bbr2": {"loss_decisions": "per-packet"}}})
     text = reproduce.report_only(runs).read_text()
