@@ -65,7 +65,7 @@ int check_disable_env(void)
 void disable_keys_help(FILE *out)
 {
 	fprintf(out,
-		BBRCTL_DISABLE_ENV " keys (comma-separated; bbrctl acts as if the kernel lacked each):\n");
+		BBRCTL_DISABLE_ENV " keys (comma-separated; each as if the kernel lacked that piece):\n");
 	for (int id = 0; id < DISABLE_KEYS; id++)
 		fprintf(out, "  %-14s %s\n", disable_keys[id].key, disable_keys[id].what);
 }
