@@ -235,16 +235,21 @@ void flows_iter_release(struct flows_iter *it)
  * skips one, so a kernel that allows an earlier one can still run the later ones.
  */
 struct pp_mechanism {
-	const char *name;
+	enum disable_id off; /* its BBRCTL_DISABLE key, which is also its name */
 	__u32 live;	     /* the value .data.pp tells new flows */
-	enum disable_id off; /* its BBRCTL_DISABLE key */
 };
 static const struct pp_mechanism pp_mechanisms[] = {
-	{ "fentry", BBRKIT_PP_HOOKS, DISABLE_FENTRY },
-	{ "kprobe", BBRKIT_PP_HOOKS, DISABLE_KPROBE },
-	{ "walk", BBRKIT_PP_WALK, DISABLE_WALK },
+	{ DISABLE_FENTRY, BBRKIT_PP_HOOKS },
+	{ DISABLE_KPROBE, BBRKIT_PP_HOOKS },
+	{ DISABLE_WALK, BBRKIT_PP_WALK },
 };
 #define PP_MECHANISMS (sizeof(pp_mechanisms) / sizeof(pp_mechanisms[0]))
+
+/* The mechanism's name (its program names' infix, as features and attach say it): its key. */
+static const char *pp_name(const struct pp_mechanism *m)
+{
+	return disable_keys[m->off].key;
+}
 const char *const pp_progs[PP_PROGS] = { "sent", "lost", "bbr3_pp_destroy" };
 const char *const pp_pins[PP_PROGS] = { BBRKIT_PIN_PP_SENT, BBRKIT_PIN_PP_LOST, BBRKIT_PIN_PP_DESTROY };
 
@@ -253,7 +258,7 @@ static void pp_prog_name(char *buf, size_t size, const struct pp_mechanism *m, i
 	if (i == PP_PROGS - 1)
 		snprintf(buf, size, "%s", pp_progs[i]);
 	else
-		snprintf(buf, size, "bbr3_pp_%s_%s", m->name, pp_progs[i]);
+		snprintf(buf, size, "bbr3_pp_%s_%s", pp_name(m), pp_progs[i]);
 }
 
 /* Loads and attaches one mechanism's programs: 0, or -errno with why. */
@@ -267,11 +272,11 @@ static int pp_try(const struct algo *a, struct bpf_object *main, const struct pp
 		snprintf(why, size, "%s", disable_keys[m->off].reason);
 		return -EPERM;
 	}
-	if (!strcmp(m->name, "kprobe") && access(KPROBE_PMU, F_OK)) {
+	if (m->off == DISABLE_KPROBE && access(KPROBE_PMU, F_OK)) {
 		snprintf(why, size, "the kernel has no kprobes (" KPROBE_PMU " missing: CONFIG_KPROBES)");
 		return -EOPNOTSUPP;
 	}
-	snprintf(names, sizeof(names), "bbr3_pp_%s_,bbr3_pp_destroy", m->name);
+	snprintf(names, sizeof(names), "bbr3_pp_%s_,bbr3_pp_destroy", pp_name(m));
 	out->obj = load_alone(a, main, names, why, size);
 	err = out->obj ? 0 : -errno;
 	for (int i = 0; !err && main && i < PP_PROGS; i++) {
@@ -285,7 +290,7 @@ static int pp_try(const struct algo *a, struct bpf_object *main, const struct pp
 	if (err || !main)
 		pp_links_release(out);
 	else
-		out->mechanism = m->name;
+		out->mechanism = pp_name(m);
 	return err;
 }
 
@@ -305,7 +310,7 @@ static int pp_first(
 		if (!err)
 			return (int)m;
 		used += (size_t)snprintf(why + used, used < size ? size - used : 0, "%s%s: %s", m ? "; " : "",
-			pp_mechanisms[m].name, one);
+			pp_name(&pp_mechanisms[m]), one);
 		if (used >= size)
 			used = size - 1;
 	}
@@ -323,9 +328,9 @@ int probe_per_packet_load(const struct algo *a, char *why, size_t size)
 		return m;
 	}
 	if (m)
-		snprintf(why, size, "%s (%s)", pp_mechanisms[m].name, refused);
+		snprintf(why, size, "%s (%s)", pp_name(&pp_mechanisms[m]), refused);
 	else
-		snprintf(why, size, "%s", pp_mechanisms[m].name);
+		snprintf(why, size, "%s", pp_name(&pp_mechanisms[m]));
 	return 0;
 }
 
@@ -355,7 +360,7 @@ int load_per_packet(const struct algo *a, struct bpf_object *main, struct pp_lin
 		warn(m, "per-packet loss decisions unavailable (%s); %s judges losses at ACK time", why,
 			a->name);
 	else if (verbose)
-		fprintf(stderr, "bbrctl: per-packet loss decisions by %s\n", pp_mechanisms[m].name);
+		fprintf(stderr, "bbrctl: per-packet loss decisions by %s\n", pp_name(&pp_mechanisms[m]));
 	return EXIT_SUCCESS;
 }
 
