@@ -146,6 +146,9 @@ static void usage(void)
 	       "  --loss P               independent loss with probability P (instead of --ge)\n"
 	       "  --delay-us N           after the link each frame waits N us more\n"
 	       "  --jitter-us N          ...and a uniform 0..N us on top, in order\n"
+	       "  --src-delay ADDR,US    frames from IPv4 source ADDR wait US us more after the link,\n"
+	       "                         in a line per distinct delay (repeat per source; at most %d\n"
+	       "                         sources and %d delays): senders' path delays in the link\n"
 	       "  --police RATE,BURST    token-bucket policer before the queue: RATE bit/s, BURST bytes;\n"
 	       "                         what the bucket does not cover is dropped (RFC 2697, no EBS)\n"
 	       "  --reorder P,GAP        netem's reorder: after GAP-1 packets in order, each skips the\n"
@@ -183,7 +186,8 @@ static void usage(void)
 	       "Prints {\"event\":\"ready\",...} when forwarding, a {\"event\":\"stats\",...} line of\n"
 	       "counters on SIGUSR1 and {\"event\":\"exit\",...} on SIGTERM/SIGINT.\n",
 		WIRE_MAX_TAG_LEN, MIN_RATE_BPS, MAX_RATE_BPS, TRACE_OPPORTUNITY_BYTES, aqm_names(),
-		DEFAULT_MTU, DEFAULT_LOG_INTERVAL_US, DEFAULT_SOCKBUF_BYTES, DEFAULT_BUSY_POLL_US);
+		LS_MAX_SRC_ADDRS, LS_MAX_SRC_LINES, DEFAULT_MTU, DEFAULT_LOG_INTERVAL_US,
+		DEFAULT_SOCKBUF_BYTES, DEFAULT_BUSY_POLL_US);
 }
 
 /* What a direction's options are called: --NAME for the data direction, --rev-NAME for the ACKs. */

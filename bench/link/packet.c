@@ -62,6 +62,11 @@ static uint32_t load32(const uint8_t *b)
 	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
 }
 
+uint32_t lq_ipv4_src(const struct lq_pkt *p)
+{
+	return p->l3 && !p->is_ipv6 ? load32(p->l3 + 12) : 0;
+}
+
 void lq_frame_info(struct lq_pkt *p, uint8_t *frame, uint32_t len, uint32_t seed)
 {
 	uint32_t off = ETH_HLEN_BYTES, h = seed, l4 = 0;

@@ -29,7 +29,7 @@ static void alloc_pool(struct lpath *p)
 {
 	uint64_t cap = lq_capacity_pkts(&p->q);
 	uint32_t slots;
-	uint64_t line_ns;
+	uint64_t line_ns, src_ns = 0;
 
 	/* One slot per packet the queue can hold... */
 	slots = cap > MAX_POOL_SLOTS ? MAX_POOL_SLOTS : (uint32_t)cap;
@@ -38,6 +38,10 @@ static void alloc_pool(struct lpath *p)
 	 * its delay and jitter at the rate (none: LINE_RATE_BPS) in minimum-size frames. */
 	slots += 2 * LP_RX_BATCH + 2;
 	line_ns = p->cfg.delay_ns + p->cfg.jitter_ns + p->cfg.agg_a_ns + p->cfg.agg_b_ns;
+	for (uint32_t l = 1; l <= p->cfg.src.n_lines; l++)
+		if (p->cfg.src.line_ns[l] > src_ns)
+			src_ns = p->cfg.src.line_ns[l];
+	line_ns += src_ns;
 	if (line_ns) {
 		uint64_t rate = p->cfg.rate_bps ? p->cfg.rate_bps : LINE_RATE_BPS;
 		uint64_t line = line_ns / LQ_NSEC_PER_USEC * (rate / LS_BITS_PER_BYTE / LQ_MIN_FRAME_BYTES) /

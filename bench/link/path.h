@@ -74,6 +74,7 @@ struct lp_config {
 	bool ge_on;
 	double ge[4]; /* netem's order: P, R, 1-H, 1-K */
 	uint64_t jitter_ns, delay_ns;
+	struct ls_src_delay src;	   /* each listed source's delay, on top of delay_ns */
 	uint64_t police_bps, police_burst; /* 0: no policer */
 	double dup_prob, reorder_prob;
 	uint32_t reorder_gap; /* 0: no reordering */
@@ -124,8 +125,9 @@ struct lpath {
 	uint64_t forfeit_ns; /* link time given up past the catch-up allowance (published as forfeit_us) */
 	uint32_t cur_left;   /* trace mode: bytes of cur still to deliver (IP packet + TUN_PI_BYTES) */
 	size_t next_opp;
-	/* after the link: the delay line, then the aggregation stage */
-	struct lp_slot *line_head, *line_tail, *agg_head, *agg_tail;
+	/* after the link: the delay lines (one per distinct source delay, cfg.src), then the aggregation stage */
+	struct lp_slot *line_head[LS_MAX_SRC_LINES + 1], *line_tail[LS_MAX_SRC_LINES + 1];
+	struct lp_slot *agg_head, *agg_tail;
 	uint32_t agg_held;
 	uint64_t agg_wake_ns;
 	/* frames due to leave, sent together before the thread sleeps or reads again */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* One direction's options of bbrkit-link (path_args.h): parsed, checked, made its configuration. */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,6 +125,26 @@ static void parse_agg(struct path_args *pa, const char *opt, const char *arg)
 	}
 }
 
+/* ADDR,US: frames from the IPv4 address ADDR wait US more after the link; given once per address. */
+static void parse_src_delay(struct path_args *pa, const char *opt, const char *arg)
+{
+	const char *form = "ADDR,US (an IPv4 source address and its delay in us)";
+	struct in_addr in;
+	char *f[2];
+	int err;
+
+	parse_fields(opt, arg, form, 2, 2, f);
+	if (inet_pton(AF_INET, f[0], &in) != 1)
+		wire_die("%s '%s': expected %s", opt, arg, form);
+	err = ls_src_add(&pa->src, ntohl(in.s_addr),
+		wire_parse_u64(opt, f[1], 0, MAX_PARAM_MS * 1000) * LQ_NSEC_PER_USEC);
+	if (err == -1)
+		wire_die("%s: %s given twice", opt, f[0]);
+	if (err)
+		wire_die("%s: at most %d addresses and %d distinct delays", opt, LS_MAX_SRC_ADDRS,
+			LS_MAX_SRC_LINES);
+}
+
 void path_options(struct path_args *pa, const char *prefix, int id_base, char (*names)[PATH_OPT_NAME_BYTES],
 	struct wire_opt *opts)
 {
@@ -151,6 +172,7 @@ void path_options(struct path_args *pa, const char *prefix, int id_base, char (*
 		{ .name = "aggregate", .id = P_AGG },
 		{ .name = "stall", .id = P_STALL },
 		{ .name = "mm-log", .text = &pa->mm_log },
+		{ .name = "src-delay", .id = P_SRC_DELAY },
 	};
 
 	for (int i = 0; i < PATH_OPT_COUNT; i++) {
@@ -201,6 +223,9 @@ void parse_path_opt(struct path_args *pa, int id, const char *opt, const char *a
 		parse_fields(opt, arg, "PCT,US", 2, 2, fields);
 		pa->stall_prob = parse_percent(opt, fields[0]);
 		pa->stall_us = wire_parse_u64(opt, fields[1], 1, MAX_STALL_US);
+		break;
+	case P_SRC_DELAY:
+		parse_src_delay(pa, opt, arg);
 		break;
 	}
 }
@@ -261,6 +286,7 @@ void path_config(const struct path_args *pa, enum lq_kind kind, uint32_t frame_m
 	c->stall_prob = pa->stall_prob;
 	c->stall_ns = pa->stall_us * LQ_NSEC_PER_USEC;
 	c->mm_log = pa->mm_log;
+	c->src = pa->src;
 	memcpy(c->ge, pa->ge, sizeof(c->ge));
 	lq_defaults(prm, kind, frame_max - 4);
 	if (pa->limit_pkts)

@@ -33,14 +33,15 @@ struct path_args {
 	double stall_prob;
 	uint64_t stall_us;
 	const char *mm_log;
+	struct ls_src_delay src;
 };
 
 /* How many options a direction has; each exists as --NAME and --rev-NAME. */
-#define PATH_OPT_COUNT 23
+#define PATH_OPT_COUNT 24
 /* The longest option name with its prefix, and its terminator. */
 #define PATH_OPT_NAME_BYTES 32
 /* A direction's options that are no plain whole number, text or flag: parse_path_opt takes them by id. */
-enum path_opt { P_GE, P_LOSS, P_POLICE, P_REORDER, P_DUP, P_AGG, P_STALL, P_IDS };
+enum path_opt { P_GE, P_LOSS, P_POLICE, P_REORDER, P_DUP, P_AGG, P_STALL, P_SRC_DELAY, P_IDS };
 
 /* A direction's PATH_OPT_COUNT options into @opts, their values into *pa, their names @prefix ("" or
  * "rev-") and the option's (kept in @names); those parse_path_opt takes carry @id_base plus their id. */

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "packet.h"
 #include "path.h"
 #include "process.h"
 #include "service.h"
@@ -117,12 +118,13 @@ static void deliver(struct lpath *p, struct lp_slot *s, uint64_t due)
 	p->agg_held++;
 }
 
-/* After the link each frame waits the direction's delay plus a uniform 0..jitter_ns, never leaving before
- * the frame ahead of it (netem's jitter reorders; this line does not), except a frame netem's reorder picks:
- * that one skips the line, as netem puts it at the head of its queue. @now is when the frame was due to
- * cross the link: the delay counts from there, so a late wake-up is not added to it. */
+/* After the link each frame waits the direction's delay, its source's (--src-delay) and a uniform 0..jitter_ns,
+ * never leaving before the frame ahead of it in its line (netem's jitter reorders; this line does not), except
+ * a frame netem's reorder picks: that one skips the line, as netem puts it at the head of its queue. @now is
+ * when the frame was due to cross the link: the delay counts from there, so a late wake-up is not added to it. */
 static void transmit(struct lpath *p, struct lp_slot *s, uint64_t now)
 {
+	uint32_t l = p->cfg.src.n_addrs ? ls_src_line(&p->cfg.src, lq_ipv4_src(&s->p)) : 0;
 	uint64_t due;
 
 	if (p->mm)
@@ -133,21 +135,36 @@ static void transmit(struct lpath *p, struct lp_slot *s, uint64_t now)
 		deliver(p, s, now);
 		return;
 	}
-	if (!p->cfg.jitter_ns && !p->cfg.delay_ns) {
+	if (!p->cfg.jitter_ns && !p->cfg.delay_ns && !p->cfg.src.line_ns[l]) {
 		deliver(p, s, now);
 		return;
 	}
-	due = now + p->cfg.delay_ns + (p->cfg.jitter_ns ? ls_next(&p->rng) % (p->cfg.jitter_ns + 1) : 0);
-	if (p->line_tail && due < p->line_tail->due_ns)
-		due = p->line_tail->due_ns;
+	due = now + p->cfg.delay_ns + p->cfg.src.line_ns[l] +
+		(p->cfg.jitter_ns ? ls_next(&p->rng) % (p->cfg.jitter_ns + 1) : 0);
+	if (p->line_tail[l] && due < p->line_tail[l]->due_ns)
+		due = p->line_tail[l]->due_ns;
 	s->due_ns = due;
-	fifo_push(&p->line_head, &p->line_tail, s);
+	fifo_push(&p->line_head[l], &p->line_tail[l], s);
 }
 
+/* The line whose head is due first, or -1 with every line empty. */
+static int first_line(const struct lpath *p)
+{
+	int first = -1;
+
+	for (uint32_t l = 0; l <= p->cfg.src.n_lines; l++)
+		if (p->line_head[l] && (first < 0 || p->line_head[l]->due_ns < p->line_head[first]->due_ns))
+			first = (int)l;
+	return first;
+}
+
+/* Frames leave the lines in the order they fall due, whichever line holds them. */
 static void line_release(struct lpath *p, uint64_t now)
 {
-	while (p->line_head && p->line_head->due_ns <= now) {
-		struct lp_slot *s = fifo_pop(&p->line_head, &p->line_tail);
+	int l;
+
+	while ((l = first_line(p)) >= 0 && p->line_head[l]->due_ns <= now) {
+		struct lp_slot *s = fifo_pop(&p->line_head[l], &p->line_tail[l]);
 
 		deliver(p, s, s->due_ns);
 	}
@@ -306,8 +323,10 @@ uint64_t lp_next_event(const struct lpath *p)
 	uint64_t t = p->cfg.trace.ns ? (p->cur || p->q.backlog_pkts ? opp_time(p) : UINT64_MAX)
 				     : (p->cur ? p->cur_finish : UINT64_MAX);
 
-	if (p->line_head && p->line_head->due_ns < t)
-		t = p->line_head->due_ns;
+	int l = first_line(p);
+
+	if (l >= 0 && p->line_head[l]->due_ns < t)
+		t = p->line_head[l]->due_ns;
 	if (p->agg_head && p->agg_wake_ns < t)
 		t = p->agg_wake_ns;
 	return t;

@@ -126,3 +126,47 @@ uint64_t ls_ring_bytes(uint64_t floor_bytes, uint64_t rate_bps, uint32_t frame_b
 		bytes = LS_RING_MAX_BYTES;
 	return bytes > floor_bytes ? bytes : floor_bytes;
 }
+
+int ls_src_add(struct ls_src_delay *s, uint32_t addr, uint64_t delay_ns)
+{
+	uint32_t line = 0, at = 0;
+
+	while (at < s->n_addrs && s->addr[at] < addr)
+		at++;
+	if (at < s->n_addrs && s->addr[at] == addr)
+		return -1;
+	for (uint32_t l = 1; l <= s->n_lines && !line; l++)
+		if (s->line_ns[l] == delay_ns)
+			line = l;
+	if (s->n_addrs == LS_MAX_SRC_ADDRS || (!line && s->n_lines == LS_MAX_SRC_LINES))
+		return -2;
+	if (!line) {
+		line = ++s->n_lines;
+		s->line_ns[line] = delay_ns;
+	}
+	for (uint32_t i = s->n_addrs; i > at; i--) {
+		s->addr[i] = s->addr[i - 1];
+		s->line[i] = s->line[i - 1];
+	}
+	s->addr[at] = addr;
+	s->line[at] = (uint8_t)line;
+	s->n_addrs++;
+	return 0;
+}
+
+uint32_t ls_src_line(const struct ls_src_delay *s, uint32_t addr)
+{
+	uint32_t lo = 0, hi = s->n_addrs;
+
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+
+		if (s->addr[mid] == addr)
+			return s->line[mid];
+		if (s->addr[mid] < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}

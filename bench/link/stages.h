@@ -6,7 +6,8 @@
  *   action with conform pass / exceed drop);
  * - netem's duplicate and reorder decisions (sch_netem.c's netem_enqueue);
  * - ACK aggregation: netem's slot (sch_netem.c's get_slot_next and netem_dequeue), a count of packets
- *   with a time-out, or an on/off pattern.
+ *   with a time-out, or an on/off pattern;
+ * - a delay per IPv4 source after the link, as a netem delay on each sender's own path would give.
  */
 #ifndef BBRKIT_LINK_STAGES_H
 #define BBRKIT_LINK_STAGES_H
@@ -92,5 +93,22 @@ void ls_agg_sent(struct ls_agg *a, uint64_t now_ns);
 #define LS_RING_GAP_NS (20 * 1000000ULL)
 #define LS_RING_MAX_BYTES (64ULL << 20)
 uint64_t ls_ring_bytes(uint64_t floor_bytes, uint64_t rate_bps, uint32_t frame_bytes, uint32_t slot_bytes);
+
+/* A delay per IPv4 source (--src-delay): each sender's path delay, served after the link by its thread instead
+ * of a delay line per sender. Frames of one delay share a line, in order; each distinct delay has a line of its
+ * own, so that a near sender's frames never wait behind a far one's. Line 0 takes every other frame. */
+#define LS_MAX_SRC_ADDRS 256 /* a sender each: bbrbench runs at most 250 */
+#define LS_MAX_SRC_LINES 16  /* distinct delays: a sweep's RTT grid holds a handful */
+struct ls_src_delay {
+	uint32_t n_addrs, n_lines;
+	uint32_t addr[LS_MAX_SRC_ADDRS]; /* host byte order, ascending */
+	uint8_t line[LS_MAX_SRC_ADDRS];	 /* each address's line, 1..n_lines */
+	uint64_t line_ns[LS_MAX_SRC_LINES + 1];
+};
+/* Adds @addr (host byte order) with @delay_ns: 0, or -1 when @addr is there already, -2 when the table is full
+ * (addresses or distinct delays). */
+int ls_src_add(struct ls_src_delay *s, uint32_t addr, uint64_t delay_ns);
+/* The line of a frame from @addr: 0 for an address not in the table. */
+uint32_t ls_src_line(const struct ls_src_delay *s, uint32_t addr);
 
 #endif

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from bbrbench import aqm, ratetrace
+from bbrbench.errors import HarnessError
 from bbrbench.scenario import AlgoCatalog, ScenarioError, apply_override, validate
 from bbrbench.testbed.emulation import Emulation, ack_path_options, describe_ack_path, describe_conditions
 from bbrbench.testbed.topology import Topology
@@ -319,6 +320,12 @@ def test_a_kernel_cake_run_records_what_its_qdisc_fixed() -> None:
     (["--rev-stall", "1,1000001"], "--rev-stall: '1000001' out of range 1..1000000"),
     (["--cpu", "1023"], "--cpu 1023: not a CPU this process may run on"),
     (["--cpu", "1024"], "--cpu: '1024' out of range 0..1023"),
+    (["--src-delay", "10.0.0.1"], "--src-delay '10.0.0.1': expected ADDR,US"),
+    (["--src-delay", "fe80::1,100"], "--src-delay 'fe80::1,100': expected ADDR,US"),
+    (["--src-delay", "10.0.0.1,x"], "--src-delay: not a non-negative integer"),
+    (["--src-delay", "10.0.0.1,100", "--src-delay", "10.0.0.1,200"], "--src-delay: 10.0.0.1 given twice"),
+    ([a for i in range(17) for a in ("--src-delay", f"10.0.0.{i + 1},{i + 1}")],
+     "--src-delay: at most 256 addresses and 16 distinct delays"),
 ])
 def test_the_link_binary_rejects_bad_options_in_one_line(args: list[str], message: str) -> None:
     rate = [] if "--trace" in args else ["--rate-bps", "1000000"]
@@ -326,3 +333,43 @@ def test_the_link_binary_rejects_bad_options_in_one_line(args: list[str], messag
                             capture_output=True, text=True, timeout=10)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+
+
+def two_senders(*rtts_ms: float) -> Any:
+    return validate(raw(senders=[{"name": f"s{i}", "rtt_ms": r} for i, r in enumerate(rtts_ms)],
+                        bottleneck__aqm="fq_codel"), CATALOG)
+
+
+@pytest.mark.parametrize(("netem", "link", "rtts_ms", "mechanism"), [
+    (False, True, (10, 50), "link"), (True, True, (10, 50), "netem"), (False, False, (10, 50), "delayline"),
+    (False, True, tuple(range(1, 18)), "delayline"), (False, True, (0, 0), None)])
+def test_the_link_serves_the_senders_delays_where_it_runs_and_the_kernel_has_no_netem(
+        monkeypatch: pytest.MonkeyPatch, netem: bool, link: bool, rtts_ms: tuple[float, ...],
+        mechanism: str | None) -> None:
+    """The kernel's netem first; else the link when it runs and has a line for each distinct delay (16); else
+    a delay line per sender."""
+    from bbrbench.testbed import emulation
+
+    monkeypatch.setattr(emulation, "qdisc_available", lambda *args: netem)
+    monkeypatch.setattr(emulation, "find_binary", lambda *args: Path("/bin/true"))
+    assert emulation.delay_mechanism(two_senders(*rtts_ms), "probe", link) == mechanism
+
+
+def test_each_sender_with_a_delay_reaches_the_link_as_its_address_and_rtt() -> None:
+    """Each sender's whole RTT (forward and return) waits after the link, keyed by its address; a sender without
+    delay gets no line, and the topology builds no delay namespace for any of them."""
+    s = two_senders(10, 0, 50.5)
+    topo = Topology("t", s)
+    topo.link_netns = "t-q"
+    topo.delays_in_link()
+    assert [h.delay_netns for h in topo.hosts.values()] == [None, None, None]
+    opts = Emulation(topo, "link").link_options()
+    assert [opts[i + 1] for i, o in enumerate(opts) if o == "--src-delay"] == \
+        [f"{topo.hosts['s0'].addr},10000", f"{topo.hosts['s2'].addr},50500"]
+    assert "each sender's RTT as a delay after the link" in Emulation(topo, "link").implementation()
+    assert "--src-delay" not in Emulation(topo, "delayline").link_options()
+
+
+def test_delays_given_to_a_link_that_does_not_run_stop_the_run() -> None:
+    with pytest.raises(HarnessError, match="no link runs"):
+        Emulation(Topology("t", two_senders(10, 50)), "link").start()

@@ -73,6 +73,22 @@ def test_htb_byte_buffer_and_rtt_through_the_delay_line(tmp_path: Path) -> None:
         assert not [m for m in s["trust"]["not_reported"] if m.startswith("delay line not checked")], s["trust"]
 
 
+def test_each_sender_gets_its_rtt_from_the_link_without_a_delay_line(tmp_path: Path) -> None:
+    """Where bbrkit-link runs the bottleneck and the kernel has no netem, the link serves each sender's RTT
+    after the bottleneck, a line per distinct delay: two senders of 10 and 40 ms each see their own RTT (a
+    shared line would hold the near one's frames behind the far one's), and no delay line runs."""
+    bench(tmp_path, "duration_s=4", "bottleneck.rate_mbit=10", "bottleneck.aqm=fq_codel",
+          "senders=[{name = 'a', rtt_ms = 10}, {name = 'b', rtt_ms = 40}]",
+          "flows=[{algo = 'cubic', sender = 'a'}, {algo = 'cubic', sender = 'b'}]")
+    emu = events(tmp_path)["emulation"]
+    if emu["delay_mechanism"] != "link":
+        pytest.skip(f"the senders' delays ran as {emu['delay_mechanism']} (this kernel has netem)")
+    min_rtt_ms = {flow: min(int(r["min_rtt_us"]) for r in rows if r["min_rtt_us"]) / 1000
+                  for flow in ("0", "1") for rows in [[r for r in flow_rows(tmp_path) if r["flow"] == flow]]}
+    assert min_rtt_ms["0"] == pytest.approx(10.0, abs=1.0) and min_rtt_ms["1"] == pytest.approx(40.0, abs=1.0)
+    assert emu["delay_lines"] == [] and "--src-delay" in emu["link_options"]
+
+
 def test_random_loss_rate(tmp_path: Path) -> None:
     s = bench(tmp_path, "duration_s=4", "bottleneck.rate_mbit=50", "bottleneck.buffer_packets=200",
               "bottleneck.loss_pct=2")

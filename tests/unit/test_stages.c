@@ -188,3 +188,41 @@ TEST(ring_holds_the_gap_at_the_rate)
 	CHECK_EQ(ls_ring_bytes(4 << 20, 40000000000ULL, 1518, 2048), LS_RING_MAX_BYTES);
 	CHECK_EQ(ls_ring_bytes(LS_RING_MAX_BYTES * 2, 40000000000ULL, 1518, 2048), LS_RING_MAX_BYTES * 2);
 }
+
+TEST(source_delays_share_a_line_per_delay_and_find_each_address)
+{
+	/* Senders of one delay share a line (their frames keep their order in it); a second delay opens a line of
+	 * its own; an address not given is line 0 (no source delay), whatever order the addresses came in. */
+	static struct ls_src_delay s;
+
+	memset(&s, 0, sizeof(s));
+	CHECK_EQ(ls_src_add(&s, 0xc6120301u, 50 * MS), 0);
+	CHECK_EQ(ls_src_add(&s, 0xc6120001u, 10 * MS), 0);
+	CHECK_EQ(ls_src_add(&s, 0xc6120201u, 10 * MS), 0);
+	CHECK_EQ(s.n_lines, 2);
+	CHECK_EQ(ls_src_line(&s, 0xc6120001u), ls_src_line(&s, 0xc6120201u));
+	CHECK_EQ(s.line_ns[ls_src_line(&s, 0xc6120201u)], 10 * MS);
+	CHECK_EQ(s.line_ns[ls_src_line(&s, 0xc6120301u)], 50 * MS);
+	CHECK_EQ(ls_src_line(&s, 0xc6120101u), 0);
+	CHECK_EQ(ls_src_line(&s, 0), 0);
+	CHECK_EQ(ls_src_add(&s, 0xc6120001u, 20 * MS), -1);
+}
+
+TEST(source_delays_refuse_past_their_table)
+{
+	/* 256 addresses fit, the 257th does not; 16 distinct delays fit, a 17th does not, while a repeated
+	 * delay still takes an address. */
+	static struct ls_src_delay s;
+	uint32_t a;
+
+	memset(&s, 0, sizeof(s));
+	for (a = 0; a < LS_MAX_SRC_LINES; a++)
+		CHECK_EQ(ls_src_add(&s, 0x0a000000u + a, (a + 1) * MS), 0);
+	CHECK_EQ(ls_src_add(&s, 0x0b000000u, 99 * MS), -2);
+	for (; a < LS_MAX_SRC_ADDRS; a++)
+		CHECK_EQ(ls_src_add(&s, 0x0a000000u + a, MS), 0);
+	CHECK_EQ(ls_src_add(&s, 0x0c000000u, MS), -2);
+	for (a = 0; a < LS_MAX_SRC_ADDRS; a++)
+		CHECK_EQ(
+			s.line_ns[ls_src_line(&s, 0x0a000000u + a)], (a < LS_MAX_SRC_LINES ? a + 1 : 1) * MS);
+}

@@ -39,7 +39,7 @@ from ..errors import HarnessError, NotRunnable
 from ..scenario import Flow, validate
 from ..testbed import procs, runstate, system, wire
 from ..testbed.cleanup import cleanup_stale, signals_deferred, signals_interrupt
-from ..testbed.emulation import Emulation, check_runnable
+from ..testbed.emulation import Emulation, plan
 from ..testbed.netns import Namespaces
 from ..testbed.procs import ProcessGroup, command, find_binary
 from ..testbed.runstate import RunState
@@ -411,7 +411,7 @@ def run_scenario(name: str, spec: LockstepScenario, seconds: float, out_dir: Pat
             scenario = validate(raw, system.catalog())
             topo = Topology(prefix, scenario)
             with Namespaces() as scratch:
-                delay = check_runnable(scenario, scratch.add(f"{prefix}-probe"))
+                delay = plan(topo, scratch.add(f"{prefix}-probe"))
             topo.build()
             emulation = Emulation(topo, delay)
             emulation.start()

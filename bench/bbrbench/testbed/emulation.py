@@ -39,6 +39,11 @@ LINK = "bbrkit-link"
 # bottleneck.packet_log: each direction's packets in Mahimahi mm-link's log format, in the run's raw/.
 MM_LOG_FORWARD = "link-forward.mm"
 MM_LOG_REVERSE = "link-reverse.mm"
+# Where the link runs and the kernel has no netem, the link serves each sender's path delay after the bottleneck
+# (--src-delay) instead of a delay line per sender: one user-space hop per packet instead of two, and one thread
+# fewer per sender competing for the CPUs (the link's late departures halved, docs/benchmarks.md). The link
+# keeps a line per distinct delay, at most this many (its LS_MAX_SRC_LINES); more take delay lines.
+MAX_LINK_SOURCE_DELAYS = 16
 # netem's probe needs an argument to be created.
 NETEM_PROBE_ARGS = ("delay", "1ms")
 
@@ -61,12 +66,15 @@ def bottleneck_impl(scenario: Scenario, probe_netns: str) -> str:
     return LINK
 
 
-def delay_mechanism(scenario: Scenario, probe_netns: str) -> str | None:
-    """'netem', 'delayline' or None (no sender has a delay); raises NotRunnable when neither exists."""
+def delay_mechanism(scenario: Scenario, probe_netns: str, link: bool = False) -> str | None:
+    """'netem', 'link' (@link: bbrkit-link runs the bottleneck and serves the senders' delays too),
+    'delayline' or None (no sender has a delay); raises NotRunnable when none exists."""
     if all(s.rtt_ms == 0 for s in scenario.senders):
         return None
     if qdisc_available("netem", probe_netns, NETEM_PROBE_ARGS):
         return "netem"
+    if link and len({s.rtt_ms for s in scenario.senders if s.rtt_ms > 0}) <= MAX_LINK_SOURCE_DELAYS:
+        return "link"
     if find_binary(delayline.BINARY_NAME, delayline.BINARY_ENV) is None:
         raise NotRunnable(f"senders need delay: the kernel has no netem and {delayline.BINARY_NAME} is neither "
                           f"on PATH nor built (make)")
@@ -92,7 +100,19 @@ def check_runnable(scenario: Scenario, probe_netns: str) -> str | None:
         raise NotRunnable("bottleneck.loss_pct: needs nftables (the nft command) for random loss")
     if not scenario.bottleneck.offloads and not have_tool("ethtool"):
         raise NotRunnable("bottleneck.offloads = false: needs ethtool to turn segmentation offloads off")
-    return delay_mechanism(scenario, probe_netns)
+    return delay_mechanism(scenario, probe_netns, bottleneck_impl(scenario, probe_netns) == LINK)
+
+
+def plan(topo: Topology, probe_netns: str) -> str | None:
+    """check_runnable for @topo's scenario, then, before topo.build(): a namespace for bbrkit-link where it
+    carries the bottleneck, and no delay namespaces where it serves the senders' delays. Returns the delay
+    mechanism."""
+    delay = check_runnable(topo.scenario, probe_netns)
+    if bottleneck_impl(topo.scenario, probe_netns) == LINK:
+        topo.link_netns = f"{topo.prefix}-q"
+    if delay == "link":
+        topo.delays_in_link()
+    return delay
 
 
 class Emulation:
@@ -122,13 +142,15 @@ class Emulation:
             if program is None:
                 raise HarnessError(f"cpu_placement napi: {cpuplace.XDP_PASS_OBJECT} is not built (make)")
             cpuplace.thread_receive(self.topo, program)
+        if self.delay == "link" and not self.topo.link_netns:
+            raise HarnessError("the senders' delays were given to bbrkit-link, and no link runs")
         if self.topo.link_netns:
             self._link()
         else:
             self._bottleneck()
         if self.scenario.bottleneck.loss_pct > 0:
             self._loss()
-        if self.delay:
+        if self.delay and self.delay != "link":
             self._delays()
 
     def _tc(self, *args: str) -> None:
@@ -183,6 +205,10 @@ class Emulation:
             opts += ["--duplicate", f"{b.duplicate_pct / 100:g}"]
         if b.stall:
             opts += ["--stall", f"{b.stall['percent']:g},{int(b.stall['us'])}"]
+        if self.delay == "link":
+            for s in self.scenario.senders:
+                if s.rtt_ms > 0:
+                    opts += ["--src-delay", f"{self.topo.hosts[s.name].addr},{round(s.rtt_ms * 1000)}"]
         if self.cpu.link_cpu is not None:
             opts += ["--cpu", str(self.cpu.link_cpu)]
         if b.ack_path:
@@ -223,6 +249,8 @@ class Emulation:
         if self.topo.link_netns:
             rate = f"trace {b.rate_trace}" if b.rate_trace else ("rate shape" if b.rate_shape else "constant rate")
             extra = "".join(f", {part}" for part in describe_conditions(b))
+            if self.delay == "link":
+                extra += ", each sender's RTT as a delay after the link"
             ack = (f"; {describe_ack_path(b.ack_path)}" if b.ack_path else
                    "; ACK path unshaped, " + ("the link's own thread (" + self.reverse_path_problem + ")"
                                                if self.reverse_path_problem else "kernel tc mirred redirect"))

@@ -21,7 +21,7 @@ from ..scenario import Scenario
 from . import tcpcounters, wire
 from .attachments import prepare_bbrkit, undo_bbrkit
 from .cleanup import cleanup_stale, signals_deferred, signals_interrupt
-from .emulation import LINK, Emulation, bottleneck_impl, check_runnable
+from .emulation import Emulation, plan
 from .host import write_host
 from .netns import Namespaces
 from .procs import RUN_ENV, ProcessGroup
@@ -68,9 +68,7 @@ def run(scenario: Scenario, raw_scenario: dict[str, Any], out_dir: Path, bbrkit:
                                                           "submitted_by": provenance.submitted()})
             with Namespaces() as scratch:
                 probe = scratch.add(f"{prefix}-probe")
-                delay = check_runnable(scenario, probe)
-                if bottleneck_impl(scenario, probe) == LINK:
-                    topo.link_netns = f"{prefix}-q"
+                delay = plan(topo, probe)
             events["delay_mechanism"] = delay
 
             topo.build()

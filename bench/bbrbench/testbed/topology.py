@@ -64,6 +64,11 @@ class Topology:
                 name=s.name, index=s.index, netns=f"{self.prefix}-s{s.index}", addr=sender_addr(s.index),
                 router_if=f"s{s.index}", delay_netns=delay_ns)
 
+    def delays_in_link(self) -> None:
+        """bbrkit-link serves the senders' delays (emulation.delay_mechanism "link"): no delay namespaces."""
+        for h in self.hosts.values():
+            h.delay_netns = None
+
     @property
     def sender_namespaces(self) -> list[str]:
         return [h.netns for h in self.hosts.values()]
