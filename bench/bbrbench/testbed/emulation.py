@@ -86,11 +86,13 @@ def xdp_pass_object() -> Path | None:
     return cpuplace.xdp_pass_object(find_binary(linkemu.BINARY_NAME, linkemu.BINARY_ENV))
 
 
-def check_runnable(scenario: Scenario, probe_netns: str) -> str | None:
-    """Everything the scenario needs from the kernel, checked before the topology is built.
-
-    Returns the delay mechanism to use."""
-    if bottleneck_impl(scenario, probe_netns) == KERNEL and PLACEMENTS[scenario.cpu_placement].pin_link:
+def plan(topo: Topology, probe_netns: str) -> str | None:
+    """Everything @topo's scenario needs from the kernel, checked before the topology is built; then a
+    namespace for bbrkit-link where it carries the bottleneck, and no delay namespaces where it serves the
+    senders' delays (call before topo.build()). Returns the delay mechanism."""
+    scenario = topo.scenario
+    impl = bottleneck_impl(scenario, probe_netns)
+    if impl == KERNEL and PLACEMENTS[scenario.cpu_placement].pin_link:
         raise NotRunnable(f"cpu_placement = {scenario.cpu_placement!r}: pins bbrkit-link's thread, and this "
                           f"kernel runs the bottleneck itself (bottleneck.emulator = \"bbrkit-link\" runs the link)")
     if PLACEMENTS[scenario.cpu_placement].napi and xdp_pass_object() is None:
@@ -100,15 +102,8 @@ def check_runnable(scenario: Scenario, probe_netns: str) -> str | None:
         raise NotRunnable("bottleneck.loss_pct: needs nftables (the nft command) for random loss")
     if not scenario.bottleneck.offloads and not have_tool("ethtool"):
         raise NotRunnable("bottleneck.offloads = false: needs ethtool to turn segmentation offloads off")
-    return delay_mechanism(scenario, probe_netns, bottleneck_impl(scenario, probe_netns) == LINK)
-
-
-def plan(topo: Topology, probe_netns: str) -> str | None:
-    """check_runnable for @topo's scenario, then, before topo.build(): a namespace for bbrkit-link where it
-    carries the bottleneck, and no delay namespaces where it serves the senders' delays. Returns the delay
-    mechanism."""
-    delay = check_runnable(topo.scenario, probe_netns)
-    if bottleneck_impl(topo.scenario, probe_netns) == LINK:
+    delay = delay_mechanism(scenario, probe_netns, impl == LINK)
+    if impl == LINK:
         topo.link_netns = f"{topo.prefix}-q"
     if delay == "link":
         topo.delays_in_link()
