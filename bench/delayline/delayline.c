@@ -358,6 +358,9 @@ static void usage(void)
 	       "                       50 us steps, because long sleeps overshoot on virtual\n"
 	       "                       CPUs (default %llu; 0 = one sleep per departure)\n"
 	       "  --rt-prio N          run the forwarding threads SCHED_FIFO at priority N (1..99)\n"
+	       "  --cpu-latency-us N   hold a PM QoS CPU latency request of N us while running (0: idle\n"
+	       "                       CPUs poll instead of halting, so a wake-up waits for no\n"
+	       "                       hypervisor; machine-wide; a refusal is reported and ignored)\n"
 	       "  --help               show this help\n"
 	       "\n"
 	       "Prints one JSON line {\"event\":\"ready\",...} when forwarding, one\n"
@@ -407,6 +410,7 @@ static void check_args(struct delay_args *a)
 int main(int argc, char **argv)
 {
 	struct delay_args args = { .wire.sockbuf_bytes = DEFAULT_SOCKBUF_BYTES,
+		.wire.cpu_latency_us = WIRE_NO_CPU_LATENCY,
 		.delay_lr_us = UINT64_MAX,
 		.delay_rl_us = UINT64_MAX,
 		.limit = DEFAULT_LIMIT_BYTES,
@@ -433,6 +437,7 @@ int main(int argc, char **argv)
 	const struct wire_args *w = &args.wire;
 	pthread_attr_t attr;
 	sigset_t sigs;
+	bool cpu_latency;
 
 	wire_init(PROG);
 	wire_parse_args(argc, argv, delay_opts, sizeof(delay_opts) / sizeof(delay_opts[0]), NULL, NULL, usage,
@@ -442,6 +447,7 @@ int main(int argc, char **argv)
 	guard_ns = args.guard_us * NSEC_PER_USEC;
 
 	wire_start(&sigs);
+	cpu_latency = wire_hold_cpu_latency(w->cpu_latency_us);
 	setup_dir(&dirs[0], "lr", w->left,
 		wire_open_socket(w->left, w->left_ifindex, true, (int)w->sockbuf_bytes, NULL, 0, 0, NULL),
 		wire_open_socket(w->right, w->right_ifindex, false, (int)w->sockbuf_bytes, NULL, 0, 0, NULL),
@@ -460,7 +466,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	printf("{\"event\":\"ready\",\"tag\":\"%s\",\"pid\":%d}\n", tag, (int)getpid());
+	printf("{\"event\":\"ready\",\"tag\":\"%s\",\"pid\":%d,\"cpu_latency_us\":%lld}\n", tag,
+		(int)getpid(), cpu_latency ? (long long)w->cpu_latency_us : -1LL);
 	fflush(stdout);
 
 	wire_wait_for_stop(&sigs, print_stats);

@@ -181,6 +181,9 @@ static void usage(void)
 	       "  --busy-poll-us N       a shaping thread polls instead of sleeping for N us after its\n"
 	       "                         last frame (default %llu; 0: always sleep); the time is spin_us\n"
 	       "  --cpu N                pin the forward thread to CPU N (one this process may use)\n"
+	       "  --cpu-latency-us N     hold a PM QoS CPU latency request of N us while running (0: idle\n"
+	       "                         CPUs poll instead of halting, so a wake-up waits for no\n"
+	       "                         hypervisor; machine-wide; a refusal is reported and ignored)\n"
 	       "  --help                 show this help\n"
 	       "\n"
 	       "Prints {\"event\":\"ready\",...} when forwarding, a {\"event\":\"stats\",...} line of\n"
@@ -370,6 +373,7 @@ static int start_threads(uint64_t prio, uint64_t cpu, bool rev_thread_on, pthrea
 int main(int argc, char **argv)
 {
 	struct link_args args = { .wire.sockbuf_bytes = DEFAULT_SOCKBUF_BYTES,
+		.wire.cpu_latency_us = WIRE_NO_CPU_LATENCY,
 		.path = { { .aqm = "fifo", .ecn = UINT64_MAX }, { .aqm = "fifo", .ecn = UINT64_MAX } },
 		.mtu = DEFAULT_MTU,
 		.log_us = DEFAULT_LOG_INTERVAL_US,
@@ -378,6 +382,7 @@ int main(int argc, char **argv)
 		.cpu = CPU_UNPINNED };
 	pthread_t f, r;
 	sigset_t sigs;
+	bool cpu_latency;
 
 	wire_init(PROG);
 	build_options(&args);
@@ -393,6 +398,7 @@ int main(int argc, char **argv)
 		lp_setup(&rev, args.seed + 1, (uint32_t)args.mtu + L2_OVERHEAD_BYTES, NULL, 0);
 
 	wire_start(&sigs);
+	cpu_latency = wire_hold_cpu_latency(args.wire.cpu_latency_us);
 	open_sockets(&args);
 	start_ns = wire_now_ns();
 	rev_running = !args.rev_kernel;
@@ -401,9 +407,10 @@ int main(int argc, char **argv)
 	fwd_thread = f;
 	rev_thread = r;
 	printf("{\"event\":\"ready\",\"tag\":\"%s\",\"pid\":%d,\"rx_ring\":%d,\"qdisc_bypass\":%d,"
-	       "\"busy_poll_us\":%" PRIu64 ",\"cpu\":%d}\n",
+	       "\"busy_poll_us\":%" PRIu64 ",\"cpu\":%d,\"cpu_latency_us\":%lld}\n",
 		tag, (int)getpid(), rx_ring_on[DIR_FWD], qdisc_bypass_on[DIR_FWD], args.busy_poll_us,
-		args.cpu == CPU_UNPINNED ? -1 : (int)args.cpu);
+		args.cpu == CPU_UNPINNED ? -1 : (int)args.cpu,
+		cpu_latency ? (long long)args.wire.cpu_latency_us : -1LL);
 	fflush(stdout);
 	wire_wait_for_stop(&sigs, print_stats);
 	sample_cpu();

@@ -31,7 +31,7 @@ uint64_t wire_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t m
 }
 
 /* The options both tools take; --help is the one without a place. */
-#define N_SHARED 6
+#define N_SHARED 7
 /* getopt_long returns an option's index in the table from here, past every character. */
 #define OPT_INDEX_BASE 256
 
@@ -51,6 +51,10 @@ static void shared_options(struct wire_args *w, struct wire_opt *opts)
 			.value = &w->rt_prio,
 			.min = 1,
 			.max = 99 },
+		{ .name = "cpu-latency-us",
+			.has_arg = required_argument,
+			.value = &w->cpu_latency_us,
+			.max = WIRE_MAX_CPU_LATENCY_US },
 		{ .name = "help", .has_arg = no_argument },
 	};
 

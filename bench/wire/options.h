@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The command line bbrkit-delay and bbrkit-link share: the two interfaces, the run tag, the socket buffer
- * size, the real-time priority and --help, parsed in one loop that hands each of the tool's own options to
+ * size, the real-time priority, the CPU latency request and --help, parsed in one loop that hands each of the tool's own options to
  * the tool. Bad input is one line on stderr and exit status 2 (wire_die), before any socket or thread exists.
  */
 #ifndef BBRKIT_WIRE_OPTIONS_H
@@ -17,6 +17,7 @@ struct wire_args {
 	const char *left, *right, *tag;		  /* NULL: not given */
 	uint64_t sockbuf_bytes;			  /* the tool's default until --sockbuf-bytes */
 	uint64_t rt_prio;			  /* 0: the default scheduler */
+	uint64_t cpu_latency_us;		  /* WIRE_NO_CPU_LATENCY (process.h): none */
 	unsigned int left_ifindex, right_ifindex; /* set by wire_check_interfaces */
 };
 

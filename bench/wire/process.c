@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -64,6 +65,26 @@ void wire_start(sigset_t *sigs)
 		fprintf(stderr, "%s: pipe: %s\n", prog_name, strerror(errno));
 		exit(1);
 	}
+}
+
+/* The kernel keeps the request while this file stays open, and drops it when the process exits. */
+#define CPU_LATENCY_DEVICE "/dev/cpu_dma_latency"
+
+bool wire_hold_cpu_latency(uint64_t us)
+{
+	int32_t value = (int32_t)us;
+	int fd;
+
+	if (us == WIRE_NO_CPU_LATENCY)
+		return false;
+	fd = open(CPU_LATENCY_DEVICE, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0 && write(fd, &value, sizeof(value)) == (ssize_t)sizeof(value))
+		return true;
+	fprintf(stderr, "%s: CPU latency request of %" PRIu64 " us refused (%s): idle CPUs may halt\n",
+		prog_name, us, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return false;
 }
 
 int wire_stop_fd(void)

@@ -37,6 +37,15 @@ int wire_exit_status(void);
  * pipe cannot be made. A timer slack of 1 ns: the default 50 us would show in the delay.
  */
 void wire_start(sigset_t *sigs);
+/* --cpu-latency-us not given: the CPUs' idle states are left to the kernel. */
+#define WIRE_NO_CPU_LATENCY UINT64_MAX
+/* The PM QoS interface takes a signed 32-bit value; a longer request would ask for nothing in practice. */
+#define WIRE_MAX_CPU_LATENCY_US 1000000
+
+/* Holds a PM QoS CPU latency request of @us (WIRE_NO_CPU_LATENCY: none) until the process exits: with 0 an
+ * idle CPU polls instead of halting, so waking a thread on it does not wait for the hypervisor. Returns
+ * whether it is held; a refusal is one line on stderr and the tool runs without it. */
+bool wire_hold_cpu_latency(uint64_t us);
 /* The stop pipe's read end: a forwarding thread polls it beside its socket and returns once readable. */
 int wire_stop_fd(void);
 /* Makes the stop pipe readable: every forwarding thread returns. */

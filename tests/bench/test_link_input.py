@@ -320,6 +320,8 @@ def test_a_kernel_cake_run_records_what_its_qdisc_fixed() -> None:
     (["--rev-stall", "1,1000001"], "--rev-stall: '1000001' out of range 1..1000000"),
     (["--cpu", "1023"], "--cpu 1023: not a CPU this process may run on"),
     (["--cpu", "1024"], "--cpu: '1024' out of range 0..1023"),
+    (["--cpu-latency-us", "1000001"], "--cpu-latency-us: '1000001' out of range 0..1000000"),
+    (["--cpu-latency-us", "-1"], "--cpu-latency-us: not a non-negative integer"),
     (["--src-delay", "10.0.0.1"], "--src-delay '10.0.0.1': expected ADDR,US"),
     (["--src-delay", "fe80::1,100"], "--src-delay 'fe80::1,100': expected ADDR,US"),
     (["--src-delay", "10.0.0.1,x"], "--src-delay: not a non-negative integer"),

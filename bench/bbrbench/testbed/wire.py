@@ -84,6 +84,7 @@ class WireProcess:
         self._readers: list[threading.Thread] = []
         self._cond = threading.Condition()
         self._ready = False
+        self.ready_event: dict[str, Any] = {}  # the ready line as the binary printed it (what it got)
         self._stats: dict[str, int] = {}
         self._stats_seq = 0
         self._stderr: list[str] = []
@@ -160,6 +161,7 @@ class WireProcess:
             with self._cond:
                 if event.get("event") == "ready":
                     self._ready = True
+                    self.ready_event = event
                 elif event.get("event") in ("stats", "exit"):
                     self._stats = {k: v for k, v in event.items() if isinstance(v, int)}
                     self._stats_seq += 1
