@@ -140,7 +140,8 @@ def test_report_prints_each_goal_with_its_figures_ratio_and_verdict_and_marks_a_
               "capacity": rows, "goals": goals, "checks": {g["check"]: g["met"] for g in goals},
               "delay": {**delay(81.0), "idle_gap_poll": {**stats, "busy_poll_us": linkbench.GAP_POLL_US,
                                                          "cpu_fwd_share": 0.97, "spin_share": 0.9},
-                        "idle_cpu_latency_0": {**stats, "held": False, "added_p50_us": 5, "added_p99_us": 30}}}
+                        "idle_cpu_latency_0": linkbench._with_link_figures(
+                            stats, {"added_p50_us": 5, "added_p99_us": 30}, held=False)}}
     lines = list(report(result))
     assert ("kernel 6.18, 2 CPUs, started 2026-11-29 07:00:00 UTC, load average at the start 3.0, at the end 4.0 "
             "(A LOADED MACHINE") in lines[0]
@@ -155,8 +156,9 @@ def test_report_prints_each_goal_with_its_figures_ratio_and_verdict_and_marks_a_
     assert "0.80 x the bridge's, 0.89 x tail drop's" in fq
     assert any("busy-poll 20000 us (the whole ping gap)" in line and "CPU 97% (busy-polling 90%)" in line
                for line in lines)
-    assert any("idle, CPU latency request 0 us" in line and "(REFUSED: the CPUs could halt)" in line
-               and line.endswith("added delay at departure p50 5 p99 30 us") for line in lines)
+    # the ping's added delay and the link's own at departure, each under its own name
+    assert any("idle, CPU latency request 0 us: p50 100  p99 150 us; added p50 0  p99 50 us (REFUSED: the CPUs "
+               "could halt); added delay at departure p50 5 p99 30 us" in line for line in lines)
     result["load"]["loaded"] = False
     assert "LOADED" not in next(report(result))
     result["goals"] = list(goals_of(quiet_run(), 81.0, 51.0).values())

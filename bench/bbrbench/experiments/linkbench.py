@@ -287,6 +287,13 @@ def _added(samples: list[float], base_p50: float) -> dict[str, Any] | None:
     return {**s.__dict__, "added_p50_us": s.p50_us - base_p50, "added_p99_us": s.p99_us - base_p50}
 
 
+def _with_link_figures(row: dict[str, Any] | None, stats: dict[str, Any], **extra: Any) -> dict[str, Any] | None:
+    """A ping row with the link's own added delay at departure beside the ping's (link_added_*: the link's
+    counters name them as the ping's are named)."""
+    return row and {**row, **extra, "link_added_p50_us": stats.get("added_p50_us"),
+                    "link_added_p99_us": stats.get("added_p99_us")}
+
+
 def _delay(chain: Chain, rate_mbit: float, bridged: list[float], again: list[float], busy_poll_us: int | None
            ) -> dict[str, Any]:
     base_p50 = percentile(bridged, 50)
@@ -309,13 +316,12 @@ def _delay(chain: Chain, rate_mbit: float, bridged: list[float], again: list[flo
         held = link.ready_event.get("cpu_latency_us", -1) == 0
         awake = chain.ping(PING_COUNT, PING_INTERVAL_S)
         awake_stats = link.stats()
-    gap_row, awake_row = _added(gap, base_p50), _added(awake, base_p50)
+    gap_row = _added(gap, base_p50)
     return {"rate_mbit": rate_mbit, "bridged": RttStats.of(bridged, base_p50).__dict__,
             "bridged_again": _added(again, base_p50),
             "idle": _added(idle, base_p50), "half load": _added(loaded, base_p50), "link": stats,
             "idle_gap_poll": gap_row and {**gap_row, "busy_poll_us": GAP_POLL_US, **gap_cpu},
-            "idle_cpu_latency_0": awake_row and {**awake_row, "held": held,
-                                                 **{k: awake_stats.get(k) for k in ("added_p50_us", "added_p99_us")}}}
+            "idle_cpu_latency_0": _with_link_figures(_added(awake, base_p50), awake_stats, held=held)}
 
 
 def compare_runs(rows: list[dict[str, Any]]) -> None:
@@ -431,7 +437,7 @@ def report(result: dict[str, Any]) -> Iterator[str]:
     if q := d.get("idle_cpu_latency_0"):
         yield (_pings(f"{d['rate_mbit']:g} Mbit/s, idle, CPU latency request 0 us", q)
                + ("" if q["held"] else " (REFUSED: the CPUs could halt)")
-               + f"; added delay at departure p50 {q['added_p50_us']} p99 {q['added_p99_us']} us")
+               + f"; added delay at departure p50 {q['link_added_p50_us']} p99 {q['link_added_p99_us']} us")
     for c in result["capacity"]:
         line = f"  capacity, {c['name']}, {c['flows']} UDP flow(s): received {_rate(c)}"
         for key, what in (("to_bridge", "the bridge's"), ("to_fifo", "tail drop's")):
