@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The command line bbrkit-delay and bbrkit-link share: the two interfaces, the run tag, the socket buffer
- * size, the real-time priority, the CPU latency request and --help, parsed in one loop that hands each of the tool's own options to
- * the tool. Bad input is one line on stderr and exit status 2 (wire_die), before any socket or thread exists.
+ * size, the real-time priority, the CPU latency request and --help, parsed in one loop that hands each of
+ * the tool's own options to the tool. Bad input is one line on stderr and exit status 2 (wire_die), before
+ * any socket or thread exists.
  */
 #ifndef BBRKIT_WIRE_OPTIONS_H
 #define BBRKIT_WIRE_OPTIONS_H
