@@ -18,15 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "linkspeed-2026-11-29"))
-from idle_wakeup import LINK_RATE_OPTIONS, bridged, pm_qos_zero  # noqa: E402
+from idle_wakeup import LINK_RATE_OPTIONS, bridged, emit, pm_qos_zero, write_rows  # noqa: E402
 
 from bbrbench.experiments import linkbench  # noqa: E402
 from bbrbench.experiments.delaybench import PING_RE, RECEIVER_ADDR, Chain, percentile  # noqa: E402
@@ -97,17 +95,13 @@ def main() -> None:
                 row: dict[str, Any] = {"round": rnd, "option": o.name, "loadavg": os.getloadavg()[0],
                                        "n": len(samples), **{f"p{q}_us": percentile(samples, q) for q in (50, 90, 99)},
                                        "added_p99_us": percentile(samples, 99) - base, **extra}
-                print(json.dumps(row), flush=True)
-                rows.append(row)
+                emit(rows, row)
             for name, waker, sleeper, qos in WAKEUPS:
                 out = subprocess.run([args.wakeup, "500", str(waker), str(sleeper), "10", str(qos)],
                                      capture_output=True, text=True, check=True).stdout
                 row = {"round": rnd, "option": name, "loadavg": os.getloadavg()[0], **json.loads(out)}
-                print(json.dumps(row), flush=True)
-                rows.append(row)
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump({"time_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), "kernel": platform.release(),
-                   "cpus": os.cpu_count(), "rows": rows}, f, indent=1)
+                emit(rows, row)
+    write_rows(args.out, rows)
 
 
 if __name__ == "__main__":

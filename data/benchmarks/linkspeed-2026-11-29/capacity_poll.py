@@ -13,13 +13,13 @@ poll, tail drop). --loads many_flows with --flows 1024 gives linkbench's FQ-CoDe
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from idle_wakeup import emit, write_rows
 
 from bbrbench.experiments import linkbench
 from bbrbench.experiments.delaybench import Chain
@@ -106,11 +106,8 @@ def main() -> None:
             for load in args.loads.split(","):
                 for name, binary, poll, aqm in variants:
                     row = {"round": rnd, **measured(chain, name, binary, poll, aqm, load, args)}
-                    print(json.dumps(row), flush=True)
-                    rows.append(row)
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump({"time_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), "kernel": platform.release(),
-                   "cpus": os.cpu_count(), "rows": rows}, f, indent=1)
+                    emit(rows, row)
+    write_rows(args.out, rows)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@ pings 10 ms apart, offloads off, the link at 100 Mbit/s with the ACK direction i
 back to back in one chain, in rounds, against the kernel bridge of the same round. Options: the link's
 default (SCHED_FIFO threads, 100 us poll after a frame); the same with a PM QoS request of 0 us held on
 /dev/cpu_dma_latency (the CPUs poll in idle instead of halting, as cyclictest does); a poll over the whole
-ping gap (--busy-poll-us 20000), alone and with that PM QoS request; the link's threads moved to SCHED_OTHER. Root, under the project's lock:
+ping gap (--busy-poll-us 20000), alone and with that PM QoS request; the link's threads moved to SCHED_OTHER.
+Root, under the project's lock:
 
     flock /tmp/bbrkit-root.lock nice -n 10 .venv/bin/python data/benchmarks/linkspeed-2026-11-29/idle_wakeup.py \
         --rounds 2 --out FILE
@@ -55,6 +56,19 @@ def bridged(chain: Chain) -> Iterator[None]:
         yield
     finally:
         command(["ip", "-n", chain.delay, "link", "del", "br0"], check=False)
+
+
+def emit(rows: list[dict[str, Any]], row: dict[str, Any]) -> None:
+    """One measurement: printed as a JSON line as it comes, and kept for write_rows."""
+    print(json.dumps(row), flush=True)
+    rows.append(row)
+
+
+def write_rows(path: str, rows: list[dict[str, Any]]) -> None:
+    """Every measurement of a run, with the time, kernel and CPU count, as one JSON file."""
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"time_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), "kernel": platform.release(),
+                   "cpus": os.cpu_count(), "rows": rows}, f, indent=1)
 
 
 def other_class(pid: int) -> None:
@@ -111,11 +125,8 @@ def main() -> None:
                     row["added_p50_us"] = row["p50_us"] - base[False]
                     row["added_p99_us"] = row["p99_us"] - base[False]
                     row["added_p99_us_same_qos_bridge"] = row["p99_us"] - base[qos]
-                print(json.dumps(row), flush=True)
-                rows.append(row)
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump({"time_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), "kernel": platform.release(),
-                   "cpus": os.cpu_count(), "rows": rows}, f, indent=1)
+                emit(rows, row)
+    write_rows(args.out, rows)
 
 
 if __name__ == "__main__":
