@@ -45,8 +45,8 @@ LINK_QUEUE_SRCS := $(addprefix bench/link/,queue.c packet.c codel.c fq_codel.c p
 LINK_CORE := $(LINK_QUEUE_SRCS) $(LINK_QUEUE_SRCS:.c=.h) bench/link/queue_core.h bench/link/stages.h
 # The link's process: arguments (link.c; a direction's own in path_args.c), one direction's state, set-up
 # and counters (path.c), its frames in (arrival.c), its link and what follows it (service.c), its thread
-# (forward.c), traces (trace.c), the path conditions around the queue (stages.c).
-LINK_SRCS := $(addprefix bench/link/,link.c path_args.c path.c arrival.c service.c forward.c trace.c stages.c)
+# (forward.c), the XDP idle path (idle.c), traces (trace.c), the path conditions around the queue (stages.c).
+LINK_SRCS := $(addprefix bench/link/,link.c path_args.c path.c arrival.c service.c forward.c idle.c trace.c stages.c)
 LINK_BIN := $(BUILD)/bbrkit-link
 # bpf/xdp/: the XDP program that passes every frame, attached by cpu_placement "napi" to turn on a veth's NAPI;
 # installed to PREFIX/lib/bbrkit, where bbrbench looks beside PREFIX/bin/bbrkit-link (testbed/cpuplace.py).
@@ -132,6 +132,12 @@ $(XDP_PASS_OBJ): bpf/xdp/xdp_pass.bpf.c $(BUILD)/vmlinux.h | $(BUILD)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 	$(Q)$(LLVM_STRIP) -g $@
 
+# The link's idle path (bpf/xdp/link_idle.bpf.c), embedded in bbrkit-link as a skeleton.
+$(BUILD)/link_idle.bpf.o: bpf/xdp/link_idle.bpf.c $(BUILD)/vmlinux.h | $(BUILD)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(Q)$(LLVM_STRIP) -g $@
+
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $* > $@
@@ -195,9 +201,9 @@ $(BUILD)/bbrkit-delay: $(DELAY_SRCS) $(wildcard bench/delayline/*.h) $(WIRE_SRCS
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WIRE_CFLAGS) -o $@ $(DELAY_SRCS) $(WIRE_SRCS)
 
-$(LINK_BIN): $(LINK_SRCS) $(LINK_CORE) $(wildcard bench/link/*.h) $(WIRE_SRCS) $(WIRE_HDRS) | $(BUILD)
+$(LINK_BIN): $(LINK_SRCS) $(LINK_CORE) $(wildcard bench/link/*.h) $(WIRE_SRCS) $(WIRE_HDRS) $(BUILD)/link_idle.skel.h | $(BUILD)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(WIRE_CFLAGS) -Ibench/link -o $@ $(LINK_SRCS) $(LINK_QUEUE_SRCS) $(WIRE_SRCS) -lm
+	$(Q)$(CC) $(WIRE_CFLAGS) -Ibench/link -I$(BUILD) $(LIBBPF_CFLAGS) -o $@ $(LINK_SRCS) $(LINK_QUEUE_SRCS) $(WIRE_SRCS) -lm $(LIBBPF_LIBS)
 
 $(BUILD)/lockstep/bbr_lockstep.bpf.o: $(LOCKSTEP_SRCS) bench/kernelbbr/kernel_bbr_kfuncs.h $(BUILD)/vmlinux.h $(BPF_HDRS) | $(BUILD)/lockstep
 	$(call msg,BPF,$@)

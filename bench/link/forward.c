@@ -16,6 +16,7 @@
 
 #include "arrival.h"
 #include "forward.h"
+#include "idle.h"
 #include "path.h"
 #include "process.h"
 #include "service.h"
@@ -45,7 +46,9 @@ static void log_line(struct lpath *p, uint64_t t)
 {
 	uint64_t out = atomic_load(&p->pub.out_pkts), deq = p->q.st.deq_pkts,
 		 sum = p->q.st.sojourn_sum_ns / LQ_NSEC_PER_USEC;
-	uint64_t max = p->q.st.sojourn_max_ns / LQ_NSEC_PER_USEC;
+	uint64_t max = p->q.st.sojourn_max_ns / LQ_NSEC_PER_USEC, idle_pkts, idle_bytes;
+
+	lp_idle_counts(p, &idle_pkts, &idle_bytes); /* the idle path's frames left the link too */
 
 	/* The interval's sojourn maximum restarts here; the stats line keeps its own running max. */
 	p->q.st.sojourn_max_ns = 0;
@@ -53,10 +56,11 @@ static void log_line(struct lpath *p, uint64_t t)
 		"%.6f,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
 		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
 		(double)t / WIRE_NSEC_PER_SEC, p->q.backlog_pkts, p->q.backlog_bytes,
-		deq - p->log_last_deq ? (sum - p->log_last_sum) / (deq - p->log_last_deq) : 0, max, out,
-		p->q.st.drop_overlimit, p->q.st.drop_aqm + p->q.st.drop_blue,
+		deq - p->log_last_deq ? (sum - p->log_last_sum) / (deq - p->log_last_deq) : 0, max,
+		out + idle_pkts, p->q.st.drop_overlimit, p->q.st.drop_aqm + p->q.st.drop_blue,
 		p->q.st.mark_aqm + p->q.st.mark_step, (uint64_t)atomic_load(&p->pub.drop_ge),
-		(uint64_t)atomic_load(&p->pub.out_bytes), (uint64_t)(p->forfeit_ns / LQ_NSEC_PER_USEC));
+		(uint64_t)atomic_load(&p->pub.out_bytes) + idle_bytes,
+		(uint64_t)(p->forfeit_ns / LQ_NSEC_PER_USEC));
 	p->log_last_deq = deq;
 	p->log_last_sum = sum;
 }
@@ -136,6 +140,7 @@ void *lp_main(void *arg)
 		now = wire_now_ns();
 		lp_service(p, now);
 		publish(p);
+		lp_idle_settle(p, now);
 		if (p->log && now >= next_log) {
 			uint64_t m = atomic_load(&p->pub.sojourn_max_us);
 
@@ -173,6 +178,8 @@ void *lp_main(void *arg)
 		due = lp_next_event(p);
 		if (p->log && due > next_log)
 			due = next_log;
+		if (lp_idle_next_check(p) < due)
+			due = lp_idle_next_check(p);
 		if (due != UINT64_MAX)
 			tsp = wire_departure_timeout(due > now ? due - now : 0, GUARD_NS, &ts);
 		if (ppoll(pfd, 2, tsp, NULL) < 0 && errno != EINTR) {

@@ -88,6 +88,8 @@ static void sample_cpu(void)
 /* What the fast paths got: each shaping direction's receive ring and send socket's qdisc bypass (the
  * ready and stats lines report them; a refusal falls back to recvmmsg or the qdisc, with one line on stderr). */
 static bool rx_ring_on[DIRS], qdisc_bypass_on[DIRS];
+/* The idle path's --xdp-idle-us while attached, -1 without it (the ready and stats lines report it). */
+static long long xdp_idle_us = -1;
 
 static void print_stats(const char *event)
 {
@@ -106,7 +108,7 @@ static void print_stats(const char *event)
 	       ",\"qdisc_bypass\":%d,\"busy_poll_us\":%" PRIu64,
 		!rev_running, rx_ring_on[DIR_FWD], fwd.ring.frames, qdisc_bypass_on[DIR_FWD],
 		(uint64_t)(fwd.busy_poll_ns / LQ_NSEC_PER_USEC));
-	printf(",\"rev_shaped\":%d,\"rev_pkts\":%" PRIu64 "}\n", rev_shaped,
+	printf(",\"xdp_idle_us\":%lld,\"rev_shaped\":%d,\"rev_pkts\":%" PRIu64 "}\n", xdp_idle_us, rev_shaped,
 		(uint64_t)atomic_load(&rev.pub.out_pkts));
 	fflush(stdout);
 }
@@ -184,13 +186,17 @@ static void usage(void)
 	       "  --cpu-latency-us N     hold a PM QoS CPU latency request of N us while running (0: idle\n"
 	       "                         CPUs poll instead of halting, so a wake-up waits for no\n"
 	       "                         hypervisor; machine-wide; a refusal is reported and ignored)\n"
+	       "  --xdp-idle-us N        a frame that finds the link idle and takes at most N us to\n"
+	       "                         serialise leaves at once from an XDP program (default %d, at\n"
+	       "                         most %d; 0: every frame through the thread); only with a rate\n"
+	       "                         and a tail-drop queue and nothing else on the path\n"
 	       "  --help                 show this help\n"
 	       "\n"
 	       "Prints {\"event\":\"ready\",...} when forwarding, a {\"event\":\"stats\",...} line of\n"
 	       "counters on SIGUSR1 and {\"event\":\"exit\",...} on SIGTERM/SIGINT.\n",
 		WIRE_MAX_TAG_LEN, MIN_RATE_BPS, MAX_RATE_BPS, TRACE_OPPORTUNITY_BYTES, aqm_names(),
 		LS_MAX_SRC_ADDRS, LS_MAX_SRC_LINES, DEFAULT_MTU, DEFAULT_LOG_INTERVAL_US,
-		DEFAULT_SOCKBUF_BYTES, DEFAULT_BUSY_POLL_US);
+		DEFAULT_SOCKBUF_BYTES, DEFAULT_BUSY_POLL_US, LP_IDLE_DEFAULT_US, LP_IDLE_MAX_US);
 }
 
 /* What a direction's options are called: --NAME for the data direction, --rev-NAME for the ACKs. */
@@ -200,14 +206,14 @@ static const char *const dir_prefix[DIRS] = { "", "rev-" };
 struct link_args {
 	struct wire_args wire; /* the interfaces, tag, socket buffers and priority (bench/wire) */
 	const char *log_path;
-	uint64_t mtu, log_us, seed, busy_poll_us, cpu;
+	uint64_t mtu, log_us, seed, busy_poll_us, cpu, xdp_idle_us;
 	bool rev_kernel;
 	struct path_args path[DIRS];
 };
 
 /* The link's options beside the shared ones (bench/wire/options.h): its own, then each direction's under
  * its prefix, which come back to parse_dir_opt with the direction's id base. */
-#define N_GLOBAL 7
+#define N_GLOBAL 8
 static struct wire_opt link_opts[N_GLOBAL + DIRS * PATH_OPT_COUNT];
 static char opt_names[DIRS][PATH_OPT_COUNT][PATH_OPT_NAME_BYTES];
 
@@ -228,6 +234,10 @@ static void build_options(struct link_args *a)
 			.value = &a->busy_poll_us,
 			.max = MAX_BUSY_POLL_US },
 		{ .name = "cpu", .has_arg = required_argument, .value = &a->cpu, .max = CPU_SETSIZE - 1 },
+		{ .name = "xdp-idle-us",
+			.has_arg = required_argument,
+			.value = &a->xdp_idle_us,
+			.max = LP_IDLE_MAX_US },
 	};
 	size_t n = 0;
 
@@ -348,6 +358,24 @@ static void open_sockets(const struct link_args *a)
 	fwd.stop_fd = rev.stop_fd = wire_stop_fd();
 }
 
+/* The data direction's idle path, where its options allow one and the kernel takes the program; NULL when
+ * attached, else why not (a refusal also gets one line on stderr). */
+static const char *open_idle_path(const struct link_args *a)
+{
+	static char why[160];
+	const char *unfit = lp_idle_unfit(&fwd.cfg, (uint32_t)a->mtu + L2_OVERHEAD_BYTES);
+
+	if (!a->xdp_idle_us)
+		return "--xdp-idle-us 0";
+	if (unfit)
+		return unfit;
+	if (lp_idle_open(&fwd, a->wire.left_ifindex, a->wire.right_ifindex, a->xdp_idle_us * LQ_NSEC_PER_USEC,
+		    why, sizeof(why)))
+		return NULL;
+	fprintf(stderr, PROG ": idle path off: %s\n", why);
+	return why;
+}
+
 /* The forward thread's attributes carry its CPU (@cpu, unless CPU_UNPINNED) from its first instruction on. */
 static int start_threads(uint64_t prio, uint64_t cpu, bool rev_thread_on, pthread_t *f, pthread_t *r)
 {
@@ -379,10 +407,12 @@ int main(int argc, char **argv)
 		.log_us = DEFAULT_LOG_INTERVAL_US,
 		.seed = 1,
 		.busy_poll_us = DEFAULT_BUSY_POLL_US,
-		.cpu = CPU_UNPINNED };
+		.cpu = CPU_UNPINNED,
+		.xdp_idle_us = LP_IDLE_DEFAULT_US };
 	pthread_t f, r;
 	sigset_t sigs;
 	bool cpu_latency;
+	const char *idle_off;
 
 	wire_init(PROG);
 	build_options(&args);
@@ -400,6 +430,9 @@ int main(int argc, char **argv)
 	wire_start(&sigs);
 	cpu_latency = wire_hold_cpu_latency(args.wire.cpu_latency_us);
 	open_sockets(&args);
+	idle_off = open_idle_path(&args);
+	if (!idle_off)
+		xdp_idle_us = (long long)args.xdp_idle_us;
 	start_ns = wire_now_ns();
 	rev_running = !args.rev_kernel;
 	if (start_threads(args.wire.rt_prio, args.cpu, rev_running, &f, &r))
@@ -407,10 +440,12 @@ int main(int argc, char **argv)
 	fwd_thread = f;
 	rev_thread = r;
 	printf("{\"event\":\"ready\",\"tag\":\"%s\",\"pid\":%d,\"rx_ring\":%d,\"qdisc_bypass\":%d,"
-	       "\"busy_poll_us\":%" PRIu64 ",\"cpu\":%d,\"cpu_latency_us\":%lld}\n",
+	       "\"busy_poll_us\":%" PRIu64 ",\"cpu\":%d,\"cpu_latency_us\":%lld,\"xdp_idle_us\":%lld,"
+	       "\"xdp_idle_off\":\"%s\"}\n",
 		tag, (int)getpid(), rx_ring_on[DIR_FWD], qdisc_bypass_on[DIR_FWD], args.busy_poll_us,
 		args.cpu == CPU_UNPINNED ? -1 : (int)args.cpu,
-		cpu_latency ? (long long)args.wire.cpu_latency_us : -1LL);
+		cpu_latency ? (long long)args.wire.cpu_latency_us : -1LL, xdp_idle_us,
+		idle_off ? idle_off : "");
 	fflush(stdout);
 	wire_wait_for_stop(&sigs, print_stats);
 	sample_cpu();

@@ -123,19 +123,33 @@ void lp_setup(
 	}
 }
 
+/* What the idle path adds to counter @key: its frames entered and left the link too. */
+static uint64_t idle_share(const char *key, uint64_t pkts, uint64_t bytes)
+{
+	if (!strcmp(key, "in_pkts") || !strcmp(key, "out_pkts"))
+		return pkts;
+	return strcmp(key, "out_bytes") ? 0 : bytes;
+}
+
 void lp_print_counters(struct lpath *p, const char *prefix)
 {
 	uint64_t deq = atomic_load(&p->pub.deq_pkts), max = atomic_load(&p->pub.sojourn_max_us);
+	uint64_t idle_pkts, idle_bytes;
 	char lateness[512];
+
+	lp_idle_counts(p, &idle_pkts, &idle_bytes);
 
 	wire_count_kernel_drops(p->rx_fd, &p->kernel_drops);
 	if (max < p->run_max_sojourn_us)
 		max = p->run_max_sojourn_us;
 #define LP_PRINT(key) \
 	if (strcmp(#key, "deq_pkts") && strcmp(#key, "sojourn_sum_us") && strcmp(#key, "sojourn_max_us")) \
-		printf(",\"%s" #key "\":%" PRIu64, prefix, (uint64_t)atomic_load(&p->pub.key));
+		printf(",\"%s" #key "\":%" PRIu64, prefix, \
+			(uint64_t)atomic_load(&p->pub.key) + idle_share(#key, idle_pkts, idle_bytes));
 	LP_COUNTERS(LP_PRINT)
 #undef LP_PRINT
+	printf(",\"%sxdp_idle_pkts\":%" PRIu64 ",\"%sxdp_idle_bytes\":%" PRIu64, prefix, idle_pkts, prefix,
+		idle_bytes);
 	printf(",\"%sdrop_kernel\":%" PRIu64, prefix, p->kernel_drops);
 	wire_lateness_json(&p->lateness, prefix, lateness, sizeof(lateness));
 	fputs(lateness, stdout);
@@ -145,6 +159,7 @@ void lp_print_counters(struct lpath *p, const char *prefix)
 
 void lp_close(struct lpath *p)
 {
+	lp_idle_close(p);
 	if (p->ring.map)
 		munmap(p->ring.map, p->ring.map_bytes);
 	p->ring.map = NULL;

@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "afpacket.h"
+#include "idle.h"
 #include "lateness.h"
 #include "queue.h"
 #include "stages.h"
@@ -140,6 +141,7 @@ struct lpath {
 	/* the mm-link log: ms since mm_start_ns; rate mode writes the capacity of each whole ms */
 	FILE *mm;
 	uint64_t mm_start_ns, mm_cap_ms, mm_cap_rem;
+	struct lp_idle idle; /* the data direction's XDP idle path (idle.h), if attached */
 	int stop_fd;
 	bool meminfo_failed; /* SO_MEMINFO refused: the socket-buffer backlog is not counted */
 };

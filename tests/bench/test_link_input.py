@@ -13,6 +13,7 @@ from bbrbench import aqm, ratetrace
 from bbrbench.errors import HarnessError
 from bbrbench.scenario import AlgoCatalog, ScenarioError, apply_override, validate
 from bbrbench.testbed.emulation import Emulation, ack_path_options, describe_ack_path, describe_conditions
+from bbrbench.testbed.linkemu import LinkEmulator
 from bbrbench.testbed.topology import Topology
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -322,6 +323,8 @@ def test_a_kernel_cake_run_records_what_its_qdisc_fixed() -> None:
     (["--cpu", "1024"], "--cpu: '1024' out of range 0..1023"),
     (["--cpu-latency-us", "1000001"], "--cpu-latency-us: '1000001' out of range 0..1000000"),
     (["--cpu-latency-us", "-1"], "--cpu-latency-us: not a non-negative integer"),
+    (["--xdp-idle-us", "101"], "--xdp-idle-us: '101' out of range 0..100"),
+    (["--xdp-idle-us", "x"], "--xdp-idle-us: not a non-negative integer"),
     (["--src-delay", "10.0.0.1"], "--src-delay '10.0.0.1': expected ADDR,US"),
     (["--src-delay", "fe80::1,100"], "--src-delay 'fe80::1,100': expected ADDR,US"),
     (["--src-delay", "10.0.0.1,x"], "--src-delay: not a non-negative integer"),
@@ -370,6 +373,19 @@ def test_each_sender_with_a_delay_reaches_the_link_as_its_address_and_rtt() -> N
         [f"{topo.hosts['s0'].addr},10000", f"{topo.hosts['s2'].addr},50500"]
     assert "each sender's RTT as a delay after the link" in Emulation(topo, "link").implementation()
     assert "--src-delay" not in Emulation(topo, "delayline").link_options()
+
+
+def test_the_record_names_the_links_idle_path_where_it_ran() -> None:
+    """The link's ready line says whether its XDP idle path is attached; results record it with the bottleneck."""
+    topo = Topology("t", two_senders(10, 0, 50.5))
+    topo.link_netns = "t-q"
+    emulation = Emulation(topo, "delayline")
+    emulation.link = LinkEmulator("t-q", "l", "r", "t", [])
+    assert "XDP" not in emulation.implementation()  # not started: nothing attached
+    emulation.link.ready_event = {"xdp_idle_us": 10}
+    assert ", frames finding it idle that serialise in 10 us or less forwarded by XDP;" in emulation.implementation()
+    emulation.link.ready_event = {"xdp_idle_us": -1, "xdp_idle_off": "an AQM or step marking"}
+    assert "XDP" not in emulation.implementation()
 
 
 def test_delays_given_to_a_link_that_does_not_run_stop_the_run() -> None:

@@ -141,7 +141,11 @@ def test_report_prints_each_goal_with_its_figures_ratio_and_verdict_and_marks_a_
               "delay": {**delay(81.0), "idle_gap_poll": {**stats, "busy_poll_us": linkbench.GAP_POLL_US,
                                                          "cpu_fwd_share": 0.97, "spin_share": 0.9},
                         "idle_cpu_latency_0": linkbench._with_link_figures(
-                            stats, {"added_p50_us": 5, "added_p99_us": 30}, held=False)}}
+                            stats, {"added_p50_us": 5, "added_p99_us": 30}, held=False),
+                        "idle_thread": linkbench._with_link_figures(stats, {"added_p50_us": 70, "added_p99_us": 140})}}
+    result["delay"]["idle"].update(linkbench._idle_path_counts({"in_pkts": 3, "xdp_idle_pkts": 1},
+                                                              {"in_pkts": 1003, "xdp_idle_pkts": 998},
+                                                              {"xdp_idle_us": 10, "xdp_idle_off": ""}))
     lines = list(report(result))
     assert ("kernel 6.18, 2 CPUs, started 2026-11-29 07:00:00 UTC, load average at the start 3.0, at the end 4.0 "
             "(A LOADED MACHINE") in lines[0]
@@ -157,8 +161,15 @@ def test_report_prints_each_goal_with_its_figures_ratio_and_verdict_and_marks_a_
     assert any("busy-poll 20000 us (the whole ping gap)" in line and "CPU 97% (busy-polling 90%)" in line
                for line in lines)
     # the ping's added delay and the link's own at departure, each under its own name
-    assert any("idle, CPU latency request 0 us: p50 100  p99 150 us; added p50 0  p99 50 us (REFUSED: the CPUs "
-               "could halt); added delay at departure p50 5 p99 30 us" in line for line in lines)
+    assert any("idle, through the thread, CPU latency request 0 us: p50 100  p99 150 us; added p50 0  p99 50 us "
+               "(REFUSED: the CPUs could halt); added delay at departure p50 5 p99 30 us" in line for line in lines)
+    # the idle row says how many of its frames the idle path forwarded; the thread's row its own lateness
+    assert any(line.endswith("idle: p50 140  p99 181 us; added p50 40  p99 81 us; idle path 10 us: 997 of 1000 "
+                             "frames") for line in lines)
+    assert any("idle, through the thread (--xdp-idle-us 0): p50 100  p99 150 us" in line
+               and line.endswith("added delay at departure p50 70 p99 140 us") for line in lines)
+    result["delay"]["idle"].update(xdp_idle_us=-1, xdp_idle_off="an AQM or step marking")
+    assert any(line.endswith("; idle path off (an AQM or step marking)") for line in report(result))
     result["load"]["loaded"] = False
     assert "LOADED" not in next(report(result))
     result["goals"] = list(goals_of(quiet_run(), 81.0, 51.0).values())

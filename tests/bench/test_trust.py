@@ -52,6 +52,16 @@ def test_what_the_link_cannot_be_blamed_for_passes() -> None:
     assert not trust.assess({**GOOD, "added_p99_us": 11000}, {**PATH, "base_rtt_ms": 100})["ok"]
 
 
+def test_the_shares_count_the_threads_frames_not_the_idle_paths() -> None:
+    """Frames the link's XDP idle path forwarded are in in_pkts and out_pkts but never leave late or wait in a
+    socket: 80 late of the thread's 50000 departures is 0.16%, over the limit, though 0.08% of all 100000."""
+    for key, words in (("late_wakeups", "200 us late"), ("rx_waited_pkts", "socket buffer")):
+        link = {**GOOD, key: 80, "xdp_idle_pkts": 50_000}
+        verdict = trust.assess(link, PATH)
+        assert not verdict["ok"] and words in verdict["failed"][0], verdict
+        assert trust.assess({**link, "xdp_idle_pkts": 0}, PATH)["ok"]
+
+
 def test_every_threshold_says_why() -> None:
     assert all(t.reason and t.limit > 0 for t in trust.THRESHOLDS.values())
 

@@ -123,7 +123,10 @@ def _added_delay_failure(pct: str, added: float, rtt_us: float) -> str | None:
 def _link_checks(link: dict[str, Any], checks: dict[str, float], failed: list[str], missing: list[str]) -> None:
     """The link's own counters: CPU, late departures, socket-buffer backlog."""
     wall = link.get("wall_us", 0)
-    out = max(1, link.get("out_pkts", 0))
+    # The thread's own departures and reads: a frame of the idle path (xdp_idle_pkts) neither leaves late nor
+    # waits in a socket, so it would only thin the shares out.
+    idle = link.get("xdp_idle_pkts", 0)
+    out = max(1, link.get("out_pkts", 0) - idle)
     for key in ("cpu_fwd_us", "cpu_rev_us"):
         if key in link and wall:
             # Busy-polling is time the thread chose to spend, not work it could not finish.
@@ -136,7 +139,8 @@ def _link_checks(link: dict[str, Any], checks: dict[str, float], failed: list[st
         else:
             missing.append(key)
     for key, total, limit, what in (("late_wakeups", out, "late_share", LATE),
-                                    ("rx_waited_pkts", max(1, link.get("in_pkts", 0)), "waited_share", WAITED)):
+                                    ("rx_waited_pkts", max(1, link.get("in_pkts", 0) - idle), "waited_share",
+                                     WAITED)):
         if key not in link:
             missing.append(key)
             continue

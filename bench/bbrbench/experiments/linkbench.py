@@ -3,27 +3,33 @@ wire-size frames.
 
 Builds the delay line benchmark's sender | middle | receiver chain (experiments/delaybench.py), then:
 - added delay: ping RTT through the link at --rate against the same chain bridged by the kernel (a
-  Linux bridge in the middle namespace), idle and beside a UDP load at half the rate;
+  Linux bridge in the middle namespace), idle and beside a UDP load at half the rate; the idle pings take the
+  link's XDP idle path (bench/link/README.md, "The idle path");
+- added delay through the thread: the idle ping again with the idle path off (--xdp-idle-us 0), as every frame
+  of a link with an AQM, a delay or loss goes;
 - capacity, tail drop: one unthrottled UDP flow of MTU-size datagrams through a link set far above what
   the machine can forward, for --duration; the link's own counters give what it forwarded;
-- added delay with a poll over the whole ping gap: the idle ping again with --busy-poll-us at twice the
-  ping interval, so the forward thread never sleeps between pings: what the idle goal costs in CPU;
-- added delay with a CPU latency request of 0 us (--cpu-latency-us 0): the idle ping again with the idle
-  CPUs polling instead of halting, so that waking the forward thread waits for no hypervisor;
+- added delay through the thread with a poll over the whole ping gap: the thread's idle ping again with
+  --busy-poll-us at twice the ping interval, so the forward thread never sleeps between pings: what waking it
+  costs, bought with CPU;
+- added delay through the thread with a CPU latency request of 0 us (--cpu-latency-us 0): the thread's idle
+  ping again with the idle CPUs polling instead of halting, so that waking the forward thread waits for no
+  hypervisor;
 - the idle goal's floor: a second ping series through the bridge, judged as the link's is (its p99 less the
   first series' median). Where that alone breaks the bound, the run cannot tell a middle that adds nothing
   from one that breaks it, and the idle goal is not decided in that run;
 - capacity, --flows flows: that many UDP flows (iperf3 clients of at most 128 streams each), through tail
   drop and through FQ-CoDel;
 - small packets: one unthrottled UDP flow of 64-byte payloads through tail drop, in packets per second.
-Capacities are counted at the receiver (its interface's counters). Every load also goes through the kernel
-bridge first (CAPACITY_RUNS): what the senders and the machine can do at all, beside what the link does;
-each link run reports its ratio to that, and FQ-CoDel its ratio to tail drop at the same load (its own
-cost). The goals (GOALS) are stated against the bridge in the same run, so that they can be judged on a
-small or shared machine: each capacity goal is a ratio to the bridge under the same load, the idle delay
-goal a bound on what the link adds to the bridge's ping. Each link run reports the forward thread's CPU
-share and how much of it was busy-polling; the report gives the load average at the start and the end and
-marks a run on a loaded machine.
+Capacities are the forward thread's (--xdp-idle-us 0: at 40 Gbit/s a link that never holds a frame would
+otherwise pass them all through the kernel) and are counted at the receiver (its interface's counters).
+Every load also goes through the kernel bridge first (CAPACITY_RUNS): what the senders and the machine can do
+at all, beside what the link does; each link run reports its ratio to that, and FQ-CoDel its ratio to tail
+drop at the same load (its own cost). The goals (GOALS) are stated against the bridge in the same run, so
+that they can be judged on a small or shared machine: each capacity goal is a ratio to the bridge under the
+same load, the idle delay goal a bound on what the link adds to the bridge's ping. Each link run reports the
+forward thread's CPU share and how much of it was busy-polling; the report gives the load average at the
+start and the end and marks a run on a loaded machine.
 
 Run as `bbrbench linkbench [--out FILE]`. Everything it creates is named `bbl-<pid>-...` and removed on
 exit, Ctrl-C or SIGTERM.
@@ -60,6 +66,8 @@ PING_INTERVAL_S = 0.01
 # asleep (what the idle goal costs in CPU).
 GAP_POLL_US = round(2 * PING_INTERVAL_S * 1e6)
 COMMAND_TIMEOUT_S = 30.0
+# Every frame through the forward thread: the link's own capacity, and its wake-up in the thread's idle rows.
+THREAD_ONLY = ["--xdp-idle-us", "0"]
 BRIDGE = "bridge"  # a capacity run's middle: the kernel bridge instead of the link's queue
 
 
@@ -274,7 +282,7 @@ def _measure(chain: Chain, link: WireProcess | None, middle: str, load: Load, ar
 
 
 def _capacity(chain: Chain, name: str, aqm: str, load: Load, args: argparse.Namespace) -> dict[str, Any]:
-    options = ["--rate-bps", str(UNBOUNDED_RATE_BPS), "--aqm", aqm, "--limit-pkts", "10000"]
+    options = ["--rate-bps", str(UNBOUNDED_RATE_BPS), "--aqm", aqm, "--limit-pkts", "10000", *THREAD_ONLY]
     with _link(chain, name, options, args.busy_poll_us) as link:
         return _measure(chain, link, aqm, load, args)
 
@@ -294,18 +302,33 @@ def _with_link_figures(row: dict[str, Any] | None, stats: dict[str, Any], **extr
                     "link_added_p99_us": stats.get("added_p99_us")}
 
 
+def _idle_path_counts(before: dict[str, Any], after: dict[str, Any], ready: dict[str, Any]) -> dict[str, Any]:
+    """What the link's idle path did between two stats lines: the frames it forwarded of all the link took in,
+    and its setting from the ready line (-1 and the reason where it was off; a link from before it: None)."""
+    return {"xdp_idle_us": ready.get("xdp_idle_us"), "xdp_idle_off": ready.get("xdp_idle_off"),
+            "xdp_idle_pkts": after.get("xdp_idle_pkts", 0) - before.get("xdp_idle_pkts", 0),
+            "in_pkts": after["in_pkts"] - before["in_pkts"]}
+
+
 def _delay(chain: Chain, rate_mbit: float, bridged: list[float], again: list[float], busy_poll_us: int | None
            ) -> dict[str, Any]:
     base_p50 = percentile(bridged, 50)
     options = ["--rate-bps", str(int(rate_mbit * 1e6)), "--limit-pkts", "1000"]
     with _link(chain, "d", options, busy_poll_us) as link:
         chain.ping(3, 0.2)
+        before = link.stats()
         idle = chain.ping(PING_COUNT, PING_INTERVAL_S)
+        idle_counts = _idle_path_counts(before, link.stats(), link.ready_event)
         load = _udp_clients(chain, 1, rate_mbit * 1e6 / 2, PING_COUNT * PING_INTERVAL_S + 2)
         loaded = chain.ping(PING_COUNT, PING_INTERVAL_S)
         for c in load:
             c.communicate(timeout=COMMAND_TIMEOUT_S + PING_COUNT * PING_INTERVAL_S)
         stats = link.stats()
+    options += THREAD_ONLY
+    with _link(chain, "t", options, busy_poll_us) as link:
+        chain.ping(3, 0.2)
+        thread = chain.ping(PING_COUNT, PING_INTERVAL_S)
+        thread_stats = link.stats()
     with _link(chain, "g", options, GAP_POLL_US) as link:
         chain.ping(3, 0.2)
         before = link.stats()
@@ -319,7 +342,9 @@ def _delay(chain: Chain, rate_mbit: float, bridged: list[float], again: list[flo
     gap_row = _added(gap, base_p50)
     return {"rate_mbit": rate_mbit, "bridged": RttStats.of(bridged, base_p50).__dict__,
             "bridged_again": _added(again, base_p50),
-            "idle": _added(idle, base_p50), "half load": _added(loaded, base_p50), "link": stats,
+            "idle": (row := _added(idle, base_p50)) and {**row, **idle_counts},
+            "half load": _added(loaded, base_p50), "link": stats,
+            "idle_thread": _with_link_figures(_added(thread, base_p50), thread_stats),
             "idle_gap_poll": gap_row and {**gap_row, "busy_poll_us": GAP_POLL_US, **gap_cpu},
             "idle_cpu_latency_0": _with_link_figures(_added(awake, base_p50), awake_stats, held=held)}
 
@@ -426,16 +451,24 @@ def report(result: dict[str, Any]) -> Iterator[str]:
     b, again = d["bridged"], d.get("bridged_again")
     yield (f"  ping through a kernel bridge: p50 {b['p50_us']:.0f}  p99 {b['p99_us']:.0f} us"
            + (f"; a second series: p50 {again['p50_us']:.0f}  p99 {again['p99_us']:.0f} us" if again else ""))
-    for name in ("idle", "half load"):
-        if d[name]:
-            yield _pings(f"{d['rate_mbit']:g} Mbit/s, {name}", d[name])
+    if i := d["idle"]:
+        on = i.get("xdp_idle_us", -1) not in (None, -1)
+        path = (f"idle path {i['xdp_idle_us']} us: {i['xdp_idle_pkts']} of {i['in_pkts']} frames" if on
+                else f"idle path off ({i.get('xdp_idle_off') or 'not reported'})")
+        yield _pings(f"{d['rate_mbit']:g} Mbit/s, idle", i) + f"; {path}"
+    if h := d["half load"]:
+        yield _pings(f"{d['rate_mbit']:g} Mbit/s, half load", h)
+    if t := d.get("idle_thread"):
+        yield (_pings(f"{d['rate_mbit']:g} Mbit/s, idle, through the thread (--xdp-idle-us 0)", t)
+               + f"; added delay at departure p50 {t['link_added_p50_us']} p99 {t['link_added_p99_us']} us")
     if "link" in d:
         yield f"  link at {d['rate_mbit']:g} Mbit/s: {_cpu(d['link'])}"
     if g := d.get("idle_gap_poll"):
-        yield (_pings(f"{d['rate_mbit']:g} Mbit/s, idle, busy-poll {g['busy_poll_us']} us (the whole ping gap)", g)
+        yield (_pings(f"{d['rate_mbit']:g} Mbit/s, idle, through the thread, busy-poll {g['busy_poll_us']} us "
+                      "(the whole ping gap)", g)
                + f"; forward thread CPU {g['cpu_fwd_share']:.0%} (busy-polling {g['spin_share']:.0%})")
     if q := d.get("idle_cpu_latency_0"):
-        yield (_pings(f"{d['rate_mbit']:g} Mbit/s, idle, CPU latency request 0 us", q)
+        yield (_pings(f"{d['rate_mbit']:g} Mbit/s, idle, through the thread, CPU latency request 0 us", q)
                + ("" if q["held"] else " (REFUSED: the CPUs could halt)")
                + f"; added delay at departure p50 {q['link_added_p50_us']} p99 {q['link_added_p99_us']} us")
     for c in result["capacity"]:

@@ -246,6 +246,8 @@ class Emulation:
             extra = "".join(f", {part}" for part in describe_conditions(b))
             if self.delay == "link":
                 extra += ", each sender's RTT as a delay after the link"
+            if self.link and (idle_us := self.link.ready_event.get("xdp_idle_us", -1)) > 0:
+                extra += f", frames finding it idle that serialise in {idle_us} us or less forwarded by XDP"
             ack = (f"; {describe_ack_path(b.ack_path)}" if b.ack_path else
                    "; ACK path unshaped, " + ("the link's own thread (" + self.reverse_path_problem + ")"
                                                if self.reverse_path_problem else "kernel tc mirred redirect"))

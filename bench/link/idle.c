@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The data direction's idle path (idle.h). The program decides per frame; this side loads it, and the forward
+ * thread tells it when the thread holds nothing: the count of frames the thread has settled (read, and seen
+ * leave or be dropped) equals the count the program passed to it only then.
+ */
+#define _GNU_SOURCE
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <linux/if_link.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "idle.h"
+#include "link_idle.skel.h"
+#include "path.h"
+#include "service.h"
+
+/* A frame the program passed reaches the thread's socket in the same softirq, microseconds later: a count
+ * that has not moved for this long is frames that never will. */
+#define IDLE_RESYNC_NS (5 * LQ_NSEC_PER_MSEC)
+
+const char *lp_idle_unfit(const struct lp_config *c, uint32_t frame_max)
+{
+	if (!c->rate_bps)
+		return "a trace, not a rate";
+	if (c->queue.kind != LQ_FIFO || c->queue.step_ns)
+		return "an AQM or step marking";
+	if (c->queue.limit_bytes && c->queue.limit_bytes < frame_max)
+		return "a byte limit below a frame";
+	if (c->ge_on || c->dup_prob > 0 || c->police_bps || c->stall_ns)
+		return "loss, duplication, a policer or stalls";
+	if (c->delay_ns || c->jitter_ns || c->src.n_addrs || c->reorder_gap || c->agg != LS_AGG_NONE)
+		return "a delay, jitter, reordering or aggregation after the link";
+	if (c->mm_log)
+		return "an mm-link log";
+	return NULL;
+}
+
+bool lp_idle_open(struct lpath *p, unsigned int in_ifindex, unsigned int out_ifindex, uint64_t max_ser_ns,
+	char *why, size_t why_len)
+{
+	LIBBPF_OPTS(bpf_link_create_opts, opts, .flags = XDP_FLAGS_SKB_MODE);
+	struct link_idle *skel = link_idle__open();
+	int fd, err;
+
+	if (!skel) {
+		snprintf(why, why_len, "cannot open its BPF object (%s)", strerror(errno));
+		return false;
+	}
+	skel->rodata->rate_bps = p->cfg.rate_bps;
+	skel->rodata->max_ser_ns = max_ser_ns;
+	skel->rodata->out_ifindex = out_ifindex;
+	err = link_idle__load(skel);
+	if (err) {
+		snprintf(why, why_len, "cannot load its XDP program (%s)", strerror(-err));
+		link_idle__destroy(skel);
+		return false;
+	}
+	/* A BPF link: the kernel detaches the program when this process exits, however it exits. Generic mode
+	 * leaves the veth's own receive path (no NAPI) as it was. */
+	fd = bpf_link_create(bpf_program__fd(skel->progs.link_idle), (int)in_ifindex, BPF_XDP, &opts);
+	if (fd < 0) {
+		snprintf(why, why_len, "cannot attach its XDP program (%s)", strerror(errno));
+		link_idle__destroy(skel);
+		return false;
+	}
+	p->idle = (struct lp_idle){ .skel = skel,
+		.link_fd = fd,
+		.busy_until_ns = &skel->bss->busy_until_ns,
+		.passed = &skel->bss->passed,
+		.settled = &skel->bss->settled,
+		.pkts = &skel->bss->idle_pkts,
+		.bytes = &skel->bss->idle_bytes };
+	return true;
+}
+
+void lp_idle_close(struct lpath *p)
+{
+	if (!p->idle.skel)
+		return;
+	close(p->idle.link_fd);
+	link_idle__destroy(p->idle.skel);
+	p->idle.skel = NULL;
+}
+
+void lp_idle_settle(struct lpath *p, uint64_t now)
+{
+	struct lp_idle *d = &p->idle;
+	uint64_t passed, settled;
+
+	if (!d->skel || p->cur || p->q.backlog_pkts || lp_next_event(p) != UINT64_MAX)
+		return;
+	passed = __atomic_load_n(d->passed, __ATOMIC_ACQUIRE);
+	settled = atomic_load_explicit(&p->pub.in_pkts, memory_order_relaxed) + (uint64_t)d->offset;
+	d->resync_due = settled != passed;
+	if (d->resync_due) {
+		if (passed != d->seen_passed) {
+			d->seen_passed = passed;
+			d->seen_ns = now;
+			return;
+		}
+		if (now - d->seen_ns < IDLE_RESYNC_NS)
+			return;
+		d->offset += (int64_t)(passed - settled);
+		settled = passed;
+		d->resync_due = false;
+	}
+	if (__atomic_load_n(d->settled, __ATOMIC_RELAXED) != settled)
+		__atomic_store_n(d->settled, settled, __ATOMIC_RELEASE);
+}
+
+uint64_t lp_idle_next_check(const struct lpath *p)
+{
+	return p->idle.resync_due ? p->idle.seen_ns + IDLE_RESYNC_NS : UINT64_MAX;
+}
+
+uint64_t lp_idle_busy_until(const struct lpath *p)
+{
+	return p->idle.skel ? __atomic_load_n(p->idle.busy_until_ns, __ATOMIC_ACQUIRE) : 0;
+}
+
+void lp_idle_counts(const struct lpath *p, uint64_t *pkts, uint64_t *bytes)
+{
+	*pkts = p->idle.skel ? __atomic_load_n(p->idle.pkts, __ATOMIC_RELAXED) : 0;
+	*bytes = p->idle.skel ? __atomic_load_n(p->idle.bytes, __ATOMIC_RELAXED) : 0;
+}
