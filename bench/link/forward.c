@@ -48,7 +48,7 @@ static void log_line(struct lpath *p, uint64_t t)
 		 sum = p->q.st.sojourn_sum_ns / LQ_NSEC_PER_USEC;
 	uint64_t max = p->q.st.sojourn_max_ns / LQ_NSEC_PER_USEC, idle_pkts, idle_bytes;
 
-	lp_idle_counts(p, &idle_pkts, &idle_bytes); /* the idle path's frames left the link too */
+	lp_idle_counts(&p->idle, &idle_pkts, &idle_bytes); /* the idle path's frames left the link too */
 
 	/* The interval's sojourn maximum restarts here; the stats line keeps its own running max. */
 	p->q.st.sojourn_max_ns = 0;
@@ -140,7 +140,8 @@ void *lp_main(void *arg)
 		now = wire_now_ns();
 		lp_service(p, now);
 		publish(p);
-		lp_idle_settle(p, now);
+		lp_idle_settle(&p->idle, atomic_load_explicit(&p->pub.in_pkts, memory_order_relaxed),
+			p->cur || p->q.backlog_pkts || lp_next_event(p) != UINT64_MAX, now);
 		if (p->log && now >= next_log) {
 			uint64_t m = atomic_load(&p->pub.sojourn_max_us);
 
@@ -178,8 +179,8 @@ void *lp_main(void *arg)
 		due = lp_next_event(p);
 		if (p->log && due > next_log)
 			due = next_log;
-		if (lp_idle_next_check(p) < due)
-			due = lp_idle_next_check(p);
+		if (lp_idle_next_check(&p->idle) < due)
+			due = lp_idle_next_check(&p->idle);
 		if (due != UINT64_MAX)
 			tsp = wire_departure_timeout(due > now ? due - now : 0, GUARD_NS, &ts);
 		if (ppoll(pfd, 2, tsp, NULL) < 0 && errno != EINTR) {

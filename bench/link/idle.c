@@ -15,32 +15,13 @@
 
 #include "idle.h"
 #include "link_idle.skel.h"
-#include "path.h"
-#include "service.h"
 
 /* A frame the program passed reaches the thread's socket in the same softirq, microseconds later: a count
  * that has not moved for this long is frames that never will. */
-#define IDLE_RESYNC_NS (5 * LQ_NSEC_PER_MSEC)
+#define IDLE_RESYNC_NS 5000000ULL
 
-const char *lp_idle_unfit(const struct lp_config *c, uint32_t frame_max)
-{
-	if (!c->rate_bps)
-		return "a trace, not a rate";
-	if (c->queue.kind != LQ_FIFO || c->queue.step_ns)
-		return "an AQM or step marking";
-	if (c->queue.limit_bytes && c->queue.limit_bytes < frame_max)
-		return "a byte limit below a frame";
-	if (c->ge_on || c->dup_prob > 0 || c->police_bps || c->stall_ns)
-		return "loss, duplication, a policer or stalls";
-	if (c->delay_ns || c->jitter_ns || c->src.n_addrs || c->reorder_gap || c->agg != LS_AGG_NONE)
-		return "a delay, jitter, reordering or aggregation after the link";
-	if (c->mm_log)
-		return "an mm-link log";
-	return NULL;
-}
-
-bool lp_idle_open(struct lpath *p, unsigned int in_ifindex, unsigned int out_ifindex, uint64_t max_ser_ns,
-	char *why, size_t why_len)
+bool lp_idle_open(struct lp_idle *d, uint64_t rate_bps, unsigned int in_ifindex, unsigned int out_ifindex,
+	uint64_t max_ser_ns, char *why, size_t why_len)
 {
 	LIBBPF_OPTS(bpf_link_create_opts, opts, .flags = XDP_FLAGS_SKB_MODE);
 	struct link_idle *skel = link_idle__open();
@@ -50,7 +31,7 @@ bool lp_idle_open(struct lpath *p, unsigned int in_ifindex, unsigned int out_ifi
 		snprintf(why, why_len, "cannot open its BPF object (%s)", strerror(errno));
 		return false;
 	}
-	skel->rodata->rate_bps = p->cfg.rate_bps;
+	skel->rodata->rate_bps = rate_bps;
 	skel->rodata->max_ser_ns = max_ser_ns;
 	skel->rodata->out_ifindex = out_ifindex;
 	err = link_idle__load(skel);
@@ -67,7 +48,7 @@ bool lp_idle_open(struct lpath *p, unsigned int in_ifindex, unsigned int out_ifi
 		link_idle__destroy(skel);
 		return false;
 	}
-	p->idle = (struct lp_idle){ .skel = skel,
+	*d = (struct lp_idle){ .skel = skel,
 		.link_fd = fd,
 		.busy_until_ns = &skel->bss->busy_until_ns,
 		.passed = &skel->bss->passed,
@@ -77,24 +58,23 @@ bool lp_idle_open(struct lpath *p, unsigned int in_ifindex, unsigned int out_ifi
 	return true;
 }
 
-void lp_idle_close(struct lpath *p)
+void lp_idle_close(struct lp_idle *d)
 {
-	if (!p->idle.skel)
+	if (!d->skel)
 		return;
-	close(p->idle.link_fd);
-	link_idle__destroy(p->idle.skel);
-	p->idle.skel = NULL;
+	close(d->link_fd);
+	link_idle__destroy(d->skel);
+	d->skel = NULL;
 }
 
-void lp_idle_settle(struct lpath *p, uint64_t now)
+void lp_idle_settle(struct lp_idle *d, uint64_t read_pkts, bool holding, uint64_t now)
 {
-	struct lp_idle *d = &p->idle;
 	uint64_t passed, settled;
 
-	if (!d->skel || p->cur || p->q.backlog_pkts || lp_next_event(p) != UINT64_MAX)
+	if (!d->skel || holding)
 		return;
 	passed = __atomic_load_n(d->passed, __ATOMIC_ACQUIRE);
-	settled = atomic_load_explicit(&p->pub.in_pkts, memory_order_relaxed) + (uint64_t)d->offset;
+	settled = read_pkts + (uint64_t)d->offset;
 	d->resync_due = settled != passed;
 	if (d->resync_due) {
 		if (passed != d->seen_passed) {
@@ -112,18 +92,13 @@ void lp_idle_settle(struct lpath *p, uint64_t now)
 		__atomic_store_n(d->settled, settled, __ATOMIC_RELEASE);
 }
 
-uint64_t lp_idle_next_check(const struct lpath *p)
+uint64_t lp_idle_next_check(const struct lp_idle *d)
 {
-	return p->idle.resync_due ? p->idle.seen_ns + IDLE_RESYNC_NS : UINT64_MAX;
+	return d->resync_due ? d->seen_ns + IDLE_RESYNC_NS : UINT64_MAX;
 }
 
-uint64_t lp_idle_busy_until(const struct lpath *p)
+void lp_idle_counts(const struct lp_idle *d, uint64_t *pkts, uint64_t *bytes)
 {
-	return p->idle.skel ? __atomic_load_n(p->idle.busy_until_ns, __ATOMIC_ACQUIRE) : 0;
-}
-
-void lp_idle_counts(const struct lpath *p, uint64_t *pkts, uint64_t *bytes)
-{
-	*pkts = p->idle.skel ? __atomic_load_n(p->idle.pkts, __ATOMIC_RELAXED) : 0;
-	*bytes = p->idle.skel ? __atomic_load_n(p->idle.bytes, __ATOMIC_RELAXED) : 0;
+	*pkts = d->skel ? __atomic_load_n(d->pkts, __ATOMIC_RELAXED) : 0;
+	*bytes = d->skel ? __atomic_load_n(d->bytes, __ATOMIC_RELAXED) : 0;
 }

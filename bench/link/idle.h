@@ -8,10 +8,8 @@
 
 #include <linux/types.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
-
-struct lpath;
-struct lp_config;
 
 /* Default --xdp-idle-us: the longest serialisation a frame may skip. A frame leaves that much early at
  * most, where the thread it no longer wakes was 64-92 us late at the median (docs/benchmarks.md); 10 us
@@ -32,22 +30,24 @@ struct lp_idle {
 	bool resync_due;
 };
 
-/* NULL when @cfg's direction may take the idle path, else why not (a frame there meets more than the rate
- * and an empty tail-drop queue). */
-const char *lp_idle_unfit(const struct lp_config *cfg, uint32_t frame_max);
-/* Loads the program for @p (at @rate_bps, skipping at most @max_ser_ns) and attaches it to @in_ifindex in
- * generic (skb) mode, sending to @out_ifindex: true, or false with the reason in @why. */
-bool lp_idle_open(struct lpath *p, unsigned int in_ifindex, unsigned int out_ifindex, uint64_t max_ser_ns,
-	char *why, size_t why_len);
-void lp_idle_close(struct lpath *p);
-/* The forward thread, each turn at @now: while it holds no frame, publishes how many of the program's
- * frames it has settled. */
-void lp_idle_settle(struct lpath *p, uint64_t now);
+/* Loads the program (at @rate_bps, skipping at most @max_ser_ns) and attaches it to @in_ifindex in generic (skb)
+ * mode, sending to @out_ifindex: true, or false with the reason in @why. */
+bool lp_idle_open(struct lp_idle *d, uint64_t rate_bps, unsigned int in_ifindex, unsigned int out_ifindex,
+	uint64_t max_ser_ns, char *why, size_t why_len);
+void lp_idle_close(struct lp_idle *d);
+/* The forward thread, each turn at @now, having read @read_pkts frames in all: while it holds none
+ * (!@holding), publishes how many of the program's frames it has settled. */
+void lp_idle_settle(struct lp_idle *d, uint64_t read_pkts, bool holding, uint64_t now);
 /* When the thread should look again for frames that never reached it (UINT64_MAX: no need). */
-uint64_t lp_idle_next_check(const struct lpath *p);
-/* The earliest a frame the thread schedules may start: after the program's last frame has crossed. */
-uint64_t lp_idle_busy_until(const struct lpath *p);
+uint64_t lp_idle_next_check(const struct lp_idle *d);
 /* The frames and bytes the program forwarded (0 without it). */
-void lp_idle_counts(const struct lpath *p, uint64_t *pkts, uint64_t *bytes);
+void lp_idle_counts(const struct lp_idle *d, uint64_t *pkts, uint64_t *bytes);
+
+/* The earliest a frame the thread schedules may start: after the program's last frame has crossed (0 without
+ * it). Read per frame the thread dequeues, so inline. */
+static inline uint64_t lp_idle_busy_until(const struct lp_idle *d)
+{
+	return d->skel ? __atomic_load_n(d->busy_until_ns, __ATOMIC_ACQUIRE) : 0;
+}
 
 #endif

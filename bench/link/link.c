@@ -363,14 +363,14 @@ static void open_sockets(const struct link_args *a)
 static const char *open_idle_path(const struct link_args *a)
 {
 	static char why[160];
-	const char *unfit = lp_idle_unfit(&fwd.cfg, (uint32_t)a->mtu + L2_OVERHEAD_BYTES);
+	const char *unfit = path_idle_unfit(&fwd.cfg, (uint32_t)a->mtu + L2_OVERHEAD_BYTES);
 
 	if (!a->xdp_idle_us)
 		return "--xdp-idle-us 0";
 	if (unfit)
 		return unfit;
-	if (lp_idle_open(&fwd, a->wire.left_ifindex, a->wire.right_ifindex, a->xdp_idle_us * LQ_NSEC_PER_USEC,
-		    why, sizeof(why)))
+	if (lp_idle_open(&fwd.idle, fwd.cfg.rate_bps, a->wire.left_ifindex, a->wire.right_ifindex,
+		    a->xdp_idle_us * LQ_NSEC_PER_USEC, why, sizeof(why)))
 		return NULL;
 	fprintf(stderr, PROG ": idle path off: %s\n", why);
 	return why;

@@ -137,7 +137,7 @@ void lp_print_counters(struct lpath *p, const char *prefix)
 	uint64_t idle_pkts, idle_bytes;
 	char lateness[512];
 
-	lp_idle_counts(p, &idle_pkts, &idle_bytes);
+	lp_idle_counts(&p->idle, &idle_pkts, &idle_bytes);
 
 	wire_count_kernel_drops(p->rx_fd, &p->kernel_drops);
 	if (max < p->run_max_sojourn_us)
@@ -159,7 +159,7 @@ void lp_print_counters(struct lpath *p, const char *prefix)
 
 void lp_close(struct lpath *p)
 {
-	lp_idle_close(p);
+	lp_idle_close(&p->idle);
 	if (p->ring.map)
 		munmap(p->ring.map, p->ring.map_bytes);
 	p->ring.map = NULL;

@@ -320,3 +320,20 @@ void path_config(const struct path_args *pa, enum lq_kind kind, uint32_t frame_m
 								  : q);
 	}
 }
+
+const char *path_idle_unfit(const struct lp_config *c, uint32_t frame_max)
+{
+	if (!c->rate_bps)
+		return "a trace, not a rate";
+	if (c->queue.kind != LQ_FIFO || c->queue.step_ns)
+		return "an AQM or step marking";
+	if (c->queue.limit_bytes && c->queue.limit_bytes < frame_max)
+		return "a byte limit below a frame";
+	if (c->ge_on || c->dup_prob > 0 || c->police_bps || c->stall_ns)
+		return "loss, duplication, a policer or stalls";
+	if (c->delay_ns || c->jitter_ns || c->src.n_addrs || c->reorder_gap || c->agg != LS_AGG_NONE)
+		return "a delay, jitter, reordering or aggregation after the link";
+	if (c->mm_log)
+		return "an mm-link log";
+	return NULL;
+}

@@ -56,5 +56,8 @@ void parse_path_opt(struct path_args *pa, int id, const char *opt, const char *a
 enum lq_kind check_aqm(const struct path_args *pa, const char *x);
 /* One direction's configuration from its checked options. */
 void path_config(const struct path_args *pa, enum lq_kind kind, uint32_t frame_max, struct lp_config *c);
+/* NULL when the direction configured as @c may take the XDP idle path (idle.h), else why not: a frame there
+ * meets more than the rate and an empty tail-drop queue. */
+const char *path_idle_unfit(const struct lp_config *c, uint32_t frame_max);
 
 #endif

@@ -243,8 +243,8 @@ static uint64_t service_rate(struct lpath *p, uint64_t now)
 		start = p->free_at;
 		if (start < p->cur->p.enq_ns)
 			start = p->cur->p.enq_ns;
-		if (p->idle.skel && start < lp_idle_busy_until(p))
-			start = lp_idle_busy_until(p); /* behind the idle path's last frame */
+		if (start < lp_idle_busy_until(&p->idle))
+			start = lp_idle_busy_until(&p->idle); /* behind the idle path's last frame */
 		if (start + CATCHUP_NS < now) {
 			/* Capacity the link never serves: counted, so a run can say what its rate lost. */
 			p->forfeit_ns += now - CATCHUP_NS - start;
