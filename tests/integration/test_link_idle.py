@@ -106,7 +106,7 @@ def test_a_burst_leaves_in_order_across_the_two_paths() -> None:
     once the thread has let go of every frame it was given, so none overtakes another: the receiver gets all,
     in order."""
     with idle_link(["--rate-bps", "10000000", "--xdp-idle-us", "100"]) as (chain, link):
-        got = bursts(chain, 100, 20, 0.005)
+        got = bursts(chain, 100, 20, 0.01)
         stats = link.stats()
     sequence = [seq for seq, _ in got]
     assert sequence == list(range(2000)), [s for a, s in zip(sequence, sequence[1:]) if s != a + 1][:10]
@@ -121,10 +121,12 @@ def test_the_thread_starts_its_first_frame_after_the_programs_frame_has_crossed(
     leaves no earlier than two serialisations after the first: the receiver's stamps show the gap."""
     serialisation_ns = FRAME_BYTES * 8 * 10**9 // 10_000_000
     with idle_link(["--rate-bps", "10000000", "--xdp-idle-us", "100"]) as (chain, link):
-        got = dict(bursts(chain, 100, 2, 0.005))
+        got = dict(bursts(chain, 100, 2, 0.01))
         stats = link.stats()
     gaps = sorted(got[2 * b + 1] - got[2 * b] for b in range(100) if 2 * b in got and 2 * b + 1 in got)
     assert len(gaps) >= 95 and stats["xdp_idle_pkts"] >= 95, stats
-    # the tenth-shortest gap: the receiver's stamps are its kernel's, a few us apart from the link's clock
-    assert gaps[len(gaps) // 10] >= 1.8 * serialisation_ns, (serialisation_ns, gaps[:20])
+    # The tenth percentile, against one and a half serialisations: two is the schedule, one is what a thread that
+    # ignores the program's frame gives (about 100 us measured), and the receiver stamps the pair as it gets
+    # them, a softirq apart from when they left (the shortest of 200 pairs: 1.7 serialisations).
+    assert gaps[len(gaps) // 10] >= 1.5 * serialisation_ns, (serialisation_ns, gaps[:20])
     assert statistics.median(gaps) < 10 * serialisation_ns, gaps  # the pairs did meet the link together
