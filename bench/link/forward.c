@@ -140,8 +140,9 @@ void *lp_main(void *arg)
 		now = wire_now_ns();
 		lp_service(p, now);
 		publish(p);
-		lp_idle_settle(&p->idle, atomic_load_explicit(&p->pub.in_pkts, memory_order_relaxed),
-			p->cur || p->q.backlog_pkts || lp_next_event(p) != UINT64_MAX, now);
+		if (p->idle.skel) /* what the thread holds is looked at only where the idle path runs */
+			lp_idle_settle(&p->idle, atomic_load_explicit(&p->pub.in_pkts, memory_order_relaxed),
+				p->cur || p->q.backlog_pkts || lp_next_event(p) != UINT64_MAX, now);
 		if (p->log && now >= next_log) {
 			uint64_t m = atomic_load(&p->pub.sojourn_max_us);
 

@@ -15,6 +15,7 @@
 
 #include "idle.h"
 #include "link_idle.skel.h"
+#include "stages.h"
 
 /* A frame the program passed reaches the thread's socket in the same softirq, microseconds later: a count
  * that has not moved for this long is frames that never will. */
@@ -32,7 +33,9 @@ bool lp_idle_open(struct lp_idle *d, uint64_t rate_bps, unsigned int in_ifindex,
 		return false;
 	}
 	skel->rodata->rate_bps = rate_bps;
-	skel->rodata->max_ser_ns = max_ser_ns;
+	/* The longest frame whose len * 8e9 / rate (service.c's serialisation, rounded down) is at most
+	 * max_ser_ns: len * 8e9 < (max_ser_ns + 1) * rate. */
+	skel->rodata->max_len = ((max_ser_ns + 1) * rate_bps - 1) / (LS_BITS_PER_BYTE * LS_NSEC_PER_SEC);
 	skel->rodata->out_ifindex = out_ifindex;
 	err = link_idle__load(skel);
 	if (err) {
@@ -71,7 +74,7 @@ void lp_idle_settle(struct lp_idle *d, uint64_t read_pkts, bool holding, uint64_
 {
 	uint64_t passed, settled;
 
-	if (!d->skel || holding)
+	if (holding)
 		return;
 	passed = __atomic_load_n(d->passed, __ATOMIC_ACQUIRE);
 	settled = read_pkts + (uint64_t)d->offset;

@@ -35,8 +35,8 @@ struct lp_idle {
 bool lp_idle_open(struct lp_idle *d, uint64_t rate_bps, unsigned int in_ifindex, unsigned int out_ifindex,
 	uint64_t max_ser_ns, char *why, size_t why_len);
 void lp_idle_close(struct lp_idle *d);
-/* The forward thread, each turn at @now, having read @read_pkts frames in all: while it holds none
- * (!@holding), publishes how many of the program's frames it has settled. */
+/* The forward thread, each turn at @now with the program attached, having read @read_pkts frames in all: while
+ * it holds none (!@holding), publishes how many of the program's frames it has settled. */
 void lp_idle_settle(struct lp_idle *d, uint64_t read_pkts, bool holding, uint64_t now);
 /* When the thread should look again for frames that never reached it (UINT64_MAX: no need). */
 uint64_t lp_idle_next_check(const struct lp_idle *d);

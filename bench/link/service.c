@@ -226,7 +226,7 @@ static uint64_t stall(struct lpath *p, uint64_t now)
 static uint64_t service_rate(struct lpath *p, uint64_t now)
 {
 	for (;;) {
-		uint64_t start;
+		uint64_t start, idle_busy;
 
 		if (p->cur) {
 			if (p->cur_finish > now)
@@ -243,8 +243,9 @@ static uint64_t service_rate(struct lpath *p, uint64_t now)
 		start = p->free_at;
 		if (start < p->cur->p.enq_ns)
 			start = p->cur->p.enq_ns;
-		if (start < lp_idle_busy_until(&p->idle))
-			start = lp_idle_busy_until(&p->idle); /* behind the idle path's last frame */
+		idle_busy = lp_idle_busy_until(&p->idle);
+		if (start < idle_busy)
+			start = idle_busy; /* behind the idle path's last frame */
 		if (start + CATCHUP_NS < now) {
 			/* Capacity the link never serves: counted, so a run can say what its rate lost. */
 			p->forfeit_ns += now - CATCHUP_NS - start;

@@ -12,8 +12,9 @@
  * Idle means every frame passed to the thread has been read and has left (the thread publishes how many it
  * has settled, `settled`, only while it holds none) and the link is not still serialising a frame this
  * program sent (`busy_until_ns`, which the thread also honours for the frames it schedules next). A frame
- * whose serialisation takes at most `max_ser_ns` then leaves at once, that much earlier than the thread would
- * send it; longer frames always go through the thread, so the early departure is bounded.
+ * whose serialisation takes at most --xdp-idle-us (a frame of at most `max_len` bytes) then leaves at once,
+ * that much earlier than the thread would send it; longer frames always go through the thread, so the early
+ * departure is bounded.
  *
  * Not a congestion control: the Makefile keeps this file out of bbrctl's algorithm table.
  */
@@ -27,8 +28,8 @@ char _license[] SEC("license") = "GPL";
 
 /* Set before loading. */
 const volatile __u64 rate_bps = 1; /* the direction's rate, Ethernet frames (as service.c) */
-const volatile __u64 max_ser_ns;   /* the longest serialisation a frame may skip */
-const volatile __u32 out_ifindex;  /* the link's output interface */
+const volatile __u64 max_len; /* the longest frame whose serialisation it may skip: no division per frame */
+const volatile __u32 out_ifindex; /* the link's output interface */
 
 /* Shared with the forward thread through the skeleton's mapped .bss. */
 __u64 busy_until_ns; /* the link serialises a frame this program sent until then */
@@ -40,18 +41,20 @@ SEC("xdp")
 int link_idle(struct xdp_md *ctx)
 {
 	__u64 len = ctx->data_end - ctx->data;
-	__u64 ser_ns = len * BITS_PER_BYTE * NSEC_PER_SEC / rate_bps;
-	__u64 now, busy;
+	__u64 now, busy, ser_ns;
 
-	if (ser_ns > max_ser_ns)
+	if (len > max_len)
 		goto to_thread;
 	/* The thread's count first: a frame passed after this read makes them differ, never equal. */
 	if (*(volatile __u64 *)&settled != *(volatile __u64 *)&passed)
 		goto to_thread;
 	now = bpf_ktime_get_ns();
 	busy = *(volatile __u64 *)&busy_until_ns;
+	if (busy > now)
+		goto to_thread;
+	ser_ns = len * BITS_PER_BYTE * NSEC_PER_SEC / rate_bps; /* as service.c serialises it */
 	/* Claim the link: of two frames arriving together on two CPUs, one wins, the other queues behind it. */
-	if (busy > now || __sync_val_compare_and_swap(&busy_until_ns, busy, now + ser_ns) != busy)
+	if (__sync_val_compare_and_swap(&busy_until_ns, busy, now + ser_ns) != busy)
 		goto to_thread;
 	__sync_fetch_and_add(&idle_pkts, 1);
 	__sync_fetch_and_add(&idle_bytes, len);

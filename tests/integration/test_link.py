@@ -829,4 +829,3 @@ def test_a_poll_over_the_whole_gap_never_runs_into_real_time_throttling() -> Non
             rtts_us = chain.ping(300, 0.01)
     assert len(rtts_us) >= 295, f"only {len(rtts_us)} of 300 pings answered"
     assert max(rtts_us) < gap_us / 2, f"a ping waited {max(rtts_us):.0f} us (throttling stops {gap_us} us)"
-
