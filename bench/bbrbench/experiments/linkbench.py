@@ -310,15 +310,22 @@ def _idle_path_counts(before: dict[str, Any], after: dict[str, Any], ready: dict
             "in_pkts": after["in_pkts"] - before["in_pkts"]}
 
 
+def _idle_pings(chain: Chain, link: LinkEmulator) -> tuple[list[float], dict[str, Any], dict[str, Any]]:
+    """The idle ping series through a running link, after a few to settle it, with the link's stats lines
+    before and after it."""
+    chain.ping(3, 0.2)
+    before = link.stats()
+    samples = chain.ping(PING_COUNT, PING_INTERVAL_S)
+    return samples, before, link.stats()
+
+
 def _delay(chain: Chain, rate_mbit: float, bridged: list[float], again: list[float], busy_poll_us: int | None
            ) -> dict[str, Any]:
     base_p50 = percentile(bridged, 50)
     options = ["--rate-bps", str(int(rate_mbit * 1e6)), "--limit-pkts", "1000"]
     with _link(chain, "d", options, busy_poll_us) as link:
-        chain.ping(3, 0.2)
-        before = link.stats()
-        idle = chain.ping(PING_COUNT, PING_INTERVAL_S)
-        idle_counts = _idle_path_counts(before, link.stats(), link.ready_event)
+        idle, before, after = _idle_pings(chain, link)
+        idle_counts = _idle_path_counts(before, after, link.ready_event)
         load = _udp_clients(chain, 1, rate_mbit * 1e6 / 2, PING_COUNT * PING_INTERVAL_S + 2)
         loaded = chain.ping(PING_COUNT, PING_INTERVAL_S)
         for c in load:
@@ -326,19 +333,13 @@ def _delay(chain: Chain, rate_mbit: float, bridged: list[float], again: list[flo
         stats = link.stats()
     options += THREAD_ONLY
     with _link(chain, "t", options, busy_poll_us) as link:
-        chain.ping(3, 0.2)
-        thread = chain.ping(PING_COUNT, PING_INTERVAL_S)
-        thread_stats = link.stats()
+        thread, _, thread_stats = _idle_pings(chain, link)
     with _link(chain, "g", options, GAP_POLL_US) as link:
-        chain.ping(3, 0.2)
-        before = link.stats()
-        gap = chain.ping(PING_COUNT, PING_INTERVAL_S)
-        gap_cpu = _cpu_shares(before, link.stats())
+        gap, before, after = _idle_pings(chain, link)
+        gap_cpu = _cpu_shares(before, after)
     with _link(chain, "q", options + ["--cpu-latency-us", "0"], busy_poll_us) as link:
-        chain.ping(3, 0.2)
         held = link.ready_event.get("cpu_latency_us", -1) == 0
-        awake = chain.ping(PING_COUNT, PING_INTERVAL_S)
-        awake_stats = link.stats()
+        awake, _, awake_stats = _idle_pings(chain, link)
     gap_row = _added(gap, base_p50)
     return {"rate_mbit": rate_mbit, "bridged": RttStats.of(bridged, base_p50).__dict__,
             "bridged_again": _added(again, base_p50),
