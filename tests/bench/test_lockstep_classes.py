@@ -66,7 +66,8 @@ def summary(mismatched: int, classes: dict[str, int]) -> dict[str, Any]:
             "runs": {"count": mismatched, "longest": 1, "longest_ms": 0.0, "after_resync": 0},
             "probe_rtt_offset_ms": None, "acks_by_mode": {"PROBE_BW": 90, "PROBE_RTT": 10},
             "mismatched_acks_by_mode": {"PROBE_BW": mismatched, "PROBE_RTT": 0},
-            "covered_acks": {"recovery": 5, "idle_restart": 0}}
+            "covered_acks": {"recovery": 5, "idle_restart": 0},
+            "min_rtt_window_s": {"min_rtt_lowered": 0.41, "probe_rtt_entered": 10.41}}
 
 
 def test_entry_within_a_round_is_the_clock_class() -> None:
@@ -149,6 +150,9 @@ def test_table_totals() -> None:
     assert text.splitlines()[-1] == "all: 200 ACKs compared, 3 callbacks with a difference, 1 unexplained"
     assert "probe_rtt_clock=2 (mode)" in text and "recovery=5" in text and "re-syncs" in text
     assert "stamps <= 4.1 ms apart" in text
+    assert "last new min_rtt at 0.41 s, first entered at 10.41 s" in text
+    never = {**summary(0, {}), "min_rtt_window_s": {"min_rtt_lowered": None, "probe_rtt_entered": None}}
+    assert "min_rtt at" not in table({"d": never}) and "entered at" not in table({"d": never})
     unarmed = {**summary(1, {"probe_rtt_offset": 1}), "probe_rtt_offset_ms": {"max": None, "bound": 20.0}}
     assert "end not armed (bound 20.0 ms)" in table({"c": unarmed})
 

@@ -36,12 +36,18 @@ def assert_agrees(summary: dict) -> None:
 
 
 def test_lockstep_short_run(tmp_path: Path) -> None:
-    # 11 s: one PROBE_RTT, where the only known class of difference (its clock) lives.
-    deep = lockstep(tmp_path / "deep", 11, "deep")["deep"]
+    # One PROBE_RTT, where the only known class of difference (its clock) lives. It begins 10 s after
+    # min_rtt's last new low (tcp_bbr.c bbr_update_min_rtt), usually found within 0.1 s of the first ACK;
+    # 13 s leaves room for a low found up to ~2.5 s later.
+    deep = lockstep(tmp_path / "deep", 13, "deep")["deep"]
     assert deep["compared"]["ack"] > 5000
     # DRAIN may last no ACK at all: bbr_check_drain leaves it on the ACK that entered it when the flight
     # is already under the BDP, so the checks name the modes around it.
-    assert all(deep["acks_by_mode"][mode] > 0 for mode in ("STARTUP", "PROBE_BW", "PROBE_RTT")), deep["acks_by_mode"]
+    window = deep["min_rtt_window_s"]
+    assert all(deep["acks_by_mode"][mode] > 0 for mode in ("STARTUP", "PROBE_BW", "PROBE_RTT")), (
+        deep["acks_by_mode"], window)
+    # The window expired on the first ACK after 10 s (plus a jiffy), not a round later.
+    assert 10.0 <= window["probe_rtt_entered"] - (window["min_rtt_lowered"] or 0.0) <= 10.05, window
     assert_agrees(deep)
 
     short = lockstep(tmp_path / "short", 5, "shallow", "flows", "idle")

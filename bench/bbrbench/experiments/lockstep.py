@@ -454,10 +454,21 @@ def run_scenario(name: str, spec: LockstepScenario, seconds: float, out_dir: Pat
         raise HarnessError(f"{name}: bbrkit-lockstep gave no summary; see {out_dir}")
     recorded = [json.loads(line) for line in records.read_text().splitlines()] if records.is_file() else []
     summary.update(analyse(recorded))
+    summary["min_rtt_window_s"] = _window(summary.pop("window_ns"))
     summary.update(outcome)
     summary["seconds"] = seconds
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def _window(ns: dict[str, int]) -> dict[str, float | None]:
+    """The kernel's min_rtt window in seconds from the first ACK: when min_rtt last fell to a new low
+    before the first PROBE_RTT, and when that PROBE_RTT began (None: never)."""
+    def since_first(stamp: int) -> float | None:
+        return round((stamp - ns["first_ack"]) / 1e9, 3) if stamp and ns["first_ack"] else None
+
+    return {"min_rtt_lowered": since_first(ns["min_rtt_lowered"]),
+            "probe_rtt_entered": since_first(ns["probe_rtt_entered"])}
 
 
 def unexplained(summary: dict[str, Any]) -> int:
@@ -481,6 +492,11 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         offset_text = ("-" if offset is None else f"end not armed (bound {offset['bound']} ms)" if offset["max"] is None
                        else f"<= {offset['max']} ms (bound {offset['bound']} ms)")
         offset_text += f", agreeing stamps <= {s['stamp_gap_us'] / 1000:.1f} ms apart"
+        window = s["min_rtt_window_s"]
+        if window["min_rtt_lowered"] is not None:
+            offset_text += f", last new min_rtt at {window['min_rtt_lowered']} s"
+        if window["probe_rtt_entered"] is not None:
+            offset_text += f", first entered at {window['probe_rtt_entered']} s"
         modes = ",".join(f"{m}={n}({s['mismatched_acks_by_mode'][m]})" for m, n in s["acks_by_mode"].items() if n)
         cover = ",".join(f"{c}={n}" for c, n in s["covered_acks"].items() if n) or "-"
         flows = ",".join(f"{f.get('mbit_s', '?')} Mbit/s"

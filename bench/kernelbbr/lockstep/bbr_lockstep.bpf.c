@@ -424,6 +424,23 @@ BBR_INLINE void ls_cover(struct sock *sk, const struct rate_sample *rs)
 	__sync_fetch_and_add(&counters.covered[LS_COV_APP_LIMITED], ls_nz(rs->is_app_limited));
 }
 
+/* Where the kernel's min_rtt window stands after an ACK (racy across flows: the times are for
+ * one-flow runs, where one CPU at a time handles the socket's ACKs).
+ */
+BBR_INLINE void ls_window(const struct bbr___kernel *k, u32 min_rtt_before_us)
+{
+	u64 now = bpf_ktime_get_ns();
+
+	if (!counters.first_ack_ns)
+		counters.first_ack_ns = now;
+	if (counters.probe_rtt_entered_ns)
+		return;
+	if (k->mode == BBRKIT_PROBE_RTT)
+		counters.probe_rtt_entered_ns = now;
+	else if (k->min_rtt_us < min_rtt_before_us)
+		counters.min_rtt_lowered_ns = now;
+}
+
 /* The shadow is created, zeroed like the private area TCP zeroes when it assigns the algorithm, by
  * the first callback, which need not be init: on a socket given its algorithm before connect(), the
  * ACK of the SYN reaches cong_control before init (tcp_rcv_synsent_state_process acks, then
@@ -463,13 +480,16 @@ BBR_INLINE void ls_main(struct sock *sk, u32 ack, int flag, const struct rate_sa
 {
 	struct ls_shadow *s = ls_get(sk);
 	u8 mode = ls_kernel_bbr(sk)->mode;
+	u32 min_rtt_us;
 
 	if (!s) {
 		bbr_main(sk, ack, flag, rs);
 		return;
 	}
 	ls_save_inputs(sk, &s->in);
+	min_rtt_us = ls_kernel_bbr(sk)->min_rtt_us;
 	bbr_main(sk, ack, flag, rs);
+	ls_window(ls_kernel_bbr(sk), min_rtt_us);
 	ls_prepare(s, ls_kernel_bbr(sk));
 	bbr_core_main(sk, &s->core, rs);
 	ls_compare(sk, s, LS_CB_ACK, 0, mode, 0, 0);

@@ -121,9 +121,12 @@ static void print_summary(const struct ls_counters *c)
 	print_counts("mismatched_acks_by_mode", c->mismatched_acks_by_mode, mode_names, LS_MODES, false);
 	print_counts("covered_acks", c->covered, coverage_names, LS_COV_COUNT, false);
 	printf("\"resyncs\":%llu,\"stamp_gap_us\":%llu,\"no_shadow\":%llu,\"lost_records\":%llu,"
-	       "\"records_written\":%llu}\n",
+	       "\"records_written\":%llu,",
 		(unsigned long long)c->resyncs, (unsigned long long)c->stamp_gap_us,
 		(unsigned long long)c->no_shadow, (unsigned long long)c->lost_records, records_written);
+	printf("\"window_ns\":{\"first_ack\":%llu,\"min_rtt_lowered\":%llu,\"probe_rtt_entered\":%llu}}\n",
+		(unsigned long long)c->first_ack_ns, (unsigned long long)c->min_rtt_lowered_ns,
+		(unsigned long long)c->probe_rtt_entered_ns);
 	fflush(stdout);
 }
 

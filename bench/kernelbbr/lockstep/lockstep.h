@@ -184,6 +184,12 @@ struct ls_counters {
 	__u64 stamp_gap_us; /* widest min_rtt stamp gap that passed as agreeing: the slack's margin */
 	__u64 no_shadow;    /* callbacks without shadow state (storage full) */
 	__u64 lost_records; /* mismatch records the ring buffer had no room for */
+	/* The kernel's min_rtt window on the run's clock (bpf_ktime_get_ns), for the PROBE_RTT a run
+	 * expects: entry comes 10 s after the last new low, not 10 s after the start.
+	 */
+	__u64 first_ack_ns;	    /* the first ACK of any flow */
+	__u64 min_rtt_lowered_ns;   /* the last new low of any flow's min_rtt before the first PROBE_RTT */
+	__u64 probe_rtt_entered_ns; /* the first ACK that took a flow into PROBE_RTT */
 };
 
 #endif /* LOCKSTEP_H */
