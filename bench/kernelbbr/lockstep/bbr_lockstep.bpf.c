@@ -424,8 +424,9 @@ BBR_INLINE void ls_cover(struct sock *sk, const struct rate_sample *rs)
 	__sync_fetch_and_add(&counters.covered[LS_COV_APP_LIMITED], ls_nz(rs->is_app_limited));
 }
 
-/* Where the kernel's min_rtt window stands after an ACK (racy across flows: the times are for
- * one-flow runs, where one CPU at a time handles the socket's ACKs).
+/* Where the kernel's min_rtt window stands after an ACK that follows init (racy across flows: the
+ * times are for one-flow runs, where one CPU at a time handles the socket's ACKs). An ACK before init
+ * finds the window stamped 0, long expired: the kernel's BBR enters PROBE_RTT there, and init undoes it.
  */
 BBR_INLINE void ls_window(const struct bbr___kernel *k, u32 min_rtt_before_us)
 {
@@ -489,7 +490,8 @@ BBR_INLINE void ls_main(struct sock *sk, u32 ack, int flag, const struct rate_sa
 	ls_save_inputs(sk, &s->in);
 	min_rtt_us = ls_kernel_bbr(sk)->min_rtt_us;
 	bbr_main(sk, ack, flag, rs);
-	ls_window(ls_kernel_bbr(sk), min_rtt_us);
+	if (s->initialized)
+		ls_window(ls_kernel_bbr(sk), min_rtt_us);
 	ls_prepare(s, ls_kernel_bbr(sk));
 	bbr_core_main(sk, &s->core, rs);
 	ls_compare(sk, s, LS_CB_ACK, 0, mode, 0, 0);

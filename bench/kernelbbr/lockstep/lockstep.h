@@ -187,7 +187,7 @@ struct ls_counters {
 	/* The kernel's min_rtt window on the run's clock (bpf_ktime_get_ns), for the PROBE_RTT a run
 	 * expects: entry comes 10 s after the last new low, not 10 s after the start.
 	 */
-	__u64 first_ack_ns;	    /* the first ACK of any flow */
+	__u64 first_ack_ns;	    /* the first ACK of any flow after its init */
 	__u64 min_rtt_lowered_ns;   /* the last new low of any flow's min_rtt before the first PROBE_RTT */
 	__u64 probe_rtt_entered_ns; /* the first ACK that took a flow into PROBE_RTT */
 };
