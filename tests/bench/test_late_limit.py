@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_reproduce import _fig8_bbr1_bbr2, _flow, _long_table41, _summary
+from reprofakes import fake_flow, fake_summary, fig8_bbr1_bbr2, long_table41
 
 from bbrbench.analysis import sensitivity, trust
 from bbrbench.repro import points, reproduce
@@ -58,14 +58,15 @@ def test_only_a_run_that_failed_the_late_share_alone_has_a_late_only_share() -> 
 
 
 def _point(*late: points.LateRun) -> points.PointResult:
-    trusted = [_summary([_flow("bbr", "bbr", 9.0)], {"retrans_rate": r, "jain": 0.99}) for r in (0.30, 0.31)]
+    trusted = [fake_summary([fake_flow("bbr", "bbr", 9.0)], {"retrans_rate": r, "jain": 0.99}) for r in (0.30, 0.31)]
     return points.PointResult({}, "p", "2/4 repetitions", 10.0, trusted, [{"rep": r.rep, "failed": [LATE]}
                                                                           for r in late], {}, list(late))
 
 
 def test_a_late_only_run_within_a_measures_limit_is_used_for_that_measure_and_no_other(retrans_limit: float) -> None:
-    within = points.LateRun(2, LATE_SHARE, _summary([_flow("bbr", "bbr", 9.0)], {"retrans_rate": 0.5, "jain": 0.5}))
-    beyond = points.LateRun(3, 0.05, _summary([_flow("bbr", "bbr", 9.0)], {"retrans_rate": 0.7, "jain": 0.7}))
+    within = points.LateRun(2, LATE_SHARE,
+                            fake_summary([fake_flow("bbr", "bbr", 9.0)], {"retrans_rate": 0.5, "jain": 0.5}))
+    beyond = points.LateRun(3, 0.05, fake_summary([fake_flow("bbr", "bbr", 9.0)], {"retrans_rate": 0.7, "jain": 0.7}))
     p = _point(within, beyond)
     retrans = p.stat("total.retrans_rate")
     assert retrans is not None and retrans.values == (0.30, 0.31, 0.5)
@@ -82,7 +83,7 @@ def test_a_late_only_run_within_a_measures_limit_is_used_for_that_measure_and_no
 
 
 def test_without_a_limit_no_late_only_run_is_used() -> None:
-    p = _point(points.LateRun(2, LATE_SHARE, _summary([_flow("bbr", "bbr", 9.0)], {"retrans_rate": 0.5})))
+    p = _point(points.LateRun(2, LATE_SHARE, fake_summary([fake_flow("bbr", "bbr", 9.0)], {"retrans_rate": 0.5})))
     retrans = p.stat("total.retrans_rate")
     assert retrans is not None and (retrans.n, retrans.late_reps) == (2, ())
 
@@ -98,7 +99,7 @@ def test_the_report_uses_a_late_only_run_for_its_measure_says_so_and_a_rebuild_k
         tmp_path: Path, retrans_limit: float, monkeypatch: pytest.MonkeyPatch) -> None:
     runs, again = tmp_path / "runs", tmp_path / "again"
     runs.mkdir()
-    _long_table41(runs)
+    long_table41(runs)
     _fail(runs, "p0", 2, late_trust(LATE), retrans_rate=0.9)
     text = reproduce.report_only(runs).read_text()
     point = json.loads((runs / "summary.json").read_text())["experiments"]["seed000/table4.1"]["points"][0]
@@ -121,7 +122,7 @@ def test_the_report_uses_a_late_only_run_for_its_measure_says_so_and_a_rebuild_k
 def test_a_run_that_failed_another_check_too_is_never_used(tmp_path: Path, retrans_limit: float) -> None:
     runs = tmp_path / "runs"
     runs.mkdir()
-    _long_table41(runs)
+    long_table41(runs)
     _fail(runs, "p0", 2, late_trust(LATE, WAITED))
     text = reproduce.report_only(runs).read_text()
     point = json.loads((runs / "summary.json").read_text())["experiments"]["seed000/table4.1"]["points"][0]
@@ -136,7 +137,7 @@ def test_a_verdict_counts_a_used_run_in_n_and_names_only_the_checks_of_the_runs_
     retransmissions the claim reads), one on a delay line's added delay (left out)."""
     runs = tmp_path / "runs"
     runs.mkdir()
-    _long_table41(runs)
+    long_table41(runs)
     delay_line = ("delay line of sender s1, data direction: added delay p99 1900 us against a base RTT of 10 ms "
                   "(over 1000 us): the path's delay is not the configured one")
     _fail(runs, "p2", 0, late_trust(LATE))
@@ -151,7 +152,7 @@ def test_a_verdict_over_late_only_runs_names_their_loss_decision_path(tmp_path: 
     """A measure read from runs under its lateness limit alone names the loss-decision path those runs recorded,
     not "not recorded" as if no run had been read."""
     runs = tmp_path / "runs"
-    _fig8_bbr1_bbr2(runs)
+    fig8_bbr1_bbr2(runs)
     for rep in (runs / "seed001/fig8/points/p2").glob("rep*"):  # bbr2, one flow: every run late, within the limit
         summary = json.loads((rep / "summary.json").read_text())
         write_json(rep / "summary.json", "summary", {**summary, "trust": late_trust(LATE)})

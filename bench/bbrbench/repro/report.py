@@ -493,7 +493,7 @@ def rerun_command(profile: str, keys: Sequence[str], n: int) -> str:
 def index_rows(summary: dict[str, Any], seed: str) -> list[list[str]]:
     """Per table and figure of a seed paper: the verdicts of the claims that cite it, the folders their numbers
     come from, the command that reruns the experiments behind them, and what is not reproduced, and why.
-    Every claim of the summary falls in one row (test_reproduce keeps it so)."""
+    Every claim of the summary falls in one row (tests/bench/test_repro_docs.py keeps it so)."""
     experiments, sources = summary["experiments"], summary.get("sources", {})
     rows = []
     for c in (c for c in coverage() if c.seed == seed):
