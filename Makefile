@@ -250,7 +250,7 @@ v3diff: $(V3DIFF_BIN)
 	else $(V3DIFF_BIN) --seeds 5; fi
 
 # The link emulator's queue core is plain C too, tested on the host like the BBR core.
-$(BUILD)/test_queue: tests/unit/test_queue.c $(LINK_CORE) $(UNIT_HDRS) | $(BUILD)
+$(BUILD)/test_queue $(BUILD)/test_cake: $(BUILD)/test_%: tests/unit/test_%.c $(LINK_CORE) $(UNIT_HDRS) | $(BUILD)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) -Ibench/link -o $@ $< $(LINK_QUEUE_SRCS) -lm
 
