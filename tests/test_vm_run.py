@@ -1,7 +1,7 @@
 """scripts/vm-run.sh (a command on Debian's stock kernel in a qemu guest, docs/reference.md "Testing on
 another kernel"): bad input is one lowercase line and exit status 2, before anything is downloaded,
 cached or booted. Booting itself is too slow for the test command and needs root and qemu; it was run
-by hand (docs/benchmarks.md, "The per-packet hooks on Debian's 6.12")."""
+by hand (docs/overhead.md, "The per-packet hooks on Debian's 6.12")."""
 
 from __future__ import annotations
 

@@ -108,7 +108,7 @@ static bool over_rt_budget(struct lpath *p, uint64_t now)
 /* A real-time thread polls as itself (a departure due during the poll preempts the senders) while within its
  * budget, as SCHED_OTHER past it, and always sleeps as itself (a frame's wake-up preempts). Polling as
  * SCHED_OTHER throughout put the thread behind the senders: 5-34% of an experiment's departures left over
- * 200 us late, against 1.7-2.4% as FIFO (docs/benchmarks.md). A refused switch leaves the class as it was. */
+ * 200 us late, against 1.7-2.4% as FIFO (docs/link-benchmarks.md). A refused switch leaves the class as it was. */
 static void poll_class(struct lpath *p, bool demote)
 {
 	static const struct sched_param other = { .sched_priority = 0 };

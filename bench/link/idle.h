@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 /* Default --xdp-idle-us: the longest serialisation a frame may skip. A frame leaves that much early at
- * most, where the thread it no longer wakes was 64-92 us late at the median (docs/benchmarks.md); 10 us
+ * most, where the thread it no longer wakes was 64-92 us late at the median (docs/link-timing.md); 10 us
  * covers a ping or a pure ACK at 100 Mbit/s and full-size frames from 1.2 Gbit/s on. */
 #define LP_IDLE_DEFAULT_US 10
 /* The longest --xdp-idle-us: a tenth of a millisecond early is as far as the link may be wrong. */

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reprofakes import fake_flow, fake_summary, fig8_bbr1_bbr2, long_table41
 
 from bbrbench.analysis import sensitivity, trust
 from bbrbench.repro import points, reproduce
 from bbrbench.results import write_json
+from reprofakes import fake_flow, fake_summary, fig8_bbr1_bbr2, long_table41
 
 LATE = "departures over 200 us late: 6927 (2.42%, over 0.1%)"
 WAITED = "frames over 1 ms in the socket buffer: 440 (0.15%, over 0.1%)"

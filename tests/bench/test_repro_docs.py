@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reprofakes import REPRO_README
 
 from bbrbench.errors import HarnessError
 from bbrbench.repro import papers, readme, report
+from reprofakes import REPRO_README
 
 
 def test_the_readme_states_only_what_its_summary_holds() -> None:

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reprofakes import fake_experiment, fake_flow, fake_summary, fake_tree, fig8_bbr1_bbr2, long_table41
 
 from bbrbench import sweep
 from bbrbench.analysis import sharemodel, stats
@@ -23,6 +22,7 @@ from bbrbench.results import write_json
 from bbrbench.scenario import ScenarioError, prepare_raw, time_after_last_start_s
 from bbrbench.testbed import system
 from benchutil import run_cli
+from reprofakes import fake_experiment, fake_flow, fake_summary, fake_tree, fig8_bbr1_bbr2, long_table41
 
 BBRKIT = {"bbr1", "bbr_rttgain", "bbr_acd"}
 # `make reproduce` must finish in about an hour; per-run set-up and tear-down measured at 2-4 s here.

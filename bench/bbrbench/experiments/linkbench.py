@@ -93,7 +93,7 @@ CAPACITY_RUNS = (("one_flow", BRIDGE), ("many_flows", BRIDGE), ("small", BRIDGE)
 
 @dataclass(frozen=True)
 class Goal:
-    """One of the link's speed goals, judged against the kernel bridge in the same run (docs/benchmarks.md):
+    """One of the link's speed goals, judged against the kernel bridge in the same run (docs/link-benchmarks.md):
     with `run` (a capacity run's load and queue), that run's ratio to the bridge under the same load must reach
     `bound`; without, the idle ping's added p99 (the link's p99 less the bridge's median) must stay within
     `bound` microseconds, decided only where the bridge's second ping series, judged the same way, does."""

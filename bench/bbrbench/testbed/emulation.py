@@ -41,7 +41,7 @@ MM_LOG_FORWARD = "link-forward.mm"
 MM_LOG_REVERSE = "link-reverse.mm"
 # Where the link runs and the kernel has no netem, the link serves each sender's path delay after the bottleneck
 # (--src-delay) instead of a delay line per sender: one user-space hop per packet instead of two, and one thread
-# fewer per sender competing for the CPUs (the link's late departures halved, docs/benchmarks.md). The link
+# fewer per sender competing for the CPUs (the link's late departures halved, docs/link-timing.md). The link
 # keeps a line per distinct delay, at most this many (its LS_MAX_SRC_LINES); more take delay lines.
 MAX_LINK_SOURCE_DELAYS = 16
 # netem's probe needs an argument to be created.

@@ -1,4 +1,4 @@
-"""The link-vs-kernel tail-drop ablation of docs/benchmarks.md, decided by the rule written before the run:
+"""The link-vs-kernel tail-drop ablation of docs/link-benchmarks.md, decided by the rule written before the run:
 per point, bbrkit-link minus the kernel's tbf + pfifo with its 95% Welch interval (a ratio's by the delta
 method or Fieller's, bbrbench.analysis.stats); agrees inside the margin, differs outside it, else undecided.
 Usage (bbrbench importable): python decide.py [runs.csv]"""

@@ -1,4 +1,4 @@
-"""Prints the markdown table of docs/benchmarks.md's "The idle path" section from linkbench JSON files:
+"""Prints the markdown table of docs/link-timing.md's "The idle path" section from linkbench JSON files:
 each run's start, load average, the idle goal's figure and floor, the thread's idle rows and the capacity goals.
 Usage: python3 table.py linkbench-*.json"""
 
