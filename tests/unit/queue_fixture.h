@@ -91,4 +91,24 @@ static inline void setup(struct lq *q, enum lq_kind kind, bool ecn)
 		abort();
 }
 
+/* Three seconds of random load on @q: 0-3 full-size frames from one of @ports source ports every 250 us, and
+ * a dequeue one time in three, each of which must find a frame unless the queue is empty (a queue that
+ * strands a backlog fails here). */
+static inline void random_load(struct lq *q, uint64_t seed, uint32_t ports)
+{
+	uint64_t rng = seed;
+
+	for (clock_ns = 0; clock_ns < 3000 * MS; clock_ns += MS / 4) {
+		rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+		for (uint32_t i = 0; i < (rng >> 62); i++)
+			lq_enqueue(q, frame(FRAME_BYTES, (uint16_t)(1 + (rng >> 40) % ports), LQ_ECN_NOT_ECT),
+				clock_ns);
+		if ((rng >> 33) % 3 == 0) {
+			struct lq_pkt *p = lq_dequeue(q, clock_ns);
+
+			CHECK(p != NULL || q->backlog_pkts == 0);
+		}
+	}
+}
+
 #endif /* QUEUE_FIXTURE_H */
