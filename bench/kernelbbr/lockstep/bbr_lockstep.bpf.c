@@ -430,16 +430,14 @@ BBR_INLINE void ls_cover(struct sock *sk, const struct rate_sample *rs)
  */
 BBR_INLINE void ls_window(const struct bbr___kernel *k, u32 min_rtt_before_us)
 {
-	u64 now = bpf_ktime_get_ns();
-
 	if (!counters.first_ack_ns)
-		counters.first_ack_ns = now;
+		counters.first_ack_ns = bpf_ktime_get_ns();
 	if (counters.probe_rtt_entered_ns)
 		return;
 	if (k->mode == BBRKIT_PROBE_RTT)
-		counters.probe_rtt_entered_ns = now;
+		counters.probe_rtt_entered_ns = bpf_ktime_get_ns();
 	else if (k->min_rtt_us < min_rtt_before_us)
-		counters.min_rtt_lowered_ns = now;
+		counters.min_rtt_lowered_ns = bpf_ktime_get_ns();
 }
 
 /* The shadow is created, zeroed like the private area TCP zeroes when it assigns the algorithm, by
