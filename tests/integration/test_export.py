@@ -30,7 +30,9 @@ EXPORT_PORT = 19573
 PROMETHEUS_PORT = 19591
 ROOT = Path(__file__).resolve().parents[2]
 RULE = "exptest"
-FLOWS = 6
+# The rule splits connections 50:50 by a hash of their 4-tuple, and the ephemeral ports make that a coin
+# per connection: with 6, one arm in 32 runs had none (CI saw it); with 16, one in 32768.
+FLOWS = 16
 # The old names, gone in one release: bit/s units, counters without _total, shares and rates as averages.
 OLD_NAMES = ("_bps", "bbrkit_policy_bytes_acked", "bbrkit_policy_segs_out", "bbrkit_policy_retrans_segs",
              "bbrkit_policy_closed_total", "bbrkit_algo_mode_share", "bbrkit_algo_phase_share",

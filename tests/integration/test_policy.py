@@ -32,6 +32,10 @@ KNOWN_CCS = ("bbr_rttgain", "bbr_acd", "bbr1", "bbr", "cubic", "reno")
 EXPORT_PORT = 19563
 PROMETHEUS_PORT = 19590
 ROOT = Path(__file__).resolve().parents[2]
+# How far a 90:10 split of 2,000 connections may land from 90%: each connection's ephemeral port makes its
+# hash a draw, so the share's standard deviation is 0.67 points; 3 points is 4.5 of them (one false failure
+# in ~100,000 runs; 2 points, 3 of them, failed one run in 370), and a split off by 5 points still fails.
+SPLIT_POINTS = 0.03
 
 pytestmark = pytest.mark.skipif(not shutil.which("nginx") or not shutil.which("wrk"),
                                 reason="needs nginx and wrk (scripts/install-deps.sh --test)")
@@ -249,10 +253,10 @@ def test_two_cgroups_get_their_algorithms(attach: Callable[[str], None], netns: 
     assert "bbr1" in Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
 
 
-def test_split_within_two_percent_and_prometheus(attach: Callable[[str], None], netns: str,
+def test_split_lands_on_its_weights_and_prometheus(attach: Callable[[str], None], netns: str,
                                                  rules: Callable[..., None], procs: Procs, tmp_path: Path,
                                                  exporter: Callable[..., str]) -> None:
-    """bbr1 90%, cubic 10% over 2,000 concurrent wrk connections lands within 2% of 90% by ss's count; the
+    """bbr1 90%, cubic 10% over 2,000 concurrent wrk connections lands within 3 points of 90% by ss's count; the
     exporter's counters agree; promtool accepts the exposition and a real Prometheus scraping it answers
     a query for the arms' series."""
     attach("bbr1")
@@ -268,7 +272,7 @@ def test_split_within_two_percent_and_prometheus(attach: Callable[[str], None], 
     served = [cc for local, _, cc in sockets(netns) if local.endswith(":18083")]
     share = served.count("bbr1") / len(served)
     assert set(served) <= {"bbr1", "cubic"}, set(served)
-    assert abs(share - 0.90) <= 0.02, f"bbr1 share {share:.4f} of {len(served)}"
+    assert abs(share - 0.90) <= SPLIT_POINTS, f"bbr1 share {share:.4f} of {len(served)}"
     text = scrape(url)
     assert text is not None
     check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
@@ -276,7 +280,7 @@ def test_split_within_two_percent_and_prometheus(attach: Callable[[str], None], 
     conns = {m.group(1): float(m.group(2)) for m in
              re.finditer(r'bbrkit_policy_connections_total\{rule="split",arm="(\w+)",[^}]*\} (\S+)', text)}
     assert conns["bbr1"] + conns["cubic"] >= len(served)
-    assert abs(conns["bbr1"] / (conns["bbr1"] + conns["cubic"]) - 0.9) <= 0.02, conns
+    assert abs(conns["bbr1"] / (conns["bbr1"] + conns["cubic"]) - 0.9) <= SPLIT_POINTS, conns
     # Prometheus scrapes the exporter every second; its query API must return both arms.
     conf = tmp_path / "prometheus.yml"
     conf.write_text(f"global: {{scrape_interval: 1s}}\nscrape_configs:\n  - job_name: bbrkit\n"
@@ -297,7 +301,7 @@ def test_split_within_two_percent_and_prometheus(attach: Callable[[str], None], 
     by_arm = {r["metric"]["arm"]: float(r["value"][1]) for r in result}
     assert set(by_arm) == {"bbr1", "cubic"}
     assert {r["metric"]["holdback"] for r in result if r["metric"]["arm"] == "cubic"} == {"true"}
-    assert abs(by_arm["bbr1"] / sum(by_arm.values()) - 0.9) <= 0.02, by_arm
+    assert abs(by_arm["bbr1"] / sum(by_arm.values()) - 0.9) <= SPLIT_POINTS, by_arm
     wrk.wait(timeout=30)
 
 
