@@ -35,20 +35,30 @@ def assert_agrees(summary: dict) -> None:
     assert "bw_slots" in summary["fields"] and "min_tso_segs" in summary["compared"], "hidden state not compared"
 
 
+DEEP_S = 13
+MIN_RTT_WIN_S = 10  # tcp_bbr.c bbr_min_rtt_win_sec
+ACKS_END_S = DEEP_S - 0.2  # the flow's ACKs go on at least this long after its first (iperf3 -t, less set-up)
+
+
 def test_lockstep_short_run(tmp_path: Path) -> None:
-    # One PROBE_RTT, where the only known class of difference (its clock) lives. It begins 10 s after
-    # min_rtt's last new low (tcp_bbr.c bbr_update_min_rtt), usually found within 0.1 s of the first ACK;
-    # 13 s leaves room for a low found up to ~2.5 s later.
-    deep = lockstep(tmp_path / "deep", 13, "deep")["deep"]
+    # A PROBE_RTT, where the only known class of difference (its clock) lives, begins 10 s after min_rtt's
+    # last new low (tcp_bbr.c bbr_update_min_rtt). On a quiet machine the low comes within 0.1 s of the first
+    # ACK; under CI's load a sample a few us lower can come at any time (one came at 8.9 s), and then the
+    # window outlives the run: there is no PROBE_RTT to compare, and the test says why.
+    deep = lockstep(tmp_path / "deep", DEEP_S, "deep")["deep"]
     assert deep["compared"]["ack"] > 5000
     # DRAIN may last no ACK at all: bbr_check_drain leaves it on the ACK that entered it when the flight
     # is already under the BDP, so the checks name the modes around it.
-    window = deep["min_rtt_window_s"]
-    assert all(deep["acks_by_mode"][mode] > 0 for mode in ("STARTUP", "PROBE_BW", "PROBE_RTT")), (
-        deep["acks_by_mode"], window)
-    # The window expired on the first ACK after 10 s (plus a jiffy), not a round later; the times are
-    # rounded to the ms.
-    assert 9.999 <= window["probe_rtt_entered"] - (window["min_rtt_lowered"] or 0.0) <= 10.05, window
+    window, modes = deep["min_rtt_window_s"], deep["acks_by_mode"]
+    assert modes["STARTUP"] > 0 and modes["PROBE_BW"] > 0, modes
+    low = window["min_rtt_lowered"] or 0.0
+    if window["probe_rtt_entered"] is None:
+        assert modes["PROBE_RTT"] == 0 and low + MIN_RTT_WIN_S > ACKS_END_S, (modes, window)
+    else:
+        assert modes["PROBE_RTT"] > 0 or window["probe_rtt_entered"] > ACKS_END_S, (modes, window)
+        # The window expired on the first ACK after 10 s (plus a jiffy), not a round later; the times are
+        # rounded to the ms.
+        assert 9.999 <= window["probe_rtt_entered"] - low <= 10.05, window
     assert_agrees(deep)
 
     short = lockstep(tmp_path / "short", 5, "shallow", "flows", "idle")
