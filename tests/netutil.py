@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -35,6 +36,35 @@ def run(cmd: list[str], check: bool = True, timeout: float = 60) -> subprocess.C
 
 def bbrctl(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return run([str(BBRCTL), *args], check=check)
+
+
+def tracers(algo: str) -> int:
+    """The algorithm's ctl.tracers: how many `bbrctl trace` read its records (the BPF side emits while > 0)."""
+    out = run(["bpftool", "-j", "map", "dump", "pinned", str(PIN_ROOT / algo / "ctl")]).stdout
+    return int(json.loads(out)[0]["formatted"]["value"][".data.ctl"][0]["ctl"]["tracers"])
+
+
+def start_trace(out: Path, *algos: str, fmt: str = "jsonl") -> subprocess.Popen[str]:
+    """`bbrctl trace --format FMT --out OUT ALGOS`, returned once each algorithm's ctl.tracers is 1:
+    records flow from then on, and SIGINT stops the tracer cleanly (it sets its handlers before it raises
+    the count). A fixed head start would leave a slow start-up missing the flow's first records."""
+    tracer = subprocess.Popen([str(BBRCTL), "trace", "--format", fmt, "--out", str(out), *algos], text=True,
+                              stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 10
+    while not all(tracers(a) == 1 for a in algos):
+        if tracer.poll() is not None or time.monotonic() > deadline:
+            tracer.kill()
+            _, err = tracer.communicate()
+            raise AssertionError(f"bbrctl trace {' '.join(algos)} did not start: {err.strip()}")
+        time.sleep(0.02)
+    return tracer
+
+
+def stop_trace(tracer: subprocess.Popen[str]) -> None:
+    """SIGINT, as a user's ^C: the tracer flushes, lowers the counts and exits 0."""
+    tracer.send_signal(signal.SIGINT)
+    _, err = tracer.communicate(timeout=10)
+    assert tracer.returncode == 0, err
 
 
 def kernel_features() -> dict[str, dict]:
@@ -141,19 +171,25 @@ def remove_netpair(pair: NetPair) -> None:
     pair.namespaces.destroy()
 
 
+def wait_listening(netns: str, port: int, udp: bool = False, timeout: float = 5) -> None:
+    """Returns once a socket in @netns listens on (TCP) or is bound to (UDP) @port: a server started in
+    the background is ready only then, and a client that came first would be refused or lose its datagram."""
+    deadline = time.monotonic() + timeout
+    while not command(["ss", "-Hln" + ("u" if udp else "t"), f"sport = :{port}"], netns=netns).stdout.strip():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"nothing listens on port {port} in {netns} after {timeout:g} s")
+        time.sleep(0.05)
+
+
 def iperf_pair(pair: NetPair, algo: str, seconds: float, port: int = 5201,
                extra: tuple[str, ...] = ()) -> subprocess.Popen[str]:
     """Starts an iperf3 server in the receiver and a JSON-reporting client in the sender."""
     server = pair.popen(pair.receiver, ["iperf3", "-s", "-1", "-p", str(port)])
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        listening = pair.exec(pair.receiver, ["ss", "-Htln", f"sport = :{port}"], check=False).stdout
-        if listening.strip():
-            break
-        time.sleep(0.05)
-    else:
+    try:
+        wait_listening(pair.receiver, port)
+    except AssertionError:
         server.kill()
-        raise RuntimeError("iperf3 server did not start")
+        raise
     return pair.popen(pair.sender, ["iperf3", "-c", pair.receiver_addr, "-p", str(port), "-C", algo,
                                     "-t", str(seconds), "-J", *extra])
 

@@ -178,6 +178,12 @@ def test_a3_drain_exits_on_inflight() -> None:
     assert verdict("A.3", [good[0], dict(good[1], pacing_gain=0.2), good[2]]) == "fail"  # below both values
     assert verdict("A.3", [*good[:2], dict(good[2], inflight=28)]) == "fail"  # stayed until a third of the BDP
     assert verdict("A.3", [good[0], dict(good[1], inflight=60), dict(good[2], inflight=28)]) == "blocked"
+    # DRAIN entered and left on one ACK (no DRAIN record): at the target, no queue to drain; above it, a
+    # DRAIN skipped; no exit from STARTUP at all, a fail; a PROBE_RTT out of STARTUP, not the case's path.
+    assert verdict("A.3", [good[0], good[2]]) == "blocked"
+    assert verdict("A.3", [good[0], dict(good[2], inflight=120)]) == "fail"
+    assert verdict("A.3", [good[0], dict(good[0], round=3)]) == "fail"
+    assert verdict("A.3", [good[0], rec(0.06, "PROBE_RTT", 4, inflight=120)]) == "blocked"  # not via DRAIN
 
 
 def test_a4_drain_exits_after_three_rounds() -> None:

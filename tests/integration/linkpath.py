@@ -7,7 +7,6 @@ import itertools
 import json
 import re
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,9 @@ from bbrbench.testbed.emulation import Emulation, plan
 from bbrbench.testbed.netns import Namespaces
 from bbrbench.testbed.procs import command
 from bbrbench.testbed.topology import RECEIVER_ADDR, Topology
-from netutil import NS_PREFIX
+from netutil import NS_PREFIX, wait_listening
+
+IPERF_PORT = 5201  # iperf3's default
 
 CATALOG = AlgoCatalog(kernel=frozenset({"cubic", "bbr", "reno"}), bbrkit=frozenset())
 _serial = itertools.count()
@@ -80,7 +81,7 @@ def link_path(tmp_path: Path) -> Iterator[Callable[..., LinkPath]]:
 
 def iperf(path: LinkPath, args: list[str], seconds: float) -> subprocess.Popen[str]:
     command(["iperf3", "-s", "-D", "-1"], netns=path.topo.receiver)
-    time.sleep(0.3)
+    wait_listening(path.topo.receiver, IPERF_PORT)
     return subprocess.Popen(["ip", "netns", "exec", path.sender, "iperf3", "-c", RECEIVER_ADDR, "-t",
                              str(seconds), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

@@ -3,15 +3,23 @@ their v3 state shows in `bbrctl flows`, and a parameter change reaches a running
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from bbrbench.testbed.procs import command
-from netutil import BBRCTL, available_ccs, bbrctl, flows_json, iperf_pair, iperf_result, kernel_features, pp_mechanism
+from netutil import (
+    available_ccs,
+    bbrctl,
+    flows_json,
+    iperf_pair,
+    iperf_result,
+    kernel_features,
+    pp_mechanism,
+    start_trace,
+    stop_trace,
+)
 
 pytestmark = pytest.mark.net
 
@@ -59,21 +67,16 @@ def test_probe_rtt_interval_change_reaches_a_running_flow(attach, netpair, tmp_p
     bbrctl("set", "bbr3", "probe_rtt_interval_ms=5000")
     pair = netpair(rate_mbit=50, queue_bytes=QUEUE_BYTES, rtt_ms=RTT_MS)
     trace_file = tmp_path / "trace.jsonl"
-    tracer = subprocess.Popen([str(BBRCTL), "trace", "bbr3", "--out", str(trace_file)], text=True,
-                              stderr=subprocess.PIPE, start_new_session=True)
+    tracer = start_trace(trace_file, "bbr3")
     try:
-        time.sleep(0.3)
-        assert tracer.poll() is None, tracer.stderr.read() if tracer.stderr else ""
         client = iperf_pair(pair, "bbr3", seconds=6)
         time.sleep(2.5)
         changed_ns = time.monotonic_ns()
         bbrctl("set", "bbr3", "probe_rtt_interval_ms=200")
         iperf_result(client)
     finally:
-        tracer.send_signal(signal.SIGINT)
-        tracer.wait(timeout=5)
         bbrctl("set", "bbr3", "probe_rtt_interval_ms=5000")
-    assert tracer.returncode == 0
+        stop_trace(tracer)
     netns = pair.netns_inode(pair.sender)
     records = [json.loads(line) for line in trace_file.read_text().splitlines()]
     entries = [r["t_ns"] for r in records
@@ -95,13 +98,10 @@ def test_rto_during_up_recovers_the_link(attach, netpair, tmp_path: Path) -> Non
     attach("bbr3")
     pair = netpair(rate_mbit=rate_mbit, queue_bytes=QUEUE_BYTES, rtt_ms=RTT_MS)
     trace_file = tmp_path / "trace.jsonl"
-    tracer = subprocess.Popen([str(BBRCTL), "trace", "bbr3", "--out", str(trace_file)], text=True,
-                              stderr=subprocess.PIPE, start_new_session=True)
+    tracer = start_trace(trace_file, "bbr3")
     blackhole = "add table inet bh\nadd chain inet bh in { type filter hook input priority 0; }\n" \
                 "add rule inet bh in tcp dport 5201 drop\n"
     try:
-        time.sleep(0.3)
-        assert tracer.poll() is None, tracer.stderr.read() if tracer.stderr else ""
         client = iperf_pair(pair, "bbr3", seconds=9)
         netns = pair.netns_inode(pair.sender)
         time.sleep(2)  # past start-up
@@ -118,8 +118,7 @@ def test_rto_during_up_recovers_the_link(attach, netpair, tmp_path: Path) -> Non
         back_ns = time.monotonic_ns()
         iperf_result(client)
     finally:
-        tracer.send_signal(signal.SIGINT)
-        tracer.wait(timeout=5)
+        stop_trace(tracer)
     records = [r for r in map(json.loads, trace_file.read_text().splitlines()) if r["netns"] == netns]
     assert any(r["ca_state"] == "loss" for r in records), "no RTO happened"
     after = [r for r in records if r["t_ns"] > back_ns]

@@ -27,10 +27,12 @@ def test_conformance_subset_passes_on_real_transfers(tmp_path: Path, capsys: pyt
     got = {(o["case"], o["algo"]): o for o in doc["outcomes"]}
     assert set(got) == {("A.3", "bbr3"), ("A.3", "bbr1"), ("A.3", "bbr_draft"), ("A.20", "bbr3")}, \
         capsys.readouterr().err
-    for key, outcome in got.items():
-        if key == ("A.20", "bbr3") and outcome["verdict"] == "blocked":
-            # A real run does not always see a PROBE_RTT during STARTUP end before the run does: that is an
-            # unmet precondition, never a pass; what the test guards against is a fail.
+    for outcome in got.values():
+        if outcome["verdict"] == "blocked":
+            # A real run does not always bring about the case's precondition: A.20's PROBE_RTT during
+            # STARTUP may not come before the run ends, and A.3's DRAIN may start with inflight already at
+            # the target and end on the ACK that entered it (the lockstep's deep run, on this path, once saw
+            # the kernel's BBR spend no ACK in DRAIN). Never a pass; what the test guards against is a fail.
             assert "precondition" in json.dumps(outcome), outcome
             continue
         assert outcome["verdict"] == "pass", outcome

@@ -22,7 +22,7 @@ from bbrbench.testbed.procs import command
 from bbrbench.testbed.system import qdisc_available
 from bbrbench.testbed.topology import HOST_IF, RECEIVER_ADDR
 from linkpath import LinkPath, iperf, iperf_json, next_serial, nstat, ping_ms
-from netutil import NS_PREFIX
+from netutil import NS_PREFIX, wait_listening
 
 
 def test_flow_queueing_keeps_a_sparse_flow_near_base_rtt_beside_four_bulk_flows(
@@ -56,17 +56,18 @@ def test_flow_queueing_keeps_a_sparse_flow_near_base_rtt_beside_four_bulk_flows(
 
 
 # A TCP echo: the receiver answers each 100-byte request in kind; the sender times them.
-_ECHO_SERVER = """
+ECHO_PORT = 5301
+_ECHO_SERVER = f"""
 import socket
-s = socket.create_server(('0.0.0.0', 5301))
+s = socket.create_server(('0.0.0.0', {ECHO_PORT}))
 c, _ = s.accept()
 c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 while (data := c.recv(4096)):
     c.sendall(data)
 """
-_ECHO_CLIENT = """
+_ECHO_CLIENT = f"""
 import socket, sys, time
-c = socket.create_connection((sys.argv[1], 5301), timeout=5)
+c = socket.create_connection((sys.argv[1], {ECHO_PORT}), timeout=5)
 c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 for _ in range(int(sys.argv[2])):
     t = time.monotonic()
@@ -89,7 +90,7 @@ class TcpRequests:
     def __enter__(self) -> TcpRequests:
         self.server = subprocess.Popen(["ip", "netns", "exec", self.path.topo.receiver, "python3", "-c",
                                         _ECHO_SERVER])
-        time.sleep(0.5)
+        wait_listening(self.path.topo.receiver, ECHO_PORT)
         self.client = subprocess.Popen(["ip", "netns", "exec", self.path.sender, "python3", "-c", _ECHO_CLIENT,
                                         RECEIVER_ADDR, str(self.count), str(self.interval_s)],
                                        stdout=subprocess.PIPE, text=True)
@@ -143,6 +144,7 @@ import sys, time
 end = time.monotonic() + float(sys.argv[1])
 out = []
 with open('/proc/net/dev') as f:
+    print('ready', flush=True)
     while time.monotonic() < end:
         f.seek(0)
         t0 = time.monotonic()
@@ -165,6 +167,8 @@ class ReceiverCounts:
     def __init__(self, path: LinkPath, seconds: float, interval_s: float = 0.01) -> None:
         self.proc = subprocess.Popen(["ip", "netns", "exec", path.topo.receiver, "python3", "-c", _SAMPLER,
                                       str(seconds), HOST_IF, str(interval_s)], stdout=subprocess.PIPE, text=True)
+        # Sampling from here on: traffic started before the interpreter came up would go uncounted.
+        assert self.proc.stdout is not None and self.proc.stdout.readline() == "ready\n"
         self.t: list[float] = []
         self.packets: list[int] = []
         self.bytes: list[int] = []
@@ -186,6 +190,7 @@ class ReceiverCounts:
                 self.bytes[i - 1] + f * (self.bytes[i] - self.bytes[i - 1]))
 
     def between(self, t0: float, t1: float) -> tuple[float, float]:
+        assert self.t[0] <= t0 <= t1 <= self.t[-1], f"{t0:.3f}-{t1:.3f} s is outside the samples"
         (p0, b0), (p1, b1) = self.at(t0), self.at(t1)
         return p1 - p0, b1 - b0
 

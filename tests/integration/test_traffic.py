@@ -3,14 +3,23 @@ bottleneck, with the per-flow state read back through bbrctl while the flow runs
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from netutil import BBRCTL, available_ccs, bbrctl, flows_json, iperf_pair, iperf_result, wait_for_flow
+from netutil import (
+    BBRCTL,
+    available_ccs,
+    bbrctl,
+    flows_json,
+    iperf_pair,
+    iperf_result,
+    start_trace,
+    stop_trace,
+    wait_for_flow,
+)
 
 pytestmark = pytest.mark.net
 
@@ -46,26 +55,12 @@ def test_algorithm_fills_the_bottleneck_and_shows_in_flows(algo: str, flows_via:
     assert not flows_json(algo, netns)
 
 
-def _trace(algo: str, out: Path) -> subprocess.Popen[str]:
-    tracer = subprocess.Popen([str(BBRCTL), "trace", algo, "--out", str(out)], text=True,
-                              stderr=subprocess.PIPE, start_new_session=True)
-    time.sleep(0.3)
-    assert tracer.poll() is None, tracer.stderr.read() if tracer.stderr else ""
-    return tracer
-
-
-def _stop(tracer: subprocess.Popen[str]) -> None:
-    tracer.send_signal(signal.SIGINT)
-    tracer.wait(timeout=5)
-    assert tracer.returncode == 0
-
-
 def test_alpha_change_reaches_a_running_flow(attach, netpair, tmp_path: Path) -> None:
     attach("bbr_rttgain")
     bbrctl("set", "bbr_rttgain", "alpha=1")
     pair = netpair(rate_mbit=50, queue_bytes=QUEUE_BYTES, rtt_ms=RTT_MS)
     trace_file = tmp_path / "trace.jsonl"
-    tracer = _trace("bbr_rttgain", trace_file)
+    tracer = start_trace(trace_file, "bbr_rttgain")
     try:
         client = iperf_pair(pair, "bbr_rttgain", seconds=6)
         time.sleep(3)
@@ -73,8 +68,8 @@ def test_alpha_change_reaches_a_running_flow(attach, netpair, tmp_path: Path) ->
         changed_ns = time.monotonic_ns()  # after bbrctl returns: the map holds the new alpha
         iperf_result(client)
     finally:
-        _stop(tracer)
         bbrctl("set", "bbr_rttgain", "alpha=1")
+        stop_trace(tracer)
     records = [json.loads(line) for line in trace_file.read_text().splitlines()]
     netns = pair.netns_inode(pair.sender)
     ours = [r for r in records if r["netns"] == netns and r["mode"] == "PROBE_BW"]

@@ -3,15 +3,23 @@ map as bpftool sees it, and what detach does to a connection that is using the a
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from loaderutil import ALGOS, BBRCTL, PER_PACKET_ALGOS, PIN_ROOT, ctl, params_raw, pins, snapshot, struct_ops_ids
-from netutil import available_ccs, bbrctl, iperf_pair, iperf_result, kernel_features, run
+from loaderutil import ALGOS, PER_PACKET_ALGOS, PIN_ROOT, ctl, params_raw, pins, snapshot, struct_ops_ids
+from netutil import (
+    available_ccs,
+    bbrctl,
+    iperf_pair,
+    iperf_result,
+    kernel_features,
+    run,
+    start_trace,
+    stop_trace,
+    tracers,
+)
 
 # Every test here attaches, loads or probes BPF programs.
 pytestmark = pytest.mark.root
@@ -193,11 +201,6 @@ CONTRACT_KEYS = {"t_ns", "algo", "event", "saddr", "sport", "daddr", "dport", "m
                  "ca_state", "lost", "retrans"}
 
 
-def tracers(algo: str) -> int:
-    out = run(["bpftool", "-j", "map", "dump", "pinned", str(PIN_ROOT / algo / "ctl")]).stdout
-    return json.loads(out)[0]["formatted"]["value"][".data.ctl"][0]["ctl"]["tracers"]
-
-
 def test_trace_records_counts_itself_and_allows_one_reader(attach, netpair, tmp_path: Path) -> None:
     attach("bbr_acd")
     pair = netpair(rate_mbit=RATE_MBIT)
@@ -205,17 +208,13 @@ def test_trace_records_counts_itself_and_allows_one_reader(attach, netpair, tmp_
     # As if a tracer had been killed with SIGKILL: the next one resets the count.
     run(["bpftool", "map", "update", "pinned", str(PIN_ROOT / "bbr_acd" / "ctl"), "key", "0", "0", "0", "0",
          "value", "5", "0", "0", "0"])
-    tracer = subprocess.Popen([str(BBRCTL), "trace", "bbr_acd", "--format", "csv", "--out", str(out)],
-                              stderr=subprocess.PIPE, text=True, start_new_session=True)
+    tracer = start_trace(out, "bbr_acd", fmt="csv")
     try:
-        assert wait_until(lambda: tracers("bbr_acd") == 1)
         second = ctl("trace", "bbr_acd")
         assert second.returncode != 0 and "another bbrctl trace" in second.stderr
         iperf_result(iperf_pair(pair, "bbr_acd", seconds=2))
     finally:
-        tracer.send_signal(signal.SIGINT)
-        _, err = tracer.communicate(timeout=10)
-    assert tracer.returncode == 0, err
+        stop_trace(tracer)
     assert tracers("bbr_acd") == 0
     lines = out.read_text().splitlines()
     header = lines[0].split(",")

@@ -5,15 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from loaderutil import ALGOS, ctl
-from netutil import BBRCTL, ROOT
+from netutil import ROOT, start_trace, stop_trace
 
 COMMANDS = ["list", "attach", "detach", "upgrade", "show", "set", "flows", "trace", "policy", "apply", "export", "ss",
             "features"]
@@ -91,12 +89,7 @@ def test_record_keys_of_trace_help_match_the_output_header(attach, tmp_path) -> 
     for algo in ALGOS:
         attach(algo)
     out = tmp_path / "trace.csv"
-    tracer = subprocess.Popen([str(BBRCTL), "trace", "--format", "csv", "--out", str(out), *sorted(ALGOS)],
-                              stderr=subprocess.PIPE, text=True, start_new_session=True)
-    time.sleep(0.5)
-    tracer.send_signal(signal.SIGINT)
-    _, err = tracer.communicate(timeout=5)
-    assert tracer.returncode == 0, err
+    stop_trace(start_trace(out, *sorted(ALGOS), fmt="csv"))
     assert out.read_text().splitlines()[0].split(",") == keys
 
 

@@ -91,8 +91,10 @@ def drained(records: list[dict[str, Any]], i: int) -> bool:
 def check_a3(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     drain = [r for r in records if r["mode"] == "DRAIN"]
     i = first_exit(records, "DRAIN")
-    if not drain or i is None:
-        return [judge("DRAIN entered and left", False, "no DRAIN" if not drain else "never left", "both")]
+    if not drain:
+        return [left_drain_at_once(records, ctx)]
+    if i is None:
+        return [judge("DRAIN entered and left", False, "never left", "both")]
     gain = max(r["pacing_gain"] for r in drain)
     exit_rec = records[i]
     bdp = bdp_packets(exit_rec)
@@ -110,6 +112,26 @@ def check_a3(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     return [*checks, judge("DRAIN not left later than the target (inflight not far below it)",
                            exit_rec["inflight"] >= bdp - margin, f"{exit_rec['inflight']} pkts",
                            f">= {bdp:.0f} (-slack: {bdp - margin:.0f})")]
+
+
+def left_drain_at_once(records: list[dict[str, Any]], ctx: Ctx) -> Check:
+    """A run without a DRAIN record: the ACK that enters DRAIN may also leave it (every BBR's check_drain
+    tests inflight right after entering), and a record shows the state after its ACK, so STARTUP goes
+    straight to PROBE_BW. That is the case's exit with no queue to drain: the precondition, not a verdict.
+    A PROBE_RTT that interrupts STARTUP may end in PROBE_BW (the draft's BBRExitProbeRTT): not the case's
+    path either. No exit from STARTUP, or a PROBE_BW entered above the target, is a fail."""
+    exit_rec = next((r for r in records if r["mode"] != "STARTUP"), None)
+    if exit_rec is None:
+        return judge("DRAIN entered and left", False, "no DRAIN", "both")
+    if exit_rec["mode"] != "PROBE_BW":
+        return unforced("STARTUP ends in DRAIN", exit_rec["mode"], "DRAIN")
+    bdp = bdp_packets(exit_rec)
+    bound = bdp * (1 + ctx.tol["inflight_rel"]) + ctx.tol["inflight_slack_packets"]
+    if exit_rec["inflight"] > bound:
+        return judge("STARTUP -> PROBE_BW without DRAIN only at the target", False, f"{exit_rec['inflight']} pkts",
+                     f"<= {bound:.0f}")
+    return unforced("inflight above BBRInflight(1.0) when DRAIN starts (DRAIN left on the ACK that entered it)",
+                    f"{exit_rec['inflight']} pkts", f"> {bound:.0f}")
 
 
 def check_a4(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
