@@ -11,9 +11,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bbrbench.errors import HarnessError
 from bbrbench.testbed.delayline import DelayLine
 from bbrbench.testbed.netns import Namespaces, list_netns
-from bbrbench.testbed.procs import command
+from bbrbench.testbed.procs import command, wait_listening
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -171,23 +172,13 @@ def remove_netpair(pair: NetPair) -> None:
     pair.namespaces.destroy()
 
 
-def wait_listening(netns: str, port: int, udp: bool = False, timeout: float = 5) -> None:
-    """Returns once a socket in @netns listens on (TCP) or is bound to (UDP) @port: a server started in
-    the background is ready only then, and a client that came first would be refused or lose its datagram."""
-    deadline = time.monotonic() + timeout
-    while not command(["ss", "-Hln" + ("u" if udp else "t"), f"sport = :{port}"], netns=netns).stdout.strip():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"nothing listens on port {port} in {netns} after {timeout:g} s")
-        time.sleep(0.05)
-
-
 def iperf_pair(pair: NetPair, algo: str, seconds: float, port: int = 5201,
                extra: tuple[str, ...] = ()) -> subprocess.Popen[str]:
     """Starts an iperf3 server in the receiver and a JSON-reporting client in the sender."""
     server = pair.popen(pair.receiver, ["iperf3", "-s", "-1", "-p", str(port)])
     try:
-        wait_listening(pair.receiver, port)
-    except AssertionError:
+        wait_listening(pair.receiver, [port], servers=[server], what="iperf3 server")
+    except HarnessError:
         server.kill()
         raise
     return pair.popen(pair.sender, ["iperf3", "-c", pair.receiver_addr, "-p", str(port), "-C", algo,

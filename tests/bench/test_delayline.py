@@ -21,8 +21,8 @@ sys.path.insert(0, str(REPO / "bench"))
 from bbrbench.analysis import trust  # noqa: E402
 from bbrbench.experiments.delaybench import RECEIVER_ADDR, Chain  # noqa: E402
 from bbrbench.testbed.delayline import DelayLine, DelayLineError  # noqa: E402
+from bbrbench.testbed.procs import wait_listening  # noqa: E402
 from bbrbench.testbed.wire import kill_wire_processes  # noqa: E402
-from netutil import wait_listening  # noqa: E402
 
 pytestmark = [pytest.mark.net, pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces")]
 
@@ -78,7 +78,7 @@ def one_way_delays_us(chain: Chain, count: int = 30) -> tuple[float, float]:
     (one kernel, one clock)."""
     server = subprocess.Popen(["ip", "netns", "exec", chain.receiver, sys.executable, "-c", ECHO_SERVER])
     try:
-        wait_listening(chain.receiver, UDP_PORT, udp=True)
+        wait_listening(chain.receiver, [UDP_PORT], udp=True, servers=[server])
         client = subprocess.run(
             ["ip", "netns", "exec", chain.sender, sys.executable, "-c", f"""
 import socket, time

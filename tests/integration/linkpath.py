@@ -16,9 +16,9 @@ import pytest
 from bbrbench.scenario import AlgoCatalog, validate
 from bbrbench.testbed.emulation import Emulation, plan
 from bbrbench.testbed.netns import Namespaces
-from bbrbench.testbed.procs import command
+from bbrbench.testbed.procs import command, wait_listening
 from bbrbench.testbed.topology import RECEIVER_ADDR, Topology
-from netutil import NS_PREFIX, wait_listening
+from netutil import NS_PREFIX
 
 IPERF_PORT = 5201  # iperf3's default
 
@@ -81,7 +81,7 @@ def link_path(tmp_path: Path) -> Iterator[Callable[..., LinkPath]]:
 
 def iperf(path: LinkPath, args: list[str], seconds: float) -> subprocess.Popen[str]:
     command(["iperf3", "-s", "-D", "-1"], netns=path.topo.receiver)
-    wait_listening(path.topo.receiver, IPERF_PORT)
+    wait_listening(path.topo.receiver, [IPERF_PORT])
     return subprocess.Popen(["ip", "netns", "exec", path.sender, "iperf3", "-c", RECEIVER_ADDR, "-t",
                              str(seconds), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

@@ -18,11 +18,11 @@ import pytest
 
 from bbrbench import ratetrace
 from bbrbench.testbed.netns import Namespaces
-from bbrbench.testbed.procs import command
+from bbrbench.testbed.procs import command, wait_listening
 from bbrbench.testbed.system import qdisc_available
 from bbrbench.testbed.topology import HOST_IF, RECEIVER_ADDR
 from linkpath import LinkPath, iperf, iperf_json, next_serial, nstat, ping_ms
-from netutil import NS_PREFIX, wait_listening
+from netutil import NS_PREFIX
 
 
 def test_flow_queueing_keeps_a_sparse_flow_near_base_rtt_beside_four_bulk_flows(
@@ -90,7 +90,7 @@ class TcpRequests:
     def __enter__(self) -> TcpRequests:
         self.server = subprocess.Popen(["ip", "netns", "exec", self.path.topo.receiver, "python3", "-c",
                                         _ECHO_SERVER])
-        wait_listening(self.path.topo.receiver, ECHO_PORT)
+        wait_listening(self.path.topo.receiver, [ECHO_PORT], servers=[self.server])
         self.client = subprocess.Popen(["ip", "netns", "exec", self.path.sender, "python3", "-c", _ECHO_CLIENT,
                                         RECEIVER_ADDR, str(self.count), str(self.interval_s)],
                                        stdout=subprocess.PIPE, text=True)

@@ -30,7 +30,7 @@ from typing import Any
 from ..errors import HarnessError, UsageError
 from ..testbed.delayline import DelayLine
 from ..testbed.netns import Namespaces
-from ..testbed.procs import command
+from ..testbed.procs import command, wait_listening
 from ..testbed.wire import kill_wire_processes
 
 SENDER_ADDR = "198.18.0.1"
@@ -159,7 +159,7 @@ def loaded_run(chain: Chain, line: DelayLine, name: str, duration_s: float, rtt_
     server = subprocess.Popen(["ip", "netns", "exec", chain.receiver, "iperf3", "-s", "-1", "-p", str(IPERF_PORT)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        time.sleep(0.3)
+        wait_listening(chain.receiver, [IPERF_PORT], servers=[server], what="iperf3 server")
         before = line.stats()
         client_args = ["iperf3", "-c", RECEIVER_ADDR, "-p", str(IPERF_PORT), "-C", "cubic", "-J",
                        "-t", str(duration_s)]

@@ -50,7 +50,7 @@ from typing import Any
 from ..errors import UsageError
 from ..testbed.linkemu import LinkEmulator, kernel_reverse
 from ..testbed.netns import netns_pids
-from ..testbed.procs import command, kill_pids
+from ..testbed.procs import command, kill_pids, wait_listening
 from ..testbed.wire import WireProcess
 from .delaybench import RECEIVER_ADDR, Chain, RttStats, machine, percentile, run_reported
 
@@ -62,6 +62,7 @@ IPERF_MAX_STREAMS = 128
 IPERF_BASE_PORT = 5301
 PING_COUNT = 500
 PING_INTERVAL_S = 0.01
+LOAD_START_S = 0.3  # the load's client connects and sends before the loaded pings begin
 # The second idle delay run's busy-poll: twice the gap between two pings, so no ping finds the forward thread
 # asleep (what the idle goal costs in CPU).
 GAP_POLL_US = round(2 * PING_INTERVAL_S * 1e6)
@@ -193,12 +194,12 @@ def _udp_clients(chain: Chain, streams: int, per_stream_bps: float, seconds: flo
     for i, start in enumerate(range(0, streams, IPERF_MAX_STREAMS)):
         port = IPERF_BASE_PORT + i
         command(["iperf3", "-s", "-D", "-1", "-p", str(port)], netns=chain.receiver)
+        wait_listening(chain.receiver, [port], what="iperf3 server")
         n = min(IPERF_MAX_STREAMS, streams - start)
         clients.append(subprocess.Popen(
             ["ip", "netns", "exec", chain.sender, "iperf3", "-c", RECEIVER_ADDR, "-p", str(port), "-u",
              "-b", str(int(per_stream_bps)), "-l", str(payload), "-P", str(n), "-t", str(seconds)],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
-    time.sleep(0.3)
     return clients
 
 
@@ -327,6 +328,7 @@ def _delay(chain: Chain, rate_mbit: float, bridged: list[float], again: list[flo
         idle, before, after = _idle_pings(chain, link)
         idle_counts = _idle_path_counts(before, after, link.ready_event)
         load = _udp_clients(chain, 1, rate_mbit * 1e6 / 2, PING_COUNT * PING_INTERVAL_S + 2)
+        time.sleep(LOAD_START_S)
         loaded = chain.ping(PING_COUNT, PING_INTERVAL_S)
         for c in load:
             c.communicate(timeout=COMMAND_TIMEOUT_S + PING_COUNT * PING_INTERVAL_S)

@@ -179,7 +179,7 @@ class _Traffic(Traffic):
             with self.server_path(flow).open("w") as out:
                 self.servers.append(self.procs.spawn(argv, netns=self.topo.receiver, stdout=out,
                                                      stderr=subprocess.STDOUT))
-        self._wait_listening({f.server_port for f in self.scenario.flows})
+        self.wait_listening()
 
     def client_argv(self, flow: Flow) -> list[str]:
         if flow.index in self.spec.script_args:

@@ -47,7 +47,7 @@ from ..errors import HarnessError, NotRunnable
 from ..results import read_json, write_json
 from ..testbed import runstate
 from ..testbed.netns import Namespaces
-from ..testbed.procs import ProcessGroup, command, find_binary
+from ..testbed.procs import ProcessGroup, command, find_binary, wait_listening
 from ..testbed.runstate import RunState
 from ..testbed.system import catalog
 from .fidelity import CANDIDATE, REFERENCE, loadavg
@@ -56,7 +56,6 @@ SENDER_ADDR = "198.18.0.1"
 RECEIVER_ADDR = "198.18.0.2"
 PREFIX_LEN = 24
 SERVER_PORT = 5201
-SERVER_READY_TIMEOUT_S = 5.0
 CLIENT_GRACE_S = 15.0
 RESULT_FILE = "overhead.json"
 CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
@@ -207,11 +206,7 @@ def one_run(pair: Pair, group: ProcessGroup, algo: str, seconds: int, raw_dir: P
     client_path = raw_dir / f"{tag}-client.json"
     with server_path.open("w") as out:
         server = group.spawn(["iperf3", "-s", "-1", "-J", "-p", str(SERVER_PORT)], netns=pair.receiver, stdout=out)
-    deadline = time.monotonic() + SERVER_READY_TIMEOUT_S
-    while not command(["ss", "-Hltn", f"sport = :{SERVER_PORT}"], netns=pair.receiver).stdout.strip():
-        if server.poll() is not None or time.monotonic() > deadline:
-            raise HarnessError(f"iperf3 server not listening; see {server_path}")
-        time.sleep(0.05)
+    wait_listening(pair.receiver, [SERVER_PORT], servers=[server], what=f"iperf3 server (see {server_path})")
     affinity = ["-A", "0,1"] if pin else []  # client on CPU 0, server on CPU 1
     stats0 = program_stats([algo]).get(algo, {})
     busy0, soft0 = system_busy_s(), ksoftirqd_s()

@@ -9,7 +9,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -18,6 +18,8 @@ from ..errors import HarnessError
 RUN_ENV = "BBRBENCH_RUN"
 TERM_GRACE_S = 2.0
 COMMAND_TIMEOUT_S = 30.0
+SERVER_READY_TIMEOUT_S = 10.0  # a server's start-up on a loaded 2-vCPU machine, with room to spare
+READY_POLL_S = 0.05
 
 
 # A source checkout's build directory: where `make` leaves the binaries before `make install`.
@@ -33,6 +35,27 @@ def find_binary(name: str, env_var: str) -> Path | None:
         on_path = shutil.which(name)
         found = Path(on_path) if on_path else CHECKOUT_BUILD / name
     return found if found.is_file() and os.access(found, os.X_OK) else None
+
+
+def wait_listening(netns: str | None, ports: Iterable[int], udp: bool = False, servers: Sequence[subprocess.Popen[Any]] = (),
+                   what: str = "server", timeout_s: float = SERVER_READY_TIMEOUT_S) -> None:
+    """Returns once sockets in @netns (None: this one) listen on (TCP) or are bound to (UDP) every one of @ports: a server
+    started in the background is ready only then (a client that came first is refused, or its datagram
+    lost). One of @servers exiting first, or the time-out, is an error naming @what."""
+    wanted = set(ports)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        listing = command(["ss", "-Hln" + ("u" if udp else "t")], netns=netns).stdout
+        bound = {int(line.split()[3].rsplit(":", 1)[1]) for line in listing.splitlines() if line.strip()}
+        if wanted <= bound:
+            return
+        for server in servers:
+            if server.poll() is not None:
+                raise HarnessError(f"{what} exited early (code {server.returncode})")
+        if time.monotonic() > deadline:
+            missing = ", ".join(str(p) for p in sorted(wanted - bound))
+            raise HarnessError(f"{what} not listening on port {missing} after {timeout_s:g} s")
+        time.sleep(READY_POLL_S)
 
 
 def pid_alive(pid: int) -> bool:

@@ -11,13 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import HarnessError
 from ..scenario import Flow, Scenario
 from .cpuplace import confine, plan
-from .procs import ProcessGroup, command
+from .procs import ProcessGroup, wait_listening
 from .topology import RECEIVER_ADDR, Topology
 
-SERVER_READY_TIMEOUT_S = 10.0
 CONNECT_TIMEOUT_MS = 5000
 # After its nominal end a flow gets this long to report before it is killed (results exchange, slow start).
 FINISH_GRACE_S = 10.0
@@ -59,20 +57,11 @@ class Traffic:
                 self.servers.append(self.procs.spawn(
                     confine(["iperf3", "-s", "-1", "-J", "-p", str(flow.server_port)], self.cpus),
                     netns=self.topo.receiver, stdout=out, stderr=subprocess.STDOUT))
-        self._wait_listening({f.server_port for f in self.scenario.flows})
+        self.wait_listening()
 
-    def _wait_listening(self, ports: set[int]) -> None:
-        deadline = time.monotonic() + SERVER_READY_TIMEOUT_S
-        while time.monotonic() < deadline:
-            listing = command(["ss", "-N", self.topo.receiver, "-ltnH"]).stdout
-            listening = {int(line.split()[3].rsplit(":", 1)[1]) for line in listing.splitlines() if line.strip()}
-            if ports <= listening:
-                return
-            for server in self.servers:
-                if server.poll() is not None:
-                    raise HarnessError(f"iperf3 server exited early (code {server.returncode}); see {self.dir}")
-            time.sleep(POLL_S)
-        raise HarnessError(f"iperf3 servers not listening after {SERVER_READY_TIMEOUT_S:g} s")
+    def wait_listening(self) -> None:
+        wait_listening(self.topo.receiver, {f.server_port for f in self.scenario.flows}, servers=self.servers,
+                       what=f"flow server (see {self.dir})")
 
     def client_argv(self, flow: Flow) -> list[str]:
         argv = ["iperf3", "-c", RECEIVER_ADDR, "-p", str(flow.server_port), "--cport", str(flow.client_port),

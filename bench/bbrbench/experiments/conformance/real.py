@@ -53,7 +53,7 @@ def _scheduled_traffic(segments: tuple[tuple[float, float | None], ...]) -> Call
                     self.servers.append(self.procs.spawn([sys.executable, "-m", FLOW_MODULE, "serve",
                                                           str(flow.server_port)], netns=self.topo.receiver,
                                                          stdout=out, stderr=subprocess.STDOUT))
-            self._wait_listening({f.server_port for f in self.scenario.flows})
+            self.wait_listening()
 
         def client_argv(self, flow: Any) -> list[str]:
             argv = [sys.executable, "-m", "bbrbench.experiments.scheduled_flow", RECEIVER_ADDR,
