@@ -37,11 +37,12 @@ def find_binary(name: str, env_var: str) -> Path | None:
     return found if found.is_file() and os.access(found, os.X_OK) else None
 
 
-def wait_listening(netns: str | None, ports: Iterable[int], udp: bool = False, servers: Sequence[subprocess.Popen[Any]] = (),
-                   what: str = "server", timeout_s: float = SERVER_READY_TIMEOUT_S) -> None:
-    """Returns once sockets in @netns (None: this one) listen on (TCP) or are bound to (UDP) every one of @ports: a server
-    started in the background is ready only then (a client that came first is refused, or its datagram
-    lost). One of @servers exiting first, or the time-out, is an error naming @what."""
+def wait_listening(netns: str | None, ports: Iterable[int], udp: bool = False,
+                   servers: Sequence[subprocess.Popen[Any]] = (), what: str = "server",
+                   timeout_s: float = SERVER_READY_TIMEOUT_S) -> None:
+    """Returns once sockets in @netns (None: this one) listen on (TCP) or are bound to (UDP) every one of
+    @ports: a server started in the background is ready only then (a client that came first is refused, or
+    its datagram lost). One of @servers exiting first, or the time-out, is an error naming @what."""
     wanted = set(ports)
     deadline = time.monotonic() + timeout_s
     while True:
