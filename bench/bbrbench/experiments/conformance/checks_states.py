@@ -88,6 +88,12 @@ def drained(records: list[dict[str, Any]], i: int) -> bool:
     return r["mode"] == "DRAIN" or r["mode"] == "PROBE_BW" and key is not None and r[key] == r["round"]
 
 
+def with_slack(target: float, ctx: Ctx) -> float:
+    """An inflight target plus what the checks tolerate above it: inflight_rel of it and inflight_slack_packets
+    (the draft's BBRQuantizationBudget, which the code adds to BBRInflight())."""
+    return target * (1 + ctx.tol["inflight_rel"]) + ctx.tol["inflight_slack_packets"]
+
+
 def check_a3(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     drain = [r for r in records if r["mode"] == "DRAIN"]
     i = first_exit(records, "DRAIN")
@@ -98,7 +104,7 @@ def check_a3(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     gain = max(r["pacing_gain"] for r in drain)
     exit_rec = records[i]
     bdp = bdp_packets(exit_rec)
-    margin = bdp * ctx.tol["inflight_rel"] + ctx.tol["inflight_slack_packets"]
+    margin = with_slack(bdp, ctx) - bdp
     checks = [judge("DRAIN pacing gain", ctx.tol["drain_gain_min"] - 1e-3 <= gain <= ctx.tol["drain_gain_max"] + 1e-3,
                     fixed(gain, 3), f"{ctx.tol['drain_gain_min']}..{ctx.tol['drain_gain_max']}"),
               judge("DRAIN -> PROBE_BW", exit_rec["mode"] == "PROBE_BW", exit_rec["mode"], "PROBE_BW"),
@@ -125,8 +131,7 @@ def left_drain_at_once(records: list[dict[str, Any]], ctx: Ctx) -> Check:
         return judge("DRAIN entered and left", False, "no DRAIN", "both")
     if exit_rec["mode"] != "PROBE_BW":
         return unforced("STARTUP ends in DRAIN", exit_rec["mode"], "DRAIN")
-    bdp = bdp_packets(exit_rec)
-    bound = bdp * (1 + ctx.tol["inflight_rel"]) + ctx.tol["inflight_slack_packets"]
+    bound = with_slack(bdp_packets(exit_rec), ctx)
     if exit_rec["inflight"] > bound:
         return judge("STARTUP -> PROBE_BW without DRAIN only at the target", False, f"{exit_rec['inflight']} pkts",
                      f"<= {bound:.0f}")
@@ -145,7 +150,7 @@ def check_a4(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     # A DRAIN never left is judged at its last record: inflight still above target there is the case's
     # condition, and the rounds it has lasted are past the time exit.
     exit_rec, last = (records[i], records[i - 1]) if i is not None else (drain[-1], drain[-1])
-    bound = bdp_packets(exit_rec) * (1 + ctx.tol["inflight_rel"]) + ctx.tol["inflight_slack_packets"]
+    bound = with_slack(bdp_packets(exit_rec), ctx)
     if exit_rec["inflight"] <= bound:
         return [unforced("inflight above BBRInflight(1.0) when DRAIN ends", f"{exit_rec['inflight']} pkts",
                          f"> {bound:.0f} (BDP and slack)")]
@@ -245,7 +250,7 @@ def check_a8(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
         bound = bdp_packets(r, "max_bw_bps")
         if longterm and r[longterm] is not None:
             bound = min(bound, (1 - ctx.tol["headroom"]) * r[longterm])
-        worst = max(worst, r["inflight"] / (bound * (1 + ctx.tol["inflight_rel"]) + ctx.tol["inflight_slack_packets"]))
+        worst = max(worst, r["inflight"] / with_slack(bound, ctx))
     checks.append(judge("inflight at DOWN -> CRUISE within both targets", worst <= 1.0,
                         f"{worst:.2f} of the bound (worst of {len(exits)})", "<= 1.00"))
     return checks
@@ -262,7 +267,7 @@ def check_a9(records: list[dict[str, Any]], ctx: Ctx) -> list[Check]:
     target = bdp_packets(exit_rec, "max_bw_bps")
     if longterm and exit_rec[longterm] is not None:
         target = min(target, (1 - ctx.tol["headroom"]) * exit_rec[longterm])
-    bound = target * (1 + ctx.tol["inflight_rel"]) + ctx.tol["inflight_slack_packets"]
+    bound = with_slack(target, ctx)
     if exit_rec["inflight"] <= bound:
         return [unforced("inflight above BBRInflightWithHeadroom() when DOWN ends", f"{exit_rec['inflight']} pkts",
                          f"> {bound:.0f} (target and slack)")]
