@@ -26,6 +26,7 @@ from bbrbench.experiments.lockstep import (
     table,
     unexplained,
 )
+from bbrbench.testbed.procs import wait_listening
 
 STARTUP, PROBE_BW, PROBE_RTT = 0, 2, 3
 JIFFY_US = 4000  # HZ=250
@@ -183,13 +184,6 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def listening(port: int) -> bool:
-    """A listening socket on the port (/proc/net/tcp: hex local port, state 0A); a connect would use up
-    the server's one connection."""
-    rows = [line.split() for line in open("/proc/net/tcp").read().splitlines()[1:]]
-    return any(int(row[1].rsplit(":", 1)[1], 16) == port and row[3] == "0A" for row in rows)
-
-
 def test_scripted_flow_idles_switches_and_delivers_everything() -> None:
     # reno is always allowed; the switch goes to a built-in one this user may also set.
     which = "available" if os.geteuid() == 0 else "allowed"
@@ -200,10 +194,8 @@ def test_scripted_flow_idles_switches_and_delivers_everything() -> None:
     port, module = free_port(), "bbrbench.experiments.lockstep_flow"
     server = subprocess.Popen([sys.executable, "-m", module, "serve", str(port)], stdout=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 10
-        while not listening(port):
-            assert time.monotonic() < deadline and server.poll() is None, "server not listening"
-            time.sleep(0.05)
+        # ss, not a test connect: the server takes one connection.
+        wait_listening(None, [port], servers=[server], what="lockstep_flow's server")
         start = time.monotonic()
         sent = subprocess.run([sys.executable, "-m", module, "send", "127.0.0.1", str(port), str(free_port()),
                                "--cc", "reno", "--send-s", "0.3", "--idle-s", "0.4", "--then-s", "0.2",

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from bbrbench.cli.rollout import EXIT_REVERTED
+from bbrbench.testbed.procs import wait_listening
 from netutil import BBRCTL, NS_PREFIX, NetPair, bbrctl, run
 
 OWN_CGROUP2 = Path("/run/bbrkit/cgroup2")
@@ -205,10 +206,6 @@ def ccs_where(socks: list[tuple[str, str, str]], local_port: int | None = None,
             and (peer_port is None or peer.endswith(f":{peer_port}"))}
 
 
-def listening(ns: str, port: int) -> bool:
-    return bool(run(["ip", "netns", "exec", ns, "ss", "-Htln", f"sport = :{port}"]).stdout.strip())
-
-
 def test_two_cgroups_get_their_algorithms(attach: Callable[[str], None], netns: str, cgroups: Callable[[str], Path],
                                           rules: Callable[..., None], procs: Procs, tmp_path: Path) -> None:
     """Two services, each in its cgroup, each given its algorithm by one rule, for the connections it accepts
@@ -223,7 +220,7 @@ def test_two_cgroups_get_their_algorithms(attach: Callable[[str], None], netns: 
     rules("svc-b", f"cgroup=/{b.name}", "arms=bbr_acd", env=own)
     for port, cg in ((18081, a), (18082, b)):
         procs.start(["ip", "netns", "exec", netns, "nginx", "-c", str(nginx_conf(tmp_path, port))], cgroup=cg)
-        wait_until(lambda port=port: listening(netns, port), 10, f"nginx on {port} did not start")
+        wait_listening(netns, [port], what=f"nginx on {port}")
     curl = ["ip", "netns", "exec", netns, "curl", "-s", "-o", "/dev/null", "--limit-rate", "4M"]
     procs.start([*curl, "http://127.0.0.1:18082/big"], cgroup=a)  # opened from a, accepted by b
     procs.start([*curl, "http://127.0.0.1:18081/big"])  # opened from the root cgroup, accepted by a
@@ -262,7 +259,7 @@ def test_split_lands_on_its_weights_and_prometheus(attach: Callable[[str], None]
     attach("bbr1")
     rules("split", "lport=18083", "arms=bbr1:90,cubic:10")
     procs.start(["ip", "netns", "exec", netns, "nginx", "-c", str(nginx_conf(tmp_path, 18083))])
-    wait_until(lambda: listening(netns, 18083), 10, "nginx did not start")
+    wait_listening(netns, [18083], what="nginx")
     url = exporter()
     wrk = procs.start(["ip", "netns", "exec", netns, "prlimit", "--nofile=16384:16384", "wrk", "-t2", "-c2000",
                        "-d8s", "http://127.0.0.1:18083/small"])
@@ -328,7 +325,7 @@ def test_guard_reverts_starving_arm(starving_rttgain: None, netpair: Callable[..
     rules("canary", "lport=18084", "arms=bbr_rttgain:50,cubic:50", "holdback=cubic")
     procs.start(["ip", "netns", "exec", pair.sender, "nginx",
                  "-c", str(nginx_conf(tmp_path, 18084, addr=pair.sender_addr))])
-    wait_until(lambda: listening(pair.sender, 18084), 10, "nginx did not start")
+    wait_listening(pair.sender, [18084], what="nginx")
     url = exporter("--stall-rtts", "4", port=EXPORT_PORT + 1)
     for _ in range(16):  # 50:50 by 4-tuple: with 12, bbr_rttgain gets none in one run of 4096; with 16, 65536
         procs.start(["ip", "netns", "exec", pair.receiver, "curl", "-s", "-o", "/dev/null",
